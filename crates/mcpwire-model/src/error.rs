@@ -1,0 +1,240 @@
+//! Errors, sorted by who is to blame, and their wire codes — mapped in one place.
+//!
+//! [`McpError`] is what routers, backends and sessions pass around. [`McpError::to_wire`]
+//! is the single table turning it into a JSON-RPC [`ErrorObject`] for a [`Dialect`].
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Dialect, Raw};
+
+/// JSON-RPC and MCP error codes.
+pub mod codes {
+    /// Invalid JSON.
+    pub const PARSE_ERROR: i64 = -32700;
+    /// Not a valid JSON-RPC request.
+    pub const INVALID_REQUEST: i64 = -32600;
+    /// Unknown method.
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// Invalid method parameters.
+    pub const INVALID_PARAMS: i64 = -32602;
+    /// Internal server error.
+    pub const INTERNAL_ERROR: i64 = -32603;
+    /// MCP: resource not found (2025-11-25).
+    pub const RESOURCE_NOT_FOUND: i64 = -32002;
+    /// MCP: the server asks for an interaction the client must complete (URL elicitation).
+    pub const URL_ELICITATION_REQUIRED: i64 = -32042;
+    /// SDK convention: request timed out.
+    pub const REQUEST_TIMEOUT: i64 = -32001;
+    /// bb-1.0: tool not found.
+    pub const BB_TOOL_NOT_FOUND: i64 = -32000;
+    /// bb-1.0: tool execution failed.
+    pub const BB_TOOL_FAILED: i64 = -32001;
+    /// bb-1.0: invalid tool params.
+    pub const BB_INVALID_TOOL_PARAMS: i64 = -32002;
+    /// bb-1.0: server not initialized.
+    pub const BB_NOT_INITIALIZED: i64 = -32003;
+}
+
+/// A JSON-RPC error object as it appears on the wire.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ErrorObject {
+    /// The error code.
+    pub code: i64,
+    /// A short description.
+    pub message: String,
+    /// Extra data, raw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Raw>,
+}
+
+impl PartialEq for ErrorObject {
+    fn eq(&self, other: &Self) -> bool {
+        self.code == other.code
+            && self.message == other.message
+            && self.data.as_ref().map(|d| d.get()) == other.data.as_ref().map(|d| d.get())
+    }
+}
+
+impl ErrorObject {
+    /// An error object without data.
+    pub fn new(code: i64, message: impl Into<String>) -> ErrorObject {
+        ErrorObject {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    /// Attaches `data`.
+    pub fn with_data(mut self, data: &serde_json::Value) -> ErrorObject {
+        self.data = Some(crate::to_raw(data));
+        self
+    }
+}
+
+/// Every failure a request can end in, grouped by blame.
+///
+/// Each variant documents how it reaches the wire; [`McpError::to_wire`] is the table.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpError {
+    // --- the peer misbehaved: answered, the connection stays open ---
+    /// The request's params did not match the method (−32602).
+    #[error("Invalid params: {0}")]
+    InvalidParams(String),
+    /// The method is unknown or not offered (−32601).
+    #[error("Method not found: {0}")]
+    MethodNotFound(String),
+    /// The request is not valid in the session's state (−32600).
+    #[error("Invalid Request: {0}")]
+    InvalidRequest(String),
+    /// A request arrived before `initialize` (−32600; bb-1.0: −32003).
+    #[error("Server not initialized: send initialize first")]
+    NotInitialized,
+    /// No tool has this name (−32602; bb-1.0: −32000).
+    #[error("Unknown tool: {0}")]
+    ToolNotFound(String),
+    /// The tool's arguments failed its input schema. Standard MCP returns this as a tool
+    /// result with `isError: true`; bb-1.0 answers −32002.
+    #[error("Invalid arguments for tool {tool}: {message}")]
+    InvalidToolParams {
+        /// The tool called.
+        tool: String,
+        /// What was wrong.
+        message: String,
+    },
+    /// No resource has this URI (−32002).
+    #[error("Resource not found: {0}")]
+    ResourceNotFound(String),
+    /// No prompt has this name (−32602).
+    #[error("Unknown prompt: {0}")]
+    PromptNotFound(String),
+
+    // --- a limit was hit ---
+    /// A configured limit was exceeded (−32600, message names the limit).
+    #[error("Limit exceeded: {0}")]
+    LimitExceeded(String),
+    /// The request took longer than its deadline (−32001).
+    #[error("Request timed out")]
+    Timeout,
+
+    // --- the backend failed ---
+    /// The tool ran and failed. Standard MCP returns this as a tool result with
+    /// `isError: true`; bb-1.0 answers −32001 with `data.tool` and `data.error`.
+    #[error("Tool {tool} failed: {message}")]
+    ToolFailed {
+        /// The tool called.
+        tool: String,
+        /// The failure, as the tool reported it.
+        message: String,
+    },
+    /// The request was cancelled (never sent on the wire; the response is suppressed).
+    #[error("Request cancelled")]
+    Cancelled,
+    /// A backend or peer answered with this exact JSON-RPC error; passed through as is.
+    #[error("{}", .0.message)]
+    Wire(ErrorObject),
+
+    // --- our bug ---
+    /// Something went wrong inside mcpwire (−32603).
+    #[error("Internal error: {0}")]
+    Internal(String),
+}
+
+impl McpError {
+    /// The JSON-RPC error object for this error in `dialect`.
+    pub fn to_wire(&self, dialect: Dialect) -> ErrorObject {
+        use codes::*;
+        let msg = self.to_string();
+        match (self, dialect) {
+            (McpError::InvalidParams(_), _) => ErrorObject::new(INVALID_PARAMS, msg),
+            (McpError::MethodNotFound(_), _) => ErrorObject::new(METHOD_NOT_FOUND, msg),
+            (McpError::InvalidRequest(_), _) => ErrorObject::new(INVALID_REQUEST, msg),
+            (McpError::NotInitialized, Dialect::Bb) => {
+                ErrorObject::new(BB_NOT_INITIALIZED, "Server not initialized")
+            }
+            (McpError::NotInitialized, Dialect::Mcp) => ErrorObject::new(INVALID_REQUEST, msg),
+            (McpError::ToolNotFound(name), Dialect::Bb) => {
+                ErrorObject::new(BB_TOOL_NOT_FOUND, "Tool not found")
+                    .with_data(&serde_json::json!({ "tool": name }))
+            }
+            (McpError::ToolNotFound(_), Dialect::Mcp) => ErrorObject::new(INVALID_PARAMS, msg),
+            (McpError::InvalidToolParams { tool, message }, Dialect::Bb) => {
+                ErrorObject::new(BB_INVALID_TOOL_PARAMS, "Invalid tool params")
+                    .with_data(&serde_json::json!({ "tool": tool, "error": message }))
+            }
+            (McpError::InvalidToolParams { .. }, Dialect::Mcp) => {
+                ErrorObject::new(INVALID_PARAMS, msg)
+            }
+            (McpError::ToolFailed { tool, message }, Dialect::Bb) => {
+                ErrorObject::new(BB_TOOL_FAILED, "Tool execution failed")
+                    .with_data(&serde_json::json!({ "tool": tool, "error": message }))
+            }
+            (McpError::ToolFailed { .. }, Dialect::Mcp) => ErrorObject::new(INTERNAL_ERROR, msg),
+            (McpError::ResourceNotFound(uri), _) => ErrorObject::new(RESOURCE_NOT_FOUND, msg)
+                .with_data(&serde_json::json!({ "uri": uri })),
+            (McpError::PromptNotFound(_), _) => ErrorObject::new(INVALID_PARAMS, msg),
+            (McpError::LimitExceeded(_), _) => ErrorObject::new(INVALID_REQUEST, msg),
+            (McpError::Timeout, _) => ErrorObject::new(REQUEST_TIMEOUT, msg),
+            (McpError::Cancelled, _) => ErrorObject::new(REQUEST_TIMEOUT, msg),
+            (McpError::Wire(obj), _) => obj.clone(),
+            (McpError::Internal(_), _) => ErrorObject::new(INTERNAL_ERROR, msg),
+        }
+    }
+
+    /// Whether standard MCP reports this error inside a successful `tools/call` result
+    /// (`isError: true`) rather than as a JSON-RPC error.
+    pub fn is_tool_result_error(&self) -> bool {
+        matches!(
+            self,
+            McpError::InvalidToolParams { .. } | McpError::ToolFailed { .. }
+        )
+    }
+
+    /// A `tools/call` result with `isError: true` describing this error.
+    pub fn to_tool_result(&self) -> Raw {
+        let text = match self {
+            McpError::ToolFailed { message, .. } => message.clone(),
+            other => other.to_string(),
+        };
+        crate::to_raw(&serde_json::json!({
+            "content": [{ "type": "text", "text": text }],
+            "isError": true,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bb_codes() {
+        let b = Dialect::Bb;
+        assert_eq!(McpError::ToolNotFound("x".into()).to_wire(b).code, -32000);
+        let failed = McpError::ToolFailed {
+            tool: "t".into(),
+            message: "boom".into(),
+        }
+        .to_wire(b);
+        assert_eq!(failed.code, -32001);
+        assert_eq!(
+            failed.data.unwrap().get(),
+            r#"{"error":"boom","tool":"t"}"#
+        );
+        let bad = McpError::InvalidToolParams {
+            tool: "t".into(),
+            message: "m".into(),
+        };
+        assert_eq!(bad.to_wire(b).code, -32002);
+        assert_eq!(McpError::NotInitialized.to_wire(b).code, -32003);
+    }
+
+    #[test]
+    fn standard_codes() {
+        let m = Dialect::Mcp;
+        assert_eq!(McpError::ToolNotFound("x".into()).to_wire(m).code, -32602);
+        assert_eq!(McpError::MethodNotFound("x".into()).to_wire(m).code, -32601);
+        assert_eq!(McpError::ResourceNotFound("u".into()).to_wire(m).code, -32002);
+    }
+}

@@ -1,0 +1,506 @@
+//! The JSON-RPC 2.0 envelope: decoding inbound messages and encoding outbound ones.
+//!
+//! Decoding parses the envelope as one struct and classifies the message by which fields are
+//! present; `params` and `result` stay raw. A message that cannot be classified becomes a
+//! [`Malformed`] carrying the error reply to send (and the id, when one could be read).
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{self, Deserializer, IgnoredAny, Visitor};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::error::{ErrorObject, codes};
+use crate::{Method, Raw, RequestId};
+
+/// A decoded inbound JSON-RPC message.
+#[derive(Debug)]
+pub enum Message {
+    /// A request expecting a response.
+    Request(Request),
+    /// A notification (no id, no response).
+    Notification(Notification),
+    /// A response to a request this side sent.
+    Response(Response),
+}
+
+/// A JSON-RPC request.
+#[derive(Debug)]
+pub struct Request {
+    /// The id to echo in the response.
+    pub id: RequestId,
+    /// The method called.
+    pub method: Method,
+    /// The raw `params`, if present.
+    pub params: Option<Raw>,
+}
+
+/// A JSON-RPC notification.
+#[derive(Debug)]
+pub struct Notification {
+    /// The notification's method.
+    pub method: Method,
+    /// The raw `params`, if present.
+    pub params: Option<Raw>,
+}
+
+/// A JSON-RPC response.
+#[derive(Debug)]
+pub struct Response {
+    /// The id of the request this answers.
+    pub id: RequestId,
+    /// The raw result, or the error object.
+    pub outcome: Result<Raw, ErrorObject>,
+}
+
+/// A message that could not be decoded, with the error reply it deserves.
+#[derive(Debug, Clone)]
+pub struct Malformed {
+    /// The id to answer, when it could be read (`None` answers with `"id": null`).
+    pub id: Option<RequestId>,
+    /// The JSON-RPC error to reply with.
+    pub error: ErrorObject,
+    /// Whether a reply should be sent at all (false for malformed responses and
+    /// notifications, which JSON-RPC says must not be answered).
+    pub reply: bool,
+}
+
+impl Malformed {
+    fn new(id: Option<RequestId>, code: i64, message: impl Into<String>) -> Malformed {
+        Malformed {
+            id,
+            error: ErrorObject::new(code, message),
+            reply: true,
+        }
+    }
+
+    /// A malformed message answered with −32700 (parse error) and `"id": null`.
+    pub fn parse_error(message: impl Into<String>) -> Malformed {
+        Malformed::new(None, codes::PARSE_ERROR, message)
+    }
+
+    /// A malformed message answered with −32600 (invalid request).
+    pub fn invalid_request(id: Option<RequestId>, message: impl Into<String>) -> Malformed {
+        Malformed::new(id, codes::INVALID_REQUEST, message)
+    }
+}
+
+/// The `id` field as found in the envelope: absent, `null`, a valid id, or something invalid.
+#[derive(Debug, Default)]
+enum IdField {
+    #[default]
+    Absent,
+    Null,
+    Valid(RequestId),
+    Invalid,
+}
+
+impl<'de> Deserialize<'de> for IdField {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = IdField;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a request id")
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<IdField, E> {
+                Ok(IdField::Null)
+            }
+            fn visit_none<E: de::Error>(self) -> Result<IdField, E> {
+                Ok(IdField::Null)
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<IdField, E> {
+                Ok(IdField::Valid(RequestId::Int(v)))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<IdField, E> {
+                Ok(i64::try_from(v).map_or(IdField::Invalid, |v| IdField::Valid(RequestId::Int(v))))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<IdField, E> {
+                if v.fract() == 0.0 && v.abs() < 9.0e15 {
+                    Ok(IdField::Valid(RequestId::Int(v as i64)))
+                } else {
+                    Ok(IdField::Invalid)
+                }
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<IdField, E> {
+                Ok(IdField::Valid(RequestId::Str(v.into())))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<IdField, E> {
+                Ok(IdField::Invalid)
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut a: A) -> Result<IdField, A::Error> {
+                while a.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(IdField::Invalid)
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, mut a: A) -> Result<IdField, A::Error> {
+                while a.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(IdField::Invalid)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl IdField {
+    fn id(&self) -> Option<RequestId> {
+        match self {
+            IdField::Valid(id) => Some(id.clone()),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow, default)]
+    jsonrpc: Option<Cow<'a, str>>,
+    #[serde(default)]
+    id: IdField,
+    #[serde(borrow, default)]
+    method: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    result: Option<&'a RawValue>,
+    #[serde(default)]
+    error: Option<ErrorObject>,
+}
+
+#[derive(Deserialize)]
+struct IdOnly {
+    #[serde(default)]
+    id: IdField,
+}
+
+/// The default nesting limit of [`decode`]: deeper arrays/objects are refused.
+pub const DEFAULT_MAX_DEPTH: usize = 64;
+
+/// Decodes one JSON-RPC message from `bytes` (one NDJSON line, one HTTP body, one frame)
+/// with the default nesting limit.
+pub fn decode(bytes: &[u8]) -> Result<Message, Malformed> {
+    decode_with_depth(bytes, DEFAULT_MAX_DEPTH)
+}
+
+/// Decodes one JSON-RPC message, refusing JSON nested deeper than `max_depth`.
+///
+/// Never panics and never recurses deeper than `max_depth`: raw `params` are scanned
+/// before anything is parsed, so hostile input costs at most two passes over the bytes.
+pub fn decode_with_depth(bytes: &[u8], max_depth: usize) -> Result<Message, Malformed> {
+    if nesting_exceeds(bytes, max_depth) {
+        return Err(Malformed::parse_error(format!(
+            "Parse error: JSON nested deeper than {max_depth} levels"
+        )));
+    }
+    let env: Envelope<'_> = match serde_json::from_slice(bytes) {
+        Ok(env) => env,
+        Err(e) => return Err(classify_error(bytes, &e)),
+    };
+    if env.jsonrpc.as_deref() != Some("2.0") {
+        return Err(Malformed::invalid_request(
+            env.id.id(),
+            "Invalid Request: \"jsonrpc\" must be \"2.0\"",
+        ));
+    }
+    match (env.method, env.id) {
+        (Some(method), IdField::Valid(id)) => {
+            if env.result.is_some() || env.error.is_some() {
+                return Err(Malformed::invalid_request(
+                    Some(id),
+                    "Invalid Request: a request cannot carry result or error",
+                ));
+            }
+            check_params(env.params, Some(&id))?;
+            Ok(Message::Request(Request {
+                id,
+                method: Method::parse(&method),
+                params: env.params.map(RawValue::to_owned),
+            }))
+        }
+        (Some(method), IdField::Absent) => {
+            if check_params(env.params, None).is_err() {
+                return Err(Malformed {
+                    reply: false,
+                    ..Malformed::invalid_request(None, "Invalid notification params")
+                });
+            }
+            Ok(Message::Notification(Notification {
+                method: Method::parse(&method),
+                params: env.params.map(RawValue::to_owned),
+            }))
+        }
+        (Some(_), IdField::Null | IdField::Invalid) => Err(Malformed::invalid_request(
+            None,
+            "Invalid Request: id must be a string or an integer",
+        )),
+        (None, IdField::Valid(id)) => match (env.result, env.error) {
+            (Some(result), None) => Ok(Message::Response(Response {
+                id,
+                outcome: Ok(result.to_owned()),
+            })),
+            (None, Some(error)) => Ok(Message::Response(Response {
+                id,
+                outcome: Err(error),
+            })),
+            _ => Err(Malformed {
+                reply: false,
+                ..Malformed::invalid_request(Some(id), "Invalid response")
+            }),
+        },
+        (None, IdField::Null) if env.error.is_some() => Err(Malformed {
+            // An error reply about something we sent that the peer could not read.
+            reply: false,
+            ..Malformed::invalid_request(None, "peer reported an error with id null")
+        }),
+        (None, id) => Err(Malformed::invalid_request(
+            id.id(),
+            "Invalid Request: missing \"method\"",
+        )),
+    }
+}
+
+/// Whether `bytes` nests arrays/objects deeper than `max` (strings are skipped).
+fn nesting_exceeds(bytes: &[u8], max: usize) -> bool {
+    let mut depth = 0usize;
+    let mut in_str = false;
+    let mut escaped = false;
+    for &b in bytes {
+        if in_str {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_str = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_str = true,
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > max {
+                    return true;
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
+}
+
+fn check_params(params: Option<&RawValue>, id: Option<&RequestId>) -> Result<(), Malformed> {
+    match params.map(|p| p.get().as_bytes().first().copied()) {
+        None | Some(Some(b'{')) | Some(Some(b'[')) => Ok(()),
+        Some(_) => Err(Malformed::invalid_request(
+            id.cloned(),
+            "Invalid Request: params must be an object or an array",
+        )),
+    }
+}
+
+fn classify_error(bytes: &[u8], e: &serde_json::Error) -> Malformed {
+    let first = bytes.iter().copied().find(|b| !b.is_ascii_whitespace());
+    if first == Some(b'[') && !e.is_syntax() && !e.is_eof() {
+        return Malformed::invalid_request(
+            None,
+            "Invalid Request: JSON-RPC batches are not supported by this protocol revision",
+        );
+    }
+    match e.classify() {
+        serde_json::error::Category::Data => {
+            let id = serde_json::from_slice::<IdOnly>(bytes)
+                .ok()
+                .and_then(|v| v.id.id());
+            Malformed::invalid_request(id, format!("Invalid Request: {e}"))
+        }
+        _ => Malformed::parse_error(format!("Parse error: {e}")),
+    }
+}
+
+/// An outbound JSON-RPC message, built by a session and encoded by a wire.
+#[derive(Debug, Clone)]
+pub enum Outbound {
+    /// A successful response.
+    Response {
+        /// The request id being answered.
+        id: RequestId,
+        /// The raw result.
+        result: Raw,
+    },
+    /// An error response; `id` is `None` when the request's id could not be read.
+    Error {
+        /// The request id being answered.
+        id: Option<RequestId>,
+        /// The error object.
+        error: ErrorObject,
+    },
+    /// A notification.
+    Notification {
+        /// The notification's method name.
+        method: Cow<'static, str>,
+        /// The raw params.
+        params: Option<Raw>,
+    },
+    /// A request to the peer (server → client asks).
+    Request {
+        /// The id this side minted.
+        id: RequestId,
+        /// The method name.
+        method: Cow<'static, str>,
+        /// The raw params.
+        params: Option<Raw>,
+    },
+}
+
+#[derive(Serialize)]
+struct OutEnvelope<'a> {
+    jsonrpc: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<Option<&'a RequestId>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    method: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a ErrorObject>,
+}
+
+impl Outbound {
+    /// Appends this message as compact JSON (no trailing newline) to `out`.
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        let env = match self {
+            Outbound::Response { id, result } => OutEnvelope {
+                id: Some(Some(id)),
+                result: Some(result),
+                ..OutEnvelope::EMPTY
+            },
+            Outbound::Error { id, error } => OutEnvelope {
+                id: Some(id.as_ref()),
+                error: Some(error),
+                ..OutEnvelope::EMPTY
+            },
+            Outbound::Notification { method, params } => OutEnvelope {
+                method: Some(method),
+                params: params.as_deref(),
+                ..OutEnvelope::EMPTY
+            },
+            Outbound::Request { id, method, params } => OutEnvelope {
+                id: Some(Some(id)),
+                method: Some(method),
+                params: params.as_deref(),
+                ..OutEnvelope::EMPTY
+            },
+        };
+        // Writing plain structs of strings and raw JSON into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *out, &env);
+    }
+
+    /// This message as a compact JSON string.
+    pub fn to_json_string(&self) -> String {
+        let mut v = Vec::with_capacity(128);
+        self.write_json(&mut v);
+        String::from_utf8(v).unwrap_or_default()
+    }
+
+    /// The request id this message answers, if it is a response.
+    pub fn response_id(&self) -> Option<&RequestId> {
+        match self {
+            Outbound::Response { id, .. } => Some(id),
+            Outbound::Error { id, .. } => id.as_ref(),
+            _ => None,
+        }
+    }
+}
+
+impl OutEnvelope<'_> {
+    const EMPTY: OutEnvelope<'static> = OutEnvelope {
+        jsonrpc: "2.0",
+        id: None,
+        method: None,
+        params: None,
+        result: None,
+        error: None,
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err_code(r: Result<Message, Malformed>) -> (i64, Option<RequestId>) {
+        let m = r.expect_err("should be malformed");
+        (m.error.code, m.id)
+    }
+
+    #[test]
+    fn classifies_requests_notifications_responses() {
+        let m = decode(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#).unwrap();
+        assert!(matches!(m, Message::Request(Request { method: Method::ToolsList, .. })));
+        let m = decode(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
+        assert!(matches!(m, Message::Notification(_)));
+        let m = decode(br#"{"jsonrpc":"2.0","id":"a","result":{"x":1}}"#).unwrap();
+        assert!(matches!(m, Message::Response(Response { outcome: Ok(_), .. })));
+        let m = decode(br#"{"jsonrpc":"2.0","id":7,"error":{"code":-1,"message":"no"}}"#).unwrap();
+        assert!(matches!(m, Message::Response(Response { outcome: Err(_), .. })));
+    }
+
+    #[test]
+    fn bad_input_gets_the_right_code() {
+        assert_eq!(err_code(decode(b"{not json")), (codes::PARSE_ERROR, None));
+        assert_eq!(err_code(decode(b"")).0, codes::PARSE_ERROR);
+        assert_eq!(err_code(decode(b"\xff\xfe")).0, codes::PARSE_ERROR);
+        assert_eq!(
+            err_code(decode(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a\xff\"}")).0,
+            codes::PARSE_ERROR
+        );
+        assert_eq!(
+            err_code(decode(br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#)),
+            (codes::INVALID_REQUEST, None)
+        );
+        assert_eq!(
+            err_code(decode(br#"{"jsonrpc":"1.0","id":3,"method":"ping"}"#)),
+            (codes::INVALID_REQUEST, Some(RequestId::Int(3)))
+        );
+        assert_eq!(
+            err_code(decode(br#"{"jsonrpc":"2.0","id":4,"method":12}"#)),
+            (codes::INVALID_REQUEST, Some(RequestId::Int(4)))
+        );
+        assert_eq!(
+            err_code(decode(br#"{"jsonrpc":"2.0","id":5,"method":"x","params":3}"#)),
+            (codes::INVALID_REQUEST, Some(RequestId::Int(5)))
+        );
+        assert_eq!(err_code(decode(b"42")).0, codes::INVALID_REQUEST);
+        assert_eq!(err_code(decode(br#"{"jsonrpc":"2.0","id":{},"method":"x"}"#)).0, codes::INVALID_REQUEST);
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let mut s = String::from(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":"#);
+        s.push_str(&"[".repeat(100_000));
+        s.push_str(&"]".repeat(100_000));
+        s.push_str("}}");
+        let (code, _) = err_code(decode(s.as_bytes()));
+        assert_eq!(code, codes::PARSE_ERROR);
+    }
+
+    #[test]
+    fn encodes_compactly() {
+        let o = Outbound::Response {
+            id: RequestId::Int(1),
+            result: crate::to_raw(&serde_json::json!({"a": 1})),
+        };
+        assert_eq!(o.to_json_string(), r#"{"jsonrpc":"2.0","id":1,"result":{"a":1}}"#);
+        let o = Outbound::Error {
+            id: None,
+            error: ErrorObject::new(-32700, "Parse error"),
+        };
+        assert_eq!(
+            o.to_json_string(),
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#
+        );
+    }
+}
