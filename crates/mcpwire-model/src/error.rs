@@ -25,6 +25,13 @@ pub mod codes {
     pub const URL_ELICITATION_REQUIRED: i64 = -32042;
     /// SDK convention: request timed out.
     pub const REQUEST_TIMEOUT: i64 = -32001;
+    /// 2026-07-28: the requested protocol version is not supported.
+    pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+    /// 2026-07-28: a client capability the request needs is missing.
+    pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
+    /// mcpwire: a request arrived before `initialize` (bb-1.0 defines this code; mcpwire
+    /// uses it for every dialect, since the dialect is unknown before `initialize`).
+    pub const NOT_INITIALIZED: i64 = -32003;
     /// bb-1.0: tool not found.
     pub const BB_TOOL_NOT_FOUND: i64 = -32000;
     /// bb-1.0: tool execution failed.
@@ -88,7 +95,8 @@ pub enum McpError {
     /// The request is not valid in the session's state (−32600).
     #[error("Invalid Request: {0}")]
     InvalidRequest(String),
-    /// A request arrived before `initialize` (−32600; bb-1.0: −32003).
+    /// A request arrived before `initialize` (−32003 in every dialect: before `initialize`
+    /// the dialect is unknown, and bb-1.0 requires this code).
     #[error("Server not initialized: send initialize first")]
     NotInitialized,
     /// No tool has this name (−32602; bb-1.0: −32000).
@@ -131,6 +139,10 @@ pub enum McpError {
     /// The request was cancelled (never sent on the wire; the response is suppressed).
     #[error("Request cancelled")]
     Cancelled,
+    /// 2026-07-28: the call needs answers from the client first. The router turns this
+    /// into an `input_required` result; it never reaches the wire as an error.
+    #[error("Input required from the client")]
+    InputRequired,
     /// A backend or peer answered with this exact JSON-RPC error; passed through as is.
     #[error("{}", .0.message)]
     Wire(ErrorObject),
@@ -150,10 +162,7 @@ impl McpError {
             (McpError::InvalidParams(_), _) => ErrorObject::new(INVALID_PARAMS, msg),
             (McpError::MethodNotFound(_), _) => ErrorObject::new(METHOD_NOT_FOUND, msg),
             (McpError::InvalidRequest(_), _) => ErrorObject::new(INVALID_REQUEST, msg),
-            (McpError::NotInitialized, Dialect::Bb) => {
-                ErrorObject::new(BB_NOT_INITIALIZED, "Server not initialized")
-            }
-            (McpError::NotInitialized, Dialect::Mcp) => ErrorObject::new(INVALID_REQUEST, msg),
+            (McpError::NotInitialized, _) => ErrorObject::new(NOT_INITIALIZED, msg),
             (McpError::ToolNotFound(name), Dialect::Bb) => {
                 ErrorObject::new(BB_TOOL_NOT_FOUND, "Tool not found")
                     .with_data(&serde_json::json!({ "tool": name }))
@@ -178,6 +187,7 @@ impl McpError {
             (McpError::Timeout, _) => ErrorObject::new(REQUEST_TIMEOUT, msg),
             (McpError::Cancelled, _) => ErrorObject::new(REQUEST_TIMEOUT, msg),
             (McpError::Wire(obj), _) => obj.clone(),
+            (McpError::InputRequired, _) => ErrorObject::new(INTERNAL_ERROR, msg),
             (McpError::Internal(_), _) => ErrorObject::new(INTERNAL_ERROR, msg),
         }
     }

@@ -370,8 +370,8 @@ struct OutEnvelope<'a> {
 }
 
 impl Outbound {
-    /// Appends this message as compact JSON (no trailing newline) to `out`.
-    pub fn write_json(&self, out: &mut Vec<u8>) {
+    /// Writes this message as compact JSON (no trailing newline) to `out`.
+    pub fn write_json(&self, out: impl std::io::Write) -> std::io::Result<()> {
         let env = match self {
             Outbound::Response { id, result } => OutEnvelope {
                 id: Some(Some(id)),
@@ -395,14 +395,14 @@ impl Outbound {
                 ..OutEnvelope::EMPTY
             },
         };
-        // Writing plain structs of strings and raw JSON into a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut *out, &env);
+        serde_json::to_writer(out, &env).map_err(std::io::Error::from)
     }
 
     /// This message as a compact JSON string.
     pub fn to_json_string(&self) -> String {
         let mut v = Vec::with_capacity(128);
-        self.write_json(&mut v);
+        // Writing into a Vec cannot fail.
+        let _ = self.write_json(&mut v);
         String::from_utf8(v).unwrap_or_default()
     }
 

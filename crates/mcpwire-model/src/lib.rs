@@ -16,6 +16,7 @@
 #![warn(missing_docs)]
 
 pub mod error;
+pub mod events;
 mod id;
 pub mod jsonrpc;
 mod method;
@@ -23,6 +24,7 @@ mod revision;
 pub mod types;
 
 pub use error::{ErrorObject, McpError, codes};
+pub use events::{BackendEvent, CallEvent, ClientAsk, LogEntry, ProgressUpdate, Reply};
 pub use id::RequestId;
 pub use jsonrpc::{Malformed, Message, Notification, Outbound, Request, Response};
 pub use method::Method;

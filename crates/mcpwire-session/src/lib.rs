@@ -1,1 +1,30 @@
-//! placeholder
+//! The sans-IO MCP server session.
+//!
+//! **Is:** the protocol state of one client connection (or one stateless request stream):
+//! revision negotiation (`initialize`, or per-request `_meta` for 2026-07-28), the
+//! lifecycle, the in-flight table, cancellation, progress and log routing, resource
+//! subscriptions, `subscriptions/listen`, and requests the server asks of the client.
+//!
+//! **Is not:** I/O. [`ServerSession`] never sees bytes, never spawns, never reads a clock:
+//! time is an argument (`now`), deadlines come out of [`ServerSession::poll_timeout`].
+//! Decoded messages go in; messages to send and work to dispatch come out. One session type
+//! serves stdio, HTTP, WebSocket, gRPC and MCPB alike.
+//!
+//! # Driving a session
+//! Feed inputs with the `handle_*` methods, then drain outputs in this order until all are
+//! empty: [`ServerSession::poll_event`] (cancellations and ask results for the shell),
+//! [`ServerSession::poll_dispatch`] (requests to run on the router),
+//! [`ServerSession::poll_transmit`] (messages to encode and send), and finally
+//! [`ServerSession::poll_timeout`] (when to call [`ServerSession::handle_timeout`]).
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod config;
+mod decorate;
+mod server;
+mod timers;
+
+pub use config::{SessionConfig, SessionLimits};
+pub use server::{
+    AskId, Dispatch, DispatchCtx, DispatchId, Era, ServerSession, SessionEvent, Transmit,
+};

@@ -1,0 +1,991 @@
+//! [`ServerSession`]: the protocol state of one client, without I/O.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::Instant;
+
+use mcpwire_model::types::{
+    CancelledParams, ClientCapabilities, Implementation, InitializeParams, LoggingLevel,
+    RequestMeta, SetLevelParams, UriParams,
+};
+use mcpwire_model::{
+    BackendEvent, CallEvent, ClientAsk, Dialect, ErrorObject, LogEntry, Malformed, McpError,
+    Message, Method, Outbound, Raw, Reply, Request, RequestId, Revision, codes, to_raw,
+};
+use serde_json::json;
+use serde_json::value::RawValue;
+
+use crate::config::SessionConfig;
+use crate::decorate::decorate_modern;
+use crate::timers::{TimerKey, Timers};
+
+/// Names one dispatched request for the life of the session (never reused).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DispatchId(u64);
+
+/// Names one server→client ask for the life of the session (never reused).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AskId(u64);
+
+/// Which protocol generation a session speaks, fixed by its first request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Era {
+    /// Nothing received yet.
+    Unknown,
+    /// `initialize` negotiated this revision (stateful, or bb-1.0).
+    Handshake(Revision),
+    /// 2026-07-28: every request carries its own `_meta` envelope.
+    Stateless,
+}
+
+/// What the router needs to know about a dispatched request, besides method and params.
+#[derive(Debug, Clone)]
+pub struct DispatchCtx {
+    /// The revision the request is answered in.
+    pub revision: Revision,
+    /// The client's capabilities (from `initialize` or the request's `_meta`).
+    pub client_capabilities: Arc<ClientCapabilities>,
+    /// Whether progress notifications will reach the client.
+    pub has_progress_token: bool,
+}
+
+/// A request for the router to run; answer with [`ServerSession::handle_reply`].
+#[derive(Debug)]
+pub struct Dispatch {
+    /// The id to answer with.
+    pub id: DispatchId,
+    /// The client's id for this request.
+    pub request_id: RequestId,
+    /// The method.
+    pub method: Method,
+    /// Raw params.
+    pub params: Option<Raw>,
+    /// Context.
+    pub ctx: DispatchCtx,
+}
+
+/// A message to send, with the client request it belongs to (if any) so that stream-based
+/// wires can route it (an HTTP POST's stream, say).
+#[derive(Debug)]
+pub struct Transmit {
+    /// The message.
+    pub msg: Outbound,
+    /// The client request this message answers or is about.
+    pub related: Option<RequestId>,
+}
+
+/// Something the shell must act on.
+#[derive(Debug)]
+pub enum SessionEvent {
+    /// Stop running this dispatch: the client cancelled it or it timed out.
+    Cancel(DispatchId),
+    /// The client answered an ask (or it failed: no capability, timeout, origin gone).
+    AskDone(AskId, Result<Raw, McpError>),
+}
+
+#[derive(Debug)]
+struct InFlight {
+    request_id: RequestId,
+    method: Method,
+    started: Instant,
+    progress_token: Option<RequestId>,
+    /// 2026-07-28: the request's own log level (None: no logs for this request).
+    log_level: Option<LoggingLevel>,
+    deadline: Option<Instant>,
+    subscribe_uri: Option<String>,
+}
+
+#[derive(Debug)]
+struct AskEntry {
+    ask: AskId,
+    origin: DispatchId,
+    deadline: Instant,
+}
+
+#[derive(Debug)]
+struct Listen {
+    request_id: RequestId,
+    tools: bool,
+    prompts: bool,
+    resources: bool,
+    uris: HashSet<String>,
+}
+
+/// The protocol state of one client connection. See the crate docs for the drive order.
+#[derive(Debug)]
+pub struct ServerSession {
+    config: Arc<SessionConfig>,
+    era: Era,
+    client_capabilities: Arc<ClientCapabilities>,
+    client_info: Option<Implementation>,
+    /// Legacy `logging/setLevel`; `None` sends every level.
+    log_level: Option<LoggingLevel>,
+    next_dispatch: u64,
+    next_ask: u64,
+    next_out_id: i64,
+    inflight: HashMap<DispatchId, InFlight>,
+    by_request: HashMap<RequestId, DispatchId>,
+    asks: HashMap<RequestId, AskEntry>,
+    subscriptions: HashSet<String>,
+    listens: Vec<Listen>,
+    timers: Timers,
+    transmits: VecDeque<Transmit>,
+    dispatches: VecDeque<Dispatch>,
+    events: VecDeque<SessionEvent>,
+    server_info_json: Raw,
+}
+
+impl ServerSession {
+    /// A fresh session for a new connection.
+    pub fn new(config: Arc<SessionConfig>) -> ServerSession {
+        let server_info_json = to_raw(&config.server_info);
+        ServerSession {
+            config,
+            era: Era::Unknown,
+            client_capabilities: Arc::new(ClientCapabilities::default()),
+            client_info: None,
+            log_level: None,
+            next_dispatch: 0,
+            next_ask: 0,
+            next_out_id: 0,
+            inflight: HashMap::new(),
+            by_request: HashMap::new(),
+            asks: HashMap::new(),
+            subscriptions: HashSet::new(),
+            listens: Vec::new(),
+            timers: Timers::default(),
+            transmits: VecDeque::new(),
+            dispatches: VecDeque::new(),
+            events: VecDeque::new(),
+            server_info_json,
+        }
+    }
+
+    // ----- getters -----
+
+    /// The era this session settled on.
+    pub fn era(&self) -> Era {
+        self.era
+    }
+
+    /// The client's info from `initialize`, if any.
+    pub fn client_info(&self) -> Option<&Implementation> {
+        self.client_info.as_ref()
+    }
+
+    /// Requests currently being run.
+    pub fn in_flight(&self) -> usize {
+        self.inflight.len()
+    }
+
+    fn dialect(&self) -> Dialect {
+        match self.era {
+            Era::Handshake(r) => r.dialect(),
+            _ => Dialect::Mcp,
+        }
+    }
+
+    // ----- inputs -----
+
+    /// Takes one decoded message (or the error a codec produced for undecodable bytes).
+    pub fn handle_inbound(&mut self, now: Instant, msg: Result<Message, Malformed>) {
+        match msg {
+            Ok(Message::Request(req)) => self.on_request(now, req),
+            Ok(Message::Notification(n)) => self.on_notification(n.method, n.params),
+            Ok(Message::Response(resp)) => self.on_response(resp.id, resp.outcome),
+            Err(bad) => {
+                tracing::debug!(code = bad.error.code, message = %bad.error.message, "malformed message");
+                if bad.reply {
+                    self.send(
+                        Outbound::Error {
+                            id: bad.id,
+                            error: bad.error,
+                        },
+                        None,
+                    );
+                }
+            }
+        }
+    }
+
+    /// Takes the router's answer to a dispatch.
+    pub fn handle_reply(&mut self, now: Instant, id: DispatchId, reply: Result<Reply, McpError>) {
+        let Some(entry) = self.inflight.remove(&id) else {
+            return; // cancelled or timed out: the answer was already given or is unwanted
+        };
+        self.by_request.remove(&entry.request_id);
+        if let Some(at) = entry.deadline {
+            self.timers.remove(at, TimerKey::Request(id.0));
+        }
+        self.fail_asks_of(id);
+        let ok = reply.is_ok();
+        if let (Err(_), Some(uri)) = (&reply, &entry.subscribe_uri) {
+            self.subscriptions.remove(uri);
+        }
+        let msg = self.reply_message(&entry, reply);
+        self.telemetry_done(now, &entry, ok, &msg);
+        self.send(msg, Some(entry.request_id));
+    }
+
+    /// Takes an event a running call emitted (progress, log).
+    pub fn handle_call_event(&mut self, id: DispatchId, event: CallEvent) {
+        let Some(entry) = self.inflight.get(&id) else {
+            return;
+        };
+        let related = Some(entry.request_id.clone());
+        match event {
+            CallEvent::Progress(p) => {
+                let Some(token) = &entry.progress_token else {
+                    return;
+                };
+                let mut params = json!({ "progressToken": token, "progress": p.progress });
+                if let Some(t) = p.total {
+                    params["total"] = json!(t);
+                }
+                if let Some(m) = p.message {
+                    params["message"] = json!(m);
+                }
+                self.notify("notifications/progress", Some(to_raw(&params)), related);
+            }
+            CallEvent::Log(entry_log) => {
+                let threshold = match self.era {
+                    Era::Stateless => match entry.log_level {
+                        Some(l) => Some(l),
+                        None => return,
+                    },
+                    _ => self.log_level,
+                };
+                if threshold.is_some_and(|t| entry_log.level < t) {
+                    return;
+                }
+                self.send_log(entry_log, related);
+            }
+        }
+    }
+
+    /// Asks the client something on behalf of dispatch `origin`; the answer arrives as
+    /// [`SessionEvent::AskDone`] with the returned id.
+    pub fn handle_ask(&mut self, now: Instant, origin: DispatchId, ask: ClientAsk) -> AskId {
+        let ask_id = AskId(self.next_ask);
+        self.next_ask += 1;
+        let fail = |e: McpError| SessionEvent::AskDone(ask_id, Err(e));
+        let Some(entry) = self.inflight.get(&origin) else {
+            self.events.push_back(fail(McpError::Cancelled));
+            return ask_id;
+        };
+        let related = Some(entry.request_id.clone());
+        if !matches!(self.era, Era::Handshake(r) if r.dialect() == Dialect::Mcp) {
+            self.events.push_back(fail(McpError::InvalidRequest(
+                "this protocol revision has no server-to-client requests".into(),
+            )));
+            return ask_id;
+        }
+        if let Some(cap) = ask.required_capability() {
+            let caps = &self.client_capabilities;
+            let has = match cap {
+                "sampling" => caps.sampling.is_some(),
+                "elicitation" => caps.elicitation.is_some(),
+                _ => caps.roots.is_some(),
+            };
+            if !has {
+                self.events.push_back(fail(McpError::Wire(ErrorObject::new(
+                    codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    format!("client does not support {cap}"),
+                ))));
+                return ask_id;
+            }
+        }
+        if self.asks.len() >= self.config.limits.max_asks {
+            self.events.push_back(fail(McpError::LimitExceeded(
+                "too many outstanding requests to the client".into(),
+            )));
+            return ask_id;
+        }
+        self.next_out_id += 1;
+        let out_id = RequestId::Int(self.next_out_id);
+        let deadline = now + self.config.limits.ask_timeout;
+        self.timers.insert(deadline, TimerKey::Ask(ask_id.0));
+        self.asks.insert(
+            out_id.clone(),
+            AskEntry {
+                ask: ask_id,
+                origin,
+                deadline,
+            },
+        );
+        self.send(
+            Outbound::Request {
+                id: out_id,
+                method: ask.method,
+                params: ask.params,
+            },
+            related,
+        );
+        ask_id
+    }
+
+    /// Takes an event from a backend (list changes, resource updates, logs).
+    pub fn handle_backend_event(&mut self, event: &BackendEvent) {
+        match self.era {
+            Era::Handshake(r) if r.dialect() == Dialect::Mcp => {}
+            Era::Stateless => return self.listen_event(event),
+            _ => return,
+        }
+        let (method, params) = match event {
+            BackendEvent::ToolsListChanged => ("notifications/tools/list_changed", None),
+            BackendEvent::ResourcesListChanged => ("notifications/resources/list_changed", None),
+            BackendEvent::PromptsListChanged => ("notifications/prompts/list_changed", None),
+            BackendEvent::ResourceUpdated { uri } => {
+                if !self.subscriptions.contains(uri) {
+                    return;
+                }
+                (
+                    "notifications/resources/updated",
+                    Some(to_raw(&UriParams { uri: uri.clone() })),
+                )
+            }
+            BackendEvent::Log(entry) => {
+                if self.log_level.is_some_and(|t| entry.level < t) {
+                    return;
+                }
+                return self.send_log(entry.clone(), None);
+            }
+        };
+        self.notify(method, params, None);
+    }
+
+    /// Fires every deadline at or before `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some(key) = self.timers.pop_expired(now) {
+            match key {
+                TimerKey::Ask(n) => {
+                    let out = self
+                        .asks
+                        .iter()
+                        .find(|(_, a)| a.ask.0 == n)
+                        .map(|(k, _)| k.clone());
+                    if let Some(out_id) = out {
+                        self.asks.remove(&out_id);
+                        self.events
+                            .push_back(SessionEvent::AskDone(AskId(n), Err(McpError::Timeout)));
+                    }
+                }
+                TimerKey::Request(n) => {
+                    let id = DispatchId(n);
+                    if let Some(mut entry) = self.inflight.remove(&id) {
+                        entry.deadline = None;
+                        self.by_request.remove(&entry.request_id);
+                        self.fail_asks_of(id);
+                        self.events.push_back(SessionEvent::Cancel(id));
+                        let msg = Outbound::Error {
+                            id: Some(entry.request_id.clone()),
+                            error: McpError::Timeout.to_wire(self.dialect()),
+                        };
+                        self.telemetry_done(now, &entry, false, &msg);
+                        self.send(msg, Some(entry.request_id));
+                    }
+                }
+            }
+        }
+    }
+
+    // ----- outputs -----
+
+    /// The next shell action, if any.
+    pub fn poll_event(&mut self) -> Option<SessionEvent> {
+        self.events.pop_front()
+    }
+
+    /// The next request to run, if any.
+    pub fn poll_dispatch(&mut self) -> Option<Dispatch> {
+        self.dispatches.pop_front()
+    }
+
+    /// The next message to send, if any.
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        self.transmits.pop_front()
+    }
+
+    /// When [`ServerSession::handle_timeout`] should next be called.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.timers.next()
+    }
+
+    // ----- requests -----
+
+    fn on_request(&mut self, now: Instant, req: Request) {
+        if self.dialect() == Dialect::Bb {
+            tracing::info!(target: "mcpwire::telemetry", method = %req.method, id = %req.id, "request received");
+        } else {
+            tracing::trace!(target: "mcpwire::telemetry", method = %req.method, id = %req.id, "request received");
+        }
+        let meta = match RequestMeta::from_params(req.params.as_deref()) {
+            Ok(m) => m,
+            Err(e) => return self.error(req.id, McpError::InvalidParams(e)),
+        };
+        let modern = meta.as_ref().is_some_and(|m| m.protocol_version.is_some());
+        match self.era {
+            Era::Unknown => {
+                if req.method == Method::Initialize {
+                    return self.on_initialize(req);
+                }
+                if modern {
+                    self.era = Era::Stateless;
+                    return self.on_modern_request(now, req, meta.unwrap_or_default());
+                }
+                match req.method {
+                    Method::Ping => self.respond(req.id, raw_empty()),
+                    Method::ServerDiscover => self.error(
+                        req.id,
+                        McpError::InvalidParams(
+                            "server/discover needs the 2026-07-28 _meta envelope".into(),
+                        ),
+                    ),
+                    _ => self.error(req.id, McpError::NotInitialized),
+                }
+            }
+            Era::Stateless => self.on_modern_request(now, req, meta.unwrap_or_default()),
+            Era::Handshake(rev) => {
+                if modern {
+                    return self.error(
+                        req.id,
+                        McpError::InvalidRequest(format!(
+                            "this connection negotiated {rev} through initialize; \
+                             2026-07-28 requests need a new connection"
+                        )),
+                    );
+                }
+                self.on_handshake_request(now, rev, req, meta)
+            }
+        }
+    }
+
+    fn on_initialize(&mut self, req: Request) {
+        let params: InitializeParams = match parse(req.params.as_deref()) {
+            Ok(p) => p,
+            Err(e) => return self.error(req.id, McpError::InvalidParams(e)),
+        };
+        let rev = Revision::negotiate(&params.protocol_version);
+        if rev == Revision::Bb1_0 && params.client_info.is_none() {
+            self.era = Era::Handshake(rev);
+            return self.error(
+                req.id,
+                McpError::InvalidParams("clientInfo is required".into()),
+            );
+        }
+        self.era = Era::Handshake(rev);
+        self.client_capabilities = Arc::new(params.capabilities);
+        self.client_info = params.client_info;
+        let result = if rev == Revision::Bb1_0 {
+            let tools = self.config.capabilities.tools.as_ref();
+            json!({
+                "protocolVersion": rev.as_str(),
+                "serverInfo": {
+                    "name": self.config.server_info.name,
+                    "version": self.config.server_info.version,
+                },
+                "capabilities": {
+                    "tools": tools.is_some(),
+                    "dynamicToolRegistration": tools.and_then(|t| t.list_changed).unwrap_or(false),
+                },
+            })
+        } else {
+            let mut r = json!({
+                "protocolVersion": rev.as_str(),
+                "capabilities": self.config.capabilities,
+                "serverInfo": self.config.server_info,
+            });
+            if let Some(i) = &self.config.instructions {
+                r["instructions"] = json!(i);
+            }
+            r
+        };
+        tracing::debug!(revision = %rev, client = ?self.client_info.as_ref().map(|c| &c.name), "initialized");
+        self.respond(req.id, to_raw(&result));
+    }
+
+    fn on_handshake_request(
+        &mut self,
+        now: Instant,
+        rev: Revision,
+        req: Request,
+        meta: Option<RequestMeta>,
+    ) {
+        let bb = rev.dialect() == Dialect::Bb;
+        match req.method {
+            Method::Initialize => self.error(
+                req.id,
+                McpError::InvalidRequest("already initialized".into()),
+            ),
+            Method::Ping if !bb => self.respond(req.id, raw_empty()),
+            Method::LoggingSetLevel if !bb => match parse::<SetLevelParams>(req.params.as_deref())
+            {
+                Ok(p) => {
+                    self.log_level = Some(p.level);
+                    self.respond(req.id, raw_empty());
+                }
+                Err(e) => self.error(req.id, McpError::InvalidParams(e)),
+            },
+            Method::ServerDiscover => self.error(
+                req.id,
+                McpError::MethodNotFound("server/discover (this connection used initialize)".into()),
+            ),
+            Method::ToolsList | Method::ToolsCall => self.dispatch(now, rev, req, meta, None),
+            _ if bb => self.error(req.id, McpError::MethodNotFound(req.method.to_string())),
+            Method::ResourcesSubscribe | Method::ResourcesUnsubscribe => {
+                let uri = match parse::<UriParams>(req.params.as_deref()) {
+                    Ok(p) => p.uri,
+                    Err(e) => return self.error(req.id, McpError::InvalidParams(e)),
+                };
+                if req.method == Method::ResourcesSubscribe {
+                    if self.subscriptions.len() >= self.config.limits.max_subscriptions {
+                        return self.error(
+                            req.id,
+                            McpError::LimitExceeded("too many resource subscriptions".into()),
+                        );
+                    }
+                    self.subscriptions.insert(uri.clone());
+                    self.dispatch(now, rev, req, meta, Some(uri));
+                } else {
+                    self.subscriptions.remove(&uri);
+                    self.dispatch(now, rev, req, meta, None);
+                }
+            }
+            _ => self.dispatch(now, rev, req, meta, None),
+        }
+    }
+
+    fn on_modern_request(&mut self, now: Instant, req: Request, meta: RequestMeta) {
+        let version = match &meta.protocol_version {
+            Some(serde_json::Value::String(v)) => v.clone(),
+            Some(_) => {
+                return self.error(
+                    req.id,
+                    McpError::InvalidParams("_meta protocolVersion must be a string".into()),
+                );
+            }
+            None => {
+                return self.error(
+                    req.id,
+                    McpError::InvalidParams(
+                        "2026-07-28 requests need _meta[\"io.modelcontextprotocol/protocolVersion\"]"
+                            .into(),
+                    ),
+                );
+            }
+        };
+        if Revision::parse(&version) != Some(Revision::STATELESS) {
+            let data = json!({ "supported": [Revision::STATELESS.as_str()], "requested": version });
+            let err = ErrorObject::new(
+                codes::UNSUPPORTED_PROTOCOL_VERSION,
+                format!("Unsupported protocol version: {version}"),
+            )
+            .with_data(&data);
+            return self.error(req.id, McpError::Wire(err));
+        }
+        if meta.client_capabilities.is_none() {
+            return self.error(
+                req.id,
+                McpError::InvalidParams(
+                    "2026-07-28 requests need _meta[\"io.modelcontextprotocol/clientCapabilities\"]"
+                        .into(),
+                ),
+            );
+        }
+        match req.method {
+            Method::ServerDiscover => {
+                let mut caps = serde_json::to_value(&self.config.capabilities).unwrap_or_default();
+                if let Some(obj) = caps.as_object_mut() {
+                    obj.remove("tasks");
+                }
+                let mut r = json!({
+                    "supportedVersions": [Revision::STATELESS.as_str()],
+                    "capabilities": caps,
+                });
+                if let Some(i) = &self.config.instructions {
+                    r["instructions"] = json!(i);
+                }
+                let raw = decorate_modern(to_raw(&r), &req.method, &self.server_info_json);
+                self.respond(req.id, raw);
+            }
+            Method::Other(ref m) if &**m == "subscriptions/listen" => self.on_listen(req),
+            Method::Initialize => {
+                let data = json!({ "supported": [Revision::STATELESS.as_str()], "requested": "initialize" });
+                let err = ErrorObject::new(
+                    codes::UNSUPPORTED_PROTOCOL_VERSION,
+                    "this connection speaks 2026-07-28; initialize is not available",
+                )
+                .with_data(&data);
+                self.error(req.id, McpError::Wire(err))
+            }
+            Method::Ping
+            | Method::LoggingSetLevel
+            | Method::ResourcesSubscribe
+            | Method::ResourcesUnsubscribe => {
+                let m = req.method.to_string();
+                self.error(req.id, McpError::MethodNotFound(format!("{m} (not in 2026-07-28)")))
+            }
+            _ => {
+                let caps = meta.client_capabilities.clone().unwrap_or_default();
+                self.dispatch_with(now, Revision::STATELESS, req, &meta, Arc::new(caps), None)
+            }
+        }
+    }
+
+    fn on_listen(&mut self, req: Request) {
+        #[derive(serde::Deserialize, Default)]
+        #[serde(rename_all = "camelCase")]
+        struct Filter {
+            #[serde(default)]
+            tools_list_changed: bool,
+            #[serde(default)]
+            prompts_list_changed: bool,
+            #[serde(default)]
+            resources_list_changed: bool,
+            #[serde(default)]
+            resource_subscriptions: Vec<String>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Params {
+            #[serde(default)]
+            notifications: Filter,
+        }
+        let p: Params = match parse(req.params.as_deref()) {
+            Ok(p) => p,
+            Err(e) => return self.error(req.id, McpError::InvalidParams(e)),
+        };
+        if self.listens.len() >= self.config.limits.max_subscriptions {
+            return self.error(
+                req.id,
+                McpError::LimitExceeded("too many subscriptions/listen streams".into()),
+            );
+        }
+        let caps = &self.config.capabilities;
+        let lc = |c: Option<bool>| c.unwrap_or(false);
+        let tools = p.notifications.tools_list_changed
+            && lc(caps.tools.as_ref().and_then(|t| t.list_changed));
+        let prompts = p.notifications.prompts_list_changed
+            && lc(caps.prompts.as_ref().and_then(|t| t.list_changed));
+        let res_caps = caps.resources.as_ref();
+        let resources =
+            p.notifications.resources_list_changed && lc(res_caps.and_then(|r| r.list_changed));
+        let uris: Vec<String> = if lc(res_caps.and_then(|r| r.subscribe)) {
+            p.notifications.resource_subscriptions
+        } else {
+            Vec::new()
+        };
+        let mut honored = serde_json::Map::new();
+        for (k, v) in [
+            ("toolsListChanged", tools),
+            ("promptsListChanged", prompts),
+            ("resourcesListChanged", resources),
+        ] {
+            if v {
+                honored.insert(k.into(), json!(true));
+            }
+        }
+        if !uris.is_empty() {
+            honored.insert("resourceSubscriptions".into(), json!(uris));
+        }
+        let meta = json!({ mcpwire_model::types::META_SUBSCRIPTION_ID: req.id });
+        self.notify(
+            "notifications/subscriptions/acknowledged",
+            Some(to_raw(&json!({ "notifications": honored, "_meta": meta }))),
+            Some(req.id.clone()),
+        );
+        self.listens.push(Listen {
+            request_id: req.id,
+            tools,
+            prompts,
+            resources,
+            uris: uris.into_iter().collect(),
+        });
+    }
+
+    fn listen_event(&mut self, event: &BackendEvent) {
+        let mut out = Vec::new();
+        for l in &self.listens {
+            let (method, params) = match event {
+                BackendEvent::ToolsListChanged if l.tools => {
+                    ("notifications/tools/list_changed", json!({}))
+                }
+                BackendEvent::PromptsListChanged if l.prompts => {
+                    ("notifications/prompts/list_changed", json!({}))
+                }
+                BackendEvent::ResourcesListChanged if l.resources => {
+                    ("notifications/resources/list_changed", json!({}))
+                }
+                BackendEvent::ResourceUpdated { uri } if l.uris.contains(uri) => {
+                    ("notifications/resources/updated", json!({ "uri": uri }))
+                }
+                _ => continue,
+            };
+            let mut params = params;
+            params["_meta"] = json!({ mcpwire_model::types::META_SUBSCRIPTION_ID: l.request_id });
+            out.push((method, to_raw(&params), l.request_id.clone()));
+        }
+        for (method, params, related) in out {
+            self.notify(method, Some(params), Some(related));
+        }
+    }
+
+    fn dispatch(
+        &mut self,
+        now: Instant,
+        rev: Revision,
+        req: Request,
+        meta: Option<RequestMeta>,
+        subscribe_uri: Option<String>,
+    ) {
+        let caps = self.client_capabilities.clone();
+        let meta = meta.unwrap_or_default();
+        self.dispatch_with(now, rev, req, &meta, caps, subscribe_uri)
+    }
+
+    fn dispatch_with(
+        &mut self,
+        now: Instant,
+        revision: Revision,
+        req: Request,
+        meta: &RequestMeta,
+        client_capabilities: Arc<ClientCapabilities>,
+        subscribe_uri: Option<String>,
+    ) {
+        if self.inflight.len() >= self.config.limits.max_in_flight {
+            return self.error(
+                req.id,
+                McpError::LimitExceeded(format!(
+                    "more than {} requests in flight",
+                    self.config.limits.max_in_flight
+                )),
+            );
+        }
+        if self.by_request.contains_key(&req.id) {
+            return self.error(
+                req.id,
+                McpError::InvalidRequest("a request with this id is already in flight".into()),
+            );
+        }
+        let id = DispatchId(self.next_dispatch);
+        self.next_dispatch += 1;
+        let deadline = self.config.limits.request_timeout.map(|t| now + t);
+        if let Some(at) = deadline {
+            self.timers.insert(at, TimerKey::Request(id.0));
+        }
+        let progress_token = meta.progress_token.clone();
+        self.inflight.insert(
+            id,
+            InFlight {
+                request_id: req.id.clone(),
+                method: req.method.clone(),
+                started: now,
+                progress_token: progress_token.clone(),
+                log_level: meta.log_level,
+                deadline,
+                subscribe_uri,
+            },
+        );
+        self.by_request.insert(req.id.clone(), id);
+        self.dispatches.push_back(Dispatch {
+            id,
+            request_id: req.id,
+            method: req.method,
+            params: req.params,
+            ctx: DispatchCtx {
+                revision,
+                client_capabilities,
+                has_progress_token: progress_token.is_some(),
+            },
+        });
+    }
+
+    fn reply_message(&self, entry: &InFlight, reply: Result<Reply, McpError>) -> Outbound {
+        let dialect = self.dialect();
+        let stateless = self.era == Era::Stateless;
+        let id = entry.request_id.clone();
+        let result = match reply {
+            Ok(Reply::Complete(raw)) => raw,
+            Ok(Reply::InputRequired(raw)) if stateless => {
+                return Outbound::Response { id, result: raw };
+            }
+            Ok(Reply::InputRequired(_)) => {
+                let e = McpError::Internal("input_required outside 2026-07-28".into());
+                return Outbound::Error {
+                    id: Some(id),
+                    error: e.to_wire(dialect),
+                };
+            }
+            Err(e)
+                if entry.method == Method::ToolsCall
+                    && dialect == Dialect::Mcp
+                    && e.is_tool_result_error() =>
+            {
+                e.to_tool_result()
+            }
+            Err(e) => {
+                return Outbound::Error {
+                    id: Some(id),
+                    error: e.to_wire(dialect),
+                };
+            }
+        };
+        let result = if stateless {
+            decorate_modern(result, &entry.method, &self.server_info_json)
+        } else {
+            result
+        };
+        Outbound::Response { id, result }
+    }
+
+    // ----- notifications and responses from the client -----
+
+    fn on_notification(&mut self, method: Method, params: Option<Raw>) {
+        match method {
+            Method::NotificationsCancelled => {
+                let Ok(p) = parse::<CancelledParams>(params.as_deref()) else {
+                    return;
+                };
+                let Some(rid) = p.request_id else { return };
+                if let Some(pos) = self.listens.iter().position(|l| l.request_id == rid) {
+                    self.listens.swap_remove(pos);
+                    return;
+                }
+                if let Some(did) = self.by_request.remove(&rid) {
+                    if let Some(entry) = self.inflight.remove(&did) {
+                        if let Some(at) = entry.deadline {
+                            self.timers.remove(at, TimerKey::Request(did.0));
+                        }
+                        tracing::debug!(id = %rid, method = %entry.method, reason = ?p.reason, "request cancelled by client");
+                    }
+                    self.fail_asks_of(did);
+                    self.events.push_back(SessionEvent::Cancel(did));
+                }
+            }
+            Method::NotificationsInitialized | Method::NotificationsRootsListChanged => {}
+            Method::NotificationsProgress => {}
+            other => tracing::debug!(method = %other, "ignoring unknown notification"),
+        }
+    }
+
+    fn on_response(&mut self, id: RequestId, outcome: Result<Raw, ErrorObject>) {
+        let Some(entry) = self.asks.remove(&id) else {
+            tracing::debug!(%id, "response to no outstanding request");
+            return;
+        };
+        self.timers.remove(entry.deadline, TimerKey::Ask(entry.ask.0));
+        self.events.push_back(SessionEvent::AskDone(
+            entry.ask,
+            outcome.map_err(McpError::Wire),
+        ));
+    }
+
+    // ----- helpers -----
+
+    fn fail_asks_of(&mut self, origin: DispatchId) {
+        if self.asks.is_empty() {
+            return;
+        }
+        let dead: Vec<RequestId> = self
+            .asks
+            .iter()
+            .filter(|(_, a)| a.origin == origin)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in dead {
+            if let Some(a) = self.asks.remove(&k) {
+                self.timers.remove(a.deadline, TimerKey::Ask(a.ask.0));
+                self.events
+                    .push_back(SessionEvent::AskDone(a.ask, Err(McpError::Cancelled)));
+            }
+        }
+    }
+
+    fn send_log(&mut self, entry: LogEntry, related: Option<RequestId>) {
+        #[derive(serde::Serialize)]
+        struct P<'a> {
+            level: LoggingLevel,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            logger: Option<&'a str>,
+            data: &'a RawValue,
+        }
+        let params = to_raw(&P {
+            level: entry.level,
+            logger: entry.logger.as_deref(),
+            data: &entry.data,
+        });
+        self.notify("notifications/message", Some(params), related);
+    }
+
+    fn notify(&mut self, method: &'static str, params: Option<Raw>, related: Option<RequestId>) {
+        self.send(
+            Outbound::Notification {
+                method: method.into(),
+                params,
+            },
+            related,
+        );
+    }
+
+    fn respond(&mut self, id: RequestId, result: Raw) {
+        self.send(
+            Outbound::Response {
+                id: id.clone(),
+                result,
+            },
+            Some(id),
+        );
+    }
+
+    fn error(&mut self, id: RequestId, e: McpError) {
+        tracing::debug!(%id, error = %e, "request refused");
+        let error = e.to_wire(self.dialect());
+        self.send(
+            Outbound::Error {
+                id: Some(id.clone()),
+                error,
+            },
+            Some(id),
+        );
+    }
+
+    fn send(&mut self, msg: Outbound, related: Option<RequestId>) {
+        self.transmits.push_back(Transmit { msg, related });
+    }
+
+    fn telemetry_done(&self, now: Instant, entry: &InFlight, ok: bool, msg: &Outbound) {
+        let duration_us = now.saturating_duration_since(entry.started).as_micros() as u64;
+        let outcome = match msg {
+            Outbound::Error { error, .. } => error.code.to_string(),
+            _ if ok => "ok".into(),
+            _ => "tool_error".into(),
+        };
+        if self.dialect() == Dialect::Bb {
+            tracing::info!(
+                target: "mcpwire::telemetry",
+                method = %entry.method,
+                id = %entry.request_id,
+                duration_us,
+                outcome = %outcome,
+                "request completed"
+            );
+        } else {
+            tracing::debug!(
+                target: "mcpwire::telemetry",
+                method = %entry.method,
+                id = %entry.request_id,
+                duration_us,
+                outcome = %outcome,
+                "request completed"
+            );
+        }
+    }
+}
+
+fn raw_empty() -> Raw {
+    mcpwire_model::raw_empty_object()
+}
+
+fn parse<T: serde::de::DeserializeOwned>(params: Option<&RawValue>) -> Result<T, String> {
+    let s = params.map_or("{}", RawValue::get);
+    serde_json::from_str(s).map_err(|e| e.to_string())
+}

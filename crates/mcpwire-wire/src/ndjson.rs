@@ -1,0 +1,195 @@
+//! Newline-delimited JSON-RPC, the stdio wire.
+//!
+//! One message per line, UTF-8, `\n`-terminated (a trailing `\r` is tolerated). A line over
+//! the limit is discarded up to its newline and answered with −32600; the stream goes on.
+
+use bytes::{Buf, BufMut, BytesMut};
+use mcpwire_model::jsonrpc::decode_with_depth;
+use mcpwire_model::{Malformed, Outbound};
+use tokio_util::codec::{Decoder, Encoder};
+
+use crate::{Decoded, FramingError, Limits};
+
+/// The NDJSON codec.
+#[derive(Debug)]
+pub struct NdjsonCodec {
+    limits: Limits,
+    /// How far into the buffer we have already searched for `\n`.
+    scanned: usize,
+    /// Discarding the rest of an oversize line.
+    discarding: bool,
+}
+
+impl NdjsonCodec {
+    /// A codec enforcing `limits`.
+    pub fn new(limits: &Limits) -> NdjsonCodec {
+        NdjsonCodec {
+            limits: limits.clone(),
+            scanned: 0,
+            discarding: false,
+        }
+    }
+
+    fn oversize(&self) -> Malformed {
+        Malformed::invalid_request(
+            None,
+            format!(
+                "Invalid Request: message longer than {} bytes",
+                self.limits.max_message_bytes
+            ),
+        )
+    }
+}
+
+impl Decoder for NdjsonCodec {
+    type Item = Decoded;
+    type Error = FramingError;
+
+    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Decoded>, FramingError> {
+        loop {
+            let newline = buf[self.scanned..].iter().position(|&b| b == b'\n');
+            let Some(offset) = newline else {
+                if self.discarding {
+                    buf.clear();
+                    self.scanned = 0;
+                } else if buf.len() > self.limits.max_message_bytes {
+                    buf.clear();
+                    self.scanned = 0;
+                    self.discarding = true;
+                    return Ok(Some(Err(self.oversize())));
+                } else {
+                    self.scanned = buf.len();
+                }
+                return Ok(None);
+            };
+            let end = self.scanned + offset;
+            self.scanned = 0;
+            if self.discarding {
+                buf.advance(end + 1);
+                self.discarding = false;
+                continue;
+            }
+            if end > self.limits.max_message_bytes {
+                buf.advance(end + 1);
+                return Ok(Some(Err(self.oversize())));
+            }
+            let line = buf.split_to(end + 1);
+            let mut body = &line[..end];
+            if body.last() == Some(&b'\r') {
+                body = &body[..body.len() - 1];
+            }
+            if body.iter().all(u8::is_ascii_whitespace) {
+                continue; // blank lines are not messages
+            }
+            return Ok(Some(decode_with_depth(body, self.limits.max_depth)));
+        }
+    }
+
+    fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Decoded>, FramingError> {
+        match self.decode(buf)? {
+            Some(item) => Ok(Some(item)),
+            None => {
+                // A final line without `\n`: decode what is there.
+                if buf.is_empty() || self.discarding {
+                    buf.clear();
+                    return Ok(None);
+                }
+                let line = buf.split();
+                self.scanned = 0;
+                if line.iter().all(u8::is_ascii_whitespace) {
+                    return Ok(None);
+                }
+                Ok(Some(decode_with_depth(&line, self.limits.max_depth)))
+            }
+        }
+    }
+}
+
+impl Encoder<&Outbound> for NdjsonCodec {
+    type Error = FramingError;
+
+    fn encode(&mut self, msg: &Outbound, dst: &mut BytesMut) -> Result<(), FramingError> {
+        msg.write_json(dst.writer())?;
+        dst.put_u8(b'\n');
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcpwire_model::{Message, codes};
+
+    fn codec(max: usize) -> NdjsonCodec {
+        NdjsonCodec::new(&Limits {
+            max_message_bytes: max,
+            ..Limits::default()
+        })
+    }
+
+    fn drain(c: &mut NdjsonCodec, buf: &mut BytesMut) -> Vec<Decoded> {
+        let mut out = Vec::new();
+        while let Some(d) = c.decode(buf).unwrap() {
+            out.push(d);
+        }
+        out
+    }
+
+    #[test]
+    fn splits_lines_and_keeps_partial_ones() {
+        let mut c = codec(1024);
+        let mut buf = BytesMut::from(&b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\r\n\n{\"jsonrpc\""[..]);
+        let got = drain(&mut c, &mut buf);
+        assert_eq!(got.len(), 1);
+        assert!(matches!(got[0], Ok(Message::Request(_))));
+        buf.extend_from_slice(b":\"2.0\",\"method\":\"notifications/initialized\"}\n");
+        let got = drain(&mut c, &mut buf);
+        assert!(matches!(got[0], Ok(Message::Notification(_))));
+    }
+
+    #[test]
+    fn oversize_line_is_refused_and_the_stream_goes_on() {
+        let mut c = codec(64);
+        let mut buf = BytesMut::new();
+        buf.extend_from_slice(&[b'x'; 100]);
+        let got = drain(&mut c, &mut buf);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].as_ref().unwrap_err().error.code, codes::INVALID_REQUEST);
+        buf.extend_from_slice(&[b'y'; 100]);
+        buf.extend_from_slice(b"\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n");
+        let got = drain(&mut c, &mut buf);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert!(matches!(got[0], Ok(Message::Request(_))));
+        // An oversize line that arrives whole is refused too.
+        let mut buf = BytesMut::new();
+        buf.extend_from_slice(&[b'z'; 70]);
+        buf.extend_from_slice(b"\n");
+        let got = drain(&mut c, &mut buf);
+        assert_eq!(got[0].as_ref().unwrap_err().error.code, codes::INVALID_REQUEST);
+    }
+
+    #[test]
+    fn invalid_utf8_is_a_parse_error() {
+        let mut c = codec(1024);
+        let mut buf = BytesMut::from(&b"\xff\xfe\xfd\n"[..]);
+        let got = drain(&mut c, &mut buf);
+        assert_eq!(got[0].as_ref().unwrap_err().error.code, codes::PARSE_ERROR);
+    }
+
+    #[test]
+    fn final_line_without_newline_is_decoded_at_eof() {
+        let mut c = codec(1024);
+        let mut buf = BytesMut::from(&b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}"[..]);
+        assert!(c.decode(&mut buf).unwrap().is_none());
+        assert!(matches!(c.decode_eof(&mut buf).unwrap(), Some(Ok(_))));
+    }
+
+    #[test]
+    fn encodes_one_line() {
+        let mut c = codec(1024);
+        let mut dst = BytesMut::new();
+        let msg = Outbound::Notification { method: "x".into(), params: None };
+        c.encode(&msg, &mut dst).unwrap();
+        assert_eq!(&dst[..], b"{\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n");
+    }
+}
