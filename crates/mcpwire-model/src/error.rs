@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Dialect, Raw};
+use crate::{Dialect, Raw, Revision};
 
 /// JSON-RPC and MCP error codes.
 pub mod codes {
@@ -154,11 +154,16 @@ pub enum McpError {
 }
 
 impl McpError {
-    /// The JSON-RPC error object for this error in `dialect`.
-    pub fn to_wire(&self, dialect: Dialect) -> ErrorObject {
+    /// The JSON-RPC error object for this error when answering in `revision`.
+    pub fn to_wire(&self, revision: Revision) -> ErrorObject {
         use codes::*;
         let msg = self.to_string();
+        let dialect = revision.dialect();
         match (self, dialect) {
+            // SEP-2164 (2026-07-28): an unknown resource is invalid params.
+            (McpError::ResourceNotFound(uri), _) if revision.is_stateless() => {
+                ErrorObject::new(INVALID_PARAMS, msg).with_data(&serde_json::json!({ "uri": uri }))
+            }
             (McpError::InvalidParams(_), _) => ErrorObject::new(INVALID_PARAMS, msg),
             (McpError::MethodNotFound(_), _) => ErrorObject::new(METHOD_NOT_FOUND, msg),
             (McpError::InvalidRequest(_), _) => ErrorObject::new(INVALID_REQUEST, msg),
@@ -220,7 +225,7 @@ mod tests {
 
     #[test]
     fn bb_codes() {
-        let b = Dialect::Bb;
+        let b = Revision::Bb1_0;
         assert_eq!(McpError::ToolNotFound("x".into()).to_wire(b).code, -32000);
         let failed = McpError::ToolFailed {
             tool: "t".into(),
@@ -242,9 +247,11 @@ mod tests {
 
     #[test]
     fn standard_codes() {
-        let m = Dialect::Mcp;
+        let m = Revision::V2025_11_25;
         assert_eq!(McpError::ToolNotFound("x".into()).to_wire(m).code, -32602);
         assert_eq!(McpError::MethodNotFound("x".into()).to_wire(m).code, -32601);
         assert_eq!(McpError::ResourceNotFound("u".into()).to_wire(m).code, -32002);
+        let s = Revision::V2026_07_28;
+        assert_eq!(McpError::ResourceNotFound("u".into()).to_wire(s).code, -32602);
     }
 }

@@ -1,1 +1,52 @@
-//! placeholder
+//! Backends, the router, and the native Rust tool API.
+//!
+//! **Is:** the [`Backend`] trait every tool source implements (native tools, tool
+//! processes, upstream servers, federations); the [`Router`] that parses requests into
+//! [`BackendRequest`]s, checks capabilities and turns 2026-07-28 asks into `input_required`
+//! results; and [`Server`], the in-process backend tool authors build with [`tool`],
+//! [`ResourceDef`], [`TemplateDef`] and [`PromptDef`].
+//!
+//! **Is not:** a transport or a session. Nothing here reads bytes or knows which wire a
+//! request came from; sessions hand requests in as [`McpCall`]s.
+//!
+//! # A tool in five lines
+//! ```
+//! use mcpwire_router::{Server, tool, CallCtx, ToolError};
+//! use mcpwire_model::types::Implementation;
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Add { a: f64, b: f64 }
+//!
+//! let server = Server::builder(Implementation::new("calc", "1.0"))
+//!     .tool(tool("add", |_ctx: CallCtx, args: Add| async move {
+//!         Ok::<_, ToolError>((args.a + args.b).to_string())
+//!     }).description("Adds two numbers"))
+//!     .build();
+//! assert_eq!(server.tool_names(), vec!["add".to_string()]);
+//! ```
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod backend;
+mod ctx;
+mod input;
+mod prompt;
+mod resource;
+mod router;
+mod server;
+mod state_key;
+mod tool;
+mod uri_template;
+
+pub use backend::{Backend, BackendInfo, BackendRequest, BoxFuture};
+pub use ctx::{CallCtx, Peer};
+pub use prompt::PromptDef;
+pub use resource::{ResourceDef, TemplateDef};
+pub use router::{McpCall, McpReply, Router};
+pub use server::{Server, ServerBuilder};
+pub use state_key::StateKey;
+pub use tool::{IntoToolResult, Json, NoArgs, ToolDef, ToolError, tool};
+pub use uri_template::UriTemplate;
+
+pub use mcpwire_model as model;
+pub use schemars;

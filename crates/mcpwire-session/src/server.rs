@@ -179,9 +179,15 @@ impl ServerSession {
     }
 
     fn dialect(&self) -> Dialect {
+        self.revision().dialect()
+    }
+
+    /// The revision answers are given in (the newest stateful one before `initialize`).
+    fn revision(&self) -> Revision {
         match self.era {
-            Era::Handshake(r) => r.dialect(),
-            _ => Dialect::Mcp,
+            Era::Handshake(r) => r,
+            Era::Stateless => Revision::STATELESS,
+            Era::Unknown => Revision::LATEST_STATEFUL,
         }
     }
 
@@ -379,7 +385,7 @@ impl ServerSession {
                         self.events.push_back(SessionEvent::Cancel(id));
                         let msg = Outbound::Error {
                             id: Some(entry.request_id.clone()),
-                            error: McpError::Timeout.to_wire(self.dialect()),
+                            error: McpError::Timeout.to_wire(self.revision()),
                         };
                         self.telemetry_done(now, &entry, false, &msg);
                         self.send(msg, Some(entry.request_id));
@@ -800,7 +806,8 @@ impl ServerSession {
     }
 
     fn reply_message(&self, entry: &InFlight, reply: Result<Reply, McpError>) -> Outbound {
-        let dialect = self.dialect();
+        let revision = self.revision();
+        let dialect = revision.dialect();
         let stateless = self.era == Era::Stateless;
         let id = entry.request_id.clone();
         let result = match reply {
@@ -812,7 +819,7 @@ impl ServerSession {
                 let e = McpError::Internal("input_required outside 2026-07-28".into());
                 return Outbound::Error {
                     id: Some(id),
-                    error: e.to_wire(dialect),
+                    error: e.to_wire(revision),
                 };
             }
             Err(e)
@@ -825,7 +832,7 @@ impl ServerSession {
             Err(e) => {
                 return Outbound::Error {
                     id: Some(id),
-                    error: e.to_wire(dialect),
+                    error: e.to_wire(revision),
                 };
             }
         };
@@ -938,7 +945,7 @@ impl ServerSession {
 
     fn error(&mut self, id: RequestId, e: McpError) {
         tracing::debug!(%id, error = %e, "request refused");
-        let error = e.to_wire(self.dialect());
+        let error = e.to_wire(self.revision());
         self.send(
             Outbound::Error {
                 id: Some(id.clone()),

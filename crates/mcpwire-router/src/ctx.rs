@@ -1,0 +1,243 @@
+//! The call context: what a running request can do besides returning a result.
+
+use std::sync::{Arc, Mutex};
+
+use mcpwire_model::types::{
+    ClientCapabilities, CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult,
+    ListRootsResult, LoggingLevel,
+};
+use mcpwire_model::{CallEvent, ClientAsk, LogEntry, McpError, ProgressUpdate, Raw, Revision, to_raw};
+use serde::de::DeserializeOwned;
+use tokio_util::sync::CancellationToken;
+
+use crate::BoxFuture;
+use crate::input::InputRound;
+
+/// The connection a call came from, as the call sees it. Implemented by the shell.
+pub trait Peer: Send + Sync + 'static {
+    /// Sends a progress or log event for this call.
+    fn event(&self, event: CallEvent);
+    /// Asks the client something (sampling, elicitation, roots) for this call.
+    fn ask(&self, ask: ClientAsk) -> BoxFuture<'static, Result<Raw, McpError>>;
+}
+
+struct Inner {
+    revision: Revision,
+    client_capabilities: Arc<ClientCapabilities>,
+    cancel: CancellationToken,
+    peer: Option<Arc<dyn Peer>>,
+    input: Option<Mutex<InputRound>>,
+}
+
+/// What a tool (or any backend) can do while answering: report progress, log, ask the
+/// client, notice cancellation. Cheap to clone.
+#[derive(Clone)]
+pub struct CallCtx {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for CallCtx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallCtx")
+            .field("revision", &self.inner.revision)
+            .field("cancelled", &self.inner.cancel.is_cancelled())
+            .finish()
+    }
+}
+
+impl CallCtx {
+    /// A context for a request answered in `revision`.
+    ///
+    /// `peer` is `None` where nothing can reach the client (tests, fire-and-forget).
+    pub fn new(
+        revision: Revision,
+        client_capabilities: Arc<ClientCapabilities>,
+        cancel: CancellationToken,
+        peer: Option<Arc<dyn Peer>>,
+    ) -> CallCtx {
+        CallCtx {
+            inner: Arc::new(Inner {
+                revision,
+                client_capabilities,
+                cancel,
+                peer,
+                input: None,
+            }),
+        }
+    }
+
+    /// A context detached from any client (for tests and internal calls).
+    pub fn detached() -> CallCtx {
+        CallCtx::new(
+            Revision::LATEST_STATEFUL,
+            Arc::new(ClientCapabilities::default()),
+            CancellationToken::new(),
+            None,
+        )
+    }
+
+    pub(crate) fn with_input(self, round: InputRound) -> CallCtx {
+        let inner = Arc::new(Inner {
+            revision: self.inner.revision,
+            client_capabilities: self.inner.client_capabilities.clone(),
+            cancel: self.inner.cancel.clone(),
+            peer: self.inner.peer.clone(),
+            input: Some(Mutex::new(round)),
+        });
+        CallCtx { inner }
+    }
+
+    pub(crate) fn take_input_round(&self) -> Option<InputRound> {
+        self.inner
+            .input
+            .as_ref()
+            .and_then(|m| m.lock().ok().map(|mut g| std::mem::take(&mut *g)))
+    }
+
+    /// The protocol revision the request is answered in.
+    pub fn revision(&self) -> Revision {
+        self.inner.revision
+    }
+
+    /// What the client supports.
+    pub fn client_capabilities(&self) -> &ClientCapabilities {
+        &self.inner.client_capabilities
+    }
+
+    /// Whether the client cancelled this request.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancel.is_cancelled()
+    }
+
+    /// Completes when the client cancels this request.
+    pub async fn cancelled(&self) {
+        self.inner.cancel.cancelled().await
+    }
+
+    /// The cancellation token of this request.
+    pub fn cancellation_token(&self) -> &CancellationToken {
+        &self.inner.cancel
+    }
+
+    /// Reports progress (dropped unless the client sent a progress token).
+    pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        if let Some(p) = &self.inner.peer {
+            p.event(CallEvent::Progress(ProgressUpdate {
+                progress,
+                total,
+                message,
+            }));
+        }
+    }
+
+    /// Sends a log message to the client (dropped below the client's level).
+    pub fn log(&self, level: LoggingLevel, data: impl serde::Serialize) {
+        if let Some(p) = &self.inner.peer {
+            p.event(CallEvent::Log(LogEntry {
+                level,
+                logger: None,
+                data: to_raw(&data),
+            }));
+        }
+    }
+
+    /// Sends an `info` log message.
+    pub fn info(&self, message: impl Into<String>) {
+        self.log(LoggingLevel::Info, message.into());
+    }
+
+    /// Asks the client for an LLM completion (`sampling/createMessage`).
+    pub async fn sample(&self, params: CreateMessageParams) -> Result<CreateMessageResult, McpError> {
+        self.sample_as(None, params).await
+    }
+
+    /// [`CallCtx::sample`] under a fixed `inputRequests` key (2026-07-28).
+    pub async fn sample_as(
+        &self,
+        key: Option<&str>,
+        params: CreateMessageParams,
+    ) -> Result<CreateMessageResult, McpError> {
+        self.ask_typed(key, "sampling/createMessage", Some(to_raw(&params))).await
+    }
+
+    /// Asks the user for input (`elicitation/create`).
+    pub async fn elicit(&self, params: ElicitParams) -> Result<ElicitResult, McpError> {
+        self.elicit_as(None, params).await
+    }
+
+    /// [`CallCtx::elicit`] under a fixed `inputRequests` key (2026-07-28).
+    pub async fn elicit_as(&self, key: Option<&str>, params: ElicitParams) -> Result<ElicitResult, McpError> {
+        self.ask_typed(key, "elicitation/create", Some(to_raw(&params))).await
+    }
+
+    /// Asks the client for its roots (`roots/list`).
+    pub async fn list_roots(&self) -> Result<ListRootsResult, McpError> {
+        self.list_roots_as(None).await
+    }
+
+    /// [`CallCtx::list_roots`] under a fixed `inputRequests` key (2026-07-28).
+    pub async fn list_roots_as(&self, key: Option<&str>) -> Result<ListRootsResult, McpError> {
+        self.ask_typed(key, "roots/list", None).await
+    }
+
+    /// Sends any request to the client and returns its raw result.
+    ///
+    /// In 2026-07-28 there are no server→client requests: the first time a call asks, the
+    /// ask is recorded and this returns [`McpError::InputRequired`]; propagate it with `?`
+    /// and the router answers `input_required`. When the client calls again with the
+    /// answers, the same ask (by key, or by order) returns the client's answer.
+    pub async fn ask(&self, ask: ClientAsk) -> Result<Raw, McpError> {
+        self.ask_keyed(None, ask).await.1
+    }
+
+    async fn ask_keyed(&self, key: Option<&str>, ask: ClientAsk) -> (Option<String>, Result<Raw, McpError>) {
+        if let Some(input) = &self.inner.input {
+            let Ok(mut round) = input.lock() else {
+                return (None, Err(McpError::Internal("input round poisoned".into())));
+            };
+            let (k, r) = round.ask(key, ask);
+            return (Some(k), r);
+        }
+        let r = match &self.inner.peer {
+            Some(p) => {
+                let fut = p.ask(ask);
+                tokio::select! {
+                    r = fut => r,
+                    _ = self.inner.cancel.cancelled() => Err(McpError::Cancelled),
+                }
+            }
+            None => Err(McpError::InvalidRequest("no client connection to ask".into())),
+        };
+        (None, r)
+    }
+
+    async fn ask_typed<T: DeserializeOwned>(
+        &self,
+        key: Option<&str>,
+        method: &'static str,
+        params: Option<Raw>,
+    ) -> Result<T, McpError> {
+        let ask = ClientAsk {
+            method: method.into(),
+            params,
+        };
+        let (used_key, raw) = self.ask_keyed(key, ask.clone()).await;
+        let raw = raw?;
+        match serde_json::from_str(raw.get()) {
+            Ok(v) => Ok(v),
+            Err(e) => match (used_key, &self.inner.input) {
+                // 2026-07-28: an unusable answer is asked for again.
+                (Some(k), Some(input)) => {
+                    if let Ok(mut round) = input.lock() {
+                        round.reask(k, ask);
+                    }
+                    Err(McpError::InputRequired)
+                }
+                _ => Err(McpError::Wire(mcpwire_model::ErrorObject::new(
+                    mcpwire_model::codes::INVALID_PARAMS,
+                    format!("client answered {method} with an invalid result: {e}"),
+                ))),
+            },
+        }
+    }
+}

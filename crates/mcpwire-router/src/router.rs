@@ -1,0 +1,221 @@
+//! The router: parses requests, checks capabilities, calls the backend, and turns
+//! 2026-07-28 asks into `input_required` results.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use mcpwire_model::types::{
+    CallToolParams, CompleteParams, GetPromptParams, PaginatedParams, ServerCapabilities, UriParams,
+};
+use mcpwire_model::{BackendEvent, McpError, Method, Raw, Reply};
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+use tokio::sync::broadcast;
+
+use crate::input::InputRound;
+use crate::{Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, StateKey};
+
+/// One request for the router: method, raw params and the call's context.
+#[derive(Debug)]
+pub struct McpCall {
+    /// The method.
+    pub method: Method,
+    /// Raw params.
+    pub params: Option<Raw>,
+    /// The call context.
+    pub ctx: CallCtx,
+}
+
+/// The router's answer; errors are values, never `Service` errors.
+pub type McpReply = Result<Reply, McpError>;
+
+/// Routes requests to a backend. Cheap to clone; a `tower::Service` that is always ready
+/// and never fails (failures are [`McpReply`] values), so layers can wrap it.
+#[derive(Clone)]
+pub struct Router {
+    backend: Arc<dyn Backend>,
+    state_key: StateKey,
+}
+
+impl std::fmt::Debug for Router {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Router").field("backend", &self.backend.info().name).finish()
+    }
+}
+
+impl Router {
+    /// A router over one backend (which may itself be a federation).
+    pub fn new(backend: Arc<dyn Backend>) -> Router {
+        Router {
+            backend,
+            state_key: StateKey::random(),
+        }
+    }
+
+    /// Uses `key` to seal 2026-07-28 `requestState` (share it between replicas).
+    pub fn with_state_key(mut self, key: StateKey) -> Router {
+        self.state_key = key;
+        self
+    }
+
+    /// The backend's name and capabilities.
+    pub fn info(&self) -> &BackendInfo {
+        self.backend.info()
+    }
+
+    /// The backend's event stream.
+    pub fn events(&self) -> Option<broadcast::Receiver<BackendEvent>> {
+        self.backend.events()
+    }
+
+    /// Answers one request.
+    pub fn call(&self, call: McpCall) -> BoxFuture<'static, McpReply> {
+        let McpCall {
+            method,
+            params,
+            mut ctx,
+        } = call;
+        let caps = &self.backend.info().capabilities;
+        let parsed = match parse_request(&method, params, caps) {
+            Ok(req) => req,
+            Err(e) => return Box::pin(std::future::ready(Err(e))),
+        };
+        let (req, input_params) = parsed;
+        if let Some(params) = input_params {
+            match InputRound::from_params(
+                Some(&params),
+                Arc::new(ctx.client_capabilities().clone()),
+                self.state_key.clone(),
+            ) {
+                Ok(round) => ctx = ctx.with_input(round),
+                Err(e) => return Box::pin(std::future::ready(Err(e))),
+            }
+        } else if ctx.revision().is_stateless() && supports_input(&method) {
+            let round = InputRound::from_params(
+                None,
+                Arc::new(ctx.client_capabilities().clone()),
+                self.state_key.clone(),
+            );
+            if let Ok(round) = round {
+                ctx = ctx.with_input(round);
+            }
+        }
+        let fut = self.backend.call(ctx.clone(), req);
+        Box::pin(async move {
+            match fut.await {
+                Err(McpError::InputRequired) => match ctx.take_input_round() {
+                    Some(round) => round.into_result().map(Reply::InputRequired),
+                    None => Err(McpError::Internal("input required outside 2026-07-28".into())),
+                },
+                other => other,
+            }
+        })
+    }
+}
+
+impl tower::Service<McpCall> for Router {
+    type Response = McpReply;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<McpReply, Infallible>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, call: McpCall) -> Self::Future {
+        let fut = Router::call(self, call);
+        Box::pin(async move { Ok(fut.await) })
+    }
+}
+
+fn supports_input(method: &Method) -> bool {
+    matches!(
+        method,
+        Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead
+    )
+}
+
+fn parse<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T, McpError> {
+    serde_json::from_str(params.map_or("{}", RawValue::get))
+        .map_err(|e| McpError::InvalidParams(e.to_string()))
+}
+
+/// Parses a request into a [`BackendRequest`]; also returns the params again when they may
+/// carry 2026-07-28 input responses.
+fn parse_request(
+    method: &Method,
+    params: Option<Raw>,
+    caps: &ServerCapabilities,
+) -> Result<(BackendRequest, Option<Raw>), McpError> {
+    let not_offered = || McpError::MethodNotFound(method.to_string());
+    if let Method::Other(_) = method {
+        let req = BackendRequest::Other {
+            method: method.clone(),
+            params,
+        };
+        return Ok((req, None));
+    }
+    let p = params.as_deref();
+    let req = match method {
+        Method::ToolsList | Method::ToolsCall if caps.tools.is_none() => return Err(not_offered()),
+        Method::ResourcesList
+        | Method::ResourcesTemplatesList
+        | Method::ResourcesRead
+        | Method::ResourcesSubscribe
+        | Method::ResourcesUnsubscribe
+            if caps.resources.is_none() =>
+        {
+            return Err(not_offered());
+        }
+        Method::PromptsList | Method::PromptsGet if caps.prompts.is_none() => {
+            return Err(not_offered());
+        }
+        Method::CompletionComplete if caps.completions.is_none() => return Err(not_offered()),
+        Method::ToolsList => BackendRequest::ListTools {
+            cursor: parse::<PaginatedParams>(p)?.cursor,
+        },
+        Method::ToolsCall => {
+            let c: CallToolParams = parse(p)?;
+            BackendRequest::CallTool {
+                name: c.name,
+                arguments: c.arguments,
+            }
+        }
+        Method::ResourcesList => BackendRequest::ListResources {
+            cursor: parse::<PaginatedParams>(p)?.cursor,
+        },
+        Method::ResourcesTemplatesList => BackendRequest::ListResourceTemplates {
+            cursor: parse::<PaginatedParams>(p)?.cursor,
+        },
+        Method::ResourcesRead => BackendRequest::ReadResource {
+            uri: parse::<UriParams>(p)?.uri,
+        },
+        Method::ResourcesSubscribe => BackendRequest::Subscribe {
+            uri: parse::<UriParams>(p)?.uri,
+        },
+        Method::ResourcesUnsubscribe => BackendRequest::Unsubscribe {
+            uri: parse::<UriParams>(p)?.uri,
+        },
+        Method::PromptsList => BackendRequest::ListPrompts {
+            cursor: parse::<PaginatedParams>(p)?.cursor,
+        },
+        Method::PromptsGet => {
+            let g: GetPromptParams = parse(p)?;
+            BackendRequest::GetPrompt {
+                name: g.name,
+                arguments: g.arguments.unwrap_or_default(),
+            }
+        }
+        Method::CompletionComplete => BackendRequest::Complete(parse::<CompleteParams>(p)?),
+        _ => return Err(McpError::MethodNotFound(method.to_string())),
+    };
+    let input = if supports_input(method)
+        && p.is_some_and(|p| p.get().contains("\"inputResponses\"") || p.get().contains("\"requestState\""))
+    {
+        params
+    } else {
+        None
+    };
+    Ok((req, input))
+}

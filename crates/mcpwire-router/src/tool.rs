@@ -1,0 +1,332 @@
+//! Native tools: typed arguments in, anything result-like out.
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::sync::Arc;
+
+use mcpwire_model::McpError;
+use mcpwire_model::types::{
+    CallToolResult, Content, Icon, JsonObject, Tool, ToolAnnotations,
+};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::{BoxFuture, CallCtx};
+
+/// Why a tool failed. Any error converts into it with `?`; an [`McpError`] (such as
+/// [`McpError::InputRequired`] from [`CallCtx::ask`]) keeps its meaning.
+pub struct ToolError(ToolErrorRepr);
+
+enum ToolErrorRepr {
+    Failed(String),
+    Mcp(McpError),
+}
+
+impl ToolError {
+    /// A failure with this message (reported as a tool result with `isError: true`).
+    pub fn new(message: impl Into<String>) -> ToolError {
+        ToolError(ToolErrorRepr::Failed(message.into()))
+    }
+
+    pub(crate) fn into_mcp(self, tool: &str) -> McpError {
+        match self.0 {
+            ToolErrorRepr::Failed(message) => McpError::ToolFailed {
+                tool: tool.to_owned(),
+                message,
+            },
+            ToolErrorRepr::Mcp(e) => e,
+        }
+    }
+}
+
+impl<E: Into<Box<dyn StdError + Send + Sync>>> From<E> for ToolError {
+    fn from(e: E) -> ToolError {
+        let boxed: Box<dyn StdError + Send + Sync> = e.into();
+        match boxed.downcast::<McpError>() {
+            Ok(m) => ToolError(ToolErrorRepr::Mcp(*m)),
+            Err(other) => ToolError(ToolErrorRepr::Failed(other.to_string())),
+        }
+    }
+}
+
+impl fmt::Debug for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            ToolErrorRepr::Failed(m) => f.write_str(m),
+            ToolErrorRepr::Mcp(e) => fmt::Display::fmt(e, f),
+        }
+    }
+}
+
+/// What a tool handler may return.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be returned from a tool",
+    label = "return a String, Content, Vec<Content>, CallToolResult or Json<T>",
+    note = "wrap serializable data in `mcpwire_router::Json(..)` to return structured content"
+)]
+pub trait IntoToolResult {
+    /// Converts into a `tools/call` result.
+    fn into_tool_result(self) -> CallToolResult;
+    /// The `outputSchema` this type implies, if any.
+    fn output_schema() -> Option<Value> {
+        None
+    }
+}
+
+impl IntoToolResult for CallToolResult {
+    fn into_tool_result(self) -> CallToolResult {
+        self
+    }
+}
+
+impl IntoToolResult for String {
+    fn into_tool_result(self) -> CallToolResult {
+        CallToolResult::text(self)
+    }
+}
+
+impl IntoToolResult for &'static str {
+    fn into_tool_result(self) -> CallToolResult {
+        CallToolResult::text(self)
+    }
+}
+
+impl IntoToolResult for Content {
+    fn into_tool_result(self) -> CallToolResult {
+        CallToolResult::new(vec![self])
+    }
+}
+
+impl IntoToolResult for Vec<Content> {
+    fn into_tool_result(self) -> CallToolResult {
+        CallToolResult::new(self)
+    }
+}
+
+/// Structured output: serialized into `structuredContent` (and as JSON text for older
+/// clients), with `outputSchema` derived from `T`.
+#[derive(Debug, Clone)]
+pub struct Json<T>(pub T);
+
+impl<T: Serialize + JsonSchema> IntoToolResult for Json<T> {
+    fn into_tool_result(self) -> CallToolResult {
+        match serde_json::to_value(&self.0) {
+            Ok(v) => CallToolResult {
+                content: vec![Content::text(v.to_string())],
+                structured_content: Some(v),
+                ..CallToolResult::default()
+            },
+            Err(e) => CallToolResult::error(format!("could not serialize the result: {e}")),
+        }
+    }
+    fn output_schema() -> Option<Value> {
+        Some(schema_of::<T>())
+    }
+}
+
+/// Arguments of a tool that takes none.
+#[derive(Debug, Clone, Copy, Default, serde::Deserialize, JsonSchema)]
+pub struct NoArgs {}
+
+/// The JSON Schema (2020-12) of `T`, without `$schema` and `title` noise.
+pub(crate) fn schema_of<T: JsonSchema>() -> Value {
+    let mut v = serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default();
+    if let Some(o) = v.as_object_mut() {
+        o.remove("$schema");
+        o.remove("title");
+        if !o.contains_key("type") && !o.contains_key("$ref") && !o.contains_key("oneOf") {
+            o.insert("type".into(), "object".into());
+        }
+        if o.get("type") == Some(&Value::from("object")) && !o.contains_key("properties") {
+            o.insert("properties".into(), Value::Object(Default::default()));
+        }
+    }
+    v
+}
+
+type Handler =
+    dyn Fn(CallCtx, Value) -> BoxFuture<'static, Result<CallToolResult, McpError>> + Send + Sync;
+
+/// A tool: its definition, its compiled input validator and its handler.
+#[derive(Clone)]
+pub struct ToolDef {
+    pub(crate) tool: Tool,
+    pub(crate) validator: Option<Arc<jsonschema::Validator>>,
+    pub(crate) handler: Arc<Handler>,
+}
+
+impl fmt::Debug for ToolDef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolDef").field("tool", &self.tool).finish()
+    }
+}
+
+/// A typed tool: arguments are deserialized into `A` (schema derived from `A`), the result
+/// converts through [`IntoToolResult`].
+pub fn tool<A, O, F, Fut>(name: impl Into<String>, f: F) -> ToolDef
+where
+    A: DeserializeOwned + JsonSchema + Send + 'static,
+    O: IntoToolResult + 'static,
+    F: Fn(CallCtx, A) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
+{
+    let name = name.into();
+    let tool_name: Arc<str> = name.clone().into();
+    let f = Arc::new(f);
+    let handler = move |ctx: CallCtx, args: Value| -> BoxFuture<'static, Result<CallToolResult, McpError>> {
+        let tool_name = tool_name.clone();
+        let args: Result<A, _> = serde_json::from_value(args);
+        match args {
+            Err(e) => Box::pin(std::future::ready(Err(McpError::InvalidToolParams {
+                tool: tool_name.to_string(),
+                message: e.to_string(),
+            }))),
+            Ok(args) => {
+                let fut = f(ctx, args);
+                Box::pin(async move {
+                    fut.await
+                        .map(IntoToolResult::into_tool_result)
+                        .map_err(|e| e.into_mcp(&tool_name))
+                })
+            }
+        }
+    };
+    let mut def = ToolDef::from_handler(name, schema_of::<A>(), Arc::new(handler));
+    def.tool.output_schema = O::output_schema();
+    def
+}
+
+impl ToolDef {
+    fn from_handler(name: String, input_schema: Value, handler: Arc<Handler>) -> ToolDef {
+        let validator = jsonschema::validator_for(&input_schema).ok().map(Arc::new);
+        ToolDef {
+            tool: Tool {
+                name,
+                title: None,
+                description: None,
+                input_schema,
+                output_schema: None,
+                annotations: None,
+                icons: None,
+                execution: None,
+                meta: None,
+            },
+            validator,
+            handler,
+        }
+    }
+
+    /// A tool taking raw JSON arguments validated against `input_schema` (for tools defined
+    /// at run time: tool processes, upstream catalogs, configuration).
+    pub fn raw<F, Fut>(name: impl Into<String>, input_schema: Value, f: F) -> ToolDef
+    where
+        F: Fn(CallCtx, Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<CallToolResult, ToolError>> + Send + 'static,
+    {
+        let name = name.into();
+        let tool_name: Arc<str> = name.clone().into();
+        let handler = move |ctx: CallCtx, args: Value| -> BoxFuture<'static, Result<CallToolResult, McpError>> {
+            let fut = f(ctx, args);
+            let tool_name = tool_name.clone();
+            Box::pin(async move { fut.await.map_err(|e| e.into_mcp(&tool_name)) })
+        };
+        ToolDef::from_handler(name, input_schema, Arc::new(handler))
+    }
+
+    /// The tool's definition as listed.
+    pub fn definition(&self) -> &Tool {
+        &self.tool
+    }
+
+    /// Sets the description.
+    pub fn description(mut self, d: impl Into<String>) -> Self {
+        self.tool.description = Some(d.into());
+        self
+    }
+
+    /// Sets the display title.
+    pub fn title(mut self, t: impl Into<String>) -> Self {
+        self.tool.title = Some(t.into());
+        self
+    }
+
+    /// Sets all annotations.
+    pub fn annotations(mut self, a: ToolAnnotations) -> Self {
+        self.tool.annotations = Some(a);
+        self
+    }
+
+    fn annotate(mut self, f: impl FnOnce(&mut ToolAnnotations)) -> Self {
+        f(self.tool.annotations.get_or_insert_with(Default::default));
+        self
+    }
+
+    /// Marks the tool read-only.
+    pub fn read_only(self) -> Self {
+        self.annotate(|a| a.read_only_hint = Some(true))
+    }
+
+    /// Marks the tool destructive (or not).
+    pub fn destructive(self, yes: bool) -> Self {
+        self.annotate(|a| a.destructive_hint = Some(yes))
+    }
+
+    /// Marks the tool idempotent.
+    pub fn idempotent(self) -> Self {
+        self.annotate(|a| a.idempotent_hint = Some(true))
+    }
+
+    /// Marks whether the tool reaches an open world.
+    pub fn open_world(self, yes: bool) -> Self {
+        self.annotate(|a| a.open_world_hint = Some(yes))
+    }
+
+    /// Adds an icon.
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.tool.icons.get_or_insert_with(Vec::new).push(icon);
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn meta(mut self, meta: JsonObject) -> Self {
+        self.tool.meta = Some(meta);
+        self
+    }
+
+    /// Overrides the output schema.
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.tool.output_schema = Some(schema);
+        self
+    }
+
+    /// Validates `args` against the input schema and runs the handler.
+    pub(crate) fn invoke(
+        &self,
+        ctx: CallCtx,
+        args: Value,
+    ) -> BoxFuture<'static, Result<CallToolResult, McpError>> {
+        if let Some(v) = &self.validator {
+            let errors: Vec<String> = v.iter_errors(&args).take(3).map(|e| {
+                let path = e.instance_path().to_string();
+                if path.is_empty() { e.to_string() } else { format!("{path}: {e}") }
+            }).collect();
+            if !errors.is_empty() {
+                let message = errors.join("; ");
+                let tool = self.tool.name.clone();
+                return Box::pin(std::future::ready(Err(McpError::InvalidToolParams {
+                    tool,
+                    message,
+                })));
+            }
+        }
+        (self.handler)(ctx, args)
+    }
+}
