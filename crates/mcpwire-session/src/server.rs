@@ -133,6 +133,7 @@ pub struct ServerSession {
     dispatches: VecDeque<Dispatch>,
     events: VecDeque<SessionEvent>,
     server_info_json: Raw,
+    peer_closed: bool,
 }
 
 impl ServerSession {
@@ -158,6 +159,7 @@ impl ServerSession {
             dispatches: VecDeque::new(),
             events: VecDeque::new(),
             server_info_json,
+            peer_closed: false,
         }
     }
 
@@ -280,6 +282,10 @@ impl ServerSession {
             return ask_id;
         };
         let related = Some(entry.request_id.clone());
+        if self.peer_closed {
+            self.events.push_back(fail(McpError::Cancelled));
+            return ask_id;
+        }
         if !matches!(self.era, Era::Handshake(r) if r.dialect() == Dialect::Mcp) {
             self.events.push_back(fail(McpError::InvalidRequest(
                 "this protocol revision has no server-to-client requests".into(),
@@ -358,6 +364,20 @@ impl ServerSession {
             }
         };
         self.notify(method, params, None);
+    }
+
+    /// The client can no longer answer (its input stream ended): every outstanding ask
+    /// fails now and later asks fail at once.
+    pub fn handle_peer_closed(&mut self) {
+        self.peer_closed = true;
+        let all: Vec<RequestId> = self.asks.keys().cloned().collect();
+        for k in all {
+            if let Some(a) = self.asks.remove(&k) {
+                self.timers.remove(a.deadline, TimerKey::Ask(a.ask.0));
+                self.events
+                    .push_back(SessionEvent::AskDone(a.ask, Err(McpError::Cancelled)));
+            }
+        }
     }
 
     /// Fires every deadline at or before `now`.

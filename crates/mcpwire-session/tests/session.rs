@@ -1,0 +1,280 @@
+//! Session behaviour driven message by message, with no I/O: JSON lines in, JSON lines out.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mcpwire_model::jsonrpc::decode;
+use mcpwire_model::types::{Implementation, ListChangedCapability, ResourcesCapability, ServerCapabilities};
+use mcpwire_model::{BackendEvent, CallEvent, ClientAsk, McpError, ProgressUpdate, Reply, to_raw};
+use mcpwire_session::{Dispatch, ServerSession, SessionConfig, SessionEvent};
+use serde_json::{Value, json};
+
+struct Harness {
+    s: ServerSession,
+    now: Instant,
+}
+
+impl Harness {
+    fn new() -> Harness {
+        let caps = ServerCapabilities {
+            tools: Some(ListChangedCapability { list_changed: Some(true) }),
+            resources: Some(ResourcesCapability { subscribe: Some(true), list_changed: Some(true) }),
+            logging: Some(json!({})),
+            ..Default::default()
+        };
+        let mut cfg = SessionConfig {
+            server_info: Implementation::new("test", "1.0"),
+            capabilities: caps,
+            instructions: None,
+            limits: Default::default(),
+        };
+        cfg.limits.max_in_flight = 2;
+        cfg.limits.ask_timeout = Duration::from_secs(5);
+        Harness { s: ServerSession::new(Arc::new(cfg)), now: Instant::now() }
+    }
+
+    fn send(&mut self, v: Value) {
+        let bytes = serde_json::to_vec(&v).unwrap();
+        self.s.handle_inbound(self.now, decode(&bytes));
+    }
+
+    fn send_raw(&mut self, bytes: &[u8]) {
+        self.s.handle_inbound(self.now, decode(bytes));
+    }
+
+    fn out(&mut self) -> Vec<Value> {
+        let mut v = Vec::new();
+        while let Some(t) = self.s.poll_transmit() {
+            v.push(serde_json::from_str(&t.msg.to_json_string()).unwrap());
+        }
+        v
+    }
+
+    fn dispatches(&mut self) -> Vec<Dispatch> {
+        let mut v = Vec::new();
+        while let Some(d) = self.s.poll_dispatch() {
+            v.push(d);
+        }
+        v
+    }
+
+    fn initialize(&mut self, version: &str, caps: Value) -> Value {
+        self.send(json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+            "protocolVersion": version, "capabilities": caps,
+            "clientInfo": {"name":"t","version":"1"}}}));
+        self.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
+        self.out().remove(0)
+    }
+}
+
+#[test]
+fn refuses_requests_before_initialize_and_answers_ping() {
+    let mut h = Harness::new();
+    h.send(json!({"jsonrpc":"2.0","id":1,"method":"tools/list"}));
+    h.send(json!({"jsonrpc":"2.0","id":2,"method":"ping"}));
+    let out = h.out();
+    assert_eq!(out[0]["error"]["code"], -32003);
+    assert_eq!(out[1]["result"], json!({}));
+}
+
+#[test]
+fn negotiates_and_dispatches() {
+    let mut h = Harness::new();
+    let init = h.initialize("2025-06-18", json!({}));
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18");
+    assert_eq!(init["result"]["capabilities"]["tools"]["listChanged"], true);
+    let init2 = Harness::new().initialize("2031-01-01", json!({}));
+    assert_eq!(init2["result"]["protocolVersion"], "2025-11-25");
+
+    h.send(json!({"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"x","_meta":{"progressToken":"p1"}}}));
+    let d = h.dispatches().remove(0);
+    assert!(d.ctx.has_progress_token);
+    h.s.handle_call_event(d.id, CallEvent::Progress(ProgressUpdate { progress: 1.0, total: Some(2.0), message: None }));
+    h.s.handle_reply(h.now, d.id, Ok(Reply::Complete(to_raw(&json!({"content":[]})))));
+    let out = h.out();
+    assert_eq!(out[0]["method"], "notifications/progress");
+    assert_eq!(out[0]["params"]["progressToken"], "p1");
+    assert_eq!(out[1]["id"], "a");
+    assert_eq!(out[1]["result"], json!({"content":[]}));
+}
+
+#[test]
+fn tool_errors_become_results_and_duplicates_and_floods_are_refused() {
+    let mut h = Harness::new();
+    h.initialize("2025-11-25", json!({}));
+    h.send(json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}));
+    h.send(json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}));
+    h.send(json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}));
+    h.send(json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x"}}));
+    let ds = h.dispatches();
+    assert_eq!(ds.len(), 2);
+    let out = h.out();
+    assert_eq!(out[0]["error"]["code"], -32600, "duplicate id");
+    assert_eq!(out[1]["error"]["code"], -32600, "over the in-flight limit");
+    h.s.handle_reply(h.now, ds[0].id, Err(McpError::ToolFailed { tool: "x".into(), message: "boom".into() }));
+    let out = h.out();
+    assert_eq!(out[0]["result"]["isError"], true);
+    assert_eq!(out[0]["result"]["content"][0]["text"], "boom");
+}
+
+#[test]
+fn cancellation_suppresses_the_answer() {
+    let mut h = Harness::new();
+    h.initialize("2025-11-25", json!({}));
+    h.send(json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"slow"}}));
+    let d = h.dispatches().remove(0);
+    h.send(json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9,"reason":"user"}}));
+    assert!(matches!(h.s.poll_event(), Some(SessionEvent::Cancel(id)) if id == d.id));
+    h.s.handle_reply(h.now, d.id, Ok(Reply::Complete(to_raw(&json!({})))));
+    assert!(h.out().is_empty());
+}
+
+#[test]
+fn asks_need_the_capability_and_time_out() {
+    let mut h = Harness::new();
+    h.initialize("2025-11-25", json!({"sampling": {}}));
+    h.send(json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}));
+    let d = h.dispatches().remove(0);
+    let roots = h.s.handle_ask(h.now, d.id, ClientAsk { method: "roots/list".into(), params: None });
+    match h.s.poll_event() {
+        Some(SessionEvent::AskDone(id, Err(McpError::Wire(e)))) => {
+            assert_eq!(id, roots);
+            assert_eq!(e.code, -32021);
+        }
+        other => panic!("{other:?}"),
+    }
+    let ask = h.s.handle_ask(h.now, d.id, ClientAsk { method: "sampling/createMessage".into(), params: Some(to_raw(&json!({}))) });
+    let out = h.out();
+    assert_eq!(out[0]["method"], "sampling/createMessage");
+    let out_id = out[0]["id"].clone();
+    h.send(json!({"jsonrpc":"2.0","id": out_id, "result": {"role":"assistant","content":{"type":"text","text":"hi"},"model":"m"}}));
+    assert!(matches!(h.s.poll_event(), Some(SessionEvent::AskDone(id, Ok(_))) if id == ask));
+    let late = h.s.handle_ask(h.now, d.id, ClientAsk { method: "sampling/createMessage".into(), params: None });
+    h.out();
+    let deadline = h.s.poll_timeout().expect("ask deadline");
+    h.s.handle_timeout(deadline);
+    assert!(matches!(h.s.poll_event(), Some(SessionEvent::AskDone(id, Err(McpError::Timeout))) if id == late));
+}
+
+#[test]
+fn logging_level_filters_and_list_changes_reach_the_client() {
+    let mut h = Harness::new();
+    h.initialize("2025-11-25", json!({}));
+    h.send(json!({"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"warning"}}));
+    assert_eq!(h.out()[0]["result"], json!({}));
+    h.send(json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}));
+    let d = h.dispatches().remove(0);
+    let log = |level| CallEvent::Log(mcpwire_model::LogEntry { level, logger: None, data: to_raw("m") });
+    h.s.handle_call_event(d.id, log(mcpwire_model::types::LoggingLevel::Info));
+    h.s.handle_call_event(d.id, log(mcpwire_model::types::LoggingLevel::Error));
+    h.s.handle_backend_event(&BackendEvent::ToolsListChanged);
+    h.s.handle_backend_event(&BackendEvent::ResourceUpdated { uri: "u".into() });
+    let out = h.out();
+    assert_eq!(out.len(), 2, "{out:?}");
+    assert_eq!(out[0]["params"]["level"], "error");
+    assert_eq!(out[1]["method"], "notifications/tools/list_changed");
+}
+
+#[test]
+fn subscriptions_route_resource_updates() {
+    let mut h = Harness::new();
+    h.initialize("2025-11-25", json!({}));
+    h.send(json!({"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"test://w"}}));
+    let d = h.dispatches().remove(0);
+    h.s.handle_reply(h.now, d.id, Ok(Reply::Complete(to_raw(&json!({})))));
+    h.s.handle_backend_event(&BackendEvent::ResourceUpdated { uri: "test://w".into() });
+    let out = h.out();
+    assert_eq!(out[1]["method"], "notifications/resources/updated");
+    assert_eq!(out[1]["params"]["uri"], "test://w");
+}
+
+fn stateless_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name":"t","version":"1"}
+    })
+}
+
+#[test]
+fn stateless_discover_and_decorated_results() {
+    let mut h = Harness::new();
+    h.send(json!({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta": stateless_meta()}}));
+    let out = h.out();
+    let r = &out[0]["result"];
+    assert_eq!(r["supportedVersions"], json!(["2026-07-28"]));
+    assert_eq!(r["resultType"], "complete");
+    assert_eq!(r["ttlMs"], 0);
+    assert_eq!(r["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "test");
+    h.send(json!({"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta": stateless_meta()}}));
+    let d = h.dispatches().remove(0);
+    h.s.handle_reply(h.now, d.id, Ok(Reply::Complete(to_raw(&json!({"tools":[]})))));
+    let r = h.out().remove(0);
+    assert_eq!(r["result"]["resultType"], "complete");
+    assert_eq!(r["result"]["cacheScope"], "private");
+    // Removed methods, unsupported versions, missing capabilities in _meta.
+    h.send(json!({"jsonrpc":"2.0","id":3,"method":"ping","params":{"_meta": stateless_meta()}}));
+    let mut bad = stateless_meta();
+    bad["io.modelcontextprotocol/protocolVersion"] = json!("v999.0.0");
+    h.send(json!({"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"_meta": bad}}));
+    let mut nocaps = stateless_meta();
+    nocaps.as_object_mut().unwrap().remove("io.modelcontextprotocol/clientCapabilities");
+    h.send(json!({"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"_meta": nocaps}}));
+    let out = h.out();
+    assert_eq!(out[0]["error"]["code"], -32601);
+    assert_eq!(out[1]["error"]["code"], -32022);
+    assert_eq!(out[1]["error"]["data"]["requested"], "v999.0.0");
+    assert_eq!(out[2]["error"]["code"], -32602);
+}
+
+#[test]
+fn stateless_listen_acknowledges_and_filters() {
+    let mut h = Harness::new();
+    h.send(json!({"jsonrpc":"2.0","id":"listen-1","method":"subscriptions/listen","params":{
+        "_meta": stateless_meta(), "notifications": {"toolsListChanged": true}}}));
+    let ack = h.out().remove(0);
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(ack["params"]["notifications"], json!({"toolsListChanged": true}));
+    h.s.handle_backend_event(&BackendEvent::PromptsListChanged);
+    h.s.handle_backend_event(&BackendEvent::ToolsListChanged);
+    let out = h.out();
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "listen-1");
+    h.send(json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"listen-1"}}));
+    h.s.handle_backend_event(&BackendEvent::ToolsListChanged);
+    assert!(h.out().is_empty());
+}
+
+#[test]
+fn bb_dialect_codes() {
+    let mut h = Harness::new();
+    h.send(json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1.0"}}));
+    assert_eq!(h.out()[0]["error"]["code"], -32602, "clientInfo is required");
+    let mut h = Harness::new();
+    let init = h.initialize("1.0", json!({}));
+    assert_eq!(init["result"]["protocolVersion"], "1.0");
+    assert_eq!(init["result"]["capabilities"], json!({"tools": true, "dynamicToolRegistration": true}));
+    assert_eq!(init["result"]["serverInfo"], json!({"name": "test", "version": "1.0"}));
+    h.send(json!({"jsonrpc":"2.0","id":2,"method":"resources/list"}));
+    assert_eq!(h.out()[0]["error"]["code"], -32601);
+    h.send(json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nope"}}));
+    let d = h.dispatches().remove(0);
+    h.s.handle_reply(h.now, d.id, Err(McpError::ToolNotFound("nope".into())));
+    assert_eq!(h.out()[0]["error"]["code"], -32000);
+}
+
+#[test]
+fn malformed_input_is_answered_and_the_session_goes_on() {
+    let mut h = Harness::new();
+    h.send_raw(b"{oops");
+    h.send_raw(br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#);
+    h.send_raw(br#"{"jsonrpc":"2.0","id":5,"method":"ping","params":"x"}"#);
+    h.send(json!({"jsonrpc":"2.0","id":6,"method":"ping"}));
+    let out = h.out();
+    assert_eq!(out[0]["error"]["code"], -32700);
+    assert_eq!(out[0]["id"], Value::Null);
+    assert_eq!(out[1]["error"]["code"], -32600);
+    assert_eq!(out[2]["error"]["code"], -32600);
+    assert_eq!(out[2]["id"], 5);
+    assert_eq!(out[3]["result"], json!({}));
+}
