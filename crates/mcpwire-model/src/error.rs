@@ -233,10 +233,7 @@ mod tests {
         }
         .to_wire(b);
         assert_eq!(failed.code, -32001);
-        assert_eq!(
-            failed.data.unwrap().get(),
-            r#"{"error":"boom","tool":"t"}"#
-        );
+        assert_eq!(failed.data.unwrap().get(), r#"{"error":"boom","tool":"t"}"#);
         let bad = McpError::InvalidToolParams {
             tool: "t".into(),
             message: "m".into(),
@@ -250,8 +247,14 @@ mod tests {
         let m = Revision::V2025_11_25;
         assert_eq!(McpError::ToolNotFound("x".into()).to_wire(m).code, -32602);
         assert_eq!(McpError::MethodNotFound("x".into()).to_wire(m).code, -32601);
-        assert_eq!(McpError::ResourceNotFound("u".into()).to_wire(m).code, -32002);
+        assert_eq!(
+            McpError::ResourceNotFound("u".into()).to_wire(m).code,
+            -32002
+        );
         let s = Revision::V2026_07_28;
-        assert_eq!(McpError::ResourceNotFound("u".into()).to_wire(s).code, -32602);
+        assert_eq!(
+            McpError::ResourceNotFound("u".into()).to_wire(s).code,
+            -32602
+        );
     }
 }

@@ -114,7 +114,10 @@ impl<'de> Deserialize<'de> for IdField {
                 Ok(IdField::Valid(RequestId::Int(v)))
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<IdField, E> {
-                Ok(i64::try_from(v).map_or(IdField::Invalid, |v| IdField::Valid(RequestId::Int(v))))
+                Ok(
+                    i64::try_from(v)
+                        .map_or(IdField::Invalid, |v| IdField::Valid(RequestId::Int(v))),
+                )
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<IdField, E> {
                 if v.fract() == 0.0 && v.abs() < 9.0e15 {
@@ -242,9 +245,13 @@ pub fn decode_with_depth(bytes: &[u8], max_depth: usize) -> Result<Message, Malf
                 id,
                 outcome: Err(error),
             })),
-            _ => Err(Malformed {
+            (None, None) => Err(Malformed::invalid_request(
+                Some(id),
+                "Invalid Request: missing \"method\"",
+            )),
+            (Some(_), Some(_)) => Err(Malformed {
                 reply: false,
-                ..Malformed::invalid_request(Some(id), "Invalid response")
+                ..Malformed::invalid_request(Some(id), "response carries both result and error")
             }),
         },
         (None, IdField::Null) if env.error.is_some() => Err(Malformed {
@@ -439,13 +446,28 @@ mod tests {
     #[test]
     fn classifies_requests_notifications_responses() {
         let m = decode(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#).unwrap();
-        assert!(matches!(m, Message::Request(Request { method: Method::ToolsList, .. })));
+        assert!(matches!(
+            m,
+            Message::Request(Request {
+                method: Method::ToolsList,
+                ..
+            })
+        ));
         let m = decode(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
         assert!(matches!(m, Message::Notification(_)));
         let m = decode(br#"{"jsonrpc":"2.0","id":"a","result":{"x":1}}"#).unwrap();
-        assert!(matches!(m, Message::Response(Response { outcome: Ok(_), .. })));
+        assert!(matches!(
+            m,
+            Message::Response(Response { outcome: Ok(_), .. })
+        ));
         let m = decode(br#"{"jsonrpc":"2.0","id":7,"error":{"code":-1,"message":"no"}}"#).unwrap();
-        assert!(matches!(m, Message::Response(Response { outcome: Err(_), .. })));
+        assert!(matches!(
+            m,
+            Message::Response(Response {
+                outcome: Err(_),
+                ..
+            })
+        ));
     }
 
     #[test]
@@ -454,7 +476,10 @@ mod tests {
         assert_eq!(err_code(decode(b"")).0, codes::PARSE_ERROR);
         assert_eq!(err_code(decode(b"\xff\xfe")).0, codes::PARSE_ERROR);
         assert_eq!(
-            err_code(decode(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a\xff\"}")).0,
+            err_code(decode(
+                b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a\xff\"}"
+            ))
+            .0,
             codes::PARSE_ERROR
         );
         assert_eq!(
@@ -470,11 +495,16 @@ mod tests {
             (codes::INVALID_REQUEST, Some(RequestId::Int(4)))
         );
         assert_eq!(
-            err_code(decode(br#"{"jsonrpc":"2.0","id":5,"method":"x","params":3}"#)),
+            err_code(decode(
+                br#"{"jsonrpc":"2.0","id":5,"method":"x","params":3}"#
+            )),
             (codes::INVALID_REQUEST, Some(RequestId::Int(5)))
         );
         assert_eq!(err_code(decode(b"42")).0, codes::INVALID_REQUEST);
-        assert_eq!(err_code(decode(br#"{"jsonrpc":"2.0","id":{},"method":"x"}"#)).0, codes::INVALID_REQUEST);
+        assert_eq!(
+            err_code(decode(br#"{"jsonrpc":"2.0","id":{},"method":"x"}"#)).0,
+            codes::INVALID_REQUEST
+        );
     }
 
     #[test]
@@ -493,7 +523,10 @@ mod tests {
             id: RequestId::Int(1),
             result: crate::to_raw(&serde_json::json!({"a": 1})),
         };
-        assert_eq!(o.to_json_string(), r#"{"jsonrpc":"2.0","id":1,"result":{"a":1}}"#);
+        assert_eq!(
+            o.to_json_string(),
+            r#"{"jsonrpc":"2.0","id":1,"result":{"a":1}}"#
+        );
         let o = Outbound::Error {
             id: None,
             error: ErrorObject::new(-32700, "Parse error"),

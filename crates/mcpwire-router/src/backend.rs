@@ -92,7 +92,11 @@ pub trait Backend: Send + Sync + 'static {
     fn info(&self) -> &BackendInfo;
 
     /// Answers one request. The future must honour `ctx`'s cancellation.
-    fn call(&self, ctx: CallCtx, req: BackendRequest) -> BoxFuture<'static, Result<Reply, McpError>>;
+    fn call(
+        &self,
+        ctx: CallCtx,
+        req: BackendRequest,
+    ) -> BoxFuture<'static, Result<Reply, McpError>>;
 
     /// A stream of events for every session (list changes, resource updates, logs).
     fn events(&self) -> Option<broadcast::Receiver<BackendEvent>> {

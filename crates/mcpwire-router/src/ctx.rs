@@ -6,7 +6,9 @@ use mcpwire_model::types::{
     ClientCapabilities, CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult,
     ListRootsResult, LoggingLevel,
 };
-use mcpwire_model::{CallEvent, ClientAsk, LogEntry, McpError, ProgressUpdate, Raw, Revision, to_raw};
+use mcpwire_model::{
+    CallEvent, ClientAsk, LogEntry, McpError, ProgressUpdate, Raw, Revision, to_raw,
+};
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
@@ -147,7 +149,10 @@ impl CallCtx {
     }
 
     /// Asks the client for an LLM completion (`sampling/createMessage`).
-    pub async fn sample(&self, params: CreateMessageParams) -> Result<CreateMessageResult, McpError> {
+    pub async fn sample(
+        &self,
+        params: CreateMessageParams,
+    ) -> Result<CreateMessageResult, McpError> {
         self.sample_as(None, params).await
     }
 
@@ -157,7 +162,8 @@ impl CallCtx {
         key: Option<&str>,
         params: CreateMessageParams,
     ) -> Result<CreateMessageResult, McpError> {
-        self.ask_typed(key, "sampling/createMessage", Some(to_raw(&params))).await
+        self.ask_typed(key, "sampling/createMessage", Some(to_raw(&params)))
+            .await
     }
 
     /// Asks the user for input (`elicitation/create`).
@@ -166,8 +172,13 @@ impl CallCtx {
     }
 
     /// [`CallCtx::elicit`] under a fixed `inputRequests` key (2026-07-28).
-    pub async fn elicit_as(&self, key: Option<&str>, params: ElicitParams) -> Result<ElicitResult, McpError> {
-        self.ask_typed(key, "elicitation/create", Some(to_raw(&params))).await
+    pub async fn elicit_as(
+        &self,
+        key: Option<&str>,
+        params: ElicitParams,
+    ) -> Result<ElicitResult, McpError> {
+        self.ask_typed(key, "elicitation/create", Some(to_raw(&params)))
+            .await
     }
 
     /// Asks the client for its roots (`roots/list`).
@@ -190,7 +201,11 @@ impl CallCtx {
         self.ask_keyed(None, ask).await.1
     }
 
-    async fn ask_keyed(&self, key: Option<&str>, ask: ClientAsk) -> (Option<String>, Result<Raw, McpError>) {
+    async fn ask_keyed(
+        &self,
+        key: Option<&str>,
+        ask: ClientAsk,
+    ) -> (Option<String>, Result<Raw, McpError>) {
         if let Some(input) = &self.inner.input {
             let Ok(mut round) = input.lock() else {
                 return (None, Err(McpError::Internal("input round poisoned".into())));
@@ -206,7 +221,9 @@ impl CallCtx {
                     _ = self.inner.cancel.cancelled() => Err(McpError::Cancelled),
                 }
             }
-            None => Err(McpError::InvalidRequest("no client connection to ask".into())),
+            None => Err(McpError::InvalidRequest(
+                "no client connection to ask".into(),
+            )),
         };
         (None, r)
     }

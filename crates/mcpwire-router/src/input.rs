@@ -58,7 +58,8 @@ impl InputRound {
             let bad = || McpError::InvalidParams("requestState integrity check failed".into());
             let key = round.key.as_ref().ok_or_else(bad)?;
             let bytes = key.open(&state).ok_or_else(bad)?;
-            let earlier: BTreeMap<String, Raw> = serde_json::from_slice(&bytes).map_err(|_| bad())?;
+            let earlier: BTreeMap<String, Raw> =
+                serde_json::from_slice(&bytes).map_err(|_| bad())?;
             round.answers.extend(earlier);
         }
         if let Some(responses) = f.input_responses {
@@ -69,7 +70,11 @@ impl InputRound {
 
     /// The answer to an ask under `key` (or the next ordinal key), or records the ask and
     /// returns [`McpError::InputRequired`]. Returns the key used.
-    pub(crate) fn ask(&mut self, key: Option<&str>, ask: ClientAsk) -> (String, Result<Raw, McpError>) {
+    pub(crate) fn ask(
+        &mut self,
+        key: Option<&str>,
+        ask: ClientAsk,
+    ) -> (String, Result<Raw, McpError>) {
         let key = match key {
             Some(k) => k.to_owned(),
             None => {
@@ -134,7 +139,8 @@ impl InputRound {
                 )
             })
             .collect();
-        let state = serde_json::to_vec(&self.answers).map_err(|e| McpError::Internal(e.to_string()))?;
+        let state =
+            serde_json::to_vec(&self.answers).map_err(|e| McpError::Internal(e.to_string()))?;
         let sealed = self.key.as_ref().map(|k| k.seal(&state));
         let mut out = serde_json::json!({
             "resultType": "input_required",
@@ -178,7 +184,11 @@ mod tests {
             serde_json::from_str(r.into_result().unwrap().get()).unwrap();
         assert_eq!(result["inputRequests"]["ask-0"]["method"], "roots/list");
 
-        let mut r = round(serde_json::json!({"inputResponses": {"ask-0": {"roots": []}}}), &key).unwrap();
+        let mut r = round(
+            serde_json::json!({"inputResponses": {"ask-0": {"roots": []}}}),
+            &key,
+        )
+        .unwrap();
         assert_eq!(r.ask(None, ask()).1.unwrap().get(), r#"{"roots":[]}"#);
         assert!(r.ask(None, ask()).1.is_err());
         let result: serde_json::Value =
@@ -201,7 +211,9 @@ mod tests {
     fn missing_capability_is_refused() {
         let mut r = InputRound::from_params(None, Arc::default(), StateKey::random()).unwrap();
         let (_, res) = r.ask(Some("k"), ask());
-        let Err(McpError::Wire(e)) = res else { panic!("expected a wire error") };
+        let Err(McpError::Wire(e)) = res else {
+            panic!("expected a wire error")
+        };
         assert_eq!(e.code, codes::MISSING_REQUIRED_CLIENT_CAPABILITY);
     }
 }

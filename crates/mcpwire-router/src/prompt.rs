@@ -24,7 +24,9 @@ pub struct PromptDef {
 
 impl fmt::Debug for PromptDef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PromptDef").field("prompt", &self.prompt).finish()
+        f.debug_struct("PromptDef")
+            .field("prompt", &self.prompt)
+            .finish()
     }
 }
 
@@ -62,13 +64,21 @@ impl PromptDef {
     }
 
     /// Declares an argument.
-    pub fn argument(mut self, name: impl Into<String>, description: impl Into<String>, required: bool) -> Self {
-        self.prompt.arguments.get_or_insert_with(Vec::new).push(PromptArgument {
-            name: name.into(),
-            title: None,
-            description: Some(description.into()),
-            required: Some(required),
-        });
+    pub fn argument(
+        mut self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        required: bool,
+    ) -> Self {
+        self.prompt
+            .arguments
+            .get_or_insert_with(Vec::new)
+            .push(PromptArgument {
+                name: name.into(),
+                title: None,
+                description: Some(description.into()),
+                required: Some(required),
+            });
         self
     }
 

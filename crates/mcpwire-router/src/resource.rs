@@ -10,9 +10,14 @@ use mcpwire_model::types::{Annotations, Icon, Resource, ResourceContents, Resour
 
 use crate::{BoxFuture, CallCtx, UriTemplate};
 
-type ReadFn =
-    dyn Fn(CallCtx, String) -> BoxFuture<'static, Result<Vec<ResourceContents>, McpError>> + Send + Sync;
-type TemplateReadFn = dyn Fn(CallCtx, String, BTreeMap<String, String>) -> BoxFuture<'static, Result<Vec<ResourceContents>, McpError>>
+type ReadFn = dyn Fn(CallCtx, String) -> BoxFuture<'static, Result<Vec<ResourceContents>, McpError>>
+    + Send
+    + Sync;
+type TemplateReadFn = dyn Fn(
+        CallCtx,
+        String,
+        BTreeMap<String, String>,
+    ) -> BoxFuture<'static, Result<Vec<ResourceContents>, McpError>>
     + Send
     + Sync;
 /// Suggests values for an argument from what was typed and the other arguments' values.
@@ -27,7 +32,9 @@ pub struct ResourceDef {
 
 impl fmt::Debug for ResourceDef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ResourceDef").field("resource", &self.resource).finish()
+        f.debug_struct("ResourceDef")
+            .field("resource", &self.resource)
+            .finish()
     }
 }
 
@@ -139,7 +146,9 @@ pub struct TemplateDef {
 
 impl fmt::Debug for TemplateDef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TemplateDef").field("template", &self.template).finish()
+        f.debug_struct("TemplateDef")
+            .field("template", &self.template)
+            .finish()
     }
 }
 
@@ -148,7 +157,11 @@ impl TemplateDef {
     ///
     /// # Panics
     /// If `uri_template` is malformed (a programming error caught at registration).
-    pub fn new<F, Fut>(uri_template: impl Into<String>, name: impl Into<String>, f: F) -> TemplateDef
+    pub fn new<F, Fut>(
+        uri_template: impl Into<String>,
+        name: impl Into<String>,
+        f: F,
+    ) -> TemplateDef
     where
         F: Fn(CallCtx, String, BTreeMap<String, String>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Vec<ResourceContents>, McpError>> + Send + 'static,

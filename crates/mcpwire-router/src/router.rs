@@ -40,7 +40,9 @@ pub struct Router {
 
 impl std::fmt::Debug for Router {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Router").field("backend", &self.backend.info().name).finish()
+        f.debug_struct("Router")
+            .field("backend", &self.backend.info().name)
+            .finish()
     }
 }
 
@@ -106,7 +108,9 @@ impl Router {
             match fut.await {
                 Err(McpError::InputRequired) => match ctx.take_input_round() {
                     Some(round) => round.into_result().map(Reply::InputRequired),
-                    None => Err(McpError::Internal("input required outside 2026-07-28".into())),
+                    None => Err(McpError::Internal(
+                        "input required outside 2026-07-28".into(),
+                    )),
                 },
                 other => other,
             }
@@ -211,8 +215,9 @@ fn parse_request(
         _ => return Err(McpError::MethodNotFound(method.to_string())),
     };
     let input = if supports_input(method)
-        && p.is_some_and(|p| p.get().contains("\"inputResponses\"") || p.get().contains("\"requestState\""))
-    {
+        && p.is_some_and(|p| {
+            p.get().contains("\"inputResponses\"") || p.get().contains("\"requestState\"")
+        }) {
         params
     } else {
         None

@@ -12,7 +12,10 @@ use mcpwire_model::{BackendEvent, LogEntry, McpError, Raw, Reply, Revision, to_r
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use crate::{Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, PromptDef, ResourceDef, TemplateDef, ToolDef};
+use crate::{
+    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, PromptDef, ResourceDef, TemplateDef,
+    ToolDef,
+};
 
 /// Items per page of the `*/list` results.
 const DEFAULT_PAGE_SIZE: usize = 500;
@@ -76,7 +79,10 @@ impl<T> Listing<T> {
         for (i, chunk) in chunks.into_iter().enumerate() {
             let defs: Vec<&D> = chunk.iter().map(&def).collect();
             let mut obj = serde_json::Map::new();
-            obj.insert(field.to_owned(), serde_json::to_value(defs).unwrap_or_default());
+            obj.insert(
+                field.to_owned(),
+                serde_json::to_value(defs).unwrap_or_default(),
+            );
             if i + 1 < n {
                 obj.insert("nextCursor".into(), Value::from((i + 1).to_string()));
             }
@@ -122,7 +128,9 @@ pub struct Server {
 
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Server").field("name", &self.info.name).finish()
+        f.debug_struct("Server")
+            .field("name", &self.info.name)
+            .finish()
     }
 }
 
@@ -149,7 +157,9 @@ impl ServerBuilder {
 
     /// Adds a resource template.
     pub fn template(mut self, t: TemplateDef) -> Self {
-        self.catalog.templates.upsert(t.template.uri_template.clone(), t);
+        self.catalog
+            .templates
+            .upsert(t.template.uri_template.clone(), t);
         self
     }
 
@@ -328,7 +338,12 @@ impl Server {
         let _ = self.events.send(BackendEvent::Log(entry));
     }
 
-    fn call_tool(&self, ctx: CallCtx, name: String, arguments: Option<Raw>) -> BoxFuture<'static, Result<Reply, McpError>> {
+    fn call_tool(
+        &self,
+        ctx: CallCtx,
+        name: String,
+        arguments: Option<Raw>,
+    ) -> BoxFuture<'static, Result<Reply, McpError>> {
         let Some(def) = self.read(|c| c.tools.get(&name).cloned()) else {
             return ready(Err(McpError::ToolNotFound(name)));
         };
@@ -374,15 +389,27 @@ impl Server {
                         _ => None,
                     })
                     .unwrap_or_default();
-                return Err(McpError::ToolFailed { tool: name, message });
+                return Err(McpError::ToolFailed {
+                    tool: name,
+                    message,
+                });
             }
             Ok(Reply::Complete(to_raw(&result)))
         })
     }
 
-    fn read_resource(&self, ctx: CallCtx, uri: String) -> BoxFuture<'static, Result<Reply, McpError>> {
+    fn read_resource(
+        &self,
+        ctx: CallCtx,
+        uri: String,
+    ) -> BoxFuture<'static, Result<Reply, McpError>> {
         type ReadOnce = Box<
-            dyn FnOnce(CallCtx, String) -> BoxFuture<'static, Result<Vec<ResourceContents>, McpError>> + Send,
+            dyn FnOnce(
+                    CallCtx,
+                    String,
+                )
+                    -> BoxFuture<'static, Result<Vec<ResourceContents>, McpError>>
+                + Send,
         >;
         let found: Option<ReadOnce> = self.read(|c| {
             if let Some(r) = c.resources.get(&uri) {
@@ -402,13 +429,19 @@ impl Server {
         let fut = read(ctx, uri);
         Box::pin(async move {
             let contents = fut.await?;
-            Ok(Reply::Complete(to_raw(&serde_json::json!({ "contents": contents }))))
+            Ok(Reply::Complete(to_raw(
+                &serde_json::json!({ "contents": contents }),
+            )))
         })
     }
 
     fn resource_exists(&self, uri: &str) -> bool {
         self.read(|c| {
-            c.resources.get(uri).is_some() || c.templates.items.iter().any(|t| t.matcher.matches(uri).is_some())
+            c.resources.get(uri).is_some()
+                || c.templates
+                    .items
+                    .iter()
+                    .any(|t| t.matcher.matches(uri).is_some())
         })
     }
 
@@ -426,7 +459,9 @@ impl Server {
                 .map(|d| d.completers.get(&p.argument.name).cloned())
                 .ok_or_else(|| McpError::InvalidParams(format!("unknown resource template {uri}"))),
         })?;
-        let mut values = completer.map(|f| f(&p.argument.value, &context)).unwrap_or_default();
+        let mut values = completer
+            .map(|f| f(&p.argument.value, &context))
+            .unwrap_or_default();
         let total = values.len() as u64;
         values.truncate(100);
         let result = CompleteResult {
@@ -449,17 +484,26 @@ impl Backend for Server {
         &self.info
     }
 
-    fn call(&self, ctx: CallCtx, req: BackendRequest) -> BoxFuture<'static, Result<Reply, McpError>> {
-        let page = |l: &dyn Fn(&Catalog) -> Result<Raw, McpError>| self.read(l).map(Reply::Complete);
+    fn call(
+        &self,
+        ctx: CallCtx,
+        req: BackendRequest,
+    ) -> BoxFuture<'static, Result<Reply, McpError>> {
+        let page =
+            |l: &dyn Fn(&Catalog) -> Result<Raw, McpError>| self.read(l).map(Reply::Complete);
         match req {
-            BackendRequest::ListTools { cursor } => ready(page(&|c| c.tools.page(cursor.as_deref()))),
+            BackendRequest::ListTools { cursor } => {
+                ready(page(&|c| c.tools.page(cursor.as_deref())))
+            }
             BackendRequest::ListResources { cursor } => {
                 ready(page(&|c| c.resources.page(cursor.as_deref())))
             }
             BackendRequest::ListResourceTemplates { cursor } => {
                 ready(page(&|c| c.templates.page(cursor.as_deref())))
             }
-            BackendRequest::ListPrompts { cursor } => ready(page(&|c| c.prompts.page(cursor.as_deref()))),
+            BackendRequest::ListPrompts { cursor } => {
+                ready(page(&|c| c.prompts.page(cursor.as_deref())))
+            }
             BackendRequest::CallTool { name, arguments } => self.call_tool(ctx, name, arguments),
             BackendRequest::ReadResource { uri } => self.read_resource(ctx, uri),
             BackendRequest::Subscribe { uri } | BackendRequest::Unsubscribe { uri } => {
@@ -480,7 +524,9 @@ impl Backend for Server {
                 Box::pin(async move { fut.await.map(|r| Reply::Complete(to_raw(&r))) })
             }
             BackendRequest::Complete(p) => ready(self.complete(p)),
-            BackendRequest::Other { method, .. } => ready(Err(McpError::MethodNotFound(method.to_string()))),
+            BackendRequest::Other { method, .. } => {
+                ready(Err(McpError::MethodNotFound(method.to_string())))
+            }
         }
     }
 
@@ -488,4 +534,3 @@ impl Backend for Server {
         Some(self.events.subscribe())
     }
 }
-

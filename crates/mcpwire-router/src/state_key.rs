@@ -47,7 +47,11 @@ impl StateKey {
     /// `payload` as `base64url(payload).base64url(hmac)`.
     pub fn seal(&self, payload: &[u8]) -> String {
         let tag = self.mac(payload).finalize().into_bytes();
-        format!("{}.{}", URL_SAFE_NO_PAD.encode(payload), URL_SAFE_NO_PAD.encode(tag))
+        format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(payload),
+            URL_SAFE_NO_PAD.encode(tag)
+        )
     }
 
     /// The payload of a sealed string, if it is intact and was sealed with this key.

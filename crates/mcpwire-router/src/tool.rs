@@ -5,9 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use mcpwire_model::McpError;
-use mcpwire_model::types::{
-    CallToolResult, Content, Icon, JsonObject, Tool, ToolAnnotations,
-};
+use mcpwire_model::types::{CallToolResult, Content, Icon, JsonObject, Tool, ToolAnnotations};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -181,24 +179,25 @@ where
     let name = name.into();
     let tool_name: Arc<str> = name.clone().into();
     let f = Arc::new(f);
-    let handler = move |ctx: CallCtx, args: Value| -> BoxFuture<'static, Result<CallToolResult, McpError>> {
-        let tool_name = tool_name.clone();
-        let args: Result<A, _> = serde_json::from_value(args);
-        match args {
-            Err(e) => Box::pin(std::future::ready(Err(McpError::InvalidToolParams {
-                tool: tool_name.to_string(),
-                message: e.to_string(),
-            }))),
-            Ok(args) => {
-                let fut = f(ctx, args);
-                Box::pin(async move {
-                    fut.await
-                        .map(IntoToolResult::into_tool_result)
-                        .map_err(|e| e.into_mcp(&tool_name))
-                })
+    let handler =
+        move |ctx: CallCtx, args: Value| -> BoxFuture<'static, Result<CallToolResult, McpError>> {
+            let tool_name = tool_name.clone();
+            let args: Result<A, _> = serde_json::from_value(args);
+            match args {
+                Err(e) => Box::pin(std::future::ready(Err(McpError::InvalidToolParams {
+                    tool: tool_name.to_string(),
+                    message: e.to_string(),
+                }))),
+                Ok(args) => {
+                    let fut = f(ctx, args);
+                    Box::pin(async move {
+                        fut.await
+                            .map(IntoToolResult::into_tool_result)
+                            .map_err(|e| e.into_mcp(&tool_name))
+                    })
+                }
             }
-        }
-    };
+        };
     let mut def = ToolDef::from_handler(name, schema_of::<A>(), Arc::new(handler));
     def.tool.output_schema = O::output_schema();
     def
@@ -233,7 +232,9 @@ impl ToolDef {
     {
         let name = name.into();
         let tool_name: Arc<str> = name.clone().into();
-        let handler = move |ctx: CallCtx, args: Value| -> BoxFuture<'static, Result<CallToolResult, McpError>> {
+        let handler = move |ctx: CallCtx,
+                            args: Value|
+              -> BoxFuture<'static, Result<CallToolResult, McpError>> {
             let fut = f(ctx, args);
             let tool_name = tool_name.clone();
             Box::pin(async move { fut.await.map_err(|e| e.into_mcp(&tool_name)) })
@@ -314,10 +315,18 @@ impl ToolDef {
         args: Value,
     ) -> BoxFuture<'static, Result<CallToolResult, McpError>> {
         if let Some(v) = &self.validator {
-            let errors: Vec<String> = v.iter_errors(&args).take(3).map(|e| {
-                let path = e.instance_path().to_string();
-                if path.is_empty() { e.to_string() } else { format!("{path}: {e}") }
-            }).collect();
+            let errors: Vec<String> = v
+                .iter_errors(&args)
+                .take(3)
+                .map(|e| {
+                    let path = e.instance_path().to_string();
+                    if path.is_empty() {
+                        e.to_string()
+                    } else {
+                        format!("{path}: {e}")
+                    }
+                })
+                .collect();
             if !errors.is_empty() {
                 let message = errors.join("; ");
                 let tool = self.tool.name.clone();

@@ -544,17 +544,20 @@ impl ServerSession {
                 McpError::InvalidRequest("already initialized".into()),
             ),
             Method::Ping if !bb => self.respond(req.id, raw_empty()),
-            Method::LoggingSetLevel if !bb => match parse::<SetLevelParams>(req.params.as_deref())
-            {
-                Ok(p) => {
-                    self.log_level = Some(p.level);
-                    self.respond(req.id, raw_empty());
+            Method::LoggingSetLevel if !bb => {
+                match parse::<SetLevelParams>(req.params.as_deref()) {
+                    Ok(p) => {
+                        self.log_level = Some(p.level);
+                        self.respond(req.id, raw_empty());
+                    }
+                    Err(e) => self.error(req.id, McpError::InvalidParams(e)),
                 }
-                Err(e) => self.error(req.id, McpError::InvalidParams(e)),
-            },
+            }
             Method::ServerDiscover => self.error(
                 req.id,
-                McpError::MethodNotFound("server/discover (this connection used initialize)".into()),
+                McpError::MethodNotFound(
+                    "server/discover (this connection used initialize)".into(),
+                ),
             ),
             Method::ToolsList | Method::ToolsCall => self.dispatch(now, rev, req, meta, None),
             _ if bb => self.error(req.id, McpError::MethodNotFound(req.method.to_string())),
@@ -649,7 +652,10 @@ impl ServerSession {
             | Method::ResourcesSubscribe
             | Method::ResourcesUnsubscribe => {
                 let m = req.method.to_string();
-                self.error(req.id, McpError::MethodNotFound(format!("{m} (not in 2026-07-28)")))
+                self.error(
+                    req.id,
+                    McpError::MethodNotFound(format!("{m} (not in 2026-07-28)")),
+                )
             }
             _ => {
                 let caps = meta.client_capabilities.clone().unwrap_or_default();
@@ -899,7 +905,8 @@ impl ServerSession {
             tracing::debug!(%id, "response to no outstanding request");
             return;
         };
-        self.timers.remove(entry.deadline, TimerKey::Ask(entry.ask.0));
+        self.timers
+            .remove(entry.deadline, TimerKey::Ask(entry.ask.0));
         self.events.push_back(SessionEvent::AskDone(
             entry.ask,
             outcome.map_err(McpError::Wire),

@@ -4,7 +4,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcpwire_model::jsonrpc::decode;
-use mcpwire_model::types::{Implementation, ListChangedCapability, ResourcesCapability, ServerCapabilities};
+use mcpwire_model::types::{
+    Implementation, ListChangedCapability, ResourcesCapability, ServerCapabilities,
+};
 use mcpwire_model::{BackendEvent, CallEvent, ClientAsk, McpError, ProgressUpdate, Reply, to_raw};
 use mcpwire_session::{Dispatch, ServerSession, SessionConfig, SessionEvent};
 use serde_json::{Value, json};
@@ -17,8 +19,13 @@ struct Harness {
 impl Harness {
     fn new() -> Harness {
         let caps = ServerCapabilities {
-            tools: Some(ListChangedCapability { list_changed: Some(true) }),
-            resources: Some(ResourcesCapability { subscribe: Some(true), list_changed: Some(true) }),
+            tools: Some(ListChangedCapability {
+                list_changed: Some(true),
+            }),
+            resources: Some(ResourcesCapability {
+                subscribe: Some(true),
+                list_changed: Some(true),
+            }),
             logging: Some(json!({})),
             ..Default::default()
         };
@@ -30,7 +37,10 @@ impl Harness {
         };
         cfg.limits.max_in_flight = 2;
         cfg.limits.ask_timeout = Duration::from_secs(5);
-        Harness { s: ServerSession::new(Arc::new(cfg)), now: Instant::now() }
+        Harness {
+            s: ServerSession::new(Arc::new(cfg)),
+            now: Instant::now(),
+        }
     }
 
     fn send(&mut self, v: Value) {
@@ -59,9 +69,11 @@ impl Harness {
     }
 
     fn initialize(&mut self, version: &str, caps: Value) -> Value {
-        self.send(json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        self.send(
+            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
             "protocolVersion": version, "capabilities": caps,
-            "clientInfo": {"name":"t","version":"1"}}}));
+            "clientInfo": {"name":"t","version":"1"}}}),
+        );
         self.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
         self.out().remove(0)
     }
@@ -89,8 +101,19 @@ fn negotiates_and_dispatches() {
     h.send(json!({"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"x","_meta":{"progressToken":"p1"}}}));
     let d = h.dispatches().remove(0);
     assert!(d.ctx.has_progress_token);
-    h.s.handle_call_event(d.id, CallEvent::Progress(ProgressUpdate { progress: 1.0, total: Some(2.0), message: None }));
-    h.s.handle_reply(h.now, d.id, Ok(Reply::Complete(to_raw(&json!({"content":[]})))));
+    h.s.handle_call_event(
+        d.id,
+        CallEvent::Progress(ProgressUpdate {
+            progress: 1.0,
+            total: Some(2.0),
+            message: None,
+        }),
+    );
+    h.s.handle_reply(
+        h.now,
+        d.id,
+        Ok(Reply::Complete(to_raw(&json!({"content":[]})))),
+    );
     let out = h.out();
     assert_eq!(out[0]["method"], "notifications/progress");
     assert_eq!(out[0]["params"]["progressToken"], "p1");
@@ -111,7 +134,14 @@ fn tool_errors_become_results_and_duplicates_and_floods_are_refused() {
     let out = h.out();
     assert_eq!(out[0]["error"]["code"], -32600, "duplicate id");
     assert_eq!(out[1]["error"]["code"], -32600, "over the in-flight limit");
-    h.s.handle_reply(h.now, ds[0].id, Err(McpError::ToolFailed { tool: "x".into(), message: "boom".into() }));
+    h.s.handle_reply(
+        h.now,
+        ds[0].id,
+        Err(McpError::ToolFailed {
+            tool: "x".into(),
+            message: "boom".into(),
+        }),
+    );
     let out = h.out();
     assert_eq!(out[0]["result"]["isError"], true);
     assert_eq!(out[0]["result"]["content"][0]["text"], "boom");
@@ -135,7 +165,14 @@ fn asks_need_the_capability_and_time_out() {
     h.initialize("2025-11-25", json!({"sampling": {}}));
     h.send(json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}));
     let d = h.dispatches().remove(0);
-    let roots = h.s.handle_ask(h.now, d.id, ClientAsk { method: "roots/list".into(), params: None });
+    let roots = h.s.handle_ask(
+        h.now,
+        d.id,
+        ClientAsk {
+            method: "roots/list".into(),
+            params: None,
+        },
+    );
     match h.s.poll_event() {
         Some(SessionEvent::AskDone(id, Err(McpError::Wire(e)))) => {
             assert_eq!(id, roots);
@@ -143,28 +180,52 @@ fn asks_need_the_capability_and_time_out() {
         }
         other => panic!("{other:?}"),
     }
-    let ask = h.s.handle_ask(h.now, d.id, ClientAsk { method: "sampling/createMessage".into(), params: Some(to_raw(&json!({}))) });
+    let ask = h.s.handle_ask(
+        h.now,
+        d.id,
+        ClientAsk {
+            method: "sampling/createMessage".into(),
+            params: Some(to_raw(&json!({}))),
+        },
+    );
     let out = h.out();
     assert_eq!(out[0]["method"], "sampling/createMessage");
     let out_id = out[0]["id"].clone();
     h.send(json!({"jsonrpc":"2.0","id": out_id, "result": {"role":"assistant","content":{"type":"text","text":"hi"},"model":"m"}}));
     assert!(matches!(h.s.poll_event(), Some(SessionEvent::AskDone(id, Ok(_))) if id == ask));
-    let late = h.s.handle_ask(h.now, d.id, ClientAsk { method: "sampling/createMessage".into(), params: None });
+    let late = h.s.handle_ask(
+        h.now,
+        d.id,
+        ClientAsk {
+            method: "sampling/createMessage".into(),
+            params: None,
+        },
+    );
     h.out();
     let deadline = h.s.poll_timeout().expect("ask deadline");
     h.s.handle_timeout(deadline);
-    assert!(matches!(h.s.poll_event(), Some(SessionEvent::AskDone(id, Err(McpError::Timeout))) if id == late));
+    assert!(
+        matches!(h.s.poll_event(), Some(SessionEvent::AskDone(id, Err(McpError::Timeout))) if id == late)
+    );
 }
 
 #[test]
 fn logging_level_filters_and_list_changes_reach_the_client() {
     let mut h = Harness::new();
     h.initialize("2025-11-25", json!({}));
-    h.send(json!({"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"warning"}}));
+    h.send(
+        json!({"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"warning"}}),
+    );
     assert_eq!(h.out()[0]["result"], json!({}));
     h.send(json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}));
     let d = h.dispatches().remove(0);
-    let log = |level| CallEvent::Log(mcpwire_model::LogEntry { level, logger: None, data: to_raw("m") });
+    let log = |level| {
+        CallEvent::Log(mcpwire_model::LogEntry {
+            level,
+            logger: None,
+            data: to_raw("m"),
+        })
+    };
     h.s.handle_call_event(d.id, log(mcpwire_model::types::LoggingLevel::Info));
     h.s.handle_call_event(d.id, log(mcpwire_model::types::LoggingLevel::Error));
     h.s.handle_backend_event(&BackendEvent::ToolsListChanged);
@@ -179,10 +240,14 @@ fn logging_level_filters_and_list_changes_reach_the_client() {
 fn subscriptions_route_resource_updates() {
     let mut h = Harness::new();
     h.initialize("2025-11-25", json!({}));
-    h.send(json!({"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"test://w"}}));
+    h.send(
+        json!({"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"test://w"}}),
+    );
     let d = h.dispatches().remove(0);
     h.s.handle_reply(h.now, d.id, Ok(Reply::Complete(to_raw(&json!({})))));
-    h.s.handle_backend_event(&BackendEvent::ResourceUpdated { uri: "test://w".into() });
+    h.s.handle_backend_event(&BackendEvent::ResourceUpdated {
+        uri: "test://w".into(),
+    });
     let out = h.out();
     assert_eq!(out[1]["method"], "notifications/resources/updated");
     assert_eq!(out[1]["params"]["uri"], "test://w");
@@ -205,10 +270,19 @@ fn stateless_discover_and_decorated_results() {
     assert_eq!(r["supportedVersions"], json!(["2026-07-28"]));
     assert_eq!(r["resultType"], "complete");
     assert_eq!(r["ttlMs"], 0);
-    assert_eq!(r["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "test");
-    h.send(json!({"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta": stateless_meta()}}));
+    assert_eq!(
+        r["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "test"
+    );
+    h.send(
+        json!({"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta": stateless_meta()}}),
+    );
     let d = h.dispatches().remove(0);
-    h.s.handle_reply(h.now, d.id, Ok(Reply::Complete(to_raw(&json!({"tools":[]})))));
+    h.s.handle_reply(
+        h.now,
+        d.id,
+        Ok(Reply::Complete(to_raw(&json!({"tools":[]})))),
+    );
     let r = h.out().remove(0);
     assert_eq!(r["result"]["resultType"], "complete");
     assert_eq!(r["result"]["cacheScope"], "private");
@@ -218,7 +292,10 @@ fn stateless_discover_and_decorated_results() {
     bad["io.modelcontextprotocol/protocolVersion"] = json!("v999.0.0");
     h.send(json!({"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"_meta": bad}}));
     let mut nocaps = stateless_meta();
-    nocaps.as_object_mut().unwrap().remove("io.modelcontextprotocol/clientCapabilities");
+    nocaps
+        .as_object_mut()
+        .unwrap()
+        .remove("io.modelcontextprotocol/clientCapabilities");
     h.send(json!({"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"_meta": nocaps}}));
     let out = h.out();
     assert_eq!(out[0]["error"]["code"], -32601);
@@ -230,16 +307,24 @@ fn stateless_discover_and_decorated_results() {
 #[test]
 fn stateless_listen_acknowledges_and_filters() {
     let mut h = Harness::new();
-    h.send(json!({"jsonrpc":"2.0","id":"listen-1","method":"subscriptions/listen","params":{
-        "_meta": stateless_meta(), "notifications": {"toolsListChanged": true}}}));
+    h.send(
+        json!({"jsonrpc":"2.0","id":"listen-1","method":"subscriptions/listen","params":{
+        "_meta": stateless_meta(), "notifications": {"toolsListChanged": true}}}),
+    );
     let ack = h.out().remove(0);
     assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
-    assert_eq!(ack["params"]["notifications"], json!({"toolsListChanged": true}));
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged": true})
+    );
     h.s.handle_backend_event(&BackendEvent::PromptsListChanged);
     h.s.handle_backend_event(&BackendEvent::ToolsListChanged);
     let out = h.out();
     assert_eq!(out.len(), 1);
-    assert_eq!(out[0]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "listen-1");
+    assert_eq!(
+        out[0]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "listen-1"
+    );
     h.send(json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"listen-1"}}));
     h.s.handle_backend_event(&BackendEvent::ToolsListChanged);
     assert!(h.out().is_empty());
@@ -248,13 +333,25 @@ fn stateless_listen_acknowledges_and_filters() {
 #[test]
 fn bb_dialect_codes() {
     let mut h = Harness::new();
-    h.send(json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1.0"}}));
-    assert_eq!(h.out()[0]["error"]["code"], -32602, "clientInfo is required");
+    h.send(
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1.0"}}),
+    );
+    assert_eq!(
+        h.out()[0]["error"]["code"],
+        -32602,
+        "clientInfo is required"
+    );
     let mut h = Harness::new();
     let init = h.initialize("1.0", json!({}));
     assert_eq!(init["result"]["protocolVersion"], "1.0");
-    assert_eq!(init["result"]["capabilities"], json!({"tools": true, "dynamicToolRegistration": true}));
-    assert_eq!(init["result"]["serverInfo"], json!({"name": "test", "version": "1.0"}));
+    assert_eq!(
+        init["result"]["capabilities"],
+        json!({"tools": true, "dynamicToolRegistration": true})
+    );
+    assert_eq!(
+        init["result"]["serverInfo"],
+        json!({"name": "test", "version": "1.0"})
+    );
     h.send(json!({"jsonrpc":"2.0","id":2,"method":"resources/list"}));
     assert_eq!(h.out()[0]["error"]["code"], -32601);
     h.send(json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nope"}}));

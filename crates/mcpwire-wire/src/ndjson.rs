@@ -138,7 +138,9 @@ mod tests {
     #[test]
     fn splits_lines_and_keeps_partial_ones() {
         let mut c = codec(1024);
-        let mut buf = BytesMut::from(&b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\r\n\n{\"jsonrpc\""[..]);
+        let mut buf = BytesMut::from(
+            &b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\r\n\n{\"jsonrpc\""[..],
+        );
         let got = drain(&mut c, &mut buf);
         assert_eq!(got.len(), 1);
         assert!(matches!(got[0], Ok(Message::Request(_))));
@@ -154,7 +156,10 @@ mod tests {
         buf.extend_from_slice(&[b'x'; 100]);
         let got = drain(&mut c, &mut buf);
         assert_eq!(got.len(), 1);
-        assert_eq!(got[0].as_ref().unwrap_err().error.code, codes::INVALID_REQUEST);
+        assert_eq!(
+            got[0].as_ref().unwrap_err().error.code,
+            codes::INVALID_REQUEST
+        );
         buf.extend_from_slice(&[b'y'; 100]);
         buf.extend_from_slice(b"\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n");
         let got = drain(&mut c, &mut buf);
@@ -165,7 +170,10 @@ mod tests {
         buf.extend_from_slice(&[b'z'; 70]);
         buf.extend_from_slice(b"\n");
         let got = drain(&mut c, &mut buf);
-        assert_eq!(got[0].as_ref().unwrap_err().error.code, codes::INVALID_REQUEST);
+        assert_eq!(
+            got[0].as_ref().unwrap_err().error.code,
+            codes::INVALID_REQUEST
+        );
     }
 
     #[test]
@@ -188,7 +196,10 @@ mod tests {
     fn encodes_one_line() {
         let mut c = codec(1024);
         let mut dst = BytesMut::new();
-        let msg = Outbound::Notification { method: "x".into(), params: None };
+        let msg = Outbound::Notification {
+            method: "x".into(),
+            params: None,
+        };
         c.encode(&msg, &mut dst).unwrap();
         assert_eq!(&dst[..], b"{\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n");
     }

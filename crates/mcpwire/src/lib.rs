@@ -1,1 +1,16 @@
-//! x
+//! mcpwire: one fast MCP runtime and gateway serving tools over every wire from one core.
+//!
+//! **Is:** the shell around the sans-IO core — connection drivers, the stdio wire, the
+//! client used by `mcpwire list`/`call`, and the CLI. Tokio lives here and nowhere below.
+//!
+//! **Is not:** protocol logic (that is `mcpwire-session`), byte layouts (`mcpwire-wire`) or
+//! tools (`mcpwire-router`).
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod client;
+pub mod driver;
+pub mod serve;
+pub mod stdio;
+
+pub use serve::Service;

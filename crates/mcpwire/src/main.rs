@@ -1,1 +1,149 @@
-fn main(){}
+//! The `mcpwire` command line.
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand, ValueEnum};
+use mcpwire::Service;
+use mcpwire::client::StdioClient;
+use serde_json::Value;
+
+const ABOUT: &str = "mcpwire serves MCP tools over every wire from one fast core.";
+
+const LONG_ABOUT: &str = "\
+mcpwire serves MCP tools over every wire from one fast core.
+
+It speaks MCP JSON-RPC (revisions 2025-06-18, 2025-11-25 and the stateless 2026-07-28, plus the
+bb-1.0 dialect for clients asking for protocolVersion \"1.0\") and is also a client for
+inspecting any MCP server.
+
+Try it:
+  mcpwire demo                          serve the built-in example over stdio
+  mcpwire list 'mcpwire demo'           list the example's tools
+  mcpwire call 'mcpwire demo' add --args '{\"a\": 2, \"b\": 3}'
+
+Logs go to stderr; set MCPWIRE_LOG (e.g. MCPWIRE_LOG=debug) to see more. stdout carries only
+protocol messages when serving over stdio.";
+
+#[derive(Parser, Debug)]
+#[command(name = "mcpwire", version, about = ABOUT, long_about = LONG_ABOUT)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Serve the built-in example tools, resources and prompts (the conformance fixture).
+    ///
+    /// Over stdio, an MCP host launches `mcpwire demo` as its server command.
+    Demo {
+        #[command(flatten)]
+        serve: ServeArgs,
+    },
+    /// List the tools of an MCP server.
+    ///
+    /// TARGET is the command line that starts a stdio server, e.g. 'mcpwire demo' or
+    /// 'python3 server.py'.
+    List {
+        /// Command line of a stdio MCP server.
+        target: String,
+        /// Print the raw JSON tool definitions instead of a summary.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Call one tool of an MCP server and print its result as JSON.
+    Call {
+        /// Command line of a stdio MCP server.
+        target: String,
+        /// The tool's name.
+        tool: String,
+        /// The tool's arguments as a JSON object.
+        #[arg(long, default_value = "{}")]
+        args: String,
+    },
+}
+
+/// Options shared by every serving command.
+#[derive(clap::Args, Debug)]
+struct ServeArgs {
+    /// The wire to serve on.
+    #[arg(long, value_enum, default_value_t = Transport::Stdio)]
+    transport: Transport,
+    /// Largest accepted message (one stdio line) in bytes; longer ones get −32600.
+    #[arg(long, default_value_t = 16 * 1024 * 1024, env = "MCPWIRE_MAX_MESSAGE_BYTES")]
+    max_message_bytes: usize,
+    /// Requests one client may have in flight; more get −32600.
+    #[arg(long, default_value_t = 1024, env = "MCPWIRE_MAX_IN_FLIGHT")]
+    max_in_flight: usize,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum Transport {
+    /// Newline-delimited JSON-RPC on stdin/stdout.
+    Stdio,
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    init_tracing();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    rt.block_on(run(cli))
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("MCPWIRE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,mcpwire::telemetry=info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+}
+
+async fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Demo { serve } => {
+            let mut service = Service::from_server(mcpwire_example_everything::server());
+            service.limits.max_message_bytes = serve.max_message_bytes;
+            std::sync::Arc::make_mut(&mut service.config)
+                .limits
+                .max_in_flight = serve.max_in_flight;
+            match serve.transport {
+                Transport::Stdio => service.serve_stdio().await.context("serving stdio")?,
+            }
+        }
+        Command::List { target, json } => {
+            let mut client = StdioClient::connect(&target)
+                .await
+                .with_context(|| format!("connecting to {target}"))?;
+            let tools = client.list_tools().await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&tools)?);
+            } else {
+                for t in &tools {
+                    let name = t["name"].as_str().unwrap_or("?");
+                    let desc = t["description"].as_str().unwrap_or("");
+                    let first = desc.lines().next().unwrap_or("");
+                    println!("{name:<40} {first}");
+                }
+            }
+            client.close().await?;
+        }
+        Command::Call { target, tool, args } => {
+            let args: Value =
+                serde_json::from_str(&args).context("--args must be a JSON object")?;
+            let mut client = StdioClient::connect(&target)
+                .await
+                .with_context(|| format!("connecting to {target}"))?;
+            let result = client.call_tool(&tool, args).await?;
+            println!("{}", serde_json::to_string_pretty(&result)?);
+            client.close().await?;
+            if result.get("isError") == Some(&Value::Bool(true)) {
+                std::process::exit(1);
+            }
+        }
+    }
+    Ok(())
+}

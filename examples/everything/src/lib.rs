@@ -1,1 +1,227 @@
-//! x
+//! The "everything" fixture server: every tool, resource and prompt the official MCP
+//! conformance suite calls, written with mcpwire's native API.
+//!
+//! **Is:** [`server()`], an [`mcpwire_router::Server`] with the fixture catalog (the
+//! stateful-era tools, the 2026-07-28 diagnostic and `input_required` tools, resources,
+//! a template, prompts and completers) plus `echo`, `add` and `test_slow` for benchmarks
+//! and cancellation tests.
+//!
+//! **Is not:** a transport. Serve it with the `mcpwire` binary or wrap it in a
+//! [`mcpwire_router::Router`] in tests.
+//!
+//! Nothing here spawns tasks or needs a runtime at build time: [`server()`] may be called
+//! outside tokio.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+use std::sync::{Arc, Weak};
+
+use mcpwire_model::McpError;
+use mcpwire_model::types::{
+    CreateMessageParams, ElicitAction, ElicitParams, ElicitResult, GetPromptResult, Implementation,
+    PromptMessage, Role, SamplingMessage,
+};
+use mcpwire_router::{CallCtx, NoArgs, PromptDef, Server, ToolError, tool};
+use serde_json::Value;
+
+mod prompts;
+mod resources;
+mod stateless;
+mod tools;
+
+/// The server's name in `serverInfo`.
+pub const SERVER_NAME: &str = "mcpwire-everything";
+
+/// A 1×1 PNG, base64.
+pub const IMG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+
+/// A tiny WAV file, base64.
+pub const WAV: &str = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=";
+
+/// The fixture server.
+///
+/// Registers everything in a fixed order (tools/list order is deterministic), then adds
+/// `test_trigger_tool_change` and `test_trigger_prompt_change`, which hold a [`Weak`]
+/// handle to the server so they can change its catalog at run time.
+pub fn server() -> Arc<Server> {
+    let builder = Server::builder(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")));
+    let builder = tools::register(builder);
+    let builder = stateless::register(builder);
+    let builder = resources::register(builder);
+    let builder = prompts::register(builder);
+    let server = builder.build();
+    register_mutators(&server);
+    server
+}
+
+/// Name of the tool `test_trigger_tool_change` adds and removes.
+pub const DYNAMIC_TOOL: &str = "test_dynamic_tool";
+/// Name of the prompt `test_trigger_prompt_change` (re)registers.
+pub const DYNAMIC_PROMPT: &str = "test_dynamic_prompt";
+
+fn register_mutators(server: &Arc<Server>) {
+    let weak: Weak<Server> = Arc::downgrade(server);
+    server.add_tool(
+        tool(
+            "test_trigger_tool_change",
+            move |_ctx: CallCtx, _: NoArgs| {
+                let weak = weak.clone();
+                async move {
+                    if let Some(s) = weak.upgrade()
+                        && !s.remove_tool(DYNAMIC_TOOL)
+                    {
+                        s.add_tool(dynamic_tool());
+                    }
+                    Ok::<_, ToolError>("Mutation triggered")
+                }
+            },
+        )
+        .description(
+            "Adds test_dynamic_tool if absent, removes it if present; \
+             either way sends notifications/tools/list_changed",
+        ),
+    );
+
+    let weak: Weak<Server> = Arc::downgrade(server);
+    server.add_tool(
+        tool(
+            "test_trigger_prompt_change",
+            move |_ctx: CallCtx, _: NoArgs| {
+                let weak = weak.clone();
+                async move {
+                    if let Some(s) = weak.upgrade() {
+                        s.add_prompt(dynamic_prompt());
+                    }
+                    Ok::<_, ToolError>("Mutation triggered")
+                }
+            },
+        )
+        .description(
+            "(Re)registers test_dynamic_prompt, which sends notifications/prompts/list_changed",
+        ),
+    );
+}
+
+fn dynamic_tool() -> mcpwire_router::ToolDef {
+    tool(DYNAMIC_TOOL, |_ctx: CallCtx, _: NoArgs| async {
+        Ok::<_, ToolError>("This is a dynamically added tool")
+    })
+    .description("A tool added at run time by test_trigger_tool_change")
+}
+
+fn dynamic_prompt() -> PromptDef {
+    PromptDef::new(DYNAMIC_PROMPT, |_ctx, _args| async {
+        Ok(GetPromptResult {
+            description: None,
+            messages: vec![PromptMessage::user("This is a dynamically added prompt.")],
+        })
+    })
+    .description("A prompt registered at run time by test_trigger_prompt_change")
+}
+
+// ---------------------------------------------------------------------------------------
+// Helpers shared by the tool modules.
+// ---------------------------------------------------------------------------------------
+
+/// Splits a failed client ask into "must propagate" and "report as text".
+///
+/// [`McpError::InputRequired`] (2026-07-28: the ask was recorded and the call must end so
+/// the router can answer `input_required`) and [`McpError::Cancelled`] are returned as
+/// `Err` for `?`; any other failure becomes `Ok(Err(text))` with `prefix` in front, for
+/// tools that report failures to ask as a normal text result.
+pub(crate) fn soften<T>(
+    result: Result<T, McpError>,
+    prefix: &str,
+) -> Result<Result<T, String>, ToolError> {
+    match result {
+        Ok(v) => Ok(Ok(v)),
+        Err(e @ (McpError::InputRequired | McpError::Cancelled)) => Err(e.into()),
+        Err(e) => Ok(Err(format!("{prefix}: {e}"))),
+    }
+}
+
+/// Returns the most useful of several failed asks made in one round: a hard error first
+/// (retrying would not help), else the first `InputRequired`.
+pub(crate) fn first_error(errors: impl IntoIterator<Item = McpError>) -> Option<McpError> {
+    let mut input_required = None;
+    for e in errors {
+        match e {
+            McpError::InputRequired => input_required = input_required.or(Some(e)),
+            hard => return Some(hard),
+        }
+    }
+    input_required
+}
+
+/// `sampling/createMessage` params with one user text message.
+pub(crate) fn sampling_params(text: &str, max_tokens: u32) -> CreateMessageParams {
+    CreateMessageParams {
+        messages: vec![SamplingMessage {
+            role: Role::User,
+            content: serde_json::json!({ "type": "text", "text": text }),
+        }],
+        max_tokens,
+        system_prompt: None,
+        model_preferences: None,
+        include_context: None,
+        temperature: None,
+        stop_sequences: None,
+        metadata: None,
+    }
+}
+
+/// Form-mode `elicitation/create` params.
+pub(crate) fn form(message: &str, requested_schema: Value) -> ElicitParams {
+    ElicitParams {
+        message: message.to_owned(),
+        requested_schema: Some(requested_schema),
+        mode: None,
+        url: None,
+        elicitation_id: None,
+    }
+}
+
+/// A flat object schema with one required property.
+pub(crate) fn one_field_schema(name: &str, ty: &str) -> Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": { name: { "type": ty } },
+        "required": [name],
+    })
+}
+
+/// The text of a sampling answer: its text block, or the first text block of an array.
+pub(crate) fn sampled_text(content: &Value) -> String {
+    let text_of = |c: &Value| c.get("text").and_then(Value::as_str).map(str::to_owned);
+    match content {
+        Value::Array(items) => items.iter().find_map(text_of),
+        other => text_of(other),
+    }
+    .unwrap_or_default()
+}
+
+/// `accept`, `decline` or `cancel`.
+pub(crate) fn action_name(action: ElicitAction) -> &'static str {
+    match action {
+        ElicitAction::Accept => "accept",
+        ElicitAction::Decline => "decline",
+        ElicitAction::Cancel => "cancel",
+    }
+}
+
+/// The submitted content as JSON (`{}` when absent).
+pub(crate) fn content_json(r: &ElicitResult) -> String {
+    Value::Object(r.content.clone().unwrap_or_default()).to_string()
+}
+
+/// A field of an accepted elicitation, as text (strings unquoted).
+pub(crate) fn field(r: &ElicitResult, name: &str) -> Option<String> {
+    if r.action != ElicitAction::Accept {
+        return None;
+    }
+    match r.content.as_ref()?.get(name)? {
+        Value::String(s) => Some(s.clone()),
+        Value::Null => None,
+        other => Some(other.to_string()),
+    }
+}

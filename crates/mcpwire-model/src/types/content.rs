@@ -162,7 +162,11 @@ impl ResourceContents {
     }
 
     /// Binary contents from base64.
-    pub fn blob(uri: impl Into<String>, mime: impl Into<String>, base64: impl Into<String>) -> Self {
+    pub fn blob(
+        uri: impl Into<String>,
+        mime: impl Into<String>,
+        base64: impl Into<String>,
+    ) -> Self {
         ResourceContents {
             uri: uri.into(),
             mime_type: Some(mime.into()),

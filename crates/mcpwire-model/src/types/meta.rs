@@ -24,7 +24,11 @@ pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct RequestMeta {
     /// Where to send progress notifications.
-    #[serde(rename = "progressToken", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "progressToken",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub progress_token: Option<ProgressToken>,
     /// 2026-07-28: the revision of this request (must be a string).
     #[serde(rename = "io.modelcontextprotocol/protocolVersion", default)]

@@ -1,0 +1,49 @@
+//! Serving a router over the wires the binary knows.
+
+use std::sync::Arc;
+
+use mcpwire_model::types::Implementation;
+use mcpwire_router::{Router, Server};
+use mcpwire_session::SessionConfig;
+use mcpwire_wire::Limits;
+
+use crate::driver::NdjsonDriver;
+
+/// Everything needed to serve: the router, the session config and the codec limits.
+#[derive(Clone, Debug)]
+pub struct Service {
+    /// The router over the backend(s).
+    pub router: Router,
+    /// Identity, capabilities and session limits.
+    pub config: Arc<SessionConfig>,
+    /// Codec limits.
+    pub limits: Limits,
+}
+
+impl Service {
+    /// A service over a native [`Server`], introducing itself with the server's info.
+    pub fn from_server(server: Arc<Server>) -> Service {
+        let info: Implementation = server.server_info().clone();
+        let instructions = server.instructions().map(str::to_owned);
+        let router = Router::new(server);
+        let config = SessionConfig {
+            server_info: info,
+            capabilities: router.info().capabilities.clone(),
+            instructions,
+            limits: Default::default(),
+        };
+        Service {
+            router,
+            config: Arc::new(config),
+            limits: Limits::default(),
+        }
+    }
+
+    /// Serves one client over this process's stdin/stdout until stdin closes.
+    pub async fn serve_stdio(&self) -> std::io::Result<()> {
+        let (r, w) = crate::stdio::stdio();
+        NdjsonDriver::new(self.router.clone(), self.config.clone(), &self.limits, r, w)
+            .run()
+            .await
+    }
+}

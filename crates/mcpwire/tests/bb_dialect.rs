@@ -1,0 +1,67 @@
+//! The bb-1.0 dialect end to end over stdio.
+
+mod common;
+
+use common::Proc;
+use serde_json::json;
+
+#[test]
+fn bb_dialect_error_codes() {
+    let mut p = Proc::demo();
+    let r = p.request(1, "tools/list", json!({}));
+    assert_eq!(r["error"]["code"], -32003, "not initialized: {r}");
+    let r = p.request(2, "initialize", json!({"protocolVersion": "1.0"}));
+    assert_eq!(r["error"]["code"], -32602, "clientInfo required: {r}");
+
+    let mut p = Proc::demo();
+    let r = p.request(1, "initialize", json!({"protocolVersion": "1.0", "clientInfo": {"name": "claude-code", "version": "1.0.0"}}));
+    let res = &r["result"];
+    assert_eq!(res["protocolVersion"], "1.0");
+    assert_eq!(res["capabilities"]["tools"], true);
+    assert!(res["capabilities"]["dynamicToolRegistration"].is_boolean());
+    assert_eq!(res["serverInfo"]["name"], "mcpwire-everything");
+    let tools = p.request(2, "tools/list", json!({}));
+    assert!(
+        tools["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "echo")
+    );
+
+    let r = p.request(
+        3,
+        "tools/call",
+        json!({"name": "nonexistent", "arguments": {}}),
+    );
+    assert_eq!(r["error"]["code"], -32000, "{r}");
+    let r = p.request(
+        4,
+        "tools/call",
+        json!({"name": "add", "arguments": {"a": "x"}}),
+    );
+    assert_eq!(r["error"]["code"], -32002, "{r}");
+    assert_eq!(r["error"]["data"]["tool"], "add");
+    let r = p.request(
+        5,
+        "tools/call",
+        json!({"name": "test_error_handling", "arguments": {}}),
+    );
+    assert_eq!(r["error"]["code"], -32001, "{r}");
+    assert_eq!(r["error"]["data"]["tool"], "test_error_handling");
+    assert!(
+        r["error"]["data"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("intentionally")
+    );
+    let r = p.request(
+        6,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "hi"}}),
+    );
+    assert_eq!(r["result"]["content"][0]["text"], "hi");
+    let r = p.request(7, "prompts/list", json!({}));
+    assert_eq!(r["error"]["code"], -32601);
+    assert!(p.finish().success());
+}

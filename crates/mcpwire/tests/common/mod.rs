@@ -1,0 +1,123 @@
+//! Spawns the `mcpwire` binary and talks NDJSON to it, line by line.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// A running `mcpwire` child with line-oriented access to its stdio.
+pub struct Proc {
+    pub child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Proc {
+    pub fn spawn(args: &[&str]) -> Proc {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mcpwire"))
+            .args(args)
+            .env("MCPWIRE_LOG", "warn")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn mcpwire");
+        let stdin = child.stdin.take();
+        let stdout: ChildStdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Proc {
+            child,
+            stdin,
+            lines: rx,
+        }
+    }
+
+    pub fn demo() -> Proc {
+        Proc::spawn(&["demo"])
+    }
+
+    pub fn write_raw(&mut self, bytes: &[u8]) {
+        let w = self.stdin.as_mut().expect("stdin open");
+        w.write_all(bytes).expect("write");
+        w.flush().expect("flush");
+    }
+
+    pub fn send(&mut self, v: Value) {
+        let mut b = serde_json::to_vec(&v).unwrap();
+        b.push(b'\n');
+        self.write_raw(&b);
+    }
+
+    /// The next line from stdout, parsed (panics after 10 s).
+    pub fn recv(&mut self) -> Value {
+        let line = self
+            .lines
+            .recv_timeout(Duration::from_secs(10))
+            .expect("a line from mcpwire within 10 s");
+        serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"))
+    }
+
+    /// Receives until the response with `id`, returning it and the messages before it.
+    pub fn recv_response(&mut self, id: Value) -> (Value, Vec<Value>) {
+        let mut before = Vec::new();
+        loop {
+            let m = self.recv();
+            if m.get("id") == Some(&id) && m.get("method").is_none() {
+                return (m, before);
+            }
+            before.push(m);
+        }
+    }
+
+    pub fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
+        self.send(json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}));
+        self.recv_response(json!(id)).0
+    }
+
+    pub fn initialize(&mut self, version: &str) -> Value {
+        let r = self.request(
+            0,
+            "initialize",
+            json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}),
+        );
+        self.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
+        r
+    }
+
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Closes stdin and waits for a clean exit (panics after 10 s).
+    pub fn finish(mut self) -> std::process::ExitStatus {
+        self.close_stdin();
+        for _ in 0..100 {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        panic!("mcpwire did not exit after stdin closed");
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
