@@ -7,7 +7,7 @@ use mcpwire_model::types::{
     ListRootsResult, LoggingLevel,
 };
 use mcpwire_model::{
-    CallEvent, ClientAsk, LogEntry, McpError, ProgressUpdate, Raw, Revision, to_raw,
+    CallEvent, ClientAsk, LogEntry, McpError, ProgressUpdate, Raw, RequestId, Revision, to_raw,
 };
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
@@ -25,6 +25,7 @@ pub trait Peer: Send + Sync + 'static {
 
 struct Inner {
     revision: Revision,
+    progress_token: Option<RequestId>,
     client_capabilities: Arc<ClientCapabilities>,
     cancel: CancellationToken,
     peer: Option<Arc<dyn Peer>>,
@@ -60,6 +61,7 @@ impl CallCtx {
         CallCtx {
             inner: Arc::new(Inner {
                 revision,
+                progress_token: None,
                 client_capabilities,
                 cancel,
                 peer,
@@ -81,6 +83,7 @@ impl CallCtx {
     pub(crate) fn with_input(self, round: InputRound) -> CallCtx {
         let inner = Arc::new(Inner {
             revision: self.inner.revision,
+            progress_token: self.inner.progress_token.clone(),
             client_capabilities: self.inner.client_capabilities.clone(),
             cancel: self.inner.cancel.clone(),
             peer: self.inner.peer.clone(),
@@ -94,6 +97,19 @@ impl CallCtx {
             .input
             .as_ref()
             .and_then(|m| m.lock().ok().map(|mut g| std::mem::take(&mut *g)))
+    }
+
+    /// Sets the request's progress token (done by the shell when dispatching).
+    pub fn with_progress_token(mut self, token: Option<RequestId>) -> CallCtx {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.progress_token = token;
+        }
+        self
+    }
+
+    /// The progress token the client sent with this request, if any.
+    pub fn progress_token(&self) -> Option<&RequestId> {
+        self.inner.progress_token.as_ref()
     }
 
     /// The protocol revision the request is answered in.

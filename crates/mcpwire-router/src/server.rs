@@ -315,6 +315,19 @@ impl Server {
         );
     }
 
+    /// Removes a prompt; returns whether it existed.
+    pub fn remove_prompt(&self, name: &str) -> bool {
+        let mut removed = false;
+        self.write(
+            |c| {
+                removed = c.prompts.remove(name, |p| p.prompt.name.clone());
+                removed
+            },
+            BackendEvent::PromptsListChanged,
+        );
+        removed
+    }
+
     /// Adds or replaces a resource and tells every session the list changed.
     pub fn add_resource(&self, r: ResourceDef) {
         self.write(

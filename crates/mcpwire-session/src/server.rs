@@ -45,8 +45,8 @@ pub struct DispatchCtx {
     pub revision: Revision,
     /// The client's capabilities (from `initialize` or the request's `_meta`).
     pub client_capabilities: Arc<ClientCapabilities>,
-    /// Whether progress notifications will reach the client.
-    pub has_progress_token: bool,
+    /// The request's progress token; progress notifications reach the client only if set.
+    pub progress_token: Option<RequestId>,
 }
 
 /// A request for the router to run; answer with [`ServerSession::handle_reply`].
@@ -826,7 +826,7 @@ impl ServerSession {
             ctx: DispatchCtx {
                 revision,
                 client_capabilities,
-                has_progress_token: progress_token.is_some(),
+                progress_token,
             },
         });
     }

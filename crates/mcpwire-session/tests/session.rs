@@ -100,7 +100,7 @@ fn negotiates_and_dispatches() {
 
     h.send(json!({"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"x","_meta":{"progressToken":"p1"}}}));
     let d = h.dispatches().remove(0);
-    assert!(d.ctx.has_progress_token);
+    assert_eq!(d.ctx.progress_token, Some("p1".into()));
     h.s.handle_call_event(
         d.id,
         CallEvent::Progress(ProgressUpdate {

@@ -266,7 +266,8 @@ where
             d.ctx.client_capabilities,
             token.clone(),
             Some(peer),
-        );
+        )
+        .with_progress_token(d.ctx.progress_token);
         let fut = self.router.call(McpCall {
             method: d.method,
             params: d.params,

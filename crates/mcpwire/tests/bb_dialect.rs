@@ -65,3 +65,50 @@ fn bb_dialect_error_codes() {
     assert_eq!(r["error"]["code"], -32601);
     assert!(p.finish().success());
 }
+
+#[test]
+fn bb_dialect_emits_telemetry_on_stderr() {
+    let log = std::env::temp_dir().join(format!("mcpwire-bb-telemetry-{}.log", std::process::id()));
+    let mut p = Proc::spawn_logging(&["demo"], &log);
+    p.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "1.0", "clientInfo": {"name": "t"}}),
+    );
+    p.request(
+        2,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "x"}}),
+    );
+    p.request(3, "tools/call", json!({"name": "nope", "arguments": {}}));
+    assert!(p.finish().success());
+    let text = std::fs::read_to_string(&log).unwrap();
+    let _ = std::fs::remove_file(&log);
+    let received = text
+        .lines()
+        .filter(|l| l.contains("request received"))
+        .count();
+    assert!(received >= 2, "{text}");
+    let done: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("request completed"))
+        .collect();
+    assert!(
+        done.iter().any(|l| l.contains("method=tools/call")
+            && l.contains("id=2")
+            && l.contains("outcome=ok")
+            && l.contains("duration_us=")),
+        "{text}"
+    );
+    assert!(
+        done.iter()
+            .any(|l| l.contains("id=3") && l.contains("outcome=-32000")),
+        "{text}"
+    );
+    assert!(
+        text.lines().any(|l| l.contains("tool invocation")
+            && l.contains("tool=echo")
+            && l.contains("outcome=\"ok\"")),
+        "{text}"
+    );
+}

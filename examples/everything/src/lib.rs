@@ -89,7 +89,9 @@ fn register_mutators(server: &Arc<Server>) {
             move |_ctx: CallCtx, _: NoArgs| {
                 let weak = weak.clone();
                 async move {
-                    if let Some(s) = weak.upgrade() {
+                    if let Some(s) = weak.upgrade()
+                        && !s.remove_prompt(DYNAMIC_PROMPT)
+                    {
                         s.add_prompt(dynamic_prompt());
                     }
                     Ok::<_, ToolError>("Mutation triggered")
@@ -97,7 +99,8 @@ fn register_mutators(server: &Arc<Server>) {
             },
         )
         .description(
-            "(Re)registers test_dynamic_prompt, which sends notifications/prompts/list_changed",
+            "Adds test_dynamic_prompt if absent, removes it if present; \
+             either way sends notifications/prompts/list_changed",
         ),
     );
 }

@@ -86,9 +86,12 @@ pub(crate) fn register(b: ServerBuilder) -> ServerBuilder {
                         }
                         ctx.progress(p, Some(100.0), Some(format!("Completed step {p} of 100")));
                     }
-                    // CallCtx does not expose the request's progress token, so the reference
-                    // fixture's `String(progressToken)` cannot be echoed here.
-                    Ok::<_, ToolError>("progress reported")
+                    let token = match ctx.progress_token() {
+                        Some(mcpwire_model::RequestId::Int(n)) => n.to_string(),
+                        Some(mcpwire_model::RequestId::Str(s)) => s.to_string(),
+                        None => "no progress token".to_owned(),
+                    };
+                    Ok::<_, ToolError>(token)
                 },
             )
             .description("Reports progress 0, 50 and 100 of 100"),

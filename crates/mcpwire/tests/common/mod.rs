@@ -18,12 +18,27 @@ pub struct Proc {
 
 impl Proc {
     pub fn spawn(args: &[&str]) -> Proc {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mcpwire"))
-            .args(args)
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpwire"));
+        cmd.args(args)
             .env("MCPWIRE_LOG", "warn")
+            .stderr(Stdio::null());
+        Proc::start(cmd)
+    }
+
+    /// Spawns with the default log filter, stderr going to `log`.
+    pub fn spawn_logging(args: &[&str], log: &std::path::Path) -> Proc {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpwire"));
+        let file = std::fs::File::create(log).expect("log file");
+        cmd.args(args)
+            .env_remove("MCPWIRE_LOG")
+            .stderr(Stdio::from(file));
+        Proc::start(cmd)
+    }
+
+    fn start(mut cmd: Command) -> Proc {
+        let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
             .spawn()
             .expect("spawn mcpwire");
         let stdin = child.stdin.take();
