@@ -107,10 +107,10 @@ impl<T> Listing<T> {
 
 #[derive(Default)]
 struct Catalog {
-    tools: Listing<ToolDef>,
+    tools: Listing<Arc<ToolDef>>,
     resources: Listing<ResourceDef>,
     templates: Listing<TemplateDef>,
-    prompts: Listing<PromptDef>,
+    prompts: Listing<Arc<PromptDef>>,
 }
 
 /// The native backend: tools, resources, templates and prompts registered in Rust.
@@ -145,7 +145,7 @@ pub struct ServerBuilder {
 impl ServerBuilder {
     /// Adds a tool.
     pub fn tool(mut self, t: ToolDef) -> Self {
-        self.catalog.tools.upsert(t.tool.name.clone(), t);
+        self.catalog.tools.upsert(t.tool.name.clone(), Arc::new(t));
         self
     }
 
@@ -165,7 +165,7 @@ impl ServerBuilder {
 
     /// Adds a prompt.
     pub fn prompt(mut self, p: PromptDef) -> Self {
-        self.catalog.prompts.upsert(p.prompt.name.clone(), p);
+        self.catalog.prompts.upsert(p.prompt.name.clone(), Arc::new(p));
         self
     }
 
@@ -284,7 +284,7 @@ impl Server {
     pub fn add_tool(&self, t: ToolDef) {
         self.write(
             |c| {
-                c.tools.upsert(t.tool.name.clone(), t);
+                c.tools.upsert(t.tool.name.clone(), Arc::new(t));
                 true
             },
             BackendEvent::ToolsListChanged,
@@ -308,7 +308,7 @@ impl Server {
     pub fn add_prompt(&self, p: PromptDef) {
         self.write(
             |c| {
-                c.prompts.upsert(p.prompt.name.clone(), p);
+                c.prompts.upsert(p.prompt.name.clone(), Arc::new(p));
                 true
             },
             BackendEvent::PromptsListChanged,

@@ -987,13 +987,17 @@ impl ServerSession {
     }
 
     fn telemetry_done(&self, now: Instant, entry: &InFlight, ok: bool, msg: &Outbound) {
+        let bb = self.dialect() == Dialect::Bb;
+        if !bb && !tracing::enabled!(target: "mcpwire::telemetry", tracing::Level::DEBUG) {
+            return;
+        }
         let duration_us = now.saturating_duration_since(entry.started).as_micros() as u64;
         let outcome = match msg {
             Outbound::Error { error, .. } => error.code.to_string(),
             _ if ok => "ok".into(),
             _ => "tool_error".into(),
         };
-        if self.dialect() == Dialect::Bb {
+        if bb {
             tracing::info!(
                 target: "mcpwire::telemetry",
                 method = %entry.method,
