@@ -21,7 +21,9 @@ async fn main() -> std::io::Result<()> {
         .tool(
             tool("add", |ctx: CallCtx, args: Add| async move {
                 ctx.progress(1.0, Some(1.0), None);
-                Ok::<_, ToolError>(Json(Sum { sum: args.a + args.b }))
+                Ok::<_, ToolError>(Json(Sum {
+                    sum: args.a + args.b,
+                }))
             })
             .description("Adds two numbers")
             .read_only(),

@@ -69,10 +69,11 @@ impl ClientHandler for TestClient {
         _cx: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
         self.seen().sampling.push(params);
-        Ok(
-            CreateMessageResult::new(SamplingMessage::assistant_text("from rmcp"), "rmcp-model".into())
-                .with_stop_reason(CreateMessageResult::STOP_REASON_END_TURN),
+        Ok(CreateMessageResult::new(
+            SamplingMessage::assistant_text("from rmcp"),
+            "rmcp-model".into(),
         )
+        .with_stop_reason(CreateMessageResult::STOP_REASON_END_TURN))
     }
 
     async fn create_elicitation(
@@ -90,7 +91,10 @@ impl ClientHandler for TestClient {
         }
     }
 
-    async fn list_roots(&self, _cx: RequestContext<RoleClient>) -> Result<ListRootsResult, ErrorData> {
+    async fn list_roots(
+        &self,
+        _cx: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
         self.seen().roots_requests += 1;
         Ok(ListRootsResult::new(vec![
             Root::new("file:///tmp/one").with_name("one"),
@@ -98,7 +102,11 @@ impl ClientHandler for TestClient {
         ]))
     }
 
-    async fn on_progress(&self, p: ProgressNotificationParam, _cx: NotificationContext<RoleClient>) {
+    async fn on_progress(
+        &self,
+        p: ProgressNotificationParam,
+        _cx: NotificationContext<RoleClient>,
+    ) {
         self.seen().progress.push(p);
     }
 
@@ -199,10 +207,19 @@ async fn handshake_tools_resources_prompts_completion() {
     let info = client.peer_info().expect("server info after initialize");
     assert_eq!(info.protocol_version, ProtocolVersion::V_2025_11_25);
     assert_eq!(info.protocol_version.to_string(), "2025-11-25");
-    let server = info.server_info.as_ref().expect("serverInfo in the initialize result");
+    let server = info
+        .server_info
+        .as_ref()
+        .expect("serverInfo in the initialize result");
     assert_eq!(server.name, "mcpwire-everything");
-    assert!(info.capabilities.tools.is_some(), "tools capability: {info:?}");
-    assert!(info.capabilities.resources.is_some(), "resources capability");
+    assert!(
+        info.capabilities.tools.is_some(),
+        "tools capability: {info:?}"
+    );
+    assert!(
+        info.capabilities.resources.is_some(),
+        "resources capability"
+    );
     assert!(info.capabilities.prompts.is_some(), "prompts capability");
 
     // tools/list
@@ -240,9 +257,12 @@ async fn handshake_tools_resources_prompts_completion() {
         resources.iter().any(|r| r.uri == "test://static-text"),
         "static-text missing: {resources:?}"
     );
-    let templates = within("resources/templates/list", client.list_all_resource_templates())
-        .await
-        .expect("resources/templates/list");
+    let templates = within(
+        "resources/templates/list",
+        client.list_all_resource_templates(),
+    )
+    .await
+    .expect("resources/templates/list");
     assert!(
         templates
             .iter()
@@ -354,7 +374,10 @@ async fn progress_and_logging_notifications() {
 
     let r = call(&client, "test_tool_with_progress", json!({})).await;
     assert_ne!(r.is_error, Some(true), "{r:?}");
-    wait_until(&handler, "3 progress notifications", |s| s.progress.len() >= 3).await;
+    wait_until(&handler, "3 progress notifications", |s| {
+        s.progress.len() >= 3
+    })
+    .await;
     {
         let seen = handler.seen();
         let token = &seen.progress[0].progress_token;
@@ -387,7 +410,10 @@ async fn progress_and_logging_notifications() {
             .map(|l| l.data.to_string())
             .collect::<Vec<_>>()
             .join(" | ");
-        assert!(all.contains("started") && all.contains("completed"), "{all}");
+        assert!(
+            all.contains("started") && all.contains("completed"),
+            "{all}"
+        );
     }
 
     shutdown(client, pid).await;
@@ -441,9 +467,12 @@ async fn cancellation_then_clean_shutdown() {
     .await
     .expect("send test_slow");
     tokio::time::sleep(Duration::from_millis(100)).await;
-    within("cancel test_slow", handle.cancel(Some("test cancels".into())))
-        .await
-        .expect("notifications/cancelled sent");
+    within(
+        "cancel test_slow",
+        handle.cancel(Some("test cancels".into())),
+    )
+    .await
+    .expect("notifications/cancelled sent");
 
     let r = call(&client, "echo", json!({ "text": "after cancel" })).await;
     assert_eq!(text_of(&r.content), "after cancel");
@@ -456,7 +485,10 @@ async fn cancellation_then_clean_shutdown() {
         ),
     )
     .await;
-    assert!(dropped.is_err(), "test_slow 30 s answered early: {dropped:?}");
+    assert!(
+        dropped.is_err(),
+        "test_slow 30 s answered early: {dropped:?}"
+    );
 
     let r = call(&client, "echo", json!({ "text": "after drop" })).await;
     assert_eq!(text_of(&r.content), "after drop");
