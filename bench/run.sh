@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # End-to-end stdio benchmark: mcpwire vs rmcp, one `echo` tool each.
 #
-# Builds the release binaries, then runs loadgen with mcpwire (`mcpwire demo`) as the baseline
-# and rmcp (`rmcp_echo`, rmcp's stdio_pipes() transport) as the comparison, and prints the table:
+# Builds the release binaries, then runs loadgen with mcpwire (`mcpwire_echo`: the same single
+# tool as rmcp's) as the baseline, rmcp (`rmcp_echo`, rmcp's stdio_pipes() transport), and
+# `mcpwire demo` (the full example catalog, same echo tool), and prints the table:
 # calls/s, p50/p99 latency (µs), peak RSS, plus baseline/other ratios per in-flight level K.
 #
 # Extra arguments go to loadgen, e.g.:
@@ -19,6 +20,7 @@ target="${CARGO_TARGET_DIR:-target}/release"
 cargo build --release -p mcpwire -p mcpwire-bench
 
 exec "$target/loadgen" \
-    --server "mcpwire=$target/mcpwire demo" \
+    --server "mcpwire=$target/mcpwire_echo" \
     --server "rmcp=$target/rmcp_echo" \
+    --server "mcpwire-demo=$target/mcpwire demo" \
     "$@"

@@ -79,7 +79,8 @@ impl Router {
             mut ctx,
         } = call;
         let caps = &self.backend.info().capabilities;
-        let parsed = match parse_request(&method, params, caps) {
+        let stateless = ctx.revision().is_stateless();
+        let parsed = match parse_request(&method, params, caps, stateless) {
             Ok(req) => req,
             Err(e) => return Box::pin(std::future::ready(Err(e))),
         };
@@ -93,7 +94,7 @@ impl Router {
                 Ok(round) => ctx = ctx.with_input(round),
                 Err(e) => return Box::pin(std::future::ready(Err(e))),
             }
-        } else if ctx.revision().is_stateless() && supports_input(&method) {
+        } else if stateless && supports_input(&method) {
             let round = InputRound::from_params(
                 None,
                 Arc::new(ctx.client_capabilities().clone()),
@@ -151,6 +152,7 @@ fn parse_request(
     method: &Method,
     params: Option<Raw>,
     caps: &ServerCapabilities,
+    stateless: bool,
 ) -> Result<(BackendRequest, Option<Raw>), McpError> {
     let not_offered = || McpError::MethodNotFound(method.to_string());
     if let Method::Other(_) = method {
@@ -214,7 +216,8 @@ fn parse_request(
         Method::CompletionComplete => BackendRequest::Complete(parse::<CompleteParams>(p)?),
         _ => return Err(McpError::MethodNotFound(method.to_string())),
     };
-    let input = if supports_input(method)
+    let input = if stateless
+        && supports_input(method)
         && p.is_some_and(|p| {
             p.get().contains("\"inputResponses\"") || p.get().contains("\"requestState\"")
         }) {

@@ -165,7 +165,9 @@ impl ServerBuilder {
 
     /// Adds a prompt.
     pub fn prompt(mut self, p: PromptDef) -> Self {
-        self.catalog.prompts.upsert(p.prompt.name.clone(), Arc::new(p));
+        self.catalog
+            .prompts
+            .upsert(p.prompt.name.clone(), Arc::new(p));
         self
     }
 
@@ -360,20 +362,8 @@ impl Server {
         let Some(def) = self.read(|c| c.tools.get(&name).cloned()) else {
             return ready(Err(McpError::ToolNotFound(name)));
         };
-        let args: Value = match arguments.as_deref().map(|a| serde_json::from_str(a.get())) {
-            None => Value::Object(Default::default()),
-            Some(Ok(Value::Null)) => Value::Object(Default::default()),
-            Some(Ok(v @ Value::Object(_))) => v,
-            Some(Ok(_)) => {
-                return ready(Err(McpError::InvalidToolParams {
-                    tool: name,
-                    message: "arguments must be an object".into(),
-                }));
-            }
-            Some(Err(e)) => return ready(Err(McpError::InvalidParams(e.to_string()))),
-        };
         let revision = ctx.revision();
-        let fut = def.invoke(ctx, args);
+        let fut = def.invoke(ctx, arguments.as_deref().map(|a| a.get()));
         Box::pin(async move {
             let started = Instant::now();
             let result = fut.await;

@@ -150,15 +150,74 @@ pub(crate) fn schema_of<T: JsonSchema>() -> Value {
     v
 }
 
-type Handler =
-    dyn Fn(CallCtx, Value) -> BoxFuture<'static, Result<CallToolResult, McpError>> + Send + Sync;
+/// Arguments on their way to a handler: still JSON text (the fast path for typed tools whose
+/// schema serde already enforces), or a value that was parsed for validation.
+pub(crate) enum Args<'a> {
+    Text(&'a str),
+    Value(Value),
+}
+
+type ToolFuture = BoxFuture<'static, Result<CallToolResult, McpError>>;
+type TypedHandler = dyn Fn(CallCtx, Args<'_>) -> ToolFuture + Send + Sync;
+type RawHandler = dyn Fn(CallCtx, Value) -> ToolFuture + Send + Sync;
+
+#[derive(Clone)]
+enum Handler {
+    Typed(Arc<TypedHandler>),
+    Raw(Arc<RawHandler>),
+}
+
+/// Schema keywords serde's typed deserialization does not enforce by itself: a typed tool
+/// whose schema uses none of them needs no separate JSON Schema validation pass.
+const CONSTRAINT_KEYWORDS: &[&str] = &[
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "contains",
+    "minContains",
+    "maxContains",
+    "minProperties",
+    "maxProperties",
+    "const",
+    "enum",
+    "not",
+    "if",
+    "then",
+    "else",
+    "dependentRequired",
+    "dependentSchemas",
+    "patternProperties",
+    "propertyNames",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "additionalProperties",
+    "allOf",
+];
+
+fn has_constraints(schema: &Value) -> bool {
+    match schema {
+        Value::Object(o) => o
+            .iter()
+            .any(|(k, v)| CONSTRAINT_KEYWORDS.contains(&k.as_str()) || has_constraints(v)),
+        Value::Array(a) => a.iter().any(has_constraints),
+        _ => false,
+    }
+}
 
 /// A tool: its definition, its compiled input validator and its handler.
 #[derive(Clone)]
 pub struct ToolDef {
     pub(crate) tool: Tool,
-    pub(crate) validator: Option<Arc<jsonschema::Validator>>,
-    pub(crate) handler: Arc<Handler>,
+    validator: Option<Arc<jsonschema::Validator>>,
+    handler: Handler,
 }
 
 impl fmt::Debug for ToolDef {
@@ -178,34 +237,46 @@ where
 {
     let name = name.into();
     let tool_name: Arc<str> = name.clone().into();
-    let f = Arc::new(f);
-    let handler =
-        move |ctx: CallCtx, args: Value| -> BoxFuture<'static, Result<CallToolResult, McpError>> {
-            let tool_name = tool_name.clone();
-            let args: Result<A, _> = serde_json::from_value(args);
-            match args {
-                Err(e) => Box::pin(std::future::ready(Err(McpError::InvalidToolParams {
-                    tool: tool_name.to_string(),
-                    message: e.to_string(),
-                }))),
-                Ok(args) => {
-                    let fut = f(ctx, args);
-                    Box::pin(async move {
-                        fut.await
-                            .map(IntoToolResult::into_tool_result)
-                            .map_err(|e| e.into_mcp(&tool_name))
-                    })
-                }
-            }
+    let handler = move |ctx: CallCtx, args: Args<'_>| -> ToolFuture {
+        let parsed: Result<A, String> = match args {
+            Args::Text(t) => serde_json::from_str(t).map_err(|e| e.to_string()),
+            Args::Value(v) => serde_json::from_value(v).map_err(|e| e.to_string()),
         };
-    let mut def = ToolDef::from_handler(name, schema_of::<A>(), Arc::new(handler));
+        let tool_name = tool_name.clone();
+        match parsed {
+            Err(message) => Box::pin(std::future::ready(Err(McpError::InvalidToolParams {
+                tool: tool_name.to_string(),
+                message,
+            }))),
+            Ok(args) => {
+                let fut = f(ctx, args);
+                Box::pin(async move {
+                    fut.await
+                        .map(IntoToolResult::into_tool_result)
+                        .map_err(|e| e.into_mcp(&tool_name))
+                })
+            }
+        }
+    };
+    let schema = schema_of::<A>();
+    let validate = has_constraints(&schema);
+    let mut def = ToolDef::with_handler(name, schema, Handler::Typed(Arc::new(handler)), validate);
     def.tool.output_schema = O::output_schema();
     def
 }
 
 impl ToolDef {
-    fn from_handler(name: String, input_schema: Value, handler: Arc<Handler>) -> ToolDef {
-        let validator = jsonschema::validator_for(&input_schema).ok().map(Arc::new);
+    fn with_handler(
+        name: String,
+        input_schema: Value,
+        handler: Handler,
+        validate: bool,
+    ) -> ToolDef {
+        let validator = if validate {
+            jsonschema::validator_for(&input_schema).ok().map(Arc::new)
+        } else {
+            None
+        };
         ToolDef {
             tool: Tool {
                 name,
@@ -239,7 +310,7 @@ impl ToolDef {
             let tool_name = tool_name.clone();
             Box::pin(async move { fut.await.map_err(|e| e.into_mcp(&tool_name)) })
         };
-        ToolDef::from_handler(name, input_schema, Arc::new(handler))
+        ToolDef::with_handler(name, input_schema, Handler::Raw(Arc::new(handler)), true)
     }
 
     /// The tool's definition as listed.
@@ -308,15 +379,32 @@ impl ToolDef {
         self
     }
 
-    /// Validates `args` against the input schema and runs the handler.
-    pub(crate) fn invoke(
-        &self,
-        ctx: CallCtx,
-        args: Value,
-    ) -> BoxFuture<'static, Result<CallToolResult, McpError>> {
+    /// Validates the raw `arguments` (absent or `null` means `{}`) and runs the handler.
+    pub(crate) fn invoke(&self, ctx: CallCtx, arguments: Option<&str>) -> ToolFuture {
+        let text = match arguments.map(str::trim) {
+            None | Some("null") => "{}",
+            Some(t) => t,
+        };
+        let tool = &self.tool.name;
+        let invalid = |message: String| -> ToolFuture {
+            Box::pin(std::future::ready(Err(McpError::InvalidToolParams {
+                tool: tool.clone(),
+                message,
+            })))
+        };
+        if !text.starts_with('{') {
+            return invalid("arguments must be an object".into());
+        }
+        if let (Handler::Typed(f), None) = (&self.handler, &self.validator) {
+            return f(ctx, Args::Text(text));
+        }
+        let value: Value = match serde_json::from_str(text) {
+            Ok(v) => v,
+            Err(e) => return invalid(e.to_string()),
+        };
         if let Some(v) = &self.validator {
             let errors: Vec<String> = v
-                .iter_errors(&args)
+                .iter_errors(&value)
                 .take(3)
                 .map(|e| {
                     let path = e.instance_path().to_string();
@@ -328,14 +416,12 @@ impl ToolDef {
                 })
                 .collect();
             if !errors.is_empty() {
-                let message = errors.join("; ");
-                let tool = self.tool.name.clone();
-                return Box::pin(std::future::ready(Err(McpError::InvalidToolParams {
-                    tool,
-                    message,
-                })));
+                return invalid(errors.join("; "));
             }
         }
-        (self.handler)(ctx, args)
+        match &self.handler {
+            Handler::Typed(f) => f(ctx, Args::Value(value)),
+            Handler::Raw(f) => f(ctx, value),
+        }
     }
 }

@@ -2,6 +2,7 @@
 //! dispatches on the router, and writes what it sends. It makes no protocol decisions.
 
 use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -268,22 +269,39 @@ where
             Some(peer),
         )
         .with_progress_token(d.ctx.progress_token);
-        let fut = self.router.call(McpCall {
+        let call = McpCall {
             method: d.method,
             params: d.params,
             ctx,
-        });
+        };
+        // A panicking tool answers its own request with an internal error; the connection
+        // and every other call go on.
+        let router = &self.router;
+        let fut = match std::panic::catch_unwind(AssertUnwindSafe(|| router.call(call))) {
+            Ok(fut) => AssertUnwindSafe(fut).catch_unwind(),
+            Err(_) => AssertUnwindSafe(panicked()).catch_unwind(),
+        };
         let id = d.id;
         let cancelled = token.clone();
         self.cancels.insert(id, token);
         self.calls.push(Box::pin(async move {
             tokio::select! {
                 biased;
-                r = fut => (id, Some(r)),
+                r = fut => (id, Some(r.unwrap_or_else(|_| {
+                    tracing::error!("a call panicked");
+                    Err(McpError::Internal("the tool panicked".into()))
+                }))),
                 _ = cancelled.cancelled() => (id, None),
             }
         }));
     }
+}
+
+fn panicked() -> BoxFuture<'static, McpReply> {
+    tracing::error!("a call panicked before it started");
+    Box::pin(std::future::ready(Err(McpError::Internal(
+        "the tool panicked".into(),
+    ))))
 }
 
 async fn recv_event(rx: &mut Option<broadcast::Receiver<BackendEvent>>) -> Option<BackendEvent> {

@@ -133,3 +133,22 @@ fn a_flood_over_the_in_flight_limit_is_refused_not_queued() {
     assert_eq!(refused, 16);
     assert_still_serving(&mut p, 99);
 }
+
+#[test]
+fn a_panicking_tool_answers_internal_error_and_the_server_goes_on() {
+    let mut p = Proc::demo();
+    p.initialize("2025-11-25");
+    let r = p.request(
+        1,
+        "tools/call",
+        json!({"name": "test_panic", "arguments": {}}),
+    );
+    assert_eq!(r["error"]["code"], -32603, "{r}");
+    let r = p.request(
+        2,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "alive"}}),
+    );
+    assert_eq!(r["result"]["content"][0]["text"], "alive");
+    assert!(p.finish().success());
+}

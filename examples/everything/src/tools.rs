@@ -120,6 +120,7 @@ pub(crate) fn register(b: ServerBuilder) -> ServerBuilder {
             .description("Answers after 100 ms (used to test SSE stream resumption)"),
         )
         .tool(slow())
+        .tool(panicking())
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -174,6 +175,16 @@ fn slow() -> ToolDef {
         }
     })
     .description("Waits the given number of seconds, unless cancelled, then returns \"done\"")
+}
+
+fn panicking() -> ToolDef {
+    tool("test_panic", |_ctx: CallCtx, _: NoArgs| async move {
+        if std::hint::black_box(true) {
+            panic!("test_panic panics on purpose");
+        }
+        Ok::<_, ToolError>("unreachable")
+    })
+    .description("Panics on purpose: shows that a panicking tool answers with an internal error")
 }
 
 #[derive(Deserialize, JsonSchema)]
