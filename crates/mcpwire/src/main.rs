@@ -74,6 +74,10 @@ struct ServeArgs {
     /// Requests one client may have in flight; more get −32600.
     #[arg(long, default_value_t = 1024, env = "MCPWIRE_MAX_IN_FLIGHT")]
     max_in_flight: usize,
+    /// Microseconds to keep polling for input before sleeping (0 disables). Spends CPU to
+    /// save the wake-up latency of an idle CPU between requests.
+    #[arg(long, default_value_t = 100, env = "MCPWIRE_BUSY_POLL_US")]
+    busy_poll_us: u64,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -107,6 +111,7 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Demo { serve } => {
             let mut service = Service::from_server(mcpwire_example_everything::server());
             service.limits.max_message_bytes = serve.max_message_bytes;
+            service.busy_poll = std::time::Duration::from_micros(serve.busy_poll_us);
             std::sync::Arc::make_mut(&mut service.config)
                 .limits
                 .max_in_flight = serve.max_in_flight;
