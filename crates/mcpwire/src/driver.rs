@@ -144,6 +144,7 @@ where
     pub async fn run(mut self) -> std::io::Result<()> {
         let mut reader_open = true;
         let mut drain_deadline: Option<tokio::time::Instant> = None;
+        let mut just_spun = false;
         loop {
             self.pump(&mut reader_open);
             if !reader_open {
@@ -161,13 +162,13 @@ where
                     break;
                 }
             }
-            if !self.busy_poll.is_zero() && reader_open && self.wbuf.is_empty() {
+            if !just_spun && !self.busy_poll.is_zero() && reader_open && self.wbuf.is_empty() {
+                // Poll a little before sleeping, then re-check everything from the top.
+                just_spun = true;
                 self.spin(&mut reader_open).await;
-                self.drain();
-                if !self.wbuf.is_empty() {
-                    continue;
-                }
+                continue;
             }
+            just_spun = false;
             let timeout = self.session.poll_timeout();
             tokio::select! {
                 biased;

@@ -152,3 +152,13 @@ fn a_panicking_tool_answers_internal_error_and_the_server_goes_on() {
     assert_eq!(r["result"]["content"][0]["text"], "alive");
     assert!(p.finish().success());
 }
+
+#[test]
+fn exits_when_stdin_closes_while_idle() {
+    for busy_poll in ["0", "100", "5000"] {
+        let mut p = Proc::spawn(&["demo", "--busy-poll-us", busy_poll]);
+        p.initialize("2025-11-25");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert!(p.finish().success(), "busy poll {busy_poll}");
+    }
+}
