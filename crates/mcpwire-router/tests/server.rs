@@ -1,0 +1,145 @@
+//! The native `Server` through the `Router`: pagination, validation paths, catalog changes.
+
+use mcpwire_model::types::Implementation;
+use mcpwire_model::{BackendEvent, McpError, Method, Reply, to_raw};
+use mcpwire_router::{CallCtx, McpCall, Router, Server, ToolError, tool};
+use serde_json::{Value, json};
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Plain {
+    text: String,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Bounded {
+    #[schemars(range(min = 1, max = 10))]
+    n: u32,
+}
+
+fn server() -> std::sync::Arc<Server> {
+    let mut b = Server::builder(Implementation::new("t", "1")).page_size(2);
+    for i in 0..5 {
+        b = b.tool(
+            tool(format!("t{i}"), |_c: CallCtx, a: Plain| async move {
+                Ok::<_, ToolError>(a.text)
+            })
+            .description("plain"),
+        );
+    }
+    b.tool(
+        tool("bounded", |_c: CallCtx, a: Bounded| async move {
+            Ok::<_, ToolError>(a.n.to_string())
+        })
+        .description("bounded"),
+    )
+    .build()
+}
+
+async fn call(r: &Router, method: &str, params: Value) -> Result<Value, McpError> {
+    let reply = r
+        .call(McpCall {
+            method: Method::parse(method),
+            params: Some(to_raw(&params)),
+            ctx: CallCtx::detached(),
+        })
+        .await?;
+    match reply {
+        Reply::Complete(raw) | Reply::InputRequired(raw) => {
+            Ok(serde_json::from_str(raw.get()).unwrap())
+        }
+    }
+}
+
+#[tokio::test]
+async fn pages_follow_cursors_to_the_end() {
+    let r = Router::new(server());
+    let mut names = Vec::new();
+    let mut params = json!({});
+    loop {
+        let page = call(&r, "tools/list", params).await.unwrap();
+        names.extend(
+            page["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["name"].as_str().unwrap().to_owned()),
+        );
+        match page.get("nextCursor") {
+            Some(c) => params = json!({ "cursor": c }),
+            None => break,
+        }
+    }
+    assert_eq!(names, ["t0", "t1", "t2", "t3", "t4", "bounded"]);
+    let bad = call(&r, "tools/list", json!({"cursor": "nope"}))
+        .await
+        .unwrap_err();
+    assert!(matches!(bad, McpError::InvalidParams(_)));
+}
+
+#[tokio::test]
+async fn typed_and_constrained_arguments_are_checked() {
+    let r = Router::new(server());
+    let ok = call(
+        &r,
+        "tools/call",
+        json!({"name": "t0", "arguments": {"text": "hi"}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(ok["content"][0]["text"], "hi");
+    for bad in [json!({"text": 3}), json!({}), json!([1])] {
+        let e = call(&r, "tools/call", json!({"name": "t0", "arguments": bad}))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, McpError::InvalidToolParams { .. }), "{e:?}");
+    }
+    // A range serde cannot see is enforced by the schema validator.
+    let e = call(
+        &r,
+        "tools/call",
+        json!({"name": "bounded", "arguments": {"n": 50}}),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(e, McpError::InvalidToolParams { .. }), "{e:?}");
+    let ok = call(
+        &r,
+        "tools/call",
+        json!({"name": "bounded", "arguments": {"n": 5}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(ok["content"][0]["text"], "5");
+    let e = call(&r, "tools/call", json!({"name": "missing"}))
+        .await
+        .unwrap_err();
+    assert_eq!(e, McpError::ToolNotFound("missing".into()));
+    let e = call(&r, "prompts/list", json!({})).await.unwrap_err();
+    assert!(
+        matches!(e, McpError::MethodNotFound(_)),
+        "no prompts offered: {e:?}"
+    );
+}
+
+#[tokio::test]
+async fn catalog_changes_are_announced() {
+    let s = server();
+    let mut events = mcpwire_router::Backend::events(&*s).unwrap();
+    s.add_tool(
+        tool("late", |_c: CallCtx, a: Plain| async move {
+            Ok::<_, ToolError>(a.text)
+        })
+        .description("late"),
+    );
+    assert!(matches!(
+        events.recv().await.unwrap(),
+        BackendEvent::ToolsListChanged
+    ));
+    assert!(s.tool_names().contains(&"late".to_string()));
+    assert!(s.remove_tool("late"));
+    assert!(!s.remove_tool("late"));
+    assert!(matches!(
+        events.recv().await.unwrap(),
+        BackendEvent::ToolsListChanged
+    ));
+}
