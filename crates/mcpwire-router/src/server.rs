@@ -383,20 +383,6 @@ impl Server {
             if !revision.has_structured_output() {
                 result.structured_content = None;
             }
-            if revision == Revision::Bb1_0 && result.is_error == Some(true) {
-                let message = result
-                    .content
-                    .iter()
-                    .find_map(|c| match c {
-                        mcpwire_model::types::Content::Text { text, .. } => Some(text.clone()),
-                        _ => None,
-                    })
-                    .unwrap_or_default();
-                return Err(McpError::ToolFailed {
-                    tool: name,
-                    message,
-                });
-            }
             Ok(Reply::Complete(to_raw(&result)))
         })
     }

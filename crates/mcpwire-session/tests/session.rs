@@ -358,6 +358,33 @@ fn bb_dialect_codes() {
     let d = h.dispatches().remove(0);
     h.s.handle_reply(h.now, d.id, Err(McpError::ToolNotFound("nope".into())));
     assert_eq!(h.out()[0]["error"]["code"], -32000);
+
+    // Any backend's isError result becomes −32001 with the tool's name; no notifications.
+    h.send(json!({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"flaky","_meta":{"progressToken":1}}}));
+    let d = h.dispatches().remove(0);
+    let log = CallEvent::Log(mcpwire_model::LogEntry {
+        level: mcpwire_model::types::LoggingLevel::Error,
+        logger: None,
+        data: to_raw("x"),
+    });
+    h.s.handle_call_event(d.id, log);
+    h.s.handle_call_event(
+        d.id,
+        CallEvent::Progress(ProgressUpdate {
+            progress: 1.0,
+            total: None,
+            message: None,
+        }),
+    );
+    let failed = json!({"content":[{"type":"text","text":"disk on fire"}],"isError":true});
+    h.s.handle_reply(h.now, d.id, Ok(Reply::Complete(to_raw(&failed))));
+    let out = h.out();
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0]["error"]["code"], -32001);
+    assert_eq!(
+        out[0]["error"]["data"],
+        json!({"tool": "flaky", "error": "disk on fire"})
+    );
 }
 
 #[test]

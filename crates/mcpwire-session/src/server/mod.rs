@@ -96,6 +96,8 @@ struct InFlight {
     log_level: Option<LoggingLevel>,
     deadline: Option<Instant>,
     subscribe_uri: Option<String>,
+    /// bb-1.0 `tools/call`: the tool's name, for −32001's `data.tool`.
+    tool: Option<String>,
 }
 
 #[derive(Debug)]
@@ -240,6 +242,9 @@ impl ServerSession {
 
     /// Takes an event a running call emitted (progress, log).
     pub fn handle_call_event(&mut self, id: DispatchId, event: CallEvent) {
+        if self.dialect() != Dialect::Mcp {
+            return; // bb-1.0 has no notifications
+        }
         let Some(entry) = self.inflight.get(&id) else {
             return;
         };
@@ -543,6 +548,9 @@ impl ServerSession {
                 log_level: meta.log_level,
                 deadline,
                 subscribe_uri,
+                tool: (self.dialect() == Dialect::Bb && req.method == Method::ToolsCall)
+                    .then(|| tool_name(req.params.as_deref()))
+                    .flatten(),
             },
         );
         self.by_request.insert(req.id.clone(), id);
@@ -565,6 +573,20 @@ impl ServerSession {
         let stateless = self.era == Era::Stateless;
         let id = entry.request_id.clone();
         let result = match reply {
+            Ok(Reply::Complete(raw))
+                if dialect == Dialect::Bb && entry.method == Method::ToolsCall =>
+            {
+                // bb-1.0 reports a failed tool as −32001, whatever backend answered.
+                match bb_tool_failure(&raw, &self.bb_tool_name(entry)) {
+                    Some(e) => {
+                        return Outbound::Error {
+                            id: Some(id),
+                            error: e.to_wire(revision),
+                        };
+                    }
+                    None => raw,
+                }
+            }
             Ok(Reply::Complete(raw)) => raw,
             Ok(Reply::InputRequired(raw)) if stateless => {
                 return Outbound::Response { id, result: raw };
@@ -642,6 +664,10 @@ impl ServerSession {
     }
 
     // ----- helpers -----
+
+    fn bb_tool_name(&self, entry: &InFlight) -> String {
+        entry.tool.clone().unwrap_or_default()
+    }
 
     fn fail_asks_of(&mut self, origin: DispatchId) {
         if self.asks.is_empty() {
@@ -745,6 +771,44 @@ impl ServerSession {
             );
         }
     }
+}
+
+/// The `McpError::ToolFailed` a bb-1.0 client must see for an `isError: true` result.
+fn bb_tool_failure(raw: &RawValue, tool: &str) -> Option<McpError> {
+    if !raw.get().contains("\"isError\"") {
+        return None;
+    }
+    #[derive(serde::Deserialize)]
+    struct Block {
+        #[serde(default)]
+        text: Option<String>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Failed {
+        #[serde(rename = "isError", default)]
+        is_error: bool,
+        #[serde(default)]
+        content: Vec<Block>,
+    }
+    let r: Failed = serde_json::from_str(raw.get()).ok()?;
+    r.is_error.then(|| McpError::ToolFailed {
+        tool: tool.to_owned(),
+        message: r
+            .content
+            .into_iter()
+            .find_map(|b| b.text)
+            .unwrap_or_default(),
+    })
+}
+
+fn tool_name(params: Option<&RawValue>) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Named {
+        name: String,
+    }
+    serde_json::from_str::<Named>(params?.get())
+        .ok()
+        .map(|n| n.name)
 }
 
 fn raw_empty() -> Raw {
