@@ -126,22 +126,7 @@ impl StdioClient {
 
     /// Every tool, following pagination cursors.
     pub async fn list_tools(&mut self) -> Result<Vec<Value>, ClientError> {
-        let mut tools = Vec::new();
-        let mut cursor: Option<String> = None;
-        loop {
-            let params = match &cursor {
-                Some(c) => json!({ "cursor": c }),
-                None => json!({}),
-            };
-            let page = self.request("tools/list", params).await?;
-            if let Some(list) = page.get("tools").and_then(Value::as_array) {
-                tools.extend(list.iter().cloned());
-            }
-            match page.get("nextCursor").and_then(Value::as_str) {
-                Some(c) => cursor = Some(c.to_owned()),
-                None => return Ok(tools),
-            }
-        }
+        paginate_tools(async |m, p| self.request(m, p).await).await
     }
 
     /// Calls a tool with JSON arguments.
@@ -159,5 +144,27 @@ impl StdioClient {
         let _ = tokio::time::timeout(std::time::Duration::from_secs(5), self.child.wait()).await;
         let _ = self.child.start_kill();
         Ok(())
+    }
+}
+
+/// Every tool of a server, following `tools/list` pagination cursors with `request`.
+pub(crate) async fn paginate_tools(
+    mut request: impl AsyncFnMut(&str, Value) -> Result<Value, ClientError>,
+) -> Result<Vec<Value>, ClientError> {
+    let mut tools = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let params = match &cursor {
+            Some(c) => json!({ "cursor": c }),
+            None => json!({}),
+        };
+        let page = request("tools/list", params).await?;
+        if let Some(list) = page.get("tools").and_then(Value::as_array) {
+            tools.extend(list.iter().cloned());
+        }
+        match page.get("nextCursor").and_then(Value::as_str) {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => return Ok(tools),
+        }
     }
 }

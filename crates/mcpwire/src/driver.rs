@@ -1,80 +1,33 @@
 //! The connection driver: feeds one [`ServerSession`] from a framed byte stream, runs its
 //! dispatches on the router, and writes what it sends. It makes no protocol decisions.
 
-use std::collections::HashMap;
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
-use mcpwire_model::{BackendEvent, CallEvent, ClientAsk, McpError, Raw};
-use mcpwire_router::{BoxFuture, CallCtx, McpCall, McpReply, Peer, Router};
-use mcpwire_session::{AskId, Dispatch, DispatchId, ServerSession, SessionConfig, SessionEvent};
+use mcpwire_router::{McpReply, Router};
+use mcpwire_session::{DispatchId, ServerSession, SessionConfig};
 use mcpwire_wire::{Limits, NdjsonCodec};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::codec::{Encoder, FramedRead};
-use tokio_util::sync::CancellationToken;
 
-/// Events a running call can queue before further ones are dropped (progress, logs) or
-/// refused (asks).
-const PEER_QUEUE: usize = 1024;
+use crate::calls::{Calls, recv_event, sleep_until};
+
 /// Frames decoded between two writes, so a flood of input cannot starve output.
 const READ_BURST: usize = 64;
 /// How long calls may keep running after the client closed its input.
 const DRAIN_GRACE: Duration = Duration::from_secs(10);
 
-enum PeerMsg {
-    Event(DispatchId, CallEvent),
-    Ask(
-        DispatchId,
-        ClientAsk,
-        oneshot::Sender<Result<Raw, McpError>>,
-    ),
-}
-
-/// The session side of a call's [`Peer`]: queues events and asks for the driver.
-struct DriverPeer {
-    id: DispatchId,
-    tx: mpsc::Sender<PeerMsg>,
-}
-
-impl Peer for DriverPeer {
-    fn event(&self, event: CallEvent) {
-        // Progress and logs are lossy under pressure rather than unbounded.
-        let _ = self.tx.try_send(PeerMsg::Event(self.id, event));
-    }
-
-    fn ask(&self, ask: ClientAsk) -> BoxFuture<'static, Result<Raw, McpError>> {
-        let (tx, rx) = oneshot::channel();
-        if self.tx.try_send(PeerMsg::Ask(self.id, ask, tx)).is_err() {
-            return Box::pin(std::future::ready(Err(McpError::LimitExceeded(
-                "too many pending messages to the client".into(),
-            ))));
-        }
-        Box::pin(async move { rx.await.unwrap_or(Err(McpError::Cancelled)) })
-    }
-}
-
-type CallFuture = BoxFuture<'static, (DispatchId, Option<McpReply>)>;
-
 /// Drives one connection of a line-delimited JSON-RPC wire (stdio, a socket).
 #[must_use = "a driver does nothing until run"]
 pub struct NdjsonDriver<R, W> {
     session: ServerSession,
-    router: Router,
+    calls: Calls,
     reader: FramedRead<R, NdjsonCodec>,
     writer: W,
     codec: NdjsonCodec,
     wbuf: BytesMut,
-    calls: FuturesUnordered<CallFuture>,
-    cancels: HashMap<DispatchId, CancellationToken>,
-    asks: HashMap<AskId, oneshot::Sender<Result<Raw, McpError>>>,
-    peer_tx: mpsc::Sender<PeerMsg>,
-    peer_rx: mpsc::Receiver<PeerMsg>,
-    events: Option<broadcast::Receiver<BackendEvent>>,
     busy_poll: Duration,
 }
 
@@ -91,21 +44,13 @@ where
         reader: R,
         writer: W,
     ) -> Self {
-        let (peer_tx, peer_rx) = mpsc::channel(PEER_QUEUE);
-        let events = router.events();
         NdjsonDriver {
             session: ServerSession::new(config),
-            router,
+            calls: Calls::new(router),
             reader: FramedRead::with_capacity(reader, NdjsonCodec::new(limits), 64 * 1024),
             writer,
             codec: NdjsonCodec::new(limits),
             wbuf: BytesMut::with_capacity(64 * 1024),
-            calls: FuturesUnordered::new(),
-            cancels: HashMap::new(),
-            asks: HashMap::new(),
-            peer_tx,
-            peer_rx,
-            events,
             busy_poll: Duration::ZERO,
         }
     }
@@ -128,7 +73,7 @@ where
                 return;
             }
             if !self.calls.is_empty()
-                && let Some(Some((id, reply))) = self.calls.next().now_or_never()
+                && let Some(Some((id, reply))) = self.calls.calls.next().now_or_never()
             {
                 self.on_done(id, reply);
                 return;
@@ -178,9 +123,9 @@ where
                     }
                 }
                 frame = self.reader.next(), if reader_open => self.on_frame(frame, &mut reader_open),
-                Some((id, reply)) = self.calls.next(), if !self.calls.is_empty() => self.on_done(id, reply),
-                Some(msg) = self.peer_rx.recv() => self.on_peer(msg),
-                ev = recv_event(&mut self.events) => self.on_backend(ev),
+                Some((id, reply)) = self.calls.calls.next(), if !self.calls.is_empty() => self.on_done(id, reply),
+                Some(msg) = self.calls.peer_rx.recv() => self.calls.on_peer(&mut self.session, msg),
+                ev = recv_event(&mut self.calls.events) => self.calls.on_backend(&mut self.session, ev),
                 _ = sleep_until(timeout) => self.session.handle_timeout(Instant::now()),
                 _ = sleep_until(drain_deadline.map(|d| d.into_std())), if !reader_open => {}
             }
@@ -197,14 +142,7 @@ where
                 self.on_frame(frame, reader_open);
                 progressed = true;
             }
-            while let Some(Some((id, reply))) = self.calls.next().now_or_never() {
-                self.on_done(id, reply);
-                progressed = true;
-            }
-            while let Ok(msg) = self.peer_rx.try_recv() {
-                self.on_peer(msg);
-                progressed = true;
-            }
+            progressed |= self.calls.poll_ready(&mut self.session);
             self.drain();
             if !progressed {
                 break;
@@ -233,134 +171,16 @@ where
     }
 
     fn on_done(&mut self, id: DispatchId, reply: Option<McpReply>) {
-        // Events a call emitted before it finished must reach the client before its answer.
-        while let Ok(msg) = self.peer_rx.try_recv() {
-            self.on_peer(msg);
-        }
-        self.cancels.remove(&id);
-        if let Some(reply) = reply {
-            self.session.handle_reply(Instant::now(), id, reply);
-        }
-    }
-
-    fn on_peer(&mut self, msg: PeerMsg) {
-        match msg {
-            PeerMsg::Event(id, ev) => self.session.handle_call_event(id, ev),
-            PeerMsg::Ask(id, ask, tx) => {
-                let ask_id = self.session.handle_ask(Instant::now(), id, ask);
-                self.asks.insert(ask_id, tx);
-            }
-        }
-    }
-
-    fn on_backend(&mut self, ev: Option<BackendEvent>) {
-        match ev {
-            Some(ev) => self.session.handle_backend_event(&ev),
-            None => self.events = None,
-        }
+        self.calls.on_done(&mut self.session, id, reply);
     }
 
     /// Moves session outputs to their destinations, in the session's drain order.
     fn drain(&mut self) {
-        loop {
-            let mut any = false;
-            while let Some(ev) = self.session.poll_event() {
-                any = true;
-                match ev {
-                    SessionEvent::Cancel(id) => {
-                        if let Some(t) = self.cancels.remove(&id) {
-                            t.cancel();
-                        }
-                    }
-                    SessionEvent::AskDone(ask, result) => {
-                        if let Some(tx) = self.asks.remove(&ask) {
-                            let _ = tx.send(result);
-                        }
-                    }
-                }
+        let (codec, wbuf) = (&mut self.codec, &mut self.wbuf);
+        self.calls.drain(&mut self.session, |t| {
+            if let Err(e) = codec.encode(&t.msg, wbuf) {
+                tracing::error!(error = %e, "could not encode a message");
             }
-            while let Some(d) = self.session.poll_dispatch() {
-                any = true;
-                self.start(d);
-            }
-            while let Some(t) = self.session.poll_transmit() {
-                any = true;
-                if let Err(e) = self.codec.encode(&t.msg, &mut self.wbuf) {
-                    tracing::error!(error = %e, "could not encode a message");
-                }
-            }
-            if !any {
-                break;
-            }
-        }
-    }
-
-    fn start(&mut self, d: Dispatch) {
-        let token = CancellationToken::new();
-        let peer: Arc<dyn Peer> = Arc::new(DriverPeer {
-            id: d.id,
-            tx: self.peer_tx.clone(),
         });
-        let ctx = CallCtx::new(
-            d.ctx.revision,
-            d.ctx.client_capabilities,
-            token.clone(),
-            Some(peer),
-        )
-        .with_progress_token(d.ctx.progress_token);
-        let call = McpCall {
-            method: d.method,
-            params: d.params,
-            ctx,
-        };
-        // A panicking tool answers its own request with an internal error; the connection
-        // and every other call go on.
-        let router = &self.router;
-        let fut = match std::panic::catch_unwind(AssertUnwindSafe(|| router.call(call))) {
-            Ok(fut) => AssertUnwindSafe(fut).catch_unwind(),
-            Err(_) => AssertUnwindSafe(panicked()).catch_unwind(),
-        };
-        let id = d.id;
-        let cancelled = token.clone();
-        self.cancels.insert(id, token);
-        self.calls.push(Box::pin(async move {
-            tokio::select! {
-                biased;
-                r = fut => (id, Some(r.unwrap_or_else(|_| {
-                    tracing::error!("a call panicked");
-                    Err(McpError::Internal("the tool panicked".into()))
-                }))),
-                _ = cancelled.cancelled() => (id, None),
-            }
-        }));
-    }
-}
-
-fn panicked() -> BoxFuture<'static, McpReply> {
-    tracing::error!("a call panicked before it started");
-    Box::pin(std::future::ready(Err(McpError::Internal(
-        "the tool panicked".into(),
-    ))))
-}
-
-async fn recv_event(rx: &mut Option<broadcast::Receiver<BackendEvent>>) -> Option<BackendEvent> {
-    let Some(r) = rx else {
-        return std::future::pending().await;
-    };
-    loop {
-        match r.recv().await {
-            Ok(ev) => return Some(ev),
-            Err(broadcast::error::RecvError::Lagged(n)) => {
-                tracing::warn!(skipped = n, "session fell behind on backend events");
-            }
-            Err(broadcast::error::RecvError::Closed) => return None,
-        }
-    }
-}
-
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at.into()).await,
-        None => std::future::pending().await,
     }
 }

@@ -1,15 +1,18 @@
 //! mcpwire: one fast MCP runtime and gateway serving tools over every wire from one core.
 //!
-//! **Is:** the shell around the sans-IO core — connection drivers, the stdio wire, the
-//! client used by `mcpwire list`/`call`, and the CLI. Tokio lives here and nowhere below.
+//! **Is:** the shell around the sans-IO core — connection drivers, the stdio and Streamable
+//! HTTP wires, the clients used by `mcpwire list`/`call`, and the CLI. Tokio lives here and
+//! nowhere below.
 //!
 //! **Is not:** protocol logic (that is `mcpwire-session`), byte layouts (`mcpwire-wire`) or
 //! tools (`mcpwire-router`).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod calls;
 pub mod client;
 pub mod driver;
+pub mod http;
 pub mod serve;
 pub mod stdio;
 

@@ -3,7 +3,9 @@
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use mcpwire::Service;
-use mcpwire::client::StdioClient;
+use mcpwire::client::{ClientError, StdioClient};
+use mcpwire::http::client::HttpClient;
+use mcpwire::http::{Guard, HttpConfig, HttpServer};
 use serde_json::Value;
 
 const ABOUT: &str = "mcpwire serves MCP tools over every wire from one fast core.";
@@ -17,6 +19,8 @@ inspecting any MCP server.
 
 Try it:
   mcpwire demo                          serve the built-in example over stdio
+  mcpwire demo --transport http         ... over Streamable HTTP at http://127.0.0.1:8000/mcp
+  mcpwire list http://127.0.0.1:8000/mcp  list the tools of an HTTP server
   mcpwire list 'mcpwire demo'           list the example's tools
   mcpwire call 'mcpwire demo' add --args '{\"a\": 2, \"b\": 3}'
 
@@ -34,7 +38,9 @@ struct Cli {
 enum Command {
     /// Serve the built-in example tools, resources and prompts (the conformance fixture).
     ///
-    /// Over stdio, an MCP host launches `mcpwire demo` as its server command.
+    /// Over stdio, an MCP host launches `mcpwire demo` as its server command. With
+    /// `--transport http` it listens on http://HOST:PORT/PATH (Streamable HTTP) and prints
+    /// that URL on stderr.
     Demo {
         #[command(flatten)]
         serve: ServeArgs,
@@ -42,9 +48,10 @@ enum Command {
     /// List the tools of an MCP server.
     ///
     /// TARGET is the command line that starts a stdio server, e.g. 'mcpwire demo' or
-    /// 'python3 server.py'.
+    /// 'python3 server.py', or the URL of a Streamable HTTP server, e.g.
+    /// 'http://127.0.0.1:8000/mcp'.
     List {
-        /// Command line of a stdio MCP server.
+        /// Command line of a stdio MCP server, or an http:// URL.
         target: String,
         /// Print the raw JSON tool definitions instead of a summary.
         #[arg(long)]
@@ -52,7 +59,7 @@ enum Command {
     },
     /// Call one tool of an MCP server and print its result as JSON.
     Call {
-        /// Command line of a stdio MCP server.
+        /// Command line of a stdio MCP server, or an http:// URL.
         target: String,
         /// The tool's name.
         tool: String,
@@ -78,22 +85,133 @@ struct ServeArgs {
     /// save the wake-up latency of an idle CPU between requests.
     #[arg(long, default_value_t = 100, env = "MCPWIRE_BUSY_POLL_US")]
     busy_poll_us: u64,
+    #[command(flatten)]
+    http: HttpArgs,
+}
+
+/// Options of the Streamable HTTP wire.
+#[derive(clap::Args, Debug)]
+#[command(next_help_heading = "HTTP")]
+struct HttpArgs {
+    /// Address to listen on. Anything but loopback also needs --allowed-hosts.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: std::net::IpAddr,
+    /// Port to listen on (0 picks a free one).
+    #[arg(long, default_value_t = 8000)]
+    port: u16,
+    /// Path of the MCP endpoint.
+    #[arg(long, default_value = "/mcp")]
+    path: String,
+    /// Origins accepted besides none (comma-separated: `https://app.example.com`, a bare
+    /// host, or `*`). Default: localhost, 127.0.0.1 and [::1] on any port.
+    #[arg(long, value_delimiter = ',')]
+    allowed_origins: Option<Vec<String>>,
+    /// Host headers accepted (comma-separated: `host:port`, a bare host, or `*`). Default:
+    /// localhost, 127.0.0.1 and [::1] on any port.
+    #[arg(long, value_delimiter = ',')]
+    allowed_hosts: Option<Vec<String>>,
+    /// Stateful sessions alive at once; more `initialize` requests get 503.
+    #[arg(long, default_value_t = 1024)]
+    max_sessions: usize,
+    /// Seconds after which a session with nothing in flight and no open stream ends.
+    #[arg(long, default_value_t = 1800)]
+    session_idle_secs: u64,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
 enum Transport {
     /// Newline-delimited JSON-RPC on stdin/stdout.
     Stdio,
+    /// Streamable HTTP (stateful sessions and stateless 2026-07-28) on --host/--port/--path.
+    Http,
 }
 
 fn main() -> Result<()> {
     let cli = Cli::parse();
     init_tracing();
-    let rt = tokio::runtime::Builder::new_current_thread()
+    let http = matches!(
+        &cli.command,
+        Command::Demo { serve } if matches!(serve.transport, Transport::Http)
+    );
+    // HTTP serves many clients: use every core. Stdio serves one: stay on this thread.
+    let mut builder = if http {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    let rt = builder
         .enable_all()
         .build()
         .context("starting the async runtime")?;
     rt.block_on(run(cli))
+}
+
+/// A client over whichever wire the target names.
+enum Client {
+    Stdio(Box<StdioClient>),
+    Http(HttpClient),
+}
+
+impl Client {
+    async fn connect(target: &str) -> Result<Client, ClientError> {
+        if target.starts_with("http://") || target.starts_with("https://") {
+            Ok(Client::Http(HttpClient::connect(target).await?))
+        } else {
+            Ok(Client::Stdio(Box::new(StdioClient::connect(target).await?)))
+        }
+    }
+
+    async fn list_tools(&mut self) -> Result<Vec<Value>, ClientError> {
+        match self {
+            Client::Stdio(c) => c.list_tools().await,
+            Client::Http(c) => c.list_tools().await,
+        }
+    }
+
+    async fn call_tool(&mut self, name: &str, args: Value) -> Result<Value, ClientError> {
+        match self {
+            Client::Stdio(c) => c.call_tool(name, args).await,
+            Client::Http(c) => c.call_tool(name, args).await,
+        }
+    }
+
+    async fn close(self) -> Result<(), ClientError> {
+        match self {
+            Client::Stdio(c) => (*c).close().await,
+            Client::Http(c) => c.close().await,
+        }
+    }
+}
+
+async fn serve_http(service: Service, args: HttpArgs) -> Result<()> {
+    let path = if args.path.starts_with('/') {
+        args.path
+    } else {
+        format!("/{}", args.path)
+    };
+    let config = HttpConfig {
+        bind: std::net::SocketAddr::new(args.host, args.port),
+        path,
+        max_sessions: args.max_sessions,
+        session_idle: std::time::Duration::from_secs(args.session_idle_secs),
+        guard: Guard {
+            allowed_origins: args.allowed_origins,
+            allowed_hosts: args.allowed_hosts,
+        },
+    };
+    if !args.host.is_loopback() && config.guard.allowed_hosts.is_none() {
+        tracing::warn!(
+            "listening on {} but only loopback Host headers are accepted; pass --allowed-hosts",
+            args.host
+        );
+    }
+    let path = config.path.clone();
+    let server = HttpServer::bind(service, config)
+        .await
+        .with_context(|| format!("binding {}:{}", args.host, args.port))?;
+    let addr = server.local_addr()?;
+    eprintln!("mcpwire: listening on http://{addr}{path}");
+    server.serve().await.context("serving http")
 }
 
 fn init_tracing() {
@@ -117,10 +235,11 @@ async fn run(cli: Cli) -> Result<()> {
                 .max_in_flight = serve.max_in_flight;
             match serve.transport {
                 Transport::Stdio => service.serve_stdio().await.context("serving stdio")?,
+                Transport::Http => serve_http(service, serve.http).await?,
             }
         }
         Command::List { target, json } => {
-            let mut client = StdioClient::connect(&target)
+            let mut client = Client::connect(&target)
                 .await
                 .with_context(|| format!("connecting to {target}"))?;
             let tools = client.list_tools().await?;
@@ -139,7 +258,7 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Call { target, tool, args } => {
             let args: Value =
                 serde_json::from_str(&args).context("--args must be a JSON object")?;
-            let mut client = StdioClient::connect(&target)
+            let mut client = Client::connect(&target)
                 .await
                 .with_context(|| format!("connecting to {target}"))?;
             let result = client.call_tool(&tool, args).await?;

@@ -1,0 +1,264 @@
+//! Running a session's dispatches: the wire-independent half of every connection driver.
+//!
+//! [`Calls`] owns the router, the futures of the calls in flight, their cancellation tokens,
+//! the asks waiting for a client answer and the queue through which running calls report
+//! progress, logs and asks. A driver (stdio, an HTTP session, one stateless HTTP exchange)
+//! owns one `Calls` next to its [`ServerSession`], waits on its fields in its own `select!`
+//! and hands what finished back through the methods here. No protocol decisions are made.
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::stream::FuturesUnordered;
+use futures::{FutureExt, StreamExt};
+use mcpwire_model::{BackendEvent, CallEvent, ClientAsk, McpError, Raw};
+use mcpwire_router::{BoxFuture, CallCtx, McpCall, McpReply, Peer, Router};
+use mcpwire_session::{AskId, Dispatch, DispatchId, ServerSession, SessionEvent, Transmit};
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+/// Events a running call can queue before further ones are dropped (progress, logs) or
+/// refused (asks).
+const PEER_QUEUE: usize = 1024;
+
+/// What a running call sends back to its driver.
+pub(crate) enum PeerMsg {
+    Event(DispatchId, CallEvent),
+    Ask(
+        DispatchId,
+        ClientAsk,
+        oneshot::Sender<Result<Raw, McpError>>,
+    ),
+}
+
+/// The session side of a call's [`Peer`]: queues events and asks for the driver.
+struct DriverPeer {
+    id: DispatchId,
+    tx: mpsc::Sender<PeerMsg>,
+}
+
+impl Peer for DriverPeer {
+    fn event(&self, event: CallEvent) {
+        // Progress and logs are lossy under pressure rather than unbounded.
+        let _ = self.tx.try_send(PeerMsg::Event(self.id, event));
+    }
+
+    fn ask(&self, ask: ClientAsk) -> BoxFuture<'static, Result<Raw, McpError>> {
+        let (tx, rx) = oneshot::channel();
+        if self.tx.try_send(PeerMsg::Ask(self.id, ask, tx)).is_err() {
+            return Box::pin(std::future::ready(Err(McpError::LimitExceeded(
+                "too many pending messages to the client".into(),
+            ))));
+        }
+        Box::pin(async move { rx.await.unwrap_or(Err(McpError::Cancelled)) })
+    }
+}
+
+pub(crate) type CallFuture = BoxFuture<'static, (DispatchId, Option<McpReply>)>;
+
+/// The calls of one session: their futures, cancellation and client asks.
+///
+/// Fields are visible to the crate so drivers can wait on several of them in one
+/// `select!` (disjoint borrows); mutate them only through the methods.
+pub(crate) struct Calls {
+    pub(crate) router: Router,
+    /// Calls being run, polled inline by the driver's task.
+    pub(crate) calls: FuturesUnordered<CallFuture>,
+    cancels: HashMap<DispatchId, CancellationToken>,
+    asks: HashMap<AskId, oneshot::Sender<Result<Raw, McpError>>>,
+    peer_tx: mpsc::Sender<PeerMsg>,
+    /// Progress, logs and asks of running calls.
+    pub(crate) peer_rx: mpsc::Receiver<PeerMsg>,
+    /// Catalog changes and other backend events (`None` once the backends closed it).
+    pub(crate) events: Option<broadcast::Receiver<BackendEvent>>,
+}
+
+impl Calls {
+    /// No calls yet; subscribed to the router's backend events.
+    pub(crate) fn new(router: Router) -> Calls {
+        let (peer_tx, peer_rx) = mpsc::channel(PEER_QUEUE);
+        let events = router.events();
+        Calls {
+            router,
+            calls: FuturesUnordered::new(),
+            cancels: HashMap::new(),
+            asks: HashMap::new(),
+            peer_tx,
+            peer_rx,
+            events,
+        }
+    }
+
+    /// Calls still running.
+    pub(crate) fn len(&self) -> usize {
+        self.calls.len()
+    }
+
+    /// Whether no call is running.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.calls.is_empty()
+    }
+
+    /// Takes a finished call's outcome (`None`: it was cancelled).
+    pub(crate) fn on_done(
+        &mut self,
+        session: &mut ServerSession,
+        id: DispatchId,
+        reply: Option<McpReply>,
+    ) {
+        // Events a call emitted before it finished must reach the client before its answer.
+        while let Ok(msg) = self.peer_rx.try_recv() {
+            self.on_peer(session, msg);
+        }
+        self.cancels.remove(&id);
+        if let Some(reply) = reply {
+            session.handle_reply(Instant::now(), id, reply);
+        }
+    }
+
+    /// Takes one event or ask of a running call.
+    pub(crate) fn on_peer(&mut self, session: &mut ServerSession, msg: PeerMsg) {
+        match msg {
+            PeerMsg::Event(id, ev) => session.handle_call_event(id, ev),
+            PeerMsg::Ask(id, ask, tx) => {
+                let ask_id = session.handle_ask(Instant::now(), id, ask);
+                self.asks.insert(ask_id, tx);
+            }
+        }
+    }
+
+    /// Takes one backend event (`None`: the backends closed their event channel).
+    pub(crate) fn on_backend(&mut self, session: &mut ServerSession, ev: Option<BackendEvent>) {
+        match ev {
+            Some(ev) => session.handle_backend_event(&ev),
+            None => self.events = None,
+        }
+    }
+
+    /// Takes every finished call and queued call message without waiting; whether any.
+    pub(crate) fn poll_ready(&mut self, session: &mut ServerSession) -> bool {
+        let mut progressed = false;
+        while let Some(Some((id, reply))) = self.calls.next().now_or_never() {
+            self.on_done(session, id, reply);
+            progressed = true;
+        }
+        while let Ok(msg) = self.peer_rx.try_recv() {
+            self.on_peer(session, msg);
+            progressed = true;
+        }
+        progressed
+    }
+
+    /// Moves session outputs to their destinations, in the session's drain order: shell
+    /// events and dispatches here, transmits to `on_transmit`.
+    pub(crate) fn drain(
+        &mut self,
+        session: &mut ServerSession,
+        mut on_transmit: impl FnMut(Transmit),
+    ) {
+        loop {
+            let mut any = false;
+            while let Some(ev) = session.poll_event() {
+                any = true;
+                match ev {
+                    SessionEvent::Cancel(id) => {
+                        if let Some(t) = self.cancels.remove(&id) {
+                            t.cancel();
+                        }
+                    }
+                    SessionEvent::AskDone(ask, result) => {
+                        if let Some(tx) = self.asks.remove(&ask) {
+                            let _ = tx.send(result);
+                        }
+                    }
+                }
+            }
+            while let Some(d) = session.poll_dispatch() {
+                any = true;
+                self.start(d);
+            }
+            while let Some(t) = session.poll_transmit() {
+                any = true;
+                on_transmit(t);
+            }
+            if !any {
+                break;
+            }
+        }
+    }
+
+    fn start(&mut self, d: Dispatch) {
+        let token = CancellationToken::new();
+        let peer: Arc<dyn Peer> = Arc::new(DriverPeer {
+            id: d.id,
+            tx: self.peer_tx.clone(),
+        });
+        let ctx = CallCtx::new(
+            d.ctx.revision,
+            d.ctx.client_capabilities,
+            token.clone(),
+            Some(peer),
+        )
+        .with_progress_token(d.ctx.progress_token);
+        let call = McpCall {
+            method: d.method,
+            params: d.params,
+            ctx,
+        };
+        // A panicking tool answers its own request with an internal error; the connection
+        // and every other call go on.
+        let router = &self.router;
+        let fut = match std::panic::catch_unwind(AssertUnwindSafe(|| router.call(call))) {
+            Ok(fut) => AssertUnwindSafe(fut).catch_unwind(),
+            Err(_) => AssertUnwindSafe(panicked()).catch_unwind(),
+        };
+        let id = d.id;
+        let cancelled = token.clone();
+        self.cancels.insert(id, token);
+        self.calls.push(Box::pin(async move {
+            tokio::select! {
+                biased;
+                r = fut => (id, Some(r.unwrap_or_else(|_| {
+                    tracing::error!("a call panicked");
+                    Err(McpError::Internal("the tool panicked".into()))
+                }))),
+                _ = cancelled.cancelled() => (id, None),
+            }
+        }));
+    }
+}
+
+fn panicked() -> BoxFuture<'static, McpReply> {
+    tracing::error!("a call panicked before it started");
+    Box::pin(std::future::ready(Err(McpError::Internal(
+        "the tool panicked".into(),
+    ))))
+}
+
+/// The next backend event (`None`: the channel closed); pending forever without a receiver.
+pub(crate) async fn recv_event(
+    rx: &mut Option<broadcast::Receiver<BackendEvent>>,
+) -> Option<BackendEvent> {
+    let Some(r) = rx else {
+        return std::future::pending().await;
+    };
+    loop {
+        match r.recv().await {
+            Ok(ev) => return Some(ev),
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!(skipped = n, "session fell behind on backend events");
+            }
+            Err(broadcast::error::RecvError::Closed) => return None,
+        }
+    }
+}
+
+/// Sleeps until `at`; forever when `None`.
+pub(crate) async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,102 @@
+//! `GET` (the standalone SSE stream of a session) and `DELETE` (ending a session).
+//!
+//! Both need a session: without `Mcp-Session-Id` they get 405 (a stateless server has no
+//! stream to open and nothing to end), with an unknown one 404.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::header::ALLOW;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use mcpwire_model::codes;
+
+use super::headers::{self, Accept, LAST_EVENT_ID, SESSION_ID};
+use super::{App, guard, reply};
+
+/// Opens the standalone SSE stream of a session (server notifications and requests that
+/// relate to no open `POST`). A newer stream replaces an older one.
+pub(crate) async fn open(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    if let Some(r) = guard::refuse(&app.config.guard, &headers) {
+        return r;
+    }
+    let sid = match headers::text(&headers, SESSION_ID) {
+        Ok(Some(sid)) => sid,
+        Ok(None) => return not_allowed(),
+        Err(()) => return bad("invalid Mcp-Session-Id header"),
+    };
+    if !Accept::of(&headers).sse {
+        return reply::error(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            codes::INVALID_REQUEST,
+            "Not Acceptable: Accept must list text/event-stream",
+        );
+    }
+    let Some(session) = app.sessions.get(sid) else {
+        return not_found();
+    };
+    // Streams of POSTs cannot be resumed (no event store): say so at once, instead of
+    // opening a stream on which the awaited response would never come.
+    if let Ok(Some(last)) = headers::text(&headers, LAST_EVENT_ID)
+        && !last.starts_with('g')
+    {
+        return bad("this server cannot resume that stream");
+    }
+    match session.standalone().await {
+        Ok(rx) => reply::sse(receiver_stream(rx), reply::standalone_prefix()),
+        Err(_) => not_found(),
+    }
+}
+
+/// Ends a session: its calls are dropped and its id answers 404 from now on.
+pub(crate) async fn delete(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    if let Some(r) = guard::refuse(&app.config.guard, &headers) {
+        return r;
+    }
+    match headers::text(&headers, SESSION_ID) {
+        Ok(Some(sid)) if app.sessions.remove(sid) => {
+            tracing::debug!(session = %sid, "session deleted by the client");
+            StatusCode::OK.into_response()
+        }
+        Ok(Some(_)) => not_found(),
+        Ok(None) => not_allowed(),
+        Err(()) => bad("invalid Mcp-Session-Id header"),
+    }
+}
+
+fn receiver_stream(
+    mut rx: tokio::sync::mpsc::Receiver<mcpwire_model::Outbound>,
+) -> impl futures::Stream<Item = mcpwire_model::Outbound> + Send + 'static {
+    futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
+
+fn not_allowed() -> Response {
+    let mut r = reply::error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        None,
+        codes::INVALID_REQUEST,
+        "Method Not Allowed: no session (stateless requests use POST only)",
+    );
+    r.headers_mut()
+        .insert(ALLOW, HeaderValue::from_static("POST"));
+    r
+}
+
+fn not_found() -> Response {
+    reply::error(
+        StatusCode::NOT_FOUND,
+        None,
+        codes::INVALID_REQUEST,
+        "Session not found",
+    )
+}
+
+fn bad(message: &str) -> Response {
+    reply::error(
+        StatusCode::BAD_REQUEST,
+        None,
+        codes::INVALID_REQUEST,
+        format!("Bad Request: {message}"),
+    )
+}

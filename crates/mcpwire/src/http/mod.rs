@@ -1,0 +1,112 @@
+//! The Streamable HTTP wire: one endpoint (`POST`/`GET`/`DELETE` on a path) serving both the
+//! stateful revisions (2025-03-26 … 2025-11-25, a session per `initialize`, named by the
+//! `Mcp-Session-Id` header) and stateless 2026-07-28 (every `POST` stands alone).
+//!
+//! - [`guard`] refuses foreign `Origin`/`Host` headers (DNS rebinding) before anything else.
+//! - [`post`] validates a `POST` (content type, `Accept`, size, JSON) and routes it: to a
+//!   session, to a new session (`initialize`), or to a stateless exchange.
+//! - [`session`] is one stateful session: a task owning a `ServerSession` and its calls,
+//!   routing each message to the `POST` stream of the request it relates to, or to the
+//!   standalone `GET` stream. [`sessions`] is the bounded table of them.
+//! - [`stateless`] answers one 2026-07-28 request with a fresh `ServerSession`; dropping the
+//!   response (the client went away) cancels the call.
+//! - [`client`] is the small client behind `mcpwire list|call http://…`.
+//! - [`reply`] turns a request's messages into `application/json` (only the response) or
+//!   `text/event-stream` (anything came before the response), and builds error replies.
+//!
+//! Like every driver, nothing here makes protocol decisions: those stay in the session.
+
+pub mod client;
+mod get;
+mod guard;
+mod headers;
+mod post;
+mod reply;
+mod session;
+mod sessions;
+mod stateless;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::routing::MethodRouter;
+
+pub use guard::Guard;
+
+use crate::Service;
+use sessions::Sessions;
+
+/// How to serve Streamable HTTP.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// Address to listen on (port 0 picks a free one).
+    pub bind: SocketAddr,
+    /// The MCP endpoint's path, e.g. `/mcp`.
+    pub path: String,
+    /// Sessions alive at once; `initialize` beyond this gets 503.
+    pub max_sessions: usize,
+    /// A session with nothing in flight, no open `GET` stream and no request for this long
+    /// is ended (its id then gets 404).
+    pub session_idle: Duration,
+    /// Which `Origin`/`Host` headers are accepted.
+    pub guard: Guard,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            path: "/mcp".into(),
+            max_sessions: 1024,
+            session_idle: Duration::from_secs(30 * 60),
+            guard: Guard::default(),
+        }
+    }
+}
+
+/// What every handler shares.
+pub(crate) struct App {
+    pub(crate) service: Service,
+    pub(crate) config: HttpConfig,
+    pub(crate) sessions: Arc<Sessions>,
+}
+
+/// A bound, not yet serving, Streamable HTTP listener.
+#[must_use = "a listener does nothing until served"]
+pub struct HttpServer {
+    listener: tokio::net::TcpListener,
+    app: Arc<App>,
+}
+
+impl HttpServer {
+    /// Binds `config.bind`; fails if the address is taken.
+    pub async fn bind(service: Service, config: HttpConfig) -> std::io::Result<HttpServer> {
+        let listener = tokio::net::TcpListener::bind(config.bind).await?;
+        let sessions = Arc::new(Sessions::new(config.max_sessions));
+        Ok(HttpServer {
+            listener,
+            app: Arc::new(App {
+                service,
+                config,
+                sessions,
+            }),
+        })
+    }
+
+    /// The address actually bound (with the port the system picked for port 0).
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serves until the process is stopped.
+    pub async fn serve(self) -> std::io::Result<()> {
+        let endpoint: MethodRouter<Arc<App>> = axum::routing::post(post::handle)
+            .get(get::open)
+            .delete(get::delete);
+        let router = axum::Router::new()
+            .route(&self.app.config.path, endpoint)
+            .with_state(self.app);
+        axum::serve(self.listener, router).await
+    }
+}

@@ -1,0 +1,351 @@
+//! `POST`: one JSON-RPC message from the client, validated and routed.
+//!
+//! Checks, in order: `Origin`/`Host` (403), `Content-Type: application/json` (415),
+//! `Accept` listing both JSON and SSE (406), body size (413), JSON-RPC shape (400). Then:
+//! with `Mcp-Session-Id` → that session (404 if unknown); without it, a request carrying
+//! the 2026-07-28 envelope or version header → a stateless exchange; `initialize` → a new
+//! session; anything else → 400.
+
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::Response;
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use mcpwire_model::jsonrpc::decode_with_depth;
+use mcpwire_model::types::RequestMeta;
+use mcpwire_model::{Message, Method, Request, Revision, codes};
+
+use super::headers::{self, Accept, MCP_METHOD, MCP_NAME, PROTOCOL_VERSION, SESSION_ID};
+use super::reply::{self, HEADER_MISMATCH};
+use super::stateless::Exchange;
+use super::{App, guard};
+
+/// Handles a `POST` to the endpoint.
+pub(crate) async fn handle(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    if let Some(r) = guard::refuse(&app.config.guard, &headers) {
+        return r;
+    }
+    if !headers::is_json_body(&headers) {
+        return reply::error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            None,
+            codes::INVALID_REQUEST,
+            "Unsupported Media Type: Content-Type must be application/json",
+        );
+    }
+    let accept = Accept::of(&headers);
+    if !(accept.json && accept.sse) {
+        return reply::error(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            codes::INVALID_REQUEST,
+            "Not Acceptable: Accept must list application/json and text/event-stream",
+        );
+    }
+    let bytes = match read_body(body, &headers, app.service.limits.max_message_bytes).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let msg = match decode_with_depth(&bytes, app.service.limits.max_depth) {
+        Ok(m) => m,
+        Err(bad) => return reply::error_object(StatusCode::BAD_REQUEST, bad.id, bad.error),
+    };
+    let Ok(version) = headers::text(&headers, PROTOCOL_VERSION) else {
+        return bad_header(PROTOCOL_VERSION);
+    };
+    match headers::text(&headers, SESSION_ID) {
+        Err(()) => bad_header(SESSION_ID),
+        Ok(Some(sid)) => with_session(&app, sid, version, msg).await,
+        Ok(None) => without_session(&app, &headers, version, msg).await,
+    }
+}
+
+async fn read_body(body: Body, headers: &HeaderMap, max: usize) -> Result<Bytes, Response> {
+    let too_big = || {
+        reply::error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            None,
+            codes::INVALID_REQUEST,
+            format!("Invalid Request: message longer than {max} bytes"),
+        )
+    };
+    let declared = headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max as u64) {
+        return Err(too_big());
+    }
+    match Limited::new(body, max).collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(too_big()),
+        Err(e) => {
+            tracing::debug!(error = %e, "could not read a request body");
+            Err(reply::error(
+                StatusCode::BAD_REQUEST,
+                None,
+                codes::INVALID_REQUEST,
+                "Invalid Request: could not read the body",
+            ))
+        }
+    }
+}
+
+fn bad_header(name: &str) -> Response {
+    reply::error(
+        StatusCode::BAD_REQUEST,
+        None,
+        codes::INVALID_REQUEST,
+        format!("Bad Request: invalid {name} header"),
+    )
+}
+
+fn unsupported_version(version: &str) -> Response {
+    reply::error(
+        StatusCode::BAD_REQUEST,
+        None,
+        codes::INVALID_REQUEST,
+        format!("Bad Request: unsupported MCP-Protocol-Version: {version}"),
+    )
+}
+
+fn session_not_found() -> Response {
+    reply::error(
+        StatusCode::NOT_FOUND,
+        None,
+        codes::INVALID_REQUEST,
+        "Session not found",
+    )
+}
+
+async fn with_session(app: &App, sid: &str, version: Option<&str>, msg: Message) -> Response {
+    let Some(session) = app.sessions.get(sid) else {
+        return session_not_found();
+    };
+    if let Some(v) = version
+        && Revision::parse(v).is_none()
+    {
+        return unsupported_version(v);
+    }
+    match msg {
+        Message::Request(req) => {
+            let id = req.id.clone();
+            let Ok(stream) = session.request(req).await else {
+                return session_not_found();
+            };
+            match reply::answer(stream, &id, false).await {
+                Some(a) => a.response,
+                // Ended without a word: cancelled by the client (nothing more will come),
+                // or the session went away.
+                None if app.sessions.get(sid).is_some() => reply::empty_stream(),
+                None => session_not_found(),
+            }
+        }
+        other => match session.message(other).await {
+            Ok(()) => reply::accepted(),
+            Err(_) => session_not_found(),
+        },
+    }
+}
+
+async fn without_session(
+    app: &App,
+    headers: &HeaderMap,
+    version: Option<&str>,
+    msg: Message,
+) -> Response {
+    let enveloped = match &msg {
+        Message::Request(r) => RequestMeta::from_params(r.params.as_deref())
+            .ok()
+            .flatten()
+            .is_some_and(|m| m.protocol_version.is_some()),
+        _ => false,
+    };
+    if enveloped || version == Some(Revision::STATELESS.as_str()) {
+        return stateless(app, headers, version, msg).await;
+    }
+    if let Some(v) = version
+        && Revision::parse(v).is_none()
+    {
+        return unsupported_version(v);
+    }
+    match msg {
+        Message::Request(req) if req.method == Method::Initialize => initialize(app, req).await,
+        Message::Request(req) => reply::error(
+            StatusCode::BAD_REQUEST,
+            Some(req.id),
+            codes::INVALID_REQUEST,
+            "Bad Request: Mcp-Session-Id header is required",
+        ),
+        _ => reply::error(
+            StatusCode::BAD_REQUEST,
+            None,
+            codes::INVALID_REQUEST,
+            "Bad Request: Mcp-Session-Id header is required",
+        ),
+    }
+}
+
+async fn initialize(app: &App, req: Request) -> Response {
+    let Ok((sid, session)) = app.sessions.create(&app.service, app.config.session_idle) else {
+        return reply::error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Some(req.id),
+            codes::INVALID_REQUEST,
+            "too many sessions; try again later",
+        );
+    };
+    let id = req.id.clone();
+    let answer = match session.request(req).await {
+        Ok(stream) => reply::answer(stream, &id, false).await,
+        Err(_) => None,
+    };
+    match answer {
+        Some(a) if !a.error => {
+            let mut response = a.response;
+            if let Ok(v) = HeaderValue::from_str(&sid) {
+                response.headers_mut().insert(SESSION_ID, v);
+            }
+            tracing::debug!(session = %sid, "session started");
+            response
+        }
+        // A refused initialize leaves no session behind.
+        Some(a) => {
+            app.sessions.remove(&sid);
+            a.response
+        }
+        None => {
+            app.sessions.remove(&sid);
+            reply::error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                Some(id),
+                codes::INTERNAL_ERROR,
+                "the session ended before answering",
+            )
+        }
+    }
+}
+
+/// A 2026-07-28 request: validate the routing headers against the body, then answer it
+/// with a fresh stateless session.
+async fn stateless(
+    app: &App,
+    headers: &HeaderMap,
+    version: Option<&str>,
+    msg: Message,
+) -> Response {
+    // 2026-07-28 has no session to notify; notifications (cancel is the stream closing)
+    // and stray responses have nothing to act on.
+    let Message::Request(req) = msg else {
+        return reply::accepted();
+    };
+    if let Err((code, message)) = check_stateless(headers, version, &req) {
+        let status = reply::stateless_status(code);
+        return reply::error(status, Some(req.id), code, message);
+    }
+    if req.method == Method::Initialize {
+        return reply::error(
+            StatusCode::NOT_FOUND,
+            Some(req.id),
+            codes::METHOD_NOT_FOUND,
+            "Method not found: initialize (not in 2026-07-28)",
+        );
+    }
+    let exchange = Exchange::start(&app.service, req);
+    let id = exchange.id().clone();
+    match reply::answer(exchange.into_stream(), &id, true).await {
+        Some(a) => a.response,
+        None => reply::error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Some(id),
+            codes::INTERNAL_ERROR,
+            "the request ended without an answer",
+        ),
+    }
+}
+
+/// The stateless validation ladder: version header present, envelope present, headers
+/// agreeing with the body. (The version itself is the session's to judge.)
+fn check_stateless(
+    headers: &HeaderMap,
+    version: Option<&str>,
+    req: &Request,
+) -> Result<(), (i64, String)> {
+    let Some(version) = version else {
+        return Err((
+            HEADER_MISMATCH,
+            "MCP-Protocol-Version header is required".into(),
+        ));
+    };
+    let meta = RequestMeta::from_params(req.params.as_deref())
+        .map_err(|e| (codes::INVALID_PARAMS, e))?
+        .unwrap_or_default();
+    let Some(body_version) = &meta.protocol_version else {
+        return Err((
+            codes::INVALID_PARAMS,
+            "params._meta must carry io.modelcontextprotocol/protocolVersion".into(),
+        ));
+    };
+    if meta.client_capabilities.is_none() {
+        return Err((
+            codes::INVALID_PARAMS,
+            "params._meta must carry io.modelcontextprotocol/clientCapabilities".into(),
+        ));
+    }
+    if body_version.as_str() != Some(version) {
+        return Err((
+            HEADER_MISMATCH,
+            "MCP-Protocol-Version header does not match the request's _meta protocolVersion".into(),
+        ));
+    }
+    let Ok(method) = headers::text(headers, MCP_METHOD) else {
+        return Err((HEADER_MISMATCH, "invalid Mcp-Method header".into()));
+    };
+    if let Some(m) = method
+        && m != req.method.as_str()
+    {
+        return Err((
+            HEADER_MISMATCH,
+            "Mcp-Method header does not match the request's method".into(),
+        ));
+    }
+    check_name(headers, req)
+}
+
+/// `Mcp-Name`, when sent, must equal the body's tool/prompt name or resource URI.
+fn check_name(headers: &HeaderMap, req: &Request) -> Result<(), (i64, String)> {
+    let key = match req.method {
+        Method::ToolsCall | Method::PromptsGet => "name",
+        Method::ResourcesRead => "uri",
+        _ => return Ok(()),
+    };
+    let Ok(Some(header)) = headers::text(headers, MCP_NAME) else {
+        return Ok(());
+    };
+    #[derive(serde::Deserialize)]
+    struct Names {
+        name: Option<serde_json::Value>,
+        uri: Option<serde_json::Value>,
+    }
+    let names = req
+        .params
+        .as_deref()
+        .and_then(|p| serde_json::from_str::<Names>(p.get()).ok());
+    let body = names.and_then(|n| match if key == "uri" { n.uri } else { n.name } {
+        Some(serde_json::Value::String(s)) => Some(s),
+        _ => None,
+    });
+    match body {
+        Some(b) if headers::decode_value(header).as_deref() != Some(b.as_str()) => Err((
+            HEADER_MISMATCH,
+            format!("Mcp-Name header does not match the request's {key}"),
+        )),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,310 @@
+//! Starts `mcpwire demo --transport http --port 0` and talks raw HTTP/1.1 to it (blocking,
+//! one connection per request), so tests control every header and byte.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// What a browser-less MCP client sends on every POST.
+pub const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+
+/// A running HTTP server child.
+pub struct HttpServer {
+    child: Child,
+    /// `host:port`.
+    pub addr: String,
+    /// The endpoint path.
+    pub path: String,
+}
+
+impl HttpServer {
+    /// `mcpwire demo --transport http --port 0` plus `extra` arguments.
+    pub fn start(extra: &[&str]) -> HttpServer {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mcpwire"))
+            .args(["demo", "--transport", "http", "--port", "0"])
+            .args(extra)
+            .env("MCPWIRE_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn mcpwire");
+        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+        let mut line = String::new();
+        stderr.read_line(&mut line).expect("read stderr");
+        let url = line
+            .trim()
+            .strip_prefix("mcpwire: listening on http://")
+            .unwrap_or_else(|| panic!("unexpected first stderr line: {line}"))
+            .to_owned();
+        std::thread::spawn(move || {
+            let mut sink = Vec::new();
+            let _ = stderr.read_to_end(&mut sink);
+        });
+        let (addr, path) = url.split_at(url.find('/').expect("a path"));
+        HttpServer {
+            child,
+            addr: addr.to_owned(),
+            path: path.to_owned(),
+        }
+    }
+
+    /// Sends a request with exactly these headers (plus `Host` unless given).
+    pub fn send(&self, method: &str, headers: &[(&str, &str)], body: &[u8]) -> Exchange {
+        Exchange::send(&self.addr, method, &self.path, headers, body)
+    }
+
+    /// POSTs a JSON-RPC message the way a well-behaved client does.
+    pub fn post(&self, session: Option<&str>, msg: &Value) -> Exchange {
+        let mut h = vec![
+            ("content-type", "application/json"),
+            ("accept", ACCEPT_BOTH),
+        ];
+        if let Some(s) = session {
+            h.push(("mcp-session-id", s));
+            h.push(("mcp-protocol-version", "2025-11-25"));
+        }
+        self.send("POST", &h, msg.to_string().as_bytes())
+    }
+
+    /// POSTs a stateless 2026-07-28 request with matching headers and envelope.
+    pub fn post_stateless(&self, id: i64, method: &str, params: Value) -> Exchange {
+        self.post_stateless_with(id, method, params, json!({}))
+    }
+
+    /// Like [`HttpServer::post_stateless`], declaring these client capabilities.
+    pub fn post_stateless_with(
+        &self,
+        id: i64,
+        method: &str,
+        mut params: Value,
+        capabilities: Value,
+    ) -> Exchange {
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": capabilities,
+        });
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let h = [
+            ("content-type", "application/json"),
+            ("accept", ACCEPT_BOTH),
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", method),
+        ];
+        self.send("POST", &h, body.to_string().as_bytes())
+    }
+
+    /// Opens a 2025-11-25 session (initialize + initialized) with these client capabilities.
+    pub fn initialize_with(&self, capabilities: Value) -> String {
+        let r = self.post(
+            None,
+            &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+                "protocolVersion":"2025-11-25","capabilities":capabilities,
+                "clientInfo":{"name":"test","version":"1"}}}),
+        );
+        assert_eq!(r.status, 200);
+        let sid = r.header("mcp-session-id").expect("a session id").to_owned();
+        let body = r.json();
+        assert_eq!(body["result"]["protocolVersion"], "2025-11-25", "{body}");
+        let r = self.post(
+            Some(&sid),
+            &json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+        );
+        assert_eq!(r.status, 202);
+        sid
+    }
+
+    /// Opens a session with no client capabilities.
+    pub fn initialize(&self) -> String {
+        self.initialize_with(json!({}))
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One HTTP response, its body read on demand.
+pub struct Exchange {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    reader: BufReader<TcpStream>,
+    chunked: bool,
+    remaining: Option<usize>,
+    done: bool,
+    sse_buf: Vec<u8>,
+}
+
+impl Exchange {
+    fn send(
+        addr: &str,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Exchange {
+        let mut s = TcpStream::connect(addr).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut req = format!("{method} {path} HTTP/1.1\r\n");
+        if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+            req.push_str(&format!("host: {addr}\r\n"));
+        }
+        for (k, v) in headers {
+            req.push_str(&format!("{k}: {v}\r\n"));
+        }
+        req.push_str(&format!(
+            "content-length: {}\r\nconnection: close\r\n\r\n",
+            body.len()
+        ));
+        s.write_all(req.as_bytes()).unwrap();
+        // A server may answer (413) before reading everything: ignore write errors.
+        let _ = s.write_all(body);
+        let mut reader = BufReader::new(s);
+        let mut line = String::new();
+        reader.read_line(&mut line).expect("status line");
+        let status: u16 = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("bad status line: {line:?}"));
+        let mut headers = Vec::new();
+        loop {
+            let mut h = String::new();
+            reader.read_line(&mut h).expect("header line");
+            let h = h.trim_end();
+            if h.is_empty() {
+                break;
+            }
+            let (k, v) = h.split_once(':').expect("header");
+            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_owned()));
+        }
+        let chunked = headers
+            .iter()
+            .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
+        let remaining = headers
+            .iter()
+            .find(|(k, _)| k == "content-length")
+            .and_then(|(_, v)| v.parse().ok());
+        Exchange {
+            status,
+            headers,
+            reader,
+            chunked,
+            remaining,
+            done: false,
+            sse_buf: Vec::new(),
+        }
+    }
+
+    /// POSTs `msg` to session `sid` of the server at `addr` (for use from other threads).
+    pub fn post_to(addr: &str, path: &str, sid: &str, msg: &Value) -> Exchange {
+        let h = [
+            ("content-type", "application/json"),
+            ("accept", ACCEPT_BOTH),
+            ("mcp-session-id", sid),
+            ("mcp-protocol-version", "2025-11-25"),
+        ];
+        Exchange::send(addr, "POST", path, &h, msg.to_string().as_bytes())
+    }
+
+    /// A response header (name in lowercase).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The next piece of the body; `None` at its end.
+    fn next_chunk(&mut self) -> Option<Vec<u8>> {
+        if self.done {
+            return None;
+        }
+        if self.chunked {
+            let mut size = String::new();
+            self.reader.read_line(&mut size).expect("chunk size");
+            let n = usize::from_str_radix(size.trim().split(';').next().unwrap_or("0"), 16)
+                .expect("chunk size");
+            if n == 0 {
+                self.done = true;
+                return None;
+            }
+            let mut buf = vec![0; n];
+            self.reader.read_exact(&mut buf).expect("chunk");
+            let mut crlf = String::new();
+            self.reader.read_line(&mut crlf).expect("chunk end");
+            return Some(buf);
+        }
+        self.done = true;
+        let mut buf = Vec::new();
+        match self.remaining {
+            Some(n) => {
+                buf.resize(n, 0);
+                self.reader.read_exact(&mut buf).expect("body");
+            }
+            None => {
+                self.reader.read_to_end(&mut buf).expect("body");
+            }
+        }
+        Some(buf)
+    }
+
+    /// The whole body as text.
+    pub fn text(mut self) -> String {
+        let mut all = Vec::new();
+        while let Some(c) = self.next_chunk() {
+            all.extend(c);
+        }
+        String::from_utf8(all).expect("utf-8 body")
+    }
+
+    /// The whole body as JSON.
+    pub fn json(self) -> Value {
+        let t = self.text();
+        serde_json::from_str(&t).unwrap_or_else(|e| panic!("body is not JSON ({e}): {t}"))
+    }
+
+    /// The next SSE event as (id, JSON data); `None` at the end of the stream.
+    pub fn next_event(&mut self) -> Option<(Option<String>, Value)> {
+        loop {
+            if let Some(end) = self.sse_buf.windows(2).position(|w| w == b"\n\n") {
+                let event: Vec<u8> = self.sse_buf.drain(..end + 2).collect();
+                let event = String::from_utf8(event).expect("utf-8 event");
+                let mut id = None;
+                let mut data = String::new();
+                for line in event.lines() {
+                    if let Some(v) = line.strip_prefix("id:") {
+                        id = Some(v.trim().to_owned());
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        data.push_str(v.trim_start());
+                    }
+                }
+                if data.is_empty() {
+                    continue; // keep-alive comment or priming event
+                }
+                let v = serde_json::from_str(&data).expect("event data is JSON");
+                return Some((id, v));
+            }
+            let chunk = self.next_chunk()?;
+            self.sse_buf
+                .extend(chunk.into_iter().filter(|&b| b != b'\r'));
+        }
+    }
+
+    /// Every remaining SSE event's data.
+    pub fn events(mut self) -> Vec<Value> {
+        let mut out = Vec::new();
+        while let Some((_, v)) = self.next_event() {
+            out.push(v);
+        }
+        out
+    }
+}

@@ -1,0 +1,347 @@
+//! Bad input over Streamable HTTP: every fault gets its status and a JSON-RPC error body,
+//! and the server keeps serving.
+
+mod common;
+
+use common::http::{ACCEPT_BOTH, HttpServer};
+use serde_json::{Value, json};
+
+const JSON: (&str, &str) = ("content-type", "application/json");
+const ACCEPT: (&str, &str) = ("accept", ACCEPT_BOTH);
+
+fn tools_list(id: i64) -> Vec<u8> {
+    json!({"jsonrpc":"2.0","id":id,"method":"tools/list"})
+        .to_string()
+        .into_bytes()
+}
+
+fn error_code(body: &Value) -> i64 {
+    body["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("not a JSON-RPC error: {body}"))
+}
+
+#[test]
+fn content_negotiation_and_framing_faults() {
+    let s = HttpServer::start(&["--max-message-bytes", "1024"]);
+    let sid = s.initialize();
+    let sess = ("mcp-session-id", sid.as_str());
+
+    // Wrong or missing content type.
+    for ct in [Some("text/plain"), Some("application/jsonx"), None] {
+        let mut h = vec![ACCEPT, sess];
+        if let Some(ct) = ct {
+            h.push(("content-type", ct));
+        }
+        let r = s.send("POST", &h, &tools_list(1));
+        assert_eq!(r.status, 415, "content type {ct:?}");
+        assert_eq!(error_code(&r.json()), -32600);
+    }
+    // A charset parameter is fine.
+    let r = s.send(
+        "POST",
+        &[
+            ("content-type", "application/json; charset=utf-8"),
+            ACCEPT,
+            sess,
+        ],
+        &tools_list(2),
+    );
+    assert_eq!(r.status, 200);
+    assert!(r.json()["result"]["tools"].is_array());
+
+    // Accept must list both media types.
+    for accept in [None, Some("application/json"), Some("text/event-stream")] {
+        let mut h = vec![JSON, sess];
+        if let Some(a) = accept {
+            h.push(("accept", a));
+        }
+        let r = s.send("POST", &h, &tools_list(3));
+        assert_eq!(r.status, 406, "accept {accept:?}");
+        assert_eq!(error_code(&r.json()), -32600);
+    }
+
+    // Bad JSON, invalid envelopes, batches.
+    let cases: &[(&[u8], i64)] = &[
+        (b"{not json", -32700),
+        (b"\xff\xfe", -32700),
+        (b"", -32700),
+        (
+            b"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]",
+            -32600,
+        ),
+        (
+            b"{\"jsonrpc\":\"1.0\",\"id\":3,\"method\":\"ping\"}",
+            -32600,
+        ),
+    ];
+    for (body, code) in cases {
+        let r = s.send("POST", &[JSON, ACCEPT, sess], body);
+        assert_eq!(r.status, 400, "{:?}", String::from_utf8_lossy(body));
+        assert_eq!(error_code(&r.json()), *code);
+    }
+
+    // Oversize body: 413 with a JSON-RPC error, declared or not.
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{}"}}}}}}"#,
+        "x".repeat(4096)
+    );
+    let r = s.send("POST", &[JSON, ACCEPT, sess], big.as_bytes());
+    assert_eq!(r.status, 413);
+    let body = r.json();
+    assert_eq!(error_code(&body), -32600);
+    assert!(body["error"]["message"].as_str().unwrap().contains("1024"));
+
+    // The session is still fine.
+    let r = s.send("POST", &[JSON, ACCEPT, sess], &tools_list(10));
+    assert_eq!(r.status, 200);
+}
+
+#[test]
+fn session_id_and_protocol_version_faults() {
+    let s = HttpServer::start(&[]);
+    // No session id on a non-initialize request.
+    let r = s.send("POST", &[JSON, ACCEPT], &tools_list(1));
+    assert_eq!(r.status, 400);
+    let body = r.json();
+    assert_eq!(error_code(&body), -32600);
+    assert_eq!(body["id"], 1);
+    // Notifications without a session too.
+    let note = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    assert_eq!(s.send("POST", &[JSON, ACCEPT], note).status, 400);
+    // Unknown session id.
+    let unknown = ("mcp-session-id", "0123456789abcdef0123456789abcdef");
+    let r = s.send("POST", &[JSON, ACCEPT, unknown], &tools_list(2));
+    assert_eq!(r.status, 404);
+    assert_eq!(error_code(&r.json()), -32600);
+    assert_eq!(s.send("GET", &[ACCEPT, unknown], b"").status, 404);
+    assert_eq!(s.send("DELETE", &[unknown], b"").status, 404);
+
+    let sid = s.initialize();
+    let sess = ("mcp-session-id", sid.as_str());
+    // Unsupported protocol version header: 400. Any supported revision is fine.
+    let r = s.send(
+        "POST",
+        &[JSON, ACCEPT, sess, ("mcp-protocol-version", "1999-01-01")],
+        &tools_list(3),
+    );
+    assert_eq!(r.status, 400);
+    assert_eq!(error_code(&r.json()), -32600);
+    for v in ["2025-03-26", "2025-06-18", "2025-11-25"] {
+        let r = s.send(
+            "POST",
+            &[JSON, ACCEPT, sess, ("mcp-protocol-version", v)],
+            &tools_list(4),
+        );
+        assert_eq!(r.status, 200, "version {v}");
+    }
+    // No version header: assumed 2025-03-26, accepted.
+    assert_eq!(
+        s.send("POST", &[JSON, ACCEPT, sess], &tools_list(5)).status,
+        200
+    );
+
+    // DELETE ends the session; its id is 404 from then on.
+    assert_eq!(s.send("DELETE", &[sess], b"").status, 200);
+    let r = s.send("POST", &[JSON, ACCEPT, sess], &tools_list(6));
+    assert_eq!(r.status, 404);
+    assert_eq!(s.send("DELETE", &[sess], b"").status, 404);
+}
+
+#[test]
+fn foreign_origin_and_host_are_forbidden() {
+    let s = HttpServer::start(&[]);
+    let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})
+    .to_string();
+    for h in [
+        ("origin", "http://evil.example.com"),
+        ("origin", "null"),
+        ("host", "evil.example.com"),
+        ("host", "evil.example.com:80"),
+    ] {
+        for method in ["POST", "GET", "DELETE"] {
+            let r = s.send(method, &[JSON, ACCEPT, h], init.as_bytes());
+            assert_eq!(r.status, 403, "{method} with {h:?}");
+        }
+    }
+    // Loopback names on any port are fine.
+    let port = s.addr.rsplit(':').next().unwrap().to_owned();
+    for (host, origin) in [
+        (
+            format!("localhost:{port}"),
+            "http://localhost:5173".to_owned(),
+        ),
+        (
+            format!("127.0.0.1:{port}"),
+            format!("http://127.0.0.1:{port}"),
+        ),
+        (format!("[::1]:{port}"), "http://[::1]".to_owned()),
+    ] {
+        let h = [
+            JSON,
+            ACCEPT,
+            ("host", host.as_str()),
+            ("origin", origin.as_str()),
+        ];
+        let r = s.send("POST", &h, init.as_bytes());
+        assert_eq!(r.status, 200, "{host} / {origin}");
+    }
+
+    // Configured lists replace the loopback default.
+    let s = HttpServer::start(&[
+        "--allowed-origins",
+        "https://app.example.com",
+        "--allowed-hosts",
+        "mcp.example.com",
+    ]);
+    let ok = [
+        JSON,
+        ACCEPT,
+        ("host", "mcp.example.com:8443"),
+        ("origin", "https://app.example.com"),
+    ];
+    assert_eq!(s.send("POST", &ok, init.as_bytes()).status, 200);
+    let bad_origin = [
+        JSON,
+        ACCEPT,
+        ("host", "mcp.example.com"),
+        ("origin", "http://localhost"),
+    ];
+    assert_eq!(s.send("POST", &bad_origin, init.as_bytes()).status, 403);
+    let bad_host = [JSON, ACCEPT];
+    // The default Host (127.0.0.1:port) is not in the list.
+    assert_eq!(s.send("POST", &bad_host, init.as_bytes()).status, 403);
+}
+
+#[test]
+fn stateless_faults() {
+    let s = HttpServer::start(&[]);
+    // GET and DELETE without a session: 405.
+    for method in ["GET", "DELETE"] {
+        let r = s.send(
+            method,
+            &[ACCEPT, ("mcp-protocol-version", "2026-07-28")],
+            b"",
+        );
+        assert_eq!(r.status, 405, "{method}");
+        assert_eq!(r.header("allow"), Some("POST"));
+    }
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let body = |method: &str, meta: &Value| {
+        json!({"jsonrpc":"2.0","id":7,"method":method,"params":{"_meta":meta}}).to_string()
+    };
+    let v26 = ("mcp-protocol-version", "2026-07-28");
+
+    // Envelope without the version header: 400, -32020.
+    let r = s.send(
+        "POST",
+        &[JSON, ACCEPT],
+        body("tools/list", &meta).as_bytes(),
+    );
+    assert_eq!(r.status, 400);
+    let b = r.json();
+    assert_eq!(error_code(&b), -32020);
+    assert_eq!(b["id"], 7, "errors echo the request id");
+    // Header without an envelope, or an incomplete one: 400, -32602.
+    let r = s.send("POST", &[JSON, ACCEPT, v26], &tools_list(8));
+    assert_eq!(r.status, 400);
+    assert_eq!(error_code(&r.json()), -32602);
+    let partial = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"});
+    let r = s.send(
+        "POST",
+        &[JSON, ACCEPT, v26],
+        body("tools/list", &partial).as_bytes(),
+    );
+    assert_eq!(r.status, 400);
+    assert_eq!(error_code(&r.json()), -32602);
+    // Header and envelope disagree: -32020.
+    let r = s.send(
+        "POST",
+        &[JSON, ACCEPT, ("mcp-protocol-version", "2025-11-25")],
+        body("tools/list", &meta).as_bytes(),
+    );
+    assert_eq!(r.status, 400);
+    assert_eq!(error_code(&r.json()), -32020);
+    // Unsupported version (both agree): -32022 with the supported list.
+    let v999 = json!({
+        "io.modelcontextprotocol/protocolVersion": "v999.0.0",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let r = s.send(
+        "POST",
+        &[JSON, ACCEPT, ("mcp-protocol-version", "v999.0.0")],
+        body("tools/list", &v999).as_bytes(),
+    );
+    assert_eq!(r.status, 400);
+    let b = r.json();
+    assert_eq!(error_code(&b), -32022);
+    assert_eq!(b["error"]["data"]["supported"], json!(["2026-07-28"]));
+    assert_eq!(b["error"]["data"]["requested"], "v999.0.0");
+    // Mcp-Method must match the body.
+    let r = s.send(
+        "POST",
+        &[JSON, ACCEPT, v26, ("mcp-method", "tools/call")],
+        body("tools/list", &meta).as_bytes(),
+    );
+    assert_eq!(r.status, 400);
+    assert_eq!(error_code(&r.json()), -32020);
+    // Mcp-Name must match the tool name (plain or base64-encoded).
+    let call = json!({"jsonrpc":"2.0","id":8,"method":"tools/call",
+        "params":{"name":"echo","arguments":{"text":"x"},"_meta":meta}})
+    .to_string();
+    for (name, status) in [("add", 400), ("echo", 200), ("=?base64?ZWNobw==?=", 200)] {
+        let h = [
+            JSON,
+            ACCEPT,
+            v26,
+            ("mcp-method", "tools/call"),
+            ("mcp-name", name),
+        ];
+        let r = s.send("POST", &h, call.as_bytes());
+        assert_eq!(r.status, status, "Mcp-Name {name}");
+    }
+    // Removed and unknown methods: 404, -32601.
+    for m in ["ping", "logging/setLevel", "initialize", "no/such/method"] {
+        let r = s.send("POST", &[JSON, ACCEPT, v26], body(m, &meta).as_bytes());
+        assert_eq!(r.status, 404, "{m}");
+        assert_eq!(error_code(&r.json()), -32601, "{m}");
+    }
+    // A missing client capability: 400, -32021.
+    let r = s.post_stateless(
+        9,
+        "tools/call",
+        json!({"name":"test_missing_capability","arguments":{}}),
+    );
+    assert_eq!(r.status, 400);
+    let b = r.json();
+    assert_eq!(error_code(&b), -32021);
+    assert!(b["error"]["data"]["requiredCapabilities"]["sampling"].is_object());
+    // A stateless notification has nothing to act on.
+    let note = br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#;
+    assert_eq!(s.send("POST", &[JSON, ACCEPT, v26], note).status, 202);
+}
+
+#[test]
+fn session_limits() {
+    let s = HttpServer::start(&["--max-sessions", "1", "--session-idle-secs", "1"]);
+    let sid = s.initialize();
+    let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}});
+    let r = s.post(None, &init);
+    assert_eq!(r.status, 503);
+    assert_eq!(error_code(&r.json()), -32600);
+    // The idle session expires; its id is 404 and its slot is free again.
+    std::thread::sleep(std::time::Duration::from_millis(1600));
+    let r = s.post(
+        Some(&sid),
+        &json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}),
+    );
+    assert_eq!(r.status, 404);
+    let r = s.post(None, &init);
+    assert_eq!(r.status, 200);
+    assert!(r.header("mcp-session-id").is_some());
+}
