@@ -234,7 +234,16 @@ async fn run(cli: Cli) -> Result<()> {
                 .limits
                 .max_in_flight = serve.max_in_flight;
             match serve.transport {
-                Transport::Stdio => service.serve_stdio().await.context("serving stdio")?,
+                Transport::Stdio => {
+                    if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+                        eprintln!(
+                            "mcpwire demo: serving MCP over stdio. Point an MCP host at \
+                             `mcpwire demo`, or type JSON-RPC lines here; Ctrl-D exits.\n\
+                             Try: mcpwire list 'mcpwire demo'"
+                        );
+                    }
+                    service.serve_stdio().await.context("serving stdio")?
+                }
                 Transport::Http => serve_http(service, serve.http).await?,
             }
         }
