@@ -68,6 +68,9 @@ where
         loop {
             // In a current-thread runtime a yield polls the I/O driver without blocking.
             tokio::task::yield_now().await;
+            // Let a peer sharing this CPU (a client on the same core) run: spinning must not
+            // starve the very process it waits for.
+            std::thread::yield_now();
             if let Some(frame) = self.reader.next().now_or_never() {
                 self.on_frame(frame, reader_open);
                 return;
