@@ -273,7 +273,12 @@ fn stateless_faults() {
     });
     let r = s.send(
         "POST",
-        &[JSON, ACCEPT, ("mcp-protocol-version", "v999.0.0")],
+        &[
+            JSON,
+            ACCEPT,
+            ("mcp-protocol-version", "v999.0.0"),
+            ("mcp-method", "tools/list"),
+        ],
         body("tools/list", &v999).as_bytes(),
     );
     assert_eq!(r.status, 400);
@@ -289,10 +294,41 @@ fn stateless_faults() {
     );
     assert_eq!(r.status, 400);
     assert_eq!(error_code(&r.json()), -32020);
+    // Mcp-Method is required (SEP-2243), and its value is case-sensitive.
+    for h in [
+        &[JSON, ACCEPT, v26][..],
+        &[JSON, ACCEPT, v26, ("mcp-method", "TOOLS/LIST")],
+    ] {
+        let r = s.send("POST", h, body("tools/list", &meta).as_bytes());
+        assert_eq!(r.status, 400);
+        let b = r.json();
+        assert_eq!(error_code(&b), -32020, "{b}");
+        assert_eq!(b["id"], 7, "errors echo the request id");
+    }
     // Mcp-Name must match the tool name (plain or base64-encoded).
     let call = json!({"jsonrpc":"2.0","id":8,"method":"tools/call",
         "params":{"name":"echo","arguments":{"text":"x"},"_meta":meta}})
     .to_string();
+    // ... and is required when the body names a tool; surrounding whitespace is allowed.
+    let r = s.send(
+        "POST",
+        &[JSON, ACCEPT, v26, ("mcp-method", "tools/call")],
+        call.as_bytes(),
+    );
+    assert_eq!(r.status, 400);
+    assert_eq!(error_code(&r.json()), -32020);
+    let r = s.send(
+        "POST",
+        &[
+            JSON,
+            ACCEPT,
+            v26,
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "  echo  "),
+        ],
+        call.as_bytes(),
+    );
+    assert_eq!(r.status, 200);
     for (name, status) in [("add", 400), ("echo", 200), ("=?base64?ZWNobw==?=", 200)] {
         let h = [
             JSON,
@@ -306,7 +342,8 @@ fn stateless_faults() {
     }
     // Removed and unknown methods: 404, -32601.
     for m in ["ping", "logging/setLevel", "initialize", "no/such/method"] {
-        let r = s.send("POST", &[JSON, ACCEPT, v26], body(m, &meta).as_bytes());
+        let h = [JSON, ACCEPT, v26, ("mcp-method", m)];
+        let r = s.send("POST", &h, body(m, &meta).as_bytes());
         assert_eq!(r.status, 404, "{m}");
         assert_eq!(error_code(&r.json()), -32601, "{m}");
     }

@@ -193,6 +193,8 @@ fn stateless_requests() {
             ("content-type", "application/json"),
             ("accept", ACCEPT_BOTH),
             ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "test_tool_with_progress"),
         ],
         body.to_string().as_bytes(),
     );

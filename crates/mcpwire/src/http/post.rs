@@ -304,29 +304,32 @@ fn check_stateless(
             "MCP-Protocol-Version header does not match the request's _meta protocolVersion".into(),
         ));
     }
-    let Ok(method) = headers::text(headers, MCP_METHOD) else {
-        return Err((HEADER_MISMATCH, "invalid Mcp-Method header".into()));
-    };
-    if let Some(m) = method
-        && m != req.method.as_str()
-    {
-        return Err((
-            HEADER_MISMATCH,
-            "Mcp-Method header does not match the request's method".into(),
-        ));
+    // SEP-2243: the standard headers are required, not merely checked when present.
+    match headers::text(headers, MCP_METHOD) {
+        Err(()) => return Err((HEADER_MISMATCH, "invalid Mcp-Method header".into())),
+        Ok(None) => return Err((HEADER_MISMATCH, "Mcp-Method header is required".into())),
+        Ok(Some(m)) if m != req.method.as_str() => {
+            return Err((
+                HEADER_MISMATCH,
+                "Mcp-Method header does not match the request's method".into(),
+            ));
+        }
+        Ok(Some(_)) => {}
     }
     check_name(headers, req)
 }
 
-/// `Mcp-Name`, when sent, must equal the body's tool/prompt name or resource URI.
+/// `Mcp-Name` must equal the body's tool/prompt name or resource URI, and must be sent
+/// whenever the body carries one.
 fn check_name(headers: &HeaderMap, req: &Request) -> Result<(), (i64, String)> {
     let key = match req.method {
         Method::ToolsCall | Method::PromptsGet => "name",
         Method::ResourcesRead => "uri",
         _ => return Ok(()),
     };
-    let Ok(Some(header)) = headers::text(headers, MCP_NAME) else {
-        return Ok(());
+    let header = match headers::text(headers, MCP_NAME) {
+        Ok(h) => h,
+        Err(()) => return Err((HEADER_MISMATCH, "invalid Mcp-Name header".into())),
     };
     #[derive(serde::Deserialize)]
     struct Names {
@@ -341,8 +344,12 @@ fn check_name(headers: &HeaderMap, req: &Request) -> Result<(), (i64, String)> {
         Some(serde_json::Value::String(s)) => Some(s),
         _ => None,
     });
-    match body {
-        Some(b) if headers::decode_value(header).as_deref() != Some(b.as_str()) => Err((
+    match (body, header) {
+        (Some(_), None) => Err((
+            HEADER_MISMATCH,
+            format!("Mcp-Name header is required (the request has a {key})"),
+        )),
+        (Some(b), Some(h)) if headers::decode_value(h).as_deref() != Some(b.as_str()) => Err((
             HEADER_MISMATCH,
             format!("Mcp-Name header does not match the request's {key}"),
         )),

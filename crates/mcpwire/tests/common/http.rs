@@ -89,13 +89,22 @@ impl HttpServer {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": capabilities,
         });
+        // The name the body carries, mirrored as `Mcp-Name` (required when present).
+        let name = match method {
+            "tools/call" | "prompts/get" => params["name"].as_str().map(str::to_owned),
+            "resources/read" => params["uri"].as_str().map(str::to_owned),
+            _ => None,
+        };
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let h = [
+        let mut h = vec![
             ("content-type", "application/json"),
             ("accept", ACCEPT_BOTH),
             ("mcp-protocol-version", "2026-07-28"),
             ("mcp-method", method),
         ];
+        if let Some(name) = &name {
+            h.push(("mcp-name", name));
+        }
         self.send("POST", &h, body.to_string().as_bytes())
     }
 

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Runs the official MCP conformance suite against `mcpwire demo --transport http`:
+#   0.1.16          server --url URL                         (its active suite)
+#   0.2.0-alpha.12  server --url URL --requirements 2025-11-25
+#   0.2.0-alpha.12  server --url URL --requirements 2026-07-28
+# Installs the pinned suites (tests/conformance/v*/package{,-lock}.json) into target/conformance
+# when missing. Exits non-zero if a scored scenario fails and is not listed in
+# tests/conformance/expected-failures.yml (see tests/conformance/evaluate.mjs).
+# The suites need Node >= 22 for one import; tests/conformance/node20-register.mjs makes them
+# start on Node 20.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+CONF=tests/conformance
+WORK=target/conformance
+EXPECTED=$CONF/expected-failures.yml
+
+command -v node >/dev/null || { echo "conformance: node is required" >&2; exit 2; }
+command -v npm >/dev/null || { echo "conformance: npm is required" >&2; exit 2; }
+
+install_suite() { # $1 = directory name under tests/conformance and target/conformance
+  local dir=$WORK/$1
+  if [ -x "$dir/node_modules/.bin/conformance" ] && cmp -s "$CONF/$1/package-lock.json" "$dir/package-lock.json"; then
+    return
+  fi
+  echo "== installing conformance suite $1 into $dir"
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  cp "$CONF/$1/package.json" "$CONF/$1/package-lock.json" "$dir/"
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+}
+install_suite v0116
+install_suite v0200a12
+
+echo "== building mcpwire"
+cargo build -p mcpwire
+
+LOGS=$WORK/runs
+rm -rf "$LOGS"
+mkdir -p "$LOGS"
+SERVER_LOG=$LOGS/server.log
+target/debug/mcpwire demo --transport http --port 0 2>"$SERVER_LOG" &
+SERVER_PID=$!
+trap 'kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true' EXIT
+
+ADDR=
+for _ in $(seq 1 100); do
+  ADDR=$(sed -n 's|^mcpwire: listening on http://\([^/]*\)/.*|\1|p' "$SERVER_LOG" | head -n1)
+  [ -n "$ADDR" ] && break
+  kill -0 "$SERVER_PID" 2>/dev/null || break
+  sleep 0.1
+done
+if [ -z "$ADDR" ]; then
+  echo "conformance: mcpwire did not report its address" >&2
+  cat "$SERVER_LOG" >&2
+  exit 1
+fi
+# The dns-rebinding scenario needs a localhost URL; the server listens on loopback.
+URL="http://localhost:${ADDR##*:}/mcp"
+echo "== mcpwire listening on $ADDR; testing $URL"
+
+RUNS=()
+run_suite() { # $1 = label, $2 = suite dir, rest = CLI arguments after `server --url URL`
+  local label=$1 suite=$2
+  shift 2
+  local log=$LOGS/$label.log out=$LOGS/$label
+  echo "== conformance $label: server --url $URL $*"
+  # The CLI's own exit code ignores the expected-failures list; evaluate.mjs decides.
+  node --import "$ROOT/$CONF/node20-register.mjs" "$WORK/$suite/node_modules/.bin/conformance" \
+    server --url "$URL" "$@" -o "$out" >"$log" 2>&1 || true
+  sed -n '/^=== SUMMARY ===/,$p' "$log"
+  RUNS+=("$label=$log=$out")
+}
+run_suite v0.1.16 v0116
+run_suite v0.2.0-alpha.12-r2025-11-25 v0200a12 --requirements 2025-11-25
+run_suite v0.2.0-alpha.12-r2026-07-28 v0200a12 --requirements 2026-07-28
+
+kill "$SERVER_PID" 2>/dev/null || true
+wait "$SERVER_PID" 2>/dev/null || true
+trap - EXIT
+
+node "$CONF/evaluate.mjs" "$EXPECTED" "${RUNS[@]}"
