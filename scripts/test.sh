@@ -5,10 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENV=target/venv
-if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import mcp, pytest" 2>/dev/null; then
+if [ ! -x "$VENV/bin/python" ] || ! cmp -s tests/python/requirements.txt "$VENV/requirements.installed"; then
   echo "== installing Python test peers into $VENV"
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install --quiet --disable-pip-version-check -r tests/python/requirements.txt
+  cp tests/python/requirements.txt "$VENV/requirements.installed"
 fi
 
 echo "== cargo test"

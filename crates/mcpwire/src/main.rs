@@ -116,6 +116,10 @@ struct HttpArgs {
     /// Seconds after which a session with nothing in flight and no open stream ends.
     #[arg(long, default_value_t = 1800)]
     session_idle_secs: u64,
+    /// Seconds a client may take to send a request's headers, and then its body (a late
+    /// body gets 408); also how long an idle connection stays open between requests.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
+    read_timeout_secs: u64,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -198,6 +202,7 @@ async fn serve_http(service: Service, args: HttpArgs) -> Result<()> {
             allowed_origins: args.allowed_origins,
             allowed_hosts: args.allowed_hosts,
         },
+        read_timeout: std::time::Duration::from_secs(args.read_timeout_secs),
     };
     if !args.host.is_loopback() && config.guard.allowed_hosts.is_none() {
         tracing::warn!(

@@ -1,9 +1,14 @@
 //! Bad input over Streamable HTTP: every fault gets its status and a JSON-RPC error body,
-//! and the server keeps serving.
+//! and the server keeps serving — also under stalled, idle and flooding clients.
 
 mod common;
 
-use common::http::{ACCEPT_BOTH, HttpServer};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use common::http::{ACCEPT_BOTH, Exchange, HttpServer};
 use serde_json::{Value, json};
 
 const JSON: (&str, &str) = ("content-type", "application/json");
@@ -381,4 +386,205 @@ fn session_limits() {
     let r = s.post(None, &init);
     assert_eq!(r.status, 200);
     assert!(r.header("mcp-session-id").is_some());
+}
+
+/// Reads from a connection the server should answer and/or close: the status code of what
+/// it sent (`None` if it just closed), within `limit`.
+fn status_or_close(conn: &mut TcpStream, limit: Duration) -> Option<u16> {
+    conn.set_read_timeout(Some(limit)).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    loop {
+        match conn.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+            Err(e) => panic!(
+                "the server neither answered nor closed within {limit:?} ({e}); got {:?}",
+                String::from_utf8_lossy(&got)
+            ),
+        }
+    }
+    let text = String::from_utf8_lossy(&got);
+    text.split_whitespace().nth(1).and_then(|s| s.parse().ok())
+}
+
+/// A client that declares a body and stalls partway is cut off (408, connection closed)
+/// after `--read-timeout-secs`; so is one that never finishes its headers. Meanwhile and
+/// afterwards, other connections are served.
+#[test]
+fn stalled_body_and_headers_time_out() {
+    let s = HttpServer::start(&["--read-timeout-secs", "1"]);
+    let sid = s.initialize();
+    let start = Instant::now();
+
+    let mut slow_body = TcpStream::connect(&s.addr).unwrap();
+    let head = format!(
+        "POST {} HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\naccept: {ACCEPT_BOTH}\r\n\
+         mcp-session-id: {sid}\r\ncontent-length: 1000\r\n\r\n{{\"jsonrpc\"",
+        s.path, s.addr
+    );
+    slow_body.write_all(head.as_bytes()).unwrap();
+    let mut slow_head = TcpStream::connect(&s.addr).unwrap();
+    slow_head
+        .write_all(format!("POST {} HTTP/1.1\r\nhost: {}\r\ncontent-", s.path, s.addr).as_bytes())
+        .unwrap();
+
+    // While both stall, another client is served at once.
+    let r = s.post(
+        Some(&sid),
+        &json!({"jsonrpc":"2.0","id":1,"method":"tools/list"}),
+    );
+    assert_eq!(r.status, 200);
+    assert!(r.json()["result"]["tools"].is_array());
+    assert!(
+        start.elapsed() < Duration::from_millis(900),
+        "served while others stall"
+    );
+
+    let status = status_or_close(&mut slow_body, Duration::from_secs(5));
+    let waited = start.elapsed();
+    assert_eq!(status, Some(408), "a stalled body gets 408");
+    assert!(
+        waited >= Duration::from_millis(900),
+        "cut off after the timeout, not before: {waited:?}"
+    );
+    // The half-sent request line is dropped (hyper closes it, or answers 408).
+    let status = status_or_close(&mut slow_head, Duration::from_secs(5));
+    assert!(
+        matches!(status, None | Some(408)),
+        "stalled headers: {status:?}"
+    );
+
+    // The server and the session are fine afterwards.
+    let r = s.post(
+        Some(&sid),
+        &json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"after"}}}),
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["result"]["content"][0]["text"], "after");
+}
+
+/// Many idle connections (connected, nothing sent) do not keep other clients from being
+/// served, and are closed after the read timeout instead of being held forever.
+#[test]
+fn idle_connections_do_not_starve_others() {
+    let s = HttpServer::start(&["--read-timeout-secs", "1"]);
+    let idle: Vec<TcpStream> = (0..200)
+        .map(|_| TcpStream::connect(&s.addr).expect("connect"))
+        .collect();
+    let start = Instant::now();
+    let sid = s.initialize();
+    for i in 0..5 {
+        let r = s.post(Some(&sid), &json!({"jsonrpc":"2.0","id":i,"method":"ping"}));
+        assert_eq!(r.status, 200);
+        assert_eq!(r.json()["result"], json!({}));
+    }
+    assert!(
+        start.elapsed() < Duration::from_millis(900),
+        "served at once"
+    );
+    for (i, mut c) in idle.into_iter().enumerate() {
+        let status = status_or_close(&mut c, Duration::from_secs(5));
+        assert!(
+            matches!(status, None | Some(408)),
+            "idle connection {i}: {status:?}"
+        );
+    }
+    let r = s.post(
+        Some(&sid),
+        &json!({"jsonrpc":"2.0","id":9,"method":"tools/list"}),
+    );
+    assert_eq!(r.status, 200);
+}
+
+/// Fires `n` concurrent `tools/call echo` POSTs at session `sid`, one connection each, and
+/// returns each answer's JSON body by index.
+fn flood(s: &HttpServer, sid: &str, n: usize) -> Vec<Value> {
+    let barrier = Arc::new(Barrier::new(n));
+    let threads: Vec<_> = (0..n)
+        .map(|i| {
+            let (addr, path, sid) = (s.addr.clone(), s.path.clone(), sid.to_owned());
+            let barrier = barrier.clone();
+            std::thread::Builder::new()
+                .stack_size(128 * 1024)
+                .spawn(move || {
+                    let msg = json!({"jsonrpc":"2.0","id":i,"method":"tools/call",
+                        "params":{"name":"echo","arguments":{"text":format!("m{i}")}}});
+                    barrier.wait();
+                    let r = Exchange::post_to(&addr, &path, &sid, &msg);
+                    assert_eq!(r.status, 200, "call {i}");
+                    r.json()
+                })
+                .expect("spawn")
+        })
+        .collect();
+    threads
+        .into_iter()
+        .map(|t| t.join().expect("client thread"))
+        .collect()
+}
+
+/// 500 concurrent calls on one session: all answered correctly under the default limits;
+/// with the in-flight limit taken up (`--max-in-flight 4`, four slow calls running), each
+/// is answered or refused with a clear error, and the server serves normally afterwards.
+#[test]
+fn flood_of_concurrent_calls_on_one_session() {
+    let s = HttpServer::start(&[]);
+    let sid = s.initialize();
+    for (i, body) in flood(&s, &sid, 500).iter().enumerate() {
+        assert_eq!(body["id"], i, "{body}");
+        assert_eq!(
+            body["result"]["content"][0]["text"],
+            format!("m{i}"),
+            "{body}"
+        );
+    }
+
+    let s = HttpServer::start(&["--max-in-flight", "4"]);
+    let sid = s.initialize();
+    let slow: Vec<_> = (0..4)
+        .map(|i| {
+            let (addr, path, sid) = (s.addr.clone(), s.path.clone(), sid.clone());
+            std::thread::spawn(move || {
+                let msg = json!({"jsonrpc":"2.0","id":format!("slow{i}"),"method":"tools/call",
+                    "params":{"name":"test_slow","arguments":{"seconds":3}}});
+                let r = Exchange::post_to(&addr, &path, &sid, &msg);
+                assert_eq!(r.status, 200);
+                r.json()
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let (mut answered, mut refused) = (0, 0);
+    for (i, body) in flood(&s, &sid, 500).iter().enumerate() {
+        assert_eq!(body["id"], i, "{body}");
+        if body.get("error").is_some() {
+            assert_eq!(error_code(body), -32600, "{body}");
+            let message = body["error"]["message"].as_str().unwrap();
+            assert!(message.contains("more than 4 requests in flight"), "{body}");
+            refused += 1;
+        } else {
+            assert_eq!(
+                body["result"]["content"][0]["text"],
+                format!("m{i}"),
+                "{body}"
+            );
+            answered += 1;
+        }
+    }
+    assert!(refused > 0, "the limit was hit ({answered} answered)");
+    for t in slow {
+        let body = t.join().expect("slow call");
+        assert!(body["result"].is_object(), "slow calls finish: {body}");
+    }
+    for i in 0..3 {
+        let r = s.post(
+            Some(&sid),
+            &json!({"jsonrpc":"2.0","id":1000 + i,"method":"tools/call",
+                "params":{"name":"echo","arguments":{"text":"after"}}}),
+        );
+        assert_eq!(r.status, 200);
+        assert_eq!(r.json()["result"]["content"][0]["text"], "after");
+    }
 }

@@ -31,11 +31,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::routing::MethodRouter;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
 
 pub use guard::Guard;
 
 use crate::Service;
 use sessions::Sessions;
+
+/// The default [`HttpConfig::read_timeout`].
+pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How to serve Streamable HTTP.
 #[derive(Debug, Clone)]
@@ -51,6 +56,11 @@ pub struct HttpConfig {
     pub session_idle: Duration,
     /// Which `Origin`/`Host` headers are accepted.
     pub guard: Guard,
+    /// How long a client may take to send a request's headers, and then its body; a
+    /// connection idle for this long between requests is closed too. Slow or stalled
+    /// clients are cut off (a stalled body gets 408) so they cannot hold connections and
+    /// tasks forever.
+    pub read_timeout: Duration,
 }
 
 impl Default for HttpConfig {
@@ -61,9 +71,18 @@ impl Default for HttpConfig {
             max_sessions: 1024,
             session_idle: Duration::from_secs(30 * 60),
             guard: Guard::default(),
+            read_timeout: DEFAULT_READ_TIMEOUT,
         }
     }
 }
+
+/// Connections the kernel may hold for `accept` (capped by `net.core.somaxconn`). The
+/// default of `TcpListener::bind` (128) overflowed under a burst of a few hundred connects:
+/// the excess connections were reset.
+const LISTEN_BACKLOG: u32 = 1024;
+
+/// How long to wait after a failed `accept` before trying again.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
 /// What every handler shares.
 pub(crate) struct App {
@@ -82,7 +101,17 @@ pub struct HttpServer {
 impl HttpServer {
     /// Binds `config.bind`; fails if the address is taken.
     pub async fn bind(service: Service, config: HttpConfig) -> std::io::Result<HttpServer> {
-        let listener = tokio::net::TcpListener::bind(config.bind).await?;
+        let socket = if config.bind.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()?
+        } else {
+            tokio::net::TcpSocket::new_v6()?
+        };
+        // As `TcpListener::bind` does: a restarted server can rebind at once.
+        if cfg!(unix) {
+            socket.set_reuseaddr(true)?;
+        }
+        socket.bind(config.bind)?;
+        let listener = socket.listen(LISTEN_BACKLOG)?;
         let sessions = Arc::new(Sessions::new(config.max_sessions));
         Ok(HttpServer {
             listener,
@@ -99,14 +128,37 @@ impl HttpServer {
         self.listener.local_addr()
     }
 
-    /// Serves until the process is stopped.
+    /// Serves until the process is stopped: one task per connection (HTTP/1.1), each with
+    /// the header read timeout of [`HttpConfig::read_timeout`].
     pub async fn serve(self) -> std::io::Result<()> {
         let endpoint: MethodRouter<Arc<App>> = axum::routing::post(post::handle)
             .get(get::open)
             .delete(get::delete);
+        let read_timeout = self.app.config.read_timeout;
         let router = axum::Router::new()
             .route(&self.app.config.path, endpoint)
             .with_state(self.app);
-        axum::serve(self.listener, router).await
+        loop {
+            let (io, peer) = match self.listener.accept().await {
+                Ok(c) => c,
+                Err(e) => {
+                    // Typically out of file descriptors: wait for connections to close
+                    // instead of spinning.
+                    tracing::warn!(error = %e, "could not accept a connection; retrying");
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                    continue;
+                }
+            };
+            let service = TowerToHyperService::new(router.clone());
+            tokio::spawn(async move {
+                let conn = hyper::server::conn::http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(read_timeout)
+                    .serve_connection(TokioIo::new(io), service);
+                if let Err(e) = conn.await {
+                    tracing::debug!(%peer, error = %e, "connection ended with an error");
+                }
+            });
+        }
     }
 }

@@ -1,15 +1,18 @@
 //! `POST`: one JSON-RPC message from the client, validated and routed.
 //!
 //! Checks, in order: `Origin`/`Host` (403), `Content-Type: application/json` (415),
-//! `Accept` listing both JSON and SSE (406), body size (413), JSON-RPC shape (400). Then:
+//! `Accept` listing both JSON and SSE (406), body size (413) and arrival in time (408),
+//! JSON-RPC shape (400). Then:
 //! with `Mcp-Session-Id` → that session (404 if unknown); without it, a request carrying
 //! the 2026-07-28 envelope or version header → a stateless exchange; `initialize` → a new
 //! session; anything else → 400.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
+use axum::http::header::CONNECTION;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
@@ -48,7 +51,8 @@ pub(crate) async fn handle(
             "Not Acceptable: Accept must list application/json and text/event-stream",
         );
     }
-    let bytes = match read_body(body, &headers, app.service.limits.max_message_bytes).await {
+    let max = app.service.limits.max_message_bytes;
+    let bytes = match read_body(body, &headers, max, app.config.read_timeout).await {
         Ok(b) => b,
         Err(r) => return r,
     };
@@ -66,7 +70,14 @@ pub(crate) async fn handle(
     }
 }
 
-async fn read_body(body: Body, headers: &HeaderMap, max: usize) -> Result<Bytes, Response> {
+/// Reads the whole body: 413 past `max` bytes, 408 (closing the connection) if it has not
+/// all arrived within `timeout`, 400 if the connection broke.
+async fn read_body(
+    body: Body,
+    headers: &HeaderMap,
+    max: usize,
+    timeout: Duration,
+) -> Result<Bytes, Response> {
     let too_big = || {
         reply::error(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -82,7 +93,24 @@ async fn read_body(body: Body, headers: &HeaderMap, max: usize) -> Result<Bytes,
     if declared.is_some_and(|n| n > max as u64) {
         return Err(too_big());
     }
-    match Limited::new(body, max).collect().await {
+    let Ok(collected) = tokio::time::timeout(timeout, Limited::new(body, max).collect()).await
+    else {
+        tracing::debug!(?timeout, "request body not received in time");
+        let mut r = reply::error(
+            StatusCode::REQUEST_TIMEOUT,
+            None,
+            codes::INVALID_REQUEST,
+            format!(
+                "Request Timeout: the body did not arrive within {} s",
+                timeout.as_secs_f64()
+            ),
+        );
+        // The rest of the body may still come: this connection cannot be reused.
+        r.headers_mut()
+            .insert(CONNECTION, HeaderValue::from_static("close"));
+        return Err(r);
+    };
+    match collected {
         Ok(c) => Ok(c.to_bytes()),
         Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(too_big()),
         Err(e) => {
