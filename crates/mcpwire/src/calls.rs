@@ -36,18 +36,22 @@ pub(crate) enum PeerMsg {
 /// The session side of a call's [`Peer`]: queues events and asks for the driver.
 struct DriverPeer {
     id: DispatchId,
-    tx: mpsc::Sender<PeerMsg>,
+    tx: mpsc::Sender<Box<PeerMsg>>,
 }
 
 impl Peer for DriverPeer {
     fn event(&self, event: CallEvent) {
         // Progress and logs are lossy under pressure rather than unbounded.
-        let _ = self.tx.try_send(PeerMsg::Event(self.id, event));
+        let _ = self.tx.try_send(Box::new(PeerMsg::Event(self.id, event)));
     }
 
     fn ask(&self, ask: ClientAsk) -> BoxFuture<'static, Result<Raw, McpError>> {
         let (tx, rx) = oneshot::channel();
-        if self.tx.try_send(PeerMsg::Ask(self.id, ask, tx)).is_err() {
+        if self
+            .tx
+            .try_send(Box::new(PeerMsg::Ask(self.id, ask, tx)))
+            .is_err()
+        {
             return Box::pin(std::future::ready(Err(McpError::LimitExceeded(
                 "too many pending messages to the client".into(),
             ))));
@@ -68,9 +72,10 @@ pub(crate) struct Calls {
     pub(crate) calls: FuturesUnordered<CallFuture>,
     cancels: HashMap<DispatchId, CancellationToken>,
     asks: HashMap<AskId, oneshot::Sender<Result<Raw, McpError>>>,
-    peer_tx: mpsc::Sender<PeerMsg>,
+    peer_tx: mpsc::Sender<Box<PeerMsg>>,
     /// Progress, logs and asks of running calls.
-    pub(crate) peer_rx: mpsc::Receiver<PeerMsg>,
+    /// Boxed messages: an idle connection's channel block holds pointers, not messages.
+    pub(crate) peer_rx: mpsc::Receiver<Box<PeerMsg>>,
     /// Catalog changes and other backend events (`None` once the backends closed it).
     pub(crate) events: Option<broadcast::Receiver<BackendEvent>>,
 }
@@ -110,7 +115,7 @@ impl Calls {
     ) {
         // Events a call emitted before it finished must reach the client before its answer.
         while let Ok(msg) = self.peer_rx.try_recv() {
-            self.on_peer(session, msg);
+            self.on_peer(session, *msg);
         }
         self.cancels.remove(&id);
         if let Some(reply) = reply {
@@ -145,7 +150,7 @@ impl Calls {
             progressed = true;
         }
         while let Ok(msg) = self.peer_rx.try_recv() {
-            self.on_peer(session, msg);
+            self.on_peer(session, *msg);
             progressed = true;
         }
         progressed

@@ -127,7 +127,7 @@ where
                 }
                 frame = self.reader.next(), if reader_open => self.on_frame(frame, &mut reader_open),
                 Some((id, reply)) = self.calls.calls.next(), if !self.calls.is_empty() => self.on_done(id, reply),
-                Some(msg) = self.calls.peer_rx.recv() => self.calls.on_peer(&mut self.session, msg),
+                Some(msg) = self.calls.peer_rx.recv() => self.calls.on_peer(&mut self.session, *msg),
                 ev = recv_event(&mut self.calls.events) => self.calls.on_backend(&mut self.session, ev),
                 _ = sleep_until(timeout) => self.session.handle_timeout(Instant::now()),
                 _ = sleep_until(drain_deadline.map(|d| d.into_std())), if !reader_open => {}

@@ -54,7 +54,8 @@ enum Command {
 /// A handler's way into a running session.
 #[derive(Clone)]
 pub(crate) struct SessionHandle {
-    tx: mpsc::Sender<Command>,
+    /// Boxed so an idle session's channel block stays small (one pointer per slot).
+    tx: mpsc::Sender<Box<Command>>,
     close: CancellationToken,
 }
 
@@ -123,7 +124,7 @@ impl SessionHandle {
         if self.close.is_cancelled() {
             return Err(Gone);
         }
-        self.tx.send(cmd).await.map_err(|_| Gone)
+        self.tx.send(Box::new(cmd)).await.map_err(|_| Gone)
     }
 }
 
@@ -158,7 +159,7 @@ pub(crate) fn spawn(
 struct SessionTask {
     session: ServerSession,
     calls: Calls,
-    cmds: mpsc::Receiver<Command>,
+    cmds: mpsc::Receiver<Box<Command>>,
     close: CancellationToken,
     /// Requests whose `POST` is waiting, by client request id.
     routes: HashMap<RequestId, Sink>,
@@ -184,13 +185,13 @@ impl SessionTask {
                 biased;
                 _ = self.close.cancelled() => break,
                 cmd = self.cmds.recv() => match cmd {
-                    Some(cmd) => self.on_command(cmd),
+                    Some(cmd) => self.on_command(*cmd),
                     None => break,
                 },
                 Some((id, reply)) = self.calls.calls.next(), if !self.calls.is_empty() => {
                     self.calls.on_done(&mut self.session, id, reply);
                 }
-                Some(msg) = self.calls.peer_rx.recv() => self.calls.on_peer(&mut self.session, msg),
+                Some(msg) = self.calls.peer_rx.recv() => self.calls.on_peer(&mut self.session, *msg),
                 ev = recv_event(&mut self.calls.events) => self.calls.on_backend(&mut self.session, ev),
                 _ = sleep_until(timeout) => self.session.handle_timeout(Instant::now()),
                 _ = standalone_closed(&self.standalone) => {

@@ -62,7 +62,7 @@ impl Exchange {
                 Some((id, reply)) = self.calls.calls.next(), if !self.calls.is_empty() => {
                     self.calls.on_done(&mut self.session, id, reply);
                 }
-                Some(msg) = self.calls.peer_rx.recv() => self.calls.on_peer(&mut self.session, msg),
+                Some(msg) = self.calls.peer_rx.recv() => self.calls.on_peer(&mut self.session, *msg),
                 ev = recv_event(&mut self.calls.events) => self.calls.on_backend(&mut self.session, ev),
                 _ = sleep_until(timeout) => self.session.handle_timeout(Instant::now()),
             }

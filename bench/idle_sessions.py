@@ -1,0 +1,34 @@
+"""Holds N idle stateful Streamable HTTP sessions open on `mcpwire demo --transport http` and
+reports the server's RSS before and after (usage: python3 bench/idle_sessions.py [N] [BINARY])."""
+import http.client, json, subprocess, sys, time, re
+N = int(sys.argv[1]) if len(sys.argv) > 1 else 10000
+BIN = sys.argv[2] if len(sys.argv) > 2 else "target/release/mcpwire"
+srv = subprocess.Popen([BIN, "demo", "--transport", "http", "--port", "0",
+                        "--max-sessions", str(N + 10)], stderr=subprocess.PIPE, text=True)
+line = srv.stderr.readline()
+m = re.search(r"http://([^/]+)(/\S*)", line)
+host, path = m.group(1), m.group(2)
+h, p = host.rsplit(":", 1)
+conn = http.client.HTTPConnection(h, int(p))
+body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "idle", "version": "1"}}})
+hdrs = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "Host": host}
+def status(pid):
+    return {k: v for k, v in (l.split(":", 1) for l in open(f"/proc/{pid}/status")) if k in ("VmRSS", "VmHWM")}
+base = status(srv.pid)
+t = time.time()
+ids = []
+for i in range(N):
+    conn.request("POST", path, body, hdrs)
+    r = conn.getresponse(); r.read()
+    assert r.status == 200, r.status
+    sid = r.getheader("mcp-session-id")
+    conn.request("POST", path, json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+                 dict(hdrs, **{"mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}))
+    r = conn.getresponse(); r.read()
+    ids.append(sid)
+el = time.time() - t
+time.sleep(1)
+after = status(srv.pid)
+print(f"sessions={N} created in {el:.1f}s; before {base}; after {after}")
+srv.kill()
