@@ -30,6 +30,15 @@ pub enum ClientError {
     Invalid(String),
 }
 
+/// The `initialize` params every mcpwire client sends (2025-11-25, no client features).
+pub(crate) fn initialize_params() -> Value {
+    json!({
+        "protocolVersion": Revision::LATEST_STATEFUL.as_str(),
+        "capabilities": {},
+        "clientInfo": { "name": "mcpwire", "version": env!("CARGO_PKG_VERSION") },
+    })
+}
+
 /// A connected MCP client over a child process.
 pub struct StdioClient {
     child: Child,
@@ -63,16 +72,7 @@ impl StdioClient {
             next_id: 0,
             server: Value::Null,
         };
-        client.server = client
-            .request(
-                "initialize",
-                json!({
-                    "protocolVersion": Revision::LATEST_STATEFUL.as_str(),
-                    "capabilities": {},
-                    "clientInfo": { "name": "mcpwire", "version": env!("CARGO_PKG_VERSION") },
-                }),
-            )
-            .await?;
+        client.server = client.request("initialize", initialize_params()).await?;
         client
             .send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }))
             .await?;

@@ -219,6 +219,16 @@ async fn serve_http(service: Service, args: HttpArgs) -> Result<()> {
     server.serve().await.context("serving http")
 }
 
+/// Prints a line of command output; a closed stdout (`mcpwire list … | head`) ends the
+/// program quietly instead of panicking.
+fn emit(line: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if writeln!(out, "{line}").is_err() {
+        std::process::exit(0);
+    }
+}
+
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("MCPWIRE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,mcpwire::telemetry=info"));
@@ -258,13 +268,13 @@ async fn run(cli: Cli) -> Result<()> {
                 .with_context(|| format!("connecting to {target}"))?;
             let tools = client.list_tools().await?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&tools)?);
+                emit(&serde_json::to_string_pretty(&tools)?);
             } else {
                 for t in &tools {
                     let name = t["name"].as_str().unwrap_or("?");
                     let desc = t["description"].as_str().unwrap_or("");
                     let first = desc.lines().next().unwrap_or("");
-                    println!("{name:<40} {first}");
+                    emit(&format!("{name:<40} {first}"));
                 }
             }
             client.close().await?;
@@ -276,7 +286,7 @@ async fn run(cli: Cli) -> Result<()> {
                 .await
                 .with_context(|| format!("connecting to {target}"))?;
             let result = client.call_tool(&tool, args).await?;
-            println!("{}", serde_json::to_string_pretty(&result)?);
+            emit(&serde_json::to_string_pretty(&result)?);
             client.close().await?;
             if result.get("isError") == Some(&Value::Bool(true)) {
                 std::process::exit(1);

@@ -44,14 +44,7 @@ impl HttpClient {
             server: Value::Null,
         };
         client.server = client
-            .request(
-                "initialize",
-                json!({
-                    "protocolVersion": Revision::LATEST_STATEFUL.as_str(),
-                    "capabilities": {},
-                    "clientInfo": { "name": "mcpwire", "version": env!("CARGO_PKG_VERSION") },
-                }),
-            )
+            .request("initialize", crate::client::initialize_params())
             .await?;
         if let Some(v) = client.server.get("protocolVersion").and_then(Value::as_str) {
             client.version = v.to_owned();
