@@ -2,6 +2,8 @@
 
 import os
 import pathlib
+import subprocess
+import threading
 
 import pytest
 from mcp.client.stdio import StdioServerParameters
@@ -25,3 +27,26 @@ def demo(mcpwire_bin) -> StdioServerParameters:
 @pytest.fixture
 def anyio_backend():
     return "asyncio"
+
+
+@pytest.fixture()
+def http_url(mcpwire_bin):
+    """Starts `mcpwire demo` on a free port and yields its endpoint URL."""
+    proc = subprocess.Popen(
+        [mcpwire_bin, "demo", "--transport", "http", "--port", "0"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={"MCPWIRE_LOG": "warn"},
+        text=True,
+    )
+    line = proc.stderr.readline()
+    assert "listening on" in line, line
+    url = line.split()[-1]
+    # Keep draining stderr so the server never blocks on a full pipe.
+    threading.Thread(target=lambda: proc.stderr.read(), daemon=True).start()
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=5)

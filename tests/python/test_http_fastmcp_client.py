@@ -6,7 +6,6 @@ import pytest
 from fastmcp import Client
 
 # The fixture that starts `mcpwire demo --transport http` and yields its URL.
-from test_http_python_client import http_url  # noqa: F401
 
 pytestmark = pytest.mark.anyio
 
@@ -18,7 +17,7 @@ def text_of(result) -> str:
 @pytest.mark.parametrize(
     ("mode", "version"), [("auto", "2026-07-28"), ("legacy", "2025-11-25")]
 )
-async def test_fastmcp_client_over_http(http_url, mode, version):  # noqa: F811
+async def test_fastmcp_client_over_http(http_url, mode, version):
     async with Client(http_url, mode=mode, timeout=10) as client:
         assert client.protocol_version == version
         assert client.server_info.name == "mcpwire-everything"

@@ -2,49 +2,25 @@
 HTTP, in legacy (`ClientSession` + initialize, a stateful session) and auto (`Client`,
 probing `server/discover`, then stateless 2026-07-28 POSTs) modes."""
 
-import subprocess
-import threading
 
 import anyio
 import pytest
 
-import mcp.types as types
 from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from test_stdio_python_client import (
+from peers import (
     SAMPLED,
     Recorder,
+    auto_client_options,
     elicitation_cb,
+    exercise_stateless_client,
     list_roots_cb,
     sampling_cb,
     text_of,
 )
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture()
-def http_url(mcpwire_bin):
-    """Starts `mcpwire demo` on a free port and yields its endpoint URL."""
-    proc = subprocess.Popen(
-        [mcpwire_bin, "demo", "--transport", "http", "--port", "0"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={"MCPWIRE_LOG": "warn"},
-        text=True,
-    )
-    line = proc.stderr.readline()
-    assert "listening on" in line, line
-    url = line.split()[-1]
-    # Keep draining stderr so the server never blocks on a full pipe.
-    threading.Thread(target=lambda: proc.stderr.read(), daemon=True).start()
-    try:
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=5)
 
 
 async def test_legacy_session_over_http(http_url):
@@ -118,51 +94,8 @@ async def test_legacy_session_over_http(http_url):
 
 async def test_auto_client_uses_stateless_2026_over_http(http_url):
     rec = Recorder()
-    async with Client(
-        http_url,
-        mode="auto",
-        read_timeout_seconds=10,
-        cache=None,
-        sampling_callback=sampling_cb,
-        elicitation_callback=elicitation_cb,
-        list_roots_callback=list_roots_cb,
-        logging_callback=rec.logging,
-        log_level="debug",
-    ) as client:
-        assert client.protocol_version == "2026-07-28"
-        tools = (await client.list_tools()).tools
-        assert any(t.name == "echo" for t in tools)
-        r = await client.call_tool("echo", {"text": "stateless"})
-        assert text_of(r) == "stateless"
-
-        # Sampling, elicitation and roots ride the input_required round trips.
-        r = await client.call_tool("test_sampling", {"prompt": "hi"})
-        assert SAMPLED in text_of(r)
-        r = await client.call_tool("test_elicitation", {"message": "hello?"})
-        assert "accept" in text_of(r)
-        r = await client.call_tool("test_input_required_result_multi_round", {})
-        assert "Multi-round complete" in text_of(r)
-        r = await client.call_tool("test_input_required_result_list_roots", {})
-        assert "2 root" in text_of(r)
-
-        # Progress and logs come on the SSE response of that call.
-        r = await client.call_tool("test_tool_with_progress", {}, progress_callback=rec.on_progress)
-        assert len(rec.progress) >= 3
-        await client.call_tool("test_tool_with_logging", {})
-        await anyio.sleep(0.2)
-        assert len(rec.logs) >= 3
-
-        rr = await client.read_resource("test://template/7/data")
-        assert "7" in rr.contents[0].text
-        gp = await client.get_prompt("test_simple_prompt", {})
-        assert gp.messages
-
-        # Cancelling closes the POST; the server drops the call and goes on.
-        with anyio.move_on_after(0.3) as scope:
-            await client.call_tool("test_slow", {"seconds": 30})
-        assert scope.cancelled_caught
-        r = await client.call_tool("echo", {"text": "still here"})
-        assert text_of(r) == "still here"
+    async with Client(http_url, **auto_client_options(rec)) as client:
+        await exercise_stateless_client(client, rec)
 
 
 async def test_legacy_client_mode_over_http(http_url):

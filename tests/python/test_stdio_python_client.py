@@ -8,43 +8,20 @@ import pytest
 
 import mcp.types as types
 from mcp import Client, ClientSession
-from mcp.client.session import ClientRequestContext
 from mcp.client.stdio import stdio_client
 
+from peers import (
+    SAMPLED,
+    Recorder,
+    auto_client_options,
+    elicitation_cb,
+    exercise_stateless_client,
+    list_roots_cb,
+    sampling_cb,
+    text_of,
+)
+
 pytestmark = pytest.mark.anyio
-
-SAMPLED = "This is a test response from the client"
-
-
-async def sampling_cb(ctx: ClientRequestContext, p: types.CreateMessageRequestParams):
-    return types.CreateMessageResult(
-        role="assistant", content=types.TextContent(type="text", text=SAMPLED), model="test-model"
-    )
-
-
-async def elicitation_cb(ctx: ClientRequestContext, p: types.ElicitRequestParams):
-    return types.ElicitResult(action="accept", content={"name": "Ada", "response": "yes"})
-
-
-async def list_roots_cb(ctx: ClientRequestContext):
-    return types.ListRootsResult(roots=[types.Root(uri="file:///tmp/a", name="a"), types.Root(uri="file:///tmp/b")])
-
-
-def text_of(result) -> str:
-    return "".join(c.text for c in result.content if getattr(c, "type", None) == "text")
-
-
-class Recorder:
-    def __init__(self):
-        self.logs = []
-        self.progress = []
-
-    async def logging(self, p: types.LoggingMessageNotificationParams):
-        self.logs.append(p)
-
-    async def on_progress(self, progress, total, message):
-        self.progress.append((progress, total, message))
-
 
 async def test_legacy_session_full_surface(demo):
     rec = Recorder()
@@ -128,51 +105,8 @@ async def test_legacy_session_full_surface(demo):
 
 async def test_auto_client_uses_stateless_2026(demo):
     rec = Recorder()
-    async with Client(
-        demo,
-        mode="auto",
-        read_timeout_seconds=10,
-        cache=None,
-        sampling_callback=sampling_cb,
-        elicitation_callback=elicitation_cb,
-        list_roots_callback=list_roots_cb,
-        logging_callback=rec.logging,
-        log_level="debug",
-    ) as client:
-        assert client.protocol_version == "2026-07-28"
-        tools = (await client.list_tools()).tools
-        assert any(t.name == "echo" for t in tools)
-        r = await client.call_tool("echo", {"text": "stateless"})
-        assert text_of(r) == "stateless"
-        r = await client.call_tool("add", {"a": 1, "b": 2})
-        assert r.structured_content == {"sum": 3.0}
-
-        # Sampling, elicitation and roots ride the input_required round trips.
-        r = await client.call_tool("test_sampling", {"prompt": "hi"})
-        assert SAMPLED in text_of(r)
-        r = await client.call_tool("test_elicitation", {"message": "hello?"})
-        assert "accept" in text_of(r)
-        r = await client.call_tool("test_input_required_result_multi_round", {})
-        assert "Multi-round complete" in text_of(r)
-        r = await client.call_tool("test_input_required_result_list_roots", {})
-        assert "2 root" in text_of(r)
-
-        r = await client.call_tool("test_tool_with_progress", {}, progress_callback=rec.on_progress)
-        assert len(rec.progress) >= 3
-        await client.call_tool("test_tool_with_logging", {})
-        await anyio.sleep(0.2)
-        assert len(rec.logs) >= 3
-
-        rr = await client.read_resource("test://template/7/data")
-        assert "7" in rr.contents[0].text
-        gp = await client.get_prompt("test_simple_prompt", {})
-        assert gp.messages
-
-        with anyio.move_on_after(0.3) as scope:
-            await client.call_tool("test_slow", {"seconds": 30})
-        assert scope.cancelled_caught
-        r = await client.call_tool("echo", {"text": "still here"})
-        assert text_of(r) == "still here"
+    async with Client(demo, **auto_client_options(rec)) as client:
+        await exercise_stateless_client(client, rec)
 
 
 async def test_legacy_client_mode(demo):
