@@ -12,6 +12,8 @@
 
 mod limits;
 mod ndjson;
+#[cfg(feature = "proto-mcp")]
+pub mod proto_mcp;
 
 pub use limits::Limits;
 pub use mcpwire_model::Malformed;
