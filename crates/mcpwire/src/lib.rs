@@ -13,6 +13,7 @@ mod calls;
 pub mod client;
 pub mod driver;
 pub mod http;
+pub mod proto;
 pub mod serve;
 pub mod stdio;
 

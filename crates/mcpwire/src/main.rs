@@ -128,6 +128,10 @@ enum Transport {
     Stdio,
     /// Streamable HTTP (stateful sessions and stateless 2026-07-28) on --host/--port/--path.
     Http,
+    /// WebSocket on ws://HOST:PORT/PATH: binary messages proto-mcp, text messages JSON-RPC.
+    Ws,
+    /// gRPC proto-mcp `buf.mcp.v1.MCPService` on --host/--port.
+    Grpc,
 }
 
 fn main() -> Result<()> {
@@ -135,7 +139,7 @@ fn main() -> Result<()> {
     init_tracing();
     let http = matches!(
         &cli.command,
-        Command::Demo { serve } if matches!(serve.transport, Transport::Http)
+        Command::Demo { serve } if !matches!(serve.transport, Transport::Stdio)
     );
     // HTTP serves many clients: use every core. Stdio serves one: stay on this thread.
     let mut builder = if http {
@@ -260,6 +264,15 @@ async fn run(cli: Cli) -> Result<()> {
                     service.serve_stdio().await.context("serving stdio")?
                 }
                 Transport::Http => serve_http(service, serve.http).await?,
+                Transport::Ws | Transport::Grpc => {
+                    let addr = std::net::SocketAddr::new(serve.http.host, serve.http.port);
+                    if matches!(serve.transport, Transport::Ws) {
+                        mcpwire::proto::serve_ws(service, addr, &serve.http.path).await
+                    } else {
+                        mcpwire::proto::serve_grpc(service, addr).await
+                    }
+                    .with_context(|| format!("serving on {addr}"))?
+                }
             }
         }
         Command::List { target, json } => {
