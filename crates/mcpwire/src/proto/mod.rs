@@ -97,22 +97,49 @@ pub async fn serve_grpc(service: crate::Service, addr: SocketAddr) -> std::io::R
         .map_err(std::io::Error::other)
 }
 
-/// The JSON Schema → protobuf converter used when none is configured.
+/// The JSON Schema → protobuf converter of `mcpwire-schema`.
 pub fn default_converter() -> Arc<dyn SchemaConverter> {
-    Arc::new(NoConverter)
+    Arc::new(SchemaCrate)
 }
 
-/// Refuses every conversion, naming why: tools are listed without schemas and proto-mcp
-/// calls with arguments answer −33000.
-struct NoConverter;
+/// Converts with [`mcpwire_schema::tool_schemas`].
+struct SchemaCrate;
 
-impl SchemaConverter for NoConverter {
+impl SchemaConverter for SchemaCrate {
     fn convert(
         &self,
-        _name: &str,
-        _input: &Value,
-        _output: Option<&Value>,
+        name: &str,
+        input: &Value,
+        output: Option<&Value>,
     ) -> Result<Arc<dyn ToolProto>, String> {
-        Err("this build has no JSON Schema to protobuf converter".into())
+        mcpwire_schema::tool_schemas(name, input, output)
+            .map(|s| Arc::new(Schemas(s)) as Arc<dyn ToolProto>)
+            .map_err(|e| e.to_string())
+    }
+}
+
+#[derive(Debug)]
+struct Schemas(mcpwire_schema::ToolSchemas);
+
+impl ToolProto for Schemas {
+    fn file_set(&self) -> &prost_types::FileDescriptorSet {
+        &self.0.file_set
+    }
+    fn input(&self) -> &prost_reflect::MessageDescriptor {
+        &self.0.input
+    }
+    fn output(&self) -> Option<&prost_reflect::MessageDescriptor> {
+        self.0.output.as_ref()
+    }
+    fn arguments_to_json(&self, msg: &prost_reflect::DynamicMessage) -> Result<Value, String> {
+        self.0.arguments_to_json(msg).map_err(|e| e.to_string())
+    }
+    fn structured_to_message(
+        &self,
+        value: &Value,
+    ) -> Result<prost_reflect::DynamicMessage, String> {
+        self.0
+            .structured_to_message(value)
+            .map_err(|e| e.to_string())
     }
 }
