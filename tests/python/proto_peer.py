@@ -149,3 +149,31 @@ class StdioPeer:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+class Served:
+    """`mcpwire demo --transport <ws|grpc> --port 0`, stopped on exit; `.address` is what it
+    printed (ws://host:port/path or grpc://host:port)."""
+
+    def __init__(self, binary, transport, *args):
+        import threading
+
+        self.proc = subprocess.Popen(
+            [binary, "demo", "--transport", transport, "--port", "0", *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env={"MCPWIRE_LOG": "warn"},
+            text=True,
+        )
+        line = self.proc.stderr.readline()
+        assert "listening on" in line, line
+        self.address = line.split()[-1]
+        threading.Thread(target=self.proc.stderr.read, daemon=True).start()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
