@@ -7,7 +7,7 @@ use mcpwire_model::types::{CompleteParams, ServerCapabilities};
 use mcpwire_model::{BackendEvent, McpError, Method, Raw, Reply};
 use tokio::sync::broadcast;
 
-use crate::CallCtx;
+use crate::{CallCtx, TaskSupport};
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -97,6 +97,12 @@ pub trait Backend: Send + Sync + 'static {
         ctx: CallCtx,
         req: BackendRequest,
     ) -> BoxFuture<'static, Result<Reply, McpError>>;
+
+    /// Whether the tool `name` may run as a task (consulted by the router's tasks layer).
+    fn task_support(&self, name: &str) -> TaskSupport {
+        let _ = name;
+        TaskSupport::Forbidden
+    }
 
     /// A stream of events for every session (list changes, resource updates, logs).
     fn events(&self) -> Option<broadcast::Receiver<BackendEvent>> {

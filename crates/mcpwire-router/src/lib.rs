@@ -35,6 +35,7 @@ mod resource;
 mod router;
 mod server;
 mod state_key;
+mod tasks;
 mod tool;
 mod uri_template;
 
@@ -45,6 +46,7 @@ pub use resource::{ResourceDef, TemplateDef};
 pub use router::{McpCall, McpReply, Router};
 pub use server::{Server, ServerBuilder};
 pub use state_key::StateKey;
+pub use tasks::{TASKS_EXTENSION, TaskConfig, TaskSupport};
 pub use tool::{IntoToolResult, Json, NoArgs, ToolDef, ToolError, tool};
 pub use uri_template::UriTemplate;
 

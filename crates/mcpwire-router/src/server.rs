@@ -13,8 +13,8 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 use crate::{
-    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, PromptDef, ResourceDef, TemplateDef,
-    ToolDef,
+    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, PromptDef, ResourceDef, TaskSupport,
+    TemplateDef, ToolDef,
 };
 
 /// Items per page of the `*/list` results.
@@ -471,6 +471,14 @@ fn ready<T: Send + 'static>(v: T) -> BoxFuture<'static, T> {
 impl Backend for Server {
     fn info(&self) -> &BackendInfo {
         &self.info
+    }
+
+    fn task_support(&self, name: &str) -> TaskSupport {
+        self.read(|c| {
+            c.tools
+                .get(name)
+                .map_or(TaskSupport::Forbidden, |t| t.task_support_level())
+        })
     }
 
     fn call(

@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::{BoxFuture, CallCtx};
+use crate::{BoxFuture, CallCtx, TaskSupport};
 
 /// Why a tool failed. Any error converts into it with `?`; an [`McpError`] (such as
 /// [`McpError::InputRequired`] from [`CallCtx::ask`]) keeps its meaning.
@@ -218,6 +218,7 @@ pub struct ToolDef {
     pub(crate) tool: Tool,
     validator: Option<Arc<jsonschema::Validator>>,
     handler: Handler,
+    task_support: TaskSupport,
 }
 
 impl fmt::Debug for ToolDef {
@@ -291,6 +292,7 @@ impl ToolDef {
             },
             validator,
             handler,
+            task_support: TaskSupport::Forbidden,
         }
     }
 
@@ -377,6 +379,21 @@ impl ToolDef {
     pub fn output_schema(mut self, schema: Value) -> Self {
         self.tool.output_schema = Some(schema);
         self
+    }
+
+    /// Lets the tool run as a task (`execution.taskSupport`; see [`crate::TaskConfig`]).
+    pub fn task_support(mut self, support: TaskSupport) -> Self {
+        self.task_support = support;
+        self.tool.execution = match support {
+            TaskSupport::Forbidden => None,
+            s => Some(serde_json::json!({ "taskSupport": s.as_str() })),
+        };
+        self
+    }
+
+    /// Whether the tool may run as a task.
+    pub fn task_support_level(&self) -> TaskSupport {
+        self.task_support
     }
 
     /// Validates the raw `arguments` (absent or `null` means `{}`) and runs the handler.

@@ -347,12 +347,15 @@ fn check_stateless(
     check_name(headers, req)
 }
 
-/// `Mcp-Name` must equal the body's tool/prompt name or resource URI, and must be sent
-/// whenever the body carries one.
+/// `Mcp-Name` must equal the body's tool/prompt name, resource URI or task id (SEP-2663:
+/// `tasks/get|update|cancel`), and must be sent whenever the body carries one.
 fn check_name(headers: &HeaderMap, req: &Request) -> Result<(), (i64, String)> {
-    let key = match req.method {
+    let key = match &req.method {
         Method::ToolsCall | Method::PromptsGet => "name",
         Method::ResourcesRead => "uri",
+        Method::Other(m) if matches!(&**m, "tasks/get" | "tasks/update" | "tasks/cancel") => {
+            "taskId"
+        }
         _ => return Ok(()),
     };
     let header = match headers::text(headers, MCP_NAME) {
@@ -363,12 +366,19 @@ fn check_name(headers: &HeaderMap, req: &Request) -> Result<(), (i64, String)> {
     struct Names {
         name: Option<serde_json::Value>,
         uri: Option<serde_json::Value>,
+        #[serde(rename = "taskId")]
+        task_id: Option<serde_json::Value>,
     }
     let names = req
         .params
         .as_deref()
         .and_then(|p| serde_json::from_str::<Names>(p.get()).ok());
-    let body = names.and_then(|n| match if key == "uri" { n.uri } else { n.name } {
+    let field = |n: Names| match key {
+        "uri" => n.uri,
+        "taskId" => n.task_id,
+        _ => n.name,
+    };
+    let body = names.and_then(|n| match field(n) {
         Some(serde_json::Value::String(s)) => Some(s),
         _ => None,
     });
