@@ -22,6 +22,10 @@ pub trait Peer: Send + Sync + 'static {
     fn event(&self, event: CallEvent);
     /// Asks the client something (sampling, elicitation, roots) for this call.
     fn ask(&self, ask: ClientAsk) -> BoxFuture<'static, Result<Raw, McpError>>;
+
+    /// Closes the connection showing this call's messages, keeping the call running (see
+    /// [`CallCtx::close_stream`]). Wires without resumable streams ignore it.
+    fn close_stream(&self) {}
 }
 
 struct Inner {
@@ -207,6 +211,19 @@ impl CallCtx {
                 logger: None,
                 data: to_raw(&data),
             }));
+        }
+    }
+
+    /// Closes the HTTP SSE connection carrying this request's messages without ending the
+    /// request ("SSE polling", 2025-11-25): the client reconnects with `GET` and
+    /// `Last-Event-ID` and receives the rest, the result included. Frees the connection
+    /// during long waits. A no-op on other wires and once the call became a task.
+    pub fn close_stream(&self) {
+        if self.inner.task.get().is_some() {
+            return;
+        }
+        if let Some(p) = &self.inner.peer {
+            p.close_stream();
         }
     }
 

@@ -110,7 +110,7 @@ fn unrelated_messages_go_to_the_standalone_stream() {
     let (id, ev) = get.next_event().expect("a list change");
     assert_eq!(ev["method"], "notifications/tools/list_changed", "{ev}");
     assert!(id.unwrap().starts_with('g'));
-    // Streams of POSTs cannot be resumed.
+    // A stream this session never had cannot be resumed.
     let r = s.send(
         "GET",
         &[
@@ -128,6 +128,104 @@ fn unrelated_messages_go_to_the_standalone_stream() {
         b"",
     );
     assert_eq!(r.status, 406);
+}
+
+fn resume(s: &HttpServer, sid: &str, last: &str) -> common::http::Exchange {
+    s.send(
+        "GET",
+        &[
+            ("accept", "text/event-stream"),
+            ("mcp-session-id", sid),
+            ("last-event-id", last),
+        ],
+        b"",
+    )
+}
+
+/// The `id:` and `retry:` fields of a raw SSE event.
+fn fields(raw: &str) -> (Option<String>, Option<String>, Option<String>) {
+    let get = |name: &str| {
+        raw.lines()
+            .find_map(|l| l.strip_prefix(name).map(|v| v.trim().to_owned()))
+    };
+    (get("id:"), get("retry:"), get("data:"))
+}
+
+#[test]
+fn a_closed_request_stream_resumes_with_last_event_id() {
+    let s = HttpServer::start(&[]);
+    let sid = s.initialize();
+    // The tool closes its stream mid-call: the priming event (id, retry, empty data) and
+    // the end of the connection, no answer.
+    let mut post = s.post(Some(&sid), &call(7, "test_reconnection", json!({})));
+    assert_eq!(post.header("content-type"), Some("text/event-stream"));
+    let priming = post.next_raw_event().expect("priming event");
+    let (id, retry, data) = fields(&priming);
+    let id = id.expect("priming id");
+    assert!(id.starts_with('p') && id.ends_with("-0"), "{priming}");
+    assert_eq!(retry.as_deref(), Some("500"));
+    assert_eq!(data.as_deref(), Some(""));
+    assert!(
+        post.next_event().is_none(),
+        "the stream ends without the answer"
+    );
+    // Resuming delivers the answer, then ends.
+    let mut get = resume(&s, &sid, &id);
+    assert_eq!(get.status, 200);
+    let (eid, answer) = get.next_event().expect("the answer");
+    assert_eq!(answer["id"], 7);
+    assert_eq!(
+        answer["result"]["content"][0]["text"],
+        "Reconnection test completed"
+    );
+    let prefix = id.trim_end_matches('0');
+    assert!(eid.unwrap().starts_with(prefix));
+    assert!(get.next_event().is_none());
+    // Delivered: the stream is gone; ids that are not ours are refused.
+    assert_eq!(resume(&s, &sid, &id).status, 400);
+    assert_eq!(resume(&s, &sid, "nonsense").status, 400);
+    assert_eq!(resume(&s, &sid, "p99999999-0").status, 400);
+}
+
+#[test]
+fn a_resumed_stream_replays_only_what_was_missed() {
+    let s = HttpServer::start(&[]);
+    let sid = s.initialize();
+    let msg = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {
+        "name": "test_reconnection", "arguments": {}, "_meta": {"progressToken": "t"}}});
+    let mut post = s.post(Some(&sid), &msg);
+    let (id0, _, _) = fields(&post.next_raw_event().unwrap());
+    let (id1, progress) = post.next_event().expect("progress before the close");
+    assert_eq!(progress["method"], "notifications/progress");
+    let id1 = id1.unwrap();
+    assert!(id1.ends_with("-1") && id0.unwrap().ends_with("-0"));
+    assert!(post.next_event().is_none());
+    let events = resume(&s, &sid, &id1).events();
+    assert_eq!(events.len(), 1, "only the answer: {events:?}");
+    assert_eq!(events[0]["id"], 8);
+}
+
+#[test]
+fn the_standalone_stream_resumes_too() {
+    let s = HttpServer::start(&[]);
+    let sid = s.initialize();
+    let mut get = s.send(
+        "GET",
+        &[("accept", "text/event-stream"), ("mcp-session-id", &sid)],
+        b"",
+    );
+    let (id, retry, _) = fields(&get.next_raw_event().expect("priming event"));
+    let id = id.unwrap();
+    assert!(id.starts_with('g') && retry.is_some());
+    drop(get);
+    // Give the session a moment to notice the closed connection, then change the catalog.
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let r = s.post(Some(&sid), &call(1, "test_trigger_tool_change", json!({})));
+    assert_eq!(r.status, 200);
+    let mut again = resume(&s, &sid, &id);
+    assert_eq!(again.status, 200);
+    let (_, ev) = again.next_event().expect("the missed list change");
+    assert_eq!(ev["method"], "notifications/tools/list_changed", "{ev}");
 }
 
 #[test]
@@ -278,4 +376,17 @@ fn cli_list_and_call_take_an_http_url() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "an isError result exits 1");
+
+    // The server closes this call's stream mid-call; the CLI resumes it.
+    let out = std::process::Command::new(bin)
+        .args(["call", &url, "test_reconnection"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["content"][0]["text"], "Reconnection test completed");
 }

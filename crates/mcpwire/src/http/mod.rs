@@ -13,6 +13,8 @@
 //! - [`client`] is the small client behind `mcpwire list|call http://…`.
 //! - [`reply`] turns a request's messages into `application/json` (only the response) or
 //!   `text/event-stream` (anything came before the response), and builds error replies.
+//! - [`replay`] numbers a session's SSE events and keeps the recent ones, so a client can
+//!   resume a stream with `Last-Event-ID` (including one the server closed on purpose).
 //!
 //! Like every driver, nothing here makes protocol decisions: those stay in the session.
 
@@ -21,6 +23,7 @@ mod get;
 mod guard;
 mod headers;
 mod post;
+mod replay;
 mod reply;
 mod session;
 mod sessions;

@@ -167,7 +167,7 @@ async fn with_session(app: &App, sid: &str, version: Option<&str>, msg: Message)
             let Ok(stream) = session.request(req).await else {
                 return session_not_found();
             };
-            match reply::answer(stream, &id, false).await {
+            match reply::answer_session(stream, &id).await {
                 Some(a) => a.response,
                 // Ended without a word: cancelled by the client (nothing more will come),
                 // or the session went away.
@@ -231,7 +231,7 @@ async fn initialize(app: &App, req: Request) -> Response {
     };
     let id = req.id.clone();
     let answer = match session.request(req).await {
-        Ok(stream) => reply::answer(stream, &id, false).await,
+        Ok(stream) => reply::answer_session(stream, &id).await,
         Err(_) => None,
     };
     match answer {
@@ -287,7 +287,7 @@ async fn stateless(
     }
     let exchange = Exchange::start(&app.service, req);
     let id = exchange.id().clone();
-    match reply::answer(exchange.into_stream(), &id, true).await {
+    match reply::answer(exchange.into_stream(), &id).await {
         Some(a) => a.response,
         None => reply::error(
             StatusCode::INTERNAL_SERVER_ERROR,

@@ -281,6 +281,19 @@ impl Exchange {
         serde_json::from_str(&t).unwrap_or_else(|e| panic!("body is not JSON ({e}): {t}"))
     }
 
+    /// The next SSE event or comment, raw (without its blank line); `None` at the end.
+    pub fn next_raw_event(&mut self) -> Option<String> {
+        loop {
+            if let Some(end) = self.sse_buf.windows(2).position(|w| w == b"\n\n") {
+                let event: Vec<u8> = self.sse_buf.drain(..end + 2).collect();
+                return Some(String::from_utf8(event[..end].to_vec()).expect("utf-8 event"));
+            }
+            let chunk = self.next_chunk()?;
+            self.sse_buf
+                .extend(chunk.into_iter().filter(|&b| b != b'\r'));
+        }
+    }
+
     /// The next SSE event as (id, JSON data); `None` at the end of the stream.
     pub fn next_event(&mut self) -> Option<(Option<String>, Value)> {
         loop {
