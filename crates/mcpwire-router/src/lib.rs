@@ -39,7 +39,7 @@ mod tasks;
 mod tool;
 mod uri_template;
 
-pub use backend::{Backend, BackendInfo, BackendRequest, BoxFuture};
+pub use backend::{Backend, BackendInfo, BackendRequest, BoxFuture, HeaderParam, ToolRouting};
 pub use ctx::{CallCtx, Peer};
 pub use prompt::PromptDef;
 pub use resource::{ResourceDef, TemplateDef};

@@ -17,7 +17,7 @@ use crate::input::InputRound;
 use crate::tasks::{self, TaskStore};
 use crate::{
     Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, StateKey, TASKS_EXTENSION,
-    TaskConfig, TaskSupport,
+    TaskConfig, TaskSupport, ToolRouting,
 };
 
 /// One request for the router: method, raw params and the call's context.
@@ -90,6 +90,11 @@ impl Router {
         &self.info
     }
 
+    /// What the router and the wires need to know about tool `name` before calling it.
+    pub fn tool_routing(&self, name: &str) -> Option<Arc<ToolRouting>> {
+        self.backend.tool_routing(name)
+    }
+
     /// The backend's event stream.
     pub fn events(&self) -> Option<broadcast::Receiver<BackendEvent>> {
         self.backend.events()
@@ -117,7 +122,11 @@ impl Router {
         let (req, input_params) = parsed;
         let task_store = match (&req, &self.tasks) {
             (BackendRequest::CallTool { name, .. }, Some(store)) if stateless => {
-                match self.backend.task_support(name) {
+                let support = self
+                    .backend
+                    .tool_routing(name)
+                    .map_or(TaskSupport::Forbidden, |r| r.task_support);
+                match support {
                     TaskSupport::Forbidden => None,
                     support => {
                         if tasks::client_supports_tasks(ctx.client_capabilities()) {

@@ -13,8 +13,8 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 use crate::{
-    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, PromptDef, ResourceDef, TaskSupport,
-    TemplateDef, ToolDef,
+    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, PromptDef, ResourceDef, TemplateDef,
+    ToolDef, ToolRouting,
 };
 
 /// Items per page of the `*/list` results.
@@ -473,12 +473,8 @@ impl Backend for Server {
         &self.info
     }
 
-    fn task_support(&self, name: &str) -> TaskSupport {
-        self.read(|c| {
-            c.tools
-                .get(name)
-                .map_or(TaskSupport::Forbidden, |t| t.task_support_level())
-        })
+    fn tool_routing(&self, name: &str) -> Option<Arc<ToolRouting>> {
+        self.read(|c| c.tools.get(name).map(|t| t.routing().clone()))
     }
 
     fn call(

@@ -342,6 +342,89 @@ fn stateless_requests() {
 }
 
 #[test]
+fn stateless_argument_headers_must_mirror_the_body() {
+    let s = HttpServer::start(&[]);
+    let call = |extra: &[(&str, &str)], region: Option<&str>| {
+        let mut args = json!({"text": "hi"});
+        if let Some(r) = region {
+            args["region"] = json!(r);
+        }
+        let p = json!({"name": "test_custom_header", "arguments": args});
+        s.post_stateless_extra(1, "tools/call", p, json!({}), extra)
+    };
+    let ok = call(&[("mcp-param-region", "eu-west")], Some("eu-west"));
+    assert_eq!(ok.status, 200);
+    assert_eq!(ok.json()["result"]["content"][0]["text"], "eu-west: hi");
+    let b64 = call(
+        &[("Mcp-Param-Region", "=?base64?ZXUtd2VzdA==?=")],
+        Some("eu-west"),
+    );
+    assert_eq!(b64.status, 200);
+    for (extra, region) in [
+        (&[][..], Some("eu-west")),                                // missing
+        (&[("mcp-param-region", "us-east")][..], Some("eu-west")), // mismatch
+        (
+            &[("mcp-param-region", "=?base64?ZXUtd2VzdA?=")][..],
+            Some("eu-west"),
+        ), // padding
+        (
+            &[("mcp-param-region", "=?base64?ZX!!?=")][..],
+            Some("eu-west"),
+        ), // alphabet
+        (&[("mcp-param-region", "eu-west")][..], None),            // no such argument
+    ] {
+        let r = call(extra, region);
+        assert_eq!(r.status, 400, "{extra:?}");
+        assert_eq!(r.json()["error"]["code"], -32020);
+    }
+}
+
+#[test]
+fn stateless_tasks_over_http() {
+    let s = HttpServer::start(&[]);
+    let tasks = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let created = s
+        .post_stateless_with(
+            1,
+            "tools/call",
+            json!({"name": "slow_compute", "arguments": {"seconds": 0.2}}),
+            tasks.clone(),
+        )
+        .json();
+    let result = &created["result"];
+    assert_eq!(result["resultType"], "task", "{created}");
+    let id = result["taskId"].as_str().unwrap().to_owned();
+    let mut done = Value::Null;
+    for i in 0..100 {
+        let got = s
+            .post_stateless_with(2 + i, "tasks/get", json!({"taskId": id}), tasks.clone())
+            .json();
+        if got["result"]["status"] == "completed" {
+            done = got;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let text = done["result"]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or("");
+    assert!(text.starts_with("computed after"), "{done}");
+    // Mcp-Name must carry the task id.
+    let wrong = s.post_stateless_extra(
+        200,
+        "tasks/get",
+        json!({"taskId": id}),
+        tasks.clone(),
+        &[("mcp-name", "someone-else")],
+    );
+    assert_eq!(wrong.status, 400);
+    // Without the extension the tasks methods are refused.
+    let r = s.post_stateless(201, "tasks/get", json!({"taskId": id}));
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["error"]["code"], -32021);
+}
+
+#[test]
 fn cli_list_and_call_take_an_http_url() {
     let s = HttpServer::start(&[]);
     let url = format!("http://{}{}", s.addr, s.path);

@@ -25,6 +25,7 @@ mod headers;
 mod post;
 mod replay;
 mod reply;
+mod route_headers;
 mod session;
 mod sessions;
 mod stateless;

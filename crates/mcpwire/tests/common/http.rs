@@ -82,8 +82,20 @@ impl HttpServer {
         &self,
         id: i64,
         method: &str,
+        params: Value,
+        capabilities: Value,
+    ) -> Exchange {
+        self.post_stateless_extra(id, method, params, capabilities, &[])
+    }
+
+    /// Like [`HttpServer::post_stateless_with`], adding these headers.
+    pub fn post_stateless_extra(
+        &self,
+        id: i64,
+        method: &str,
         mut params: Value,
         capabilities: Value,
+        extra: &[(&str, &str)],
     ) -> Exchange {
         params["_meta"] = json!({
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -93,6 +105,9 @@ impl HttpServer {
         let name = match method {
             "tools/call" | "prompts/get" => params["name"].as_str().map(str::to_owned),
             "resources/read" => params["uri"].as_str().map(str::to_owned),
+            "tasks/get" | "tasks/update" | "tasks/cancel" => {
+                params["taskId"].as_str().map(str::to_owned)
+            }
             _ => None,
         };
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
@@ -105,6 +120,7 @@ impl HttpServer {
         if let Some(name) = &name {
             h.push(("mcp-name", name));
         }
+        h.extend_from_slice(extra);
         self.send("POST", &h, body.to_string().as_bytes())
     }
 
