@@ -153,6 +153,11 @@ impl HttpServer {
                     continue;
                 }
             };
+            // Answers are written as soon as they are ready; Nagle's algorithm would hold
+            // the tail of a multi-write (SSE) reply until the client's delayed ACK.
+            if let Err(e) = io.set_nodelay(true) {
+                tracing::debug!(%peer, error = %e, "could not set TCP_NODELAY");
+            }
             let service = TowerToHyperService::new(router.clone());
             tokio::spawn(async move {
                 let conn = hyper::server::conn::http1::Builder::new()
