@@ -5,7 +5,7 @@ import struct
 
 import pytest
 
-from proto_peer import StdioPeer, init_request, message_classes, pack, pb
+from proto_peer import StdioPeer, frame, init_request, message_classes, pack, pb
 
 
 @pytest.fixture()
@@ -183,3 +183,27 @@ def test_one_stdio_listener_detects_either_protocol(mcpwire_bin):
         assert (m.id, m.error_response.code) == (0, -32600)
     finally:
         proto_peer.close()
+
+
+def test_a_flood_is_answered_in_full(mcpwire_bin):
+    """2000 calls written at once with 8 allowed in flight: every one is answered, either
+    with its result or with the in-flight limit's −32600, and the stream stays usable."""
+    p = StdioPeer(mcpwire_bin, "--max-in-flight", "8")
+    try:
+        initialized(p)
+        tools = tools_by_name(p)
+        Add = message_classes(tools["add"].inline_schema)(tools["add"].metadata["input_type"])
+        args = pack(Add(a=1, b=2))
+        p.write(b"".join(
+            frame(pb.MCPMessage(id=10_000 + i, call_tool_request=pb.CallToolRequest(name="add", arguments=args)))
+            for i in range(2000)))
+        seen = set()
+        for _ in range(2000):
+            m = p.recv()
+            r = m.call_tool_response
+            assert r.HasField("success") or r.error.code == -32600, m
+            seen.add(m.id)
+        assert seen == set(range(10_000, 12_000))
+        assert p.request(5, list_resources_request=pb.ListResourcesRequest()).HasField("list_resources_response")
+    finally:
+        p.close()

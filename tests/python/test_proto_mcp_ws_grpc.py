@@ -18,7 +18,7 @@ def ws_url(mcpwire_bin):
 
 @pytest.fixture(scope="module")
 def grpc_stub(mcpwire_bin):
-    with Served(mcpwire_bin, "grpc") as s:
+    with Served(mcpwire_bin, "grpc", "--max-message-bytes", "65536") as s:
         channel = grpc.insecure_channel(s.address.removeprefix("grpc://"))
         yield pb_grpc.MCPServiceStub(channel)
         channel.close()
@@ -131,3 +131,13 @@ def test_grpc_unary_rpcs(grpc_stub):
 def test_grpc_many_calls_in_flight(grpc_stub):
     futures = [grpc_stub.ListResources.future(pb.ListResourcesRequest(), timeout=10) for _ in range(50)]
     assert all(len(f.result().resources) > 0 for f in futures)
+
+
+def test_grpc_oversize_message_is_refused(grpc_stub):
+    big = pb.CallToolRequest(name="echo")
+    big.arguments.type_url = "type.googleapis.com/x"
+    big.arguments.value = b"\x00" * 100_000
+    with pytest.raises(grpc.RpcError) as e:
+        grpc_stub.CallTool(big, timeout=10)
+    assert e.value.code() == grpc.StatusCode.OUT_OF_RANGE  # tonic's answer to an oversize message
+    assert grpc_stub.ListResources(pb.ListResourcesRequest(), timeout=10).resources

@@ -20,6 +20,8 @@ inspecting any MCP server.
 Try it:
   mcpwire demo                          serve the built-in example over stdio
   mcpwire demo --transport http         ... over Streamable HTTP at http://127.0.0.1:8000/mcp
+  mcpwire demo --transport ws|grpc      ... as proto-mcp (buf.mcp.v1) over WebSocket or gRPC
+                                        (stdio serves proto-mcp frames too, by first byte)
   mcpwire list http://127.0.0.1:8000/mcp  list the tools of an HTTP server
   mcpwire list 'mcpwire demo'           list the example's tools
   mcpwire call 'mcpwire demo' add --args '{\"a\": 2, \"b\": 3}'
@@ -272,7 +274,8 @@ async fn run(cli: Cli) -> Result<()> {
                 Transport::Ws | Transport::Grpc => {
                     let addr = std::net::SocketAddr::new(serve.http.host, serve.http.port);
                     if matches!(serve.transport, Transport::Ws) {
-                        mcpwire::proto::serve_ws(service, addr, &serve.http.path).await
+                        let (path, max) = (&serve.http.path, serve.http.max_sessions);
+                        mcpwire::proto::serve_ws(service, addr, path, max).await
                     } else {
                         mcpwire::proto::serve_grpc(service, addr).await
                     }

@@ -42,17 +42,23 @@ impl GrpcMcp {
         GrpcMcp { service, catalog }
     }
 
-    /// Serves on `listener` until the process ends.
+    /// Serves on `listener` until the process ends. Per connection at most `max_in_flight`
+    /// RPCs run at once; messages are capped at `max_message_bytes` (tonic answers OUT_OF_RANGE).
     pub async fn serve(
         self,
         listener: tokio::net::TcpListener,
     ) -> Result<(), tonic::transport::Error> {
         let max = self.service.limits.max_message_bytes;
+        let in_flight = self.service.config.limits.max_in_flight;
         let svc = McpServiceServer::new(self)
             .max_decoding_message_size(max)
             .max_encoding_message_size(max.saturating_mul(4));
         let incoming = tokio_stream_compat(listener);
         tonic::transport::Server::builder()
+            .concurrency_limit_per_connection(in_flight)
+            .max_concurrent_streams(u32::try_from(in_flight).ok())
+            .http2_keepalive_interval(Some(std::time::Duration::from_secs(60)))
+            .http2_keepalive_timeout(Some(std::time::Duration::from_secs(20)))
             .add_service(svc)
             .serve_with_incoming(incoming)
             .await

@@ -72,15 +72,17 @@ async fn refresh(router: &Router, catalog: &ProtoCatalog) {
     }
 }
 
-/// Serves proto-mcp and JSON-RPC over WebSocket at `ws://addr/path` until the process ends.
+/// Serves proto-mcp and JSON-RPC over WebSocket at `ws://addr/path` (at most
+/// `max_connections` at once) until the process ends.
 pub async fn serve_ws(
     service: crate::Service,
     addr: SocketAddr,
     path: &str,
+    max_connections: usize,
 ) -> std::io::Result<()> {
     keep_catalog(service.router.clone(), service.proto.clone()).await;
     let catalog = service.proto.clone();
-    let server = ws::WsServer::bind(service, catalog, addr, path).await?;
+    let server = ws::WsServer::bind(service, catalog, addr, path, max_connections).await?;
     eprintln!("mcpwire: listening on ws://{}{path}", server.local_addr()?);
     server.serve().await
 }

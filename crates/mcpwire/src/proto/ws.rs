@@ -29,6 +29,8 @@ use crate::calls::{Calls, recv_event, sleep_until};
 struct WsState {
     service: Service,
     catalog: Arc<ProtoCatalog>,
+    /// Connections still allowed; an upgrade past the limit is refused with 503.
+    slots: Arc<tokio::sync::Semaphore>,
 }
 
 /// A bound WebSocket listener.
@@ -38,17 +40,23 @@ pub struct WsServer {
 }
 
 impl WsServer {
-    /// Binds `addr`, serving `service` at `path`.
+    /// Binds `addr`, serving `service` at `path` to at most `max_connections` at once.
     pub async fn bind(
         service: Service,
         catalog: Arc<ProtoCatalog>,
         addr: SocketAddr,
         path: &str,
+        max_connections: usize,
     ) -> std::io::Result<WsServer> {
         let listener = tokio::net::TcpListener::bind(addr).await?;
+        let slots = Arc::new(tokio::sync::Semaphore::new(max_connections));
         let app = axum::Router::new()
             .route(path, axum::routing::get(upgrade))
-            .with_state(WsState { service, catalog });
+            .with_state(WsState {
+                service,
+                catalog,
+                slots,
+            });
         Ok(WsServer { listener, app })
     }
 
@@ -64,6 +72,12 @@ impl WsServer {
 }
 
 async fn upgrade(State(st): State<WsState>, ws: WebSocketUpgrade) -> Response {
+    let Ok(slot) = st.slots.clone().try_acquire_owned() else {
+        return axum::response::IntoResponse::into_response((
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "too many WebSocket connections",
+        ));
+    };
     let max = st.service.limits.max_message_bytes;
     ws.max_message_size(max.saturating_mul(2))
         .max_frame_size(max.saturating_mul(2))
@@ -71,6 +85,7 @@ async fn upgrade(State(st): State<WsState>, ws: WebSocketUpgrade) -> Response {
             if let Err(e) = Conn::new(&st).run(socket).await {
                 tracing::debug!(error = %e, "websocket connection ended");
             }
+            drop(slot);
         })
 }
 
