@@ -24,7 +24,8 @@ pub trait ToolProto: Send + Sync + std::fmt::Debug {
     fn structured_to_message(&self, value: &Value) -> Result<DynamicMessage, String>;
 }
 
-/// Converts a tool's JSON Schemas to protobuf (implemented over `mcpwire-schema`).
+/// Converts a tool's JSON Schemas to protobuf, and resolves schema-registry references
+/// (implemented over `mcpwire-schema`).
 pub trait SchemaConverter: Send + Sync {
     /// The protobuf schemas of tool `name`.
     fn convert(
@@ -33,6 +34,18 @@ pub trait SchemaConverter: Send + Sync {
         input: &Value,
         output: Option<&Value>,
     ) -> Result<Arc<dyn ToolProto>, String>;
+
+    /// The schemas a `buf.build/{owner}/{repo}/{pkg}.{Msg}:{version}` reference names.
+    fn resolve(&self, reference: &str) -> Result<Arc<dyn ToolProto>, String> {
+        Err(format!(
+            "no schema registry is configured to resolve {reference}"
+        ))
+    }
+
+    /// Whether references can be resolved at all (`supports_bsr_refs`).
+    fn has_registry(&self) -> bool {
+        false
+    }
 }
 
 /// One tool in the catalog.
@@ -123,11 +136,25 @@ impl ProtoCatalog {
         self.update(|s| *s = next);
     }
 
+    /// Whether tools may reference registry schemas (a registry is configured).
+    pub fn has_registry(&self) -> bool {
+        self.converter.has_registry()
+    }
+
+    /// A tool declaring `_meta["io.mcpwire/bsrRef"]` takes the referenced registry message
+    /// (an unresolvable reference makes its calls −33000); any other tool's JSON Schemas
+    /// are converted.
     fn convert(&self, name: &str, tool: &Value, hash: u64) -> ToolEntry {
         let empty = serde_json::json!({ "type": "object" });
         let input = tool.get("inputSchema").unwrap_or(&empty);
         let output = tool.get("outputSchema");
-        let proto = self.converter.convert(name, input, output);
+        let proto = match bsr_ref(tool) {
+            Some(r) => self
+                .converter
+                .resolve(r)
+                .map_err(|e| format!("schema reference {r} is unresolved: {e}")),
+            None => self.converter.convert(name, input, output),
+        };
         if let Err(e) = &proto {
             tracing::warn!(tool = name, error = %e, "no protobuf schema for this tool");
         }
@@ -165,8 +192,14 @@ fn insert(s: &mut Snapshot, entry: Arc<ToolEntry>) {
     s.by_name.insert(entry.name.clone(), entry);
 }
 
+/// The registry reference a tool declares, if any.
+pub(crate) fn bsr_ref(tool: &Value) -> Option<&str> {
+    tool.get("_meta")?.get(crate::BSR_REF_META)?.as_str()
+}
+
 fn schema_hash(tool: &Value) -> u64 {
     let mut h = DefaultHasher::new();
+    bsr_ref(tool).hash(&mut h);
     tool.get("inputSchema").map(Value::to_string).hash(&mut h);
     tool.get("outputSchema").map(Value::to_string).hash(&mut h);
     h.finish()

@@ -92,6 +92,10 @@ struct ServeArgs {
     /// save the wake-up latency of an idle CPU between requests.
     #[arg(long, default_value_t = 100, env = "MCPWIRE_BUSY_POLL_US")]
     busy_poll_us: u64,
+    /// proto-mcp: a directory of `.proto` modules (`{owner}/{repo}/{version}/`) whose messages
+    /// tools may reference as `buf.build/{owner}/{repo}/{pkg}.{Msg}:{version}`.
+    #[arg(long, value_name = "DIR", env = "MCPWIRE_SCHEMA_REGISTRY")]
+    schema_registry: Option<std::path::PathBuf>,
     #[command(flatten)]
     http: HttpArgs,
 }
@@ -259,6 +263,11 @@ async fn run(cli: Cli) -> Result<()> {
             std::sync::Arc::make_mut(&mut service.config)
                 .limits
                 .max_in_flight = serve.max_in_flight;
+            if let Some(dir) = &serve.schema_registry {
+                let converter = mcpwire::proto::converter_with_registry(dir)
+                    .with_context(|| format!("loading the schema registry {}", dir.display()))?;
+                service.proto = std::sync::Arc::new(mcpwire_proto::ProtoCatalog::new(converter));
+            }
             match serve.transport {
                 Transport::Stdio => {
                     if std::io::IsTerminal::is_terminal(&std::io::stdin()) {

@@ -187,7 +187,9 @@ impl Translator {
 
     fn result_payload(&self, kind: Kind, v: &Value) -> Payload {
         match kind {
-            Kind::Initialize => Payload::InitializeResponse(results::initialize(v)),
+            Kind::Initialize => {
+                Payload::InitializeResponse(results::initialize(v, self.catalog.has_registry()))
+            }
             Kind::ListTools {
                 bsr_refs,
                 include_schemas,

@@ -6,7 +6,6 @@ use mcpwire_wire::proto_mcp::pb;
 use prost::Message as _;
 use serde_json::Value;
 
-use crate::BSR_REF_META;
 use crate::catalog::{ProtoCatalog, ToolEntry};
 
 fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
@@ -14,8 +13,9 @@ fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
 }
 
 /// `initialize` result → `InitializeResponse`. proto-mcp v1 has no notifications, so every
-/// `supports_list_changed`/`supports_subscribe` is false whatever the backend could emit.
-pub(super) fn initialize(v: &Value) -> pb::InitializeResponse {
+/// `supports_list_changed`/`supports_subscribe` is false whatever the backend could emit;
+/// `supports_bsr_refs` says whether a schema registry is configured.
+pub(super) fn initialize(v: &Value, bsr_refs: bool) -> pb::InitializeResponse {
     let caps = &v["capabilities"];
     let info = &v["serverInfo"];
     let mut metadata = std::collections::BTreeMap::new();
@@ -27,7 +27,7 @@ pub(super) fn initialize(v: &Value) -> pb::InitializeResponse {
     pb::InitializeResponse {
         protocol_version: str_of(v, "protocolVersion").to_owned(),
         capabilities: Some(pb::ServerCapabilities {
-            supports_bsr_refs: false,
+            supports_bsr_refs: bsr_refs,
             supports_streaming: false,
             tools: caps.get("tools").map(|_| pb::ToolCapabilities::default()),
             resources: caps
@@ -51,10 +51,7 @@ pub(super) fn list_tools(
     let tools = v["tools"].as_array().map(Vec::as_slice).unwrap_or_default();
     let mut out = Vec::with_capacity(tools.len());
     for t in tools {
-        let bsr_ref = t
-            .get("_meta")
-            .and_then(|m| m.get(BSR_REF_META))
-            .and_then(Value::as_str);
+        let bsr_ref = crate::catalog::bsr_ref(t);
         if !bsr_refs.is_empty() && !bsr_ref.is_some_and(|r| bsr_refs.iter().any(|b| b == r)) {
             continue;
         }

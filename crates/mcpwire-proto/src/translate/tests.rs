@@ -74,6 +74,29 @@ impl SchemaConverter for Fixed {
     }
 }
 
+/// The fixture's registry: `buf.build/acme/tools/t.reg.Input:v1` is the only reference.
+struct WithRegistry;
+
+impl SchemaConverter for WithRegistry {
+    fn convert(
+        &self,
+        name: &str,
+        i: &Value,
+        o: Option<&Value>,
+    ) -> Result<Arc<dyn ToolProto>, String> {
+        Fixed.convert(name, i, o)
+    }
+    fn resolve(&self, reference: &str) -> Result<Arc<dyn ToolProto>, String> {
+        match reference {
+            "buf.build/acme/tools/t.reg.Input:v1" => Fixed.convert("reg", &json!({}), None),
+            other => Err(format!("{other} is not in the registry")),
+        }
+    }
+    fn has_registry(&self) -> bool {
+        true
+    }
+}
+
 impl ToolProto for FixedProto {
     fn file_set(&self) -> &FileDescriptorSet {
         &self.fds
@@ -310,7 +333,7 @@ fn ids_are_echoed_pipelined_and_duplicates_refused() {
 
 #[test]
 fn listing_inlines_schemas_and_filters_by_reference() {
-    let (mut t, _) = translator();
+    let mut t = Translator::new(Arc::new(ProtoCatalog::new(Arc::new(WithRegistry))));
     let req = |refs: Vec<String>| {
         McpMessage::new(
             3,
@@ -323,7 +346,7 @@ fn listing_inlines_schemas_and_filters_by_reference() {
     };
     let result = to_raw(&json!({"tools": [
         {"name": "add", "description": "adds", "inputSchema": {"type": "object"},
-         "_meta": {"io.mcpwire/bsrRef": "buf.build/a/b/t.add.Input:v1"}},
+         "_meta": {"io.mcpwire/bsrRef": "buf.build/acme/tools/t.reg.Input:v1"}},
         {"name": "broken", "inputSchema": {"type": "object"}}
     ], "nextCursor": "c2"}));
     let (id, _) = forward(&mut t, req(vec![]));
@@ -338,13 +361,16 @@ fn listing_inlines_schemas_and_filters_by_reference() {
     };
     assert_eq!(r.next_cursor, "c2");
     assert_eq!(r.tools.len(), 2);
-    assert_eq!(r.tools[0].metadata["input_type"], "t.add.Input");
+    assert_eq!(r.tools[0].metadata["input_type"], "t.reg.Input");
     assert!(matches!(
         r.tools[0].schema_source,
         Some(pb::tool::SchemaSource::InlineSchema(_))
     ));
     assert!(r.tools[1].metadata.contains_key("schema_error"));
-    let (id, _) = forward(&mut t, req(vec!["buf.build/a/b/t.add.Input:v1".into()]));
+    let (id, _) = forward(
+        &mut t,
+        req(vec!["buf.build/acme/tools/t.reg.Input:v1".into()]),
+    );
     let out = t.outbound(&Outbound::Response { id, result }).unwrap();
     let Some(Payload::ListToolsResponse(r)) = out.payload else {
         panic!()
@@ -378,4 +404,53 @@ fn payloadless_and_response_messages_are_refused() {
         })
         .is_none()
     );
+}
+
+#[test]
+fn registry_references_pick_the_message_and_unresolved_ones_are_33000() {
+    let catalog = Arc::new(ProtoCatalog::new(Arc::new(WithRegistry)));
+    let tools = [
+        json!({"name": "search", "inputSchema": {"type": "object"},
+               "_meta": {"io.mcpwire/bsrRef": "buf.build/acme/tools/t.reg.Input:v1"}}),
+        json!({"name": "lost", "inputSchema": {"type": "object"},
+               "_meta": {"io.mcpwire/bsrRef": "buf.build/acme/tools/t.gone.Input:v1"}}),
+    ];
+    catalog.replace(&tools);
+    assert!(catalog.has_registry());
+    let mut t = Translator::new(catalog);
+    let (_, p) = forward(
+        &mut t,
+        call(
+            1,
+            "search",
+            "type.googleapis.com/t.reg.Input",
+            args("reg", 4, 5),
+        ),
+    );
+    assert_eq!(p["arguments"], json!({"a": 4, "b": 5}));
+    let m = reply(
+        &mut t,
+        call(2, "lost", "type.googleapis.com/t.gone.Input", vec![]),
+    );
+    assert_eq!(call_error_code(&m), -33000);
+    let (id, _) = forward(
+        &mut t,
+        McpMessage::new(
+            3,
+            Payload::ListToolsRequest(pb::ListToolsRequest::default()),
+        ),
+    );
+    let result = to_raw(&json!({ "tools": tools }));
+    let out = t.outbound(&Outbound::Response { id, result }).unwrap();
+    let Some(Payload::ListToolsResponse(r)) = out.payload else {
+        panic!()
+    };
+    assert_eq!(
+        r.tools[0].schema_source,
+        Some(pb::tool::SchemaSource::BsrRef(
+            "buf.build/acme/tools/t.reg.Input:v1".into()
+        ))
+    );
+    assert_eq!(r.tools[0].metadata["input_type"], "t.reg.Input");
+    assert!(r.tools[1].metadata["schema_error"].contains("unresolved"));
 }

@@ -99,13 +99,27 @@ pub async fn serve_grpc(service: crate::Service, addr: SocketAddr) -> std::io::R
         .map_err(std::io::Error::other)
 }
 
-/// The JSON Schema → protobuf converter of `mcpwire-schema`.
+/// The JSON Schema → protobuf converter of `mcpwire-schema`, without a schema registry.
 pub fn default_converter() -> Arc<dyn SchemaConverter> {
-    Arc::new(SchemaCrate)
+    Arc::new(SchemaCrate { registry: None })
 }
 
-/// Converts with [`mcpwire_schema::tool_schemas`].
-struct SchemaCrate;
+/// The converter with the schema registry compiled from `dir` (a directory of `.proto`
+/// modules, `{owner}/{repo}/{version}/`), which tools reference through
+/// `_meta["io.mcpwire/bsrRef"]`.
+pub fn converter_with_registry(
+    dir: &std::path::Path,
+) -> Result<Arc<dyn SchemaConverter>, mcpwire_schema::SchemaError> {
+    let registry = mcpwire_schema::Registry::load(dir)?;
+    Ok(Arc::new(SchemaCrate {
+        registry: Some(registry),
+    }))
+}
+
+/// Converts with [`mcpwire_schema::tool_schemas`]; resolves references in the registry.
+struct SchemaCrate {
+    registry: Option<mcpwire_schema::Registry>,
+}
 
 impl SchemaConverter for SchemaCrate {
     fn convert(
@@ -117,6 +131,22 @@ impl SchemaConverter for SchemaCrate {
         mcpwire_schema::tool_schemas(name, input, output)
             .map(|s| Arc::new(Schemas(s)) as Arc<dyn ToolProto>)
             .map_err(|e| e.to_string())
+    }
+
+    fn resolve(&self, reference: &str) -> Result<Arc<dyn ToolProto>, String> {
+        let Some(registry) = &self.registry else {
+            return Err(format!(
+                "no schema registry is configured to resolve {reference}"
+            ));
+        };
+        registry
+            .resolve(reference)
+            .map(|s| Arc::new(Schemas(s)) as Arc<dyn ToolProto>)
+            .map_err(|e| e.to_string())
+    }
+
+    fn has_registry(&self) -> bool {
+        self.registry.is_some()
     }
 }
 
