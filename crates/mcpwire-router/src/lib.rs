@@ -43,7 +43,7 @@ pub use ctx::{CallCtx, Peer};
 pub use prompt::PromptDef;
 pub use resource::{ResourceDef, TemplateDef};
 pub use router::{McpCall, McpReply, Router};
-pub use server::{Server, ServerBuilder};
+pub use server::{CatalogEdit, Server, ServerBuilder};
 pub use state_key::StateKey;
 pub use tool::{IntoToolResult, Json, NoArgs, ToolDef, ToolError, tool};
 pub use uri_template::UriTemplate;

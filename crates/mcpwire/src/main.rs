@@ -8,6 +8,8 @@ use mcpwire::http::client::HttpClient;
 use mcpwire::http::{Guard, HttpConfig, HttpServer};
 use serde_json::Value;
 
+mod process_cmd;
+
 const ABOUT: &str = "mcpwire serves MCP tools over every wire from one fast core.";
 
 const LONG_ABOUT: &str = "\
@@ -67,6 +69,10 @@ enum Command {
         #[arg(long, default_value = "{}")]
         args: String,
     },
+    /// Serve the tools of a protomcp tool file (Python, TypeScript, … written with a protomcp SDK).
+    Run(process_cmd::RunArgs),
+    /// Like `run`, and reload the tool process whenever the file changes.
+    Dev(process_cmd::RunArgs),
 }
 
 /// Options shared by every serving command.
@@ -136,7 +142,7 @@ fn main() -> Result<()> {
     let http = matches!(
         &cli.command,
         Command::Demo { serve } if matches!(serve.transport, Transport::Http)
-    );
+    ) || matches!(&cli.command, Command::Run(a) | Command::Dev(a) if a.is_http());
     // HTTP serves many clients: use every core. Stdio serves one: stay on this thread.
     let mut builder = if http {
         tokio::runtime::Builder::new_multi_thread()
@@ -262,6 +268,8 @@ async fn run(cli: Cli) -> Result<()> {
                 Transport::Http => serve_http(service, serve.http).await?,
             }
         }
+        Command::Run(args) => process_cmd::run(args, false).await?,
+        Command::Dev(args) => process_cmd::run(args, true).await?,
         Command::List { target, json } => {
             let mut client = Client::connect(&target)
                 .await

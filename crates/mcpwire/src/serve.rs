@@ -33,7 +33,11 @@ impl Service {
     pub fn from_server(server: Arc<Server>) -> Service {
         let info: Implementation = server.server_info().clone();
         let instructions = server.instructions().map(str::to_owned);
-        let router = Router::new(server);
+        Service::new(Router::new(server), info, instructions)
+    }
+
+    /// A service over any router, introducing itself as `info`.
+    pub fn new(router: Router, info: Implementation, instructions: Option<String>) -> Service {
         let config = SessionConfig {
             server_info: info,
             capabilities: router.info().capabilities.clone(),

@@ -1,0 +1,631 @@
+//! One tool-process connection ("generation"): the handshake, the pending table and the
+//! I/O task that owns the socket.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{SinkExt, StreamExt};
+use mcpwire_model::types::LoggingLevel;
+use mcpwire_model::{LogEntry, McpError};
+use mcpwire_router::CallCtx;
+use tokio::net::UnixStream;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::codec::{FramedRead, FramedWrite};
+use tokio_util::sync::CancellationToken;
+
+use crate::codec::{EnvelopeCodec, FramingError, ProcFrame};
+use crate::pb::{self, Envelope, envelope::Msg};
+use crate::toollist::{Batch, ToolList};
+
+/// How often an empty frame is written while a tool-list answer cannot be sent safely (Q1).
+const EMPTY_FRAME_EVERY: Duration = Duration::from_millis(10);
+
+/// What the host does with things the connection cannot handle alone.
+pub(crate) trait Hooks: Send + Sync + 'static {
+    /// The active tool list of `conn` changed.
+    fn tools_changed(&self, conn: &Arc<Conn>);
+    /// The process said a resource changed.
+    fn resource_changed(&self, uri: String);
+    /// A log message not attributable to a call.
+    fn log(&self, entry: LogEntry);
+}
+
+/// What a pending request receives.
+#[derive(Debug)]
+pub(crate) enum Answer {
+    /// The reply envelope's message.
+    Env(Msg),
+    /// A raw sideband result.
+    Raw {
+        /// Its header.
+        header: pb::RawHeader,
+        /// Its payload.
+        payload: Bytes,
+    },
+    /// The process, or the host, failed the request.
+    Failed(String),
+}
+
+struct Entry {
+    tx: Option<oneshot::Sender<Answer>>,
+    ctx: Option<CallCtx>,
+    tool: bool,
+}
+
+#[derive(Default)]
+struct Pending {
+    map: HashMap<String, Entry>,
+    /// Tool-call ids in send order: the SDK runs them one at a time in this order.
+    fifo: VecDeque<String>,
+    closed: Option<String>,
+}
+
+/// The result of a successful handshake.
+pub(crate) struct Handshake {
+    pub tools: Vec<pb::ToolDefinition>,
+    pub middleware: Vec<(String, i32)>,
+}
+
+/// One live connection to a tool process.
+pub(crate) struct Conn {
+    /// Generation number (for logs).
+    pub gen_id: u64,
+    out: mpsc::UnboundedSender<Envelope>,
+    pending: Mutex<Pending>,
+    /// Registered tools and the active set.
+    pub tools: Mutex<ToolList>,
+    /// Tool definitions as the process sent them.
+    pub defs: Vec<pb::ToolDefinition>,
+    /// Middleware registrations (name, priority).
+    pub middleware: Vec<(String, i32)>,
+    ids: Arc<AtomicU64>,
+    /// Fires when the connection has ended.
+    pub done: CancellationToken,
+}
+
+/// A request on its way; dropping it before the answer cancels it.
+pub(crate) struct PendingCall {
+    conn: Arc<Conn>,
+    id: String,
+    rx: oneshot::Receiver<Answer>,
+    finished: bool,
+}
+
+impl PendingCall {
+    /// Waits for the answer.
+    pub async fn wait(mut self) -> Answer {
+        let answer = (&mut self.rx)
+            .await
+            .unwrap_or_else(|_| Answer::Failed("the tool process connection ended".into()));
+        self.finished = true;
+        answer
+    }
+}
+
+impl Drop for PendingCall {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.conn.cancel(&self.id);
+        }
+    }
+}
+
+async fn next_frame(
+    reader: &mut FramedRead<OwnedReadHalf, EnvelopeCodec>,
+) -> Result<ProcFrame, String> {
+    match reader.next().await {
+        Some(Ok(f)) => Ok(f),
+        Some(Err(e)) => Err(e.to_string()),
+        None => Err("the tool process closed the connection".into()),
+    }
+}
+
+/// Runs the handshake on a fresh stream: list tools, acknowledge middleware registrations,
+/// wait for the completion signal. Nothing else is written before it completes (Q7).
+pub(crate) async fn handshake(
+    reader: &mut FramedRead<OwnedReadHalf, EnvelopeCodec>,
+    writer: &mut FramedWrite<OwnedWriteHalf, EnvelopeCodec>,
+    ids: &AtomicU64,
+) -> Result<Handshake, String> {
+    let id = format!("h{}", ids.fetch_add(1, Ordering::Relaxed));
+    let req = Envelope {
+        msg: Some(Msg::ListTools(pb::ListToolsRequest {})),
+        request_id: id.clone(),
+        namespace: String::new(),
+    };
+    writer.send(&req).await.map_err(|e| e.to_string())?;
+    let mut tools = None;
+    let mut middleware = Vec::new();
+    loop {
+        let ProcFrame::Env(env) = next_frame(reader).await? else {
+            tracing::warn!("tool process sent a non-envelope frame during the handshake");
+            continue;
+        };
+        match env.msg {
+            Some(Msg::ToolList(l)) if env.request_id == id || tools.is_none() => {
+                tools = Some(l.tools)
+            }
+            Some(Msg::RegisterMiddleware(m)) => {
+                middleware.push((m.name, m.priority));
+                let ack = Envelope {
+                    msg: Some(Msg::RegisterMiddlewareResponse(
+                        pb::RegisterMiddlewareResponse { success: true },
+                    )),
+                    ..Envelope::default()
+                };
+                writer.send(&ack).await.map_err(|e| e.to_string())?;
+            }
+            Some(Msg::ReloadResponse(r)) => {
+                if !r.success {
+                    return Err(format!("tool process failed to start: {}", r.error));
+                }
+                let tools =
+                    tools.ok_or("tool process completed its handshake without a tool list")?;
+                return Ok(Handshake { tools, middleware });
+            }
+            other => tracing::debug!(?other, "ignored during the handshake"),
+        }
+    }
+}
+
+impl Conn {
+    /// Starts the I/O task for a connection whose handshake completed.
+    pub(crate) fn start(
+        gen_id: u64,
+        stream: (
+            FramedRead<OwnedReadHalf, EnvelopeCodec>,
+            FramedWrite<OwnedWriteHalf, EnvelopeCodec>,
+        ),
+        hs: Handshake,
+        ids: Arc<AtomicU64>,
+        hooks: Weak<dyn Hooks>,
+    ) -> Arc<Conn> {
+        let (out, rx) = mpsc::unbounded_channel();
+        let names = hs.tools.iter().map(|t| t.name.clone());
+        let conn = Arc::new(Conn {
+            gen_id,
+            out,
+            pending: Mutex::new(Pending::default()),
+            tools: Mutex::new(ToolList::new(names)),
+            defs: hs.tools,
+            middleware: hs.middleware,
+            ids,
+            done: CancellationToken::new(),
+        });
+        let task = IoTask {
+            conn: Arc::downgrade(&conn),
+            reader: stream.0,
+            writer: stream.1,
+            rx,
+            hooks,
+            gate_empty: false,
+            done: conn.done.clone(),
+        };
+        tokio::spawn(task.run());
+        conn
+    }
+
+    /// Splits a fresh stream into a framed reader and writer.
+    pub(crate) fn framed(
+        stream: UnixStream,
+        max_envelope: usize,
+        max_raw: u64,
+    ) -> (
+        FramedRead<OwnedReadHalf, EnvelopeCodec>,
+        FramedWrite<OwnedWriteHalf, EnvelopeCodec>,
+    ) {
+        let (r, w) = stream.into_split();
+        (
+            FramedRead::new(r, EnvelopeCodec::new(max_envelope, max_raw)),
+            FramedWrite::new(w, EnvelopeCodec::new(max_envelope, max_raw)),
+        )
+    }
+
+    /// Sends a request built from its fresh id; `ctx` is kept for progress, logs and asks.
+    pub(crate) fn request(
+        self: &Arc<Self>,
+        build: impl FnOnce(&str) -> Msg,
+        ctx: Option<CallCtx>,
+        tool: bool,
+    ) -> Result<PendingCall, McpError> {
+        let id = format!("h{}", self.ids.fetch_add(1, Ordering::Relaxed));
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut p = self.lock();
+            if let Some(reason) = &p.closed {
+                return Err(McpError::Internal(reason.clone()));
+            }
+            p.map.insert(
+                id.clone(),
+                Entry {
+                    tx: Some(tx),
+                    ctx,
+                    tool,
+                },
+            );
+            if tool {
+                p.fifo.push_back(id.clone());
+            }
+        }
+        let env = Envelope {
+            msg: Some(build(&id)),
+            request_id: id.clone(),
+            namespace: String::new(),
+        };
+        let _ = self.out.send(env);
+        Ok(PendingCall {
+            conn: self.clone(),
+            id,
+            rx,
+            finished: false,
+        })
+    }
+
+    /// Sends an envelope that expects no answer.
+    pub(crate) fn send(&self, env: Envelope) {
+        let _ = self.out.send(env);
+    }
+
+    /// Requests outstanding (answers not yet received), cancelled tool calls excluded.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.lock().map.values().filter(|e| e.tx.is_some()).count()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Forgets a request whose caller went away; a tool call gets a `CancelRequest`.
+    fn cancel(&self, id: &str) {
+        let tool = {
+            let mut p = self.lock();
+            match p.map.get_mut(id) {
+                Some(e) if e.tool => {
+                    // Kept (without a receiver) until a later result proves it finished.
+                    e.tx = None;
+                    e.ctx = None;
+                    true
+                }
+                Some(_) => {
+                    p.map.remove(id);
+                    false
+                }
+                None => false,
+            }
+        };
+        if tool && self.lock().closed.is_none() {
+            self.send(Envelope {
+                msg: Some(Msg::Cancel(pb::CancelRequest {
+                    request_id: id.to_owned(),
+                })),
+                ..Envelope::default()
+            });
+        }
+    }
+
+    /// Ends the connection: every pending request is failed with `reason`.
+    pub(crate) fn close(&self, reason: &str) {
+        let entries: Vec<Entry> = {
+            let mut p = self.lock();
+            if p.closed.is_none() {
+                p.closed = Some(reason.to_owned());
+            }
+            p.fifo.clear();
+            p.map.drain().map(|(_, e)| e).collect()
+        };
+        for e in entries {
+            if let Some(tx) = e.tx {
+                let _ = tx.send(Answer::Failed(reason.to_owned()));
+            }
+        }
+        self.done.cancel();
+    }
+
+    /// Delivers an answer to `id`; a tool result also retires every earlier tool call.
+    fn deliver(&self, id: &str, answer: Answer) {
+        let tx = {
+            let mut p = self.lock();
+            let Some(entry) = p.map.remove(id) else {
+                tracing::debug!(id, "answer for an unknown or cancelled request");
+                return;
+            };
+            if entry.tool
+                && let Some(pos) = p.fifo.iter().position(|f| f == id)
+            {
+                for old in p.fifo.drain(..=pos).collect::<Vec<_>>() {
+                    if old != id {
+                        p.map.remove(&old);
+                    }
+                }
+            }
+            entry.tx
+        };
+        if let Some(tx) = tx {
+            let _ = tx.send(answer);
+        }
+    }
+
+    /// The context of a pending request.
+    fn ctx_of(&self, id: &str) -> Option<CallCtx> {
+        self.lock().map.get(id).and_then(|e| e.ctx.clone())
+    }
+
+    /// The context of the tool call the process is running (the head of the queue), unless
+    /// it was cancelled (then nobody can be attributed).
+    fn running_ctx(&self) -> Option<CallCtx> {
+        let p = self.lock();
+        let head = p.fifo.front()?;
+        p.map.get(head).and_then(|e| e.ctx.clone())
+    }
+
+    fn tool_call_outstanding(&self) -> bool {
+        !self.lock().fifo.is_empty()
+    }
+}
+
+struct IoTask {
+    conn: Weak<Conn>,
+    reader: FramedRead<OwnedReadHalf, EnvelopeCodec>,
+    writer: FramedWrite<OwnedWriteHalf, EnvelopeCodec>,
+    rx: mpsc::UnboundedReceiver<Envelope>,
+    hooks: Weak<dyn Hooks>,
+    /// Q1: only empty frames may be written until the process sends something else.
+    gate_empty: bool,
+    done: CancellationToken,
+}
+
+impl IoTask {
+    async fn run(mut self) {
+        let reason = self.serve().await;
+        tracing::debug!(%reason, "tool process connection ended");
+        if let Some(conn) = self.conn.upgrade() {
+            conn.close(&reason);
+        }
+    }
+
+    async fn serve(&mut self) -> String {
+        let mut tick = tokio::time::interval(EMPTY_FRAME_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                biased;
+                _ = self.done.cancelled() => return "connection closed by the host".into(),
+                frame = self.reader.next() => match frame {
+                    Some(Ok(f)) => {
+                        if let Err(e) = self.on_frame(f).await {
+                            return e;
+                        }
+                    }
+                    Some(Err(FramingError::Oversize { declared, limit })) => {
+                        return format!("tool process sent a {declared}-byte frame (limit {limit})");
+                    }
+                    Some(Err(e)) => return format!("tool process connection failed: {e}"),
+                    None => return "tool process closed the connection".into(),
+                },
+                env = self.rx.recv(), if !self.gate_empty => {
+                    let Some(env) = env else { return "host dropped the connection".into() };
+                    if let Err(e) = self.write_batch(env).await {
+                        return format!("writing to the tool process: {e}");
+                    }
+                }
+                _ = tick.tick(), if self.gate_empty => {
+                    if let Err(e) = self.writer.send(&Envelope::default()).await {
+                        return format!("writing to the tool process: {e}");
+                    }
+                }
+            }
+        }
+    }
+
+    async fn write_batch(&mut self, first: Envelope) -> std::io::Result<()> {
+        self.writer.feed(&first).await?;
+        let mut n = 1;
+        while n < 64 {
+            match self.rx.try_recv() {
+                Ok(env) => self.writer.feed(&env).await?,
+                Err(_) => break,
+            }
+            n += 1;
+        }
+        self.writer.flush().await
+    }
+
+    async fn on_frame(&mut self, frame: ProcFrame) -> Result<(), String> {
+        let Some(conn) = self.conn.upgrade() else {
+            return Err("host dropped the connection".into());
+        };
+        let env = match frame {
+            ProcFrame::Env(env) => env,
+            ProcFrame::Raw { header, payload } => {
+                self.gate_empty = false;
+                let id = header.request_id.clone();
+                conn.deliver(&id, Answer::Raw { header, payload });
+                return Ok(());
+            }
+            ProcFrame::RawRefused { header, reason } => {
+                self.gate_empty = false;
+                tracing::warn!(%reason, "tool process result refused");
+                conn.deliver(&header.request_id, Answer::Failed(reason));
+                return Ok(());
+            }
+            ProcFrame::Garbage(e) => {
+                tracing::warn!(error = %e, "tool process sent a frame that is not an Envelope; skipped");
+                return Ok(());
+            }
+        };
+        let Some(msg) = env.msg else {
+            return Ok(());
+        };
+        let batch = match msg {
+            Msg::EnableTools(r) => Batch {
+                enable: r.tool_names,
+                ..Batch::default()
+            },
+            Msg::DisableTools(r) => Batch {
+                disable: r.tool_names,
+                ..Batch::default()
+            },
+            Msg::SetAllowed(r) => Batch {
+                allow: r.tool_names,
+                ..Batch::default()
+            },
+            Msg::SetBlocked(r) => Batch {
+                block: r.tool_names,
+                ..Batch::default()
+            },
+            Msg::Batch(r) => Batch {
+                enable: r.enable,
+                disable: r.disable,
+                allow: r.allow,
+                block: r.block,
+            },
+            Msg::GetActiveTools(_) => Batch::default(),
+            other => {
+                self.gate_empty = false;
+                return self.on_message(&conn, env.request_id, other).await;
+            }
+        };
+        self.on_tool_list(&conn, batch).await
+    }
+
+    /// A tool-list request: apply it, then answer with the active list, or, while a tool call
+    /// is outstanding (the asker may be the worker racing the main thread, Q1), with empty
+    /// frames until the process sends something else.
+    async fn on_tool_list(&mut self, conn: &Arc<Conn>, batch: Batch) -> Result<(), String> {
+        let (changed, active) = {
+            let mut t = conn.tools.lock().unwrap_or_else(|p| p.into_inner());
+            let before = t.active();
+            if let Err(e) = t.batch(batch) {
+                tracing::warn!("tool process sent an invalid tool-list batch: {e}");
+            }
+            let after = t.active();
+            (before != after, after)
+        };
+        if changed && let Some(h) = self.hooks.upgrade() {
+            h.tools_changed(conn);
+        }
+        let reply = if conn.tool_call_outstanding() {
+            self.gate_empty = true;
+            Envelope::default()
+        } else {
+            Envelope {
+                msg: Some(Msg::ActiveTools(pb::ActiveToolsResponse {
+                    tool_names: active,
+                })),
+                ..Envelope::default()
+            }
+        };
+        self.writer
+            .send(&reply)
+            .await
+            .map_err(|e| format!("writing to the tool process: {e}"))
+    }
+
+    async fn on_message(&mut self, conn: &Arc<Conn>, id: String, msg: Msg) -> Result<(), String> {
+        match msg {
+            Msg::CallResult(r) => {
+                if !r.enable_tools.is_empty() || !r.disable_tools.is_empty() {
+                    let changed = {
+                        let mut t = conn.tools.lock().unwrap_or_else(|p| p.into_inner());
+                        let before = t.active();
+                        t.enable(r.enable_tools.iter().cloned());
+                        t.disable(r.disable_tools.iter().cloned());
+                        before != t.active()
+                    };
+                    if changed && let Some(h) = self.hooks.upgrade() {
+                        h.tools_changed(conn);
+                    }
+                }
+                conn.deliver(&id, Answer::Env(Msg::CallResult(r)));
+            }
+            Msg::Progress(p) => {
+                if let Some(ctx) = conn.ctx_of(&p.progress_token) {
+                    let total = (p.total > 0).then_some(p.total as f64);
+                    let message = (!p.message.is_empty()).then_some(p.message);
+                    ctx.progress(p.progress as f64, total, message);
+                }
+            }
+            Msg::Log(l) => {
+                let entry = log_entry(l);
+                match conn.running_ctx() {
+                    Some(ctx) => ctx.log(entry.level, &*entry.data),
+                    None => {
+                        if let Some(h) = self.hooks.upgrade() {
+                            h.log(entry);
+                        }
+                    }
+                }
+            }
+            Msg::ResourceChanged(r) => {
+                if let Some(h) = self.hooks.upgrade() {
+                    h.resource_changed(r.uri);
+                }
+            }
+            Msg::SamplingRequest(s) => {
+                let origin = conn.running_ctx();
+                let conn = conn.clone();
+                tokio::spawn(async move {
+                    let reply = crate::convert::sample(origin, s).await;
+                    conn.send(Envelope {
+                        msg: Some(Msg::SamplingResponse(reply)),
+                        request_id: id,
+                        namespace: String::new(),
+                    });
+                });
+            }
+            Msg::ListRootsRequest(_) => {
+                let origin = conn.running_ctx();
+                let conn = conn.clone();
+                tokio::spawn(async move {
+                    let reply = crate::convert::roots(origin).await;
+                    conn.send(Envelope {
+                        msg: Some(Msg::ListRootsResponse(reply)),
+                        request_id: id,
+                        namespace: String::new(),
+                    });
+                });
+            }
+            Msg::RegisterMiddleware(_) => {
+                let ack = Envelope {
+                    msg: Some(Msg::RegisterMiddlewareResponse(
+                        pb::RegisterMiddlewareResponse { success: true },
+                    )),
+                    ..Envelope::default()
+                };
+                self.writer
+                    .send(&ack)
+                    .await
+                    .map_err(|e| format!("writing to the tool process: {e}"))?;
+            }
+            other if !id.is_empty() => conn.deliver(&id, Answer::Env(other)),
+            other => tracing::debug!(?other, "ignored message from the tool process"),
+        }
+        Ok(())
+    }
+}
+
+/// A process log message as an MCP log entry (`warn` → warning, unknown → info; data kept
+/// raw, or as a string when it is not JSON).
+fn log_entry(l: pb::LogMessage) -> LogEntry {
+    let level = match l.level.to_ascii_lowercase().as_str() {
+        "debug" => LoggingLevel::Debug,
+        "notice" => LoggingLevel::Notice,
+        "warn" | "warning" => LoggingLevel::Warning,
+        "error" => LoggingLevel::Error,
+        "critical" => LoggingLevel::Critical,
+        "alert" => LoggingLevel::Alert,
+        "emergency" => LoggingLevel::Emergency,
+        _ => LoggingLevel::Info,
+    };
+    let data = serde_json::value::RawValue::from_string(l.data_json.clone())
+        .unwrap_or_else(|_| mcpwire_model::to_raw(&l.data_json));
+    LogEntry {
+        level,
+        logger: (!l.logger.is_empty()).then_some(l.logger),
+        data,
+    }
+}
