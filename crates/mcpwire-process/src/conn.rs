@@ -404,7 +404,7 @@ impl IoTask {
                         return format!("tool process sent a {declared}-byte frame (limit {limit})");
                     }
                     Some(Err(e)) => return format!("tool process connection failed: {e}"),
-                    None => return "tool process closed the connection".into(),
+                    None => return "the tool process exited or closed its connection during the call".into(),
                 },
                 env = self.rx.recv(), if !self.gate_empty => {
                     let Some(env) = env else { return "host dropped the connection".into() };
@@ -470,18 +470,18 @@ impl IoTask {
                 ..Batch::default()
             },
             Msg::SetAllowed(r) => Batch {
-                allow: r.tool_names,
+                allow: Some(r.tool_names),
                 ..Batch::default()
             },
             Msg::SetBlocked(r) => Batch {
-                block: r.tool_names,
+                block: Some(r.tool_names),
                 ..Batch::default()
             },
             Msg::Batch(r) => Batch {
                 enable: r.enable,
                 disable: r.disable,
-                allow: r.allow,
-                block: r.block,
+                allow: (!r.allow.is_empty()).then_some(r.allow),
+                block: (!r.block.is_empty()).then_some(r.block),
             },
             Msg::GetActiveTools(_) => Batch::default(),
             other => {

@@ -31,10 +31,10 @@ pub struct Batch {
     pub enable: Vec<String>,
     /// Tools to disable (last).
     pub disable: Vec<String>,
-    /// Switch to an allow list (empty: open mode).
-    pub allow: Vec<String>,
-    /// Switch to a block list (empty: open mode).
-    pub block: Vec<String>,
+    /// Switch to an allow list (`Some(empty)`: back to open mode).
+    pub allow: Option<Vec<String>>,
+    /// Switch to a block list (`Some(empty)`: back to open mode).
+    pub block: Option<Vec<String>>,
 }
 
 impl ToolList {
@@ -115,13 +115,13 @@ impl ToolList {
     /// Applies allow/block, then enable, then disable. Allow and block together is refused
     /// (nothing changes).
     pub fn batch(&mut self, b: Batch) -> Result<(), &'static str> {
-        if !b.allow.is_empty() && !b.block.is_empty() {
-            return Err("a batch cannot set both an allow list and a block list");
-        }
-        if !b.allow.is_empty() {
-            self.set_allowed(b.allow);
-        } else if !b.block.is_empty() {
-            self.set_blocked(b.block);
+        match (b.allow, b.block) {
+            (Some(_), Some(_)) => {
+                return Err("a batch cannot set both an allow list and a block list");
+            }
+            (Some(allow), None) => self.set_allowed(allow),
+            (None, Some(block)) => self.set_blocked(block),
+            (None, None) => {}
         }
         self.enable(b.enable);
         self.disable(b.disable);
@@ -159,7 +159,7 @@ mod tests {
     fn batch_order_and_conflict() {
         let mut l = ToolList::new(names(&["a", "b", "c"]));
         let b = Batch {
-            allow: names(&["a", "b"]),
+            allow: Some(names(&["a", "b"])),
             enable: names(&["c"]),
             disable: names(&["a"]),
             ..Batch::default()
@@ -167,8 +167,8 @@ mod tests {
         l.batch(b).expect("valid batch");
         assert_eq!(l.active(), names(&["b", "c"]));
         let bad = Batch {
-            allow: names(&["a"]),
-            block: names(&["b"]),
+            allow: Some(names(&["a"])),
+            block: Some(names(&["b"])),
             ..Batch::default()
         };
         assert!(l.batch(bad).is_err());

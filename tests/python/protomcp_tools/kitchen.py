@@ -120,23 +120,24 @@ def whoami() -> str:
 
 
 @resource("kitchen://menu", "Today's menu", mime_type="text/plain")
-def menu() -> str:
+def menu(uri: str) -> str:
     return "soup, bread"
 
 
 @resource_template("kitchen://dish/{name}", "A dish by name")
-def dish(name: str) -> ResourceContent:
-    return ResourceContent(uri=f"kitchen://dish/{name}", text=f"recipe for {name}", mime_type="text/plain")
+def dish(uri: str) -> ResourceContent:
+    name = uri.rsplit("/", 1)[-1]
+    return ResourceContent(uri=uri, text=f"recipe for {name}", mime_type="text/plain")
 
 
 @resource("kitchen://switch", "Toggles the allow list when read")
-def switch() -> str:
+def switch(uri: str) -> str:
     active = tool_manager.set_allowed(["add", "echo"])
     return "allowed: " + ",".join(active)
 
 
 @resource("kitchen://reset", "Returns to open mode when read")
-def reset() -> str:
+def reset(uri: str) -> str:
     active = tool_manager.set_allowed([])
     return "open: " + ",".join(active)
 
