@@ -210,3 +210,110 @@ impl Encoder<&Envelope> for EnvelopeCodec {
             .map_err(|e| std::io::Error::other(e.to_string()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pb;
+
+    fn frame(env: &Envelope) -> BytesMut {
+        let mut b = BytesMut::new();
+        EnvelopeCodec::default()
+            .encode(env, &mut b)
+            .expect("encodes");
+        b
+    }
+
+    fn log_env(n: usize) -> Envelope {
+        Envelope {
+            msg: Some(Msg::Log(pb::LogMessage {
+                level: "info".into(),
+                logger: String::new(),
+                data_json: "x".repeat(n),
+            })),
+            ..Envelope::default()
+        }
+    }
+
+    #[test]
+    fn partial_frames_wait_and_reserve_is_bounded() {
+        let mut c = EnvelopeCodec::default();
+        let mut src = BytesMut::new();
+        src.extend_from_slice(&(10u32 << 20).to_be_bytes());
+        assert!(c.decode(&mut src).expect("ok").is_none());
+        assert!(src.capacity() <= 4 + READ_AHEAD + 64, "{}", src.capacity());
+        // Byte-by-byte delivery of a real frame.
+        let whole = frame(&log_env(100));
+        let mut c = EnvelopeCodec::default();
+        let mut src = BytesMut::new();
+        let mut got = None;
+        for b in whole.iter() {
+            src.extend_from_slice(&[*b]);
+            if let Some(f) = c.decode(&mut src).expect("ok") {
+                got = Some(f);
+            }
+        }
+        assert!(matches!(got, Some(ProcFrame::Env(e)) if e == log_env(100)));
+    }
+
+    #[test]
+    fn oversize_is_a_fault_and_garbage_keeps_sync() {
+        let mut c = EnvelopeCodec::new(1024, 1024);
+        let mut src = frame(&log_env(2000));
+        assert!(matches!(
+            c.decode(&mut src),
+            Err(FramingError::Oversize { .. })
+        ));
+        let mut c = EnvelopeCodec::default();
+        let mut src = BytesMut::from(&[0u8, 0, 0, 2, 0xff, 0xff][..]);
+        src.extend_from_slice(&[0, 0, 0, 0]);
+        src.extend_from_slice(&frame(&log_env(3)));
+        assert!(matches!(
+            c.decode(&mut src),
+            Ok(Some(ProcFrame::Garbage(_)))
+        ));
+        // A zero-length frame is an empty Envelope.
+        assert!(matches!(c.decode(&mut src), Ok(Some(ProcFrame::Env(e))) if e.msg.is_none()));
+        assert!(matches!(c.decode(&mut src), Ok(Some(ProcFrame::Env(e))) if e == log_env(3)));
+    }
+
+    #[test]
+    fn raw_payloads_are_delivered_or_skipped() {
+        let raw = |size: u64| Envelope {
+            msg: Some(Msg::RawHeader(pb::RawHeader {
+                request_id: "h1".into(),
+                field_name: "result_json".into(),
+                size,
+                ..Default::default()
+            })),
+            ..Envelope::default()
+        };
+        let mut c = EnvelopeCodec::new(1024, 10);
+        let mut src = frame(&raw(5));
+        src.extend_from_slice(b"hel");
+        assert!(c.decode(&mut src).expect("ok").is_none());
+        src.extend_from_slice(b"lo");
+        match c.decode(&mut src).expect("ok") {
+            Some(ProcFrame::Raw { header, payload }) => {
+                assert_eq!(header.request_id, "h1");
+                assert_eq!(&payload[..], b"hello");
+            }
+            other => panic!("{other:?}"),
+        }
+        // Over the limit: refused at once, its bytes skipped, the next frame decodes.
+        src.extend_from_slice(&frame(&raw(20)));
+        src.extend_from_slice(&[b'x'; 20]);
+        src.extend_from_slice(&frame(&log_env(1)));
+        assert!(matches!(
+            c.decode(&mut src),
+            Ok(Some(ProcFrame::RawRefused { .. }))
+        ));
+        assert!(matches!(c.decode(&mut src), Ok(Some(ProcFrame::Env(e))) if e == log_env(1)));
+        // A declared raw size over 4 GiB is a fault.
+        let mut src = frame(&raw(u64::from(u32::MAX) + 1));
+        assert!(matches!(
+            c.decode(&mut src),
+            Err(FramingError::Oversize { .. })
+        ));
+    }
+}

@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -185,7 +186,9 @@ pub async fn spawn(
         path: PathBuf::from("socket dir"),
         source,
     })?;
-    let path = dir.join(format!("{}-{tag}.sock", std::process::id()));
+    static SOCKETS: AtomicU64 = AtomicU64::new(0);
+    let n = SOCKETS.fetch_add(1, Ordering::Relaxed);
+    let path = dir.join(format!("{}-{n}-{tag}.sock", std::process::id()));
     let _ = std::fs::remove_file(&path);
     let listener = UnixListener::bind(&path).map_err(|source| SpawnError::Socket {
         path: path.clone(),
