@@ -217,3 +217,96 @@ async def test_protomcp_file_that_cannot_start(mcpwire_bin, tmp_path):
     proc = await anyio.run_process([mcpwire_bin, "run", str(bad)], env=env, check=False)
     assert proc.returncode != 0
     assert b"broken on purpose" in proc.stderr
+
+
+async def test_protomcp_middleware_and_tool_lists_from_handlers(mcpwire_bin):
+    async with stdio_client(params(mcpwire_bin, TOOLS / "guarded.py")) as (read, write):
+        async with ClientSession(read, write, read_timeout_seconds=30) as s:
+            await s.initialize()
+            # Middleware before/after: rewrite arguments, reject, decorate results.
+            r = await s.call_tool("echo", {"text": "hi"})
+            assert text_of(r) == "hi [checked]"
+            r = await s.call_tool("echo", {"text": "!loud"})
+            assert text_of(r) == "LOUD [checked]"
+            r = await s.call_tool("echo", {"text": "forbidden"})
+            assert r.is_error and "refused by guard" in text_of(r)
+
+            # tool_manager from inside tool handlers, repeatedly: the stream must stay intact.
+            for _ in range(5):
+                assert text_of(await s.call_tool("hide_echo", {})) == "hidden"
+                assert "echo" not in {t.name for t in (await s.list_tools()).tools}
+                assert text_of(await s.call_tool("show_echo", {})) == "shown"
+                assert "echo" in {t.name for t in (await s.list_tools()).tools}
+                assert text_of(await s.call_tool("echo", {"text": "ok"})) == "ok [checked]"
+            assert text_of(await s.call_tool("block_all_but_switches", {})) == "blocked"
+            names = {t.name for t in (await s.list_tools()).tools}
+            assert "echo" not in names and "show_echo" in names
+
+
+async def test_protomcp_call_timeout_cancels_the_tool(mcpwire_bin, tmp_path):
+    mark = tmp_path / "cancelled"
+    p = params(mcpwire_bin, TOOLS / "kitchen.py", "--call-timeout", "1", env={"KITCHEN_CANCEL_MARK": str(mark)})
+    async with stdio_client(p) as (read, write):
+        async with ClientSession(read, write, read_timeout_seconds=30) as s:
+            await s.initialize()
+            with pytest.raises(MCPError):
+                await s.call_tool("wait_for_cancel", {})
+            await wait_until(lambda: mark.exists(), seconds=10)
+            assert text_of(await s.call_tool("echo", {"text": "next"})) == "next"
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie still answers kill(0); it is dead for our purposes.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+async def test_protomcp_child_dies_with_mcpwire(mcpwire_bin):
+    pid = None
+    async with stdio_client(params(mcpwire_bin, TOOLS / "kitchen.py")) as (read, write):
+        async with ClientSession(read, write, read_timeout_seconds=30) as s:
+            await s.initialize()
+            pid = int(text_of(await s.call_tool("whoami", {})).split()[1])
+            assert pid_alive(pid)
+    # The client closed mcpwire's stdin: mcpwire exits and takes the tool process with it.
+    await wait_until(lambda: not pid_alive(pid), seconds=10)
+
+
+async def test_protomcp_over_http(mcpwire_bin):
+    import subprocess
+    import threading
+
+    from mcp.client.streamable_http import streamable_http_client
+
+    env = {"MCPWIRE_LOG": "warn", "PROTOMCP_PYTHON": sys.executable, "PATH": os.environ.get("PATH", "")}
+    proc = subprocess.Popen(
+        [mcpwire_bin, "run", str(TOOLS / "kitchen.py"), "--transport", "http", "--port", "0"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
+    try:
+        line = proc.stderr.readline()
+        assert "listening on" in line, line
+        url = line.split()[-1]
+        threading.Thread(target=lambda: proc.stderr.read(), daemon=True).start()
+        async with streamable_http_client(url) as (read, write):
+            async with ClientSession(read, write, read_timeout_seconds=30, sampling_callback=sampling_cb) as s:
+                await s.initialize()
+                assert text_of(await s.call_tool("add", {"a": 1, "b": 2})) == "3"
+                r = await s.call_tool("ask_model", {"question": "hi"})
+                assert SAMPLED in text_of(r)
+                r = await s.call_tool("blob", {"n": 300 * 1024})
+                assert text_of(r) == expected_blob(300 * 1024)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
