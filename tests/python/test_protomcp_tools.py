@@ -310,3 +310,19 @@ async def test_protomcp_over_http(mcpwire_bin):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+async def test_protomcp_stateless_client_sampling_rides_input_required(mcpwire_bin):
+    from mcp import Client
+
+    from peers import auto_client_options
+
+    rec = Recorder()
+    async with Client(params(mcpwire_bin, TOOLS / "kitchen.py"), **auto_client_options(rec)) as client:
+        assert client.protocol_version == "2026-07-28"
+        assert text_of(await client.call_tool("add", {"a": 5, "b": 6})) == "11"
+        r = await client.call_tool("ask_model", {"question": "hi"})
+        assert SAMPLED in text_of(r), text_of(r)
+        r = await client.call_tool("slow_count", {"steps": 2}, progress_callback=rec.on_progress)
+        assert text_of(r) == "counted 2" and len(rec.progress) == 2
+        assert text_of(await client.call_tool("echo", {"text": "after"})) == "after"

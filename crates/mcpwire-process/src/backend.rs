@@ -538,6 +538,7 @@ impl Shared {
                 let text = sideband::decode_result(&header, &payload, self.config.max_raw)?;
                 CallToolResult::new(convert::content_blocks(text))
             }
+            Answer::InputRequired => return Err(McpError::InputRequired.into()),
             Answer::Failed(reason) => return Err(ToolError::new(reason)),
             Answer::Env(_) => {
                 return Err(ToolError::new(

@@ -48,12 +48,18 @@ pub(crate) enum Answer {
     },
     /// The process, or the host, failed the request.
     Failed(String),
+    /// The call asked the client something that, in 2026-07-28, must come back as an
+    /// `input_required` result: the call ends and is re-run with the client's answer.
+    InputRequired,
 }
 
 struct Entry {
     tx: Option<oneshot::Sender<Answer>>,
     ctx: Option<CallCtx>,
     tool: bool,
+    /// Ended by `input_required`: its ask was answered with an error and it was cancelled,
+    /// so later asks are not attributed to it.
+    parked: bool,
 }
 
 #[derive(Default)]
@@ -245,6 +251,7 @@ impl Conn {
                     tx: Some(tx),
                     ctx,
                     tool,
+                    parked: false,
                 },
             );
             if tool {
@@ -357,9 +364,45 @@ impl Conn {
     /// The context of the tool call the process is running (the head of the queue), unless
     /// it was cancelled (then nobody can be attributed).
     fn running_ctx(&self) -> Option<CallCtx> {
+        self.running().map(|(_, ctx)| ctx)
+    }
+
+    /// The id and context of the running tool call (see [`Conn::running_ctx`]).
+    fn running(&self) -> Option<(String, CallCtx)> {
         let p = self.lock();
-        let head = p.fifo.front()?;
-        p.map.get(head).and_then(|e| e.ctx.clone())
+        let head = p
+            .fifo
+            .iter()
+            .find(|id| p.map.get(*id).is_some_and(|e| !e.parked))?;
+        p.map
+            .get(head)
+            .and_then(|e| e.ctx.clone())
+            .map(|c| (head.clone(), c))
+    }
+
+    /// Ends call `id` with [`Answer::InputRequired`] and cancels it in the process (which
+    /// will not answer it, Q4); it stays queued until a later result retires it.
+    fn input_required(&self, id: &str) {
+        let tx = {
+            let mut p = self.lock();
+            match p.map.get_mut(id) {
+                Some(e) => {
+                    e.ctx = None;
+                    e.parked = true;
+                    e.tx.take()
+                }
+                None => None,
+            }
+        };
+        if let Some(tx) = tx {
+            let _ = tx.send(Answer::InputRequired);
+        }
+        self.send(Envelope {
+            msg: Some(Msg::Cancel(pb::CancelRequest {
+                request_id: id.to_owned(),
+            })),
+            ..Envelope::default()
+        });
     }
 
     fn tool_call_outstanding(&self) -> bool {
@@ -566,27 +609,35 @@ impl IoTask {
                 }
             }
             Msg::SamplingRequest(s) => {
-                let origin = conn.running_ctx();
+                let origin = conn.running();
                 let conn = conn.clone();
                 tokio::spawn(async move {
-                    let reply = crate::convert::sample(origin, s).await;
+                    let (origin_id, ctx) = origin.unzip();
+                    let (reply, input_required) = crate::convert::sample(ctx, s).await;
                     conn.send(Envelope {
                         msg: Some(Msg::SamplingResponse(reply)),
                         request_id: id,
                         namespace: String::new(),
                     });
+                    if let (true, Some(origin)) = (input_required, origin_id.as_deref()) {
+                        conn.input_required(origin);
+                    }
                 });
             }
             Msg::ListRootsRequest(_) => {
-                let origin = conn.running_ctx();
+                let origin = conn.running();
                 let conn = conn.clone();
                 tokio::spawn(async move {
-                    let reply = crate::convert::roots(origin).await;
+                    let (origin_id, ctx) = origin.unzip();
+                    let (reply, input_required) = crate::convert::roots(ctx).await;
                     conn.send(Envelope {
                         msg: Some(Msg::ListRootsResponse(reply)),
                         request_id: id,
                         namespace: String::new(),
                     });
+                    if let (true, Some(origin)) = (input_required, origin_id.as_deref()) {
+                        conn.input_required(origin);
+                    }
                 });
             }
             Msg::RegisterMiddleware(_) => {

@@ -5,7 +5,7 @@ use mcpwire_model::types::{
     CallToolResult, CompleteResult, Completion, Content, GetPromptResult, JsonObject,
     PromptMessage, ResourceContents, Role, Tool, ToolAnnotations,
 };
-use mcpwire_model::{ClientAsk, to_raw};
+use mcpwire_model::{ClientAsk, McpError, to_raw};
 use mcpwire_router::CallCtx;
 use serde_json::{Value, json};
 
@@ -147,47 +147,53 @@ pub(crate) fn completion(r: pb::CompletionResponse) -> CompleteResult {
     }
 }
 
-/// Runs a process's sampling request against the client of the call that caused it.
+/// Runs a process's sampling request against the client of the call that caused it; the
+/// flag says the answer must come as a 2026-07-28 `input_required` round trip.
 pub(crate) async fn sample(
     origin: Option<CallCtx>,
     s: pb::SamplingRequest,
-) -> pb::SamplingResponse {
-    let fail = |error: String| pb::SamplingResponse {
+) -> (pb::SamplingResponse, bool) {
+    match sample_inner(origin, s).await {
+        Ok(resp) => (resp, false),
+        Err(McpError::InputRequired) => (sampling_error("input required".into()), true),
+        Err(e) => (sampling_error(e.to_string()), false),
+    }
+}
+
+fn sampling_error(error: String) -> pb::SamplingResponse {
+    pb::SamplingResponse {
         error,
         ..pb::SamplingResponse::default()
-    };
-    let Some(ctx) = origin else {
-        return fail("no running tool call to sample for".into());
-    };
-    let params = match sampling_params(&s) {
-        Ok(p) => p,
-        Err(e) => return fail(e),
-    };
+    }
+}
+
+async fn sample_inner(
+    origin: Option<CallCtx>,
+    s: pb::SamplingRequest,
+) -> Result<pb::SamplingResponse, McpError> {
+    let ctx = origin
+        .ok_or_else(|| McpError::InvalidRequest("no running tool call to sample for".into()))?;
+    let params = sampling_params(&s).map_err(McpError::InvalidParams)?;
     let ask = ClientAsk {
         method: "sampling/createMessage".into(),
         params: Some(to_raw(&params)),
     };
-    let raw = match ctx.ask(ask).await {
-        Ok(raw) => raw,
-        Err(e) => return fail(e.to_string()),
-    };
-    let v: Value = match serde_json::from_str(raw.get()) {
-        Ok(v) => v,
-        Err(e) => return fail(format!("client answered with invalid JSON: {e}")),
-    };
+    let raw = ctx.ask(ask).await?;
+    let v: Value = serde_json::from_str(raw.get())
+        .map_err(|e| McpError::Internal(format!("client answered with invalid JSON: {e}")))?;
     let text = |k: &str| {
         v.get(k)
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned()
     };
-    pb::SamplingResponse {
+    Ok(pb::SamplingResponse {
         role: text("role"),
         content_json: v.get("content").map(Value::to_string).unwrap_or_default(),
         model: text("model"),
         stop_reason: text("stopReason"),
         error: String::new(),
-    }
+    })
 }
 
 /// `sampling/createMessage` params from the SDK's request (string content wrapped as text).
@@ -216,25 +222,27 @@ fn sampling_params(s: &pb::SamplingRequest) -> Result<Value, String> {
     Ok(p)
 }
 
-/// Asks the calling client for its roots on the process's behalf.
-pub(crate) async fn roots(origin: Option<CallCtx>) -> pb::ListRootsResponse {
+/// Asks the calling client for its roots on the process's behalf (flag as for [`sample`]).
+pub(crate) async fn roots(origin: Option<CallCtx>) -> (pb::ListRootsResponse, bool) {
     let Some(ctx) = origin else {
-        return pb::ListRootsResponse::default();
+        return (pb::ListRootsResponse::default(), false);
     };
     match ctx.list_roots().await {
-        Ok(r) => pb::ListRootsResponse {
-            roots: r
+        Ok(r) => {
+            let roots = r
                 .roots
                 .into_iter()
                 .map(|r| pb::RootDef {
                     uri: r.uri,
                     name: r.name.unwrap_or_default(),
                 })
-                .collect(),
-        },
+                .collect();
+            (pb::ListRootsResponse { roots }, false)
+        }
         Err(e) => {
             tracing::debug!("roots/list for the tool process failed: {e}");
-            pb::ListRootsResponse::default()
+            let input_required = matches!(e, McpError::InputRequired);
+            (pb::ListRootsResponse::default(), input_required)
         }
     }
 }
