@@ -29,8 +29,15 @@ fn main() -> std::io::Result<()> {
                     input_schema_json: r#"{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}"#.into(),
                     ..Default::default()
                 };
-                send(&mut w, Msg::ToolList(pb::ToolListResponse { tools: vec![tool] }), &id)?;
-                let done = pb::ReloadResponse { success: true, error: String::new() };
+                send(
+                    &mut w,
+                    Msg::ToolList(pb::ToolListResponse { tools: vec![tool] }),
+                    &id,
+                )?;
+                let done = pb::ReloadResponse {
+                    success: true,
+                    error: String::new(),
+                };
                 Some((Msg::ReloadResponse(done), String::new()))
             }
             Some(Msg::CallTool(c)) => {
@@ -39,14 +46,21 @@ fn main() -> std::io::Result<()> {
                     .and_then(|v| v["text"].as_str().map(str::to_owned))
                     .unwrap_or_default();
                 let result_json = serde_json::json!([{"type": "text", "text": text}]).to_string();
-                let res = pb::CallToolResponse { result_json, ..Default::default() };
+                let res = pb::CallToolResponse {
+                    result_json,
+                    ..Default::default()
+                };
                 Some((Msg::CallResult(res), id))
             }
-            Some(Msg::ListResourcesRequest(_)) => Some((Msg::ResourceListResponse(Default::default()), id)),
+            Some(Msg::ListResourcesRequest(_)) => {
+                Some((Msg::ResourceListResponse(Default::default()), id))
+            }
             Some(Msg::ListResourceTemplatesRequest(_)) => {
                 Some((Msg::ResourceTemplateListResponse(Default::default()), id))
             }
-            Some(Msg::ListPromptsRequest(_)) => Some((Msg::PromptListResponse(Default::default()), id)),
+            Some(Msg::ListPromptsRequest(_)) => {
+                Some((Msg::PromptListResponse(Default::default()), id))
+            }
             _ => None,
         };
         if let Some((msg, id)) = reply {
@@ -60,7 +74,11 @@ fn main() -> std::io::Result<()> {
 }
 
 fn send(w: &mut impl Write, msg: Msg, id: &str) -> std::io::Result<()> {
-    let env = Envelope { msg: Some(msg), request_id: id.to_owned(), namespace: String::new() };
+    let env = Envelope {
+        msg: Some(msg),
+        request_id: id.to_owned(),
+        namespace: String::new(),
+    };
     let body = env.encode_to_vec();
     w.write_all(&(body.len() as u32).to_be_bytes())?;
     w.write_all(&body)
