@@ -4,11 +4,9 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
-use mcpwire_model::types::LoggingLevel;
 use mcpwire_model::{LogEntry, McpError};
 use mcpwire_router::CallCtx;
 use tokio::net::UnixStream;
@@ -17,12 +15,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::{FramedRead, FramedWrite};
 use tokio_util::sync::CancellationToken;
 
-use crate::codec::{EnvelopeCodec, FramingError, ProcFrame};
+use crate::codec::{EnvelopeCodec, ProcFrame};
 use crate::pb::{self, Envelope, envelope::Msg};
-use crate::toollist::{Batch, ToolList};
-
-/// How often an empty frame is written while a tool-list answer cannot be sent safely (Q1).
-const EMPTY_FRAME_EVERY: Duration = Duration::from_millis(10);
+use crate::toollist::ToolList;
 
 /// What the host does with things the connection cannot handle alone.
 pub(crate) trait Hooks: Send + Sync + 'static {
@@ -202,16 +197,7 @@ impl Conn {
             ids,
             done: CancellationToken::new(),
         });
-        let task = IoTask {
-            conn: Arc::downgrade(&conn),
-            reader: stream.0,
-            writer: stream.1,
-            rx,
-            hooks,
-            gate_empty: false,
-            done: conn.done.clone(),
-        };
-        tokio::spawn(task.run());
+        crate::io::spawn_io(&conn, stream, rx, hooks);
         conn
     }
 
@@ -333,7 +319,7 @@ impl Conn {
     }
 
     /// Delivers an answer to `id`; a tool result also retires every earlier tool call.
-    fn deliver(&self, id: &str, answer: Answer) {
+    pub(crate) fn deliver(&self, id: &str, answer: Answer) {
         let tx = {
             let mut p = self.lock();
             let Some(entry) = p.map.remove(id) else {
@@ -357,18 +343,18 @@ impl Conn {
     }
 
     /// The context of a pending request.
-    fn ctx_of(&self, id: &str) -> Option<CallCtx> {
+    pub(crate) fn ctx_of(&self, id: &str) -> Option<CallCtx> {
         self.lock().map.get(id).and_then(|e| e.ctx.clone())
     }
 
     /// The context of the tool call the process is running (the head of the queue), unless
     /// it was cancelled (then nobody can be attributed).
-    fn running_ctx(&self) -> Option<CallCtx> {
+    pub(crate) fn running_ctx(&self) -> Option<CallCtx> {
         self.running().map(|(_, ctx)| ctx)
     }
 
     /// The id and context of the running tool call (see [`Conn::running_ctx`]).
-    fn running(&self) -> Option<(String, CallCtx)> {
+    pub(crate) fn running(&self) -> Option<(String, CallCtx)> {
         let p = self.lock();
         let head = p
             .fifo
@@ -382,7 +368,7 @@ impl Conn {
 
     /// Ends call `id` with [`Answer::InputRequired`] and cancels it in the process (which
     /// will not answer it, Q4); it stays queued until a later result retires it.
-    fn input_required(&self, id: &str) {
+    pub(crate) fn input_required(&self, id: &str) {
         let tx = {
             let mut p = self.lock();
             match p.map.get_mut(id) {
@@ -405,278 +391,7 @@ impl Conn {
         });
     }
 
-    fn tool_call_outstanding(&self) -> bool {
+    pub(crate) fn tool_call_outstanding(&self) -> bool {
         !self.lock().fifo.is_empty()
-    }
-}
-
-struct IoTask {
-    conn: Weak<Conn>,
-    reader: FramedRead<OwnedReadHalf, EnvelopeCodec>,
-    writer: FramedWrite<OwnedWriteHalf, EnvelopeCodec>,
-    rx: mpsc::UnboundedReceiver<Envelope>,
-    hooks: Weak<dyn Hooks>,
-    /// Q1: only empty frames may be written until the process sends something else.
-    gate_empty: bool,
-    done: CancellationToken,
-}
-
-impl IoTask {
-    async fn run(mut self) {
-        let reason = self.serve().await;
-        tracing::debug!(%reason, "tool process connection ended");
-        if let Some(conn) = self.conn.upgrade() {
-            conn.close(&reason);
-        }
-    }
-
-    async fn serve(&mut self) -> String {
-        let mut tick = tokio::time::interval(EMPTY_FRAME_EVERY);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                biased;
-                _ = self.done.cancelled() => return "connection closed by the host".into(),
-                frame = self.reader.next() => match frame {
-                    Some(Ok(f)) => {
-                        if let Err(e) = self.on_frame(f).await {
-                            return e;
-                        }
-                    }
-                    Some(Err(FramingError::Oversize { declared, limit })) => {
-                        return format!("tool process sent a {declared}-byte frame (limit {limit})");
-                    }
-                    Some(Err(e)) => return format!("tool process connection failed: {e}"),
-                    None => return "the tool process exited or closed its connection during the call".into(),
-                },
-                env = self.rx.recv(), if !self.gate_empty => {
-                    let Some(env) = env else { return "host dropped the connection".into() };
-                    if let Err(e) = self.write_batch(env).await {
-                        return format!("writing to the tool process: {e}");
-                    }
-                }
-                _ = tick.tick(), if self.gate_empty => {
-                    if let Err(e) = self.writer.send(&Envelope::default()).await {
-                        return format!("writing to the tool process: {e}");
-                    }
-                }
-            }
-        }
-    }
-
-    async fn write_batch(&mut self, first: Envelope) -> std::io::Result<()> {
-        self.writer.feed(&first).await?;
-        let mut n = 1;
-        while n < 64 {
-            match self.rx.try_recv() {
-                Ok(env) => self.writer.feed(&env).await?,
-                Err(_) => break,
-            }
-            n += 1;
-        }
-        self.writer.flush().await
-    }
-
-    async fn on_frame(&mut self, frame: ProcFrame) -> Result<(), String> {
-        let Some(conn) = self.conn.upgrade() else {
-            return Err("host dropped the connection".into());
-        };
-        let env = match frame {
-            ProcFrame::Env(env) => env,
-            ProcFrame::Raw { header, payload } => {
-                self.gate_empty = false;
-                let id = header.request_id.clone();
-                conn.deliver(&id, Answer::Raw { header, payload });
-                return Ok(());
-            }
-            ProcFrame::RawRefused { header, reason } => {
-                self.gate_empty = false;
-                tracing::warn!(%reason, "tool process result refused");
-                conn.deliver(&header.request_id, Answer::Failed(reason));
-                return Ok(());
-            }
-            ProcFrame::Garbage(e) => {
-                tracing::warn!(error = %e, "tool process sent a frame that is not an Envelope; skipped");
-                return Ok(());
-            }
-        };
-        let Some(msg) = env.msg else {
-            return Ok(());
-        };
-        let batch = match msg {
-            Msg::EnableTools(r) => Batch {
-                enable: r.tool_names,
-                ..Batch::default()
-            },
-            Msg::DisableTools(r) => Batch {
-                disable: r.tool_names,
-                ..Batch::default()
-            },
-            Msg::SetAllowed(r) => Batch {
-                allow: Some(r.tool_names),
-                ..Batch::default()
-            },
-            Msg::SetBlocked(r) => Batch {
-                block: Some(r.tool_names),
-                ..Batch::default()
-            },
-            Msg::Batch(r) => Batch {
-                enable: r.enable,
-                disable: r.disable,
-                allow: (!r.allow.is_empty()).then_some(r.allow),
-                block: (!r.block.is_empty()).then_some(r.block),
-            },
-            Msg::GetActiveTools(_) => Batch::default(),
-            other => {
-                self.gate_empty = false;
-                return self.on_message(&conn, env.request_id, other).await;
-            }
-        };
-        self.on_tool_list(&conn, batch).await
-    }
-
-    /// A tool-list request: apply it, then answer with the active list, or, while a tool call
-    /// is outstanding (the asker may be the worker racing the main thread, Q1), with empty
-    /// frames until the process sends something else.
-    async fn on_tool_list(&mut self, conn: &Arc<Conn>, batch: Batch) -> Result<(), String> {
-        let (changed, active) = {
-            let mut t = conn.tools.lock().unwrap_or_else(|p| p.into_inner());
-            let before = t.active();
-            if let Err(e) = t.batch(batch) {
-                tracing::warn!("tool process sent an invalid tool-list batch: {e}");
-            }
-            let after = t.active();
-            (before != after, after)
-        };
-        if changed && let Some(h) = self.hooks.upgrade() {
-            h.tools_changed(conn);
-        }
-        let reply = if conn.tool_call_outstanding() {
-            self.gate_empty = true;
-            Envelope::default()
-        } else {
-            Envelope {
-                msg: Some(Msg::ActiveTools(pb::ActiveToolsResponse {
-                    tool_names: active,
-                })),
-                ..Envelope::default()
-            }
-        };
-        self.writer
-            .send(&reply)
-            .await
-            .map_err(|e| format!("writing to the tool process: {e}"))
-    }
-
-    async fn on_message(&mut self, conn: &Arc<Conn>, id: String, msg: Msg) -> Result<(), String> {
-        match msg {
-            Msg::CallResult(r) => {
-                if !r.enable_tools.is_empty() || !r.disable_tools.is_empty() {
-                    let changed = {
-                        let mut t = conn.tools.lock().unwrap_or_else(|p| p.into_inner());
-                        let before = t.active();
-                        t.enable(r.enable_tools.iter().cloned());
-                        t.disable(r.disable_tools.iter().cloned());
-                        before != t.active()
-                    };
-                    if changed && let Some(h) = self.hooks.upgrade() {
-                        h.tools_changed(conn);
-                    }
-                }
-                conn.deliver(&id, Answer::Env(Msg::CallResult(r)));
-            }
-            Msg::Progress(p) => {
-                if let Some(ctx) = conn.ctx_of(&p.progress_token) {
-                    let total = (p.total > 0).then_some(p.total as f64);
-                    let message = (!p.message.is_empty()).then_some(p.message);
-                    ctx.progress(p.progress as f64, total, message);
-                }
-            }
-            Msg::Log(l) => {
-                let entry = log_entry(l);
-                match conn.running_ctx() {
-                    Some(ctx) => ctx.log(entry.level, &*entry.data),
-                    None => {
-                        if let Some(h) = self.hooks.upgrade() {
-                            h.log(entry);
-                        }
-                    }
-                }
-            }
-            Msg::ResourceChanged(r) => {
-                if let Some(h) = self.hooks.upgrade() {
-                    h.resource_changed(r.uri);
-                }
-            }
-            Msg::SamplingRequest(s) => {
-                let origin = conn.running();
-                let conn = conn.clone();
-                tokio::spawn(async move {
-                    let (origin_id, ctx) = origin.unzip();
-                    let (reply, input_required) = crate::convert::sample(ctx, s).await;
-                    conn.send(Envelope {
-                        msg: Some(Msg::SamplingResponse(reply)),
-                        request_id: id,
-                        namespace: String::new(),
-                    });
-                    if let (true, Some(origin)) = (input_required, origin_id.as_deref()) {
-                        conn.input_required(origin);
-                    }
-                });
-            }
-            Msg::ListRootsRequest(_) => {
-                let origin = conn.running();
-                let conn = conn.clone();
-                tokio::spawn(async move {
-                    let (origin_id, ctx) = origin.unzip();
-                    let (reply, input_required) = crate::convert::roots(ctx).await;
-                    conn.send(Envelope {
-                        msg: Some(Msg::ListRootsResponse(reply)),
-                        request_id: id,
-                        namespace: String::new(),
-                    });
-                    if let (true, Some(origin)) = (input_required, origin_id.as_deref()) {
-                        conn.input_required(origin);
-                    }
-                });
-            }
-            Msg::RegisterMiddleware(_) => {
-                let ack = Envelope {
-                    msg: Some(Msg::RegisterMiddlewareResponse(
-                        pb::RegisterMiddlewareResponse { success: true },
-                    )),
-                    ..Envelope::default()
-                };
-                self.writer
-                    .send(&ack)
-                    .await
-                    .map_err(|e| format!("writing to the tool process: {e}"))?;
-            }
-            other if !id.is_empty() => conn.deliver(&id, Answer::Env(other)),
-            other => tracing::debug!(?other, "ignored message from the tool process"),
-        }
-        Ok(())
-    }
-}
-
-/// A process log message as an MCP log entry (`warn` → warning, unknown → info; data kept
-/// raw, or as a string when it is not JSON).
-fn log_entry(l: pb::LogMessage) -> LogEntry {
-    let level = match l.level.to_ascii_lowercase().as_str() {
-        "debug" => LoggingLevel::Debug,
-        "notice" => LoggingLevel::Notice,
-        "warn" | "warning" => LoggingLevel::Warning,
-        "error" => LoggingLevel::Error,
-        "critical" => LoggingLevel::Critical,
-        "alert" => LoggingLevel::Alert,
-        "emergency" => LoggingLevel::Emergency,
-        _ => LoggingLevel::Info,
-    };
-    let data = serde_json::value::RawValue::from_string(l.data_json.clone())
-        .unwrap_or_else(|_| mcpwire_model::to_raw(&l.data_json));
-    LogEntry {
-        level,
-        logger: (!l.logger.is_empty()).then_some(l.logger),
-        data,
     }
 }

@@ -16,8 +16,11 @@ mod backend;
 pub mod codec;
 mod conn;
 mod convert;
+mod forward;
+mod io;
 pub mod sideband;
 pub mod spawn;
+mod supervise;
 pub mod toollist;
 mod watch;
 
