@@ -342,6 +342,11 @@ impl Conn {
         }
     }
 
+    /// Whether `id` is a request still waiting for its answer.
+    pub(crate) fn is_pending(&self, id: &str) -> bool {
+        self.lock().map.contains_key(id)
+    }
+
     /// The context of a pending request.
     pub(crate) fn ctx_of(&self, id: &str) -> Option<CallCtx> {
         self.lock().map.get(id).and_then(|e| e.ctx.clone())

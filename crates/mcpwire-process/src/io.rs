@@ -1,6 +1,7 @@
 //! The I/O task of a connection: reads frames and dispatches them, writes the outbound
 //! queue (batched), and keeps the Q1 write gate.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -38,6 +39,7 @@ pub(crate) fn spawn_io(
         hooks,
         gate_empty: false,
         done: conn.done.clone(),
+        streams: HashMap::new(),
     };
     tokio::spawn(task.run());
 }
@@ -51,6 +53,15 @@ struct IoTask {
     /// Q1: only empty frames may be written until the process sends something else.
     gate_empty: bool,
     done: CancellationToken,
+    /// Chunked transfers being reassembled, by request id (only for pending requests).
+    streams: HashMap<String, Chunked>,
+}
+
+/// A `stream_header` and the chunks received so far.
+struct Chunked {
+    total: u64,
+    chunk: u32,
+    buf: Vec<u8>,
 }
 
 impl IoTask {
@@ -200,6 +211,84 @@ impl IoTask {
             .map_err(|e| format!("writing to the tool process: {e}"))
     }
 
+    /// Starts reassembling a chunked field: only `result_json`, only for a pending request,
+    /// at most the raw-result limit.
+    fn on_stream_header(&mut self, conn: &Arc<Conn>, id: String, h: pb::StreamHeader) {
+        if !conn.is_pending(&id) {
+            tracing::debug!(id, "stream for an unknown request ignored");
+            return;
+        }
+        let max = self.reader.decoder().max_raw();
+        let refuse = if h.field_name != "result_json" {
+            Some(format!(
+                "chunked transfer of unsupported field {:?}",
+                h.field_name
+            ))
+        } else if h.total_size > max {
+            Some(format!(
+                "chunked transfer of {} bytes is over the {max}-byte limit",
+                h.total_size
+            ))
+        } else {
+            None
+        };
+        if let Some(reason) = refuse {
+            conn.deliver(&id, Answer::Failed(reason));
+            return;
+        }
+        if h.total_size == 0 {
+            let done = pb::CallToolResponse::default();
+            conn.deliver(&id, Answer::Env(Msg::CallResult(done)));
+            return;
+        }
+        let cap = h.total_size.min(crate::codec::READ_AHEAD as u64) as usize;
+        let state = Chunked {
+            total: h.total_size,
+            chunk: h.chunk_size,
+            buf: Vec::with_capacity(cap),
+        };
+        self.streams.insert(id, state);
+    }
+
+    /// Adds a chunk; the final one delivers the field as the call's `result_json`.
+    fn on_stream_chunk(&mut self, conn: &Arc<Conn>, id: String, c: pb::StreamChunk) {
+        let Some(s) = self.streams.get_mut(&id) else {
+            tracing::debug!(id, "chunk without a stream header ignored");
+            return;
+        };
+        let fail = if s.chunk > 0 && c.data.len() > s.chunk as usize {
+            Some(format!(
+                "chunk of {} bytes is over the declared {}",
+                c.data.len(),
+                s.chunk
+            ))
+        } else if (s.buf.len() + c.data.len()) as u64 > s.total {
+            Some(format!("chunks exceed the declared {} bytes", s.total))
+        } else {
+            None
+        };
+        if let Some(reason) = fail {
+            self.streams.remove(&id);
+            conn.deliver(&id, Answer::Failed(reason));
+            return;
+        }
+        s.buf.extend_from_slice(&c.data);
+        if !c.r#final {
+            return;
+        }
+        let Some(s) = self.streams.remove(&id) else {
+            return;
+        };
+        let answer = match String::from_utf8(s.buf) {
+            Ok(result_json) => Answer::Env(Msg::CallResult(pb::CallToolResponse {
+                result_json,
+                ..Default::default()
+            })),
+            Err(_) => Answer::Failed("chunked result is not UTF-8".into()),
+        };
+        conn.deliver(&id, answer);
+    }
+
     async fn on_message(&mut self, conn: &Arc<Conn>, id: String, msg: Msg) -> Result<(), String> {
         match msg {
             Msg::CallResult(r) => {
@@ -272,6 +361,8 @@ impl IoTask {
                     }
                 });
             }
+            Msg::StreamHeader(h) => self.on_stream_header(conn, id, h),
+            Msg::StreamChunk(c) => self.on_stream_chunk(conn, id, c),
             Msg::RegisterMiddleware(_) => {
                 let ack = Envelope {
                     msg: Some(Msg::RegisterMiddlewareResponse(

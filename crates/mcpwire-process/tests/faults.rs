@@ -169,3 +169,21 @@ async fn a_zstd_result_that_understates_its_size_is_refused() {
     assert!(is_error(&r), "{r}");
     assert!(text(&r).contains("header says"), "{r}");
 }
+
+#[tokio::test]
+async fn chunked_results_are_reassembled_or_refused_over_the_limit() {
+    let router = Router::new(start("chunked", |_| {}).await.expect("starts"));
+    for i in 0..2 {
+        let r = call(&router, &format!("part {i} ")).await;
+        assert_eq!(text(&r), format!("part {i} {}", "c".repeat(300_000)));
+    }
+    let router = Router::new(
+        start("chunked", |c| c.max_raw = 100_000)
+            .await
+            .expect("starts"),
+    );
+    for _ in 0..2 {
+        let r = call(&router, "x").await;
+        assert!(is_error(&r) && text(&r).contains("over the"), "{r}");
+    }
+}

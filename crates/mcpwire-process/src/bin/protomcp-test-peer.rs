@@ -5,7 +5,7 @@
 //! `echo` (answers properly; the benchmark peer), `garbage` (a frame that is not an Envelope
 //! before the answer), `oversize` (declares a 100 MiB frame and stalls), `no-handshake` (never
 //! answers the tool list), `log-flood` (100 000 log messages before the answer), `exit`
-//! (exits mid-call), `raw-big` (a 2 MiB uncompressed raw result), `raw-bomb` (a zstd result
+//! (exits mid-call), `chunked` (the result as a chunked stream of about 300 KB), `raw-big` (a 2 MiB uncompressed raw result), `raw-bomb` (a zstd result
 //! whose header understates its size).
 
 use std::io::{BufReader, BufWriter, Read, Write};
@@ -31,6 +31,25 @@ fn write_env(w: &mut impl Write, msg: Msg, id: &str) -> std::io::Result<()> {
     let body = env.encode_to_vec();
     w.write_all(&(body.len() as u32).to_be_bytes())?;
     w.write_all(&body)
+}
+
+/// Sends `data` as the `result_json` of request `id` in `stream_header` + `stream_chunk`s.
+fn send_chunked(w: &mut impl Write, id: &str, data: &[u8], chunk: usize) -> std::io::Result<()> {
+    let header = pb::StreamHeader {
+        field_name: "result_json".into(),
+        total_size: data.len() as u64,
+        chunk_size: chunk as u32,
+    };
+    write_env(w, Msg::StreamHeader(header), id)?;
+    let n = data.chunks(chunk).count();
+    for (i, part) in data.chunks(chunk).enumerate() {
+        let c = pb::StreamChunk {
+            data: part.to_vec(),
+            r#final: i + 1 == n,
+        };
+        write_env(w, Msg::StreamChunk(c), id)?;
+    }
+    Ok(())
 }
 
 fn text_result(text: &str) -> String {
@@ -93,6 +112,12 @@ fn main() -> std::io::Result<()> {
                         }
                     }
                     "exit" => std::process::exit(7),
+                    "chunked" => {
+                        let data = text_result(&format!("{text}{}", "c".repeat(300_000)));
+                        send_chunked(&mut w, &id, data.as_bytes(), 65536)?;
+                        w.flush()?;
+                        continue;
+                    }
                     "raw-big" | "raw-bomb" => {
                         let payload = text_result(&"z".repeat(2 << 20));
                         let (bytes, compression, uncompressed) = if mode == "raw-bomb" {
