@@ -153,6 +153,9 @@ async def test_protomcp_kitchen_full_surface(mcpwire_bin, tmp_path):
             assert res["kitchen://menu"].mime_type == "text/plain"
             rr = await s.read_resource("kitchen://menu")
             assert rr.contents[0].text == "soup, bread"
+            await s.subscribe_resource("kitchen://menu")
+            assert text_of(await s.call_tool("touch_menu", {})) == "touched"
+            await wait_until(lambda: notes.count("notifications/resources/updated") == 1)
             tpl = (await s.list_resource_templates()).resource_templates
             assert tpl[0].uri_template == "kitchen://dish/{name}"
             rr = await s.read_resource("kitchen://dish/soup")
@@ -191,6 +194,15 @@ async def test_protomcp_dev_hot_reload(mcpwire_bin, tmp_path):
         async with ClientSession(read, write, read_timeout_seconds=30, message_handler=notes.handler) as s:
             await s.initialize()
             first = text_of(await s.call_tool("whoami", {}))
+            slow = {}
+
+            async def slow_call():
+                slow["r"] = text_of(await s.call_tool("slow_count", {"steps": 300}))
+
+            tg = anyio.create_task_group()
+            await tg.__aenter__()
+            tg.start_soon(slow_call)
+            await anyio.sleep(0.3)
             # An editor's rename-save: write a temporary file, rename it over the tool file.
             src = tool.read_text().replace(
                 "if __name__ ==",
@@ -206,6 +218,9 @@ async def test_protomcp_dev_hot_reload(mcpwire_bin, tmp_path):
 
             await wait_until(has_fresh, seconds=20)
             assert text_of(await s.call_tool("fresh", {})) == "fresh"
+            # The call that was running in the old process finishes there.
+            await tg.__aexit__(None, None, None)
+            assert slow["r"] == "counted 300"
             assert notes.count("notifications/tools/list_changed") >= 1
             assert text_of(await s.call_tool("whoami", {})) != first
 
@@ -326,3 +341,35 @@ async def test_protomcp_stateless_client_sampling_rides_input_required(mcpwire_b
         r = await client.call_tool("slow_count", {"steps": 2}, progress_callback=rec.on_progress)
         assert text_of(r) == "counted 2" and len(rec.progress) == 2
         assert text_of(await client.call_tool("echo", {"text": "after"})) == "after"
+
+
+def test_our_proto_matches_the_sdk_descriptor():
+    """Every message, field number, type and cardinality of our own protomcp.proto equals the
+    SDK's compiled descriptor (`protomcp_pb2`)."""
+    import re
+
+    import protomcp.protomcp_pb2 as sdk
+    from google.protobuf.descriptor import FieldDescriptor as F
+
+    scalar = {
+        F.TYPE_STRING: "string", F.TYPE_BOOL: "bool", F.TYPE_INT64: "int64", F.TYPE_INT32: "int32",
+        F.TYPE_UINT64: "uint64", F.TYPE_UINT32: "uint32", F.TYPE_BYTES: "bytes",
+    }
+    src = (TOOLS.parents[2] / "crates/mcpwire-process/proto/protomcp.proto").read_text()
+    ours = {}
+    for m in re.finditer(r"message (\w+) \{", src):
+        depth, i = 1, m.end()
+        while depth:
+            depth += {"{": 1, "}": -1}.get(src[i], 0)
+            i += 1
+        body = src[m.end():i]
+        ours[m.group(1)] = {
+            int(f.group(4)): (bool(f.group(1)), f.group(2))
+            for f in re.finditer(r"(repeated )?(\w+) (\w+) = (\d+);", body)
+        }
+    theirs = {
+        name: {f.number: (f.is_repeated, scalar.get(f.type) or f.message_type.name) for f in md.fields}
+        for name, md in sdk.DESCRIPTOR.message_types_by_name.items()
+    }
+    assert len(theirs) == 55
+    assert ours == theirs

@@ -119,6 +119,15 @@ def whoami() -> str:
     return f"pid {os.getpid()} version " + os.environ.get("KITCHEN_VERSION", "1")
 
 
+@tool("Tells the host the menu changed (SDK 0.3.1 has no public API for this message)")
+def touch_menu() -> str:
+    from protomcp import manager, protomcp_pb2 as pb
+
+    changed = pb.ResourceChangedNotification(uri="kitchen://menu")
+    manager._get_transport().send(pb.Envelope(resource_changed=changed))
+    return "touched"
+
+
 @resource("kitchen://menu", "Today's menu", mime_type="text/plain")
 def menu(uri: str) -> str:
     return "soup, bread"
