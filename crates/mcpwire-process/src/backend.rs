@@ -13,6 +13,7 @@ use mcpwire_model::types::{
 use mcpwire_model::{BackendEvent, LogEntry, McpError, Reply};
 use mcpwire_router::{
     Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, CatalogEdit, Server, ToolDef,
+    ToolRouting,
 };
 use serde_json::Value;
 use tokio::sync::{Notify, broadcast, watch};
@@ -205,6 +206,10 @@ impl Backend for ProcessBackend {
             }
             other => self.shared.server.call(ctx, other),
         }
+    }
+
+    fn tool_routing(&self, name: &str) -> Option<Arc<ToolRouting>> {
+        self.shared.server.tool_routing(name)
     }
 
     fn events(&self) -> Option<broadcast::Receiver<BackendEvent>> {

@@ -7,7 +7,7 @@ use std::sync::Weak;
 use mcpwire_model::types::{CallToolResult, CompleteParams, CompletionRef, ResourceContents};
 use mcpwire_model::{McpError, Reply, to_raw};
 use mcpwire_router::{
-    CallCtx, PromptDef, ResourceDef, TemplateDef, ToolDef, ToolError, UriTemplate,
+    CallCtx, PromptDef, ResourceDef, TaskSupport, TemplateDef, ToolDef, ToolError, UriTemplate,
 };
 use serde_json::Value;
 
@@ -200,6 +200,10 @@ pub(crate) fn tool_def(weak: &Weak<Shared>, d: &pb::ToolDefinition) -> ToolDef {
     }
     if let Some(o) = t.output_schema {
         def = def.output_schema(o);
+    }
+    if d.task_support {
+        // The router's tasks layer runs it as an MCP task; the process sees an ordinary call.
+        def = def.task_support(TaskSupport::Optional);
     }
     def
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use mcpwire::Service;
 use mcpwire_process::{Launch, ProcessBackend, ProcessConfig};
-use mcpwire_router::Router;
+use mcpwire_router::{Router, TaskConfig};
 
 use crate::{ServeArgs, Transport};
 
@@ -55,7 +55,8 @@ pub async fn run(args: RunArgs, dev: bool) -> Result<()> {
         .with_context(|| format!("starting {}", args.file.display()))?;
     tracing::info!(tools = ?backend.tool_names(), "tool process ready");
     let info = backend.server_info();
-    let mut service = Service::new(Router::new(backend.clone()), info, None);
+    let router = Router::new(backend.clone()).with_tasks(TaskConfig::default());
+    let mut service = Service::new(router, info, None);
     service.limits.max_message_bytes = args.serve.max_message_bytes;
     service.busy_poll = Duration::from_micros(args.serve.busy_poll_us);
     let limits = &mut Arc::make_mut(&mut service.config).limits;

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use mcpwire_model::types::Implementation;
-use mcpwire_router::{Router, Server};
+use mcpwire_router::{Router, Server, TaskConfig};
 use mcpwire_session::SessionConfig;
 use mcpwire_wire::Limits;
 
@@ -33,7 +33,8 @@ impl Service {
     pub fn from_server(server: Arc<Server>) -> Service {
         let info: Implementation = server.server_info().clone();
         let instructions = server.instructions().map(str::to_owned);
-        Service::new(Router::new(server), info, instructions)
+        let router = Router::new(server).with_tasks(TaskConfig::default());
+        Service::new(router, info, instructions)
     }
 
     /// A service over any router, introducing itself as `info`.
