@@ -85,6 +85,9 @@ async def test_protomcp_kitchen_full_surface(mcpwire_bin, tmp_path):
             assert set(add.input_schema["required"]) == {"a", "b"}
             assert add.annotations.read_only_hint is True and add.title == "Add"
             assert "ctx" not in tools["slow_count"].input_schema["properties"]
+            # task_support=True: the router's tasks layer may run it as an MCP task.
+            assert tools["slow_count"].execution.task_support == "optional"
+            assert tools["add"].execution is None
 
             # Calls, validation, errors.
             r = await s.call_tool("add", {"a": 2, "b": 40})

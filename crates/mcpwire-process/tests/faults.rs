@@ -187,3 +187,58 @@ async fn chunked_results_are_reassembled_or_refused_over_the_limit() {
         assert!(is_error(&r) && text(&r).contains("over the"), "{r}");
     }
 }
+
+#[tokio::test]
+async fn a_tool_declaring_task_support_runs_as_an_mcp_task() {
+    use mcpwire_model::Revision;
+    use mcpwire_model::types::ClientCapabilities;
+    use mcpwire_router::{TASKS_EXTENSION, TaskConfig};
+    use tokio_util::sync::CancellationToken;
+
+    let router = Router::new(start("slow-task", |_| {}).await.expect("starts"))
+        .with_tasks(TaskConfig::default());
+    let caps = Arc::new(ClientCapabilities {
+        extensions: Some(json!({ TASKS_EXTENSION: {} })),
+        ..Default::default()
+    });
+    let call = |method: &str, params: Value| {
+        let ctx = CallCtx::new(
+            Revision::V2026_07_28,
+            caps.clone(),
+            CancellationToken::new(),
+            None,
+        );
+        router.call(McpCall {
+            method: Method::parse(method),
+            params: Some(to_raw(&params)),
+            ctx,
+        })
+    };
+    let as_json = |r: Result<Reply, McpError>| -> Value {
+        match r {
+            Ok(Reply::Complete(raw)) | Ok(Reply::InputRequired(raw)) => {
+                serde_json::from_str(raw.get()).expect("JSON")
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
+    let created = as_json(
+        call(
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "as a task"}}),
+        )
+        .await,
+    );
+    assert_eq!(created["resultType"], "task", "{created}");
+    let id = created["taskId"].as_str().expect("task id").to_owned();
+    let mut done = Value::Null;
+    for _ in 0..600 {
+        done = as_json(call("tasks/get", json!({ "taskId": id })).await);
+        if done["status"] == "completed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["content"][0]["text"], "as a task");
+}

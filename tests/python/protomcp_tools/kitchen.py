@@ -58,7 +58,7 @@ def weather(city: str) -> ToolResult:
     return ToolResult(result=f"sunny in {city}", structured_content={"city": city, "temp": 21})
 
 
-@tool("Reports progress three times")
+@tool("Reports progress steps times", task_support=True)
 def slow_count(steps: int, ctx: ToolContext) -> str:
     for i in range(1, steps + 1):
         ctx.report_progress(i, steps, f"step {i}")

@@ -6,7 +6,8 @@
 //! before the answer), `oversize` (declares a 100 MiB frame and stalls), `no-handshake` (never
 //! answers the tool list), `log-flood` (100 000 log messages before the answer), `exit`
 //! (exits mid-call), `chunked` (the result as a chunked stream of about 300 KB), `raw-big` (a 2 MiB uncompressed raw result), `raw-bomb` (a zstd result
-//! whose header understates its size).
+//! whose header understates its size), `slow-task` (declares task support, answers after
+//! 100 ms).
 
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::os::unix::net::UnixStream;
@@ -74,6 +75,7 @@ fn main() -> std::io::Result<()> {
                     name: "echo".into(),
                     description: "Echoes text".into(),
                     input_schema_json: r#"{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}"#.into(),
+                    task_support: mode == "slow-task",
                     ..Default::default()
                 };
                 write_env(
@@ -112,6 +114,7 @@ fn main() -> std::io::Result<()> {
                         }
                     }
                     "exit" => std::process::exit(7),
+                    "slow-task" => std::thread::sleep(std::time::Duration::from_millis(100)),
                     "chunked" => {
                         let data = text_result(&format!("{text}{}", "c".repeat(300_000)));
                         send_chunked(&mut w, &id, data.as_bytes(), 65536)?;
