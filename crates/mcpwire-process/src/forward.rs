@@ -58,21 +58,23 @@ impl Shared {
         }
         let progress = ctx.progress_token().is_some();
         let tool = name.clone();
-        let pc = conn.request(
-            move |id| {
-                Msg::CallTool(pb::CallToolRequest {
-                    name: tool,
-                    arguments_json: args_json,
-                    progress_token: if progress {
-                        id.to_owned()
-                    } else {
-                        String::new()
-                    },
-                })
-            },
-            Some(ctx),
-            true,
-        )?;
+        let pc = conn
+            .request(
+                move |id| {
+                    Msg::CallTool(pb::CallToolRequest {
+                        name: tool,
+                        arguments_json: args_json,
+                        progress_token: if progress {
+                            id.to_owned()
+                        } else {
+                            String::new()
+                        },
+                    })
+                },
+                Some(ctx),
+                true,
+            )
+            .map_err(|e| ToolError::new(e.to_string()))?;
         let mut result = match pc.wait().await {
             Answer::Env(Msg::CallResult(r)) => convert::call_result(r),
             Answer::Raw { header, payload } => {

@@ -11,10 +11,12 @@ use std::time::Duration;
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::process::{Child, Command};
 
+/// Longest line of the child's stdout/stderr kept (longer ones are skipped).
+const MAX_LINE: usize = 8 * 1024;
 /// Lines of the child's stderr kept for crash reports.
 const STDERR_TAIL: usize = 64;
 
@@ -175,6 +177,33 @@ fn format_tail(tail: &Mutex<VecDeque<String>>) -> String {
     }
 }
 
+/// Reads `r` to its end, handing each line to `each`; lines longer than [`MAX_LINE`] are
+/// truncated, and reading never stops early (a blocked pipe would block the child).
+async fn pump_lines<R: AsyncRead + Unpin>(r: R, mut each: impl FnMut(String)) {
+    let mut r = BufReader::new(r);
+    let mut line = Vec::new();
+    loop {
+        let (used, complete) = match r.fill_buf().await {
+            Ok(buf) if !buf.is_empty() => {
+                let end = buf.iter().position(|b| *b == b'\n');
+                let chunk = &buf[..end.unwrap_or(buf.len())];
+                let room = MAX_LINE.saturating_sub(line.len());
+                line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                (end.map_or(buf.len(), |e| e + 1), end.is_some())
+            }
+            _ => break,
+        };
+        r.consume(used);
+        if complete {
+            each(String::from_utf8_lossy(&line).into_owned());
+            line.clear();
+        }
+    }
+    if !line.is_empty() {
+        each(String::from_utf8_lossy(&line).into_owned());
+    }
+}
+
 /// Starts the process with `PROTOMCP_SOCKET` set and waits (bounded by `timeout`, and by the
 /// process exiting) for it to connect.
 pub async fn spawn(
@@ -215,24 +244,21 @@ pub async fn spawn(
     if let Some(out) = child.stdout.take() {
         // Our stdout may be the MCP wire: the tool's stdout goes to our stderr.
         tokio::spawn(async move {
-            let mut lines = BufReader::new(out).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                eprintln!("{line}");
-            }
+            pump_lines(out, |line| eprintln!("{line}")).await;
         });
     }
     if let Some(err) = child.stderr.take() {
         let tail = tail.clone();
         tokio::spawn(async move {
-            let mut lines = BufReader::new(err).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
+            pump_lines(err, |line| {
                 tracing::info!(target: "mcpwire::process", "{line}");
                 let mut t = tail.lock().unwrap_or_else(|p| p.into_inner());
                 if t.len() == STDERR_TAIL {
                     t.pop_front();
                 }
                 t.push_back(line);
-            }
+            })
+            .await;
         });
     }
     let mut proc_ = ChildProc { child, pgid, tail };
@@ -257,6 +283,18 @@ pub async fn spawn(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn long_lines_are_truncated_and_reading_goes_on() {
+        let mut input = vec![b'x'; MAX_LINE * 3];
+        input.extend_from_slice(b"\nsecond\nlast");
+        let mut got = Vec::new();
+        pump_lines(&input[..], |l| got.push(l)).await;
+        assert_eq!(got.len(), 3);
+        assert_eq!(got[0].len(), MAX_LINE);
+        assert_eq!(got[1], "second");
+        assert_eq!(got[2], "last");
+    }
 
     #[test]
     fn runtime_by_extension_and_override() {
