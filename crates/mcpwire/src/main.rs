@@ -25,6 +25,7 @@ Try it:
   mcpwire list http://127.0.0.1:8000/mcp  list the tools of an HTTP server
   mcpwire list 'mcpwire demo'           list the example's tools
   mcpwire call 'mcpwire demo' add --args '{\"a\": 2, \"b\": 3}'
+  mcpwire dev tools.py                  serve a protomcp tool file, reloading it on edits
 
 Logs go to stderr; set MCPWIRE_LOG (e.g. MCPWIRE_LOG=debug) to see more. stdout carries only
 protocol messages when serving over stdio.";
