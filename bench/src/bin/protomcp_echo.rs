@@ -11,7 +11,17 @@ use prost::Message;
 fn main() -> std::io::Result<()> {
     let path = std::env::var("PROTOMCP_SOCKET").map_err(std::io::Error::other)?;
     let stream = UnixStream::connect(path)?;
-    let mut r = BufReader::with_capacity(64 * 1024, stream.try_clone()?);
+    // PROTOMCP_ECHO_SPIN_US: poll the socket this long before blocking (as mcpwire's stdio driver
+    // does), to separate the peer's own wake-up latency from the host's overhead.
+    let spin = std::env::var("PROTOMCP_ECHO_SPIN_US")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(std::time::Duration::from_micros);
+    let reader = SpinReader {
+        stream: stream.try_clone()?,
+        spin,
+    };
+    let mut r = BufReader::with_capacity(64 * 1024, reader);
     let mut w = BufWriter::with_capacity(64 * 1024, stream);
     let mut body = Vec::new();
     loop {
@@ -69,6 +79,35 @@ fn main() -> std::io::Result<()> {
         // Flush only when no further request is already buffered: pipelined calls batch.
         if r.buffer().is_empty() {
             w.flush()?;
+        }
+    }
+}
+
+/// A socket reader that optionally polls for a while before blocking.
+struct SpinReader {
+    stream: UnixStream,
+    spin: Option<std::time::Duration>,
+}
+
+impl Read for SpinReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let Some(spin) = self.spin else {
+            return self.stream.read(buf);
+        };
+        self.stream.set_nonblocking(true)?;
+        let start = std::time::Instant::now();
+        let got = loop {
+            match self.stream.read(buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && start.elapsed() < spin => {
+                    std::hint::spin_loop();
+                }
+                other => break other,
+            }
+        };
+        self.stream.set_nonblocking(false)?;
+        match got {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => self.stream.read(buf),
+            other => other,
         }
     }
 }
