@@ -9,7 +9,7 @@ use std::collections::{BTreeSet, HashMap};
 use serde_json::{Map, Value};
 
 use crate::ir::{Card, Enum, Field, Message, RuleValue, Rules, Shape, Ty};
-use crate::names::{Scope, identifier, pascal, upper_snake};
+use crate::names::{Scope, default_json_name, identifier, pascal, upper_snake};
 use crate::{Limits, SchemaError};
 
 /// A converted subschema: what its field looks like.
@@ -193,7 +193,12 @@ impl<'l> Converter<'l> {
             .map(|r| r.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
         for (i, (key, sub)) in props.iter().enumerate() {
-            let fname = b.scope.claim_field(&identifier(key));
+            let mut want = identifier(key);
+            if want != *key && default_json_name(&want) == *key {
+                // The JSON name would look implicit: make the rename visible.
+                want.insert_str(0, "f_");
+            }
+            let fname = b.scope.claim_field(&want);
             let kind = self.classify(root, sub, key, &mut b, depth + 1)?;
             let number = u32::try_from(i + 1).map_err(|_| SchemaError::TooLarge(key.clone()))?;
             let mut field = field_of(fname, key, number, kind);

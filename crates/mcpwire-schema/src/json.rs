@@ -61,7 +61,10 @@ pub(crate) fn to_message(
         let Some(f) = number.and_then(|n| desc.get_field(n)) else {
             return Err(mismatch(path, format!("unknown member {k:?}")));
         };
-        if val.is_null() {
+        // JSON null is absence, except in a `google.protobuf.Value` (where it is a value).
+        let is_value =
+            matches!(f.kind(), Kind::Message(m) if m.full_name() == "google.protobuf.Value");
+        if val.is_null() && !(is_value && !f.is_list() && !f.is_map()) {
             continue;
         }
         let sub = format!("{path}.{k}");
@@ -226,12 +229,6 @@ pub(crate) fn to_json(meta: &Meta, msg: &DynamicMessage) -> Result<Json, SchemaE
                     Json::Null
                 };
                 out.insert(key, empty);
-            }
-            None if !f.supports_presence() && !f.is_list() && !f.is_map() => {
-                // proto3 implicit presence: the default is the value.
-                if let Some(j) = field_json(meta, &f, &msg.get_field(&f))? {
-                    out.insert(key, j);
-                }
             }
             None => {}
         }

@@ -3,7 +3,8 @@
 use std::collections::HashSet;
 
 /// Words protobuf's grammar gives a meaning to; a field or type named so gets a `_` suffix
-/// to keep the generated text unambiguous for every parser.
+/// to keep the generated text unambiguous for every parser (an `f_` prefix, not a `_`
+/// suffix, which protoc's JSON-name folding would drop).
 const RESERVED: &[&str] = &[
     "syntax",
     "edition",
@@ -70,7 +71,7 @@ pub(crate) fn identifier(s: &str) -> String {
         out.insert_str(0, "f_");
     }
     if RESERVED.contains(&out.as_str()) {
-        out.push('_');
+        out.insert_str(0, "f_");
     }
     out
 }
@@ -211,7 +212,7 @@ mod tests {
         assert_eq!(identifier("foo-bar.baz"), "foo_bar_baz");
         assert_eq!(identifier("1st"), "f_1st");
         assert_eq!(identifier(""), "field");
-        assert_eq!(identifier("message"), "message_");
+        assert_eq!(identifier("message"), "f_message");
         assert_eq!(pascal("date_range"), "DateRange");
         assert_eq!(upper_snake("dateRange"), "DATE_RANGE");
         assert_eq!(upper_snake("in-progress"), "IN_PROGRESS");
