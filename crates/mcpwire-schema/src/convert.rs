@@ -799,15 +799,15 @@ fn number_kind(obj: &Map<String, Value>, doc: Option<String>, integer: bool) -> 
             n.as_f64().map(RuleValue::Double)
         }
     };
-    if let Some(v) = bound("exclusiveMaximum", false) {
-        r.push(("lt", v));
-    } else if let Some(v) = bound("maximum", false) {
-        r.push(("lte", v));
-    }
     if let Some(v) = bound("exclusiveMinimum", true) {
         r.push(("gt", v));
     } else if let Some(v) = bound("minimum", true) {
         r.push(("gte", v));
+    }
+    if let Some(v) = bound("exclusiveMaximum", false) {
+        r.push(("lt", v));
+    } else if let Some(v) = bound("maximum", false) {
+        r.push(("lte", v));
     }
     let mut k = Kind::plain(if integer { Ty::Int64 } else { Ty::Double }, doc);
     if !r.is_empty() {

@@ -172,6 +172,46 @@ impl ToolSchemas {
     }
 }
 
+/// The files of an encoded `FileDescriptorSet` as (file name, encoded
+/// `FileDescriptorProto`) pairs, without decoding them into prost types (which would drop
+/// extension options). Stops at the first malformed entry.
+pub fn split_file_set(set: &[u8]) -> Vec<(String, &[u8])> {
+    use prost::Message as _;
+    let mut out = Vec::new();
+    let mut buf = set;
+    while !buf.is_empty() {
+        let Ok((tag, wire)) = prost::encoding::decode_key(&mut buf) else {
+            break;
+        };
+        let Ok(len) = prost::encoding::decode_varint(&mut buf) else {
+            break;
+        };
+        let Ok(len) = usize::try_from(len) else { break };
+        if tag != 1 || wire != prost::encoding::WireType::LengthDelimited || len > buf.len() {
+            break;
+        }
+        let (file, rest) = buf.split_at(len);
+        buf = rest;
+        let name = prost_types::FileDescriptorProto::decode(file)
+            .ok()
+            .and_then(|f| f.name)
+            .unwrap_or_default();
+        out.push((name, file));
+    }
+    out
+}
+
+/// Encodes (name, encoded `FileDescriptorProto`) pairs as a `FileDescriptorSet`.
+pub fn join_file_set<'a>(files: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for f in files {
+        prost::encoding::encode_key(1, prost::encoding::WireType::LengthDelimited, &mut out);
+        prost::encoding::encode_varint(f.len() as u64, &mut out);
+        out.extend_from_slice(f);
+    }
+    out
+}
+
 /// The protobuf package of a tool's messages: `mcpwire.tools.<name>`, with a hash suffix
 /// when the name is not already an identifier (so distinct tools never share a package).
 pub fn tool_package(tool_name: &str) -> String {

@@ -58,6 +58,13 @@ pub enum SchemaCommand {
         #[arg(long, short)]
         output: Option<PathBuf>,
     },
+    /// Print a generated catalog of N realistic tools as a tools/list result (the
+    /// deterministic fixture behind docs/tokens.md).
+    Catalog {
+        /// How many tools.
+        #[arg(default_value_t = 10)]
+        n: usize,
+    },
 }
 
 /// `mcpwire schema` arguments.
@@ -189,6 +196,12 @@ pub async fn run_schema(args: SchemaArgs) -> Result<(), SchemaCliError> {
             }
             emit(&out);
         }
+        SchemaCommand::Catalog { n } => {
+            let tools = crate::catalog::synthetic_catalog(n);
+            let text = serde_json::to_string_pretty(&json!({ "tools": tools }))
+                .map_err(|e| SchemaCliError::Io(e.to_string()))?;
+            emit(&format!("{text}\n"));
+        }
         SchemaCommand::Descriptor { target, output } => {
             let tools = fetch_tools(&target).await?;
             let mut seen = HashSet::new();
@@ -228,31 +241,12 @@ pub async fn run_schema(args: SchemaArgs) -> Result<(), SchemaCliError> {
 /// Appends the files of encoded set `set` whose names are not in `seen` (one shared copy
 /// of `buf/validate/validate.proto` and the options file for all tools).
 fn append_new_files(out: &mut Vec<u8>, set: &[u8], seen: &mut HashSet<String>) {
-    use prost::Message as _;
-    let mut buf = set;
-    while !buf.is_empty() {
-        let Ok((tag, wire)) = prost::encoding::decode_key(&mut buf) else {
-            return;
-        };
-        let Ok(len) = prost::encoding::decode_varint(&mut buf) else {
-            return;
-        };
-        let len = len as usize;
-        if tag != 1 || wire != prost::encoding::WireType::LengthDelimited || len > buf.len() {
-            return;
-        }
-        let (file, rest) = buf.split_at(len);
-        buf = rest;
-        let name = prost_types::FileDescriptorProto::decode(file)
-            .ok()
-            .and_then(|f| f.name)
-            .unwrap_or_default();
-        if seen.insert(name) {
-            prost::encoding::encode_key(1, prost::encoding::WireType::LengthDelimited, out);
-            prost::encoding::encode_varint(len as u64, out);
-            out.extend_from_slice(file);
-        }
-    }
+    let files = mcpwire_schema::split_file_set(set);
+    let new = files
+        .into_iter()
+        .filter(|(name, _)| seen.insert(name.clone()))
+        .map(|(_, f)| f);
+    out.extend(mcpwire_schema::join_file_set(new));
 }
 
 /// Runs `mcpwire tokens`.

@@ -67,8 +67,9 @@ pub fn renderings(tools: &[Value]) -> (Vec<(&'static str, &'static str, String)>
             serde_json::to_string_pretty(&list).unwrap_or_default(),
         ),
     ];
-    let inline = listing(&schemas, true);
-    let refs = listing(&schemas, false);
+    let inline = listing(&schemas, Schemas::Inline);
+    let own = listing(&schemas, Schemas::InlineOwnFile);
+    let refs = listing(&schemas, Schemas::Refs);
     out.push((
         "proto_inline_json",
         "proto-mcp ListToolsResponse, inline schemas, proto3 JSON",
@@ -78,6 +79,11 @@ pub fn renderings(tools: &[Value]) -> (Vec<(&'static str, &'static str, String)>
         "proto_inline_b64",
         "proto-mcp ListToolsResponse, inline schemas, base64 binary (spec's method)",
         inline.1,
+    ));
+    out.push((
+        "proto_inline_own_json",
+        "proto-mcp ListToolsResponse, inline schemas without the shared imports, proto3 JSON",
+        own.0,
     ));
     out.push((
         "proto_refs_json",
@@ -199,8 +205,19 @@ fn put_str(buf: &mut Vec<u8>, tag: u32, s: &[u8]) {
     buf.extend_from_slice(s);
 }
 
+/// What a listing carries for each tool's schema.
+#[derive(Clone, Copy, PartialEq)]
+enum Schemas {
+    /// `inline_schema`: the tool's file and its imports, as `ToolSchemas` gives them.
+    Inline,
+    /// `inline_schema` with the tool's own file only (imports sent once, elsewhere).
+    InlineOwnFile,
+    /// `bsr_ref` only.
+    Refs,
+}
+
 /// (proto3 JSON, base64 of binary) of a `ListToolsResponse` with inline schemas or refs.
-fn listing(schemas: &[(&Value, ToolSchemas)], inline: bool) -> (String, String) {
+fn listing(schemas: &[(&Value, ToolSchemas)], mode: Schemas) -> (String, String) {
     let mut json_tools = Vec::new();
     let mut bin = Vec::new();
     for (t, s) in schemas {
@@ -220,12 +237,20 @@ fn listing(schemas: &[(&Value, ToolSchemas)], inline: bool) -> (String, String) 
         if let Some(o) = &s.output {
             metadata.push(("output_type", o.full_name().to_owned()));
         }
-        if inline {
-            put_str(&mut tool, 4, s.file_set_bytes());
-            obj.insert(
-                "inlineSchema".into(),
-                file_set_json(s.pool(), s.file_set_bytes()),
-            );
+        if mode != Schemas::Refs {
+            let set = if mode == Schemas::Inline {
+                s.file_set_bytes().to_vec()
+            } else {
+                let files = mcpwire_schema::split_file_set(s.file_set_bytes());
+                mcpwire_schema::join_file_set(
+                    files
+                        .into_iter()
+                        .filter(|(n, _)| n.starts_with("mcpwire/tools/"))
+                        .map(|(_, f)| f),
+                )
+            };
+            put_str(&mut tool, 4, &set);
+            obj.insert("inlineSchema".into(), file_set_json(s.pool(), &set));
         } else {
             let r = input_ref(name);
             put_str(&mut tool, 3, r.as_bytes());
