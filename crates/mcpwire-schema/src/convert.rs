@@ -192,13 +192,25 @@ impl<'l> Converter<'l> {
             .and_then(Value::as_array)
             .map(|r| r.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
-        for (i, (key, sub)) in props.iter().enumerate() {
+        // Properties whose names are already identifiers keep them; the others are renamed
+        // around them. Field numbers follow the (sorted) property order either way.
+        let mut order: Vec<(usize, &String, &Value)> = props
+            .iter()
+            .enumerate()
+            .map(|(i, (k, v))| (i, k, v))
+            .collect();
+        order.sort_by_key(|(i, k, _)| (identifier(k) != **k, *i));
+        for (i, key, sub) in order {
             let mut want = identifier(key);
             if want != *key && default_json_name(&want) == *key {
                 // The JSON name would look implicit: make the rename visible.
                 want.insert_str(0, "f_");
             }
-            let fname = b.scope.claim_field(&want);
+            let fname = b.scope.claim_field(&want, Some(key)).ok_or_else(|| {
+                SchemaError::Invalid(format!(
+                    "property {key:?} clashes with another property's protobuf name"
+                ))
+            })?;
             let kind = self.classify(root, sub, key, &mut b, depth + 1)?;
             let number = u32::try_from(i + 1).map_err(|_| SchemaError::TooLarge(key.clone()))?;
             let mut field = field_of(fname, key, number, kind);
@@ -211,6 +223,7 @@ impl<'l> Converter<'l> {
             }
             b.msg.fields.push(field);
         }
+        b.msg.fields.sort_by_key(|f| f.number);
         Ok(b.msg)
     }
 
@@ -475,7 +488,7 @@ impl<'l> Converter<'l> {
         };
         let name = b.scope.claim(&pascal(hint));
         let mut ub = self.builder(name.clone(), shape);
-        ub.scope.claim_field("value");
+        ub.scope.claim("value");
         let mut nullable = false;
         let mut number = 0u32;
         for (i, v) in variants.iter().enumerate() {
@@ -494,9 +507,9 @@ impl<'l> Converter<'l> {
             if k.card != Card::Optional || k.nullable {
                 return self.fallback(root, s, doc, depth);
             }
-            let fname = match v.get("title").and_then(Value::as_str) {
-                Some(t) => ub.scope.claim_field(&identifier(t)),
-                None => ub.scope.claim_field(match k.ty {
+            let want = match v.get("title").and_then(Value::as_str) {
+                Some(t) => identifier(t),
+                None => match k.ty {
                     Ty::String => "string_value",
                     Ty::Int64 => "integer_value",
                     Ty::Double => "number_value",
@@ -504,8 +517,12 @@ impl<'l> Converter<'l> {
                     Ty::Enum(_) => "enum_value",
                     Ty::Message(_) | Ty::Struct => "object_value",
                     Ty::Value => "json_value",
-                }),
+                }
+                .to_owned(),
             };
+            let fname = ub.scope.claim_field(&want, None).ok_or_else(|| {
+                SchemaError::Invalid(format!("union member {want:?} cannot be named"))
+            })?;
             number += 1;
             let mut f = field_of(fname, "", number, k);
             f.json_name = None;

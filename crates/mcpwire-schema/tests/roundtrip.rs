@@ -265,6 +265,30 @@ fn root() -> impl Strategy<Value = (S, Value)> {
     })
 }
 
+/// No field's name or JSON name equals another field's (case-insensitively): protobuf
+/// runtimes (upb, protoc) refuse such files.
+fn assert_json_names_distinct(pool: &prost_reflect::DescriptorPool) {
+    for m in pool.all_messages() {
+        let mut seen = std::collections::HashMap::new();
+        for f in m.fields() {
+            let mut ids = vec![
+                f.name().to_ascii_lowercase(),
+                f.json_name().to_ascii_lowercase(),
+            ];
+            ids.dedup();
+            for id in ids {
+                if let Some(other) = seen.insert(id.clone(), f.name().to_owned()) {
+                    panic!(
+                        "{}: {} and {other} share the JSON name {id}",
+                        m.full_name(),
+                        f.name()
+                    );
+                }
+            }
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 128, .. ProptestConfig::default() })]
 
@@ -272,6 +296,7 @@ proptest! {
     fn schema_and_values_round_trip((s, v) in root()) {
         let schema = to_json(&s);
         let ts = tool_schemas("prop_tool", &schema, Some(&schema)).expect("converts");
+        assert_json_names_distinct(ts.pool());
         // descriptor → JSON Schema gives the schema back
         prop_assert_eq!(&message_schema(&ts.input), &schema);
         // the value is valid against the schema (the generator is right)…
