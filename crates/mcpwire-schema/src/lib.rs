@@ -138,12 +138,12 @@ impl ToolSchemas {
             .output
             .as_ref()
             .ok_or_else(|| SchemaError::Mismatch("the tool has no output schema".into()))?;
-        json::to_message(&self.inner.meta, out, value, "")
+        json::to_message(&self.inner.meta, out, value, &json::Path::Root)
     }
 
     /// JSON arguments → the input message (for clients and tests).
     pub fn json_to_input(&self, value: &Value) -> Result<DynamicMessage, SchemaError> {
-        json::to_message(&self.inner.meta, &self.input, value, "")
+        json::to_message(&self.inner.meta, &self.input, value, &json::Path::Root)
     }
 
     /// Schemas whose input is `desc`, a message of `pool` (a registry module): the file set
