@@ -43,13 +43,7 @@ pub(crate) fn ext_value(
         .then(|| opts.get_extension(ext).into_owned())
 }
 
-/// The JSON form of a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Shape {
-    Object,
-    OneOf,
-    AnyOf,
-}
+pub(crate) use crate::ir::Shape;
 
 /// Per-field facts.
 #[derive(Debug, Clone)]

@@ -42,6 +42,16 @@ impl Kind {
     }
 }
 
+/// The subschema being converted and where it sits.
+struct Sub<'v> {
+    root: &'v Value,
+    s: &'v Value,
+    obj: &'v Map<String, Value>,
+    hint: &'v str,
+    doc: Option<String>,
+    depth: usize,
+}
+
 /// A message under construction with the names taken in its scope.
 struct Builder {
     msg: Message,
@@ -330,7 +340,18 @@ impl<'l> Converter<'l> {
             return Ok(k);
         }
         if let Some(e) = obj.get("enum") {
-            return self.enumeration(root, s, e, hint, b, doc, depth);
+            return self.enumeration(
+                Sub {
+                    root,
+                    s,
+                    obj,
+                    hint,
+                    doc,
+                    depth,
+                },
+                e,
+                b,
+            );
         }
         if let Some(c) = obj.get("const") {
             let (ty, rules) = match c {
@@ -376,7 +397,15 @@ impl<'l> Converter<'l> {
             return self.fallback(root, s, doc, depth);
         }
         if let Some(c) = combinator {
-            return self.union(root, s, obj, c, hint, b, doc, depth);
+            let sub = Sub {
+                root,
+                s,
+                obj,
+                hint,
+                doc,
+                depth,
+            };
+            return self.union(sub, c, b);
         }
         let ty = match obj.get("type") {
             Some(Value::String(t)) => t.as_str(),
@@ -387,13 +416,21 @@ impl<'l> Converter<'l> {
             }
             _ => return self.fallback(root, s, doc, depth),
         };
+        let sub = |doc| Sub {
+            root,
+            s,
+            obj,
+            hint,
+            doc,
+            depth,
+        };
         match ty {
             "string" => Ok(string_kind(obj, doc)),
             "integer" => Ok(number_kind(obj, doc, true)),
             "number" => Ok(number_kind(obj, doc, false)),
             "boolean" => Ok(Kind::plain(Ty::Bool, doc)),
-            "array" => self.array(root, s, obj, hint, b, doc, depth),
-            "object" => self.object(root, s, obj, hint, b, doc, depth),
+            "array" => self.array(sub(doc), b),
+            "object" => self.object(sub(doc), b),
             _ => self.fallback(root, s, doc, depth),
         }
     }

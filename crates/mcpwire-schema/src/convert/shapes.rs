@@ -4,23 +4,26 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
-use super::{Builder, Converter, Kind, field_of};
+use super::{Builder, Converter, Kind, Sub, field_of};
 use crate::SchemaError;
 use crate::ir::{Card, Enum, RuleValue, Rules, Shape, Ty};
 use crate::names::{identifier, pascal, upper_snake};
 
 impl Converter<'_> {
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn enumeration(
         &mut self,
-        root: &Value,
-        s: &Value,
+        sub: Sub<'_>,
         e: &Value,
-        hint: &str,
         b: &mut Builder,
-        doc: Option<String>,
-        depth: usize,
     ) -> Result<Kind, SchemaError> {
+        let Sub {
+            root,
+            s,
+            hint,
+            doc,
+            depth,
+            ..
+        } = sub;
         let Some(vals) = e.as_array().filter(|v| !v.is_empty()) else {
             return self.fallback(root, s, doc, depth);
         };
@@ -85,18 +88,20 @@ impl Converter<'_> {
         Ok(k)
     }
 
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn union(
         &mut self,
-        root: &Value,
-        s: &Value,
-        obj: &Map<String, Value>,
+        sub: Sub<'_>,
         combinator: &str,
-        hint: &str,
         b: &mut Builder,
-        doc: Option<String>,
-        depth: usize,
     ) -> Result<Kind, SchemaError> {
+        let Sub {
+            root,
+            s,
+            obj,
+            hint,
+            doc,
+            depth,
+        } = sub;
         let Some(variants) = obj[combinator].as_array().filter(|v| !v.is_empty()) else {
             return self.fallback(root, s, doc, depth);
         };
@@ -157,17 +162,15 @@ impl Converter<'_> {
         Ok(k)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn array(
-        &mut self,
-        root: &Value,
-        s: &Value,
-        obj: &Map<String, Value>,
-        hint: &str,
-        b: &mut Builder,
-        doc: Option<String>,
-        depth: usize,
-    ) -> Result<Kind, SchemaError> {
+    pub(super) fn array(&mut self, sub: Sub<'_>, b: &mut Builder) -> Result<Kind, SchemaError> {
+        let Sub {
+            root,
+            s,
+            obj,
+            hint,
+            doc,
+            depth,
+        } = sub;
         let item = match obj.get("items") {
             None => Kind::plain(Ty::Value, None),
             Some(i) => self.classify(root, i, hint, b, depth + 1)?,
@@ -202,17 +205,15 @@ impl Converter<'_> {
         Ok(k)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn object(
-        &mut self,
-        root: &Value,
-        s: &Value,
-        obj: &Map<String, Value>,
-        hint: &str,
-        b: &mut Builder,
-        doc: Option<String>,
-        depth: usize,
-    ) -> Result<Kind, SchemaError> {
+    pub(super) fn object(&mut self, sub: Sub<'_>, b: &mut Builder) -> Result<Kind, SchemaError> {
+        let Sub {
+            root,
+            s,
+            obj,
+            hint,
+            doc,
+            depth,
+        } = sub;
         let has_props = obj
             .get("properties")
             .and_then(Value::as_object)
