@@ -3,7 +3,8 @@
 //   node evaluate.mjs EXPECTED.yml LABEL=LOG=OUTDIR [LABEL=LOG=OUTDIR ...]
 //
 // LOG is the CLI's stdout (its `=== SUMMARY ===` and, for `--requirements` runs, its
-// `Not scored for ...` list); OUTDIR is what `-o` wrote (`server-<scenario>-<ts>/checks.json`).
+// `Not scored for ...` list; a LABEL ending in `@scenario` is a single-scenario run, every
+// one of which is scored); OUTDIR is what `-o` wrote (`server-<scenario>-<ts>/checks.json`).
 // A scenario counts when it is scored and has a FAILURE check. Warnings never count (the CLI's
 // own exit code ignores them too). Expected-failures entries use the suite's format,
 // `server: [scenario | scenario:check-id]`, and each must carry a `# reason` comment on its line.
@@ -39,9 +40,16 @@ function readExpected(file) {
 
 let scoredPassed = 0;
 
-function parseLog(log) {
+function parseLog(log, label) {
   const text = fs.readFileSync(log, 'utf8');
   const summaryAt = text.indexOf('=== SUMMARY ===');
+  // A single-scenario run (label `NAME@scenario`) prints `Passed: X/Y, N failed` instead.
+  const single = /@(\S+)$/.exec(label);
+  if (summaryAt < 0 && single) {
+    const r = /^Passed: \d+\/\d+, (\d+) failed/m.exec(text);
+    if (!r) return null;
+    return { failed: new Map([[single[1], r[1] !== '0']]), notScored: new Set() };
+  }
   if (summaryAt < 0) return null;
   const failed = new Map();
   const notScored = new Set();
@@ -75,7 +83,7 @@ const unexpected = [];
 const expectedHits = [];
 for (const run of runs) {
   const [label, log, outDir] = run.split('=');
-  const parsed = parseLog(log);
+  const parsed = parseLog(log, label);
   if (!parsed) {
     unexpected.push(`${label}: no summary in ${log} (the CLI did not finish)`);
     continue;

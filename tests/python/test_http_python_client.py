@@ -73,6 +73,11 @@ async def test_legacy_session_over_http(http_url):
             r = await s.call_tool("test_input_required_result_list_roots", {})
             assert "2 root" in text_of(r)
 
+            # SSE polling: the server closes this call's stream mid-call; the client resumes
+            # it with GET + Last-Event-ID and gets the result there.
+            r = await s.call_tool("test_reconnection", {})
+            assert text_of(r) == "Reconnection test completed"
+
             # Concurrent calls on one session, each on its own POST.
             async with anyio.create_task_group() as tg:
                 results = {}

@@ -1,7 +1,10 @@
 //! mcpwire's side of the load driver: the same single `echo` tool as `rmcp_echo`, written
-//! with mcpwire's native API and served over stdio exactly as `mcpwire demo` serves.
+//! with mcpwire's native API and served over stdio exactly as `mcpwire demo` serves, or with
+//! `--http PORT` over Streamable HTTP on 127.0.0.1 (the multi-threaded runtime, as
+//! `mcpwire demo --transport http`).
 
 use mcpwire::Service;
+use mcpwire::http::{HttpConfig, HttpServer};
 use mcpwire_router::model::types::Implementation;
 use mcpwire_router::{CallCtx, Server, ToolError, tool};
 
@@ -24,8 +27,31 @@ fn main() -> std::io::Result<()> {
         .description("Echo the input text"),
     )
     .build();
+    let service = Service::from_server(server);
+    let mut args = std::env::args().skip(1);
+    if let (Some(flag), Some(port)) = (args.next(), args.next())
+        && flag == "--http"
+    {
+        let port: u16 = port
+            .parse()
+            .map_err(|e| std::io::Error::other(format!("bad port: {e}")))?;
+        let config = HttpConfig {
+            bind: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+            // The load driver opens many sessions over a run.
+            max_sessions: 100_000,
+            ..HttpConfig::default()
+        };
+        return tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?
+            .block_on(async move {
+                let server = HttpServer::bind(service, config).await?;
+                eprintln!("listening on {}", server.local_addr()?);
+                server.serve().await
+            });
+    }
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?
-        .block_on(Service::from_server(server).serve_stdio())
+        .block_on(service.serve_stdio())
 }

@@ -7,7 +7,9 @@ use mcpwire_model::types::{CompleteParams, ServerCapabilities};
 use mcpwire_model::{BackendEvent, McpError, Method, Raw, Reply};
 use tokio::sync::broadcast;
 
-use crate::CallCtx;
+use std::sync::Arc;
+
+use crate::{CallCtx, TaskSupport};
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -19,6 +21,47 @@ pub struct BackendInfo {
     pub name: String,
     /// The capabilities the backend really has; the router refuses the rest.
     pub capabilities: ServerCapabilities,
+}
+
+/// What the router and the wires need to know about a tool before calling it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolRouting {
+    /// Whether the tool may run as a task.
+    pub task_support: TaskSupport,
+    /// Arguments mirrored in `Mcp-Param-{header}` HTTP headers (2026-07-28, SEP-2243).
+    pub header_params: Vec<HeaderParam>,
+}
+
+/// An argument whose schema carries `"x-mcp-header": "{header}"`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeaderParam {
+    /// The argument (a top-level property of the input schema).
+    pub property: String,
+    /// The header suffix: the value travels in `Mcp-Param-{header}`.
+    pub header: String,
+}
+
+impl ToolRouting {
+    /// The header parameters declared by an input schema's top-level properties.
+    pub fn header_params_of(input_schema: &serde_json::Value) -> Vec<HeaderParam> {
+        let Some(props) = input_schema.get("properties").and_then(|p| p.as_object()) else {
+            return Vec::new();
+        };
+        props
+            .iter()
+            .filter_map(|(property, schema)| {
+                let header = schema.get("x-mcp-header")?.as_str()?;
+                let valid = !header.is_empty()
+                    && header
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+                valid.then(|| HeaderParam {
+                    property: property.clone(),
+                    header: header.to_ascii_lowercase(),
+                })
+            })
+            .collect()
+    }
 }
 
 /// A request parsed by the router; arguments stay raw.
@@ -97,6 +140,14 @@ pub trait Backend: Send + Sync + 'static {
         ctx: CallCtx,
         req: BackendRequest,
     ) -> BoxFuture<'static, Result<Reply, McpError>>;
+
+    /// What the router and the wires need to know about tool `name` before calling it
+    /// (task support, argument headers); `None` for an unknown tool or a backend that
+    /// declares nothing.
+    fn tool_routing(&self, name: &str) -> Option<Arc<ToolRouting>> {
+        let _ = name;
+        None
+    }
 
     /// A stream of events for every session (list changes, resource updates, logs).
     fn events(&self) -> Option<broadcast::Receiver<BackendEvent>> {

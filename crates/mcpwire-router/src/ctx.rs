@@ -1,6 +1,6 @@
 //! The call context: what a running request can do besides returning a result.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use mcpwire_model::types::{
     ClientCapabilities, CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult,
@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::BoxFuture;
 use crate::input::InputRound;
+use crate::tasks::TaskEntry;
 
 /// The connection a call came from, as the call sees it. Implemented by the shell.
 pub trait Peer: Send + Sync + 'static {
@@ -21,6 +22,10 @@ pub trait Peer: Send + Sync + 'static {
     fn event(&self, event: CallEvent);
     /// Asks the client something (sampling, elicitation, roots) for this call.
     fn ask(&self, ask: ClientAsk) -> BoxFuture<'static, Result<Raw, McpError>>;
+
+    /// Closes the connection showing this call's messages, keeping the call running (see
+    /// [`CallCtx::close_stream`]). Wires without resumable streams ignore it.
+    fn close_stream(&self) {}
 }
 
 struct Inner {
@@ -30,6 +35,10 @@ struct Inner {
     cancel: CancellationToken,
     peer: Option<Arc<dyn Peer>>,
     input: Option<Mutex<InputRound>>,
+    /// Set when the call became a task: asks and progress go to the task from then on.
+    task: OnceLock<Arc<TaskEntry>>,
+    /// Signalled by [`CallCtx::run_as_task`].
+    wants_task: tokio::sync::Notify,
 }
 
 /// What a tool (or any backend) can do while answering: report progress, log, ask the
@@ -66,6 +75,8 @@ impl CallCtx {
                 cancel,
                 peer,
                 input: None,
+                task: OnceLock::new(),
+                wants_task: tokio::sync::Notify::new(),
             }),
         }
     }
@@ -88,8 +99,48 @@ impl CallCtx {
             cancel: self.inner.cancel.clone(),
             peer: self.inner.peer.clone(),
             input: Some(Mutex::new(round)),
+            task: OnceLock::new(),
+            wants_task: tokio::sync::Notify::new(),
         });
         CallCtx { inner }
+    }
+
+    /// The same context under another cancellation token (before [`CallCtx::with_input`]).
+    pub(crate) fn with_cancel(self, cancel: CancellationToken) -> CallCtx {
+        let inner = Arc::new(Inner {
+            revision: self.inner.revision,
+            progress_token: self.inner.progress_token.clone(),
+            client_capabilities: self.inner.client_capabilities.clone(),
+            cancel,
+            peer: self.inner.peer.clone(),
+            input: None,
+            task: OnceLock::new(),
+            wants_task: tokio::sync::Notify::new(),
+        });
+        CallCtx { inner }
+    }
+
+    /// Lets the router turn this call into a task now, when the tool supports tasks and the
+    /// client declared the extension (see [`crate::TaskConfig`]); otherwise only yields.
+    /// Asks made after this go to the task's `inputRequests` instead of `input_required`.
+    pub async fn run_as_task(&self) {
+        self.inner.wants_task.notify_one();
+        tokio::task::yield_now().await;
+    }
+
+    /// Completes when the call asked to become a task.
+    pub(crate) async fn task_wanted(&self) {
+        self.inner.wants_task.notified().await
+    }
+
+    /// Whether the call is running as a task.
+    pub fn is_task(&self) -> bool {
+        self.inner.task.get().is_some()
+    }
+
+    /// From now on the call runs as `task`.
+    pub(crate) fn attach_task(&self, task: Arc<TaskEntry>) {
+        let _ = self.inner.task.set(task);
     }
 
     pub(crate) fn take_input_round(&self) -> Option<InputRound> {
@@ -139,6 +190,10 @@ impl CallCtx {
 
     /// Reports progress (dropped unless the client sent a progress token).
     pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        if let Some(task) = self.inner.task.get() {
+            task.progress(message);
+            return;
+        }
         if let Some(p) = &self.inner.peer {
             p.event(CallEvent::Progress(ProgressUpdate {
                 progress,
@@ -156,6 +211,19 @@ impl CallCtx {
                 logger: None,
                 data: to_raw(&data),
             }));
+        }
+    }
+
+    /// Closes the HTTP SSE connection carrying this request's messages without ending the
+    /// request ("SSE polling", 2025-11-25): the client reconnects with `GET` and
+    /// `Last-Event-ID` and receives the rest, the result included. Frees the connection
+    /// during long waits. A no-op on other wires and once the call became a task.
+    pub fn close_stream(&self) {
+        if self.inner.task.get().is_some() {
+            return;
+        }
+        if let Some(p) = &self.inner.peer {
+            p.close_stream();
         }
     }
 
@@ -222,6 +290,12 @@ impl CallCtx {
         key: Option<&str>,
         ask: ClientAsk,
     ) -> (Option<String>, Result<Raw, McpError>) {
+        if let Some(task) = self.inner.task.get() {
+            if let Err(e) = crate::input::check_capability(&self.inner.client_capabilities, &ask) {
+                return (None, Err(e));
+            }
+            return (None, task.ask(key, ask).await);
+        }
         if let Some(input) = &self.inner.input {
             let Ok(mut round) = input.lock() else {
                 return (None, Err(McpError::Internal("input round poisoned".into())));

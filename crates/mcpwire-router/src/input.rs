@@ -33,6 +33,28 @@ struct InputFields {
     request_state: Option<String>,
 }
 
+/// −32021 unless the client declared the capability `ask` needs.
+pub(crate) fn check_capability(c: &ClientCapabilities, ask: &ClientAsk) -> Result<(), McpError> {
+    let Some(cap) = ask.required_capability() else {
+        return Ok(());
+    };
+    let has = match cap {
+        "sampling" => c.sampling.is_some(),
+        "elicitation" => c.elicitation.is_some(),
+        _ => c.roots.is_some(),
+    };
+    if has {
+        return Ok(());
+    }
+    let data = serde_json::json!({ "requiredCapabilities": { cap: {} } });
+    let err = ErrorObject::new(
+        codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+        format!("Missing required client capability: {cap}"),
+    )
+    .with_data(&data);
+    Err(McpError::Wire(err))
+}
+
 impl InputRound {
     /// Reads `inputResponses` and `requestState` from a request's raw params.
     pub(crate) fn from_params(
@@ -83,22 +105,8 @@ impl InputRound {
                 k
             }
         };
-        if let Some(cap) = ask.required_capability() {
-            let c = &self.caps;
-            let has = match cap {
-                "sampling" => c.sampling.is_some(),
-                "elicitation" => c.elicitation.is_some(),
-                _ => c.roots.is_some(),
-            };
-            if !has {
-                let data = serde_json::json!({ "requiredCapabilities": { cap: {} } });
-                let err = ErrorObject::new(
-                    codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
-                    format!("Missing required client capability: {cap}"),
-                )
-                .with_data(&data);
-                return (key, Err(McpError::Wire(err)));
-            }
+        if let Err(e) = check_capability(&self.caps, &ask) {
+            return (key, Err(e));
         }
         if let Some(answer) = self.answers.get(&key) {
             return (key, Ok(answer.clone()));

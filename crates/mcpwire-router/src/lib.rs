@@ -35,16 +35,18 @@ mod resource;
 mod router;
 mod server;
 mod state_key;
+mod tasks;
 mod tool;
 mod uri_template;
 
-pub use backend::{Backend, BackendInfo, BackendRequest, BoxFuture};
+pub use backend::{Backend, BackendInfo, BackendRequest, BoxFuture, HeaderParam, ToolRouting};
 pub use ctx::{CallCtx, Peer};
 pub use prompt::PromptDef;
 pub use resource::{ResourceDef, TemplateDef};
 pub use router::{McpCall, McpReply, Router};
 pub use server::{Server, ServerBuilder};
 pub use state_key::StateKey;
+pub use tasks::{TASKS_EXTENSION, TaskConfig, TaskSupport};
 pub use tool::{IntoToolResult, Json, NoArgs, ToolDef, ToolError, tool};
 pub use uri_template::UriTemplate;
 

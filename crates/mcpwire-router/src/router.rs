@@ -14,7 +14,11 @@ use serde_json::value::RawValue;
 use tokio::sync::broadcast;
 
 use crate::input::InputRound;
-use crate::{Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, StateKey};
+use crate::tasks::{self, TaskStore};
+use crate::{
+    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, StateKey, TASKS_EXTENSION,
+    TaskConfig, TaskSupport, ToolRouting,
+};
 
 /// One request for the router: method, raw params and the call's context.
 #[derive(Debug)]
@@ -35,7 +39,9 @@ pub type McpReply = Result<Reply, McpError>;
 #[derive(Clone)]
 pub struct Router {
     backend: Arc<dyn Backend>,
+    info: Arc<BackendInfo>,
     state_key: StateKey,
+    tasks: Option<Arc<TaskStore>>,
 }
 
 impl std::fmt::Debug for Router {
@@ -50,9 +56,27 @@ impl Router {
     /// A router over one backend (which may itself be a federation).
     pub fn new(backend: Arc<dyn Backend>) -> Router {
         Router {
+            info: Arc::new(backend.info().clone()),
             backend,
             state_key: StateKey::random(),
+            tasks: None,
         }
+    }
+
+    /// Offers the tasks extension (2026-07-28): tools declared with
+    /// [`TaskSupport::Optional`] or [`TaskSupport::Required`] may outlive their request.
+    pub fn with_tasks(mut self, config: TaskConfig) -> Router {
+        let mut info = (*self.info).clone();
+        let ext = info
+            .capabilities
+            .extensions
+            .get_or_insert_with(|| serde_json::json!({}));
+        if let Some(map) = ext.as_object_mut() {
+            map.insert(TASKS_EXTENSION.to_owned(), serde_json::json!({}));
+        }
+        self.info = Arc::new(info);
+        self.tasks = Some(Arc::new(TaskStore::new(config)));
+        self
     }
 
     /// Uses `key` to seal 2026-07-28 `requestState` (share it between replicas).
@@ -61,9 +85,14 @@ impl Router {
         self
     }
 
-    /// The backend's name and capabilities.
+    /// The backend's name and capabilities (plus the extensions the router adds).
     pub fn info(&self) -> &BackendInfo {
-        self.backend.info()
+        &self.info
+    }
+
+    /// What the router and the wires need to know about tool `name` before calling it.
+    pub fn tool_routing(&self, name: &str) -> Option<Arc<ToolRouting>> {
+        self.backend.tool_routing(name)
     }
 
     /// The backend's event stream.
@@ -78,6 +107,12 @@ impl Router {
             params,
             mut ctx,
         } = call;
+        if let (Method::Other(name), Some(store)) = (&method, &self.tasks)
+            && name.starts_with("tasks/")
+        {
+            let reply = store.handle(name, params.as_deref(), &ctx);
+            return Box::pin(std::future::ready(reply));
+        }
         let caps = &self.backend.info().capabilities;
         let stateless = ctx.revision().is_stateless();
         let parsed = match parse_request(&method, params, caps, stateless) {
@@ -85,6 +120,32 @@ impl Router {
             Err(e) => return Box::pin(std::future::ready(Err(e))),
         };
         let (req, input_params) = parsed;
+        let task_store = match (&req, &self.tasks) {
+            (BackendRequest::CallTool { name, .. }, Some(store)) if stateless => {
+                let support = self
+                    .backend
+                    .tool_routing(name)
+                    .map_or(TaskSupport::Forbidden, |r| r.task_support);
+                match support {
+                    TaskSupport::Forbidden => None,
+                    support => {
+                        if tasks::client_supports_tasks(ctx.client_capabilities()) {
+                            Some(store.clone())
+                        } else if support == TaskSupport::Required {
+                            return Box::pin(std::future::ready(Err(tasks::missing_extension())));
+                        } else {
+                            None
+                        }
+                    }
+                }
+            }
+            _ => None,
+        };
+        let request_cancel = ctx.cancellation_token().clone();
+        let task_cancel = tokio_util::sync::CancellationToken::new();
+        if task_store.is_some() {
+            ctx = ctx.with_cancel(task_cancel.clone());
+        }
         if let Some(params) = input_params {
             match InputRound::from_params(
                 Some(&params),
@@ -105,17 +166,20 @@ impl Router {
             }
         }
         let fut = self.backend.call(ctx.clone(), req);
-        Box::pin(async move {
-            match fut.await {
-                Err(McpError::InputRequired) => match ctx.take_input_round() {
-                    Some(round) => round.into_result().map(Reply::InputRequired),
-                    None => Err(McpError::Internal(
-                        "input required outside 2026-07-28".into(),
-                    )),
-                },
-                other => other,
-            }
-        })
+        let finish_ctx = ctx.clone();
+        let finish = move |r: McpReply| match r {
+            Err(McpError::InputRequired) => match finish_ctx.take_input_round() {
+                Some(round) => round.into_result().map(Reply::InputRequired),
+                None => Err(McpError::Internal(
+                    "input required outside 2026-07-28".into(),
+                )),
+            },
+            other => other,
+        };
+        match task_store {
+            Some(store) => tasks::run_call(store, ctx, request_cancel, task_cancel, fut, finish),
+            None => Box::pin(async move { finish(fut.await) }),
+        }
     }
 }
 

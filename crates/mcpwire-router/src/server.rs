@@ -14,7 +14,7 @@ use tokio::sync::broadcast;
 
 use crate::{
     Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, PromptDef, ResourceDef, TemplateDef,
-    ToolDef,
+    ToolDef, ToolRouting,
 };
 
 /// Items per page of the `*/list` results.
@@ -471,6 +471,10 @@ fn ready<T: Send + 'static>(v: T) -> BoxFuture<'static, T> {
 impl Backend for Server {
     fn info(&self) -> &BackendInfo {
         &self.info
+    }
+
+    fn tool_routing(&self, name: &str) -> Option<Arc<ToolRouting>> {
+        self.read(|c| c.tools.get(name).map(|t| t.routing().clone()))
     }
 
     fn call(

@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::{BoxFuture, CallCtx};
+use crate::{BoxFuture, CallCtx, TaskSupport, ToolRouting};
 
 /// Why a tool failed. Any error converts into it with `?`; an [`McpError`] (such as
 /// [`McpError::InputRequired`] from [`CallCtx::ask`]) keeps its meaning.
@@ -218,6 +218,7 @@ pub struct ToolDef {
     pub(crate) tool: Tool,
     validator: Option<Arc<jsonschema::Validator>>,
     handler: Handler,
+    routing: Arc<ToolRouting>,
 }
 
 impl fmt::Debug for ToolDef {
@@ -277,6 +278,7 @@ impl ToolDef {
         } else {
             None
         };
+        let header_params = ToolRouting::header_params_of(&input_schema);
         ToolDef {
             tool: Tool {
                 name,
@@ -289,6 +291,10 @@ impl ToolDef {
                 execution: None,
                 meta: None,
             },
+            routing: Arc::new(ToolRouting {
+                task_support: TaskSupport::Forbidden,
+                header_params,
+            }),
             validator,
             handler,
         }
@@ -377,6 +383,21 @@ impl ToolDef {
     pub fn output_schema(mut self, schema: Value) -> Self {
         self.tool.output_schema = Some(schema);
         self
+    }
+
+    /// Lets the tool run as a task (`execution.taskSupport`; see [`crate::TaskConfig`]).
+    pub fn task_support(mut self, support: TaskSupport) -> Self {
+        Arc::make_mut(&mut self.routing).task_support = support;
+        self.tool.execution = match support {
+            TaskSupport::Forbidden => None,
+            s => Some(serde_json::json!({ "taskSupport": s.as_str() })),
+        };
+        self
+    }
+
+    /// What the router and the wires need to know before calling the tool.
+    pub fn routing(&self) -> &Arc<ToolRouting> {
+        &self.routing
     }
 
     /// Validates the raw `arguments` (absent or `null` means `{}`) and runs the handler.

@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
-use mcpwire_model::{BackendEvent, CallEvent, ClientAsk, McpError, Raw};
+use mcpwire_model::{BackendEvent, CallEvent, ClientAsk, McpError, Raw, RequestId};
 use mcpwire_router::{BoxFuture, CallCtx, McpCall, McpReply, Peer, Router};
 use mcpwire_session::{AskId, Dispatch, DispatchId, ServerSession, SessionEvent, Transmit};
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -31,6 +31,8 @@ pub(crate) enum PeerMsg {
         ClientAsk,
         oneshot::Sender<Result<Raw, McpError>>,
     ),
+    /// The call asked to close the connection showing its stream (HTTP SSE polling).
+    CloseStream(DispatchId),
 }
 
 /// The session side of a call's [`Peer`]: queues events and asks for the driver.
@@ -58,6 +60,10 @@ impl Peer for DriverPeer {
         }
         Box::pin(async move { rx.await.unwrap_or(Err(McpError::Cancelled)) })
     }
+
+    fn close_stream(&self) {
+        let _ = self.tx.try_send(Box::new(PeerMsg::CloseStream(self.id)));
+    }
 }
 
 pub(crate) type CallFuture = BoxFuture<'static, (DispatchId, Option<McpReply>)>;
@@ -78,6 +84,9 @@ pub(crate) struct Calls {
     pub(crate) peer_rx: mpsc::Receiver<Box<PeerMsg>>,
     /// Catalog changes and other backend events (`None` once the backends closed it).
     pub(crate) events: Option<broadcast::Receiver<BackendEvent>>,
+    /// Requests whose calls asked to close their stream's connection; drivers with
+    /// resumable streams take them (others ignore them).
+    pub(crate) detached: Vec<RequestId>,
 }
 
 impl Calls {
@@ -93,6 +102,7 @@ impl Calls {
             peer_tx,
             peer_rx,
             events,
+            detached: Vec::new(),
         }
     }
 
@@ -130,6 +140,11 @@ impl Calls {
             PeerMsg::Ask(id, ask, tx) => {
                 let ask_id = session.handle_ask(Instant::now(), id, ask);
                 self.asks.insert(ask_id, tx);
+            }
+            PeerMsg::CloseStream(id) => {
+                if let Some(request) = session.request_id(id) {
+                    self.detached.push(request.clone());
+                }
             }
         }
     }

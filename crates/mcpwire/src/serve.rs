@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use mcpwire_model::types::Implementation;
-use mcpwire_router::{Router, Server};
+use mcpwire_router::{Router, Server, TaskConfig};
 use mcpwire_session::SessionConfig;
 use mcpwire_wire::Limits;
 
@@ -33,7 +33,7 @@ impl Service {
     pub fn from_server(server: Arc<Server>) -> Service {
         let info: Implementation = server.server_info().clone();
         let instructions = server.instructions().map(str::to_owned);
-        let router = Router::new(server);
+        let router = Router::new(server).with_tasks(TaskConfig::default());
         let config = SessionConfig {
             server_info: info,
             capabilities: router.info().capabilities.clone(),

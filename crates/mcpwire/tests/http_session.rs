@@ -110,7 +110,7 @@ fn unrelated_messages_go_to_the_standalone_stream() {
     let (id, ev) = get.next_event().expect("a list change");
     assert_eq!(ev["method"], "notifications/tools/list_changed", "{ev}");
     assert!(id.unwrap().starts_with('g'));
-    // Streams of POSTs cannot be resumed.
+    // A stream this session never had cannot be resumed.
     let r = s.send(
         "GET",
         &[
@@ -128,6 +128,104 @@ fn unrelated_messages_go_to_the_standalone_stream() {
         b"",
     );
     assert_eq!(r.status, 406);
+}
+
+fn resume(s: &HttpServer, sid: &str, last: &str) -> common::http::Exchange {
+    s.send(
+        "GET",
+        &[
+            ("accept", "text/event-stream"),
+            ("mcp-session-id", sid),
+            ("last-event-id", last),
+        ],
+        b"",
+    )
+}
+
+/// The `id:` and `retry:` fields of a raw SSE event.
+fn fields(raw: &str) -> (Option<String>, Option<String>, Option<String>) {
+    let get = |name: &str| {
+        raw.lines()
+            .find_map(|l| l.strip_prefix(name).map(|v| v.trim().to_owned()))
+    };
+    (get("id:"), get("retry:"), get("data:"))
+}
+
+#[test]
+fn a_closed_request_stream_resumes_with_last_event_id() {
+    let s = HttpServer::start(&[]);
+    let sid = s.initialize();
+    // The tool closes its stream mid-call: the priming event (id, retry, empty data) and
+    // the end of the connection, no answer.
+    let mut post = s.post(Some(&sid), &call(7, "test_reconnection", json!({})));
+    assert_eq!(post.header("content-type"), Some("text/event-stream"));
+    let priming = post.next_raw_event().expect("priming event");
+    let (id, retry, data) = fields(&priming);
+    let id = id.expect("priming id");
+    assert!(id.starts_with('p') && id.ends_with("-0"), "{priming}");
+    assert_eq!(retry.as_deref(), Some("500"));
+    assert_eq!(data.as_deref(), Some(""));
+    assert!(
+        post.next_event().is_none(),
+        "the stream ends without the answer"
+    );
+    // Resuming delivers the answer, then ends.
+    let mut get = resume(&s, &sid, &id);
+    assert_eq!(get.status, 200);
+    let (eid, answer) = get.next_event().expect("the answer");
+    assert_eq!(answer["id"], 7);
+    assert_eq!(
+        answer["result"]["content"][0]["text"],
+        "Reconnection test completed"
+    );
+    let prefix = id.trim_end_matches('0');
+    assert!(eid.unwrap().starts_with(prefix));
+    assert!(get.next_event().is_none());
+    // Delivered: the stream is gone; ids that are not ours are refused.
+    assert_eq!(resume(&s, &sid, &id).status, 400);
+    assert_eq!(resume(&s, &sid, "nonsense").status, 400);
+    assert_eq!(resume(&s, &sid, "p99999999-0").status, 400);
+}
+
+#[test]
+fn a_resumed_stream_replays_only_what_was_missed() {
+    let s = HttpServer::start(&[]);
+    let sid = s.initialize();
+    let msg = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {
+        "name": "test_reconnection", "arguments": {}, "_meta": {"progressToken": "t"}}});
+    let mut post = s.post(Some(&sid), &msg);
+    let (id0, _, _) = fields(&post.next_raw_event().unwrap());
+    let (id1, progress) = post.next_event().expect("progress before the close");
+    assert_eq!(progress["method"], "notifications/progress");
+    let id1 = id1.unwrap();
+    assert!(id1.ends_with("-1") && id0.unwrap().ends_with("-0"));
+    assert!(post.next_event().is_none());
+    let events = resume(&s, &sid, &id1).events();
+    assert_eq!(events.len(), 1, "only the answer: {events:?}");
+    assert_eq!(events[0]["id"], 8);
+}
+
+#[test]
+fn the_standalone_stream_resumes_too() {
+    let s = HttpServer::start(&[]);
+    let sid = s.initialize();
+    let mut get = s.send(
+        "GET",
+        &[("accept", "text/event-stream"), ("mcp-session-id", &sid)],
+        b"",
+    );
+    let (id, retry, _) = fields(&get.next_raw_event().expect("priming event"));
+    let id = id.unwrap();
+    assert!(id.starts_with('g') && retry.is_some());
+    drop(get);
+    // Give the session a moment to notice the closed connection, then change the catalog.
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let r = s.post(Some(&sid), &call(1, "test_trigger_tool_change", json!({})));
+    assert_eq!(r.status, 200);
+    let mut again = resume(&s, &sid, &id);
+    assert_eq!(again.status, 200);
+    let (_, ev) = again.next_event().expect("the missed list change");
+    assert_eq!(ev["method"], "notifications/tools/list_changed", "{ev}");
 }
 
 #[test]
@@ -244,6 +342,89 @@ fn stateless_requests() {
 }
 
 #[test]
+fn stateless_argument_headers_must_mirror_the_body() {
+    let s = HttpServer::start(&[]);
+    let call = |extra: &[(&str, &str)], region: Option<&str>| {
+        let mut args = json!({"text": "hi"});
+        if let Some(r) = region {
+            args["region"] = json!(r);
+        }
+        let p = json!({"name": "test_custom_header", "arguments": args});
+        s.post_stateless_extra(1, "tools/call", p, json!({}), extra)
+    };
+    let ok = call(&[("mcp-param-region", "eu-west")], Some("eu-west"));
+    assert_eq!(ok.status, 200);
+    assert_eq!(ok.json()["result"]["content"][0]["text"], "eu-west: hi");
+    let b64 = call(
+        &[("Mcp-Param-Region", "=?base64?ZXUtd2VzdA==?=")],
+        Some("eu-west"),
+    );
+    assert_eq!(b64.status, 200);
+    for (extra, region) in [
+        (&[][..], Some("eu-west")),                                // missing
+        (&[("mcp-param-region", "us-east")][..], Some("eu-west")), // mismatch
+        (
+            &[("mcp-param-region", "=?base64?ZXUtd2VzdA?=")][..],
+            Some("eu-west"),
+        ), // padding
+        (
+            &[("mcp-param-region", "=?base64?ZX!!?=")][..],
+            Some("eu-west"),
+        ), // alphabet
+        (&[("mcp-param-region", "eu-west")][..], None),            // no such argument
+    ] {
+        let r = call(extra, region);
+        assert_eq!(r.status, 400, "{extra:?}");
+        assert_eq!(r.json()["error"]["code"], -32020);
+    }
+}
+
+#[test]
+fn stateless_tasks_over_http() {
+    let s = HttpServer::start(&[]);
+    let tasks = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let created = s
+        .post_stateless_with(
+            1,
+            "tools/call",
+            json!({"name": "slow_compute", "arguments": {"seconds": 0.2}}),
+            tasks.clone(),
+        )
+        .json();
+    let result = &created["result"];
+    assert_eq!(result["resultType"], "task", "{created}");
+    let id = result["taskId"].as_str().unwrap().to_owned();
+    let mut done = Value::Null;
+    for i in 0..100 {
+        let got = s
+            .post_stateless_with(2 + i, "tasks/get", json!({"taskId": id}), tasks.clone())
+            .json();
+        if got["result"]["status"] == "completed" {
+            done = got;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let text = done["result"]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or("");
+    assert!(text.starts_with("computed after"), "{done}");
+    // Mcp-Name must carry the task id.
+    let wrong = s.post_stateless_extra(
+        200,
+        "tasks/get",
+        json!({"taskId": id}),
+        tasks.clone(),
+        &[("mcp-name", "someone-else")],
+    );
+    assert_eq!(wrong.status, 400);
+    // Without the extension the tasks methods are refused.
+    let r = s.post_stateless(201, "tasks/get", json!({"taskId": id}));
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["error"]["code"], -32021);
+}
+
+#[test]
 fn cli_list_and_call_take_an_http_url() {
     let s = HttpServer::start(&[]);
     let url = format!("http://{}{}", s.addr, s.path);
@@ -278,4 +459,17 @@ fn cli_list_and_call_take_an_http_url() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "an isError result exits 1");
+
+    // The server closes this call's stream mid-call; the CLI resumes it.
+    let out = std::process::Command::new(bin)
+        .args(["call", &url, "test_reconnection"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["content"][0]["text"], "Reconnection test completed");
 }

@@ -27,6 +27,7 @@ use serde_json::Value;
 mod prompts;
 mod resources;
 mod stateless;
+mod tasks;
 mod tools;
 
 /// The server's name in `serverInfo`.
@@ -47,6 +48,7 @@ pub fn server() -> Arc<Server> {
     let builder = Server::builder(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")));
     let builder = tools::register(builder);
     let builder = stateless::register(builder);
+    let builder = tasks::register(builder);
     let builder = resources::register(builder);
     let builder = prompts::register(builder);
     let server = builder.build();

@@ -40,7 +40,28 @@ pub(crate) fn register(b: ServerBuilder) -> ServerBuilder {
         .tool(mrtr_multi_round())
         .tool(mrtr_tampered_state())
         .tool(mrtr_capabilities())
+        .tool(custom_header())
         .prompt(mrtr_prompt())
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Regional {
+    /// The region; mirrored in the `Mcp-Param-Region` HTTP header (SEP-2243).
+    #[schemars(extend("x-mcp-header" = "Region"))]
+    region: String,
+    /// Text to echo.
+    #[serde(default)]
+    text: Option<String>,
+}
+
+fn custom_header() -> ToolDef {
+    tool(
+        "test_custom_header",
+        |_ctx: CallCtx, a: Regional| async move {
+            Ok::<_, ToolError>(format!("{}: {}", a.region, a.text.unwrap_or_default()))
+        },
+    )
+    .description("Echoes text for a region; over HTTP the region travels in Mcp-Param-Region too")
 }
 
 fn missing_capability() -> ToolDef {

@@ -1,4 +1,5 @@
-//! The stateful-era fixture tools (conformance §4) plus `echo`, `add` and `test_slow`.
+//! The stateful-era fixture tools (conformance §4) plus `echo`, `add`, `test_slow` and
+//! `test_reconnection` (SSE polling).
 
 use std::time::Duration;
 
@@ -120,6 +121,7 @@ pub(crate) fn register(b: ServerBuilder) -> ServerBuilder {
             .description("Answers after 100 ms (used to test SSE stream resumption)"),
         )
         .tool(slow())
+        .tool(reconnection())
         .tool(panicking())
 }
 
@@ -175,6 +177,18 @@ fn slow() -> ToolDef {
         }
     })
     .description("Waits the given number of seconds, unless cancelled, then returns \"done\"")
+}
+
+fn reconnection() -> ToolDef {
+    tool("test_reconnection", |ctx: CallCtx, _: NoArgs| async move {
+        ctx.progress(1.0, Some(2.0), Some("closing the stream".to_owned()));
+        ctx.close_stream();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        Ok::<_, ToolError>("Reconnection test completed")
+    })
+    .description(
+        "Closes its HTTP SSE stream mid-call, then answers: the client resumes with Last-Event-ID",
+    )
 }
 
 fn panicking() -> ToolDef {

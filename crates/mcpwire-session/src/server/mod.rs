@@ -180,6 +180,11 @@ impl ServerSession {
         self.client_info.as_ref()
     }
 
+    /// The client's id of the request dispatched as `id`, while it is in flight.
+    pub fn request_id(&self, id: DispatchId) -> Option<&RequestId> {
+        self.inflight.get(&id).map(|f| &f.request_id)
+    }
+
     /// Requests currently being run.
     pub fn in_flight(&self) -> usize {
         self.inflight.len()

@@ -12,7 +12,7 @@ use hyper_util::rt::TokioIo;
 use mcpwire_model::{ErrorObject, Revision};
 use serde_json::{Value, json};
 
-use super::headers::{PROTOCOL_VERSION, SESSION_ID};
+use super::headers::{LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
 use crate::client::ClientError;
 
 /// A connected MCP client over Streamable HTTP.
@@ -89,19 +89,49 @@ impl HttpClient {
                 ))),
             };
         }
-        let mut events = SseParser::default();
-        while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(io)?;
-            let Some(chunk) = frame.data_ref() else {
-                continue;
-            };
-            for data in events.push(chunk) {
-                let msg: Value =
-                    serde_json::from_str(&data).map_err(|e| ClientError::Invalid(e.to_string()))?;
-                if let Some(result) = self.on_message(&id, msg).await? {
-                    return result;
+        // A stream the server closes before the answer is resumed with `GET` and
+        // `Last-Event-ID` (SSE polling), a bounded number of times.
+        let mut last_id: Option<String> = None;
+        for _ in 0..=MAX_RESUMES {
+            let mut events = SseParser::default();
+            while let Some(frame) = body.frame().await {
+                let frame = frame.map_err(io)?;
+                let Some(chunk) = frame.data_ref() else {
+                    continue;
+                };
+                for event in events.push(chunk) {
+                    if event.id.is_some() {
+                        last_id = event.id;
+                    }
+                    if event.data.is_empty() {
+                        continue; // a priming event
+                    }
+                    let msg: Value = serde_json::from_str(&event.data)
+                        .map_err(|e| ClientError::Invalid(e.to_string()))?;
+                    if let Some(result) = self.on_message(&id, msg).await? {
+                        return result;
+                    }
                 }
             }
+            let (Some(last), Some(_)) = (&last_id, &self.session) else {
+                break;
+            };
+            if let Some(retry) = events.retry {
+                tokio::time::sleep(retry.min(std::time::Duration::from_secs(5))).await;
+            }
+            let req = self
+                .builder(Method::GET)
+                .header(LAST_EVENT_ID, last.as_str())
+                .body(Full::new(Bytes::new()))
+                .map_err(|e| ClientError::Invalid(e.to_string()))?;
+            let resumed = send(&self.uri, req).await?;
+            if !resumed.status().is_success() {
+                return Err(ClientError::Invalid(format!(
+                    "resuming the stream failed: HTTP {}",
+                    resumed.status()
+                )));
+            }
+            body = resumed.into_body();
         }
         Err(ClientError::Closed)
     }
@@ -225,14 +255,25 @@ fn io(e: impl std::error::Error + Send + Sync + 'static) -> ClientError {
     ClientError::Io(std::io::Error::other(e))
 }
 
-/// Splits a byte stream into SSE events and returns their `data` (joined by newlines).
+/// How many times one answer's stream is resumed after the server closed it.
+const MAX_RESUMES: usize = 5;
+
+/// One SSE event: its id and its `data` lines joined by newlines.
+#[derive(Debug, PartialEq)]
+struct SseEvent {
+    id: Option<String>,
+    data: String,
+}
+
+/// Splits a byte stream into SSE events; remembers the last `retry:`.
 #[derive(Default)]
 struct SseParser {
     buf: Vec<u8>,
+    retry: Option<std::time::Duration>,
 }
 
 impl SseParser {
-    fn push(&mut self, chunk: &[u8]) -> Vec<String> {
+    fn push(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
         // CRLF line ends become LF (JSON data never holds a raw CR).
         self.buf
             .extend(chunk.iter().copied().filter(|&b| b != b'\r'));
@@ -240,13 +281,27 @@ impl SseParser {
         while let Some(end) = self.buf.windows(2).position(|w| w == b"\n\n") {
             let event: Vec<u8> = self.buf.drain(..end + 2).collect();
             let event = String::from_utf8_lossy(&event[..end]);
-            let data: Vec<&str> = event
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(|d| d.strip_prefix(' ').unwrap_or(d))
-                .collect();
-            if !data.is_empty() {
-                out.push(data.join("\n"));
+            let mut id = None;
+            let mut data: Vec<&str> = Vec::new();
+            for line in event.lines() {
+                let (field, value) = line.split_once(':').unwrap_or((line, ""));
+                let value = value.strip_prefix(' ').unwrap_or(value);
+                match field {
+                    "data" => data.push(value),
+                    "id" => id = Some(value.to_owned()),
+                    "retry" => {
+                        if let Ok(ms) = value.parse() {
+                            self.retry = Some(std::time::Duration::from_millis(ms));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if !data.is_empty() || id.is_some() {
+                out.push(SseEvent {
+                    id,
+                    data: data.join("\n"),
+                });
             }
         }
         out
@@ -261,9 +316,12 @@ mod tests {
     fn sse_events_split_across_chunks() {
         let mut p = SseParser::default();
         assert!(p.push(b"id: 1\ndata: {\"a\"").is_empty());
-        assert_eq!(
-            p.push(b":1}\n\n: keep-alive\n\ndata: x\r\n\r\n"),
-            vec!["{\"a\":1}", "x"]
-        );
+        let events =
+            p.push(b":1}\n\n: keep-alive\n\ndata: x\r\n\r\nid: p1-0\nretry: 500\ndata:\n\n");
+        let data: Vec<&str> = events.iter().map(|e| e.data.as_str()).collect();
+        assert_eq!(data, vec!["{\"a\":1}", "x", ""]);
+        assert_eq!(events[0].id.as_deref(), Some("1"));
+        assert_eq!(events[2].id.as_deref(), Some("p1-0"));
+        assert_eq!(p.retry, Some(std::time::Duration::from_millis(500)));
     }
 }

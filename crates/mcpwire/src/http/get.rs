@@ -12,10 +12,14 @@ use axum::response::{IntoResponse, Response};
 use mcpwire_model::codes;
 
 use super::headers::{self, Accept, LAST_EVENT_ID, SESSION_ID};
+use super::replay::{EventId, StreamItem, StreamKind};
+use super::session::ResumeError;
 use super::{App, guard, reply};
 
 /// Opens the standalone SSE stream of a session (server notifications and requests that
-/// relate to no open `POST`). A newer stream replaces an older one.
+/// relate to no open `POST`; a newer stream replaces an older one), or, with
+/// `Last-Event-ID`, resumes the stream that event belongs to (a request's or the standalone
+/// one).
 pub(crate) async fn open(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     if let Some(r) = guard::refuse(&app.config.guard, &headers) {
         return r;
@@ -36,16 +40,27 @@ pub(crate) async fn open(State(app): State<Arc<App>>, headers: HeaderMap) -> Res
     let Some(session) = app.sessions.get(sid) else {
         return not_found();
     };
-    // Streams of POSTs cannot be resumed (no event store): say so at once, instead of
-    // opening a stream on which the awaited response would never come.
-    if let Ok(Some(last)) = headers::text(&headers, LAST_EVENT_ID)
-        && !last.starts_with('g')
-    {
-        return bad("this server cannot resume that stream");
-    }
-    match session.standalone().await {
-        Ok(rx) => reply::sse(receiver_stream(rx), reply::standalone_prefix()),
-        Err(_) => not_found(),
+    let last = match headers::text(&headers, LAST_EVENT_ID) {
+        Ok(None) => None,
+        Ok(Some(v)) => match EventId::parse(v) {
+            Some(id) => Some(id),
+            None => return bad("unrecognized Last-Event-ID"),
+        },
+        Err(()) => return bad("invalid Last-Event-ID header"),
+    };
+    match last {
+        // Resume a stream: what the client missed, then the rest of it.
+        Some(id) => match session.resume(id).await {
+            Ok(rx) => reply::sse_items(receiver_stream(rx), id.kind.prefix(id.stream), false),
+            Err(ResumeError::Unknown) => bad("this session cannot resume that stream"),
+            Err(ResumeError::Gone) => not_found(),
+        },
+        None => match session.standalone().await {
+            Ok((n, rx)) => {
+                reply::sse_items(receiver_stream(rx), StreamKind::Standalone.prefix(n), true)
+            }
+            Err(_) => not_found(),
+        },
     }
 }
 
@@ -66,8 +81,8 @@ pub(crate) async fn delete(State(app): State<Arc<App>>, headers: HeaderMap) -> R
 }
 
 fn receiver_stream(
-    mut rx: tokio::sync::mpsc::Receiver<mcpwire_model::Outbound>,
-) -> impl futures::Stream<Item = mcpwire_model::Outbound> + Send + 'static {
+    mut rx: tokio::sync::mpsc::Receiver<StreamItem>,
+) -> impl futures::Stream<Item = StreamItem> + Send + 'static {
     futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
 }
 

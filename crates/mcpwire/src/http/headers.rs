@@ -64,12 +64,17 @@ pub(crate) fn is_json_body(headers: &HeaderMap) -> bool {
         .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
 }
 
-/// A header's value as trimmed text; `Err(())` when present but not visible ASCII.
+/// A header's value as trimmed text; `Err(())` when present but not visible ASCII, or sent
+/// more than once (an MCP header has one meaning; two values are ambiguous).
 pub(crate) fn text<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, ()> {
-    match headers.get(name) {
-        None => Ok(None),
-        Some(v) => v.to_str().map(|s| Some(s.trim())).map_err(|_| ()),
+    let mut values = headers.get_all(name).iter();
+    let Some(v) = values.next() else {
+        return Ok(None);
+    };
+    if values.next().is_some() {
+        return Err(());
     }
+    v.to_str().map(|s| Some(s.trim())).map_err(|_| ())
 }
 
 /// Decodes an `Mcp-Name`-style value: verbatim, or `=?base64?…?=` holding UTF-8.

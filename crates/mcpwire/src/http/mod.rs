@@ -13,6 +13,8 @@
 //! - [`client`] is the small client behind `mcpwire list|call http://…`.
 //! - [`reply`] turns a request's messages into `application/json` (only the response) or
 //!   `text/event-stream` (anything came before the response), and builds error replies.
+//! - [`replay`] numbers a session's SSE events and keeps the recent ones, so a client can
+//!   resume a stream with `Last-Event-ID` (including one the server closed on purpose).
 //!
 //! Like every driver, nothing here makes protocol decisions: those stay in the session.
 
@@ -21,7 +23,9 @@ mod get;
 mod guard;
 mod headers;
 mod post;
+mod replay;
 mod reply;
+mod route_headers;
 mod session;
 mod sessions;
 mod stateless;
@@ -149,6 +153,11 @@ impl HttpServer {
                     continue;
                 }
             };
+            // Answers are written as soon as they are ready; Nagle's algorithm would hold
+            // the tail of a multi-write (SSE) reply until the client's delayed ACK.
+            if let Err(e) = io.set_nodelay(true) {
+                tracing::debug!(%peer, error = %e, "could not set TCP_NODELAY");
+            }
             let service = TowerToHyperService::new(router.clone());
             tokio::spawn(async move {
                 let conn = hyper::server::conn::http1::Builder::new()

@@ -20,10 +20,10 @@ use mcpwire_model::jsonrpc::decode_with_depth;
 use mcpwire_model::types::RequestMeta;
 use mcpwire_model::{Message, Method, Request, Revision, codes};
 
-use super::headers::{self, Accept, MCP_METHOD, MCP_NAME, PROTOCOL_VERSION, SESSION_ID};
-use super::reply::{self, HEADER_MISMATCH};
+use super::headers::{self, Accept, PROTOCOL_VERSION, SESSION_ID};
+use super::reply;
 use super::stateless::Exchange;
-use super::{App, guard};
+use super::{App, guard, route_headers};
 
 /// Handles a `POST` to the endpoint.
 pub(crate) async fn handle(
@@ -167,7 +167,7 @@ async fn with_session(app: &App, sid: &str, version: Option<&str>, msg: Message)
             let Ok(stream) = session.request(req).await else {
                 return session_not_found();
             };
-            match reply::answer(stream, &id, false).await {
+            match reply::answer_session(stream, &id).await {
                 Some(a) => a.response,
                 // Ended without a word: cancelled by the client (nothing more will come),
                 // or the session went away.
@@ -231,7 +231,7 @@ async fn initialize(app: &App, req: Request) -> Response {
     };
     let id = req.id.clone();
     let answer = match session.request(req).await {
-        Ok(stream) => reply::answer(stream, &id, false).await,
+        Ok(stream) => reply::answer_session(stream, &id).await,
         Err(_) => None,
     };
     match answer {
@@ -273,7 +273,8 @@ async fn stateless(
     let Message::Request(req) = msg else {
         return reply::accepted();
     };
-    if let Err((code, message)) = check_stateless(headers, version, &req) {
+    if let Err((code, message)) = route_headers::check(headers, version, &req, &app.service.router)
+    {
         let status = reply::stateless_status(code);
         return reply::error(status, Some(req.id), code, message);
     }
@@ -287,7 +288,7 @@ async fn stateless(
     }
     let exchange = Exchange::start(&app.service, req);
     let id = exchange.id().clone();
-    match reply::answer(exchange.into_stream(), &id, true).await {
+    match reply::answer(exchange.into_stream(), &id).await {
         Some(a) => a.response,
         None => reply::error(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -295,92 +296,5 @@ async fn stateless(
             codes::INTERNAL_ERROR,
             "the request ended without an answer",
         ),
-    }
-}
-
-/// The stateless validation ladder: version header present, envelope present, headers
-/// agreeing with the body. (The version itself is the session's to judge.)
-fn check_stateless(
-    headers: &HeaderMap,
-    version: Option<&str>,
-    req: &Request,
-) -> Result<(), (i64, String)> {
-    let Some(version) = version else {
-        return Err((
-            HEADER_MISMATCH,
-            "MCP-Protocol-Version header is required".into(),
-        ));
-    };
-    let meta = RequestMeta::from_params(req.params.as_deref())
-        .map_err(|e| (codes::INVALID_PARAMS, e))?
-        .unwrap_or_default();
-    let Some(body_version) = &meta.protocol_version else {
-        return Err((
-            codes::INVALID_PARAMS,
-            "params._meta must carry io.modelcontextprotocol/protocolVersion".into(),
-        ));
-    };
-    if meta.client_capabilities.is_none() {
-        return Err((
-            codes::INVALID_PARAMS,
-            "params._meta must carry io.modelcontextprotocol/clientCapabilities".into(),
-        ));
-    }
-    if body_version.as_str() != Some(version) {
-        return Err((
-            HEADER_MISMATCH,
-            "MCP-Protocol-Version header does not match the request's _meta protocolVersion".into(),
-        ));
-    }
-    // SEP-2243: the standard headers are required, not merely checked when present.
-    match headers::text(headers, MCP_METHOD) {
-        Err(()) => return Err((HEADER_MISMATCH, "invalid Mcp-Method header".into())),
-        Ok(None) => return Err((HEADER_MISMATCH, "Mcp-Method header is required".into())),
-        Ok(Some(m)) if m != req.method.as_str() => {
-            return Err((
-                HEADER_MISMATCH,
-                "Mcp-Method header does not match the request's method".into(),
-            ));
-        }
-        Ok(Some(_)) => {}
-    }
-    check_name(headers, req)
-}
-
-/// `Mcp-Name` must equal the body's tool/prompt name or resource URI, and must be sent
-/// whenever the body carries one.
-fn check_name(headers: &HeaderMap, req: &Request) -> Result<(), (i64, String)> {
-    let key = match req.method {
-        Method::ToolsCall | Method::PromptsGet => "name",
-        Method::ResourcesRead => "uri",
-        _ => return Ok(()),
-    };
-    let header = match headers::text(headers, MCP_NAME) {
-        Ok(h) => h,
-        Err(()) => return Err((HEADER_MISMATCH, "invalid Mcp-Name header".into())),
-    };
-    #[derive(serde::Deserialize)]
-    struct Names {
-        name: Option<serde_json::Value>,
-        uri: Option<serde_json::Value>,
-    }
-    let names = req
-        .params
-        .as_deref()
-        .and_then(|p| serde_json::from_str::<Names>(p.get()).ok());
-    let body = names.and_then(|n| match if key == "uri" { n.uri } else { n.name } {
-        Some(serde_json::Value::String(s)) => Some(s),
-        _ => None,
-    });
-    match (body, header) {
-        (Some(_), None) => Err((
-            HEADER_MISMATCH,
-            format!("Mcp-Name header is required (the request has a {key})"),
-        )),
-        (Some(b), Some(h)) if headers::decode_value(h).as_deref() != Some(b.as_str()) => Err((
-            HEADER_MISMATCH,
-            format!("Mcp-Name header does not match the request's {key}"),
-        )),
-        _ => Ok(()),
     }
 }

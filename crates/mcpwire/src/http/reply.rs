@@ -2,25 +2,27 @@
 //! request's answer as `application/json` or `text/event-stream`.
 
 use std::convert::Infallible;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::http::header::{CONTENT_TYPE, HeaderValue};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
 use axum::http::{HeaderName, StatusCode};
-use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use mcpwire_model::{ErrorObject, Outbound, RequestId, codes};
+
+use super::replay::{self, StreamItem, StreamKind};
+use super::session::{Delivery, RequestStream};
 
 /// 2026-07-28 (SEP-2243): a routing header disagrees with the body.
 pub(crate) const HEADER_MISMATCH: i64 = -32020;
 
 /// How often an idle SSE stream gets a comment, so dead connections are noticed.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
-
-/// Numbers SSE streams, so event ids are unique in the process.
-static STREAMS: AtomicU64 = AtomicU64::new(1);
 
 /// A JSON-RPC error as the whole HTTP response.
 pub(crate) fn error(
@@ -84,19 +86,48 @@ pub(crate) struct Answer {
     pub(crate) error: bool,
 }
 
-/// Answers request `id` from the messages related to it (ending with its response):
-/// `application/json` when the response comes first, otherwise an SSE stream of everything.
-/// `stateless` maps a lone error's code to an HTTP status. `None`: the stream ended with
-/// nothing (the session went away).
-pub(crate) async fn answer<S>(mut messages: S, id: &RequestId, stateless: bool) -> Option<Answer>
+/// The answer to a `POST`ed session request: `application/json` when its response comes
+/// first, otherwise a resumable SSE stream (priming event `p{n}-0` with `retry:`, then the
+/// stream's events) that ends after the response or when the server detaches it. `None`:
+/// the stream ended with nothing (cancelled, or the session went away).
+pub(crate) async fn answer_session(mut messages: RequestStream, id: &RequestId) -> Option<Answer> {
+    let first = messages.next().await?;
+    let first = match first {
+        Delivery::Response(msg) => {
+            let error = matches!(msg, Outbound::Error { .. }) && msg.response_id() == Some(id);
+            return Some(Answer {
+                response: json(StatusCode::OK, &msg),
+                error,
+            });
+        }
+        Delivery::Item(item) => item,
+    };
+    let prefix = StreamKind::Request.prefix(messages.stream);
+    let rest = messages.filter_map(|d| {
+        std::future::ready(match d {
+            Delivery::Item(item) => Some(item),
+            Delivery::Response(_) => None,
+        })
+    });
+    let items = futures::stream::once(std::future::ready(first)).chain(rest);
+    Some(Answer {
+        response: sse_items(items, prefix, true),
+        error: false,
+    })
+}
+
+/// Answers a stateless request `id` from the messages related to it (ending with its
+/// response): `application/json` when the response comes first, otherwise an SSE stream
+/// of everything (not resumable: 2026-07-28 has no `GET`). A lone error's code picks the
+/// HTTP status. `None`: the stream ended with nothing.
+pub(crate) async fn answer<S>(mut messages: S, id: &RequestId) -> Option<Answer>
 where
     S: Stream<Item = Outbound> + Send + Unpin + 'static,
 {
     let first = messages.next().await?;
     if first.response_id() == Some(id) {
         let (status, error) = match &first {
-            Outbound::Error { error, .. } if stateless => (stateless_status(error.code), true),
-            Outbound::Error { .. } => (StatusCode::OK, true),
+            Outbound::Error { error, .. } => (stateless_status(error.code), true),
             _ => (StatusCode::OK, false),
         };
         return Some(Answer {
@@ -104,10 +135,10 @@ where
             error,
         });
     }
-    let n = STREAMS.fetch_add(1, Ordering::Relaxed);
+    let n = replay::next_stream();
     let all = futures::stream::once(std::future::ready(first)).chain(messages);
     Some(Answer {
-        response: sse(all, format!("p{n}-")),
+        response: sse(all, format!("s{n}-")),
         error: false,
     })
 }
@@ -117,22 +148,96 @@ pub(crate) fn sse<S>(messages: S, prefix: String) -> Response
 where
     S: Stream<Item = Outbound> + Send + 'static,
 {
-    let events = messages.enumerate().map(move |(seq, msg)| {
-        Ok::<_, Infallible>(
-            Event::default()
-                .id(format!("{prefix}{seq}"))
-                .data(msg.to_json_string()),
-        )
-    });
-    let mut response = Sse::new(events)
-        .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
-        .into_response();
-    // Ask reverse proxies not to buffer the stream.
-    response.headers_mut().insert(
-        HeaderName::from_static("x-accel-buffering"),
-        HeaderValue::from_static("no"),
-    );
-    response
+    let events = messages
+        .enumerate()
+        .map(move |(seq, msg)| frame(&format!("{prefix}{seq}"), None, &msg.to_json_string()));
+    sse_response(events)
+}
+
+/// Stream items as an SSE response (event ids `{prefix}{seq}`), ending at
+/// [`StreamItem::Detach`]; `priming` first sends `{prefix}0` with empty data and `retry:`.
+pub(crate) fn sse_items<S>(items: S, prefix: String, priming: bool) -> Response
+where
+    S: Stream<Item = StreamItem> + Send + 'static,
+{
+    let head = priming.then(|| frame(&format!("{prefix}0"), Some(replay::RETRY), ""));
+    let events = items
+        .take_while(|i| std::future::ready(!matches!(i, StreamItem::Detach)))
+        .filter_map(move |i| {
+            std::future::ready(match i {
+                StreamItem::Event(seq, data) => Some(frame(&format!("{prefix}{seq}"), None, &data)),
+                StreamItem::Detach => None,
+            })
+        });
+    sse_response(futures::stream::iter(head).chain(events))
+}
+
+/// One SSE event. Empty `data` still gets its `data:` line, so the event is dispatched (a
+/// priming event); axum's `Event` omits it.
+fn frame(id: &str, retry: Option<Duration>, data: &str) -> Bytes {
+    let mut b = String::with_capacity(data.len() + id.len() + 32);
+    b.push_str("id: ");
+    b.push_str(id);
+    b.push('\n');
+    if let Some(r) = retry {
+        b.push_str("retry: ");
+        b.push_str(&r.as_millis().to_string());
+        b.push('\n');
+    }
+    for line in data.split('\n') {
+        b.push_str("data: ");
+        b.push_str(line.strip_suffix('\r').unwrap_or(line));
+        b.push('\n');
+    }
+    b.push('\n');
+    Bytes::from(b)
+}
+
+fn sse_response<S>(events: S) -> Response
+where
+    S: Stream<Item = Bytes> + Send + 'static,
+{
+    let body = KeepAlive {
+        inner: Box::pin(events),
+        timer: Box::pin(tokio::time::sleep(KEEP_ALIVE)),
+    }
+    .map(Ok::<_, Infallible>);
+    (
+        [
+            (CONTENT_TYPE, HeaderValue::from_static("text/event-stream")),
+            (CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+            // Ask reverse proxies not to buffer the stream.
+            (
+                HeaderName::from_static("x-accel-buffering"),
+                HeaderValue::from_static("no"),
+            ),
+        ],
+        Body::from_stream(body),
+    )
+        .into_response()
+}
+
+/// Adds a comment line after [`KEEP_ALIVE`] without an event, so dead connections are
+/// noticed and proxies keep the stream open.
+struct KeepAlive<S> {
+    inner: Pin<Box<S>>,
+    timer: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl<S: Stream<Item = Bytes>> Stream for KeepAlive<S> {
+    type Item = Bytes;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+        if let Poll::Ready(item) = self.inner.as_mut().poll_next(cx) {
+            let at = tokio::time::Instant::now() + KEEP_ALIVE;
+            self.timer.as_mut().reset(at);
+            return Poll::Ready(item);
+        }
+        std::task::ready!(self.timer.as_mut().poll(cx));
+        let at = tokio::time::Instant::now() + KEEP_ALIVE;
+        self.timer.as_mut().reset(at);
+        Poll::Ready(Some(Bytes::from_static(b":\n\n")))
+    }
 }
 
 /// An SSE stream that ends at once: the answer to a request that was cancelled before it
@@ -143,9 +248,4 @@ pub(crate) fn empty_stream() -> Response {
         Body::empty(),
     )
         .into_response()
-}
-
-/// A new standalone-stream id prefix (`g{n}-`).
-pub(crate) fn standalone_prefix() -> String {
-    format!("g{}-", STREAMS.fetch_add(1, Ordering::Relaxed))
 }

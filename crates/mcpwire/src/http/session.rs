@@ -2,11 +2,14 @@
 //! the HTTP handlers through [`SessionHandle`].
 //!
 //! Routing: every message the session transmits names the client request it relates to.
-//! While that request's `POST` is still waiting, the message goes there (its response
-//! last, which ends that stream); otherwise — and for messages related to no request
-//! (list changes, resource updates, unrelated logs) — it goes to the standalone `GET`
-//! stream, or waits in a small backlog until one opens. A response whose `POST` is gone is
-//! dropped: responses never travel on the standalone stream.
+//! A request answered by its response alone gets it as JSON. Once anything else comes
+//! first the request's stream is SSE: every message is numbered and logged
+//! ([`ReplayLog`]) so a client that lost the connection — or whose stream the server closed
+//! on purpose ([`mcpwire_router::CallCtx::close_stream`]) — can resume it with `GET` and
+//! `Last-Event-ID`; an answer nobody received is kept for that (bounded). Messages related
+//! to no request (list changes, resource updates, unrelated logs), and those of a request
+//! whose connection went away before its stream began, go to the standalone `GET` stream
+//! (also resumable), or wait in a small backlog until one opens.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -23,6 +26,7 @@ use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::replay::{self, EventId, ReplayLog, StreamItem, StreamKind};
 use super::sessions::Sessions;
 use crate::Service;
 use crate::calls::{Calls, recv_event, sleep_until};
@@ -33,22 +37,44 @@ const COMMAND_QUEUE: usize = 64;
 const STREAM_QUEUE: usize = 256;
 /// Messages kept for a standalone stream that is not open (oldest dropped first).
 const BACKLOG: usize = 256;
+/// Streams answered while nobody was connected, kept for a client to resume.
+const MAX_FINISHED: usize = 8;
 /// Work items taken between two waits, so one busy session cannot hog its thread.
 const BURST: usize = 64;
 
-/// Where one request's messages go: notifications and asks, then its response.
+/// A connection showing a stream: its events, and (before the stream began) a slot for a
+/// response answered alone.
 struct Sink {
-    events: mpsc::Sender<Outbound>,
-    last: oneshot::Sender<Outbound>,
+    events: mpsc::Sender<StreamItem>,
+    last: Option<oneshot::Sender<Outbound>>,
+}
+
+/// One request's stream.
+struct Route {
+    stream: u64,
+    /// The connection showing it; `None` while the client is away.
+    sink: Option<Sink>,
+    /// The stream began (SSE): every further message is numbered and logged.
+    sse: bool,
+    log: ReplayLog,
+}
+
+/// The standalone stream.
+struct Standalone {
+    stream: u64,
+    tx: Option<mpsc::Sender<StreamItem>>,
+    log: ReplayLog,
 }
 
 enum Command {
-    /// A client request; its related messages go to the sink.
-    Request(Request, Sink),
+    /// A client request and its stream number; its related messages go to the sink.
+    Request(Request, Sink, u64),
     /// A notification or a response to one of our asks.
     Message(Message),
     /// A (new) standalone stream; replaces the previous one.
-    Standalone(mpsc::Sender<Outbound>),
+    Standalone(mpsc::Sender<StreamItem>, u64),
+    /// Resume a stream after an event id; answers whether the stream is known.
+    Resume(EventId, mpsc::Sender<StreamItem>, oneshot::Sender<bool>),
 }
 
 /// A handler's way into a running session.
@@ -59,28 +85,47 @@ pub(crate) struct SessionHandle {
     close: CancellationToken,
 }
 
-/// The messages related to one request, ending with its response.
+/// The messages related to one request: its response alone, or stream items.
 pub(crate) struct RequestStream {
-    events: mpsc::Receiver<Outbound>,
+    /// The stream's number (event ids `p{stream}-{seq}`).
+    pub(crate) stream: u64,
+    events: mpsc::Receiver<StreamItem>,
     last: Option<oneshot::Receiver<Outbound>>,
 }
 
-impl Stream for RequestStream {
-    type Item = Outbound;
+/// One thing a request's connection receives.
+pub(crate) enum Delivery {
+    /// The response, before anything else: answered as JSON.
+    Response(Outbound),
+    /// A stream item (the stream is SSE).
+    Item(StreamItem),
+}
 
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Outbound>> {
-        // The session drops the events sender when it sends the response, so the events
-        // channel closes only after everything before the response was queued.
+impl Stream for RequestStream {
+    type Item = Delivery;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Delivery>> {
+        // The session answers through `last` only while nothing was streamed, and drops the
+        // events sender when it does, so `last` is read only after the events channel closed.
         if let Some(m) = std::task::ready!(self.events.poll_recv(cx)) {
-            return Poll::Ready(Some(m));
+            return Poll::Ready(Some(Delivery::Item(m)));
         }
         let Some(last) = self.last.as_mut() else {
             return Poll::Ready(None);
         };
         let r = std::task::ready!(Pin::new(last).poll(cx));
         self.last = None;
-        Poll::Ready(r.ok())
+        Poll::Ready(r.ok().map(Delivery::Response))
     }
+}
+
+/// Why a stream cannot be resumed.
+#[derive(Debug)]
+pub(crate) enum ResumeError {
+    /// The session ended.
+    Gone,
+    /// The session does not know (or no longer keeps) that stream.
+    Unknown,
 }
 
 /// The session ended (deleted, timed out); nothing was sent.
@@ -94,10 +139,12 @@ impl SessionHandle {
         let (last_tx, last) = oneshot::channel();
         let sink = Sink {
             events: events_tx,
-            last: last_tx,
+            last: Some(last_tx),
         };
-        self.send(Command::Request(req, sink)).await?;
+        let stream = replay::next_stream();
+        self.send(Command::Request(req, sink, stream)).await?;
         Ok(RequestStream {
+            stream,
             events,
             last: Some(last),
         })
@@ -108,11 +155,29 @@ impl SessionHandle {
         self.send(Command::Message(msg)).await
     }
 
-    /// Opens the standalone stream (closing any previous one).
-    pub(crate) async fn standalone(&self) -> Result<mpsc::Receiver<Outbound>, Gone> {
+    /// Opens the standalone stream (closing any previous one); returns its number.
+    pub(crate) async fn standalone(&self) -> Result<(u64, mpsc::Receiver<StreamItem>), Gone> {
         let (tx, rx) = mpsc::channel(STREAM_QUEUE);
-        self.send(Command::Standalone(tx)).await?;
-        Ok(rx)
+        let stream = replay::next_stream();
+        self.send(Command::Standalone(tx, stream)).await?;
+        Ok((stream, rx))
+    }
+
+    /// Resumes a stream after `last` (a `Last-Event-ID`): missed events, then the rest.
+    pub(crate) async fn resume(
+        &self,
+        last: EventId,
+    ) -> Result<mpsc::Receiver<StreamItem>, ResumeError> {
+        let (tx, rx) = mpsc::channel(STREAM_QUEUE);
+        let (known_tx, known) = oneshot::channel();
+        self.send(Command::Resume(last, tx, known_tx))
+            .await
+            .map_err(|_| ResumeError::Gone)?;
+        match known.await {
+            Ok(true) => Ok(rx),
+            Ok(false) => Err(ResumeError::Unknown),
+            Err(_) => Err(ResumeError::Gone),
+        }
     }
 
     /// Ends the session: running calls are dropped, open streams end.
@@ -143,6 +208,8 @@ pub(crate) fn spawn(
         cmds,
         close: close.clone(),
         routes: HashMap::new(),
+        streams: HashMap::new(),
+        finished: VecDeque::new(),
         standalone: None,
         backlog: VecDeque::new(),
         idle,
@@ -161,10 +228,15 @@ struct SessionTask {
     calls: Calls,
     cmds: mpsc::Receiver<Box<Command>>,
     close: CancellationToken,
-    /// Requests whose `POST` is waiting, by client request id.
-    routes: HashMap<RequestId, Sink>,
-    standalone: Option<mpsc::Sender<Outbound>>,
-    backlog: VecDeque<Outbound>,
+    /// Requests not yet answered, by client request id.
+    routes: HashMap<RequestId, Route>,
+    /// Stream number → the request it answers.
+    streams: HashMap<u64, RequestId>,
+    /// Streams whose answer nobody received, kept for a client to resume (oldest first).
+    finished: VecDeque<(u64, ReplayLog)>,
+    standalone: Option<Standalone>,
+    /// Messages for a standalone stream that is not open, as JSON text.
+    backlog: VecDeque<Arc<str>>,
     idle: Duration,
     last_active: Instant,
 }
@@ -195,7 +267,9 @@ impl SessionTask {
                 ev = recv_event(&mut self.calls.events) => self.calls.on_backend(&mut self.session, ev),
                 _ = sleep_until(timeout) => self.session.handle_timeout(Instant::now()),
                 _ = standalone_closed(&self.standalone) => {
-                    self.standalone = None;
+                    if let Some(s) = &mut self.standalone {
+                        s.tx = None;
+                    }
                     self.last_active = Instant::now();
                 }
                 _ = sleep_until(idle_at) => {
@@ -213,7 +287,8 @@ impl SessionTask {
     /// When the session expires if nothing happens: only while nothing is in flight and no
     /// standalone stream is open.
     fn idle_deadline(&self) -> Option<Instant> {
-        let busy = !self.calls.is_empty() || !self.routes.is_empty() || self.standalone.is_some();
+        let streaming = self.standalone.as_ref().is_some_and(|s| s.tx.is_some());
+        let busy = !self.calls.is_empty() || !self.routes.is_empty() || streaming;
         (!busy).then(|| self.last_active + self.idle)
     }
 
@@ -221,19 +296,28 @@ impl SessionTask {
         self.last_active = Instant::now();
         let now = Instant::now();
         match cmd {
-            Command::Request(req, sink) => {
+            Command::Request(req, sink, stream) => {
                 if self.routes.contains_key(&req.id) {
                     let error = ErrorObject::new(
                         codes::INVALID_REQUEST,
                         "a request with this id is already in flight",
                     );
-                    let _ = sink.last.send(Outbound::Error {
-                        id: Some(req.id),
-                        error,
-                    });
+                    if let Some(last) = sink.last {
+                        let _ = last.send(Outbound::Error {
+                            id: Some(req.id),
+                            error,
+                        });
+                    }
                     return;
                 }
-                self.routes.insert(req.id.clone(), sink);
+                let route = Route {
+                    stream,
+                    sink: Some(sink),
+                    sse: false,
+                    log: ReplayLog::default(),
+                };
+                self.streams.insert(stream, req.id.clone());
+                self.routes.insert(req.id.clone(), route);
                 self.session.handle_inbound(now, Ok(Message::Request(req)));
             }
             Command::Message(msg) => {
@@ -245,18 +329,86 @@ impl SessionTask {
                 if let Some(id) = cancelled
                     && self.session.in_flight() < before
                 {
-                    self.routes.remove(&id);
+                    self.remove_route(&id);
                 }
             }
-            Command::Standalone(tx) => {
-                while let Some(m) = self.backlog.pop_front() {
-                    if tx.try_send(m).is_err() {
+            Command::Standalone(tx, stream) => {
+                let mut log = ReplayLog::default();
+                while let Some(data) = self.backlog.pop_front() {
+                    if tx.try_send(log.push(data)).is_err() {
                         break;
                     }
                 }
-                self.standalone = Some(tx);
+                self.standalone = Some(Standalone {
+                    stream,
+                    tx: Some(tx),
+                    log,
+                });
+            }
+            Command::Resume(last, tx, known) => {
+                let _ = known.send(self.resume(last, tx));
             }
         }
+    }
+
+    /// Replays stream `last.stream` after `last.seq` into `tx` and keeps `tx` as its
+    /// connection if the stream goes on. False when the stream is unknown here.
+    fn resume(&mut self, last: EventId, tx: mpsc::Sender<StreamItem>) -> bool {
+        let replay = |log: &ReplayLog, tx: &mpsc::Sender<StreamItem>| {
+            if log.lost_after(last.seq) {
+                tracing::warn!(
+                    stream = last.stream,
+                    "resumed stream lost events to its bound"
+                );
+            }
+            for item in log.after(last.seq) {
+                if tx.try_send(item).is_err() {
+                    break;
+                }
+            }
+        };
+        match last.kind {
+            StreamKind::Request => {
+                if let Some(route) = self
+                    .streams
+                    .get(&last.stream)
+                    .and_then(|id| self.routes.get_mut(id))
+                {
+                    replay(&route.log, &tx);
+                    if let Some(old) = route.sink.take() {
+                        let _ = old.events.try_send(StreamItem::Detach);
+                    }
+                    route.sse = true;
+                    route.sink = Some(Sink {
+                        events: tx,
+                        last: None,
+                    });
+                    return true;
+                }
+                let Some(at) = self.finished.iter().position(|(s, _)| *s == last.stream) else {
+                    return false;
+                };
+                if let Some((_, log)) = self.finished.remove(at) {
+                    replay(&log, &tx);
+                }
+                true
+            }
+            StreamKind::Standalone => match &mut self.standalone {
+                Some(s) if s.stream == last.stream => {
+                    replay(&s.log, &tx);
+                    s.tx = Some(tx);
+                    self.backlog.clear();
+                    true
+                }
+                _ => false,
+            },
+        }
+    }
+
+    fn remove_route(&mut self, id: &RequestId) -> Option<Route> {
+        let route = self.routes.remove(id)?;
+        self.streams.remove(&route.stream);
+        Some(route)
     }
 
     fn drain(&mut self) {
@@ -265,57 +417,123 @@ impl SessionTask {
         for t in out {
             self.route(t);
         }
+        // After what was emitted with them: a close takes effect once the messages queued
+        // before it went out.
+        for id in std::mem::take(&mut self.calls.detached) {
+            self.detach(&id);
+        }
+    }
+
+    /// Closes the connection showing request `id`'s stream, keeping the stream: the client
+    /// resumes it with `GET` and `Last-Event-ID` (SSE polling).
+    fn detach(&mut self, id: &RequestId) {
+        let Some(route) = self.routes.get_mut(id) else {
+            return;
+        };
+        if let Some(sink) = route.sink.take() {
+            route.sse = true;
+            let _ = sink.events.try_send(StreamItem::Detach);
+        }
     }
 
     fn route(&mut self, t: Transmit) {
-        let Transmit { mut msg, related } = t;
+        let Transmit { msg, related } = t;
         let is_response = related.is_some() && msg.response_id() == related.as_ref();
-        if let Some(id) = &related
-            && let Some(sink) = self.routes.get(id)
-        {
+        let route = related.as_ref().and_then(|id| self.routes.get_mut(id));
+        let Some(route) = route else {
             if is_response {
-                if let Some(sink) = self.routes.remove(id) {
-                    let _ = sink.last.send(msg);
+                tracing::debug!("response to a request whose stream is gone; dropped");
+            } else {
+                self.send_standalone(msg);
+            }
+            return;
+        };
+        if !route.sse {
+            let Some(sink) = route.sink.as_mut() else {
+                // The client left before the stream began: it cannot resume it.
+                if !is_response {
+                    self.send_standalone(msg);
+                } else if let Some(id) = &related {
+                    self.remove_route(id);
+                }
+                return;
+            };
+            if is_response {
+                if let Some(last) = sink.last.take() {
+                    let _ = last.send(msg);
+                }
+                if let Some(id) = &related {
+                    self.remove_route(id);
                 }
                 return;
             }
-            match sink.events.try_send(msg) {
-                Ok(()) => return,
-                Err(TrySendError::Full(_)) => {
-                    tracing::warn!(request = %id, "client is not reading its stream; message dropped");
-                    return;
+            match sink.events.try_send(route.log.push(encode(&msg))) {
+                Ok(()) | Err(TrySendError::Full(_)) => route.sse = true,
+                Err(TrySendError::Closed(_)) => {
+                    route.sink = None;
+                    route.log = ReplayLog::default();
+                    self.send_standalone(msg);
                 }
-                // The client left that stream; try the standalone one.
-                Err(TrySendError::Closed(m)) => msg = m,
             }
-        }
-        if is_response {
-            tracing::debug!("response to a request whose stream is gone; dropped");
             return;
         }
-        self.send_standalone(msg);
+        let item = route.log.push(encode(&msg));
+        if let Some(sink) = &route.sink {
+            match sink.events.try_send(item) {
+                Ok(()) if is_response => {
+                    if let Some(id) = &related {
+                        self.remove_route(id);
+                    }
+                    return;
+                }
+                Ok(()) => return,
+                Err(TrySendError::Full(_)) if !is_response => {
+                    tracing::warn!(
+                        "client is not reading its stream; message kept for replay only"
+                    );
+                    return;
+                }
+                // A full or closed connection: the answer waits for the client to resume.
+                Err(_) => route.sink = None,
+            }
+        }
+        if is_response
+            && let Some(id) = &related
+            && let Some(route) = self.remove_route(id)
+        {
+            if self.finished.len() >= MAX_FINISHED {
+                self.finished.pop_front();
+            }
+            self.finished.push_back((route.stream, route.log));
+        }
     }
 
     fn send_standalone(&mut self, msg: Outbound) {
-        let msg = match &self.standalone {
-            Some(tx) => match tx.try_send(msg) {
-                Ok(()) => return,
-                Err(TrySendError::Full(_)) => {
-                    tracing::warn!("client is not reading its standalone stream; message dropped");
-                    return;
+        let data = encode(&msg);
+        if let Some(s) = &mut self.standalone {
+            let item = s.log.push(data.clone());
+            if let Some(tx) = &s.tx {
+                match tx.try_send(item) {
+                    Ok(()) => return,
+                    Err(TrySendError::Full(_)) => {
+                        tracing::warn!(
+                            "client is not reading its standalone stream; message kept for replay only"
+                        );
+                        return;
+                    }
+                    Err(TrySendError::Closed(_)) => s.tx = None,
                 }
-                Err(TrySendError::Closed(msg)) => {
-                    self.standalone = None;
-                    msg
-                }
-            },
-            None => msg,
-        };
+            }
+        }
         if self.backlog.len() >= BACKLOG {
             self.backlog.pop_front();
         }
-        self.backlog.push_back(msg);
+        self.backlog.push_back(data);
     }
+}
+
+fn encode(msg: &Outbound) -> Arc<str> {
+    Arc::from(msg.to_json_string())
 }
 
 /// The request a `notifications/cancelled` names.
@@ -330,8 +548,8 @@ fn cancelled_request(msg: &Message) -> Option<RequestId> {
     p.request_id
 }
 
-async fn standalone_closed(tx: &Option<mpsc::Sender<Outbound>>) {
-    match tx {
+async fn standalone_closed(s: &Option<Standalone>) {
+    match s.as_ref().and_then(|s| s.tx.as_ref()) {
         Some(tx) => tx.closed().await,
         None => std::future::pending().await,
     }

@@ -82,8 +82,20 @@ impl HttpServer {
         &self,
         id: i64,
         method: &str,
+        params: Value,
+        capabilities: Value,
+    ) -> Exchange {
+        self.post_stateless_extra(id, method, params, capabilities, &[])
+    }
+
+    /// Like [`HttpServer::post_stateless_with`], adding these headers.
+    pub fn post_stateless_extra(
+        &self,
+        id: i64,
+        method: &str,
         mut params: Value,
         capabilities: Value,
+        extra: &[(&str, &str)],
     ) -> Exchange {
         params["_meta"] = json!({
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -93,6 +105,9 @@ impl HttpServer {
         let name = match method {
             "tools/call" | "prompts/get" => params["name"].as_str().map(str::to_owned),
             "resources/read" => params["uri"].as_str().map(str::to_owned),
+            "tasks/get" | "tasks/update" | "tasks/cancel" => {
+                params["taskId"].as_str().map(str::to_owned)
+            }
             _ => None,
         };
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
@@ -105,6 +120,7 @@ impl HttpServer {
         if let Some(name) = &name {
             h.push(("mcp-name", name));
         }
+        h.extend_from_slice(extra);
         self.send("POST", &h, body.to_string().as_bytes())
     }
 
@@ -279,6 +295,19 @@ impl Exchange {
     pub fn json(self) -> Value {
         let t = self.text();
         serde_json::from_str(&t).unwrap_or_else(|e| panic!("body is not JSON ({e}): {t}"))
+    }
+
+    /// The next SSE event or comment, raw (without its blank line); `None` at the end.
+    pub fn next_raw_event(&mut self) -> Option<String> {
+        loop {
+            if let Some(end) = self.sse_buf.windows(2).position(|w| w == b"\n\n") {
+                let event: Vec<u8> = self.sse_buf.drain(..end + 2).collect();
+                return Some(String::from_utf8(event[..end].to_vec()).expect("utf-8 event"));
+            }
+            let chunk = self.next_chunk()?;
+            self.sse_buf
+                .extend(chunk.into_iter().filter(|&b| b != b'\r'));
+        }
     }
 
     /// The next SSE event as (id, JSON data); `None` at the end of the stream.

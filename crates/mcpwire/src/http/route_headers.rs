@@ -1,0 +1,187 @@
+//! 2026-07-28 request validation before a stateless exchange (SEP-2243): the version header
+//! and `_meta` envelope, and the routing headers mirroring the body — `Mcp-Method`,
+//! `Mcp-Name` (tool/prompt name, resource URI, task id) and `Mcp-Param-{Name}` for tool
+//! arguments whose schema carries `"x-mcp-header": "{Name}"`. A header that is missing when
+//! the body has its value, or that disagrees with it, is −32020 (HTTP 400).
+
+use axum::http::HeaderMap;
+use mcpwire_model::types::RequestMeta;
+use mcpwire_model::{Method, Request, codes};
+use mcpwire_router::Router;
+
+use super::headers::{self, MCP_METHOD, MCP_NAME};
+use super::reply::HEADER_MISMATCH;
+
+/// The stateless validation ladder: version header present, envelope present, headers
+/// agreeing with the body. (The version itself is the session's to judge.)
+pub(crate) fn check(
+    headers: &HeaderMap,
+    version: Option<&str>,
+    req: &Request,
+    router: &Router,
+) -> Result<(), (i64, String)> {
+    let Some(version) = version else {
+        return Err((
+            HEADER_MISMATCH,
+            "MCP-Protocol-Version header is required".into(),
+        ));
+    };
+    let meta = RequestMeta::from_params(req.params.as_deref())
+        .map_err(|e| (codes::INVALID_PARAMS, e))?
+        .unwrap_or_default();
+    let Some(body_version) = &meta.protocol_version else {
+        return Err((
+            codes::INVALID_PARAMS,
+            "params._meta must carry io.modelcontextprotocol/protocolVersion".into(),
+        ));
+    };
+    if meta.client_capabilities.is_none() {
+        return Err((
+            codes::INVALID_PARAMS,
+            "params._meta must carry io.modelcontextprotocol/clientCapabilities".into(),
+        ));
+    }
+    if body_version.as_str() != Some(version) {
+        return Err((
+            HEADER_MISMATCH,
+            "MCP-Protocol-Version header does not match the request's _meta protocolVersion".into(),
+        ));
+    }
+    // SEP-2243: the standard headers are required, not merely checked when present.
+    match headers::text(headers, MCP_METHOD) {
+        Err(()) => return Err((HEADER_MISMATCH, "invalid Mcp-Method header".into())),
+        Ok(None) => return Err((HEADER_MISMATCH, "Mcp-Method header is required".into())),
+        Ok(Some(m)) if m != req.method.as_str() => {
+            return Err((
+                HEADER_MISMATCH,
+                "Mcp-Method header does not match the request's method".into(),
+            ));
+        }
+        Ok(Some(_)) => {}
+    }
+    check_name(headers, req)?;
+    check_params(headers, req, router)
+}
+
+/// `Mcp-Name` must equal the body's tool/prompt name, resource URI or task id (SEP-2663:
+/// `tasks/get|update|cancel`), and must be sent whenever the body carries one.
+fn check_name(headers: &HeaderMap, req: &Request) -> Result<(), (i64, String)> {
+    let key = match &req.method {
+        Method::ToolsCall | Method::PromptsGet => "name",
+        Method::ResourcesRead => "uri",
+        Method::Other(m) if matches!(&**m, "tasks/get" | "tasks/update" | "tasks/cancel") => {
+            "taskId"
+        }
+        _ => return Ok(()),
+    };
+    let header = match headers::text(headers, MCP_NAME) {
+        Ok(h) => h,
+        Err(()) => return Err((HEADER_MISMATCH, "invalid Mcp-Name header".into())),
+    };
+    #[derive(serde::Deserialize)]
+    struct Names {
+        name: Option<serde_json::Value>,
+        uri: Option<serde_json::Value>,
+        #[serde(rename = "taskId")]
+        task_id: Option<serde_json::Value>,
+    }
+    let names = req
+        .params
+        .as_deref()
+        .and_then(|p| serde_json::from_str::<Names>(p.get()).ok());
+    let field = |n: Names| match key {
+        "uri" => n.uri,
+        "taskId" => n.task_id,
+        _ => n.name,
+    };
+    let body = names.and_then(|n| match field(n) {
+        Some(serde_json::Value::String(s)) => Some(s),
+        _ => None,
+    });
+    match (body, header) {
+        (Some(_), None) => Err((
+            HEADER_MISMATCH,
+            format!("Mcp-Name header is required (the request has a {key})"),
+        )),
+        (Some(b), Some(h)) if headers::decode_value(h).as_deref() != Some(b.as_str()) => Err((
+            HEADER_MISMATCH,
+            format!("Mcp-Name header does not match the request's {key}"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// `Mcp-Param-{Name}` must be sent, and equal the argument, for every argument of the called
+/// tool whose schema names a header; and must not be sent for an argument the body lacks.
+fn check_params(headers: &HeaderMap, req: &Request, router: &Router) -> Result<(), (i64, String)> {
+    if req.method != Method::ToolsCall {
+        return Ok(());
+    }
+    #[derive(serde::Deserialize)]
+    struct Call {
+        name: String,
+        #[serde(default)]
+        arguments: Option<serde_json::Map<String, serde_json::Value>>,
+    }
+    let Some(call) = req
+        .params
+        .as_deref()
+        .and_then(|p| serde_json::from_str::<Call>(p.get()).ok())
+    else {
+        return Ok(()); // the session answers a malformed call
+    };
+    let Some(routing) = router.tool_routing(&call.name) else {
+        return Ok(());
+    };
+    for param in &routing.header_params {
+        let name = format!("mcp-param-{}", param.header);
+        let header = match headers::text(headers, &name) {
+            Ok(h) => h,
+            Err(()) => {
+                return Err((
+                    HEADER_MISMATCH,
+                    format!("invalid Mcp-Param-{} header", param.header),
+                ));
+            }
+        };
+        let body = call
+            .arguments
+            .as_ref()
+            .and_then(|a| a.get(&param.property))
+            .filter(|v| !v.is_null())
+            .map(|v| match v {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            });
+        match (body, header) {
+            (None, None) => {}
+            (Some(_), None) => {
+                return Err((
+                    HEADER_MISMATCH,
+                    format!(
+                        "Mcp-Param-{} header is required (the call has argument {})",
+                        param.header, param.property
+                    ),
+                ));
+            }
+            (body, Some(h)) => {
+                let Some(decoded) = headers::decode_value(h) else {
+                    return Err((
+                        HEADER_MISMATCH,
+                        format!("Mcp-Param-{} holds invalid Base64", param.header),
+                    ));
+                };
+                if body.as_deref() != Some(decoded.as_str()) {
+                    return Err((
+                        HEADER_MISMATCH,
+                        format!(
+                            "Mcp-Param-{} header does not match argument {}",
+                            param.header, param.property
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
