@@ -23,10 +23,10 @@ pub enum SchemaCliError {
     /// Talking to the server failed.
     #[error(transparent)]
     Client(#[from] ClientError),
-    /// A schema did not convert.
-    #[error("tool {tool}: {error}")]
+    /// A schema did not convert or resolve.
+    #[error("{tool}: {error}")]
     Schema {
-        /// The tool.
+        /// The tool, reference or registry.
         tool: String,
         /// What went wrong.
         error: mcpwire_schema::SchemaError,
@@ -57,6 +57,19 @@ pub enum SchemaCommand {
         /// Write the binary FileDescriptorSet here (- for stdout).
         #[arg(long, short)]
         output: Option<PathBuf>,
+    },
+    /// Resolve a `buf.build/{owner}/{repo}/{pkg}.{Msg}:{version}` reference against a
+    /// registry directory (`{dir}/{owner}/{repo}/{version}/**.proto`) and print the
+    /// message's JSON Schema (or, with --proto, its file's source).
+    Resolve {
+        /// The registry directory.
+        #[arg(long, value_name = "DIR")]
+        registry: PathBuf,
+        /// The reference.
+        reference: String,
+        /// Print the .proto source of the message's file instead of its JSON Schema.
+        #[arg(long)]
+        proto: bool,
     },
     /// Print a generated catalog of N realistic tools as a tools/list result (the
     /// deterministic fixture behind docs/tokens.md).
@@ -195,6 +208,32 @@ pub async fn run_schema(args: SchemaArgs) -> Result<(), SchemaCliError> {
                 out.push_str(&text);
             }
             emit(&out);
+        }
+        SchemaCommand::Resolve {
+            registry,
+            reference,
+            proto,
+        } => {
+            let reg = mcpwire_schema::Registry::load(&registry).map_err(|error| {
+                SchemaCliError::Schema {
+                    tool: registry.display().to_string(),
+                    error,
+                }
+            })?;
+            let s = reg
+                .resolve(&reference)
+                .map_err(|error| SchemaCliError::Schema {
+                    tool: reference.clone(),
+                    error,
+                })?;
+            if proto {
+                emit(s.proto_source());
+            } else {
+                let schema = mcpwire_schema::message_schema(&s.input);
+                let text = serde_json::to_string_pretty(&schema)
+                    .map_err(|e| SchemaCliError::Io(e.to_string()))?;
+                emit(&format!("{text}\n"));
+            }
         }
         SchemaCommand::Catalog { n } => {
             let tools = crate::catalog::synthetic_catalog(n);

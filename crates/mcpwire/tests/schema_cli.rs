@@ -154,3 +154,43 @@ const GOLDEN_5: &[(&str, usize, usize)] = &[
     ("signature_nodesc", 305, 307),
     ("jsonrpc_nodesc", 601, 649),
 ];
+
+/// `mcpwire schema resolve` compiles a registry directory and answers references; an
+/// unknown reference fails with the resolution error.
+#[test]
+fn resolve_against_a_registry_directory() {
+    let dir = std::env::temp_dir().join(format!("mcpwire-resolve-{}", std::process::id()));
+    let module = dir.join("acme/tools/v1/acme/tools/v1");
+    std::fs::create_dir_all(&module).unwrap();
+    std::fs::write(
+        module.join("search.proto"),
+        "syntax = \"proto3\";\npackage acme.tools.v1;\n// Search.\nmessage WebSearchRequest {\n  string query = 1;\n}\n",
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        Command::new(bin())
+            .args(["schema", "resolve", "--registry"])
+            .arg(&dir)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["buf.build/acme/tools/acme.tools.v1.WebSearchRequest:v1"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let schema: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(schema["properties"]["query"]["type"], "string");
+    assert_eq!(schema["description"], "Search.");
+    let out = run(&[
+        "--proto",
+        "buf.build/acme/tools/acme.tools.v1.WebSearchRequest:v1",
+    ]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("message WebSearchRequest"));
+    let out = run(&["buf.build/acme/tools/acme.tools.v1.Missing:v1"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("schema reference not resolved"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
