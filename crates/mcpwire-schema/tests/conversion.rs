@@ -304,3 +304,11 @@ enum Kind { KIND_UNSPECIFIED = 0; KIND_NEWS = 1; }
     std::fs::remove_dir_all(&dir).unwrap();
     assert!(matches!(Registry::load(&dir), Err(SchemaError::Io(_))));
 }
+
+#[test]
+fn schemas_and_registry_are_shareable_across_threads() {
+    fn shareable<T: Send + Sync + 'static>() {}
+    shareable::<mcpwire_schema::ToolSchemas>();
+    shareable::<Registry>();
+    shareable::<SchemaError>();
+}
