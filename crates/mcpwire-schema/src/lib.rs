@@ -19,6 +19,7 @@ mod ir;
 mod json;
 mod meta;
 mod names;
+mod raw;
 mod registry;
 mod reverse;
 
@@ -28,6 +29,7 @@ use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, ReflectMe
 use serde_json::Value;
 
 pub use compile::{OPTIONS_FILE, OPTIONS_PROTO, VALIDATE_FILE, VALIDATE_PROTO};
+pub use raw::RawFileSet;
 pub use registry::{BsrRef, Registry};
 pub use reverse::message_schema;
 
@@ -107,6 +109,12 @@ impl ToolSchemas {
     /// `file_set` encoded with every option kept (what `Tool.inline_schema` should carry).
     pub fn file_set_bytes(&self) -> &[u8] {
         &self.inner.bytes
+    }
+
+    /// `file_set_bytes` as a prost message that keeps them verbatim (for a
+    /// `FileDescriptorSet` field of a prost-generated type, see [`RawFileSet`]).
+    pub fn raw_file_set(&self) -> RawFileSet {
+        RawFileSet::new(self.inner.bytes.clone())
     }
 
     /// The generated `.proto` source text.
