@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod cache;
 mod compile;
 mod convert;
 mod emit;
@@ -28,6 +29,7 @@ use std::sync::Arc;
 use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, ReflectMessage};
 use serde_json::Value;
 
+pub use cache::SchemaCache;
 pub use compile::{OPTIONS_FILE, OPTIONS_PROTO, VALIDATE_FILE, VALIDATE_PROTO};
 pub use raw::RawFileSet;
 pub use registry::{BsrRef, Registry};

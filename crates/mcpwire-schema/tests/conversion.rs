@@ -312,3 +312,21 @@ fn schemas_and_registry_are_shareable_across_threads() {
     shareable::<Registry>();
     shareable::<SchemaError>();
 }
+
+#[test]
+fn cache_converts_each_schema_once_and_stays_bounded() {
+    let cache = mcpwire_schema::SchemaCache::new(2);
+    let a = json!({"type": "object", "properties": {"x": {"type": "string"}}});
+    let b = json!({"type": "object", "properties": {"y": {"type": "integer"}}});
+    let first = cache.get("t", &a, None).unwrap();
+    let again = cache.get("t", &a, None).unwrap();
+    assert_eq!(
+        first.input, again.input,
+        "the same descriptor, not a new compile"
+    );
+    let changed = cache.get("t", &b, None).unwrap();
+    assert!(changed.input.get_field_by_name("y").is_some());
+    assert_eq!(cache.len(), 2);
+    assert!(cache.get("bad", &json!({"type": "string"}), None).is_err());
+    assert!(cache.len() <= 2);
+}
