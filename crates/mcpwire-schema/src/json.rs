@@ -13,11 +13,10 @@ use crate::meta::{Meta, Shape};
 
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 
+/// Google's well-known types (`Struct`, `Value`, `Timestamp`, `Duration`, wrappers, …):
+/// converted by the canonical proto3 JSON mapping.
 fn is_wkt_json(m: &MessageDescriptor) -> bool {
-    matches!(
-        m.full_name(),
-        "google.protobuf.Struct" | "google.protobuf.Value" | "google.protobuf.ListValue"
-    )
+    m.full_name().starts_with("google.protobuf.")
 }
 
 /// Where in the JSON value a conversion is, rendered only when it fails.

@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod cache;
 mod compile;
 mod convert;
 mod emit;
@@ -19,6 +20,7 @@ mod ir;
 mod json;
 mod meta;
 mod names;
+mod raw;
 mod registry;
 mod reverse;
 
@@ -27,7 +29,9 @@ use std::sync::Arc;
 use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, ReflectMessage};
 use serde_json::Value;
 
+pub use cache::SchemaCache;
 pub use compile::{OPTIONS_FILE, OPTIONS_PROTO, VALIDATE_FILE, VALIDATE_PROTO};
+pub use raw::RawFileSet;
 pub use registry::{BsrRef, Registry};
 pub use reverse::message_schema;
 
@@ -107,6 +111,12 @@ impl ToolSchemas {
     /// `file_set` encoded with every option kept (what `Tool.inline_schema` should carry).
     pub fn file_set_bytes(&self) -> &[u8] {
         &self.inner.bytes
+    }
+
+    /// `file_set_bytes` as a prost message that keeps them verbatim (for a
+    /// `FileDescriptorSet` field of a prost-generated type, see [`RawFileSet`]).
+    pub fn raw_file_set(&self) -> RawFileSet {
+        RawFileSet::new(self.inner.bytes.clone())
     }
 
     /// The generated `.proto` source text.

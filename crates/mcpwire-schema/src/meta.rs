@@ -93,11 +93,13 @@ impl Meta {
     pub(crate) fn build(pool: &DescriptorPool) -> Meta {
         let exts = Exts::of(pool);
         let mut meta = Meta::default();
-        for m in pool.all_messages() {
+        // Google's well-known types convert by the canonical proto3 JSON mapping instead.
+        let ours = |f: prost_reflect::FileDescriptor| !f.name().starts_with("google/protobuf/");
+        for m in pool.all_messages().filter(|m| ours(m.parent_file())) {
             meta.messages
                 .insert(m.full_name().to_owned(), msg_meta(&exts, &m));
         }
-        for e in pool.all_enums() {
+        for e in pool.all_enums().filter(|e| ours(e.parent_file())) {
             meta.enums
                 .insert(e.full_name().to_owned(), enum_meta(&exts, &e));
         }

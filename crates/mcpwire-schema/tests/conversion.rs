@@ -238,6 +238,7 @@ fn registry_compiles_a_directory_and_resolves_refs() {
 package acme.tools.v1;
 import "buf/validate/validate.proto";
 import "acme/tools/v1/common.proto";
+import "google/protobuf/timestamp.proto";
 // Web search arguments.
 message WebSearchRequest {
   // Search query
@@ -245,6 +246,7 @@ message WebSearchRequest {
   int32 max_results = 2 [(buf.validate.field).int32.gte = 1, (buf.validate.field).int32.lte = 100];
   DateRange date_range = 3;
   Kind kind = 4;
+  google.protobuf.Timestamp since = 5;
 }
 enum Kind { KIND_UNSPECIFIED = 0; KIND_NEWS = 1; }
 "#,
@@ -271,13 +273,14 @@ enum Kind { KIND_UNSPECIFIED = 0; KIND_NEWS = 1; }
     );
     assert!(s.proto_source().contains("message WebSearchRequest"));
     // canonical proto3 JSON names and enum names for foreign messages
-    let v = json!({"query": "rust", "max_results": 5, "date_range": {"start": "2025"}, "kind": "KIND_NEWS"});
+    let v = json!({"query": "rust", "max_results": 5, "date_range": {"start": "2025"}, "kind": "KIND_NEWS", "since": "2026-01-02T03:04:05Z"});
     let m = s.json_to_input(&v).unwrap();
     assert_eq!(s.arguments_to_json(&m).unwrap(), v);
     let js = message_schema(&s.input);
     assert_eq!(js["properties"]["query"]["minLength"], 1);
     assert_eq!(js["properties"]["max_results"]["maximum"], 100);
     assert_eq!(js["description"], "Web search arguments.");
+    assert_eq!(js["properties"]["since"]["format"], "date-time");
     // cached: the same descriptor comes back
     assert_eq!(reg.resolve(r).unwrap().input, s.input);
     for missing in [
@@ -300,4 +303,30 @@ enum Kind { KIND_UNSPECIFIED = 0; KIND_NEWS = 1; }
     assert!(matches!(Registry::load(&dir), Err(SchemaError::Compile(_))));
     std::fs::remove_dir_all(&dir).unwrap();
     assert!(matches!(Registry::load(&dir), Err(SchemaError::Io(_))));
+}
+
+#[test]
+fn schemas_and_registry_are_shareable_across_threads() {
+    fn shareable<T: Send + Sync + 'static>() {}
+    shareable::<mcpwire_schema::ToolSchemas>();
+    shareable::<Registry>();
+    shareable::<SchemaError>();
+}
+
+#[test]
+fn cache_converts_each_schema_once_and_stays_bounded() {
+    let cache = mcpwire_schema::SchemaCache::new(2);
+    let a = json!({"type": "object", "properties": {"x": {"type": "string"}}});
+    let b = json!({"type": "object", "properties": {"y": {"type": "integer"}}});
+    let first = cache.get("t", &a, None).unwrap();
+    let again = cache.get("t", &a, None).unwrap();
+    assert_eq!(
+        first.input, again.input,
+        "the same descriptor, not a new compile"
+    );
+    let changed = cache.get("t", &b, None).unwrap();
+    assert!(changed.input.get_field_by_name("y").is_some());
+    assert_eq!(cache.len(), 2);
+    assert!(cache.get("bad", &json!({"type": "string"}), None).is_err());
+    assert!(cache.len() <= 2);
 }
