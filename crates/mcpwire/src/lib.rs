@@ -10,10 +10,13 @@
 #![warn(missing_docs)]
 
 mod calls;
+pub mod catalog;
 pub mod client;
 pub mod driver;
 pub mod http;
+pub mod schema_cli;
 pub mod serve;
 pub mod stdio;
+pub mod tokens;
 
 pub use serve::Service;

@@ -74,6 +74,11 @@ enum Command {
     Run(process_cmd::RunArgs),
     /// Like `run`, and reload the tool process whenever the file changes.
     Dev(process_cmd::RunArgs),
+    /// Tool schemas as protobuf: JSON Schema → .proto, a server's FileDescriptorSet.
+    Schema(mcpwire::schema_cli::SchemaArgs),
+    /// Count the tokens a server's tool catalog costs an agent's context, rendered as
+    /// JSON-RPC and as proto-mcp listings (cl100k_base and o200k_base).
+    Tokens(mcpwire::schema_cli::TokensArgs),
 }
 
 /// Options shared by every serving command.
@@ -301,6 +306,8 @@ async fn run(cli: Cli) -> Result<()> {
                 std::process::exit(1);
             }
         }
+        Command::Schema(args) => mcpwire::schema_cli::run_schema(args).await?,
+        Command::Tokens(args) => mcpwire::schema_cli::run_tokens(args).await?,
     }
     Ok(())
 }

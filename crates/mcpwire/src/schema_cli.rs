@@ -1,0 +1,312 @@
+//! `mcpwire schema …` and `mcpwire tokens`: tool schemas as protobuf, and what a catalog
+//! costs an agent's context.
+
+use std::collections::HashSet;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::client::{ClientError, StdioClient};
+use crate::http::client::HttpClient;
+
+/// Why a schema command failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemaCliError {
+    /// Reading a file or writing output failed.
+    #[error("{0}")]
+    Io(String),
+    /// The input is not a JSON Schema, tool or tool list.
+    #[error("{0}")]
+    Input(String),
+    /// Talking to the server failed.
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    /// A schema did not convert or resolve.
+    #[error("{tool}: {error}")]
+    Schema {
+        /// The tool, reference or registry.
+        tool: String,
+        /// What went wrong.
+        error: mcpwire_schema::SchemaError,
+    },
+}
+
+/// `mcpwire schema` subcommands.
+#[derive(clap::Subcommand, Debug)]
+pub enum SchemaCommand {
+    /// Print the .proto text for a JSON Schema file (the migration tool of proto-mcp).
+    ///
+    /// FILE holds a tool's input JSON Schema, a tool definition ({name, inputSchema,
+    /// outputSchema}) or a tools/list result ({"tools": [...]}).
+    ToProto {
+        /// The JSON file.
+        file: PathBuf,
+        /// Tool name for a bare schema (default: the file name without extension).
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// Print the FileDescriptorSet of a server's tools.
+    ///
+    /// Without --output, prints it in proto3 JSON; with --output FILE (or - for stdout),
+    /// writes the binary FileDescriptorSet (what protoc --include_imports -o writes).
+    Descriptor {
+        /// Command line of a stdio MCP server, an http:// URL, or a JSON file of tools.
+        target: String,
+        /// Write the binary FileDescriptorSet here (- for stdout).
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
+    /// Resolve a `buf.build/{owner}/{repo}/{pkg}.{Msg}:{version}` reference against a
+    /// registry directory (`{dir}/{owner}/{repo}/{version}/**.proto`) and print the
+    /// message's JSON Schema (or, with --proto, its file's source).
+    Resolve {
+        /// The registry directory.
+        #[arg(long, value_name = "DIR")]
+        registry: PathBuf,
+        /// The reference.
+        reference: String,
+        /// Print the .proto source of the message's file instead of its JSON Schema.
+        #[arg(long)]
+        proto: bool,
+    },
+    /// Print a generated catalog of N realistic tools as a tools/list result (the
+    /// deterministic fixture behind docs/tokens.md).
+    Catalog {
+        /// How many tools.
+        #[arg(default_value_t = 10)]
+        n: usize,
+    },
+}
+
+/// `mcpwire schema` arguments.
+#[derive(clap::Args, Debug)]
+pub struct SchemaArgs {
+    #[command(subcommand)]
+    command: SchemaCommand,
+}
+
+/// `mcpwire tokens` arguments.
+#[derive(clap::Args, Debug)]
+pub struct TokensArgs {
+    /// Command line of a stdio MCP server, an http:// URL, or a JSON file of tools.
+    #[arg(required_unless_present = "synthetic")]
+    target: Option<String>,
+    /// Count a generated catalog of N realistic tools instead of a server's.
+    #[arg(long, value_name = "N")]
+    synthetic: Option<usize>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The tools of `target`: a JSON file (a tools/list result or an array of tools), an
+/// http(s) URL, or a stdio server command line.
+pub async fn fetch_tools(target: &str) -> Result<Vec<Value>, SchemaCliError> {
+    let path = Path::new(target);
+    if target.ends_with(".json") && path.is_file() {
+        let v = read_json(path)?;
+        return tools_of(&v, path);
+    }
+    if target.starts_with("http://") || target.starts_with("https://") {
+        let mut c = HttpClient::connect(target).await?;
+        let tools = c.list_tools().await?;
+        c.close().await?;
+        Ok(tools)
+    } else {
+        let mut c = StdioClient::connect(target).await?;
+        let tools = c.list_tools().await?;
+        c.close().await?;
+        Ok(tools)
+    }
+}
+
+fn read_json(path: &Path) -> Result<Value, SchemaCliError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| SchemaCliError::Io(format!("{}: {e}", path.display())))?;
+    serde_json::from_str(&text)
+        .map_err(|e| SchemaCliError::Input(format!("{}: {e}", path.display())))
+}
+
+/// Tool definitions in a JSON document: `{"tools": [...]}`, `[...]`, one tool, or a bare
+/// input schema (named after the file).
+fn tools_of(v: &Value, path: &Path) -> Result<Vec<Value>, SchemaCliError> {
+    if let Some(list) = v.get("tools").and_then(Value::as_array) {
+        return Ok(list.clone());
+    }
+    if let Some(list) = v.as_array() {
+        return Ok(list.clone());
+    }
+    if v.get("inputSchema").is_some() {
+        return Ok(vec![v.clone()]);
+    }
+    if v.is_object() {
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().trim_end_matches(".schema").to_owned())
+            .unwrap_or_else(|| "tool".into());
+        return Ok(vec![json!({ "name": name, "inputSchema": v })]);
+    }
+    Err(SchemaCliError::Input(format!(
+        "{}: expected a JSON Schema, a tool or a tools/list result",
+        path.display()
+    )))
+}
+
+fn convert(t: &Value) -> Result<mcpwire_schema::ToolSchemas, SchemaCliError> {
+    let name = t["name"].as_str().unwrap_or("tool");
+    let empty = json!({"type": "object"});
+    mcpwire_schema::tool_schemas(
+        name,
+        t.get("inputSchema").unwrap_or(&empty),
+        t.get("outputSchema"),
+    )
+    .map_err(|error| SchemaCliError::Schema {
+        tool: name.to_owned(),
+        error,
+    })
+}
+
+/// Prints a line; a closed stdout ends the program quietly.
+fn emit(text: &str) {
+    let mut out = std::io::stdout().lock();
+    if out.write_all(text.as_bytes()).is_err() || out.flush().is_err() {
+        std::process::exit(0);
+    }
+}
+
+/// Runs `mcpwire schema …`.
+pub async fn run_schema(args: SchemaArgs) -> Result<(), SchemaCliError> {
+    match args.command {
+        SchemaCommand::ToProto { file, name } => {
+            let v = read_json(&file)?;
+            let mut tools = tools_of(&v, &file)?;
+            if let (Some(n), [t]) = (name, tools.as_mut_slice()) {
+                t["name"] = n.into();
+            }
+            let mut out = String::new();
+            for (i, t) in tools.iter().enumerate() {
+                if i > 0 {
+                    out.push('\n');
+                }
+                let name = t["name"].as_str().unwrap_or("tool");
+                let empty = json!({"type": "object"});
+                let text = mcpwire_schema::to_proto(
+                    name,
+                    t.get("inputSchema").unwrap_or(&empty),
+                    t.get("outputSchema"),
+                    &mcpwire_schema::Limits::default(),
+                )
+                .map_err(|error| SchemaCliError::Schema {
+                    tool: name.to_owned(),
+                    error,
+                })?;
+                if tools.len() > 1 {
+                    out.push_str(&format!("// tool {name}\n"));
+                }
+                out.push_str(&text);
+            }
+            emit(&out);
+        }
+        SchemaCommand::Resolve {
+            registry,
+            reference,
+            proto,
+        } => {
+            let reg = mcpwire_schema::Registry::load(&registry).map_err(|error| {
+                SchemaCliError::Schema {
+                    tool: registry.display().to_string(),
+                    error,
+                }
+            })?;
+            let s = reg
+                .resolve(&reference)
+                .map_err(|error| SchemaCliError::Schema {
+                    tool: reference.clone(),
+                    error,
+                })?;
+            if proto {
+                emit(s.proto_source());
+            } else {
+                let schema = mcpwire_schema::message_schema(&s.input);
+                let text = serde_json::to_string_pretty(&schema)
+                    .map_err(|e| SchemaCliError::Io(e.to_string()))?;
+                emit(&format!("{text}\n"));
+            }
+        }
+        SchemaCommand::Catalog { n } => {
+            let tools = crate::catalog::synthetic_catalog(n);
+            let text = serde_json::to_string_pretty(&json!({ "tools": tools }))
+                .map_err(|e| SchemaCliError::Io(e.to_string()))?;
+            emit(&format!("{text}\n"));
+        }
+        SchemaCommand::Descriptor { target, output } => {
+            let tools = fetch_tools(&target).await?;
+            let mut seen = HashSet::new();
+            let mut bytes = Vec::new();
+            let mut pool = None;
+            for t in &tools {
+                let s = convert(t)?;
+                append_new_files(&mut bytes, s.file_set_bytes(), &mut seen);
+                pool.get_or_insert_with(|| s.pool().clone());
+            }
+            match output {
+                Some(p) if p.as_os_str() == "-" => {
+                    let mut out = std::io::stdout().lock();
+                    out.write_all(&bytes)
+                        .and_then(|_| out.flush())
+                        .map_err(|e| SchemaCliError::Io(e.to_string()))?;
+                }
+                Some(p) => std::fs::write(&p, &bytes)
+                    .map_err(|e| SchemaCliError::Io(format!("{}: {e}", p.display())))?,
+                None => {
+                    let pool = pool.unwrap_or_else(prost_reflect::DescriptorPool::global);
+                    let desc = pool
+                        .get_message_by_name("google.protobuf.FileDescriptorSet")
+                        .ok_or_else(|| SchemaCliError::Io("descriptor.proto missing".into()))?;
+                    let msg = prost_reflect::DynamicMessage::decode(desc, bytes.as_slice())
+                        .map_err(|e| SchemaCliError::Io(e.to_string()))?;
+                    let json = serde_json::to_string_pretty(&msg)
+                        .map_err(|e| SchemaCliError::Io(e.to_string()))?;
+                    emit(&format!("{json}\n"));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Appends the files of encoded set `set` whose names are not in `seen` (one shared copy
+/// of `buf/validate/validate.proto` and the options file for all tools).
+fn append_new_files(out: &mut Vec<u8>, set: &[u8], seen: &mut HashSet<String>) {
+    let files = mcpwire_schema::split_file_set(set);
+    let new = files
+        .into_iter()
+        .filter(|(name, _)| seen.insert(name.clone()))
+        .map(|(_, f)| f);
+    out.extend(mcpwire_schema::join_file_set(new));
+}
+
+/// Runs `mcpwire tokens`.
+pub async fn run_tokens(args: TokensArgs) -> Result<(), SchemaCliError> {
+    let tools = match (args.synthetic, &args.target) {
+        (Some(n), _) => crate::catalog::synthetic_catalog(n),
+        (None, Some(t)) => fetch_tools(t).await?,
+        (None, None) => {
+            return Err(SchemaCliError::Input(
+                "give a target or --synthetic N".into(),
+            ));
+        }
+    };
+    let report = crate::tokens::report(&tools);
+    if args.json {
+        emit(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&report.to_json()).unwrap_or_default()
+        ));
+    } else {
+        emit(&report.to_markdown());
+    }
+    Ok(())
+}
