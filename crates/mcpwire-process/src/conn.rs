@@ -19,6 +19,9 @@ use crate::codec::{EnvelopeCodec, ProcFrame};
 use crate::pb::{self, Envelope, envelope::Msg};
 use crate::toollist::ToolList;
 
+/// Middleware registrations accepted from one process.
+const MAX_MIDDLEWARE: usize = 64;
+
 /// What the host does with things the connection cannot handle alone.
 pub(crate) trait Hooks: Send + Sync + 'static {
     /// The active tool list of `conn` changed.
@@ -151,6 +154,11 @@ pub(crate) async fn handshake(
                 tools = Some(l.tools)
             }
             Some(Msg::RegisterMiddleware(m)) => {
+                if middleware.len() == MAX_MIDDLEWARE {
+                    return Err(format!(
+                        "tool process registered more than {MAX_MIDDLEWARE} middleware"
+                    ));
+                }
                 middleware.push((m.name, m.priority));
                 let ack = Envelope {
                     msg: Some(Msg::RegisterMiddlewareResponse(

@@ -17,7 +17,7 @@ use tokio::process::{Child, Command};
 
 /// Longest line of the child's stdout/stderr kept (longer ones are skipped).
 const MAX_LINE: usize = 8 * 1024;
-/// Lines of the child's stderr kept for crash reports.
+/// Lines of the child's stderr kept for crash reports (all of it is also copied to our stderr).
 const STDERR_TAIL: usize = 64;
 
 /// Why a process could not be started or connected.
@@ -251,7 +251,8 @@ pub async fn spawn(
         let tail = tail.clone();
         tokio::spawn(async move {
             pump_lines(err, |line| {
-                tracing::info!(target: "mcpwire::process", "{line}");
+                // The tool author's prints and tracebacks, as they wrote them.
+                eprintln!("{line}");
                 let mut t = tail.lock().unwrap_or_else(|p| p.into_inner());
                 if t.len() == STDERR_TAIL {
                     t.pop_front();
