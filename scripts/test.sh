@@ -8,7 +8,7 @@ VENV=target/venv
 if [ ! -x "$VENV/bin/python" ] || ! cmp -s tests/python/requirements.txt "$VENV/requirements.installed"; then
   echo "== installing Python test peers into $VENV"
   python3 -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check -r tests/python/requirements.txt
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
   cp tests/python/requirements.txt "$VENV/requirements.installed"
 fi
 

@@ -8,6 +8,8 @@ use mcpwire::http::client::HttpClient;
 use mcpwire::http::{Guard, HttpConfig, HttpServer};
 use serde_json::Value;
 
+mod process_cmd;
+
 const ABOUT: &str = "mcpwire serves MCP tools over every wire from one fast core.";
 
 const LONG_ABOUT: &str = "\
@@ -23,6 +25,7 @@ Try it:
   mcpwire list http://127.0.0.1:8000/mcp  list the tools of an HTTP server
   mcpwire list 'mcpwire demo'           list the example's tools
   mcpwire call 'mcpwire demo' add --args '{\"a\": 2, \"b\": 3}'
+  mcpwire dev tools.py                  serve a protomcp tool file, reloading it on edits
 
 Logs go to stderr; set MCPWIRE_LOG (e.g. MCPWIRE_LOG=debug) to see more. stdout carries only
 protocol messages when serving over stdio.";
@@ -67,6 +70,10 @@ enum Command {
         #[arg(long, default_value = "{}")]
         args: String,
     },
+    /// Serve the tools of a protomcp tool file (Python, TypeScript, … written with a protomcp SDK).
+    Run(process_cmd::RunArgs),
+    /// Like `run`, and reload the tool process whenever the file changes.
+    Dev(process_cmd::RunArgs),
     /// Tool schemas as protobuf: JSON Schema → .proto, a server's FileDescriptorSet.
     Schema(mcpwire::schema_cli::SchemaArgs),
     /// Count the tokens a server's tool catalog costs an agent's context, rendered as
@@ -141,7 +148,7 @@ fn main() -> Result<()> {
     let http = matches!(
         &cli.command,
         Command::Demo { serve } if matches!(serve.transport, Transport::Http)
-    );
+    ) || matches!(&cli.command, Command::Run(a) | Command::Dev(a) if a.is_http());
     // HTTP serves many clients: use every core. Stdio serves one: stay on this thread.
     let mut builder = if http {
         tokio::runtime::Builder::new_multi_thread()
@@ -267,6 +274,8 @@ async fn run(cli: Cli) -> Result<()> {
                 Transport::Http => serve_http(service, serve.http).await?,
             }
         }
+        Command::Run(args) => process_cmd::run(args, false).await?,
+        Command::Dev(args) => process_cmd::run(args, true).await?,
         Command::List { target, json } => {
             let mut client = Client::connect(&target)
                 .await
