@@ -44,7 +44,7 @@ pub use ctx::{CallCtx, Peer};
 pub use prompt::PromptDef;
 pub use resource::{ResourceDef, TemplateDef};
 pub use router::{McpCall, McpReply, Router};
-pub use server::{Server, ServerBuilder};
+pub use server::{CatalogEdit, Server, ServerBuilder};
 pub use state_key::StateKey;
 pub use tasks::{TASKS_EXTENSION, TaskConfig, TaskSupport};
 pub use tool::{IntoToolResult, Json, NoArgs, ToolDef, ToolError, tool};

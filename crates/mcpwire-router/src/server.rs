@@ -113,6 +113,19 @@ struct Catalog {
     prompts: Listing<Arc<PromptDef>>,
 }
 
+/// Lists to replace in one [`Server::replace_catalog`] call; `None` keeps a list as it is.
+#[derive(Default)]
+pub struct CatalogEdit {
+    /// The new tools.
+    pub tools: Option<Vec<ToolDef>>,
+    /// The new resources.
+    pub resources: Option<Vec<ResourceDef>>,
+    /// The new resource templates.
+    pub templates: Option<Vec<TemplateDef>>,
+    /// The new prompts.
+    pub prompts: Option<Vec<PromptDef>>,
+}
+
 /// The native backend: tools, resources, templates and prompts registered in Rust.
 ///
 /// Lists are serialized once per change; the catalog can change at run time
@@ -339,6 +352,70 @@ impl Server {
             },
             BackendEvent::ResourcesListChanged,
         );
+    }
+
+    /// Replaces whole lists at once (`None` keeps a list): repages once and sends one
+    /// list-changed event per list whose listing really changed. For backends whose catalog
+    /// is defined elsewhere (tool processes, upstream servers) and changes in batches.
+    pub fn replace_catalog(&self, edit: CatalogEdit) {
+        fn replace<T>(l: &mut Listing<T>, items: Vec<T>, key: impl Fn(&T) -> String) {
+            *l = Listing::default();
+            for it in items {
+                l.upsert(key(&it), it);
+            }
+        }
+        fn same(a: &[Raw], b: &[Raw]) -> bool {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.get() == y.get())
+        }
+        let n = self.page_size;
+        let mut events = Vec::new();
+        if let Ok(mut c) = self.catalog.write() {
+            if let Some(tools) = edit.tools {
+                let old = c.tools.pages.clone();
+                replace(
+                    &mut c.tools,
+                    tools.into_iter().map(Arc::new).collect(),
+                    |t| t.tool.name.clone(),
+                );
+                c.tools.repage("tools", n, |t| &t.tool);
+                if !same(&old, &c.tools.pages) {
+                    events.push(BackendEvent::ToolsListChanged);
+                }
+            }
+            let mut resources_changed = false;
+            if let Some(resources) = edit.resources {
+                let old = c.resources.pages.clone();
+                replace(&mut c.resources, resources, |r| r.resource.uri.clone());
+                c.resources.repage("resources", n, |r| &r.resource);
+                resources_changed |= !same(&old, &c.resources.pages);
+            }
+            if let Some(templates) = edit.templates {
+                let old = c.templates.pages.clone();
+                replace(&mut c.templates, templates, |t| {
+                    t.template.uri_template.clone()
+                });
+                c.templates.repage("resourceTemplates", n, |t| &t.template);
+                resources_changed |= !same(&old, &c.templates.pages);
+            }
+            if resources_changed {
+                events.push(BackendEvent::ResourcesListChanged);
+            }
+            if let Some(prompts) = edit.prompts {
+                let old = c.prompts.pages.clone();
+                replace(
+                    &mut c.prompts,
+                    prompts.into_iter().map(Arc::new).collect(),
+                    |p| p.prompt.name.clone(),
+                );
+                c.prompts.repage("prompts", n, |p| &p.prompt);
+                if !same(&old, &c.prompts.pages) {
+                    events.push(BackendEvent::PromptsListChanged);
+                }
+            }
+        }
+        for e in events {
+            let _ = self.events.send(e);
+        }
     }
 
     /// Tells subscribed sessions that the resource at `uri` changed.

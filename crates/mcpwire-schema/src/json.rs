@@ -13,18 +13,32 @@ use crate::meta::{Meta, Shape};
 
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 
+/// Google's well-known types (`Struct`, `Value`, `Timestamp`, `Duration`, wrappers, …):
+/// converted by the canonical proto3 JSON mapping.
 fn is_wkt_json(m: &MessageDescriptor) -> bool {
-    matches!(
-        m.full_name(),
-        "google.protobuf.Struct" | "google.protobuf.Value" | "google.protobuf.ListValue"
-    )
+    m.full_name().starts_with("google.protobuf.")
 }
 
-fn mismatch(path: &str, what: impl std::fmt::Display) -> SchemaError {
-    SchemaError::Mismatch(format!(
-        "{}: {what}",
-        if path.is_empty() { "$" } else { path }
-    ))
+/// Where in the JSON value a conversion is, rendered only when it fails.
+#[derive(Clone, Copy)]
+pub(crate) enum Path<'a> {
+    Root,
+    Key(&'a Path<'a>, &'a str),
+    Index(&'a Path<'a>, usize),
+}
+
+impl std::fmt::Display for Path<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Path::Root => f.write_str("$"),
+            Path::Key(p, k) => write!(f, "{p}.{k}"),
+            Path::Index(p, i) => write!(f, "{p}[{i}]"),
+        }
+    }
+}
+
+fn mismatch(path: &Path<'_>, what: impl std::fmt::Display) -> SchemaError {
+    SchemaError::Mismatch(format!("{path}: {what}"))
 }
 
 /// JSON → a message of type `desc`.
@@ -32,7 +46,7 @@ pub(crate) fn to_message(
     meta: &Meta,
     desc: &MessageDescriptor,
     v: &Json,
-    path: &str,
+    path: &Path<'_>,
 ) -> Result<DynamicMessage, SchemaError> {
     if is_wkt_json(desc) {
         return DynamicMessage::deserialize(desc.clone(), v).map_err(|e| mismatch(path, e));
@@ -61,11 +75,13 @@ pub(crate) fn to_message(
         let Some(f) = number.and_then(|n| desc.get_field(n)) else {
             return Err(mismatch(path, format!("unknown member {k:?}")));
         };
-        if val.is_null() {
+        // JSON null is absence, except in a `google.protobuf.Value` (where it is a value).
+        let is_value =
+            matches!(f.kind(), Kind::Message(m) if m.full_name() == "google.protobuf.Value");
+        if val.is_null() && !(is_value && !f.is_list() && !f.is_map()) {
             continue;
         }
-        let sub = format!("{path}.{k}");
-        let x = field_value(meta, &f, val, &sub)?;
+        let x = field_value(meta, &f, val, &Path::Key(path, k))?;
         msg.set_field(&f, x);
     }
     Ok(msg)
@@ -75,7 +91,7 @@ fn field_value(
     meta: &Meta,
     f: &FieldDescriptor,
     v: &Json,
-    path: &str,
+    path: &Path<'_>,
 ) -> Result<Value, SchemaError> {
     if f.is_map() {
         let Json::Object(obj) = v else {
@@ -87,7 +103,7 @@ fn field_value(
         let (kf, vf) = (entry.map_entry_key_field(), entry.map_entry_value_field());
         let mut out = std::collections::HashMap::with_capacity(obj.len());
         for (k, val) in obj {
-            let sub = format!("{path}.{k}");
+            let sub = Path::Key(path, k);
             out.insert(
                 map_key(&kf.kind(), k, &sub)?,
                 single(meta, &vf.kind(), val, &sub)?,
@@ -103,14 +119,14 @@ fn field_value(
         let list = items
             .iter()
             .enumerate()
-            .map(|(i, x)| single(meta, &kind, x, &format!("{path}[{i}]")))
+            .map(|(i, x)| single(meta, &kind, x, &Path::Index(path, i)))
             .collect::<Result<_, _>>()?;
         return Ok(Value::List(list));
     }
     single(meta, &f.kind(), v, path)
 }
 
-fn map_key(kind: &Kind, k: &str, path: &str) -> Result<MapKey, SchemaError> {
+fn map_key(kind: &Kind, k: &str, path: &Path<'_>) -> Result<MapKey, SchemaError> {
     let bad = || mismatch(path, "bad map key");
     Ok(match kind {
         Kind::String => MapKey::String(k.to_owned()),
@@ -136,7 +152,7 @@ fn int(v: &Json) -> Option<i128> {
     }
 }
 
-fn single(meta: &Meta, kind: &Kind, v: &Json, path: &str) -> Result<Value, SchemaError> {
+fn single(meta: &Meta, kind: &Kind, v: &Json, path: &Path<'_>) -> Result<Value, SchemaError> {
     let bad = |what: &str| mismatch(path, format!("expected {what}"));
     let ranged = |lo: i128, hi: i128, what: &str| {
         int(v)
@@ -226,12 +242,6 @@ pub(crate) fn to_json(meta: &Meta, msg: &DynamicMessage) -> Result<Json, SchemaE
                     Json::Null
                 };
                 out.insert(key, empty);
-            }
-            None if !f.supports_presence() && !f.is_list() && !f.is_map() => {
-                // proto3 implicit presence: the default is the value.
-                if let Some(j) = field_json(meta, &f, &msg.get_field(&f))? {
-                    out.insert(key, j);
-                }
             }
             None => {}
         }

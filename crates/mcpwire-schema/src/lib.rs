@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod cache;
 mod compile;
 mod convert;
 mod emit;
@@ -19,6 +20,7 @@ mod ir;
 mod json;
 mod meta;
 mod names;
+mod raw;
 mod registry;
 mod reverse;
 
@@ -27,7 +29,9 @@ use std::sync::Arc;
 use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, ReflectMessage};
 use serde_json::Value;
 
+pub use cache::SchemaCache;
 pub use compile::{OPTIONS_FILE, OPTIONS_PROTO, VALIDATE_FILE, VALIDATE_PROTO};
+pub use raw::RawFileSet;
 pub use registry::{BsrRef, Registry};
 pub use reverse::message_schema;
 
@@ -109,6 +113,12 @@ impl ToolSchemas {
         &self.inner.bytes
     }
 
+    /// `file_set_bytes` as a prost message that keeps them verbatim (for a
+    /// `FileDescriptorSet` field of a prost-generated type, see [`RawFileSet`]).
+    pub fn raw_file_set(&self) -> RawFileSet {
+        RawFileSet::new(self.inner.bytes.clone())
+    }
+
     /// The generated `.proto` source text.
     pub fn proto_source(&self) -> &str {
         &self.inner.source
@@ -138,12 +148,12 @@ impl ToolSchemas {
             .output
             .as_ref()
             .ok_or_else(|| SchemaError::Mismatch("the tool has no output schema".into()))?;
-        json::to_message(&self.inner.meta, out, value, "")
+        json::to_message(&self.inner.meta, out, value, &json::Path::Root)
     }
 
     /// JSON arguments → the input message (for clients and tests).
     pub fn json_to_input(&self, value: &Value) -> Result<DynamicMessage, SchemaError> {
-        json::to_message(&self.inner.meta, &self.input, value, "")
+        json::to_message(&self.inner.meta, &self.input, value, &json::Path::Root)
     }
 
     /// Schemas whose input is `desc`, a message of `pool` (a registry module): the file set
@@ -170,6 +180,46 @@ impl ToolSchemas {
     pub fn output_to_json(&self, msg: &DynamicMessage) -> Result<Value, SchemaError> {
         json::to_json(&self.inner.meta, msg)
     }
+}
+
+/// The files of an encoded `FileDescriptorSet` as (file name, encoded
+/// `FileDescriptorProto`) pairs, without decoding them into prost types (which would drop
+/// extension options). Stops at the first malformed entry.
+pub fn split_file_set(set: &[u8]) -> Vec<(String, &[u8])> {
+    use prost::Message as _;
+    let mut out = Vec::new();
+    let mut buf = set;
+    while !buf.is_empty() {
+        let Ok((tag, wire)) = prost::encoding::decode_key(&mut buf) else {
+            break;
+        };
+        let Ok(len) = prost::encoding::decode_varint(&mut buf) else {
+            break;
+        };
+        let Ok(len) = usize::try_from(len) else { break };
+        if tag != 1 || wire != prost::encoding::WireType::LengthDelimited || len > buf.len() {
+            break;
+        }
+        let (file, rest) = buf.split_at(len);
+        buf = rest;
+        let name = prost_types::FileDescriptorProto::decode(file)
+            .ok()
+            .and_then(|f| f.name)
+            .unwrap_or_default();
+        out.push((name, file));
+    }
+    out
+}
+
+/// Encodes (name, encoded `FileDescriptorProto`) pairs as a `FileDescriptorSet`.
+pub fn join_file_set<'a>(files: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for f in files {
+        prost::encoding::encode_key(1, prost::encoding::WireType::LengthDelimited, &mut out);
+        prost::encoding::encode_varint(f.len() as u64, &mut out);
+        out.extend_from_slice(f);
+    }
+    out
 }
 
 /// The protobuf package of a tool's messages: `mcpwire.tools.<name>`, with a hash suffix

@@ -43,13 +43,7 @@ pub(crate) fn ext_value(
         .then(|| opts.get_extension(ext).into_owned())
 }
 
-/// The JSON form of a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Shape {
-    Object,
-    OneOf,
-    AnyOf,
-}
+pub(crate) use crate::ir::Shape;
 
 /// Per-field facts.
 #[derive(Debug, Clone)]
@@ -99,11 +93,13 @@ impl Meta {
     pub(crate) fn build(pool: &DescriptorPool) -> Meta {
         let exts = Exts::of(pool);
         let mut meta = Meta::default();
-        for m in pool.all_messages() {
+        // Google's well-known types convert by the canonical proto3 JSON mapping instead.
+        let ours = |f: prost_reflect::FileDescriptor| !f.name().starts_with("google/protobuf/");
+        for m in pool.all_messages().filter(|m| ours(m.parent_file())) {
             meta.messages
                 .insert(m.full_name().to_owned(), msg_meta(&exts, &m));
         }
-        for e in pool.all_enums() {
+        for e in pool.all_enums().filter(|e| ours(e.parent_file())) {
             meta.enums
                 .insert(e.full_name().to_owned(), enum_meta(&exts, &e));
         }

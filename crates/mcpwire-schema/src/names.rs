@@ -3,7 +3,8 @@
 use std::collections::HashSet;
 
 /// Words protobuf's grammar gives a meaning to; a field or type named so gets a `_` suffix
-/// to keep the generated text unambiguous for every parser.
+/// to keep the generated text unambiguous for every parser (an `f_` prefix, not a `_`
+/// suffix, which protoc's JSON-name folding would drop).
 const RESERVED: &[&str] = &[
     "syntax",
     "edition",
@@ -70,7 +71,7 @@ pub(crate) fn identifier(s: &str) -> String {
         out.insert_str(0, "f_");
     }
     if RESERVED.contains(&out.as_str()) {
-        out.push('_');
+        out.insert_str(0, "f_");
     }
     out
 }
@@ -144,13 +145,18 @@ pub(crate) fn default_json_name(name: &str) -> String {
 }
 
 /// Names taken in one message scope. Every symbol (field, nested type, enum value) must
-/// differ exactly; fields must also differ after protoc's JSON-name folding (proto3 rejects
-/// `foo_bar` next to `fooBar`), compared case-insensitively.
+/// differ exactly. Fields must also differ in JSON: a field's name, its JSON name and its
+/// default JSON name may equal no other field's (JSON parsers accept both names, so
+/// protobuf runtimes reject such clashes), compared case-insensitively to also satisfy
+/// protoc's proto3 check.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Scope {
     exact: HashSet<String>,
-    folded: HashSet<String>,
+    json: HashSet<String>,
 }
+
+/// Give up renaming after this many candidates.
+const MAX_TRIES: usize = 1000;
 
 impl Scope {
     /// Marks a symbol taken without renaming it.
@@ -161,33 +167,48 @@ impl Scope {
     /// A type or enum-value name like `want` that no symbol in this scope has yet:
     /// `want`, `want_2`, `want_3`, …
     pub(crate) fn claim(&mut self, want: &str) -> String {
-        self.claim_with(want, false)
-    }
-
-    /// A field name like `want`, unique also after JSON-name folding.
-    pub(crate) fn claim_field(&mut self, want: &str) -> String {
-        self.claim_with(want, true)
-    }
-
-    fn claim_with(&mut self, want: &str, field: bool) -> String {
         let mut n = 1;
         loop {
-            let cand = if n == 1 {
-                want.to_owned()
-            } else {
-                format!("{want}_{n}")
-            };
-            let folded = default_json_name(&cand).to_ascii_lowercase();
-            let taken = self.exact.contains(&cand) || (field && self.folded.contains(&folded));
-            if !taken {
-                self.exact.insert(cand.clone());
-                if field {
-                    self.folded.insert(folded);
-                }
+            let cand = candidate(want, n);
+            if self.exact.insert(cand.clone()) {
                 return cand;
             }
             n += 1;
         }
+    }
+
+    /// A field name like `want` for JSON member `key` (`None`: the field's JSON name is its
+    /// default). `None` when `key` itself clashes with a field already claimed.
+    pub(crate) fn claim_field(&mut self, want: &str, key: Option<&str>) -> Option<String> {
+        for n in 1..=MAX_TRIES {
+            let cand = candidate(want, n);
+            let explicit = key.filter(|k| *k != cand);
+            let mut ids = vec![
+                cand.to_ascii_lowercase(),
+                default_json_name(&cand).to_ascii_lowercase(),
+            ];
+            if let Some(k) = explicit {
+                ids.push(k.to_ascii_lowercase());
+            }
+            if self.exact.contains(&cand) || ids.iter().any(|i| self.json.contains(i)) {
+                if explicit.is_some_and(|k| self.json.contains(&k.to_ascii_lowercase())) {
+                    return None;
+                }
+                continue;
+            }
+            self.exact.insert(cand.clone());
+            self.json.extend(ids);
+            return Some(cand);
+        }
+        None
+    }
+}
+
+fn candidate(want: &str, n: usize) -> String {
+    if n == 1 {
+        want.to_owned()
+    } else {
+        format!("{want}_{n}")
     }
 }
 
@@ -211,7 +232,7 @@ mod tests {
         assert_eq!(identifier("foo-bar.baz"), "foo_bar_baz");
         assert_eq!(identifier("1st"), "f_1st");
         assert_eq!(identifier(""), "field");
-        assert_eq!(identifier("message"), "message_");
+        assert_eq!(identifier("message"), "f_message");
         assert_eq!(pascal("date_range"), "DateRange");
         assert_eq!(upper_snake("dateRange"), "DATE_RANGE");
         assert_eq!(upper_snake("in-progress"), "IN_PROGRESS");
@@ -221,10 +242,26 @@ mod tests {
     #[test]
     fn scope_dedups_json_folding() {
         let mut s = Scope::default();
-        assert_eq!(s.claim_field("foo_bar"), "foo_bar");
-        assert_eq!(s.claim_field("fooBar"), "fooBar_2");
-        assert_eq!(s.claim_field("FOO_BAR"), "FOO_BAR_3");
+        assert_eq!(
+            s.claim_field("fooBar", Some("fooBar")).as_deref(),
+            Some("fooBar")
+        );
+        // foo_bar's default JSON name is fooBar: renamed, with an explicit JSON name
+        assert_eq!(
+            s.claim_field("foo_bar", Some("foo_bar")).as_deref(),
+            Some("foo_bar_2")
+        );
+        // foo-bar wants foo_bar, which is now another field's JSON name
+        assert_eq!(
+            s.claim_field("foo_bar", Some("foo-bar")).as_deref(),
+            Some("foo_bar_3")
+        );
+        // a JSON name equal to another field's name cannot be renamed away
+        assert_eq!(
+            s.claim_field("foo_bar_2", Some("foo_bar_2")).as_deref(),
+            None
+        );
         assert_eq!(s.claim("FooBar"), "FooBar");
-        assert_eq!(s.claim("foo_bar"), "foo_bar_2");
+        assert_eq!(s.claim("foo_bar"), "foo_bar");
     }
 }

@@ -45,6 +45,20 @@ impl Writer {
             "google.protobuf.Struct" => return json!({"type": "object"}),
             "google.protobuf.Value" => return json!({}),
             "google.protobuf.ListValue" => return json!({"type": "array"}),
+            "google.protobuf.Timestamp" => return json!({"type": "string", "format": "date-time"}),
+            "google.protobuf.Duration"
+            | "google.protobuf.FieldMask"
+            | "google.protobuf.StringValue"
+            | "google.protobuf.BytesValue" => return json!({"type": "string"}),
+            "google.protobuf.BoolValue" => return json!({"type": "boolean"}),
+            "google.protobuf.DoubleValue" | "google.protobuf.FloatValue" => {
+                return json!({"type": "number"});
+            }
+            "google.protobuf.Int32Value"
+            | "google.protobuf.Int64Value"
+            | "google.protobuf.UInt32Value"
+            | "google.protobuf.UInt64Value" => return json!({"type": "integer"}),
+            "google.protobuf.Any" | "google.protobuf.Empty" => return json!({"type": "object"}),
             _ => {}
         }
         if self.stack.contains(&name) {

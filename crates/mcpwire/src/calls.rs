@@ -92,8 +92,18 @@ pub(crate) struct Calls {
 impl Calls {
     /// No calls yet; subscribed to the router's backend events.
     pub(crate) fn new(router: Router) -> Calls {
-        let (peer_tx, peer_rx) = mpsc::channel(PEER_QUEUE);
         let events = router.events();
+        Calls::with_events(router, events)
+    }
+
+    /// No calls yet and no backend events: for a single stateless request, which has no
+    /// use for catalog changes (subscribing costs a lock on the shared event channel).
+    pub(crate) fn without_events(router: Router) -> Calls {
+        Calls::with_events(router, None)
+    }
+
+    fn with_events(router: Router, events: Option<broadcast::Receiver<BackendEvent>>) -> Calls {
+        let (peer_tx, peer_rx) = mpsc::channel(PEER_QUEUE);
         Calls {
             router,
             calls: FuturesUnordered::new(),

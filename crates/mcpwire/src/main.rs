@@ -8,6 +8,8 @@ use mcpwire::http::client::HttpClient;
 use mcpwire::http::{Guard, HttpConfig, HttpServer};
 use serde_json::Value;
 
+mod process_cmd;
+
 const ABOUT: &str = "mcpwire serves MCP tools over every wire from one fast core.";
 
 const LONG_ABOUT: &str = "\
@@ -25,6 +27,7 @@ Try it:
   mcpwire list http://127.0.0.1:8000/mcp  list the tools of an HTTP server
   mcpwire list 'mcpwire demo'           list the example's tools
   mcpwire call 'mcpwire demo' add --args '{\"a\": 2, \"b\": 3}'
+  mcpwire dev tools.py                  serve a protomcp tool file, reloading it on edits
 
 Logs go to stderr; set MCPWIRE_LOG (e.g. MCPWIRE_LOG=debug) to see more. stdout carries only
 protocol messages when serving over stdio.";
@@ -69,6 +72,10 @@ enum Command {
         #[arg(long, default_value = "{}")]
         args: String,
     },
+    /// Serve the tools of a protomcp tool file (Python, TypeScript, … written with a protomcp SDK).
+    Run(process_cmd::RunArgs),
+    /// Like `run`, and reload the tool process whenever the file changes.
+    Dev(process_cmd::RunArgs),
     /// Tool schemas as protobuf: JSON Schema → .proto, a server's FileDescriptorSet.
     Schema(mcpwire::schema_cli::SchemaArgs),
     /// Count the tokens a server's tool catalog costs an agent's context, rendered as
@@ -151,7 +158,7 @@ fn main() -> Result<()> {
     let http = matches!(
         &cli.command,
         Command::Demo { serve } if !matches!(serve.transport, Transport::Stdio)
-    );
+    ) || matches!(&cli.command, Command::Run(a) | Command::Dev(a) if a.is_http());
     // HTTP serves many clients: use every core. Stdio serves one: stay on this thread.
     let mut builder = if http {
         tokio::runtime::Builder::new_multi_thread()
@@ -234,6 +241,28 @@ async fn serve_http(service: Service, args: HttpArgs) -> Result<()> {
     server.serve().await.context("serving http")
 }
 
+/// Loads `--schema-registry` into the service's proto-mcp catalog, when given.
+fn use_schema_registry(service: &mut Service, serve: &ServeArgs) -> Result<()> {
+    if let Some(dir) = &serve.schema_registry {
+        let converter = mcpwire::proto::converter_with_registry(dir)
+            .with_context(|| format!("loading the schema registry {}", dir.display()))?;
+        service.proto = std::sync::Arc::new(mcpwire_proto::ProtoCatalog::new(converter));
+    }
+    Ok(())
+}
+
+/// Serves proto-mcp over WebSocket (`--transport ws`) or gRPC (`--transport grpc`).
+async fn serve_proto(service: Service, serve: &ServeArgs) -> Result<()> {
+    let addr = std::net::SocketAddr::new(serve.http.host, serve.http.port);
+    if matches!(serve.transport, Transport::Ws) {
+        let (path, max) = (&serve.http.path, serve.http.max_sessions);
+        mcpwire::proto::serve_ws(service, addr, path, max).await
+    } else {
+        mcpwire::proto::serve_grpc(service, addr).await
+    }
+    .with_context(|| format!("serving on {addr}"))
+}
+
 /// Prints a line of command output; a closed stdout (`mcpwire list … | head`) ends the
 /// program quietly instead of panicking.
 fn emit(line: &str) {
@@ -263,11 +292,7 @@ async fn run(cli: Cli) -> Result<()> {
             std::sync::Arc::make_mut(&mut service.config)
                 .limits
                 .max_in_flight = serve.max_in_flight;
-            if let Some(dir) = &serve.schema_registry {
-                let converter = mcpwire::proto::converter_with_registry(dir)
-                    .with_context(|| format!("loading the schema registry {}", dir.display()))?;
-                service.proto = std::sync::Arc::new(mcpwire_proto::ProtoCatalog::new(converter));
-            }
+            use_schema_registry(&mut service, &serve)?;
             match serve.transport {
                 Transport::Stdio => {
                     if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
@@ -280,18 +305,11 @@ async fn run(cli: Cli) -> Result<()> {
                     service.serve_stdio().await.context("serving stdio")?
                 }
                 Transport::Http => serve_http(service, serve.http).await?,
-                Transport::Ws | Transport::Grpc => {
-                    let addr = std::net::SocketAddr::new(serve.http.host, serve.http.port);
-                    if matches!(serve.transport, Transport::Ws) {
-                        let (path, max) = (&serve.http.path, serve.http.max_sessions);
-                        mcpwire::proto::serve_ws(service, addr, path, max).await
-                    } else {
-                        mcpwire::proto::serve_grpc(service, addr).await
-                    }
-                    .with_context(|| format!("serving on {addr}"))?
-                }
+                Transport::Ws | Transport::Grpc => serve_proto(service, &serve).await?,
             }
         }
+        Command::Run(args) => process_cmd::run(args, false).await?,
+        Command::Dev(args) => process_cmd::run(args, true).await?,
         Command::List { target, json } => {
             let mut client = Client::connect(&target)
                 .await

@@ -23,10 +23,10 @@ pub enum SchemaCliError {
     /// Talking to the server failed.
     #[error(transparent)]
     Client(#[from] ClientError),
-    /// A schema did not convert.
-    #[error("tool {tool}: {error}")]
+    /// A schema did not convert or resolve.
+    #[error("{tool}: {error}")]
     Schema {
-        /// The tool.
+        /// The tool, reference or registry.
         tool: String,
         /// What went wrong.
         error: mcpwire_schema::SchemaError,
@@ -57,6 +57,26 @@ pub enum SchemaCommand {
         /// Write the binary FileDescriptorSet here (- for stdout).
         #[arg(long, short)]
         output: Option<PathBuf>,
+    },
+    /// Resolve a `buf.build/{owner}/{repo}/{pkg}.{Msg}:{version}` reference against a
+    /// registry directory (`{dir}/{owner}/{repo}/{version}/**.proto`) and print the
+    /// message's JSON Schema (or, with --proto, its file's source).
+    Resolve {
+        /// The registry directory.
+        #[arg(long, value_name = "DIR")]
+        registry: PathBuf,
+        /// The reference.
+        reference: String,
+        /// Print the .proto source of the message's file instead of its JSON Schema.
+        #[arg(long)]
+        proto: bool,
+    },
+    /// Print a generated catalog of N realistic tools as a tools/list result (the
+    /// deterministic fixture behind docs/tokens.md).
+    Catalog {
+        /// How many tools.
+        #[arg(default_value_t = 10)]
+        n: usize,
     },
 }
 
@@ -189,6 +209,38 @@ pub async fn run_schema(args: SchemaArgs) -> Result<(), SchemaCliError> {
             }
             emit(&out);
         }
+        SchemaCommand::Resolve {
+            registry,
+            reference,
+            proto,
+        } => {
+            let reg = mcpwire_schema::Registry::load(&registry).map_err(|error| {
+                SchemaCliError::Schema {
+                    tool: registry.display().to_string(),
+                    error,
+                }
+            })?;
+            let s = reg
+                .resolve(&reference)
+                .map_err(|error| SchemaCliError::Schema {
+                    tool: reference.clone(),
+                    error,
+                })?;
+            if proto {
+                emit(s.proto_source());
+            } else {
+                let schema = mcpwire_schema::message_schema(&s.input);
+                let text = serde_json::to_string_pretty(&schema)
+                    .map_err(|e| SchemaCliError::Io(e.to_string()))?;
+                emit(&format!("{text}\n"));
+            }
+        }
+        SchemaCommand::Catalog { n } => {
+            let tools = crate::catalog::synthetic_catalog(n);
+            let text = serde_json::to_string_pretty(&json!({ "tools": tools }))
+                .map_err(|e| SchemaCliError::Io(e.to_string()))?;
+            emit(&format!("{text}\n"));
+        }
         SchemaCommand::Descriptor { target, output } => {
             let tools = fetch_tools(&target).await?;
             let mut seen = HashSet::new();
@@ -228,31 +280,12 @@ pub async fn run_schema(args: SchemaArgs) -> Result<(), SchemaCliError> {
 /// Appends the files of encoded set `set` whose names are not in `seen` (one shared copy
 /// of `buf/validate/validate.proto` and the options file for all tools).
 fn append_new_files(out: &mut Vec<u8>, set: &[u8], seen: &mut HashSet<String>) {
-    use prost::Message as _;
-    let mut buf = set;
-    while !buf.is_empty() {
-        let Ok((tag, wire)) = prost::encoding::decode_key(&mut buf) else {
-            return;
-        };
-        let Ok(len) = prost::encoding::decode_varint(&mut buf) else {
-            return;
-        };
-        let len = len as usize;
-        if tag != 1 || wire != prost::encoding::WireType::LengthDelimited || len > buf.len() {
-            return;
-        }
-        let (file, rest) = buf.split_at(len);
-        buf = rest;
-        let name = prost_types::FileDescriptorProto::decode(file)
-            .ok()
-            .and_then(|f| f.name)
-            .unwrap_or_default();
-        if seen.insert(name) {
-            prost::encoding::encode_key(1, prost::encoding::WireType::LengthDelimited, out);
-            prost::encoding::encode_varint(len as u64, out);
-            out.extend_from_slice(file);
-        }
-    }
+    let files = mcpwire_schema::split_file_set(set);
+    let new = files
+        .into_iter()
+        .filter(|(name, _)| seen.insert(name.clone()))
+        .map(|(_, f)| f);
+    out.extend(mcpwire_schema::join_file_set(new));
 }
 
 /// Runs `mcpwire tokens`.

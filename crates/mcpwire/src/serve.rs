@@ -37,6 +37,11 @@ impl Service {
         let info: Implementation = server.server_info().clone();
         let instructions = server.instructions().map(str::to_owned);
         let router = Router::new(server).with_tasks(TaskConfig::default());
+        Service::new(router, info, instructions)
+    }
+
+    /// A service over any router, introducing itself as `info`.
+    pub fn new(router: Router, info: Implementation, instructions: Option<String>) -> Service {
         let config = SessionConfig {
             server_info: info,
             capabilities: router.info().capabilities.clone(),

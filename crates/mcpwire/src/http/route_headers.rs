@@ -117,20 +117,31 @@ fn check_params(headers: &HeaderMap, req: &Request, router: &Router) -> Result<(
     if req.method != Method::ToolsCall {
         return Ok(());
     }
+    // The name alone first (no allocation for the arguments): most tools declare no
+    // header parameters, and then nothing else is read.
+    #[derive(serde::Deserialize)]
+    struct Name<'a> {
+        #[serde(borrow)]
+        name: std::borrow::Cow<'a, str>,
+    }
+    let Some(params) = req.params.as_deref() else {
+        return Ok(());
+    };
+    let Ok(Name { name }) = serde_json::from_str::<Name<'_>>(params.get()) else {
+        return Ok(()); // the session answers a malformed call
+    };
+    let Some(routing) = router.tool_routing(&name) else {
+        return Ok(());
+    };
+    if routing.header_params.is_empty() {
+        return Ok(());
+    }
     #[derive(serde::Deserialize)]
     struct Call {
-        name: String,
         #[serde(default)]
         arguments: Option<serde_json::Map<String, serde_json::Value>>,
     }
-    let Some(call) = req
-        .params
-        .as_deref()
-        .and_then(|p| serde_json::from_str::<Call>(p.get()).ok())
-    else {
-        return Ok(()); // the session answers a malformed call
-    };
-    let Some(routing) = router.tool_routing(&call.name) else {
+    let Ok(call) = serde_json::from_str::<Call>(params.get()) else {
         return Ok(());
     };
     for param in &routing.header_params {

@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 use futures::{Stream, StreamExt};
-use mcpwire_model::{Message, Outbound, Request, RequestId};
+use mcpwire_model::{Message, Method, Outbound, Request, RequestId};
 use mcpwire_session::ServerSession;
 
 use crate::Service;
@@ -26,9 +26,16 @@ pub(crate) struct Exchange {
 impl Exchange {
     /// Hands `req` to a fresh session.
     pub(crate) fn start(service: &Service, req: Request) -> Exchange {
+        // Only `subscriptions/listen` streams catalog changes.
+        let listens = matches!(&req.method, Method::Other(m) if &**m == "subscriptions/listen");
+        let calls = if listens {
+            Calls::new(service.router.clone())
+        } else {
+            Calls::without_events(service.router.clone())
+        };
         let mut ex = Exchange {
             session: ServerSession::new(service.config.clone()),
-            calls: Calls::new(service.router.clone()),
+            calls,
             out: VecDeque::new(),
             id: req.id.clone(),
             done: false,

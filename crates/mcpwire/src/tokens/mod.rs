@@ -12,6 +12,10 @@ use serde_json::{Map, Value, json};
 
 use mcpwire_schema::{ToolSchemas, tool_package};
 
+mod text;
+
+use text::{signatures, strip_param_descriptions};
+
 /// One rendering of a catalog and its token counts.
 #[derive(Debug, Clone)]
 pub struct Row {
@@ -67,8 +71,9 @@ pub fn renderings(tools: &[Value]) -> (Vec<(&'static str, &'static str, String)>
             serde_json::to_string_pretty(&list).unwrap_or_default(),
         ),
     ];
-    let inline = listing(&schemas, true);
-    let refs = listing(&schemas, false);
+    let inline = listing(&schemas, Schemas::Inline);
+    let own = listing(&schemas, Schemas::InlineOwnFile);
+    let refs = listing(&schemas, Schemas::Refs);
     out.push((
         "proto_inline_json",
         "proto-mcp ListToolsResponse, inline schemas, proto3 JSON",
@@ -78,6 +83,11 @@ pub fn renderings(tools: &[Value]) -> (Vec<(&'static str, &'static str, String)>
         "proto_inline_b64",
         "proto-mcp ListToolsResponse, inline schemas, base64 binary (spec's method)",
         inline.1,
+    ));
+    out.push((
+        "proto_inline_own_json",
+        "proto-mcp ListToolsResponse, inline schemas without the shared imports, proto3 JSON",
+        own.0,
     ));
     out.push((
         "proto_refs_json",
@@ -199,8 +209,19 @@ fn put_str(buf: &mut Vec<u8>, tag: u32, s: &[u8]) {
     buf.extend_from_slice(s);
 }
 
+/// What a listing carries for each tool's schema.
+#[derive(Clone, Copy, PartialEq)]
+enum Schemas {
+    /// `inline_schema`: the tool's file and its imports, as `ToolSchemas` gives them.
+    Inline,
+    /// `inline_schema` with the tool's own file only (imports sent once, elsewhere).
+    InlineOwnFile,
+    /// `bsr_ref` only.
+    Refs,
+}
+
 /// (proto3 JSON, base64 of binary) of a `ListToolsResponse` with inline schemas or refs.
-fn listing(schemas: &[(&Value, ToolSchemas)], inline: bool) -> (String, String) {
+fn listing(schemas: &[(&Value, ToolSchemas)], mode: Schemas) -> (String, String) {
     let mut json_tools = Vec::new();
     let mut bin = Vec::new();
     for (t, s) in schemas {
@@ -220,12 +241,20 @@ fn listing(schemas: &[(&Value, ToolSchemas)], inline: bool) -> (String, String) 
         if let Some(o) = &s.output {
             metadata.push(("output_type", o.full_name().to_owned()));
         }
-        if inline {
-            put_str(&mut tool, 4, s.file_set_bytes());
-            obj.insert(
-                "inlineSchema".into(),
-                file_set_json(s.pool(), s.file_set_bytes()),
-            );
+        if mode != Schemas::Refs {
+            let set = if mode == Schemas::Inline {
+                s.file_set_bytes().to_vec()
+            } else {
+                let files = mcpwire_schema::split_file_set(s.file_set_bytes());
+                mcpwire_schema::join_file_set(
+                    files
+                        .into_iter()
+                        .filter(|(n, _)| n.starts_with("mcpwire/tools/"))
+                        .map(|(_, f)| f),
+                )
+            };
+            put_str(&mut tool, 4, &set);
+            obj.insert("inlineSchema".into(), file_set_json(s.pool(), &set));
         } else {
             let r = input_ref(name);
             put_str(&mut tool, 3, r.as_bytes());
@@ -297,131 +326,4 @@ fn proto_text(schemas: &[(&Value, ToolSchemas)], lean: bool) -> String {
         s.push('\n');
     }
     s
-}
-
-/// `name(a: string, b?: 1|2) — description` lines: the same facts as JSON Schema in a
-/// compact notation.
-fn signatures(tools: &[Value], param_docs: bool) -> String {
-    let mut s = String::new();
-    for t in tools {
-        let _ = writeln!(
-            s,
-            "{}: {}",
-            t["name"].as_str().unwrap_or_default(),
-            t["description"].as_str().unwrap_or_default()
-        );
-        let schema = t.get("inputSchema").cloned().unwrap_or(json!({}));
-        let _ = writeln!(s, "  ({})", object_sig(&schema, param_docs, 1));
-    }
-    s
-}
-
-fn type_sig(s: &Value, docs: bool, depth: usize) -> String {
-    if depth > 8 {
-        return "any".into();
-    }
-    if let Some(e) = s.get("enum").and_then(Value::as_array) {
-        return e
-            .iter()
-            .map(|v| v.to_string())
-            .collect::<Vec<_>>()
-            .join("|");
-    }
-    let ty = match s.get("type") {
-        Some(Value::String(t)) => t.clone(),
-        Some(Value::Array(ts)) => {
-            return ts
-                .iter()
-                .filter_map(Value::as_str)
-                .map(|t| type_sig(&json!({"type": t}), docs, depth + 1))
-                .collect::<Vec<_>>()
-                .join("|");
-        }
-        _ => return "any".into(),
-    };
-    let mut out = match ty.as_str() {
-        "integer" => "int".to_owned(),
-        "array" => format!(
-            "{}[]",
-            s.get("items")
-                .map_or("any".to_owned(), |i| type_sig(i, docs, depth + 1))
-        ),
-        "object" if s.get("properties").is_some() => {
-            format!("{{{}}}", object_sig(s, docs, depth + 1))
-        }
-        "object" => "object".to_owned(),
-        other => other.to_owned(),
-    };
-    let mut cons = Vec::new();
-    for (k, label) in [
-        ("minLength", "min"),
-        ("maxLength", "max"),
-        ("minimum", ">="),
-        ("maximum", "<="),
-        ("maxItems", "max"),
-        ("pattern", "~"),
-        ("format", ""),
-    ] {
-        if let Some(v) = s.get(k) {
-            let v = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
-            cons.push(format!("{label}{v}"));
-        }
-    }
-    if !cons.is_empty() {
-        let _ = write!(out, "<{}>", cons.join(","));
-    }
-    out
-}
-
-fn object_sig(s: &Value, docs: bool, depth: usize) -> String {
-    let required: Vec<&str> = s
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    let Some(props) = s.get("properties").and_then(Value::as_object) else {
-        return String::new();
-    };
-    let mut parts = Vec::new();
-    for (k, v) in props {
-        let opt = if required.contains(&k.as_str()) {
-            ""
-        } else {
-            "?"
-        };
-        let mut p = format!("{k}{opt}: {}", type_sig(v, docs, depth));
-        if docs && let Some(d) = v.get("description").and_then(Value::as_str) {
-            let _ = write!(p, " /* {d} */");
-        }
-        parts.push(p);
-    }
-    parts.join(", ")
-}
-
-fn strip_param_descriptions(t: &Value) -> Value {
-    /// Removes `description` from schema `v` and its subschemas (not from property names).
-    fn strip(v: &mut Value) {
-        match v {
-            Value::Object(m) => {
-                m.remove("description");
-                for (k, x) in m.iter_mut() {
-                    match (k.as_str(), x) {
-                        ("properties" | "$defs" | "definitions", Value::Object(props)) => {
-                            props.values_mut().for_each(strip)
-                        }
-                        (_, x) => strip(x),
-                    }
-                }
-            }
-            Value::Array(a) => a.iter_mut().for_each(strip),
-            _ => {}
-        }
-    }
-    let mut t = t.clone();
-    for key in ["inputSchema", "outputSchema"] {
-        if let Some(s) = t.get_mut(key) {
-            strip(s);
-        }
-    }
-    t
 }

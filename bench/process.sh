@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Tool-process host overhead: mcpwire's native echo vs the same echo in a protomcp tool process
+# hosted by `mcpwire run` (the tiny Rust peer `protomcp_echo`, and the Python SDK's echo tool
+# from tests/python/protomcp_tools/kitchen.py), same loadgen run. The p50 difference between
+# `native` and `process` is the host's overhead per call.
+#
+# Extra arguments go to loadgen, e.g.: bench/process.sh -n 20000 --runs 3 --inflight 1,16
+# The Python case needs target/venv with protomcp (scripts/test.sh installs it).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+target="${CARGO_TARGET_DIR:-target}/release"
+py="${PROTOMCP_PYTHON:-$PWD/target/venv/bin/python}"
+
+cargo build --release -p mcpwire -p mcpwire-bench
+
+servers=(
+    --server "native=$target/mcpwire_echo"
+    --server "process=$target/mcpwire run $target/protomcp_echo"
+)
+if [ -x "$py" ] && "$py" -c 'import protomcp' 2>/dev/null; then
+    servers+=(--server "python-sdk=$target/mcpwire run --runtime $py tests/python/protomcp_tools/kitchen.py")
+fi
+exec "$target/loadgen" "${servers[@]}" "$@"

@@ -1,0 +1,280 @@
+//! Forwarding MCP requests to the process: tool calls (with middleware), reads, prompts,
+//! completions, and the run-time definitions whose handlers do it.
+
+use std::collections::BTreeMap;
+use std::sync::Weak;
+
+use mcpwire_model::types::{CallToolResult, CompleteParams, CompletionRef, ResourceContents};
+use mcpwire_model::{McpError, Reply, to_raw};
+use mcpwire_router::{
+    CallCtx, PromptDef, ResourceDef, TaskSupport, TemplateDef, ToolDef, ToolError, UriTemplate,
+};
+use serde_json::Value;
+
+use crate::backend::Shared;
+use crate::conn::Answer;
+use crate::pb::{self, envelope::Msg};
+use crate::{convert, sideband};
+
+/// Why a catalog request to the process failed.
+fn unexpected(what: &str, a: Answer) -> McpError {
+    match a {
+        Answer::Failed(r) => McpError::Internal(r),
+        _ => McpError::Internal(format!("tool process answered {what} with something else")),
+    }
+}
+
+impl Shared {
+    pub(crate) async fn call_tool(
+        &self,
+        ctx: CallCtx,
+        name: String,
+        args: Value,
+    ) -> Result<CallToolResult, ToolError> {
+        let conn = self.conn(&ctx).await.map_err(ToolError::new)?;
+        let mut args_json = args.to_string();
+        let mut mws = conn.middleware.clone();
+        mws.sort_by_key(|m| m.1);
+        for (mw, _) in &mws {
+            let req = pb::MiddlewareInterceptRequest {
+                middleware_name: mw.clone(),
+                phase: "before".into(),
+                tool_name: name.clone(),
+                arguments_json: args_json.clone(),
+                ..Default::default()
+            };
+            if let Answer::Env(Msg::MiddlewareInterceptResponse(r)) = conn
+                .request(|_| Msg::MiddlewareIntercept(req), None, false)?
+                .wait()
+                .await
+            {
+                if r.reject {
+                    return Ok(CallToolResult::error(r.reject_reason));
+                }
+                if !r.arguments_json.is_empty() {
+                    args_json = r.arguments_json;
+                }
+            }
+        }
+        let progress = ctx.progress_token().is_some();
+        let tool = name.clone();
+        let pc = conn
+            .request(
+                move |id| {
+                    Msg::CallTool(pb::CallToolRequest {
+                        name: tool,
+                        arguments_json: args_json,
+                        progress_token: if progress {
+                            id.to_owned()
+                        } else {
+                            String::new()
+                        },
+                    })
+                },
+                Some(ctx),
+                true,
+            )
+            .map_err(|e| ToolError::new(e.to_string()))?;
+        let mut result = match pc.wait().await {
+            Answer::Env(Msg::CallResult(r)) => convert::call_result(r),
+            Answer::Raw { header, payload } => {
+                let text = sideband::decode_result(&header, &payload, self.config.max_raw)?;
+                CallToolResult::new(convert::content_blocks(text))
+            }
+            Answer::InputRequired => return Err(McpError::InputRequired.into()),
+            Answer::Failed(reason) => return Err(ToolError::new(reason)),
+            Answer::Env(_) => {
+                return Err(ToolError::new(
+                    "tool process answered the call with something else",
+                ));
+            }
+        };
+        for (mw, _) in mws.iter().rev() {
+            let req = pb::MiddlewareInterceptRequest {
+                middleware_name: mw.clone(),
+                phase: "after".into(),
+                tool_name: name.clone(),
+                result_json: to_raw(&result).get().to_owned(),
+                is_error: result.is_error == Some(true),
+                ..Default::default()
+            };
+            if let Answer::Env(Msg::MiddlewareInterceptResponse(r)) = conn
+                .request(|_| Msg::MiddlewareIntercept(req), None, false)?
+                .wait()
+                .await
+                && let Ok(replaced) = serde_json::from_str::<CallToolResult>(&r.result_json)
+            {
+                result = replaced;
+            }
+        }
+        Ok(result)
+    }
+
+    pub(crate) async fn read(
+        &self,
+        ctx: CallCtx,
+        uri: String,
+    ) -> Result<Vec<ResourceContents>, McpError> {
+        let conn = self.conn(&ctx).await.map_err(McpError::Internal)?;
+        let pc = conn.request(
+            |_| Msg::ReadResourceRequest(pb::ReadResourceRequest { uri }),
+            Some(ctx),
+            false,
+        )?;
+        match pc.wait().await {
+            Answer::Env(Msg::ReadResourceResponse(r)) => Ok(convert::contents(r)),
+            other => Err(unexpected("resources/read", other)),
+        }
+    }
+
+    pub(crate) async fn get_prompt(
+        &self,
+        ctx: CallCtx,
+        name: String,
+        args: BTreeMap<String, String>,
+    ) -> Result<mcpwire_model::types::GetPromptResult, McpError> {
+        let conn = self.conn(&ctx).await.map_err(McpError::Internal)?;
+        let arguments_json = serde_json::to_string(&args).unwrap_or_else(|_| "{}".into());
+        let pc = conn.request(
+            |_| {
+                Msg::GetPromptRequest(pb::GetPromptRequest {
+                    name,
+                    arguments_json,
+                })
+            },
+            Some(ctx),
+            false,
+        )?;
+        match pc.wait().await {
+            Answer::Env(Msg::GetPromptResponse(r)) => Ok(convert::prompt(r)),
+            other => Err(unexpected("prompts/get", other)),
+        }
+    }
+
+    pub(crate) async fn complete(
+        &self,
+        ctx: CallCtx,
+        p: CompleteParams,
+    ) -> Result<Reply, McpError> {
+        let conn = self.conn(&ctx).await.map_err(McpError::Internal)?;
+        let (ref_type, ref_name) = match p.reference {
+            CompletionRef::Prompt { name } => ("ref/prompt", name),
+            CompletionRef::Resource { uri } => ("ref/resource", uri),
+        };
+        let req = pb::CompletionRequest {
+            ref_type: ref_type.into(),
+            ref_name,
+            argument_name: p.argument.name,
+            argument_value: p.argument.value,
+        };
+        let pc = conn.request(|_| Msg::CompletionRequest(req), Some(ctx), false)?;
+        match pc.wait().await {
+            Answer::Env(Msg::CompletionResponse(r)) => {
+                Ok(Reply::Complete(to_raw(&convert::completion(r))))
+            }
+            other => Err(unexpected("completion/complete", other)),
+        }
+    }
+}
+
+pub(crate) fn tool_def(weak: &Weak<Shared>, d: &pb::ToolDefinition) -> ToolDef {
+    let t = convert::tool(d);
+    let weak = weak.clone();
+    let name = t.name.clone();
+    let mut def = ToolDef::raw(t.name.clone(), t.input_schema.clone(), move |ctx, args| {
+        let weak = weak.clone();
+        let name = name.clone();
+        async move {
+            match weak.upgrade() {
+                Some(s) => s.call_tool(ctx, name, args).await,
+                None => Err(ToolError::new("the tool host stopped")),
+            }
+        }
+    });
+    if let Some(d) = t.description {
+        def = def.description(d);
+    }
+    if let Some(title) = t.title {
+        def = def.title(title);
+    }
+    if let Some(a) = t.annotations {
+        def = def.annotations(a);
+    }
+    if let Some(o) = t.output_schema {
+        def = def.output_schema(o);
+    }
+    if d.task_support {
+        // The router's tasks layer runs it as an MCP task; the process sees an ordinary call.
+        def = def.task_support(TaskSupport::Optional);
+    }
+    def
+}
+
+pub(crate) fn resource_def(weak: &Weak<Shared>, r: pb::ResourceDefinition) -> ResourceDef {
+    let weak = weak.clone();
+    let mut def = ResourceDef::new(r.uri, r.name, move |ctx, uri| {
+        let weak = weak.clone();
+        async move {
+            match weak.upgrade() {
+                Some(s) => s.read(ctx, uri).await,
+                None => Err(McpError::Internal("the tool host stopped".into())),
+            }
+        }
+    });
+    if !r.description.is_empty() {
+        def = def.description(r.description);
+    }
+    if !r.mime_type.is_empty() {
+        def = def.mime_type(r.mime_type);
+    }
+    def
+}
+
+pub(crate) fn template_def(
+    weak: &Weak<Shared>,
+    t: pb::ResourceTemplateDefinition,
+) -> Option<TemplateDef> {
+    if let Err(e) = UriTemplate::parse(&t.uri_template) {
+        tracing::warn!(template = %t.uri_template, "skipping an invalid resource template: {e}");
+        return None;
+    }
+    let weak = weak.clone();
+    let mut def = TemplateDef::new(t.uri_template, t.name, move |ctx, uri, _vars| {
+        let weak = weak.clone();
+        async move {
+            match weak.upgrade() {
+                Some(s) => s.read(ctx, uri).await,
+                None => Err(McpError::Internal("the tool host stopped".into())),
+            }
+        }
+    });
+    if !t.description.is_empty() {
+        def = def.description(t.description);
+    }
+    if !t.mime_type.is_empty() {
+        def = def.mime_type(t.mime_type);
+    }
+    Some(def)
+}
+
+pub(crate) fn prompt_def(weak: &Weak<Shared>, p: pb::PromptDefinition) -> PromptDef {
+    let weak = weak.clone();
+    let name = p.name.clone();
+    let mut def = PromptDef::new(p.name, move |ctx, args| {
+        let weak = weak.clone();
+        let name = name.clone();
+        async move {
+            match weak.upgrade() {
+                Some(s) => s.get_prompt(ctx, name, args).await,
+                None => Err(McpError::Internal("the tool host stopped".into())),
+            }
+        }
+    });
+    if !p.description.is_empty() {
+        def = def.description(p.description);
+    }
+    for a in p.arguments {
+        def = def.argument(a.name, a.description, a.required);
+    }
+    def
+}

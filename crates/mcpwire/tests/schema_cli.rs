@@ -1,0 +1,196 @@
+//! `mcpwire schema` and `mcpwire tokens` end to end: golden `.proto` output, the
+//! FileDescriptorSet of a real server, and golden token counts for a fixed catalog.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use prost::Message as _;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_mcpwire")
+}
+
+fn golden_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/schema_golden")
+}
+
+/// `mcpwire schema to-proto` prints exactly the checked-in `.proto` for each fixture.
+/// Set MCPWIRE_UPDATE_GOLDEN=1 to rewrite the snapshots after an intended change.
+#[test]
+fn to_proto_matches_snapshots() {
+    let mut checked = 0;
+    let mut entries: Vec<_> = std::fs::read_dir(golden_dir())
+        .expect("golden dir")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    entries.sort();
+    for json in entries {
+        let out = Command::new(bin())
+            .args(["schema", "to-proto"])
+            .arg(&json)
+            .output()
+            .expect("runs");
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            json.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let got = String::from_utf8(out.stdout).expect("utf-8");
+        let golden = json.with_extension("proto");
+        if std::env::var_os("MCPWIRE_UPDATE_GOLDEN").is_some() {
+            std::fs::write(&golden, &got).expect("write golden");
+        }
+        let want = std::fs::read_to_string(&golden).expect("golden file");
+        assert_eq!(got, want, "{} differs from its snapshot", json.display());
+        checked += 1;
+    }
+    assert!(checked >= 3, "fixtures missing");
+}
+
+#[test]
+fn to_proto_reports_bad_input() {
+    let dir = std::env::temp_dir().join(format!("mcpwire-to-proto-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, r#"{"type": "string"}"#).unwrap();
+    let out = Command::new(bin())
+        .args(["schema", "to-proto"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("must be \"object\""));
+    std::fs::write(&bad, "{not json").unwrap();
+    let out = Command::new(bin())
+        .args(["schema", "to-proto"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The FileDescriptorSet of the demo server's tools, over stdio, decodes and holds one
+/// file per tool plus one shared copy of each dependency.
+#[test]
+fn descriptor_of_a_stdio_server() {
+    let target = format!("{} demo", bin());
+    let out = Command::new(bin())
+        .args(["schema", "descriptor", &target, "-o", "-"])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let set = prost_types::FileDescriptorSet::decode(out.stdout.as_slice()).expect("decodes");
+    let names: Vec<String> = set.file.iter().filter_map(|f| f.name.clone()).collect();
+    assert!(
+        names.contains(&"mcpwire/tools/echo.proto".to_owned()),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&"mcpwire/tools/add.proto".to_owned()),
+        "{names:?}"
+    );
+    let validate = names
+        .iter()
+        .filter(|n| *n == "buf/validate/validate.proto")
+        .count();
+    assert!(validate <= 1, "{names:?}");
+    // the set builds a pool with the well-known files
+    let mut pool = prost_reflect::DescriptorPool::global();
+    pool.decode_file_descriptor_set(out.stdout.as_slice())
+        .expect("a consistent set");
+    assert!(
+        pool.get_message_by_name("mcpwire.tools.add.Input")
+            .is_some()
+    );
+
+    let out = Command::new(bin())
+        .args(["schema", "descriptor", &target])
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON form");
+    assert!(
+        json["file"]
+            .as_array()
+            .is_some_and(|f| f.len() >= names.len())
+    );
+}
+
+/// Golden token counts for a small fixed catalog (the generator, the converter and the
+/// tokenizers are all deterministic; a change here is a change to docs/tokens.md).
+#[test]
+fn token_counts_for_a_fixed_catalog() {
+    let tools = mcpwire::catalog::synthetic_catalog(5);
+    let report = mcpwire::tokens::report(&tools);
+    let got: Vec<(&str, usize, usize)> = report
+        .rows
+        .iter()
+        .map(|r| (r.key, r.cl100k, r.o200k))
+        .collect();
+    let want = GOLDEN_5;
+    assert_eq!(got, want, "token counts changed: {got:?}");
+    assert!(report.unconverted.is_empty());
+}
+
+const GOLDEN_5: &[(&str, usize, usize)] = &[
+    ("jsonrpc", 866, 914),
+    ("jsonrpc_pretty", 1555, 1561),
+    ("proto_inline_json", 66474, 66803),
+    ("proto_inline_b64", 53083, 49841),
+    ("proto_inline_own_json", 10695, 10783),
+    ("proto_refs_json", 345, 353),
+    ("proto_refs_b64", 1264, 1182),
+    ("proto_text", 1385, 1394),
+    ("proto_text_lean", 955, 957),
+    ("signature", 545, 547),
+    ("signature_nodesc", 305, 307),
+    ("jsonrpc_nodesc", 601, 649),
+];
+
+/// `mcpwire schema resolve` compiles a registry directory and answers references; an
+/// unknown reference fails with the resolution error.
+#[test]
+fn resolve_against_a_registry_directory() {
+    let dir = std::env::temp_dir().join(format!("mcpwire-resolve-{}", std::process::id()));
+    let module = dir.join("acme/tools/v1/acme/tools/v1");
+    std::fs::create_dir_all(&module).unwrap();
+    std::fs::write(
+        module.join("search.proto"),
+        "syntax = \"proto3\";\npackage acme.tools.v1;\n// Search.\nmessage WebSearchRequest {\n  string query = 1;\n}\n",
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        Command::new(bin())
+            .args(["schema", "resolve", "--registry"])
+            .arg(&dir)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["buf.build/acme/tools/acme.tools.v1.WebSearchRequest:v1"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let schema: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(schema["properties"]["query"]["type"], "string");
+    assert_eq!(schema["description"], "Search.");
+    let out = run(&[
+        "--proto",
+        "buf.build/acme/tools/acme.tools.v1.WebSearchRequest:v1",
+    ]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("message WebSearchRequest"));
+    let out = run(&["buf.build/acme/tools/acme.tools.v1.Missing:v1"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("schema reference not resolved"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
