@@ -40,6 +40,14 @@ pub mod codes {
     pub const BB_INVALID_TOOL_PARAMS: i64 = -32002;
     /// bb-1.0: server not initialized.
     pub const BB_NOT_INITIALIZED: i64 = -32003;
+    /// proto-mcp: a schema reference could not be resolved.
+    pub const PROTO_SCHEMA_UNRESOLVED: i64 = -33000;
+    /// proto-mcp: the tool's arguments failed its schema.
+    pub const PROTO_SCHEMA_VALIDATION: i64 = -33001;
+    /// proto-mcp: the requested protocol version is not supported.
+    pub const PROTO_UNSUPPORTED_VERSION: i64 = -33002;
+    /// proto-mcp: the request (a tool call) timed out.
+    pub const PROTO_TIMEOUT: i64 = -33003;
 }
 
 /// A JSON-RPC error object as it appears on the wire.
@@ -117,12 +125,25 @@ pub enum McpError {
     /// No prompt has this name (−32602).
     #[error("Unknown prompt: {0}")]
     PromptNotFound(String),
+    /// A schema (a proto-mcp `Any` type URL, a registry reference) could not be resolved
+    /// (proto-mcp −33000; −32602 elsewhere).
+    #[error("Schema not resolved: {0}")]
+    SchemaUnresolved(String),
+    /// The client asked for a protocol version this server cannot speak (proto-mcp −33002,
+    /// MCP −32022), with `data {requested, supported}`.
+    #[error("Unsupported protocol version: {requested}")]
+    UnsupportedVersion {
+        /// The version asked for.
+        requested: String,
+        /// The versions this server speaks.
+        supported: Vec<String>,
+    },
 
     // --- a limit was hit ---
     /// A configured limit was exceeded (−32600, message names the limit).
     #[error("Limit exceeded: {0}")]
     LimitExceeded(String),
-    /// The request took longer than its deadline (−32001).
+    /// The request took longer than its deadline (−32001; proto-mcp −33003).
     #[error("Request timed out")]
     Timeout,
 
@@ -165,6 +186,19 @@ impl McpError {
                 ErrorObject::new(INVALID_PARAMS, msg).with_data(&serde_json::json!({ "uri": uri }))
             }
             (McpError::InvalidParams(_), _) => ErrorObject::new(INVALID_PARAMS, msg),
+            (McpError::SchemaUnresolved(_), Dialect::Proto) => {
+                ErrorObject::new(PROTO_SCHEMA_UNRESOLVED, msg)
+            }
+            (McpError::SchemaUnresolved(_), _) => ErrorObject::new(INVALID_PARAMS, msg),
+            (McpError::UnsupportedVersion { .. }, d) => ErrorObject::new(
+                if d == Dialect::Proto {
+                    PROTO_UNSUPPORTED_VERSION
+                } else {
+                    UNSUPPORTED_PROTOCOL_VERSION
+                },
+                msg,
+            )
+            .with_data(&self.version_data()),
             (McpError::MethodNotFound(_), _) => ErrorObject::new(METHOD_NOT_FOUND, msg),
             (McpError::InvalidRequest(_), _) => ErrorObject::new(INVALID_REQUEST, msg),
             (McpError::NotInitialized, _) => ErrorObject::new(NOT_INITIALIZED, msg),
@@ -172,7 +206,9 @@ impl McpError {
                 ErrorObject::new(BB_TOOL_NOT_FOUND, "Tool not found")
                     .with_data(&serde_json::json!({ "tool": name }))
             }
-            (McpError::ToolNotFound(_), Dialect::Mcp) => ErrorObject::new(INVALID_PARAMS, msg),
+            (McpError::ToolNotFound(_), Dialect::Mcp | Dialect::Proto) => {
+                ErrorObject::new(INVALID_PARAMS, msg)
+            }
             (McpError::InvalidToolParams { tool, message }, Dialect::Bb) => {
                 ErrorObject::new(BB_INVALID_TOOL_PARAMS, "Invalid tool params")
                     .with_data(&serde_json::json!({ "tool": tool, "error": message }))
@@ -180,15 +216,22 @@ impl McpError {
             (McpError::InvalidToolParams { .. }, Dialect::Mcp) => {
                 ErrorObject::new(INVALID_PARAMS, msg)
             }
+            (McpError::InvalidToolParams { tool, message }, Dialect::Proto) => {
+                ErrorObject::new(PROTO_SCHEMA_VALIDATION, msg)
+                    .with_data(&serde_json::json!({ "tool": tool, "error": message }))
+            }
             (McpError::ToolFailed { tool, message }, Dialect::Bb) => {
                 ErrorObject::new(BB_TOOL_FAILED, "Tool execution failed")
                     .with_data(&serde_json::json!({ "tool": tool, "error": message }))
             }
-            (McpError::ToolFailed { .. }, Dialect::Mcp) => ErrorObject::new(INTERNAL_ERROR, msg),
+            (McpError::ToolFailed { .. }, Dialect::Mcp | Dialect::Proto) => {
+                ErrorObject::new(INTERNAL_ERROR, msg)
+            }
             (McpError::ResourceNotFound(uri), _) => ErrorObject::new(RESOURCE_NOT_FOUND, msg)
                 .with_data(&serde_json::json!({ "uri": uri })),
             (McpError::PromptNotFound(_), _) => ErrorObject::new(INVALID_PARAMS, msg),
             (McpError::LimitExceeded(_), _) => ErrorObject::new(INVALID_REQUEST, msg),
+            (McpError::Timeout, Dialect::Proto) => ErrorObject::new(PROTO_TIMEOUT, msg),
             (McpError::Timeout, _) => ErrorObject::new(REQUEST_TIMEOUT, msg),
             (McpError::Cancelled, _) => ErrorObject::new(REQUEST_TIMEOUT, msg),
             (McpError::Wire(obj), _) => obj.clone(),
@@ -197,13 +240,29 @@ impl McpError {
         }
     }
 
-    /// Whether standard MCP reports this error inside a successful `tools/call` result
-    /// (`isError: true`) rather than as a JSON-RPC error.
-    pub fn is_tool_result_error(&self) -> bool {
-        matches!(
-            self,
-            McpError::InvalidToolParams { .. } | McpError::ToolFailed { .. }
-        )
+    /// Whether `dialect` reports this `tools/call` error inside a successful result
+    /// (`isError: true`) rather than as an error: MCP for failed tools and invalid
+    /// arguments, proto-mcp for failed tools only (invalid arguments are −33001), bb-1.0
+    /// never (it has codes for both).
+    pub fn is_tool_result_error(&self, dialect: Dialect) -> bool {
+        match dialect {
+            Dialect::Mcp => matches!(
+                self,
+                McpError::InvalidToolParams { .. } | McpError::ToolFailed { .. }
+            ),
+            Dialect::Proto => matches!(self, McpError::ToolFailed { .. }),
+            Dialect::Bb => false,
+        }
+    }
+
+    fn version_data(&self) -> serde_json::Value {
+        match self {
+            McpError::UnsupportedVersion {
+                requested,
+                supported,
+            } => serde_json::json!({ "supported": supported, "requested": requested }),
+            _ => serde_json::Value::Null,
+        }
     }
 
     /// A `tools/call` result with `isError: true` describing this error.
@@ -256,5 +315,56 @@ mod tests {
             McpError::ResourceNotFound("u".into()).to_wire(s).code,
             -32602
         );
+    }
+
+    #[test]
+    fn proto_codes() {
+        let p = Revision::ProtoMcp1;
+        assert_eq!(
+            McpError::SchemaUnresolved("x".into()).to_wire(p).code,
+            -33000
+        );
+        let bad = McpError::InvalidToolParams {
+            tool: "t".into(),
+            message: "m".into(),
+        };
+        let wire = bad.to_wire(p);
+        assert_eq!(wire.code, -33001);
+        assert_eq!(wire.data.unwrap().get(), r#"{"error":"m","tool":"t"}"#);
+        let v = McpError::UnsupportedVersion {
+            requested: "2.0.0".into(),
+            supported: vec!["1.0.0".into()],
+        };
+        assert_eq!(v.to_wire(p).code, -33002);
+        assert_eq!(v.to_wire(Revision::V2026_07_28).code, -32022);
+        assert_eq!(McpError::Timeout.to_wire(p).code, -33003);
+        assert_eq!(
+            McpError::Timeout.to_wire(Revision::V2025_11_25).code,
+            -32001
+        );
+        assert_eq!(McpError::ToolNotFound("x".into()).to_wire(p).code, -32602);
+        assert_eq!(
+            McpError::SchemaUnresolved("x".into())
+                .to_wire(Revision::V2025_11_25)
+                .code,
+            -32602
+        );
+    }
+
+    #[test]
+    fn tool_result_errors_by_dialect() {
+        let bad = McpError::InvalidToolParams {
+            tool: "t".into(),
+            message: "m".into(),
+        };
+        let failed = McpError::ToolFailed {
+            tool: "t".into(),
+            message: "m".into(),
+        };
+        assert!(bad.is_tool_result_error(Dialect::Mcp));
+        assert!(failed.is_tool_result_error(Dialect::Mcp));
+        assert!(!bad.is_tool_result_error(Dialect::Proto));
+        assert!(failed.is_tool_result_error(Dialect::Proto));
+        assert!(!failed.is_tool_result_error(Dialect::Bb));
     }
 }

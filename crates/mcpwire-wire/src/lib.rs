@@ -10,9 +10,13 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod any;
 mod limits;
 mod ndjson;
+#[cfg(feature = "proto-mcp")]
+pub mod proto_mcp;
 
+pub use any::{AnyCodec, WireItem};
 pub use limits::Limits;
 pub use mcpwire_model::Malformed;
 pub use ndjson::NdjsonCodec;

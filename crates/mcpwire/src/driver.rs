@@ -1,14 +1,20 @@
 //! The connection driver: feeds one [`ServerSession`] from a framed byte stream, runs its
 //! dispatches on the router, and writes what it sends. It makes no protocol decisions.
+//!
+//! The stream is NDJSON JSON-RPC, or — when built [`NdjsonDriver::with_proto`] and the first
+//! byte says so ([`AnyCodec`]) — proto-mcp frames, translated to and from the session's
+//! JSON-RPC by a per-connection [`Translator`].
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use futures::{FutureExt, StreamExt};
+use mcpwire_proto::{Inbound, ProtoCatalog, Translator};
 use mcpwire_router::{McpReply, Router};
 use mcpwire_session::{DispatchId, ServerSession, SessionConfig};
-use mcpwire_wire::{Limits, NdjsonCodec};
+use mcpwire_wire::proto_mcp::{ProtoDecoded, ProtoMcpCodec, pb::McpMessage};
+use mcpwire_wire::{AnyCodec, Limits, NdjsonCodec, WireItem};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio_util::codec::{Encoder, FramedRead};
 
@@ -19,14 +25,21 @@ const READ_BURST: usize = 64;
 /// How long calls may keep running after the client closed its input.
 const DRAIN_GRACE: Duration = Duration::from_secs(10);
 
-/// Drives one connection of a line-delimited JSON-RPC wire (stdio, a socket).
+/// Drives one connection of a line-delimited JSON-RPC wire (stdio, a socket), or of
+/// proto-mcp frames when enabled and detected.
 #[must_use = "a driver does nothing until run"]
 pub struct NdjsonDriver<R, W> {
     session: ServerSession,
     calls: Calls,
-    reader: FramedRead<R, NdjsonCodec>,
+    reader: FramedRead<R, AnyCodec>,
     writer: W,
     codec: NdjsonCodec,
+    proto_codec: ProtoMcpCodec,
+    limits: Limits,
+    /// The tool schemas proto-mcp frames are read with (`None`: JSON-RPC only).
+    catalog: Option<Arc<ProtoCatalog>>,
+    /// Set once the first proto-mcp frame arrived.
+    translator: Option<Translator>,
     wbuf: BytesMut,
     busy_poll: Duration,
 }
@@ -47,12 +60,24 @@ where
         NdjsonDriver {
             session: ServerSession::new(config),
             calls: Calls::new(router),
-            reader: FramedRead::with_capacity(reader, NdjsonCodec::new(limits), 64 * 1024),
+            reader: FramedRead::with_capacity(reader, AnyCodec::new(limits, false), 64 * 1024),
             writer,
             codec: NdjsonCodec::new(limits),
+            proto_codec: ProtoMcpCodec::new(limits),
+            limits: limits.clone(),
+            catalog: None,
+            translator: None,
             wbuf: BytesMut::with_capacity(64 * 1024),
             busy_poll: Duration::ZERO,
         }
+    }
+
+    /// Also serve proto-mcp on this stream, decided by its first byte; tool arguments are
+    /// read with the schemas in `catalog`.
+    pub fn with_proto(mut self, catalog: Arc<ProtoCatalog>) -> Self {
+        *self.reader.decoder_mut() = AnyCodec::new(&self.limits, true);
+        self.catalog = Some(catalog);
+        self
     }
 
     /// Before sleeping, keep polling for input for up to `d` (trading CPU for latency: on
@@ -155,11 +180,14 @@ where
 
     fn on_frame(
         &mut self,
-        frame: Option<Result<mcpwire_wire::Decoded, mcpwire_wire::FramingError>>,
+        frame: Option<Result<WireItem, mcpwire_wire::FramingError>>,
         reader_open: &mut bool,
     ) {
         match frame {
-            Some(Ok(decoded)) => self.session.handle_inbound(Instant::now(), decoded),
+            Some(Ok(WireItem::Json(decoded))) => {
+                self.session.handle_inbound(Instant::now(), decoded)
+            }
+            Some(Ok(WireItem::Proto(item))) => self.on_proto(item),
             Some(Err(e)) => {
                 tracing::debug!(error = %e, "input failed");
                 *reader_open = false;
@@ -173,6 +201,29 @@ where
         self.drain();
     }
 
+    fn on_proto(&mut self, item: ProtoDecoded) {
+        let msg = match item {
+            Ok(msg) => msg,
+            Err(reply) => return self.write_proto(&reply),
+        };
+        let Some(catalog) = &self.catalog else {
+            return; // unreachable: the codec only yields frames when proto is enabled
+        };
+        let translator = self
+            .translator
+            .get_or_insert_with(|| Translator::new(catalog.clone()));
+        match translator.inbound(msg) {
+            Inbound::Forward(m) => self.session.handle_inbound(Instant::now(), Ok(m)),
+            Inbound::Reply(reply) => self.write_proto(&reply),
+        }
+    }
+
+    fn write_proto(&mut self, msg: &McpMessage) {
+        if let Err(e) = self.proto_codec.encode(msg, &mut self.wbuf) {
+            tracing::error!(error = %e, "could not encode a message");
+        }
+    }
+
     fn on_done(&mut self, id: DispatchId, reply: Option<McpReply>) {
         self.calls.on_done(&mut self.session, id, reply);
     }
@@ -180,8 +231,16 @@ where
     /// Moves session outputs to their destinations, in the session's drain order.
     fn drain(&mut self) {
         let (codec, wbuf) = (&mut self.codec, &mut self.wbuf);
+        let (proto_codec, translator) = (&mut self.proto_codec, &mut self.translator);
         self.calls.drain(&mut self.session, |t| {
-            if let Err(e) = codec.encode(&t.msg, wbuf) {
+            let r = match translator {
+                None => codec.encode(&t.msg, wbuf),
+                Some(tr) => match tr.outbound(&t.msg) {
+                    Some(m) => proto_codec.encode(&m, wbuf),
+                    None => Ok(()),
+                },
+            };
+            if let Err(e) = r {
                 tracing::error!(error = %e, "could not encode a message");
             }
         });

@@ -22,6 +22,8 @@ inspecting any MCP server.
 Try it:
   mcpwire demo                          serve the built-in example over stdio
   mcpwire demo --transport http         ... over Streamable HTTP at http://127.0.0.1:8000/mcp
+  mcpwire demo --transport ws|grpc      ... as proto-mcp (buf.mcp.v1) over WebSocket or gRPC
+                                        (stdio serves proto-mcp frames too, by first byte)
   mcpwire list http://127.0.0.1:8000/mcp  list the tools of an HTTP server
   mcpwire list 'mcpwire demo'           list the example's tools
   mcpwire call 'mcpwire demo' add --args '{\"a\": 2, \"b\": 3}'
@@ -97,6 +99,10 @@ struct ServeArgs {
     /// save the wake-up latency of an idle CPU between requests.
     #[arg(long, default_value_t = 100, env = "MCPWIRE_BUSY_POLL_US")]
     busy_poll_us: u64,
+    /// proto-mcp: a directory of `.proto` modules (`{owner}/{repo}/{version}/`) whose messages
+    /// tools may reference as `buf.build/{owner}/{repo}/{pkg}.{Msg}:{version}`.
+    #[arg(long, value_name = "DIR", env = "MCPWIRE_SCHEMA_REGISTRY")]
+    schema_registry: Option<std::path::PathBuf>,
     #[command(flatten)]
     http: HttpArgs,
 }
@@ -140,6 +146,10 @@ enum Transport {
     Stdio,
     /// Streamable HTTP (stateful sessions and stateless 2026-07-28) on --host/--port/--path.
     Http,
+    /// WebSocket on ws://HOST:PORT/PATH: binary messages proto-mcp, text messages JSON-RPC.
+    Ws,
+    /// gRPC proto-mcp `buf.mcp.v1.MCPService` on --host/--port.
+    Grpc,
 }
 
 fn main() -> Result<()> {
@@ -147,7 +157,7 @@ fn main() -> Result<()> {
     init_tracing();
     let http = matches!(
         &cli.command,
-        Command::Demo { serve } if matches!(serve.transport, Transport::Http)
+        Command::Demo { serve } if !matches!(serve.transport, Transport::Stdio)
     ) || matches!(&cli.command, Command::Run(a) | Command::Dev(a) if a.is_http());
     // HTTP serves many clients: use every core. Stdio serves one: stay on this thread.
     let mut builder = if http {
@@ -231,6 +241,28 @@ async fn serve_http(service: Service, args: HttpArgs) -> Result<()> {
     server.serve().await.context("serving http")
 }
 
+/// Loads `--schema-registry` into the service's proto-mcp catalog, when given.
+fn use_schema_registry(service: &mut Service, serve: &ServeArgs) -> Result<()> {
+    if let Some(dir) = &serve.schema_registry {
+        let converter = mcpwire::proto::converter_with_registry(dir)
+            .with_context(|| format!("loading the schema registry {}", dir.display()))?;
+        service.proto = std::sync::Arc::new(mcpwire_proto::ProtoCatalog::new(converter));
+    }
+    Ok(())
+}
+
+/// Serves proto-mcp over WebSocket (`--transport ws`) or gRPC (`--transport grpc`).
+async fn serve_proto(service: Service, serve: &ServeArgs) -> Result<()> {
+    let addr = std::net::SocketAddr::new(serve.http.host, serve.http.port);
+    if matches!(serve.transport, Transport::Ws) {
+        let (path, max) = (&serve.http.path, serve.http.max_sessions);
+        mcpwire::proto::serve_ws(service, addr, path, max).await
+    } else {
+        mcpwire::proto::serve_grpc(service, addr).await
+    }
+    .with_context(|| format!("serving on {addr}"))
+}
+
 /// Prints a line of command output; a closed stdout (`mcpwire list … | head`) ends the
 /// program quietly instead of panicking.
 fn emit(line: &str) {
@@ -260,6 +292,7 @@ async fn run(cli: Cli) -> Result<()> {
             std::sync::Arc::make_mut(&mut service.config)
                 .limits
                 .max_in_flight = serve.max_in_flight;
+            use_schema_registry(&mut service, &serve)?;
             match serve.transport {
                 Transport::Stdio => {
                     if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
@@ -272,6 +305,7 @@ async fn run(cli: Cli) -> Result<()> {
                     service.serve_stdio().await.context("serving stdio")?
                 }
                 Transport::Http => serve_http(service, serve.http).await?,
+                Transport::Ws | Transport::Grpc => serve_proto(service, &serve).await?,
             }
         }
         Command::Run(args) => process_cmd::run(args, false).await?,

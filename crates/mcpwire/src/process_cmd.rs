@@ -35,7 +35,7 @@ pub struct RunArgs {
 impl RunArgs {
     /// Whether the command serves Streamable HTTP (the binary then uses every core).
     pub fn is_http(&self) -> bool {
-        matches!(self.serve.transport, Transport::Http)
+        !matches!(self.serve.transport, Transport::Stdio)
     }
 }
 
@@ -62,10 +62,12 @@ pub async fn run(args: RunArgs, dev: bool) -> Result<()> {
     let limits = &mut Arc::make_mut(&mut service.config).limits;
     limits.max_in_flight = args.serve.max_in_flight;
     limits.request_timeout = Some(Duration::from_secs(args.call_timeout));
+    crate::use_schema_registry(&mut service, &args.serve)?;
     let serving = async {
         match args.serve.transport {
             Transport::Stdio => service.serve_stdio().await.context("serving stdio"),
             Transport::Http => crate::serve_http(service, args.serve.http).await,
+            Transport::Ws | Transport::Grpc => crate::serve_proto(service, &args.serve).await,
         }
     };
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use mcpwire_model::types::Implementation;
+use mcpwire_proto::ProtoCatalog;
 use mcpwire_router::{Router, Server, TaskConfig};
 use mcpwire_session::SessionConfig;
 use mcpwire_wire::Limits;
@@ -26,6 +27,8 @@ pub struct Service {
     pub limits: Limits,
     /// How long a connection keeps polling for input before it sleeps (zero: never).
     pub busy_poll: std::time::Duration,
+    /// Each tool's protobuf schema, for proto-mcp connections.
+    pub proto: Arc<ProtoCatalog>,
 }
 
 impl Service {
@@ -50,14 +53,18 @@ impl Service {
             config: Arc::new(config),
             limits: Limits::default(),
             busy_poll: DEFAULT_BUSY_POLL,
+            proto: Arc::new(ProtoCatalog::new(crate::proto::default_converter())),
         }
     }
 
-    /// Serves one client over this process's stdin/stdout until stdin closes.
+    /// Serves one client over this process's stdin/stdout until stdin closes: JSON-RPC
+    /// lines or proto-mcp frames, whichever the first byte announces.
     pub async fn serve_stdio(&self) -> std::io::Result<()> {
+        crate::proto::keep_catalog(self.router.clone(), self.proto.clone()).await;
         let (r, w) = crate::stdio::stdio();
         NdjsonDriver::new(self.router.clone(), self.config.clone(), &self.limits, r, w)
             .with_busy_poll(self.busy_poll)
+            .with_proto(self.proto.clone())
             .run()
             .await
     }

@@ -198,7 +198,7 @@ impl TaskEntry {
                     s.updated = SystemTime::now();
                     return;
                 }
-                Err(e) if e.is_tool_result_error() => {
+                Err(e) if e.is_tool_result_error(self.revision.dialect()) => {
                     (Status::Completed, Outcome::Result(e.to_tool_result()))
                 }
                 Err(e) => (Status::Failed, Outcome::Error(e.to_wire(self.revision))),

@@ -13,7 +13,24 @@ impl ServerSession {
             Ok(p) => p,
             Err(e) => return self.error(req.id, McpError::InvalidParams(e)),
         };
-        let rev = Revision::negotiate(&params.protocol_version);
+        let rev = match Revision::negotiate(&params.protocol_version) {
+            Ok(rev) => rev,
+            Err(e) => {
+                // Refused in the dialect the client asked for; the session stays
+                // uninitialized so it may retry.
+                // (`negotiate` refuses proto-mcp versions only.)
+                let asked = Revision::ProtoMcp1;
+                let error = e.to_wire(asked);
+                tracing::debug!(error = %e, "initialize refused");
+                return self.send(
+                    Outbound::Error {
+                        id: Some(req.id.clone()),
+                        error,
+                    },
+                    Some(req.id),
+                );
+            }
+        };
         if rev == Revision::Bb1_0 && params.client_info.is_none() {
             self.era = Era::Handshake(rev);
             return self.error(
@@ -24,7 +41,14 @@ impl ServerSession {
         self.era = Era::Handshake(rev);
         self.client_capabilities = Arc::new(params.capabilities);
         self.client_info = params.client_info;
-        let result = if rev == Revision::Bb1_0 {
+        let result = if rev.dialect() == Dialect::Proto {
+            // The translator turns this into an InitializeResponse.
+            json!({
+                "protocolVersion": mcpwire_model::PROTO_MCP_VERSION,
+                "capabilities": self.config.capabilities,
+                "serverInfo": self.config.server_info,
+            })
+        } else if rev == Revision::Bb1_0 {
             let tools = self.config.capabilities.tools.as_ref();
             json!({
                 "protocolVersion": rev.as_str(),
@@ -60,13 +84,14 @@ impl ServerSession {
         meta: Option<RequestMeta>,
     ) {
         let bb = rev.dialect() == Dialect::Bb;
+        let proto = rev.dialect() == Dialect::Proto;
         match req.method {
             Method::Initialize => self.error(
                 req.id,
                 McpError::InvalidRequest("already initialized".into()),
             ),
-            Method::Ping if !bb => self.respond(req.id, raw_empty()),
-            Method::LoggingSetLevel if !bb => {
+            Method::Ping if !bb && !proto => self.respond(req.id, raw_empty()),
+            Method::LoggingSetLevel if !bb && !proto => {
                 match parse::<SetLevelParams>(req.params.as_deref()) {
                     Ok(p) => {
                         self.log_level = Some(p.level);
@@ -82,7 +107,12 @@ impl ServerSession {
                 ),
             ),
             Method::ToolsList | Method::ToolsCall => self.dispatch(now, rev, req, meta, None),
-            _ if bb => self.error(req.id, McpError::MethodNotFound(req.method.to_string())),
+            Method::ResourcesList | Method::ResourcesRead if proto => {
+                self.dispatch(now, rev, req, meta, None)
+            }
+            _ if bb || proto => {
+                self.error(req.id, McpError::MethodNotFound(req.method.to_string()))
+            }
             Method::ResourcesSubscribe | Method::ResourcesUnsubscribe => {
                 let uri = match parse::<UriParams>(req.params.as_deref()) {
                     Ok(p) => p.uri,

@@ -168,6 +168,19 @@ impl ServerSession {
         }
     }
 
+    /// A session that starts already initialized in `revision` (a stateful one, bb-1.0 or
+    /// proto-mcp), with default client capabilities: for wires where every request is its
+    /// own exchange and `initialize` was answered elsewhere (gRPC's unary RPCs).
+    pub fn preinitialized(config: Arc<SessionConfig>, revision: Revision) -> ServerSession {
+        let mut s = ServerSession::new(config);
+        s.era = if revision.is_stateless() {
+            Era::Stateless
+        } else {
+            Era::Handshake(revision)
+        };
+        s
+    }
+
     // ----- getters -----
 
     /// The era this session settled on.
@@ -603,11 +616,7 @@ impl ServerSession {
                     error: e.to_wire(revision),
                 };
             }
-            Err(e)
-                if entry.method == Method::ToolsCall
-                    && dialect == Dialect::Mcp
-                    && e.is_tool_result_error() =>
-            {
+            Err(e) if entry.method == Method::ToolsCall && e.is_tool_result_error(dialect) => {
                 e.to_tool_result()
             }
             Err(e) => {

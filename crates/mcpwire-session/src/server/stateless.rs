@@ -29,13 +29,11 @@ impl ServerSession {
             }
         };
         if Revision::parse(&version) != Some(Revision::STATELESS) {
-            let data = json!({ "supported": [Revision::STATELESS.as_str()], "requested": version });
-            let err = ErrorObject::new(
-                codes::UNSUPPORTED_PROTOCOL_VERSION,
-                format!("Unsupported protocol version: {version}"),
-            )
-            .with_data(&data);
-            return self.error(req.id, McpError::Wire(err));
+            let e = McpError::UnsupportedVersion {
+                requested: version,
+                supported: vec![Revision::STATELESS.as_str().to_owned()],
+            };
+            return self.error(req.id, e);
         }
         if meta.client_capabilities.is_none() {
             return self.error(

@@ -1,0 +1,347 @@
+//! End-to-end stdio load: proto-mcp frames vs JSON-RPC lines against the same server, in
+//! the same run.
+//!
+//! Spawns `--server` (default: `mcpwire_echo` next to this binary) once per (run, wire, K),
+//! performs the wire's handshake, warms up, then issues `-n` calls of the `echo` tool keeping
+//! exactly K in flight. JSON-RPC: `initialize` + `notifications/initialized`, NDJSON
+//! `tools/call`. proto-mcp: `InitializeRequest`, `ListToolsRequest{include_schemas}` (the
+//! arguments are built from the listed `FileDescriptorSet`, as a real client would), then
+//! `CallToolRequest{Any}` frames. Every response is decoded and checked (a success, not
+//! `is_error`). Runs of the two wires are interleaved; the table shows medians across runs.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+use bytes::{Buf, BytesMut};
+use clap::Parser;
+use mcpwire_wire::proto_mcp::pb::{self, McpMessage, mcp_message::Payload};
+use prost::Message as _;
+use prost_reflect::{DescriptorPool, DynamicMessage, Value as PValue};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+/// proto-mcp vs JSON-RPC calls/s over stdio.
+#[derive(Parser, Debug)]
+#[command(name = "proto_loadgen")]
+struct Args {
+    /// Command line of the stdio server (needs an `echo` tool taking `{text}`).
+    #[arg(long)]
+    server: Option<String>,
+    /// Numbers of requests kept in flight, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,16")]
+    inflight: Vec<usize>,
+    /// Warm-up calls per run.
+    #[arg(long, default_value_t = 1000)]
+    warmup: usize,
+    /// Measured calls per run.
+    #[arg(short = 'n', long = "calls", default_value_t = 20_000)]
+    calls: usize,
+    /// Runs per (wire, K); medians are reported.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// The text sent to `echo`.
+    #[arg(long, default_value = "hello world")]
+    text: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Wire {
+    Json,
+    Proto,
+}
+
+struct Conn {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: ChildStdout,
+    buf: BytesMut,
+    wire: Wire,
+    /// The encoded request without its id: JSON (prefix, suffix) or the proto payload.
+    template: (Vec<u8>, Vec<u8>),
+}
+
+impl Conn {
+    async fn start(cmd: &str, wire: Wire, text: &str) -> Result<Conn> {
+        let argv = shlex::split(cmd).ok_or_else(|| anyhow!("bad command line {cmd:?}"))?;
+        let (prog, rest) = argv.split_first().ok_or_else(|| anyhow!("empty command"))?;
+        let mut child = Command::new(prog)
+            .args(rest)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("starting {cmd}"))?;
+        let stdin = child.stdin.take().ok_or_else(|| anyhow!("no stdin"))?;
+        let stdout = child.stdout.take().ok_or_else(|| anyhow!("no stdout"))?;
+        let mut c = Conn {
+            child,
+            stdin,
+            stdout,
+            buf: BytesMut::with_capacity(256 * 1024),
+            wire,
+            template: (Vec::new(), Vec::new()),
+        };
+        match wire {
+            Wire::Json => c.json_handshake(text).await?,
+            Wire::Proto => c.proto_handshake(text).await?,
+        }
+        Ok(c)
+    }
+
+    async fn json_handshake(&mut self, text: &str) -> Result<()> {
+        let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"proto_loadgen","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+"#;
+        self.stdin.write_all(init.as_bytes()).await?;
+        self.next_id()
+            .await?
+            .map_err(|e| anyhow!("initialize failed: {e}"))?;
+        let args = serde_json::to_string(&serde_json::json!({ "text": text }))?;
+        self.template = (
+            br#"{"jsonrpc":"2.0","id":"#.to_vec(),
+            format!(r#","method":"tools/call","params":{{"name":"echo","arguments":{args}}}}}"#)
+                .into_bytes(),
+        );
+        self.template.1.push(b'\n');
+        Ok(())
+    }
+
+    async fn proto_handshake(&mut self, text: &str) -> Result<()> {
+        let init = McpMessage::new(
+            u64::MAX,
+            Payload::InitializeRequest(pb::InitializeRequest {
+                protocol_version: "1.0.0".into(),
+                ..Default::default()
+            }),
+        );
+        let list = McpMessage::new(
+            u64::MAX - 1,
+            Payload::ListToolsRequest(pb::ListToolsRequest {
+                include_schemas: true,
+                ..Default::default()
+            }),
+        );
+        let mut out = Vec::new();
+        for m in [init, list] {
+            out.extend_from_slice(&(m.encoded_len() as u32).to_be_bytes());
+            m.encode(&mut out)?;
+        }
+        self.stdin.write_all(&out).await?;
+        let _ = self.read_proto().await?;
+        let listed = self.read_proto().await?;
+        let Some(Payload::ListToolsResponse(l)) = listed.payload else {
+            bail!("no tool list: {listed:?}");
+        };
+        let echo = l
+            .tools
+            .iter()
+            .find(|t| t.name == "echo")
+            .ok_or_else(|| anyhow!("no echo tool"))?;
+        let Some(pb::tool::SchemaSource::InlineSchema(fds)) = &echo.schema_source else {
+            bail!("echo has no inline schema: {echo:?}");
+        };
+        let mut pool = DescriptorPool::global();
+        pool.add_file_descriptor_set(fds.clone())?;
+        let input_name = echo.metadata.get("input_type").cloned().unwrap_or_default();
+        let input = pool
+            .get_message_by_name(&input_name)
+            .ok_or_else(|| anyhow!("no message {input_name}"))?;
+        let mut args = DynamicMessage::new(input);
+        args.try_set_field_by_name("text", PValue::String(text.to_owned()))?;
+        let payload = McpMessage {
+            id: 0,
+            payload: Some(Payload::CallToolRequest(pb::CallToolRequest {
+                name: "echo".into(),
+                arguments: Some(prost_types::Any {
+                    type_url: format!("type.googleapis.com/{input_name}"),
+                    value: args.encode_to_vec(),
+                }),
+                metadata: Default::default(),
+            })),
+        };
+        self.template = (payload.encode_to_vec(), Vec::new());
+        Ok(())
+    }
+
+    fn push_request(&self, id: u64, out: &mut Vec<u8>) {
+        match self.wire {
+            Wire::Json => {
+                out.extend_from_slice(&self.template.0);
+                out.extend_from_slice(id.to_string().as_bytes());
+                out.extend_from_slice(&self.template.1);
+            }
+            Wire::Proto => {
+                let mut head = vec![0x08];
+                prost::encoding::encode_varint(id, &mut head);
+                let len = head.len() + self.template.0.len();
+                out.extend_from_slice(&(len as u32).to_be_bytes());
+                out.extend_from_slice(&head);
+                out.extend_from_slice(&self.template.0);
+            }
+        }
+    }
+
+    async fn fill(&mut self) -> Result<()> {
+        if self.stdout.read_buf(&mut self.buf).await? == 0 {
+            bail!("server closed stdout");
+        }
+        Ok(())
+    }
+
+    async fn read_proto(&mut self) -> Result<McpMessage> {
+        loop {
+            if self.buf.len() >= 4 {
+                let n = u32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]])
+                    as usize;
+                if self.buf.len() >= 4 + n {
+                    self.buf.advance(4);
+                    let body = self.buf.split_to(n);
+                    return Ok(McpMessage::decode(&body[..])?);
+                }
+            }
+            self.fill().await?;
+        }
+    }
+
+    /// The id of the next response, or why it is not a successful call result.
+    async fn next_id(&mut self) -> Result<Result<u64, String>> {
+        match self.wire {
+            Wire::Json => loop {
+                if let Some(nl) = self.buf.iter().position(|&b| b == b'\n') {
+                    let line = self.buf.split_to(nl + 1);
+                    let v: serde_json::Value = serde_json::from_slice(&line)?;
+                    let ok = v.get("result").is_some()
+                        && v["result"].get("isError") != Some(&serde_json::Value::Bool(true));
+                    return Ok(match (v["id"].as_u64(), ok) {
+                        (Some(id), true) => Ok(id),
+                        _ => Err(String::from_utf8_lossy(&line).into_owned()),
+                    });
+                }
+                self.fill().await?;
+            },
+            Wire::Proto => {
+                let m = self.read_proto().await?;
+                let ok = matches!(
+                    &m.payload,
+                    Some(Payload::CallToolResponse(pb::CallToolResponse {
+                        result: Some(pb::call_tool_response::Result::Success(r)),
+                        ..
+                    })) if !r.is_error
+                );
+                Ok(if ok { Ok(m.id) } else { Err(format!("{m:?}")) })
+            }
+        }
+    }
+
+    /// `total` calls with `k` in flight; latencies in µs.
+    async fn drive(&mut self, total: usize, k: usize, first_id: u64) -> Result<Vec<u64>> {
+        let mut sent_at = Vec::with_capacity(total);
+        let mut lat = Vec::with_capacity(total);
+        let mut out = Vec::with_capacity(64 * 1024);
+        while sent_at.len() < k.min(total) {
+            self.push_request(first_id + sent_at.len() as u64, &mut out);
+            sent_at.push(Instant::now());
+        }
+        self.stdin.write_all(&out).await?;
+        while lat.len() < total {
+            let id = self
+                .next_id()
+                .await?
+                .map_err(|e| anyhow!("bad response: {e}"))?;
+            let i = usize::try_from(id - first_id)?;
+            lat.push(sent_at[i].elapsed().as_micros() as u64);
+            if sent_at.len() < total {
+                out.clear();
+                self.push_request(first_id + sent_at.len() as u64, &mut out);
+                sent_at.push(Instant::now());
+                self.stdin.write_all(&out).await?;
+            }
+        }
+        Ok(lat)
+    }
+
+    async fn stop(mut self) {
+        drop(self.stdin);
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await;
+    }
+}
+
+struct Sample {
+    calls_per_s: f64,
+    p50: u64,
+    p99: u64,
+}
+
+async fn run_once(args: &Args, cmd: &str, wire: Wire, k: usize) -> Result<Sample> {
+    let mut c = Conn::start(cmd, wire, &args.text).await?;
+    c.drive(args.warmup, k, 1).await?;
+    let t = Instant::now();
+    let mut lat = c.drive(args.calls, k, 1 + args.warmup as u64).await?;
+    let secs = t.elapsed().as_secs_f64();
+    c.stop().await;
+    lat.sort_unstable();
+    let pct = |p: f64| lat[((lat.len() as f64 * p) as usize).min(lat.len() - 1)];
+    Ok(Sample {
+        calls_per_s: args.calls as f64 / secs,
+        p50: pct(0.50),
+        p99: pct(0.99),
+    })
+}
+
+fn median<T: Copy + PartialOrd>(mut v: Vec<T>) -> T {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    v[v.len() / 2]
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    if args.calls == 0 || args.runs == 0 {
+        bail!("--calls and --runs must be positive");
+    }
+    let cmd = match &args.server {
+        Some(s) => s.clone(),
+        None => {
+            let exe = std::env::current_exe()?;
+            let dir = exe.parent().ok_or_else(|| anyhow!("no binary directory"))?;
+            dir.join("mcpwire_echo").display().to_string()
+        }
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    println!(
+        "server: {cmd}; {} calls x {} runs, text {} bytes",
+        args.calls,
+        args.runs,
+        args.text.len()
+    );
+    println!(
+        "{:<6} {:>4} {:>12} {:>8} {:>8}",
+        "wire", "K", "calls/s", "p50 µs", "p99 µs"
+    );
+    for &k in &args.inflight {
+        let mut res: Vec<(Wire, Vec<Sample>)> = vec![(Wire::Json, vec![]), (Wire::Proto, vec![])];
+        for _ in 0..args.runs {
+            for (wire, samples) in res.iter_mut() {
+                samples.push(rt.block_on(run_once(&args, &cmd, *wire, k))?);
+            }
+        }
+        let mut rates = Vec::new();
+        for (wire, samples) in &res {
+            let rate = median(samples.iter().map(|s| s.calls_per_s).collect());
+            rates.push(rate);
+            println!(
+                "{:<6} {:>4} {:>12.0} {:>8} {:>8}",
+                format!("{wire:?}").to_lowercase(),
+                k,
+                rate,
+                median(samples.iter().map(|s| s.p50).collect()),
+                median(samples.iter().map(|s| s.p99).collect()),
+            );
+        }
+        println!("proto/json calls/s at K={k}: {:.2}", rates[1] / rates[0]);
+    }
+    Ok(())
+}

@@ -1,0 +1,17 @@
+//! Compiles `proto/buf/mcp/v1/mcp.proto` with protox (no system `protoc`) into prost types.
+
+fn main() {
+    if std::env::var_os("CARGO_FEATURE_PROTO_MCP").is_none() {
+        return;
+    }
+    println!("cargo:rerun-if-changed=proto");
+    let fds = match protox::compile(["buf/mcp/v1/mcp.proto"], ["proto"]) {
+        Ok(fds) => fds,
+        Err(e) => panic!("compiling proto/buf/mcp/v1/mcp.proto: {e:?}"),
+    };
+    let mut config = prost_build::Config::new();
+    config.btree_map(["."]);
+    if let Err(e) = config.compile_fds(fds) {
+        panic!("generating buf.mcp.v1: {e}");
+    }
+}

@@ -1,0 +1,208 @@
+//! The gRPC `MCPService` (tonic): unary RPCs, one session per RPC.
+//!
+//! gRPC requests carry no id and no connection identity survives load balancers, and
+//! proto-mcp keeps no per-client state, so each RPC runs on its own session:
+//! `Initialize` on a fresh one (the same negotiation, −33002 included, as stdio),
+//! every other RPC on one created initialized in proto-mcp 1. Failures — request errors
+//! and `CallToolResponse.error` alike — are gRPC statuses whose details hold the encoded
+//! `ErrorResponse` (the MCP code). A cancelled RPC drops its exchange and so its call.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::StreamExt;
+use mcpwire_model::Revision;
+use mcpwire_proto::{Inbound, ProtoCatalog, Translator, grpc_code};
+use mcpwire_session::ServerSession;
+use mcpwire_wire::proto_mcp::pb::{self, McpMessage, mcp_message::Payload};
+use prost::Message as _;
+use tonic::{Request, Response, Status};
+
+use crate::Service;
+use crate::calls::{Calls, recv_event, sleep_until};
+
+/// The generated tonic server glue.
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+pub mod service {
+    include!(concat!(env!("OUT_DIR"), "/buf.mcp.v1.rs"));
+}
+
+use service::mcp_service_server::{McpService, McpServiceServer};
+
+/// Serves `MCPService` for a [`Service`].
+#[derive(Clone, Debug)]
+pub struct GrpcMcp {
+    service: Service,
+    catalog: Arc<ProtoCatalog>,
+}
+
+impl GrpcMcp {
+    /// The gRPC face of `service`, reading tool arguments with `catalog`.
+    pub fn new(service: Service, catalog: Arc<ProtoCatalog>) -> GrpcMcp {
+        GrpcMcp { service, catalog }
+    }
+
+    /// Serves on `listener` until the process ends. Per connection at most `max_in_flight`
+    /// RPCs run at once; messages are capped at `max_message_bytes` (tonic answers OUT_OF_RANGE).
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+    ) -> Result<(), tonic::transport::Error> {
+        let max = self.service.limits.max_message_bytes;
+        let in_flight = self.service.config.limits.max_in_flight;
+        let svc = McpServiceServer::new(self)
+            .max_decoding_message_size(max)
+            .max_encoding_message_size(max.saturating_mul(4));
+        let incoming = tokio_stream_compat(listener);
+        tonic::transport::Server::builder()
+            .concurrency_limit_per_connection(in_flight)
+            .max_concurrent_streams(u32::try_from(in_flight).ok())
+            .http2_keepalive_interval(Some(std::time::Duration::from_secs(60)))
+            .http2_keepalive_timeout(Some(std::time::Duration::from_secs(20)))
+            .add_service(svc)
+            .serve_with_incoming(incoming)
+            .await
+    }
+
+    /// Runs one request on a fresh session and returns its one answer.
+    async fn exchange(&self, payload: Payload) -> McpMessage {
+        let initialize = matches!(payload, Payload::InitializeRequest(_));
+        let config = self.service.config.clone();
+        let mut session = if initialize {
+            ServerSession::new(config)
+        } else {
+            ServerSession::preinitialized(config, Revision::ProtoMcp1)
+        };
+        let mut calls = Calls::new(self.service.router.clone());
+        let mut tr = Translator::new(self.catalog.clone());
+        match tr.inbound(McpMessage::new(1, payload)) {
+            Inbound::Reply(m) => return m,
+            Inbound::Forward(m) => session.handle_inbound(Instant::now(), Ok(m)),
+        }
+        loop {
+            let mut answer = None;
+            calls.poll_ready(&mut session);
+            calls.drain(&mut session, |t| {
+                if answer.is_none() {
+                    answer = tr.outbound(&t.msg);
+                }
+            });
+            if let Some(m) = answer {
+                return m;
+            }
+            let timeout = session.poll_timeout();
+            tokio::select! {
+                biased;
+                Some((id, reply)) = calls.calls.next(), if !calls.is_empty() => {
+                    calls.on_done(&mut session, id, reply);
+                }
+                Some(msg) = calls.peer_rx.recv() => calls.on_peer(&mut session, *msg),
+                ev = recv_event(&mut calls.events) => calls.on_backend(&mut session, ev),
+                _ = sleep_until(timeout) => session.handle_timeout(Instant::now()),
+            }
+        }
+    }
+}
+
+/// A gRPC status for an MCP error: code chosen by [`grpc_code`], details = the encoded
+/// `ErrorResponse`.
+fn status(e: pb::ErrorResponse) -> Status {
+    let code = tonic::Code::from_i32(grpc_code(i64::from(e.code)));
+    let message = e.message.clone();
+    Status::with_details(code, message, e.encode_to_vec().into())
+}
+
+fn call_error_status(e: pb::Error) -> Status {
+    let data = mcpwire_proto::json_to_struct(&serde_json::Value::Object(
+        e.data
+            .into_iter()
+            .map(|(k, v)| (k, serde_json::Value::String(v)))
+            .collect(),
+    ));
+    status(pb::ErrorResponse {
+        code: e.code,
+        message: e.message,
+        data,
+    })
+}
+
+fn unexpected() -> Status {
+    Status::internal("mcpwire answered with an unexpected proto-mcp message")
+}
+
+macro_rules! rpc {
+    ($self:ident, $req:ident, $in:ident, $out:ident) => {{
+        match $self
+            .exchange(Payload::$in($req.into_inner()))
+            .await
+            .payload
+        {
+            Some(Payload::$out(r)) => Ok(Response::new(r)),
+            Some(Payload::ErrorResponse(e)) => Err(status(e)),
+            _ => Err(unexpected()),
+        }
+    }};
+}
+
+#[tonic::async_trait]
+impl McpService for GrpcMcp {
+    async fn initialize(
+        &self,
+        req: Request<pb::InitializeRequest>,
+    ) -> Result<Response<pb::InitializeResponse>, Status> {
+        rpc!(self, req, InitializeRequest, InitializeResponse)
+    }
+
+    async fn list_tools(
+        &self,
+        req: Request<pb::ListToolsRequest>,
+    ) -> Result<Response<pb::ListToolsResponse>, Status> {
+        rpc!(self, req, ListToolsRequest, ListToolsResponse)
+    }
+
+    async fn call_tool(
+        &self,
+        req: Request<pb::CallToolRequest>,
+    ) -> Result<Response<pb::CallToolResponse>, Status> {
+        match self
+            .exchange(Payload::CallToolRequest(req.into_inner()))
+            .await
+            .payload
+        {
+            Some(Payload::CallToolResponse(pb::CallToolResponse {
+                result: Some(pb::call_tool_response::Result::Error(e)),
+                ..
+            })) => Err(call_error_status(e)),
+            Some(Payload::CallToolResponse(r)) => Ok(Response::new(r)),
+            Some(Payload::ErrorResponse(e)) => Err(status(e)),
+            _ => Err(unexpected()),
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        req: Request<pb::ListResourcesRequest>,
+    ) -> Result<Response<pb::ListResourcesResponse>, Status> {
+        rpc!(self, req, ListResourcesRequest, ListResourcesResponse)
+    }
+
+    async fn read_resource(
+        &self,
+        req: Request<pb::ReadResourceRequest>,
+    ) -> Result<Response<pb::ReadResourceResponse>, Status> {
+        rpc!(self, req, ReadResourceRequest, ReadResourceResponse)
+    }
+}
+
+/// Accepted connections as the stream tonic serves.
+fn tokio_stream_compat(
+    listener: tokio::net::TcpListener,
+) -> impl futures::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
+    futures::stream::unfold(listener, |l| async move {
+        let r = l.accept().await.map(|(s, _)| {
+            let _ = s.set_nodelay(true);
+            s
+        });
+        Some((r, l))
+    })
+}

@@ -1,0 +1,177 @@
+//! proto-mcp (`buf.mcp.v1`) in the shell: the service-wide tool schema catalog and the
+//! WebSocket and gRPC listeners. Stdio (and the NDJSON driver generally) detects proto-mcp
+//! by the first byte; see [`crate::driver`].
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use mcpwire_model::{BackendEvent, Method, Reply};
+use mcpwire_proto::{ProtoCatalog, SchemaConverter, ToolProto};
+use mcpwire_router::{CallCtx, McpCall, Router};
+use serde_json::{Value, json};
+
+pub mod grpc;
+pub mod ws;
+
+/// Pages through the router's complete `tools/list` (bounded: 10 000 pages).
+async fn all_tools(router: &Router) -> Result<Vec<Value>, mcpwire_model::McpError> {
+    let mut tools = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..10_000 {
+        let params = match &cursor {
+            Some(c) => json!({ "cursor": c }),
+            None => json!({}),
+        };
+        let call = McpCall {
+            method: Method::ToolsList,
+            params: Some(mcpwire_model::to_raw(&params)),
+            ctx: CallCtx::detached(),
+        };
+        let (Reply::Complete(raw) | Reply::InputRequired(raw)) = router.call(call).await?;
+        let mut page: Value = serde_json::from_str(raw.get())
+            .map_err(|e| mcpwire_model::McpError::Internal(e.to_string()))?;
+        if let Some(Value::Array(list)) = page.get_mut("tools").map(Value::take) {
+            tools.extend(list);
+        }
+        cursor = page
+            .get("nextCursor")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        if cursor.is_none() {
+            break;
+        }
+    }
+    Ok(tools)
+}
+
+/// Fills `catalog` from the router's tools now, then keeps it current on every
+/// `ToolsListChanged` for as long as the runtime runs.
+pub async fn keep_catalog(router: Router, catalog: Arc<ProtoCatalog>) {
+    refresh(&router, &catalog).await;
+    let Some(mut events) = router.events() else {
+        return;
+    };
+    tokio::spawn(async move {
+        loop {
+            match events.recv().await {
+                Ok(BackendEvent::ToolsListChanged) => refresh(&router, &catalog).await,
+                Ok(_) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                    refresh(&router, &catalog).await
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    });
+}
+
+async fn refresh(router: &Router, catalog: &ProtoCatalog) {
+    match all_tools(router).await {
+        Ok(tools) => catalog.replace(&tools),
+        Err(e) => tracing::warn!(error = %e, "could not list tools for the proto-mcp catalog"),
+    }
+}
+
+/// Serves proto-mcp and JSON-RPC over WebSocket at `ws://addr/path` (at most
+/// `max_connections` at once) until the process ends.
+pub async fn serve_ws(
+    service: crate::Service,
+    addr: SocketAddr,
+    path: &str,
+    max_connections: usize,
+) -> std::io::Result<()> {
+    keep_catalog(service.router.clone(), service.proto.clone()).await;
+    let catalog = service.proto.clone();
+    let server = ws::WsServer::bind(service, catalog, addr, path, max_connections).await?;
+    eprintln!("mcpwire: listening on ws://{}{path}", server.local_addr()?);
+    server.serve().await
+}
+
+/// Serves the gRPC `MCPService` on `addr` until the process ends.
+pub async fn serve_grpc(service: crate::Service, addr: SocketAddr) -> std::io::Result<()> {
+    keep_catalog(service.router.clone(), service.proto.clone()).await;
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    eprintln!("mcpwire: listening on grpc://{}", listener.local_addr()?);
+    let catalog = service.proto.clone();
+    grpc::GrpcMcp::new(service, catalog)
+        .serve(listener)
+        .await
+        .map_err(std::io::Error::other)
+}
+
+/// The JSON Schema → protobuf converter of `mcpwire-schema`, without a schema registry.
+pub fn default_converter() -> Arc<dyn SchemaConverter> {
+    Arc::new(SchemaCrate { registry: None })
+}
+
+/// The converter with the schema registry compiled from `dir` (a directory of `.proto`
+/// modules, `{owner}/{repo}/{version}/`), which tools reference through
+/// `_meta["io.mcpwire/bsrRef"]`.
+pub fn converter_with_registry(
+    dir: &std::path::Path,
+) -> Result<Arc<dyn SchemaConverter>, mcpwire_schema::SchemaError> {
+    let registry = mcpwire_schema::Registry::load(dir)?;
+    Ok(Arc::new(SchemaCrate {
+        registry: Some(registry),
+    }))
+}
+
+/// Converts with [`mcpwire_schema::tool_schemas`]; resolves references in the registry.
+struct SchemaCrate {
+    registry: Option<mcpwire_schema::Registry>,
+}
+
+impl SchemaConverter for SchemaCrate {
+    fn convert(
+        &self,
+        name: &str,
+        input: &Value,
+        output: Option<&Value>,
+    ) -> Result<Arc<dyn ToolProto>, String> {
+        mcpwire_schema::tool_schemas(name, input, output)
+            .map(|s| Arc::new(Schemas(s)) as Arc<dyn ToolProto>)
+            .map_err(|e| e.to_string())
+    }
+
+    fn resolve(&self, reference: &str) -> Result<Arc<dyn ToolProto>, String> {
+        let Some(registry) = &self.registry else {
+            return Err(format!(
+                "no schema registry is configured to resolve {reference}"
+            ));
+        };
+        registry
+            .resolve(reference)
+            .map(|s| Arc::new(Schemas(s)) as Arc<dyn ToolProto>)
+            .map_err(|e| e.to_string())
+    }
+
+    fn has_registry(&self) -> bool {
+        self.registry.is_some()
+    }
+}
+
+#[derive(Debug)]
+struct Schemas(mcpwire_schema::ToolSchemas);
+
+impl ToolProto for Schemas {
+    fn file_set(&self) -> &prost_types::FileDescriptorSet {
+        &self.0.file_set
+    }
+    fn input(&self) -> &prost_reflect::MessageDescriptor {
+        &self.0.input
+    }
+    fn output(&self) -> Option<&prost_reflect::MessageDescriptor> {
+        self.0.output.as_ref()
+    }
+    fn arguments_to_json(&self, msg: &prost_reflect::DynamicMessage) -> Result<Value, String> {
+        self.0.arguments_to_json(msg).map_err(|e| e.to_string())
+    }
+    fn structured_to_message(
+        &self,
+        value: &Value,
+    ) -> Result<prost_reflect::DynamicMessage, String> {
+        self.0
+            .structured_to_message(value)
+            .map_err(|e| e.to_string())
+    }
+}

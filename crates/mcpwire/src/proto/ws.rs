@@ -1,0 +1,220 @@
+//! The WebSocket listener: binary messages are proto-mcp (`MCPMessage`, one per message),
+//! text messages JSON-RPC (one per message). The first message fixes the connection's
+//! protocol; a message of the other kind is answered (−32600 / `ErrorResponse`) and dropped.
+//!
+//! Limits: a message over `Limits::max_message_bytes` is answered with the protocol's
+//! −32600 and the connection stays open; past twice that the WebSocket layer closes the
+//! connection (1009, message too big) without buffering it. One session per connection,
+//! many requests in flight; calls still running when the peer closes are dropped.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::State;
+use axum::extract::ws::{Message as WsMessage, WebSocket, WebSocketUpgrade};
+use axum::response::Response;
+use futures::StreamExt;
+use mcpwire_model::jsonrpc::decode_with_depth;
+use mcpwire_model::{Malformed, codes};
+use mcpwire_proto::{Inbound, ProtoCatalog, Translator};
+use mcpwire_session::ServerSession;
+use mcpwire_wire::proto_mcp::pb::McpMessage;
+use mcpwire_wire::proto_mcp::{decode_message, encode_message};
+
+use crate::Service;
+use crate::calls::{Calls, recv_event, sleep_until};
+
+#[derive(Clone)]
+struct WsState {
+    service: Service,
+    catalog: Arc<ProtoCatalog>,
+    /// Connections still allowed; an upgrade past the limit is refused with 503.
+    slots: Arc<tokio::sync::Semaphore>,
+}
+
+/// A bound WebSocket listener.
+pub struct WsServer {
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+}
+
+impl WsServer {
+    /// Binds `addr`, serving `service` at `path` to at most `max_connections` at once.
+    pub async fn bind(
+        service: Service,
+        catalog: Arc<ProtoCatalog>,
+        addr: SocketAddr,
+        path: &str,
+        max_connections: usize,
+    ) -> std::io::Result<WsServer> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let slots = Arc::new(tokio::sync::Semaphore::new(max_connections));
+        let app = axum::Router::new()
+            .route(path, axum::routing::get(upgrade))
+            .with_state(WsState {
+                service,
+                catalog,
+                slots,
+            });
+        Ok(WsServer { listener, app })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serves until the process ends.
+    pub async fn serve(self) -> std::io::Result<()> {
+        axum::serve(self.listener, self.app).await
+    }
+}
+
+async fn upgrade(State(st): State<WsState>, ws: WebSocketUpgrade) -> Response {
+    let Ok(slot) = st.slots.clone().try_acquire_owned() else {
+        return axum::response::IntoResponse::into_response((
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "too many WebSocket connections",
+        ));
+    };
+    let max = st.service.limits.max_message_bytes;
+    ws.max_message_size(max.saturating_mul(2))
+        .max_frame_size(max.saturating_mul(2))
+        .on_upgrade(move |socket| async move {
+            if let Err(e) = Conn::new(&st).run(socket).await {
+                tracing::debug!(error = %e, "websocket connection ended");
+            }
+            drop(slot);
+        })
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Undecided,
+    Json,
+    Proto,
+}
+
+struct Conn {
+    session: ServerSession,
+    calls: Calls,
+    translator: Translator,
+    mode: Mode,
+    max: usize,
+    depth: usize,
+    out: Vec<WsMessage>,
+}
+
+impl Conn {
+    fn new(st: &WsState) -> Conn {
+        Conn {
+            session: ServerSession::new(st.service.config.clone()),
+            calls: Calls::new(st.service.router.clone()),
+            translator: Translator::new(st.catalog.clone()),
+            mode: Mode::Undecided,
+            max: st.service.limits.max_message_bytes,
+            depth: st.service.limits.max_depth,
+            out: Vec::new(),
+        }
+    }
+
+    async fn run(mut self, mut socket: WebSocket) -> Result<(), axum::Error> {
+        loop {
+            self.calls.poll_ready(&mut self.session);
+            self.drain();
+            for m in self.out.drain(..) {
+                socket.send(m).await?;
+            }
+            let timeout = self.session.poll_timeout();
+            tokio::select! {
+                biased;
+                msg = socket.recv() => match msg {
+                    Some(Ok(m)) => self.on_message(m),
+                    Some(Err(e)) => {
+                        self.session.handle_peer_closed();
+                        return Err(e);
+                    }
+                    None => {
+                        self.session.handle_peer_closed();
+                        return Ok(());
+                    }
+                },
+                Some((id, reply)) = self.calls.calls.next(), if !self.calls.is_empty() => {
+                    self.calls.on_done(&mut self.session, id, reply);
+                }
+                Some(msg) = self.calls.peer_rx.recv() => self.calls.on_peer(&mut self.session, *msg),
+                ev = recv_event(&mut self.calls.events) => self.calls.on_backend(&mut self.session, ev),
+                _ = sleep_until(timeout) => self.session.handle_timeout(Instant::now()),
+            }
+        }
+    }
+
+    fn on_message(&mut self, m: WsMessage) {
+        let now = Instant::now();
+        match m {
+            WsMessage::Text(t) => {
+                if self.mode == Mode::Proto {
+                    return self.proto_out(McpMessage::error(
+                        0,
+                        codes::INVALID_REQUEST,
+                        "Invalid Request: this connection speaks proto-mcp (binary messages)",
+                    ));
+                }
+                self.mode = Mode::Json;
+                let decoded = if t.len() > self.max {
+                    Err(Malformed::invalid_request(
+                        None,
+                        format!("Invalid Request: message longer than {} bytes", self.max),
+                    ))
+                } else {
+                    decode_with_depth(t.as_bytes(), self.depth)
+                };
+                self.session.handle_inbound(now, decoded);
+            }
+            WsMessage::Binary(b) => {
+                if self.mode == Mode::Json {
+                    let e = Malformed::invalid_request(
+                        None,
+                        "Invalid Request: this connection speaks JSON-RPC (text messages)",
+                    );
+                    return self.session.handle_inbound(now, Err(e));
+                }
+                self.mode = Mode::Proto;
+                if b.len() > self.max {
+                    return self.proto_out(McpMessage::error(
+                        0,
+                        codes::INVALID_REQUEST,
+                        format!("Invalid Request: message longer than {} bytes", self.max),
+                    ));
+                }
+                match decode_message(&b) {
+                    Err(reply) => self.proto_out(reply),
+                    Ok(msg) => match self.translator.inbound(msg) {
+                        Inbound::Forward(m) => self.session.handle_inbound(now, Ok(m)),
+                        Inbound::Reply(r) => self.proto_out(r),
+                    },
+                }
+            }
+            // Pings are answered by the WebSocket layer; a close ends `recv`.
+            WsMessage::Ping(_) | WsMessage::Pong(_) | WsMessage::Close(_) => {}
+        }
+    }
+
+    fn proto_out(&mut self, m: McpMessage) {
+        self.out.push(WsMessage::Binary(encode_message(&m).into()));
+    }
+
+    fn drain(&mut self) {
+        let (out, tr, mode) = (&mut self.out, &mut self.translator, self.mode);
+        self.calls.drain(&mut self.session, |t| {
+            if mode == Mode::Proto {
+                if let Some(m) = tr.outbound(&t.msg) {
+                    out.push(WsMessage::Binary(encode_message(&m).into()));
+                }
+            } else {
+                out.push(WsMessage::Text(t.msg.to_json_string().into()));
+            }
+        });
+    }
+}
