@@ -95,64 +95,6 @@ for scenario in http-header-validation http-custom-header-server-validation json
   score_scenario 2026-07-28 "$scenario"
 done
 
-kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true' EXIT
-
-ADDR=
-for _ in $(seq 1 100); do
-  ADDR=$(sed -n 's|^mcpwire: listening on http://\([^/]*\)/.*|\1|p' "$SERVER_LOG" | head -n1)
-  [ -n "$ADDR" ] && break
-  kill -0 "$SERVER_PID" 2>/dev/null || break
-  sleep 0.1
-done
-if [ -z "$ADDR" ]; then
-  echo "conformance: mcpwire did not report its address" >&2
-  cat "$SERVER_LOG" >&2
-  exit 1
-fi
-# The dns-rebinding scenario needs a localhost URL; the server listens on loopback.
-URL="http://localhost:${ADDR##*:}/mcp"
-echo "== mcpwire listening on $ADDR; testing $URL"
-
-RUNS=()
-run_suite() { # $1 = label, $2 = suite dir, rest = CLI arguments after `server --url URL`
-  local label=$1 suite=$2
-  shift 2
-  local log=$LOGS/$label.log out=$LOGS/$label
-  echo "== conformance $label: server --url $URL $*"
-  # The CLI's own exit code ignores the expected-failures list; evaluate.mjs decides.
-  node --import "$ROOT/$CONF/node20-register.mjs" "$WORK/$suite/node_modules/.bin/conformance" \
-    server --url "$URL" "$@" -o "$out" >"$log" 2>&1 || true
-  sed -n '/^=== SUMMARY ===/,$p' "$log"
-  RUNS+=("$label=$log=$out")
-}
-run_suite v0.1.16 v0116
-run_suite v0.2.0-alpha.12-r2025-11-25 v0200a12 --requirements 2025-11-25
-run_suite v0.2.0-alpha.12-r2026-07-28 v0200a12 --requirements 2026-07-28
-
-# SSE polling and resumption (SEP-1699) is pending in the suite, so unscored: score it.
-label="v0.2.0-alpha.12-r2025-11-25@server-sse-polling"
-node --import "$ROOT/$CONF/node20-register.mjs" "$WORK/v0200a12/node_modules/.bin/conformance" \
-  server --url "$URL" --scenario server-sse-polling --spec-version 2025-11-25 --force \
-  -o "$LOGS/$label" >"$LOGS/$label.log" 2>&1 || true
-echo "== conformance $label: $(grep -m1 '^Passed:' "$LOGS/$label.log" || echo 'no result')"
-RUNS+=("$label=$LOGS/$label.log=$LOGS/$label")
-
-# The tasks extension (SEP-2663) is not on the spec timeline, so `--requirements` leaves it
-# unscored; run each scenario on its own at 2026-07-28 and score it.
-TASKS_SCENARIOS=(tasks-lifecycle tasks-capability-negotiation tasks-wire-fields
-  tasks-request-state-removal tasks-mrtr-input tasks-request-headers
-  tasks-dispatch-and-envelope tasks-status-notifications tasks-required-task-error
-  tasks-mrtr-composition)
-for scenario in "${TASKS_SCENARIOS[@]}"; do
-  label="v0.2.0-alpha.12-ext@$scenario"
-  log=$LOGS/$label.log out=$LOGS/$label
-  node --import "$ROOT/$CONF/node20-register.mjs" "$WORK/v0200a12/node_modules/.bin/conformance" \
-    server --url "$URL" --scenario "$scenario" --spec-version 2026-07-28 --force -o "$out" \
-    >"$log" 2>&1 || true
-  echo "== conformance $label: $(grep -m1 '^Passed:' "$log" || echo 'no result')"
-  RUNS+=("$label=$log=$out")
-done
-
 kill "$SERVER_PID" 2>/dev/null || true
 wait "$SERVER_PID" 2>/dev/null || true
 trap - EXIT
