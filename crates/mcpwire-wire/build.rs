@@ -11,6 +11,12 @@ fn main() {
     };
     let mut config = prost_build::Config::new();
     config.btree_map(["."]);
+    // prost's own `FileDescriptorSet` drops extension options (the `buf.validate` rules,
+    // mcpwire's enum options) when decoding; this type keeps the encoded bytes.
+    config.extern_path(
+        ".google.protobuf.FileDescriptorSet",
+        "::mcpwire_schema::RawFileSet",
+    );
     if let Err(e) = config.compile_fds(fds) {
         panic!("generating buf.mcp.v1: {e}");
     }

@@ -143,7 +143,7 @@ impl Conn {
             bail!("echo has no inline schema: {echo:?}");
         };
         let mut pool = DescriptorPool::global();
-        pool.add_file_descriptor_set(fds.clone())?;
+        pool.decode_file_descriptor_set(fds.as_bytes())?;
         let input_name = echo.metadata.get("input_type").cloned().unwrap_or_default();
         let input = pool
             .get_message_by_name(&input_name)

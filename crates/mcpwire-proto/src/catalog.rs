@@ -5,15 +5,16 @@ use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, RwLock};
 
+use mcpwire_wire::proto_mcp::RawFileSet;
 use prost_reflect::{DynamicMessage, MessageDescriptor};
-use prost_types::FileDescriptorSet;
 use serde_json::Value;
 
 /// A tool's schemas as protobuf: what a proto-mcp client needs to build its arguments and
 /// read its structured result, and the conversions between them and JSON.
 pub trait ToolProto: Send + Sync + std::fmt::Debug {
-    /// A self-contained set holding the input (and output) message and what they import.
-    fn file_set(&self) -> &FileDescriptorSet;
+    /// A self-contained set holding the input (and output) message and what they import,
+    /// encoded with every option kept (`buf.validate` rules, enum JSON values).
+    fn inline_schema(&self) -> RawFileSet;
     /// The input message (the `Any` type of `call_tool` arguments).
     fn input(&self) -> &MessageDescriptor;
     /// The output message, when the tool declares an output schema.

@@ -77,8 +77,22 @@ async fn proto_frames_on_stdio_reach_the_tools() {
     let Some(pb::tool::SchemaSource::InlineSchema(fds)) = &add.schema_source else {
         panic!("no inline schema")
     };
+    // Inline schemas keep their options (`buf.validate` rules): prost's own
+    // `FileDescriptorSet` would drop them, so a re-encode through it is shorter.
+    let keeps_options = l.tools.iter().any(|t| match &t.schema_source {
+        Some(pb::tool::SchemaSource::InlineSchema(f)) => {
+            let lossy = prost_types::FileDescriptorSet::decode(f.as_bytes()).unwrap();
+            f.file_names().iter().any(|n| n.contains("buf/validate"))
+                && lossy.encode_to_vec().len() < f.as_bytes().len()
+        }
+        _ => false,
+    });
+    assert!(
+        keeps_options,
+        "no inline schema carried its buf.validate options"
+    );
     let mut pool = DescriptorPool::global();
-    pool.add_file_descriptor_set(fds.clone()).unwrap();
+    pool.decode_file_descriptor_set(fds.as_bytes()).unwrap();
     let input = pool
         .get_message_by_name(&add.metadata["input_type"])
         .unwrap();

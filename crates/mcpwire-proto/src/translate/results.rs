@@ -65,7 +65,7 @@ pub(super) fn list_tools(
                     metadata.insert("output_type".to_owned(), o.full_name().to_owned());
                 }
                 if include_schemas {
-                    inline = Some(p.file_set().clone());
+                    inline = Some(p.inline_schema());
                 }
             }
             Some(Err(e)) => {

@@ -98,8 +98,8 @@ impl SchemaConverter for WithRegistry {
 }
 
 impl ToolProto for FixedProto {
-    fn file_set(&self) -> &FileDescriptorSet {
-        &self.fds
+    fn inline_schema(&self) -> mcpwire_wire::proto_mcp::RawFileSet {
+        mcpwire_wire::proto_mcp::RawFileSet::new(prost::Message::encode_to_vec(&self.fds))
     }
     fn input(&self) -> &MessageDescriptor {
         &self.input

@@ -10,6 +10,8 @@
 mod codec;
 
 pub use codec::{ProtoDecoded, ProtoMcpCodec, decode_message, encode_message};
+/// The Rust type of `Tool.inline_schema`: an encoded `FileDescriptorSet`, options kept.
+pub use mcpwire_schema::RawFileSet;
 
 /// The generated `buf.mcp.v1` types (prost), including the `MCPService` file's messages.
 #[allow(missing_docs, clippy::all, clippy::pedantic)]

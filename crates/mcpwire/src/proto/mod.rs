@@ -154,8 +154,8 @@ impl SchemaConverter for SchemaCrate {
 struct Schemas(mcpwire_schema::ToolSchemas);
 
 impl ToolProto for Schemas {
-    fn file_set(&self) -> &prost_types::FileDescriptorSet {
-        &self.0.file_set
+    fn inline_schema(&self) -> mcpwire_wire::proto_mcp::RawFileSet {
+        self.0.raw_file_set()
     }
     fn input(&self) -> &prost_reflect::MessageDescriptor {
         &self.0.input
