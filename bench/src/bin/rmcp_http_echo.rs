@@ -1,54 +1,15 @@
 //! The rmcp baseline for the HTTP load driver: rmcp's `StreamableHttpService` with the same
-//! single `echo` tool as `rmcp_echo`, served by axum on 127.0.0.1:PORT.
+//! single `echo` tool as `rmcp_echo` ([`Echo`]), served by axum on 127.0.0.1:PORT.
 //!
 //! `rmcp_http_echo PORT` serves stateful sessions (`Mcp-Session-Id`, SSE replies) for
 //! 2025-11-25 clients; 2026-07-28 requests are always answered statelessly by rmcp.
 //! TCP_NODELAY is set on every accepted socket: `axum::serve` leaves Nagle on, which holds
 //! the tail of each chunked SSE reply until the client's delayed ACK (~40 ms per call).
 
-use rmcp::{
-    ServerHandler,
-    handler::server::{router::tool::ToolRouter, wrapper::Parameters},
-    model::{ServerCapabilities, ServerConfig},
-    schemars, tool, tool_handler, tool_router,
-    transport::streamable_http_server::{
-        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-    },
+use mcpwire_bench::rmcp_echo::Echo;
+use rmcp::transport::streamable_http_server::{
+    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
 };
-
-/// Arguments of `echo`.
-#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
-pub struct EchoArgs {
-    /// Text to echo back.
-    pub text: String,
-}
-
-/// The server: a single `echo` tool.
-#[derive(Debug, Clone)]
-pub struct Echo {
-    tool_router: ToolRouter<Self>,
-}
-
-#[tool_router]
-impl Echo {
-    fn new() -> Self {
-        Self {
-            tool_router: Self::tool_router(),
-        }
-    }
-
-    #[tool(description = "Echo the input text")]
-    fn echo(&self, Parameters(EchoArgs { text }): Parameters<EchoArgs>) -> String {
-        text
-    }
-}
-
-#[tool_handler(router = self.tool_router)]
-impl ServerHandler for Echo {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-    }
-}
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {

@@ -46,13 +46,20 @@ pub(crate) fn check_capability(c: &ClientCapabilities, ask: &ClientAsk) -> Resul
     if has {
         return Ok(());
     }
-    let data = serde_json::json!({ "requiredCapabilities": { cap: {} } });
-    let err = ErrorObject::new(
-        codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
-        format!("Missing required client capability: {cap}"),
+    Err(missing_capability(cap, serde_json::json!({ cap: {} })))
+}
+
+/// −32021 naming the capability `what` the request needs; `required` is shaped like the
+/// client's `capabilities` (`data.requiredCapabilities`).
+pub(crate) fn missing_capability(what: &str, required: serde_json::Value) -> McpError {
+    let data = serde_json::json!({ "requiredCapabilities": required });
+    McpError::Wire(
+        ErrorObject::new(
+            codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            format!("Missing required client capability: {what}"),
+        )
+        .with_data(&data),
     )
-    .with_data(&data);
-    Err(McpError::Wire(err))
 }
 
 impl InputRound {

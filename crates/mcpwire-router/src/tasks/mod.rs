@@ -22,7 +22,7 @@ use std::time::{Duration, SystemTime};
 
 use futures::FutureExt;
 use mcpwire_model::types::ClientCapabilities;
-use mcpwire_model::{ErrorObject, McpError, Raw, Reply, Revision, codes, to_raw};
+use mcpwire_model::{McpError, Raw, Reply, Revision, to_raw};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
@@ -92,15 +92,9 @@ pub(crate) fn client_supports_tasks(caps: &ClientCapabilities) -> bool {
 
 /// −32021 naming the tasks extension.
 pub(crate) fn missing_extension() -> McpError {
-    let data = serde_json::json!({
-        "requiredCapabilities": { "extensions": { TASKS_EXTENSION: {} } }
-    });
-    McpError::Wire(
-        ErrorObject::new(
-            codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
-            format!("Missing required client capability: extensions[\"{TASKS_EXTENSION}\"]"),
-        )
-        .with_data(&data),
+    crate::input::missing_capability(
+        &format!("extensions[\"{TASKS_EXTENSION}\"]"),
+        serde_json::json!({ "extensions": { TASKS_EXTENSION: {} } }),
     )
 }
 
