@@ -346,6 +346,20 @@ async def test_protomcp_stateless_client_sampling_rides_input_required(mcpwire_b
         assert text_of(await client.call_tool("echo", {"text": "after"})) == "after"
 
 
+async def test_envelope_process_task_ask_rides_input_required(mcpwire_bin):
+    """A process task's ask, for a stateless client, ends the call with `input_required`
+    (the task is cancelled); the retried call's new task gets the client's answer."""
+    from mcp import Client
+
+    from peers import auto_client_options
+
+    rec = Recorder()
+    async with Client(params(mcpwire_bin, TOOLS / "envelope_tasks.py"), **auto_client_options(rec)) as client:
+        assert client.protocol_version == "2026-07-28"
+        assert text_of(await client.call_tool("ask_job", {})) == "sampled: " + SAMPLED
+        assert text_of(await client.call_tool("cancelled_tasks", {})) == "job-1"
+
+
 def test_our_proto_matches_the_sdk_descriptor():
     """Every message, field number, type and cardinality of our own protomcp.proto equals the
     SDK's compiled descriptor (`protomcp_pb2`)."""
@@ -376,3 +390,29 @@ def test_our_proto_matches_the_sdk_descriptor():
     }
     assert len(theirs) == 55
     assert ours == theirs
+
+
+async def test_envelope_process_tasks_progress_and_cancel(mcpwire_bin):
+    """Frames 19-23: a process that answers calls with `create_task` is followed to its
+    result (progress reaches the client) and a client cancel becomes `task_cancel`."""
+    rec = Recorder()
+    async with stdio_client(params(mcpwire_bin, TOOLS / "envelope_tasks.py")) as (read, write):
+        async with ClientSession(read, write, read_timeout_seconds=30, sampling_callback=sampling_cb) as s:
+            await s.initialize()
+            names = {t.name for t in (await s.list_tools()).tools}
+            assert names == {"long_job", "stuck_job", "ask_job", "cancelled_tasks"}
+            # An ask made while only the task runs reaches the client that called it.
+            assert text_of(await s.call_tool("ask_job", {})) == "sampled: " + SAMPLED
+            r = await s.call_tool("long_job", {"steps": 4}, progress_callback=rec.on_progress)
+            assert text_of(r) == "finished 4 steps"
+            assert rec.progress and rec.progress[-1] == (4, 4, "step 4 of 4")
+            assert [p for p, _, _ in rec.progress] == sorted(p for p, _, _ in rec.progress)
+
+            with anyio.move_on_after(0.5) as scope:
+                await s.call_tool("stuck_job", {})
+            assert scope.cancelled_caught
+
+            async def cancel_arrived():
+                return text_of(await s.call_tool("cancelled_tasks", {})) == "job-3"
+
+            await wait_until(cancel_arrived, seconds=10)

@@ -11,7 +11,7 @@ use mcpwire_model::{LogEntry, McpError};
 use mcpwire_router::CallCtx;
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::codec::{FramedRead, FramedWrite};
 use tokio_util::sync::CancellationToken;
 
@@ -46,6 +46,14 @@ pub(crate) enum Answer {
     },
     /// The process, or the host, failed the request.
     Failed(String),
+    /// The process answered a tool call with `create_task`: the task is being followed and
+    /// its unsolicited status updates arrive on `pushed` (see `crate::task`).
+    TaskCreated {
+        /// The process's task id.
+        task_id: String,
+        /// Latest pushed status.
+        pushed: watch::Receiver<TaskPush>,
+    },
     /// The call asked the client something that, in 2026-07-28, must come back as an
     /// `input_required` result: the call ends and is re-run with the client's answer.
     InputRequired,
@@ -65,7 +73,29 @@ struct Pending {
     map: HashMap<String, Entry>,
     /// Tool-call ids in send order: the SDK runs them one at a time in this order.
     fifo: VecDeque<String>,
+    /// Process-side async tasks being followed, by the process's task id.
+    tasks: HashMap<String, Followed>,
     closed: Option<String>,
+}
+
+/// What reaches the follower of a process task outside its polls.
+#[derive(Debug, Clone)]
+pub(crate) enum TaskPush {
+    /// Nothing yet.
+    Nothing,
+    /// The latest unsolicited status.
+    Status(pb::TaskStatusResponse),
+    /// An ask of the task must come back as an `input_required` result (2026-07-28).
+    InputRequired,
+}
+
+/// A process-side async task (frames 19–23) a call is waiting on.
+struct Followed {
+    /// The id of the call the process answered with `create_task`.
+    call_id: String,
+    ctx: CallCtx,
+    /// Unsolicited status updates (latest only).
+    push: watch::Sender<TaskPush>,
 }
 
 /// The result of a successful handshake.
@@ -113,6 +143,10 @@ impl PendingCall {
 impl Drop for PendingCall {
     fn drop(&mut self) {
         if !self.finished {
+            // A task created for a call nobody waits for any more is cancelled too.
+            if let Ok(Answer::TaskCreated { task_id, .. }) = self.rx.try_recv() {
+                self.conn.unfollow_task(&task_id, false);
+            }
             self.conn.cancel(&self.id);
         }
     }
@@ -316,6 +350,7 @@ impl Conn {
                 p.closed = Some(reason.to_owned());
             }
             p.fifo.clear();
+            p.tasks.clear();
             p.map.drain().map(|(_, e)| e).collect()
         };
         for e in entries {
@@ -355,9 +390,92 @@ impl Conn {
         self.lock().map.contains_key(id)
     }
 
-    /// The context of a pending request.
+    /// The context of a pending request, or of a call now followed as a process-side task
+    /// (its progress token stays the call's id).
     pub(crate) fn ctx_of(&self, id: &str) -> Option<CallCtx> {
-        self.lock().map.get(id).and_then(|e| e.ctx.clone())
+        let p = self.lock();
+        match p.map.get(id) {
+            Some(e) => e.ctx.clone(),
+            None => p
+                .tasks
+                .values()
+                .find(|t| t.call_id == id)
+                .map(|t| t.ctx.clone()),
+        }
+    }
+
+    /// The process answered call `call_id` with `create_task{task_id}`: the task is followed
+    /// from now on (so status pushes that come right behind are not lost) and the caller gets
+    /// [`Answer::TaskCreated`]. A task for a call nobody waits for any more is cancelled.
+    pub(crate) fn task_created(&self, call_id: &str, task_id: String) {
+        let delivered = {
+            let mut p = self.lock();
+            let Some(entry) = p.map.get(call_id) else {
+                drop(p);
+                self.unfollow_task(&task_id, false);
+                return;
+            };
+            let (Some(_), Some(ctx)) = (&entry.tx, entry.ctx.clone()) else {
+                drop(p);
+                self.unfollow_task(&task_id, false);
+                return;
+            };
+            if task_id.is_empty() || p.tasks.contains_key(&task_id) {
+                Err(format!(
+                    "tool process answered a call with task id {task_id:?}, which is empty or in use"
+                ))
+            } else {
+                let (push, pushed) = watch::channel(TaskPush::Nothing);
+                let followed = Followed {
+                    call_id: call_id.to_owned(),
+                    ctx,
+                    push,
+                };
+                p.tasks.insert(task_id.clone(), followed);
+                Ok(pushed)
+            }
+        };
+        let answer = match delivered {
+            Ok(pushed) => Answer::TaskCreated { task_id, pushed },
+            Err(reason) => Answer::Failed(reason),
+        };
+        self.deliver(call_id, answer);
+    }
+
+    /// Stops following `task_id`; unless it ended, the process gets a `TaskCancelRequest`.
+    pub(crate) fn unfollow_task(&self, task_id: &str, ended: bool) {
+        let open = {
+            let mut p = self.lock();
+            p.tasks.remove(task_id);
+            p.closed.is_none()
+        };
+        if !ended && open {
+            let id = format!("h{}", self.ids.fetch_add(1, Ordering::Relaxed));
+            self.send(Envelope {
+                msg: Some(Msg::TaskCancel(pb::TaskCancelRequest {
+                    task_id: task_id.to_owned(),
+                })),
+                request_id: id,
+                namespace: String::new(),
+            });
+        }
+    }
+
+    /// Hands an unsolicited status update to the follower of its task; false if none.
+    pub(crate) fn push_task_status(&self, status: pb::TaskStatusResponse) -> bool {
+        let p = self.lock();
+        match p.tasks.get(&status.task_id) {
+            Some(t) => {
+                t.push.send_replace(TaskPush::Status(status));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Why the connection ended, once it has.
+    pub(crate) fn closed_reason(&self) -> Option<String> {
+        self.lock().closed.clone()
     }
 
     /// The context of the tool call the process is running (the head of the queue), unless
@@ -366,17 +484,27 @@ impl Conn {
         self.running().map(|(_, ctx)| ctx)
     }
 
-    /// The id and context of the running tool call (see [`Conn::running_ctx`]).
+    /// The id and context of the running tool call (see [`Conn::running_ctx`]); with no
+    /// call queued, the call of the only process task being followed.
     pub(crate) fn running(&self) -> Option<(String, CallCtx)> {
         let p = self.lock();
         let head = p
             .fifo
             .iter()
-            .find(|id| p.map.get(*id).is_some_and(|e| !e.parked))?;
-        p.map
-            .get(head)
-            .and_then(|e| e.ctx.clone())
-            .map(|c| (head.clone(), c))
+            .find(|id| p.map.get(*id).is_some_and(|e| !e.parked));
+        match head {
+            Some(head) => p
+                .map
+                .get(head)
+                .and_then(|e| e.ctx.clone())
+                .map(|c| (head.clone(), c)),
+            None if p.fifo.is_empty() && p.tasks.len() == 1 => p
+                .tasks
+                .values()
+                .next()
+                .map(|t| (t.call_id.clone(), t.ctx.clone())),
+            None => None,
+        }
     }
 
     /// Ends call `id` with [`Answer::InputRequired`] and cancels it in the process (which
@@ -390,7 +518,13 @@ impl Conn {
                     e.parked = true;
                     e.tx.take()
                 }
-                None => None,
+                None => {
+                    // A followed task's call: its follower ends (and cancels the task).
+                    if let Some(t) = p.tasks.values().find(|t| t.call_id == id) {
+                        t.push.send_replace(TaskPush::InputRequired);
+                    }
+                    return;
+                }
             }
         };
         if let Some(tx) = tx {

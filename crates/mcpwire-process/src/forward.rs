@@ -71,24 +71,15 @@ impl Shared {
                         },
                     })
                 },
-                Some(ctx),
+                Some(ctx.clone()),
                 true,
             )
             .map_err(|e| ToolError::new(e.to_string()))?;
-        let mut result = match pc.wait().await {
-            Answer::Env(Msg::CallResult(r)) => convert::call_result(r),
-            Answer::Raw { header, payload } => {
-                let text = sideband::decode_result(&header, &payload, self.config.max_raw)?;
-                CallToolResult::new(convert::content_blocks(text))
-            }
-            Answer::InputRequired => return Err(McpError::InputRequired.into()),
-            Answer::Failed(reason) => return Err(ToolError::new(reason)),
-            Answer::Env(_) => {
-                return Err(ToolError::new(
-                    "tool process answered the call with something else",
-                ));
-            }
-        };
+        let mut answer = pc.wait().await;
+        if let Answer::TaskCreated { task_id, pushed } = answer {
+            answer = crate::task::follow(&conn, &ctx, task_id, pushed).await?;
+        }
+        let mut result = self.tool_result(answer)?;
         for (mw, _) in mws.iter().rev() {
             let req = pb::MiddlewareInterceptRequest {
                 middleware_name: mw.clone(),
@@ -108,6 +99,22 @@ impl Shared {
             }
         }
         Ok(result)
+    }
+
+    /// A call's answer (or a process task's `task_result` answer) as a tool result.
+    fn tool_result(&self, answer: Answer) -> Result<CallToolResult, ToolError> {
+        match answer {
+            Answer::Env(Msg::CallResult(r)) => Ok(convert::call_result(r)),
+            Answer::Raw { header, payload } => {
+                let text = sideband::decode_result(&header, &payload, self.config.max_raw)?;
+                Ok(CallToolResult::new(convert::content_blocks(text)))
+            }
+            Answer::InputRequired => Err(McpError::InputRequired.into()),
+            Answer::Failed(reason) => Err(ToolError::new(reason)),
+            Answer::Env(_) | Answer::TaskCreated { .. } => Err(ToolError::new(
+                "tool process answered the call with something else",
+            )),
+        }
     }
 
     pub(crate) async fn read(
@@ -204,7 +211,8 @@ pub(crate) fn tool_def(weak: &Weak<Shared>, d: &pb::ToolDefinition) -> ToolDef {
         def = def.output_schema(o);
     }
     if d.task_support {
-        // The router's tasks layer runs it as an MCP task; the process sees an ordinary call.
+        // The router's tasks layer runs it as an MCP task: the process sees an ordinary call,
+        // unless it answers with `create_task` (crate::task).
         def = def.task_support(TaskSupport::Optional);
     }
     def

@@ -361,6 +361,13 @@ impl IoTask {
                     }
                 });
             }
+            Msg::CreateTask(t) if !id.is_empty() => conn.task_created(&id, t.task_id),
+            Msg::TaskStatusResponse(s) if id.is_empty() || !conn.is_pending(&id) => {
+                let task = s.task_id.clone();
+                if !conn.push_task_status(s) {
+                    tracing::debug!(task, "status of a task nobody follows ignored");
+                }
+            }
             Msg::StreamHeader(h) => self.on_stream_header(conn, id, h),
             Msg::StreamChunk(c) => self.on_stream_chunk(conn, id, c),
             Msg::RegisterMiddleware(_) => {

@@ -21,6 +21,7 @@ mod io;
 pub mod sideband;
 pub mod spawn;
 mod supervise;
+mod task;
 pub mod toollist;
 mod watch;
 

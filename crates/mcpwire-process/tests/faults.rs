@@ -2,57 +2,13 @@
 //! host must survive — garbage frames, oversize declared lengths, no handshake, log floods,
 //! exits mid-call, oversize raw results, decompression bombs.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use mcpwire_model::{McpError, Method, Reply, to_raw};
-use mcpwire_process::{Launch, ProcessBackend, ProcessConfig, StartError};
-use mcpwire_router::{CallCtx, McpCall, Router};
-use serde_json::{Value, json};
+use mcpwire_process::{Launch, ProcessBackend, ProcessConfig};
+use mcpwire_router::Router;
 
-const PEER: &str = env!("CARGO_BIN_EXE_protomcp-test-peer");
-
-async fn start(
-    mode: &str,
-    tweak: impl FnOnce(&mut ProcessConfig),
-) -> Result<Arc<ProcessBackend>, StartError> {
-    let mut cfg = ProcessConfig::new(Launch {
-        file: "peer-arg".into(),
-        runtime: Some(format!("{PEER} {mode}")),
-    });
-    tweak(&mut cfg);
-    ProcessBackend::start(cfg).await
-}
-
-/// Calls `echo` and returns the tool result as the client sees it (a tool failure is an
-/// `isError` result; bounded: a hang fails the test).
-async fn call(router: &Router, text: &str) -> Value {
-    let fut = router.call(McpCall {
-        method: Method::parse("tools/call"),
-        params: Some(to_raw(
-            &json!({"name": "echo", "arguments": {"text": text}}),
-        )),
-        ctx: CallCtx::detached(),
-    });
-    match tokio::time::timeout(Duration::from_secs(30), fut).await {
-        Ok(Ok(Reply::Complete(raw))) => serde_json::from_str(raw.get()).expect("result is JSON"),
-        Ok(Err(McpError::ToolFailed { message, .. })) => {
-            json!({"isError": true, "content": [{"type": "text", "text": message}]})
-        }
-        other => panic!("unexpected answer: {other:?}"),
-    }
-}
-
-fn text(v: &Value) -> String {
-    v["content"]
-        .as_array()
-        .map(|c| c.iter().filter_map(|b| b["text"].as_str()).collect())
-        .unwrap_or_default()
-}
-
-fn is_error(v: &Value) -> bool {
-    v["isError"] == json!(true)
-}
+mod common;
+use common::{call, is_error, start, text};
 
 #[tokio::test]
 async fn many_calls_in_flight_are_correlated() {
@@ -186,59 +142,4 @@ async fn chunked_results_are_reassembled_or_refused_over_the_limit() {
         let r = call(&router, "x").await;
         assert!(is_error(&r) && text(&r).contains("over the"), "{r}");
     }
-}
-
-#[tokio::test]
-async fn a_tool_declaring_task_support_runs_as_an_mcp_task() {
-    use mcpwire_model::Revision;
-    use mcpwire_model::types::ClientCapabilities;
-    use mcpwire_router::{TASKS_EXTENSION, TaskConfig};
-    use tokio_util::sync::CancellationToken;
-
-    let router = Router::new(start("slow-task", |_| {}).await.expect("starts"))
-        .with_tasks(TaskConfig::default());
-    let caps = Arc::new(ClientCapabilities {
-        extensions: Some(json!({ TASKS_EXTENSION: {} })),
-        ..Default::default()
-    });
-    let call = |method: &str, params: Value| {
-        let ctx = CallCtx::new(
-            Revision::V2026_07_28,
-            caps.clone(),
-            CancellationToken::new(),
-            None,
-        );
-        router.call(McpCall {
-            method: Method::parse(method),
-            params: Some(to_raw(&params)),
-            ctx,
-        })
-    };
-    let as_json = |r: Result<Reply, McpError>| -> Value {
-        match r {
-            Ok(Reply::Complete(raw)) | Ok(Reply::InputRequired(raw)) => {
-                serde_json::from_str(raw.get()).expect("JSON")
-            }
-            Err(e) => panic!("{e}"),
-        }
-    };
-    let created = as_json(
-        call(
-            "tools/call",
-            json!({"name": "echo", "arguments": {"text": "as a task"}}),
-        )
-        .await,
-    );
-    assert_eq!(created["resultType"], "task", "{created}");
-    let id = created["taskId"].as_str().expect("task id").to_owned();
-    let mut done = Value::Null;
-    for _ in 0..600 {
-        done = as_json(call("tasks/get", json!({ "taskId": id })).await);
-        if done["status"] == "completed" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert_eq!(done["status"], "completed", "{done}");
-    assert_eq!(done["result"]["content"][0]["text"], "as a task");
 }

@@ -7,8 +7,12 @@
 //! answers the tool list), `log-flood` (100 000 log messages before the answer), `exit`
 //! (exits mid-call), `chunked` (the result as a chunked stream of about 300 KB), `raw-big` (a 2 MiB uncompressed raw result), `raw-bomb` (a zstd result
 //! whose header understates its size), `slow-task` (declares task support, answers after
-//! 100 ms).
+//! 100 ms), `async-task` (answers with `create_task` and reports through `task_status`:
+//! three polls to complete; text `fail` fails, `hang` never ends, `weird` reports an unknown
+//! state; `cancelled?` answers at once with the task ids it was asked to cancel),
+//! `async-push` (like `async-task` but never answers `task_status`: it pushes its updates).
 
+use std::collections::HashMap;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::os::unix::net::UnixStream;
 
@@ -63,6 +67,11 @@ fn main() -> std::io::Result<()> {
     let stream = UnixStream::connect(path)?;
     let mut r = BufReader::new(stream.try_clone()?);
     let mut w = BufWriter::new(stream);
+    let asynchronous = mode.starts_with("async-");
+    // Process-side tasks: id → (text, status polls so far).
+    let mut tasks: HashMap<String, (String, u32)> = HashMap::new();
+    let mut cancelled: Vec<String> = Vec::new();
+    let mut next_task = 0u32;
     loop {
         let env = read_env(&mut r)?;
         let id = env.request_id;
@@ -75,7 +84,7 @@ fn main() -> std::io::Result<()> {
                     name: "echo".into(),
                     description: "Echoes text".into(),
                     input_schema_json: r#"{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}"#.into(),
-                    task_support: mode == "slow-task",
+                    task_support: mode == "slow-task" || asynchronous,
                     ..Default::default()
                 };
                 write_env(
@@ -94,6 +103,41 @@ fn main() -> std::io::Result<()> {
                     .ok()
                     .and_then(|v| v["text"].as_str().map(str::to_owned))
                     .unwrap_or_default();
+                if asynchronous && text != "cancelled?" {
+                    next_task += 1;
+                    let task_id = format!("t{next_task}");
+                    let created = pb::CreateTaskResponse {
+                        task_id: task_id.clone(),
+                    };
+                    write_env(&mut w, Msg::CreateTask(created), &id)?;
+                    if mode == "async-push" {
+                        let mut push = |state: &str, progress: i64, message: &str| {
+                            let s = pb::TaskStatusResponse {
+                                task_id: task_id.clone(),
+                                state: state.into(),
+                                progress,
+                                total: 2,
+                                message: message.into(),
+                            };
+                            write_env(&mut w, Msg::TaskStatusResponse(s), "")
+                        };
+                        push("running", 1, "halfway")?;
+                        push("completed", 2, "done")?;
+                    }
+                    tasks.insert(task_id, (text, 0));
+                    w.flush()?;
+                    continue;
+                }
+                if text == "cancelled?" {
+                    cancelled.sort();
+                    let res = pb::CallToolResponse {
+                        result_json: text_result(&cancelled.join(",")),
+                        ..Default::default()
+                    };
+                    write_env(&mut w, Msg::CallResult(res), &id)?;
+                    w.flush()?;
+                    continue;
+                }
                 match mode.as_str() {
                     "garbage" => {
                         w.write_all(&[0, 0, 0, 3, 0xff, 0xff, 0xff])?;
@@ -148,6 +192,41 @@ fn main() -> std::io::Result<()> {
                     ..Default::default()
                 };
                 write_env(&mut w, Msg::CallResult(res), &id)?;
+            }
+            Some(Msg::TaskStatus(q)) if mode == "async-task" => {
+                let (state, progress, message) = match tasks.get_mut(&q.task_id) {
+                    Some((text, polls)) => {
+                        *polls += 1;
+                        match text.as_str() {
+                            "fail" => ("failed", 0, "it broke".to_owned()),
+                            "hang" => ("running", 0, "waiting".to_owned()),
+                            "weird" => ("exploded", 0, String::new()),
+                            _ if *polls < 3 => ("running", *polls, format!("step {polls}")),
+                            _ => ("completed", 3, String::new()),
+                        }
+                    }
+                    None => ("failed", 0, "unknown task".to_owned()),
+                };
+                let s = pb::TaskStatusResponse {
+                    task_id: q.task_id,
+                    state: state.into(),
+                    progress: i64::from(progress),
+                    total: 3,
+                    message,
+                };
+                write_env(&mut w, Msg::TaskStatusResponse(s), &id)?;
+            }
+            Some(Msg::TaskResult(q)) => {
+                let text = tasks.remove(&q.task_id).map(|t| t.0).unwrap_or_default();
+                let res = pb::CallToolResponse {
+                    result_json: text_result(&format!("task {}: {text}", q.task_id)),
+                    ..Default::default()
+                };
+                write_env(&mut w, Msg::CallResult(res), &id)?;
+            }
+            Some(Msg::TaskCancel(q)) => {
+                tasks.remove(&q.task_id);
+                cancelled.push(q.task_id);
             }
             Some(Msg::ListResourcesRequest(_)) => {
                 write_env(&mut w, Msg::ResourceListResponse(Default::default()), &id)?
