@@ -14,9 +14,12 @@ py="${PROTOMCP_PYTHON:-$PWD/target/venv/bin/python}"
 
 cargo build --release -p mcpwire -p mcpwire-bench
 
+# `process` blocks in read() like every SDK; `process-spin` polls its socket for 100 µs first,
+# so its p50 minus native's is the host's own overhead (without the peer's wake-up).
 servers=(
     --server "native=$target/mcpwire_echo"
     --server "process=$target/mcpwire run $target/protomcp_echo"
+    --server "process-spin=$target/mcpwire run --runtime '$target/protomcp_echo --spin-us=100' $target/protomcp_echo"
 )
 if [ -x "$py" ] && "$py" -c 'import protomcp' 2>/dev/null; then
     servers+=(--server "python-sdk=$target/mcpwire run --runtime $py tests/python/protomcp_tools/kitchen.py")

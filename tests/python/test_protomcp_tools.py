@@ -416,3 +416,22 @@ async def test_envelope_process_tasks_progress_and_cancel(mcpwire_bin):
                 return text_of(await s.call_tool("cancelled_tasks", {})) == "job-3"
 
             await wait_until(cancel_arrived, seconds=10)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+async def test_node_tool_process_runs_with_node(mcpwire_bin):
+    """A `.mjs` tool file is run with `node`: a dependency-free JavaScript Envelope peer."""
+    rec = Recorder()
+    async with stdio_client(params(mcpwire_bin, TOOLS / "node_tools.mjs")) as (read, write):
+        async with ClientSession(read, write, read_timeout_seconds=30) as s:
+            init = await s.initialize()
+            assert init.server_info.name == "node_tools"
+            tools = {t.name: t for t in (await s.list_tools()).tools}
+            assert tools["divide"].input_schema["required"] == ["a", "b"]
+            r = await s.call_tool("shout", {"text": "hi there"}, progress_callback=rec.on_progress)
+            assert text_of(r) == "HI THERE"
+            assert rec.progress == [(1, 2, "step 1"), (2, 2, "step 2")]
+            assert text_of(await s.call_tool("divide", {"a": 9, "b": 3})) == "3"
+            err = await s.call_tool("divide", {"a": 1, "b": 0})
+            assert err.is_error and "cannot divide by zero" in text_of(err)
+            assert "pass a non-zero b" in text_of(err)
