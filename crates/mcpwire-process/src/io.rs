@@ -8,6 +8,7 @@ use std::time::Duration;
 use futures::{SinkExt, StreamExt};
 use mcpwire_model::LogEntry;
 use mcpwire_model::types::LoggingLevel;
+use mcpwire_router::CallCtx;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::mpsc;
 use tokio_util::codec::{FramedRead, FramedWrite};
@@ -329,38 +330,14 @@ impl IoTask {
                     h.resource_changed(r.uri);
                 }
             }
-            Msg::SamplingRequest(s) => {
-                let origin = conn.running();
-                let conn = conn.clone();
-                tokio::spawn(async move {
-                    let (origin_id, ctx) = origin.unzip();
-                    let (reply, input_required) = crate::convert::sample(ctx, s).await;
-                    conn.send(Envelope {
-                        msg: Some(Msg::SamplingResponse(reply)),
-                        request_id: id,
-                        namespace: String::new(),
-                    });
-                    if let (true, Some(origin)) = (input_required, origin_id.as_deref()) {
-                        conn.input_required(origin);
-                    }
-                });
-            }
-            Msg::ListRootsRequest(_) => {
-                let origin = conn.running();
-                let conn = conn.clone();
-                tokio::spawn(async move {
-                    let (origin_id, ctx) = origin.unzip();
-                    let (reply, input_required) = crate::convert::roots(ctx).await;
-                    conn.send(Envelope {
-                        msg: Some(Msg::ListRootsResponse(reply)),
-                        request_id: id,
-                        namespace: String::new(),
-                    });
-                    if let (true, Some(origin)) = (input_required, origin_id.as_deref()) {
-                        conn.input_required(origin);
-                    }
-                });
-            }
+            Msg::SamplingRequest(s) => spawn_ask(conn, id, |ctx| async move {
+                let (reply, input_required) = crate::convert::sample(ctx, s).await;
+                (Msg::SamplingResponse(reply), input_required)
+            }),
+            Msg::ListRootsRequest(_) => spawn_ask(conn, id, |ctx| async move {
+                let (reply, input_required) = crate::convert::roots(ctx).await;
+                (Msg::ListRootsResponse(reply), input_required)
+            }),
             Msg::CreateTask(t) if !id.is_empty() => conn.task_created(&id, t.task_id),
             Msg::TaskStatusResponse(s) if id.is_empty() || !conn.is_pending(&id) => {
                 let task = s.task_id.clone();
@@ -387,6 +364,29 @@ impl IoTask {
         }
         Ok(())
     }
+}
+
+/// Answers the process's ask `id` (sampling, roots) through the client of the call it is
+/// attributed to, off the I/O task; an ask that must ride an `input_required` result (the
+/// `bool`) ends that call.
+fn spawn_ask<Fut>(conn: &Arc<Conn>, id: String, ask: impl FnOnce(Option<CallCtx>) -> Fut)
+where
+    Fut: Future<Output = (Msg, bool)> + Send + 'static,
+{
+    let (origin, ctx) = conn.running().unzip();
+    let answer = ask(ctx);
+    let conn = conn.clone();
+    tokio::spawn(async move {
+        let (reply, input_required) = answer.await;
+        conn.send(Envelope {
+            msg: Some(reply),
+            request_id: id,
+            namespace: String::new(),
+        });
+        if let (true, Some(origin)) = (input_required, origin.as_deref()) {
+            conn.input_required(origin);
+        }
+    });
 }
 
 /// A process log message as an MCP log entry (`warn` → warning, unknown → info; data kept
