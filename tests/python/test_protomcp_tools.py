@@ -15,7 +15,7 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
-from peers import SAMPLED, Recorder, sampling_cb, text_of
+from peers import SAMPLED, Recorder, list_roots_cb, sampling_cb, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -423,7 +423,7 @@ async def test_node_tool_process_runs_with_node(mcpwire_bin):
     """A `.mjs` tool file is run with `node`: a dependency-free JavaScript Envelope peer."""
     rec = Recorder()
     async with stdio_client(params(mcpwire_bin, TOOLS / "node_tools.mjs")) as (read, write):
-        async with ClientSession(read, write, read_timeout_seconds=30) as s:
+        async with ClientSession(read, write, read_timeout_seconds=30, list_roots_callback=list_roots_cb) as s:
             init = await s.initialize()
             assert init.server_info.name == "node_tools"
             tools = {t.name: t for t in (await s.list_tools()).tools}
@@ -435,3 +435,5 @@ async def test_node_tool_process_runs_with_node(mcpwire_bin):
             err = await s.call_tool("divide", {"a": 1, "b": 0})
             assert err.is_error and "cannot divide by zero" in text_of(err)
             assert "pass a non-zero b" in text_of(err)
+            # ListRootsRequest from the process reaches the calling client.
+            assert text_of(await s.call_tool("roots", {})) == "file:///tmp/a file:///tmp/b"

@@ -4,7 +4,8 @@
 // `protomcp` SDK is not published on the registry, so this stands in for a Node peer).
 //
 // Tools: `shout(text)` (upper-cases, reporting progress when asked), `divide(a, b)` (a
-// ToolError with a suggestion when b is 0).
+// ToolError with a suggestion when b is 0), `roots()` (asks the client for its roots with a
+// ListRootsRequest and lists them).
 import net from "node:net";
 
 // --- protobuf wire format: just what these messages need ---
@@ -25,8 +26,9 @@ const str = (no, s) => (s ? bytes(no, Buffer.from(s, "utf8")) : Buffer.alloc(0))
 const bool = (no, b) => (b ? field(no, 0, varint(1)) : Buffer.alloc(0));
 const int = (no, n) => (n ? field(no, 0, varint(n)) : Buffer.alloc(0));
 
-function decode(buf) {
-  const fields = new Map();
+// Every (field, value) in order, repeated fields included.
+function decodeAll(buf) {
+  const fields = [];
   let i = 0;
   const readVarint = () => {
     let v = 0n, shift = 0n;
@@ -50,17 +52,19 @@ function decode(buf) {
     } else if (wire === 1) { value = buf.subarray(i, i + 8); i += 8; }
     else if (wire === 5) { value = buf.subarray(i, i + 4); i += 4; }
     else throw new Error(`unsupported wire type ${wire}`);
-    fields.set(no, value);
+    fields.push([no, value]);
   }
   return fields;
 }
+// The last value of each field.
+const decode = (buf) => new Map(decodeAll(buf));
 const text = (f, no) => (f.get(no) ? Buffer.from(f.get(no)).toString("utf8") : "");
 
 // Envelope field numbers (request_id = 14) and the oneof members used here.
 const ENV = {
   listTools: 2, callTool: 3, reloadResponse: 4, toolList: 5, callResult: 6, progress: 16,
   listResources: 31, resourceList: 32, listTemplates: 33, templateList: 34,
-  listPrompts: 40, promptList: 41,
+  listPrompts: 40, promptList: 41, listRoots: 62, rootsList: 63,
 };
 const envelope = (member, body, requestId = "") => Buffer.concat([bytes(member, body), str(14, requestId)]);
 
@@ -68,10 +72,28 @@ const envelope = (member, body, requestId = "") => Buffer.concat([bytes(member, 
 const TOOLS = [
   { name: "shout", description: "Upper-cases text", schema: { type: "object", properties: { text: { type: "string" } }, required: ["text"] } },
   { name: "divide", description: "Divides a by b", schema: { type: "object", properties: { a: { type: "number" }, b: { type: "number" } }, required: ["a", "b"] } },
+  { name: "roots", description: "Lists the client's roots", schema: { type: "object", properties: {} } },
 ];
 const content = (t) => JSON.stringify([{ type: "text", text: t }]);
 
-function call(name, args, progressToken, requestId) {
+// Asks the host for the client's roots; the answer is matched by request id.
+const asks = new Map();
+let nextAsk = 0;
+function listRoots() {
+  const id = `roots-${++nextAsk}`;
+  return new Promise((resolve) => {
+    asks.set(id, resolve);
+    send(envelope(ENV.listRoots, Buffer.alloc(0), id));
+  });
+}
+
+async function call(name, args, progressToken) {
+  if (name === "roots") {
+    const reply = await listRoots();
+    const uris = [];
+    for (const [no, value] of reply) if (no === 1) uris.push(text(decode(value), 1));
+    return str(2, content(uris.join(" ")));
+  }
   if (name === "shout") {
     if (progressToken) {
       for (const step of [1, 2]) {
@@ -106,7 +128,12 @@ function onEnvelope(f) {
     send(envelope(ENV.reloadResponse, bool(1, true)));
   } else if (f.has(ENV.callTool)) {
     const c = decode(f.get(ENV.callTool));
-    send(envelope(ENV.callResult, call(text(c, 1), JSON.parse(text(c, 2) || "{}"), text(c, 3), requestId), requestId));
+    call(text(c, 1), JSON.parse(text(c, 2) || "{}"), text(c, 3)).then((result) =>
+      send(envelope(ENV.callResult, result, requestId)),
+    );
+  } else if (f.has(ENV.rootsList)) {
+    asks.get(requestId)?.(decodeAll(f.get(ENV.rootsList)));
+    asks.delete(requestId);
   } else if (f.has(ENV.listResources)) send(envelope(ENV.resourceList, Buffer.alloc(0), requestId));
   else if (f.has(ENV.listTemplates)) send(envelope(ENV.templateList, Buffer.alloc(0), requestId));
   else if (f.has(ENV.listPrompts)) send(envelope(ENV.promptList, Buffer.alloc(0), requestId));
