@@ -36,6 +36,18 @@ pub trait SchemaConverter: Send + Sync {
         output: Option<&Value>,
     ) -> Result<Arc<dyn ToolProto>, String>;
 
+    /// [`SchemaConverter::convert`] for many tools (name, input, output), in order; an
+    /// implementation may convert them together, more cheaply than one by one.
+    fn convert_many(
+        &self,
+        tools: &[(&str, &Value, Option<&Value>)],
+    ) -> Vec<Result<Arc<dyn ToolProto>, String>> {
+        tools
+            .iter()
+            .map(|(name, input, output)| self.convert(name, input, *output))
+            .collect()
+    }
+
     /// The schemas a `buf.build/{owner}/{repo}/{pkg}.{Msg}:{version}` reference names.
     fn resolve(&self, reference: &str) -> Result<Arc<dyn ToolProto>, String> {
         Err(format!(
@@ -119,20 +131,36 @@ impl ProtoCatalog {
     }
 
     /// Replaces the whole catalog with `tools` (a complete `tools/list`), reusing the
-    /// conversions of unchanged tools.
+    /// conversions of unchanged tools and converting the others in one batch.
     pub fn replace(&self, tools: &[Value]) {
         let old = self.snapshot();
         let mut next = Snapshot::default();
+        let empty = serde_json::json!({ "type": "object" });
+        // (name, hash, tool) of the tools whose JSON Schemas must be converted.
+        let mut fresh = Vec::new();
         for tool in tools {
             let Some(name) = tool.get("name").and_then(Value::as_str) else {
                 continue;
             };
             let hash = schema_hash(tool);
-            let entry = match old.by_name.get(name).filter(|e| e.hash == hash) {
-                Some(e) => e.clone(),
-                None => Arc::new(self.convert(name, tool, hash)),
-            };
-            insert(&mut next, entry);
+            match old.by_name.get(name).filter(|e| e.hash == hash) {
+                Some(e) => insert(&mut next, e.clone()),
+                None if bsr_ref(tool).is_some() => {
+                    insert(&mut next, Arc::new(self.convert(name, tool, hash)))
+                }
+                None => fresh.push((name, hash, tool)),
+            }
+        }
+        let specs: Vec<(&str, &Value, Option<&Value>)> = fresh
+            .iter()
+            .map(|(name, _, tool)| {
+                let input = tool.get("inputSchema").unwrap_or(&empty);
+                (*name, input, tool.get("outputSchema"))
+            })
+            .collect();
+        let converted = self.converter.convert_many(&specs);
+        for ((name, hash, _), proto) in fresh.into_iter().zip(converted) {
+            insert(&mut next, Arc::new(entry(name, hash, proto)));
         }
         self.update(|s| *s = next);
     }
@@ -156,14 +184,7 @@ impl ProtoCatalog {
                 .map_err(|e| format!("schema reference {r} is unresolved: {e}")),
             None => self.converter.convert(name, input, output),
         };
-        if let Err(e) = &proto {
-            tracing::warn!(tool = name, error = %e, "no protobuf schema for this tool");
-        }
-        ToolEntry {
-            name: name.to_owned(),
-            hash,
-            proto,
-        }
+        entry(name, hash, proto)
     }
 
     fn update(&self, f: impl FnOnce(&mut Snapshot)) {
@@ -177,6 +198,17 @@ impl ProtoCatalog {
         };
         f(&mut next);
         *guard = Arc::new(next);
+    }
+}
+
+fn entry(name: &str, hash: u64, proto: Result<Arc<dyn ToolProto>, String>) -> ToolEntry {
+    if let Err(e) = &proto {
+        tracing::warn!(tool = name, error = %e, "no protobuf schema for this tool");
+    }
+    ToolEntry {
+        name: name.to_owned(),
+        hash,
+        proto,
     }
 }
 

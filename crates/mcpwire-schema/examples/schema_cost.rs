@@ -49,6 +49,33 @@ fn main() {
             let _ = mcpwire_schema::tool_schemas("search_issues", &input, None).unwrap();
         },
     );
+    // A catalog of 200 such tools: one by one, and in one batch (per tool).
+    let names: Vec<String> = (0..200).map(|i| format!("search_{i}")).collect();
+    let specs: Vec<mcpwire_schema::ToolSpec<'_>> = names
+        .iter()
+        .map(|name| mcpwire_schema::ToolSpec {
+            name,
+            input: &input,
+            output: None,
+        })
+        .collect();
+    let t = Instant::now();
+    for spec in &specs {
+        let _ = mcpwire_schema::tool_schemas(spec.name, spec.input, None).unwrap();
+    }
+    let alone = t.elapsed().as_secs_f64() * 1e6 / specs.len() as f64;
+    println!(
+        "{:<55} {alone:>9.2} µs",
+        "200-tool catalog, one tool_schemas each (per tool)"
+    );
+    let t = Instant::now();
+    let many = mcpwire_schema::tool_schemas_many(&specs, &Default::default());
+    let batch = t.elapsed().as_secs_f64() * 1e6 / specs.len() as f64;
+    assert!(many.iter().all(Result::is_ok));
+    println!(
+        "{:<55} {batch:>9.2} µs",
+        "200-tool catalog, tool_schemas_many (per tool)"
+    );
     let s = mcpwire_schema::tool_schemas("search_issues", &input, None).unwrap();
     let msg = s.json_to_input(&args).unwrap();
     let bytes = msg.encode_to_vec();

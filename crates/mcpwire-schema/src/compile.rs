@@ -40,16 +40,17 @@ fn embedded(name: &str) -> Option<&'static File> {
     files.iter().find(|f| f.name() == name)
 }
 
-/// Resolves the embedded files, the well-known Google files, and one extra in-memory file.
+/// Resolves the embedded files, the well-known Google files, and extra in-memory files
+/// (name, source).
 pub(crate) struct Embedded {
-    pub extra: Option<(String, String)>,
+    extra: HashMap<String, String>,
     google: GoogleFileResolver,
 }
 
 impl Embedded {
-    pub(crate) fn new(extra: Option<(String, String)>) -> Embedded {
+    pub(crate) fn new(extra: Vec<(String, String)>) -> Embedded {
         Embedded {
-            extra,
+            extra: extra.into_iter().collect(),
             google: GoogleFileResolver::new(),
         }
     }
@@ -57,9 +58,7 @@ impl Embedded {
 
 impl FileResolver for Embedded {
     fn open_file(&self, name: &str) -> Result<File, protox::Error> {
-        if let Some((n, src)) = &self.extra
-            && n == name
-        {
+        if let Some(src) = self.extra.get(name) {
             return File::from_source(name, src);
         }
         if let Some(f) = embedded(name) {
@@ -71,38 +70,53 @@ impl FileResolver for Embedded {
 
 /// Compiles the in-memory file `name` with `source`.
 pub(crate) fn compile(name: &str, source: &str) -> Result<DescriptorPool, SchemaError> {
-    let mut c = protox::Compiler::with_file_resolver(Embedded::new(Some((
-        name.to_owned(),
-        source.to_owned(),
-    ))));
+    compile_many(&[(name.to_owned(), source.to_owned())])
+}
+
+/// Compiles several in-memory files (name, source) into one pool: their shared imports are
+/// read and linked once.
+pub(crate) fn compile_many(files: &[(String, String)]) -> Result<DescriptorPool, SchemaError> {
+    let mut c = protox::Compiler::with_file_resolver(Embedded::new(files.to_vec()));
     c.include_imports(true).include_source_info(false);
-    c.open_file(name)
-        .map_err(|e| SchemaError::Compile(format!("{e:?}")))?;
+    for (name, _) in files {
+        c.open_file(name)
+            .map_err(|e| SchemaError::Compile(format!("{e:?}")))?;
+    }
     Ok(c.descriptor_pool())
 }
 
-/// `FileDescriptorSet` bytes of every non-Google file in `pool` (dependencies first),
-/// keeping extension options; `docs` (full name → comment) become `SourceCodeInfo` of
-/// `main`.
-pub(crate) fn pack(pool: &DescriptorPool, main: &str, docs: &HashMap<String, String>) -> Vec<u8> {
+/// File `main` of `pool` and its non-Google imports (transitively, dependencies first) as
+/// (name, encoded `FileDescriptorProto`) pairs, keeping extension options; `docs` (full
+/// name → comment) become `SourceCodeInfo` of `main`.
+pub(crate) fn pack_files(
+    pool: &DescriptorPool,
+    main: &str,
+    docs: &HashMap<String, String>,
+) -> Vec<(String, Vec<u8>)> {
+    let want = closure(pool, main);
     let mut out = Vec::new();
-    for file in pool.files() {
-        if file.name().starts_with("google/protobuf/") {
-            continue;
-        }
+    for file in pool.files().filter(|f| want.contains(f.name())) {
         let mut bytes = file.encode_to_vec();
         if file.name() == main && !docs.is_empty() {
             let info = source_info(pool, main, docs);
             prost::encoding::message::encode(9, &info, &mut bytes);
         }
+        out.push((file.name().to_owned(), bytes));
+    }
+    out
+}
+
+/// `FileDescriptorSet` bytes of [`pack_files`].
+pub(crate) fn pack(pool: &DescriptorPool, main: &str, docs: &HashMap<String, String>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (_, bytes) in pack_files(pool, main, docs) {
         frame(&mut out, &bytes);
     }
     out
 }
 
-/// `FileDescriptorSet` bytes of file `main` of `pool` and its non-Google imports
-/// (transitively, dependencies first), keeping options and source info.
-pub(crate) fn pack_closure(pool: &DescriptorPool, main: &str) -> Vec<u8> {
+/// The names of `main` and the non-Google files it imports, transitively.
+fn closure(pool: &DescriptorPool, main: &str) -> std::collections::HashSet<String> {
     let mut want = std::collections::HashSet::new();
     let mut todo = vec![main.to_owned()];
     while let Some(n) = todo.pop() {
@@ -113,12 +127,16 @@ pub(crate) fn pack_closure(pool: &DescriptorPool, main: &str) -> Vec<u8> {
             todo.extend(f.dependencies().map(|d| d.name().to_owned()));
         }
     }
+    want
+}
+
+/// `FileDescriptorSet` bytes of file `main` of `pool` and its non-Google imports
+/// (transitively, dependencies first), keeping options and source info.
+pub(crate) fn pack_closure(pool: &DescriptorPool, main: &str) -> Vec<u8> {
+    let want = closure(pool, main);
     let mut out = Vec::new();
-    for file in pool.files() {
-        if want.contains(file.name()) {
-            let bytes = file.encode_to_vec();
-            frame(&mut out, &bytes);
-        }
+    for file in pool.files().filter(|f| want.contains(f.name())) {
+        frame(&mut out, &file.encode_to_vec());
     }
     out
 }
@@ -151,18 +169,30 @@ fn source_info(
     docs: &HashMap<String, String>,
 ) -> prost_types::SourceCodeInfo {
     let mut location = Vec::new();
-    for m in pool.all_messages() {
-        if m.parent_file().name() != main {
-            continue;
-        }
+    let Some(file) = pool.get_file_by_name(main) else {
+        return prost_types::SourceCodeInfo { location };
+    };
+    // The file's messages in definition order, nested ones after their parent (not the whole
+    // pool: a batch holds many files).
+    fn visit(
+        m: prost_reflect::MessageDescriptor,
+        docs: &HashMap<String, String>,
+        out: &mut Vec<prost_types::source_code_info::Location>,
+    ) {
         if let Some(d) = docs.get(m.full_name()) {
-            location.push(self::location(m.path(), d));
+            out.push(self::location(m.path(), d));
         }
         for f in m.fields() {
             if let Some(d) = docs.get(f.full_name()) {
-                location.push(self::location(f.path(), d));
+                out.push(self::location(f.path(), d));
             }
         }
+        for child in m.child_messages() {
+            visit(child, docs, out);
+        }
+    }
+    for m in file.messages() {
+        visit(m, docs, &mut location);
     }
     prost_types::SourceCodeInfo { location }
 }

@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod batch;
 mod cache;
 mod compile;
 mod convert;
@@ -29,6 +30,7 @@ use std::sync::Arc;
 use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, ReflectMessage};
 use serde_json::Value;
 
+pub use batch::{ToolSpec, tool_schemas_many};
 pub use cache::SchemaCache;
 pub use compile::{OPTIONS_FILE, OPTIONS_PROTO, VALIDATE_FILE, VALIDATE_PROTO};
 pub use raw::RawFileSet;
@@ -87,12 +89,6 @@ impl Default for Limits {
 /// A tool's input (and output) messages, compiled.
 #[derive(Debug, Clone)]
 pub struct ToolSchemas {
-    /// The tool's file and the non-Google files it imports, dependencies first. Google's
-    /// well-known files (`struct.proto`, `descriptor.proto`) are left out: every protobuf
-    /// runtime ships them. prost drops extension options when decoding, so this view lacks
-    /// the `buf.validate`/`mcpwire.schema.v1` options: send [`ToolSchemas::file_set_bytes`]
-    /// on the wire to keep them.
-    pub file_set: prost_types::FileDescriptorSet,
     /// The input message (`mcpwire.tools.<tool>.Input`).
     pub input: MessageDescriptor,
     /// The output message, when the tool declares an output schema.
@@ -104,11 +100,22 @@ pub struct ToolSchemas {
 struct Inner {
     bytes: Vec<u8>,
     source: String,
-    meta: meta::Meta,
+    /// Option metadata of the pool (shared by the tools of one batch).
+    meta: Arc<meta::Meta>,
 }
 
 impl ToolSchemas {
-    /// `file_set` encoded with every option kept (what `Tool.inline_schema` should carry).
+    /// The tool's file and the non-Google files it imports, dependencies first, decoded on
+    /// each call. Google's well-known files (`struct.proto`, `descriptor.proto`) are left
+    /// out: every protobuf runtime ships them. prost drops extension options when decoding,
+    /// so this view lacks the `buf.validate`/`mcpwire.schema.v1` options: send
+    /// [`ToolSchemas::file_set_bytes`] on the wire to keep them.
+    pub fn file_set(&self) -> prost_types::FileDescriptorSet {
+        compile::prost_set(&self.inner.bytes).unwrap_or_default()
+    }
+
+    /// [`ToolSchemas::file_set`] encoded with every option kept (what `Tool.inline_schema`
+    /// should carry).
     pub fn file_set_bytes(&self) -> &[u8] {
         &self.inner.bytes
     }
@@ -165,11 +172,10 @@ impl ToolSchemas {
     ) -> Result<ToolSchemas, SchemaError> {
         let bytes = compile::pack_closure(pool, desc.parent_file().name());
         Ok(ToolSchemas {
-            file_set: compile::prost_set(&bytes)?,
             input: desc.clone(),
             output: None,
             inner: Arc::new(Inner {
-                meta: meta::Meta::build(pool),
+                meta: Arc::new(meta::Meta::build(pool)),
                 bytes,
                 source,
             }),
@@ -243,6 +249,11 @@ pub fn to_proto(
     Ok(plan(tool_name, input, output, limits)?.1.text)
 }
 
+/// The `.proto` file name of a package's generated file.
+fn file_of(package: &str) -> String {
+    format!("{}.proto", package.replace('.', "/"))
+}
+
 fn plan(
     tool_name: &str,
     input: &Value,
@@ -278,7 +289,7 @@ pub fn tool_schemas_with(
     limits: &Limits,
 ) -> Result<ToolSchemas, SchemaError> {
     let (package, emitted) = plan(tool_name, input, output, limits)?;
-    let file = format!("{}.proto", package.replace('.', "/"));
+    let file = file_of(&package);
     let compiled = compile::compile(&file, &emitted.text)?;
     let bytes = compile::pack(&compiled, &file, &emitted.docs);
     let pool = compile::pool_from(&bytes)?;
@@ -293,11 +304,10 @@ pub fn tool_schemas_with(
         None => None,
     };
     Ok(ToolSchemas {
-        file_set: compile::prost_set(&bytes)?,
         input,
         output,
         inner: Arc::new(Inner {
-            meta: meta::Meta::build(&pool),
+            meta: Arc::new(meta::Meta::build(&pool)),
             bytes,
             source: emitted.text,
         }),

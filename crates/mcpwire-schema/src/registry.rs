@@ -232,7 +232,7 @@ fn collect_protos(
 fn compile_module(root: &Path, files: &[(String, PathBuf)]) -> Result<Module, SchemaError> {
     let mut chain = ChainFileResolver::new();
     chain.add(IncludeFileResolver::new(root.to_path_buf()));
-    chain.add(Embedded::new(None));
+    chain.add(Embedded::new(Vec::new()));
     let mut c = protox::Compiler::with_file_resolver(chain);
     c.include_imports(true).include_source_info(true);
     let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();

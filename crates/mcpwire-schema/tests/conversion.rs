@@ -34,7 +34,7 @@ fn spec_example_maps_to_optional_fields_with_validate_rules() {
     assert_eq!(s.arguments_to_json(&m).unwrap(), v);
     // the lossy prost view still names the files; the full bytes keep the options
     let names: Vec<_> = s
-        .file_set
+        .file_set()
         .file
         .iter()
         .filter_map(|f| f.name.clone())
@@ -262,7 +262,7 @@ enum Kind { KIND_UNSPECIFIED = 0; KIND_NEWS = 1; }
     let s = reg.resolve(r).unwrap();
     assert_eq!(s.input.full_name(), "acme.tools.v1.WebSearchRequest");
     let names: Vec<_> = s
-        .file_set
+        .file_set()
         .file
         .iter()
         .filter_map(|f| f.name.clone())

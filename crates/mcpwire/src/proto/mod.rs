@@ -133,6 +133,27 @@ impl SchemaConverter for SchemaCrate {
             .map_err(|e| e.to_string())
     }
 
+    fn convert_many(
+        &self,
+        tools: &[(&str, &Value, Option<&Value>)],
+    ) -> Vec<Result<Arc<dyn ToolProto>, String>> {
+        let specs: Vec<mcpwire_schema::ToolSpec<'_>> = tools
+            .iter()
+            .map(|&(name, input, output)| mcpwire_schema::ToolSpec {
+                name,
+                input,
+                output,
+            })
+            .collect();
+        mcpwire_schema::tool_schemas_many(&specs, &mcpwire_schema::Limits::default())
+            .into_iter()
+            .map(|r| {
+                r.map(|s| Arc::new(Schemas(s)) as Arc<dyn ToolProto>)
+                    .map_err(|e| e.to_string())
+            })
+            .collect()
+    }
+
     fn resolve(&self, reference: &str) -> Result<Arc<dyn ToolProto>, String> {
         let Some(registry) = &self.registry else {
             return Err(format!(

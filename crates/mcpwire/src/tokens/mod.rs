@@ -46,11 +46,19 @@ pub struct Report {
 pub fn renderings(tools: &[Value]) -> (Vec<(&'static str, &'static str, String)>, Vec<String>) {
     let mut schemas = Vec::new();
     let mut unconverted = Vec::new();
-    for t in tools {
-        let name = t["name"].as_str().unwrap_or_default();
-        let empty = json!({"type": "object"});
-        let input = t.get("inputSchema").unwrap_or(&empty);
-        match mcpwire_schema::tool_schemas(name, input, t.get("outputSchema")) {
+    let empty = json!({"type": "object"});
+    let specs: Vec<mcpwire_schema::ToolSpec<'_>> = tools
+        .iter()
+        .map(|t| mcpwire_schema::ToolSpec {
+            name: t["name"].as_str().unwrap_or_default(),
+            input: t.get("inputSchema").unwrap_or(&empty),
+            output: t.get("outputSchema"),
+        })
+        .collect();
+    let converted = mcpwire_schema::tool_schemas_many(&specs, &Default::default());
+    for ((t, spec), result) in tools.iter().zip(&specs).zip(converted) {
+        let name = spec.name;
+        match result {
             Ok(s) => schemas.push((t, s)),
             Err(e) => {
                 tracing::warn!(tool = name, error = %e, "schema did not convert");
