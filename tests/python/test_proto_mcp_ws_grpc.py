@@ -128,6 +128,21 @@ def test_grpc_unary_rpcs(grpc_stub):
     assert mcp_error(e.value).code == -32002
 
 
+def test_grpc_deadline_is_minus_33003(grpc_stub):
+    """A call outliving the client's deadline ends DEADLINE_EXCEEDED with the MCP code in the
+    details (the server answers just before the deadline), and the call is dropped."""
+    s = grpc_stub
+    tools = {t.name: t for t in s.ListTools(pb.ListToolsRequest(include_schemas=True), timeout=10).tools}
+    slow = tools["test_slow"]
+    args = pack(message_classes(slow.inline_schema)(slow.metadata["input_type"])(seconds=30))
+    with pytest.raises(grpc.RpcError) as e:
+        s.CallTool(pb.CallToolRequest(name="test_slow", arguments=args), timeout=1.0)
+    assert e.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert mcp_error(e.value).code == -33003
+    quick = pack(message_classes(slow.inline_schema)(slow.metadata["input_type"])(seconds=0))
+    assert s.CallTool(pb.CallToolRequest(name="test_slow", arguments=quick), timeout=10).success
+
+
 def test_grpc_many_calls_in_flight(grpc_stub):
     futures = [grpc_stub.ListResources.future(pb.ListResourcesRequest(), timeout=10) for _ in range(50)]
     assert all(len(f.result().resources) > 0 for f in futures)

@@ -6,9 +6,14 @@
 //! every other RPC on one created initialized in proto-mcp 1. Failures — request errors
 //! and `CallToolResponse.error` alike — are gRPC statuses whose details hold the encoded
 //! `ErrorResponse` (the MCP code). A cancelled RPC drops its exchange and so its call.
+//!
+//! A client deadline (`grpc-timeout`) bounds the exchange: shortly before it passes (a tenth
+//! of it, at most 20 ms, so the answer reaches the client in time) the call is dropped and the
+//! RPC ends DEADLINE_EXCEEDED with −33003 in its details. tonic's own deadline layer would
+//! answer CANCELLED without an MCP code.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use mcpwire_model::Revision;
@@ -64,8 +69,28 @@ impl GrpcMcp {
             .await
     }
 
+    /// Runs one request on a fresh session and returns its one answer, or −33003 when the
+    /// client's deadline (see the module docs) comes first.
+    async fn exchange(&self, payload: Payload, deadline: Option<Duration>) -> McpMessage {
+        let Some(d) = deadline else {
+            return self.run(payload).await;
+        };
+        let early = (d / 10).min(Duration::from_millis(20));
+        match tokio::time::timeout(d - early, self.run(payload)).await {
+            Ok(answer) => answer,
+            Err(_) => McpMessage::new(
+                1,
+                Payload::ErrorResponse(pb::ErrorResponse {
+                    code: mcpwire_model::codes::PROTO_TIMEOUT as i32,
+                    message: format!("the request's deadline ({d:?}) passed"),
+                    data: None,
+                }),
+            ),
+        }
+    }
+
     /// Runs one request on a fresh session and returns its one answer.
-    async fn exchange(&self, payload: Payload) -> McpMessage {
+    async fn run(&self, payload: Payload) -> McpMessage {
         let initialize = matches!(payload, Payload::InitializeRequest(_));
         let config = self.service.config.clone();
         let mut session = if initialize {
@@ -130,10 +155,32 @@ fn unexpected() -> Status {
     Status::internal("mcpwire answered with an unexpected proto-mcp message")
 }
 
+/// The client's deadline: the `grpc-timeout` header (at most 8 digits and a unit, per the
+/// gRPC HTTP/2 protocol); a malformed value is ignored, as tonic does.
+fn deadline<T>(req: &Request<T>) -> Option<Duration> {
+    let v = req.metadata().get("grpc-timeout")?.to_str().ok()?;
+    let unit = v.chars().last()?;
+    let digits = &v[..v.len() - unit.len_utf8()];
+    if digits.is_empty() || digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n: u64 = digits.parse().ok()?;
+    Some(match unit {
+        'H' => Duration::from_secs(n * 3600),
+        'M' => Duration::from_secs(n * 60),
+        'S' => Duration::from_secs(n),
+        'm' => Duration::from_millis(n),
+        'u' => Duration::from_micros(n),
+        'n' => Duration::from_nanos(n),
+        _ => return None,
+    })
+}
+
 macro_rules! rpc {
     ($self:ident, $req:ident, $in:ident, $out:ident) => {{
+        let deadline = deadline(&$req);
         match $self
-            .exchange(Payload::$in($req.into_inner()))
+            .exchange(Payload::$in($req.into_inner()), deadline)
             .await
             .payload
         {
@@ -164,8 +211,9 @@ impl McpService for GrpcMcp {
         &self,
         req: Request<pb::CallToolRequest>,
     ) -> Result<Response<pb::CallToolResponse>, Status> {
+        let deadline = deadline(&req);
         match self
-            .exchange(Payload::CallToolRequest(req.into_inner()))
+            .exchange(Payload::CallToolRequest(req.into_inner()), deadline)
             .await
             .payload
         {
@@ -205,4 +253,38 @@ fn tokio_stream_compat(
         });
         Some((r, l))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_timeout(v: &str) -> Request<()> {
+        let mut r = Request::new(());
+        if let Ok(v) = v.parse() {
+            r.metadata_mut().insert("grpc-timeout", v);
+        }
+        r
+    }
+
+    #[test]
+    fn grpc_timeout_values_parse_strictly() {
+        assert_eq!(
+            deadline(&with_timeout("250m")),
+            Some(Duration::from_millis(250))
+        );
+        assert_eq!(deadline(&with_timeout("3S")), Some(Duration::from_secs(3)));
+        assert_eq!(
+            deadline(&with_timeout("2H")),
+            Some(Duration::from_secs(7200))
+        );
+        assert_eq!(
+            deadline(&with_timeout("99999999n")),
+            Some(Duration::from_nanos(99_999_999))
+        );
+        for bad in ["", "m", "123456789m", "12x", "-1S", "1.5S", "ñS"] {
+            assert_eq!(deadline(&with_timeout(bad)), None, "{bad:?}");
+        }
+        assert_eq!(deadline(&Request::new(())), None);
+    }
 }
