@@ -12,12 +12,14 @@
 
 mod any;
 mod limits;
+pub mod mcpb;
 mod ndjson;
 #[cfg(feature = "proto-mcp")]
 pub mod proto_mcp;
 
 pub use any::{AnyCodec, WireItem};
 pub use limits::Limits;
+pub use mcpb::{McpbCodec, McpbFrame, McpbOut};
 pub use mcpwire_model::Malformed;
 pub use ndjson::NdjsonCodec;
 
@@ -31,4 +33,8 @@ pub enum FramingError {
     /// The underlying I/O failed.
     #[error("i/o error: {0}")]
     Io(#[from] std::io::Error),
+    /// The peer broke the framing in a way the stream cannot recover from (for example a
+    /// frame header with the wrong magic): answer if the wire allows it, then close.
+    #[error("{0}")]
+    Fatal(String),
 }
