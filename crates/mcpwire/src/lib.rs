@@ -14,6 +14,7 @@ pub mod catalog;
 pub mod client;
 pub mod driver;
 pub mod http;
+pub mod mcpb;
 pub mod proto;
 pub mod schema_cli;
 pub mod serve;

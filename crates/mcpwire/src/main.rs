@@ -105,6 +105,43 @@ struct ServeArgs {
     schema_registry: Option<std::path::PathBuf>,
     #[command(flatten)]
     http: HttpArgs,
+    #[command(flatten)]
+    mcpb: McpbArgs,
+}
+
+/// Options of the MCPB binary TCP wire (it listens on --host/--port).
+#[derive(clap::Args, Debug)]
+#[command(next_help_heading = "MCPB")]
+struct McpbArgs {
+    /// A token clients may authenticate with (repeat for several; none: authentication off).
+    #[arg(
+        long = "mcpb-token",
+        value_name = "TOKEN",
+        env = "MCPWIRE_MCPB_TOKENS",
+        value_delimiter = ','
+    )]
+    tokens: Vec<String>,
+    /// Every request must carry a valid `auth_token` wrapper.
+    #[arg(long = "mcpb-per-message-auth")]
+    per_message_auth: bool,
+    /// Also answer health checks (only) on this port (0 picks a free one).
+    #[arg(long = "mcpb-health-port", value_name = "PORT")]
+    health_port: Option<u16>,
+    /// Seconds an authenticated session lives.
+    #[arg(long = "mcpb-session-ttl-secs", default_value_t = 86_400, value_parser = clap::value_parser!(u64).range(1..))]
+    session_ttl_secs: u64,
+    /// Milliseconds a connection has to negotiate its version and authenticate.
+    #[arg(long = "mcpb-handshake-timeout-ms", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    handshake_timeout_ms: u64,
+    /// Seconds of quiet after which the server pings (a second quiet period closes).
+    #[arg(long = "mcpb-idle-ping-secs", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    idle_ping_secs: u64,
+    /// Seconds connections get to finish their calls on shutdown (SIGTERM, Ctrl-C).
+    #[arg(long = "mcpb-shutdown-grace-secs", default_value_t = 30)]
+    shutdown_grace_secs: u64,
+    /// Connections served at once.
+    #[arg(long = "mcpb-max-connections", default_value_t = 1024)]
+    max_connections: usize,
 }
 
 /// Options of the Streamable HTTP wire.
@@ -150,6 +187,8 @@ enum Transport {
     Ws,
     /// gRPC proto-mcp `buf.mcp.v1.MCPService` on --host/--port.
     Grpc,
+    /// MCPB, the gateway's binary TCP framing, on --host/--port (see the MCPB options).
+    Mcpb,
 }
 
 fn main() -> Result<()> {
@@ -263,6 +302,52 @@ async fn serve_proto(service: Service, serve: &ServeArgs) -> Result<()> {
     .with_context(|| format!("serving on {addr}"))
 }
 
+/// Serves MCPB until SIGTERM or Ctrl-C, then shuts down gracefully (connections are told,
+/// calls in flight finish within the grace period).
+async fn serve_mcpb(service: Service, serve: &ServeArgs) -> Result<()> {
+    use mcpwire::mcpb::{McpbConfig, McpbServer, serve_health};
+    use std::time::Duration;
+    let a = &serve.mcpb;
+    let config = McpbConfig {
+        tokens: a.tokens.iter().filter(|t| !t.is_empty()).cloned().collect(),
+        per_message_auth: a.per_message_auth,
+        session_ttl: Duration::from_secs(a.session_ttl_secs),
+        handshake_timeout: Duration::from_millis(a.handshake_timeout_ms),
+        idle_ping: Duration::from_secs(a.idle_ping_secs),
+        shutdown_grace: Duration::from_secs(a.shutdown_grace_secs),
+        max_connections: a.max_connections,
+    };
+    if config.tokens.is_empty() {
+        tracing::warn!("MCPB authentication is off: pass --mcpb-token to require a token");
+    }
+    let addr = std::net::SocketAddr::new(serve.http.host, serve.http.port);
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let server = McpbServer::bind(service, addr, config, shutdown.clone())
+        .await
+        .with_context(|| format!("binding {addr}"))?;
+    eprintln!("mcpwire: listening on mcpb://{}", server.local_addr()?);
+    if let Some(port) = a.health_port {
+        let at = std::net::SocketAddr::new(serve.http.host, port);
+        let (bound, health) = serve_health(&server, at)
+            .await
+            .with_context(|| format!("binding the health port {at}"))?;
+        eprintln!("mcpwire: health checks on mcpb://{bound}");
+        tokio::spawn(health);
+    }
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("installing the SIGTERM handler")?;
+    let signals = shutdown.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        tracing::info!("shutting down MCPB connections");
+        signals.cancel();
+    });
+    server.serve().await.context("serving mcpb")
+}
+
 /// Prints a line of command output; a closed stdout (`mcpwire list … | head`) ends the
 /// program quietly instead of panicking.
 fn emit(line: &str) {
@@ -306,6 +391,7 @@ async fn run(cli: Cli) -> Result<()> {
                 }
                 Transport::Http => serve_http(service, serve.http).await?,
                 Transport::Ws | Transport::Grpc => serve_proto(service, &serve).await?,
+                Transport::Mcpb => serve_mcpb(service, &serve).await?,
             }
         }
         Command::Run(args) => process_cmd::run(args, false).await?,

@@ -63,13 +63,19 @@ pub async fn run(args: RunArgs, dev: bool) -> Result<()> {
     limits.max_in_flight = args.serve.max_in_flight;
     limits.request_timeout = Some(Duration::from_secs(args.call_timeout));
     crate::use_schema_registry(&mut service, &args.serve)?;
+    let mcpb = matches!(args.serve.transport, Transport::Mcpb);
     let serving = async {
         match args.serve.transport {
             Transport::Stdio => service.serve_stdio().await.context("serving stdio"),
             Transport::Http => crate::serve_http(service, args.serve.http).await,
             Transport::Ws | Transport::Grpc => crate::serve_proto(service, &args.serve).await,
+            // Handles SIGTERM and Ctrl-C itself, with a graceful shutdown.
+            Transport::Mcpb => crate::serve_mcpb(service, &args.serve).await,
         }
     };
+    if mcpb {
+        return serving.await;
+    }
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .context("installing the SIGTERM handler")?;
     tokio::select! {

@@ -1,0 +1,235 @@
+//! MCPB, the gateway's binary TCP wire (`mcpb-binary-tcp.md`; decisions in
+//! `docs/design/mcpb.md`).
+//!
+//! A connection negotiates its version (the first frame), authenticates with a token (an
+//! `initialize` request carrying `params.token`, answered with a session id and its expiry),
+//! then carries MCP JSON-RPC in Request/Response frames to one [`ServerSession`], like a stdio
+//! connection. Around that: health checks (answered on the main port; the server pings a
+//! connection that has been quiet for a minute and closes it after a second quiet minute), an
+//! optional dedicated health port, per-message tokens, session expiry, a connection limit, and
+//! graceful shutdown (a `shutdown` control frame, calls in flight finish, new requests are
+//! refused, the connection closes on the client's `shutdown_ack` or after a grace period).
+//!
+//! [`ServerSession`]: mcpwire_session::ServerSession
+
+mod conn;
+mod health;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::Service;
+
+pub use health::serve_health;
+
+/// How an MCPB listener behaves.
+#[derive(Debug, Clone)]
+pub struct McpbConfig {
+    /// Tokens accepted at authentication (and per message). Empty: authentication is off,
+    /// and a client may go straight to MCP `initialize`.
+    pub tokens: Vec<String>,
+    /// Every request must carry a valid `auth_token` wrapper.
+    pub per_message_auth: bool,
+    /// How long an authenticated session lives (`expiresAt`).
+    pub session_ttl: Duration,
+    /// Time a new connection has to negotiate its version and authenticate.
+    pub handshake_timeout: Duration,
+    /// Quiet time after which the server pings; a second quiet period closes the connection.
+    pub idle_ping: Duration,
+    /// How long a shutting-down connection may take to finish its calls.
+    pub shutdown_grace: Duration,
+    /// Connections served at once; more are told so and closed.
+    pub max_connections: usize,
+}
+
+impl Default for McpbConfig {
+    fn default() -> McpbConfig {
+        McpbConfig {
+            tokens: Vec::new(),
+            per_message_auth: false,
+            session_ttl: Duration::from_secs(24 * 3600),
+            handshake_timeout: Duration::from_secs(10),
+            idle_ping: Duration::from_secs(60),
+            shutdown_grace: Duration::from_secs(30),
+            max_connections: 1024,
+        }
+    }
+}
+
+/// What every connection of a listener shares.
+pub(crate) struct Shared {
+    pub(crate) service: Service,
+    pub(crate) config: McpbConfig,
+    /// Connections open now.
+    pub(crate) active: AtomicUsize,
+    /// Fires when the server starts shutting down.
+    pub(crate) shutdown: CancellationToken,
+}
+
+impl Shared {
+    /// Whether `token` is one of the configured tokens (compared in constant time).
+    pub(crate) fn token_ok(&self, token: &str) -> bool {
+        self.config.tokens.iter().fold(false, |ok, t| {
+            ok | constant_time_eq(t.as_bytes(), token.as_bytes())
+        })
+    }
+
+    /// Whether authentication is on.
+    pub(crate) fn auth(&self) -> bool {
+        !self.config.tokens.is_empty()
+    }
+
+    /// The health report: `{"healthy": true}` or, for `{"check": "detailed"}`, the checks.
+    pub(crate) fn health(&self, request: Option<&Value>) -> Value {
+        let detailed = request.is_some_and(|r| r["check"] == "detailed");
+        let shutting_down = self.shutdown.is_cancelled();
+        if !detailed {
+            return json!({ "healthy": !shutting_down });
+        }
+        let active = self.active.load(Ordering::Relaxed);
+        json!({
+            "healthy": !shutting_down,
+            "checks": {
+                "tcp_service": {
+                    "healthy": !shutting_down,
+                    "message": if shutting_down {
+                        "shutting down".to_owned()
+                    } else {
+                        format!("{active} of {} connections in use", self.config.max_connections)
+                    },
+                },
+            },
+            "timestamp": unix_now(),
+        })
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// `t` as an RFC 3339 UTC timestamp (`2026-11-26T05:00:00Z`).
+pub(crate) fn rfc3339(t: SystemTime) -> String {
+    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+/// A session id: 16 bytes from the OS CSPRNG as lowercase hex.
+pub(crate) fn new_session_id() -> Option<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).ok()?;
+    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// An MCPB listener.
+pub struct McpbServer {
+    listener: TcpListener,
+    shared: Arc<Shared>,
+}
+
+impl McpbServer {
+    /// Binds `addr` for `service`; `shutdown` starts a graceful shutdown of every connection.
+    pub async fn bind(
+        service: Service,
+        addr: SocketAddr,
+        config: McpbConfig,
+        shutdown: CancellationToken,
+    ) -> std::io::Result<McpbServer> {
+        let listener = TcpListener::bind(addr).await?;
+        let shared = Arc::new(Shared {
+            service,
+            config,
+            active: AtomicUsize::new(0),
+            shutdown,
+        });
+        Ok(McpbServer { listener, shared })
+    }
+
+    /// The address actually bound.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serves until shutdown, then waits (at most the grace period) for open connections to
+    /// finish.
+    pub async fn serve(self) -> std::io::Result<()> {
+        let tracker = tokio_util::task::TaskTracker::new();
+        loop {
+            let accepted = tokio::select! {
+                a = self.listener.accept() => a,
+                _ = self.shared.shutdown.cancelled() => break,
+            };
+            let (stream, peer) = match accepted {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not accept an MCPB connection; retrying");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
+            let _ = stream.set_nodelay(true);
+            let shared = self.shared.clone();
+            tracker.spawn(async move {
+                tracing::debug!(target: "mcpwire::mcpb", %peer, "mcp_gateway_tcp_connections_total");
+                conn::serve(shared, stream).await;
+            });
+        }
+        tracker.close();
+        let grace = self.shared.config.shutdown_grace + Duration::from_secs(1);
+        if tokio::time::timeout(grace, tracker.wait()).await.is_err() {
+            tracing::warn!("MCPB connections still open after the shutdown grace period");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_formats_utc_dates() {
+        let at = |s: u64| rfc3339(UNIX_EPOCH + Duration::from_secs(s));
+        assert_eq!(at(0), "1970-01-01T00:00:00Z");
+        assert_eq!(at(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(at(1_795_665_661), "2026-11-26T04:01:01Z");
+    }
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(constant_time_eq(b"secret", b"secret"));
+        assert!(!constant_time_eq(b"secret", b"secreT"));
+        assert!(!constant_time_eq(b"secret", b"secret2"));
+    }
+}

@@ -1,0 +1,486 @@
+//! The MCPB wire end to end: `mcpwire demo --transport mcpb` driven by a blocking client built
+//! on the crate's own `McpbCodec` — negotiation, token auth, MCP calls, health checks (main and
+//! dedicated port), per-message tokens, bad input, the handshake deadline and graceful
+//! shutdown on SIGTERM.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use mcpwire_model::{Message, Outbound, RequestId, to_raw};
+use mcpwire_wire::Limits;
+use mcpwire_wire::mcpb::{McpbCodec, McpbFrame, McpbOut, VersionOffer, frame_type};
+use serde_json::{Value, json};
+use tokio_util::codec::{Decoder, Encoder};
+
+const TOKEN: &str = "s3cret-token";
+
+struct Server {
+    child: Child,
+    addr: String,
+    health: Option<String>,
+}
+
+impl Server {
+    fn start(extra: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mcpwire"))
+            .args([
+                "demo",
+                "--transport",
+                "mcpb",
+                "--port",
+                "0",
+                "--mcpb-token",
+                TOKEN,
+            ])
+            .args(extra)
+            .env("MCPWIRE_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn mcpwire");
+        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+        let (mut addr, mut health) = (None, None);
+        let want_health = extra.contains(&"--mcpb-health-port");
+        while addr.is_none() || (want_health && health.is_none()) {
+            let mut line = String::new();
+            if stderr.read_line(&mut line).expect("stderr") == 0 {
+                panic!("mcpwire exited before listening");
+            }
+            if let Some(a) = line.trim().strip_prefix("mcpwire: listening on mcpb://") {
+                addr = Some(a.to_owned());
+            } else if let Some(a) = line
+                .trim()
+                .strip_prefix("mcpwire: health checks on mcpb://")
+            {
+                health = Some(a.to_owned());
+            }
+        }
+        std::thread::spawn(move || {
+            let mut sink = Vec::new();
+            let _ = stderr.read_to_end(&mut sink);
+        });
+        Server {
+            child,
+            addr: addr.unwrap_or_default(),
+            health,
+        }
+    }
+
+    /// Sends SIGTERM.
+    fn terminate(&self) {
+        let pid = self.child.id().to_string();
+        let ok = Command::new("kill").args(["-TERM", &pid]).status();
+        assert!(ok.is_ok_and(|s| s.success()));
+    }
+
+    /// Waits (bounded) for the server to exit; its exit status.
+    fn wait(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let until = Instant::now() + limit;
+        while Instant::now() < until {
+            if let Ok(Some(s)) = self.child.try_wait() {
+                return Some(s);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct Client {
+    stream: TcpStream,
+    codec: McpbCodec,
+    buf: BytesMut,
+    next_id: i64,
+}
+
+impl Client {
+    fn connect(addr: &str) -> Client {
+        let stream = TcpStream::connect(addr).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        Client {
+            stream,
+            codec: McpbCodec::client(&Limits::default()),
+            buf: BytesMut::new(),
+            next_id: 1,
+        }
+    }
+
+    fn send(&mut self, out: McpbOut<'_>) {
+        let mut b = BytesMut::new();
+        self.codec.encode(out, &mut b).expect("encode");
+        self.stream.write_all(&b).expect("write");
+    }
+
+    fn send_raw(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).expect("write");
+    }
+
+    /// The next frame; `None` once the server closed the connection.
+    fn recv(&mut self) -> Option<McpbFrame> {
+        loop {
+            if let Some(f) = self.codec.decode(&mut self.buf).expect("valid frames") {
+                return Some(f);
+            }
+            let mut chunk = [0u8; 65536];
+            match self.stream.read(&mut chunk) {
+                Ok(0) => return None,
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return None,
+                Err(e) => panic!("read: {e}"),
+            }
+        }
+    }
+
+    /// The next frame as (type, payload JSON), read without the codec (for answers the
+    /// codec's client side would not accept, such as errors with `"id": null`).
+    fn recv_json(&mut self) -> (u16, Value) {
+        loop {
+            if self.buf.len() >= 12 {
+                let len = u32::from_be_bytes([self.buf[8], self.buf[9], self.buf[10], self.buf[11]])
+                    as usize;
+                if self.buf.len() >= 12 + len {
+                    let kind = u16::from_be_bytes([self.buf[6], self.buf[7]]);
+                    let frame = self.buf.split_to(12 + len);
+                    let v = serde_json::from_slice(&frame[12..]).unwrap_or(Value::Null);
+                    return (kind, v);
+                }
+            }
+            let mut chunk = [0u8; 65536];
+            let n = self.stream.read(&mut chunk).expect("read");
+            assert!(n > 0, "connection closed");
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    /// The next MCP message, answering nothing else (health pings are skipped).
+    fn recv_mcp(&mut self) -> Value {
+        loop {
+            match self.recv() {
+                Some(McpbFrame::Mcp { msg: Ok(m), .. }) => return message_json(m),
+                Some(McpbFrame::Health(None)) => continue,
+                other => panic!("expected an MCP message, got {other:?}"),
+            }
+        }
+    }
+
+    fn request(&mut self, method: &str, params: Value, token: Option<&str>) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        let req = Outbound::Request {
+            id: RequestId::Int(id),
+            method: method.to_owned().into(),
+            params: Some(to_raw(&params)),
+        };
+        match token {
+            Some(t) => self.send(McpbOut::AuthMcp(&req, t)),
+            None => self.send(McpbOut::Mcp(&req)),
+        }
+        self.recv_mcp()
+    }
+
+    fn negotiate(&mut self) {
+        self.send(McpbOut::Version(&VersionOffer::ours()));
+        match self.recv() {
+            Some(McpbFrame::VersionAck(a)) => assert_eq!(a.agreed_version, 1),
+            other => panic!("expected a version ack, got {other:?}"),
+        }
+    }
+
+    /// Negotiates, authenticates with the token, initializes MCP.
+    fn ready(addr: &str) -> Client {
+        Client::ready_with(addr, None)
+    }
+
+    /// [`Client::ready`], sending the MCP handshake with a per-message token.
+    fn ready_with(addr: &str, per_message: Option<&str>) -> Client {
+        let mut c = Client::connect(addr);
+        c.negotiate();
+        let auth = c.request("initialize", json!({ "token": TOKEN }), None);
+        assert!(
+            auth["result"]["sessionId"]
+                .as_str()
+                .is_some_and(|s| s.len() == 32),
+            "{auth}"
+        );
+        assert!(
+            auth["result"]["expiresAt"]
+                .as_str()
+                .is_some_and(|s| s.ends_with('Z')),
+            "{auth}"
+        );
+        let init = c.request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "mcpb-test", "version": "1"}}),
+            per_message,
+        );
+        assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+        let note = Outbound::Notification {
+            method: "notifications/initialized".into(),
+            params: None,
+        };
+        c.send(McpbOut::Mcp(&note));
+        c
+    }
+}
+
+fn message_json(m: Message) -> Value {
+    match m {
+        Message::Response(r) => match r.outcome {
+            Ok(raw) => {
+                json!({"id": r.id.to_string(), "result": serde_json::from_str::<Value>(raw.get()).unwrap_or_default()})
+            }
+            Err(e) => {
+                json!({"id": r.id.to_string(), "error": {"code": e.code, "message": e.message}})
+            }
+        },
+        other => json!({ "other": format!("{other:?}") }),
+    }
+}
+
+fn echo(c: &mut Client, text: &str) -> Value {
+    c.request(
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": text}}),
+        None,
+    )
+}
+
+#[test]
+fn negotiate_authenticate_and_call_tools() {
+    let server = Server::start(&[]);
+    let mut c = Client::ready(&server.addr);
+    let r = echo(&mut c, "over mcpb");
+    assert_eq!(r["result"]["content"][0]["text"], "over mcpb", "{r}");
+    // Pipelined requests are all answered.
+    for i in 0..20 {
+        let req = Outbound::Request {
+            id: RequestId::Int(100 + i),
+            method: "ping".into(),
+            params: None,
+        };
+        c.send(McpbOut::Mcp(&req));
+    }
+    let mut ids: Vec<String> = (0..20)
+        .map(|_| c.recv_mcp()["id"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    ids.sort();
+    assert_eq!(ids.len(), 20);
+    // Health checks on the main port: an empty ping gets an empty pong, a detailed one a report.
+    c.send(McpbOut::Health(None));
+    assert!(matches!(c.recv(), Some(McpbFrame::Health(None))));
+    c.send(McpbOut::Health(Some(&json!({"check": "detailed"}))));
+    match c.recv() {
+        Some(McpbFrame::Health(Some(h))) => {
+            assert_eq!(h["healthy"], true, "{h}");
+            assert_eq!(h["checks"]["tcp_service"]["healthy"], true, "{h}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_wrong_token_or_a_skipped_step_closes_the_connection() {
+    let server = Server::start(&[]);
+    let mut c = Client::connect(&server.addr);
+    c.negotiate();
+    let r = c.request("initialize", json!({ "token": "wrong" }), None);
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    assert!(c.recv().is_none(), "closed after a failed authentication");
+
+    // MCP before authenticating.
+    let mut c = Client::connect(&server.addr);
+    c.negotiate();
+    let req = Outbound::Request {
+        id: RequestId::Int(1),
+        method: "tools/list".into(),
+        params: None,
+    };
+    c.send(McpbOut::Mcp(&req));
+    assert!(matches!(c.recv(), Some(McpbFrame::PeerError(e)) if e.contains("authenticate")));
+    assert!(c.recv().is_none());
+
+    // Anything before the version negotiation.
+    let mut c = Client::connect(&server.addr);
+    c.send(McpbOut::Health(None));
+    c.send(McpbOut::Mcp(&req));
+    // Health checks are answered in any phase; the request is not.
+    assert!(matches!(c.recv(), Some(McpbFrame::Health(None))));
+    assert!(matches!(c.recv(), Some(McpbFrame::PeerError(e)) if e.contains("version negotiation")));
+    assert!(c.recv().is_none());
+
+    // A version offer with nothing in common.
+    let mut c = Client::connect(&server.addr);
+    let offer = VersionOffer {
+        min_version: 2,
+        max_version: 3,
+        preferred_version: 3,
+        supported_versions: vec![2, 3],
+    };
+    c.send(McpbOut::Version(&offer));
+    assert!(matches!(c.recv(), Some(McpbFrame::PeerError(_))));
+    assert!(c.recv().is_none());
+
+    // The server still serves everyone else.
+    let mut ok = Client::ready(&server.addr);
+    assert_eq!(
+        echo(&mut ok, "still here")["result"]["content"][0]["text"],
+        "still here"
+    );
+}
+
+#[test]
+fn bad_bytes_get_an_error_frame_and_other_clients_are_unaffected() {
+    let server = Server::start(&["--max-message-bytes", "4096"]);
+    let mut other = Client::ready(&server.addr);
+
+    // Garbage instead of a header: Error frame, then close.
+    let mut c = Client::connect(&server.addr);
+    c.send_raw(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert!(matches!(c.recv(), Some(McpbFrame::PeerError(e)) if e.contains("not an MCPB frame")));
+    assert!(c.recv().is_none());
+
+    // Oversize, malformed and unknown frames are answered and the stream goes on.
+    let mut c = Client::ready(&server.addr);
+    let mut header = Vec::new();
+    header.extend_from_slice(b"MCPB");
+    header.extend_from_slice(&1u16.to_be_bytes());
+    header.extend_from_slice(&frame_type::REQUEST.to_be_bytes());
+    header.extend_from_slice(&(1u32 << 20).to_be_bytes());
+    c.send_raw(&header);
+    c.send_raw(&vec![b' '; 1 << 20]);
+    let (kind, r) = c.recv_json();
+    assert_eq!(
+        (kind, &r["error"]["code"], &r["id"]),
+        (frame_type::RESPONSE, &json!(-32600), &Value::Null),
+        "{r}"
+    );
+    let mut bad = Vec::new();
+    bad.extend_from_slice(b"MCPB");
+    bad.extend_from_slice(&1u16.to_be_bytes());
+    bad.extend_from_slice(&frame_type::REQUEST.to_be_bytes());
+    bad.extend_from_slice(&3u32.to_be_bytes());
+    bad.extend_from_slice(b"\xff\xfe{");
+    c.send_raw(&bad);
+    assert_eq!(c.recv_json().1["error"]["code"], -32700);
+    let mut unknown = Vec::new();
+    unknown.extend_from_slice(b"MCPB");
+    unknown.extend_from_slice(&1u16.to_be_bytes());
+    unknown.extend_from_slice(&0x99u16.to_be_bytes());
+    unknown.extend_from_slice(&2u32.to_be_bytes());
+    unknown.extend_from_slice(b"{}");
+    c.send_raw(&unknown);
+    assert!(matches!(c.recv(), Some(McpbFrame::PeerError(e)) if e.contains("unknown frame type")));
+    // A request id outside the spec's alphabet is refused with its id.
+    let bad_id = Outbound::Request {
+        id: RequestId::Str("has space".into()),
+        method: "ping".into(),
+        params: None,
+    };
+    c.send(McpbOut::Mcp(&bad_id));
+    let r = c.recv_json().1;
+    assert_eq!(
+        (&r["error"]["code"], &r["id"]),
+        (&json!(-32600), &json!("has space")),
+        "{r}"
+    );
+    assert_eq!(
+        echo(&mut c, "after")["result"]["content"][0]["text"],
+        "after"
+    );
+    assert_eq!(
+        echo(&mut other, "other")["result"]["content"][0]["text"],
+        "other"
+    );
+}
+
+#[test]
+fn a_silent_connection_is_closed_at_the_handshake_deadline() {
+    let server = Server::start(&["--mcpb-handshake-timeout-ms", "300"]);
+    let mut c = Client::connect(&server.addr);
+    let started = Instant::now();
+    assert!(matches!(c.recv(), Some(McpbFrame::PeerError(e)) if e.contains("timed out")));
+    assert!(c.recv().is_none());
+    assert!(started.elapsed() < Duration::from_secs(9));
+}
+
+#[test]
+fn per_message_tokens_are_checked_when_required() {
+    let server = Server::start(&["--mcpb-per-message-auth"]);
+    let mut c = Client::ready_with(&server.addr, Some(TOKEN));
+    let no_token = echo(&mut c, "x");
+    assert_eq!(no_token["error"]["code"], -32600, "{no_token}");
+    let params = json!({"name": "echo", "arguments": {"text": "with token"}});
+    let ok = c.request("tools/call", params.clone(), Some(TOKEN));
+    assert_eq!(ok["result"]["content"][0]["text"], "with token", "{ok}");
+    let wrong = c.request("tools/call", params, Some("nope"));
+    assert_eq!(wrong["error"]["code"], -32600, "{wrong}");
+}
+
+#[test]
+fn the_dedicated_health_port_answers_health_checks_only() {
+    let server = Server::start(&["--mcpb-health-port", "0"]);
+    let addr = server.health.clone().expect("health port");
+    let mut c = Client::connect(&addr);
+    c.send(McpbOut::Health(Some(&json!({"check": "simple"}))));
+    assert!(matches!(c.recv(), Some(McpbFrame::Health(Some(h))) if h == json!({"healthy": true})));
+    c.send(McpbOut::Health(Some(&json!({"check": "detailed"}))));
+    assert!(
+        matches!(c.recv(), Some(McpbFrame::Health(Some(h))) if h["checks"]["tcp_service"]["healthy"] == true)
+    );
+    c.send(McpbOut::Version(&VersionOffer::ours()));
+    assert!(matches!(c.recv(), Some(McpbFrame::PeerError(_))));
+    assert!(c.recv().is_none());
+}
+
+#[test]
+fn sigterm_shuts_down_gracefully_and_calls_in_flight_finish() {
+    let mut server = Server::start(&["--mcpb-shutdown-grace-secs", "10"]);
+    let mut c = Client::ready(&server.addr);
+    let slow = Outbound::Request {
+        id: RequestId::Int(77),
+        method: "tools/call".into(),
+        params: Some(to_raw(
+            &json!({"name": "test_slow", "arguments": {"seconds": 0.5}}),
+        )),
+    };
+    c.send(McpbOut::Mcp(&slow));
+    std::thread::sleep(Duration::from_millis(100));
+    server.terminate();
+    assert!(matches!(c.recv(), Some(McpbFrame::Control(v)) if v["command"] == "shutdown"));
+    // New requests are refused; the one in flight still finishes.
+    let late = Outbound::Request {
+        id: RequestId::Int(78),
+        method: "ping".into(),
+        params: None,
+    };
+    c.send(McpbOut::Mcp(&late));
+    let mut answers = vec![c.recv_mcp(), c.recv_mcp()];
+    answers.sort_by_key(|a| a["id"].as_str().unwrap_or_default().to_owned());
+    assert_eq!(
+        answers[0]["result"]["content"][0]["text"], "done",
+        "{answers:?}"
+    );
+    assert_eq!(answers[1]["error"]["code"], -32600, "{answers:?}");
+    c.send(McpbOut::Control(
+        &json!({"command": "shutdown_ack", "status": "ok"}),
+    ));
+    assert!(c.recv().is_none(), "closed after the acknowledgement");
+    let status = server
+        .wait(Duration::from_secs(10))
+        .expect("the server exits");
+    assert!(status.success(), "{status:?}");
+}
