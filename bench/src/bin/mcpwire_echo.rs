@@ -1,7 +1,8 @@
 //! mcpwire's side of the load driver: the same single `echo` tool as `rmcp_echo`, written
 //! with mcpwire's native API and served over stdio exactly as `mcpwire demo` serves, or with
 //! `--http PORT` over Streamable HTTP on 127.0.0.1 (the multi-threaded runtime, as
-//! `mcpwire demo --transport http`).
+//! `mcpwire demo --transport http`), or with `--mcpb PORT` over MCPB on 127.0.0.1 (token
+//! `bench`, on this thread like stdio). Both print `listening on ADDR` to stderr.
 
 use mcpwire::Service;
 use mcpwire::http::{HttpConfig, HttpServer};
@@ -46,6 +47,29 @@ fn main() -> std::io::Result<()> {
             .build()?
             .block_on(async move {
                 let server = HttpServer::bind(service, config).await?;
+                eprintln!("listening on {}", server.local_addr()?);
+                server.serve().await
+            });
+    }
+    let mut args = std::env::args().skip(1);
+    if let (Some(flag), Some(port)) = (args.next(), args.next())
+        && flag == "--mcpb"
+    {
+        let port: u16 = port
+            .parse()
+            .map_err(|e| std::io::Error::other(format!("bad port: {e}")))?;
+        let config = mcpwire::mcpb::McpbConfig {
+            tokens: vec!["bench".into()],
+            ..Default::default()
+        };
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        return tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+            .block_on(async move {
+                let shutdown = tokio_util::sync::CancellationToken::new();
+                let server =
+                    mcpwire::mcpb::McpbServer::bind(service, addr, config, shutdown).await?;
                 eprintln!("listening on {}", server.local_addr()?);
                 server.serve().await
             });

@@ -1,13 +1,15 @@
-//! End-to-end stdio load: proto-mcp frames vs JSON-RPC lines against the same server, in
-//! the same run.
+//! End-to-end load on one server in one run: JSON-RPC lines and proto-mcp frames over stdio,
+//! and JSON-RPC in MCPB frames over TCP (`mcpwire_echo --mcpb 0`).
 //!
 //! Spawns `--server` (default: `mcpwire_echo` next to this binary) once per (run, wire, K),
 //! performs the wire's handshake, warms up, then issues `-n` calls of the `echo` tool keeping
 //! exactly K in flight. JSON-RPC: `initialize` + `notifications/initialized`, NDJSON
 //! `tools/call`. proto-mcp: `InitializeRequest`, `ListToolsRequest{include_schemas}` (the
 //! arguments are built from the listed `FileDescriptorSet`, as a real client would), then
-//! `CallToolRequest{Any}` frames. Every response is decoded and checked (a success, not
-//! `is_error`). Runs of the two wires are interleaved; the table shows medians across runs.
+//! `CallToolRequest{Any}` frames. MCPB: version negotiation, token authentication, then the
+//! JSON-RPC handshake and calls, each in a 12-byte-header frame. Every response is decoded and
+//! checked (a success, not `is_error`). Runs of the wires are interleaved; the table shows
+//! medians across runs.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -18,8 +20,8 @@ use clap::Parser;
 use mcpwire_wire::proto_mcp::pb::{self, McpMessage, mcp_message::Payload};
 use prost::Message as _;
 use prost_reflect::{DescriptorPool, DynamicMessage, Value as PValue};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::process::{Child, Command};
 
 /// proto-mcp vs JSON-RPC calls/s over stdio.
 #[derive(Parser, Debug)]
@@ -43,18 +45,30 @@ struct Args {
     /// The text sent to `echo`.
     #[arg(long, default_value = "hello world")]
     text: String,
+    /// Wires to compare, comma-separated (the first is the ratios' baseline).
+    #[arg(long, value_delimiter = ',', default_value = "json,proto,mcpb")]
+    wires: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Wire {
     Json,
     Proto,
+    Mcpb,
+}
+
+/// An MCPB frame header for a Request frame of `len` payload bytes.
+fn mcpb_header(len: usize, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"MCPB");
+    out.extend_from_slice(&1u16.to_be_bytes());
+    out.extend_from_slice(&1u16.to_be_bytes());
+    out.extend_from_slice(&(len as u32).to_be_bytes());
 }
 
 struct Conn {
     child: Child,
-    stdin: ChildStdin,
-    stdout: ChildStdout,
+    stdin: Box<dyn AsyncWrite + Unpin + Send>,
+    stdout: Box<dyn AsyncRead + Unpin + Send>,
     buf: BytesMut,
     wire: Wire,
     /// The encoded request without its id: JSON (prefix, suffix) or the proto payload.
@@ -65,16 +79,43 @@ impl Conn {
     async fn start(cmd: &str, wire: Wire, text: &str) -> Result<Conn> {
         let argv = shlex::split(cmd).ok_or_else(|| anyhow!("bad command line {cmd:?}"))?;
         let (prog, rest) = argv.split_first().ok_or_else(|| anyhow!("empty command"))?;
-        let mut child = Command::new(prog)
-            .args(rest)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .with_context(|| format!("starting {cmd}"))?;
-        let stdin = child.stdin.take().ok_or_else(|| anyhow!("no stdin"))?;
-        let stdout = child.stdout.take().ok_or_else(|| anyhow!("no stdout"))?;
+        let mut command = Command::new(prog);
+        command.args(rest).kill_on_drop(true);
+        if wire == Wire::Mcpb {
+            command
+                .args(["--mcpb", "0"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped());
+        } else {
+            command
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null());
+        }
+        let mut child = command.spawn().with_context(|| format!("starting {cmd}"))?;
+        let (stdin, stdout): (
+            Box<dyn AsyncWrite + Unpin + Send>,
+            Box<dyn AsyncRead + Unpin + Send>,
+        ) = if wire == Wire::Mcpb {
+            let stderr = child.stderr.take().ok_or_else(|| anyhow!("no stderr"))?;
+            let mut line = String::new();
+            tokio::io::BufReader::new(stderr)
+                .read_line(&mut line)
+                .await?;
+            let addr = line
+                .trim()
+                .strip_prefix("listening on ")
+                .ok_or_else(|| anyhow!("unexpected server output {line:?}"))?;
+            let tcp = tokio::net::TcpStream::connect(addr).await?;
+            tcp.set_nodelay(true)?;
+            let (r, w) = tcp.into_split();
+            (Box::new(w), Box::new(r))
+        } else {
+            let stdin = child.stdin.take().ok_or_else(|| anyhow!("no stdin"))?;
+            let stdout = child.stdout.take().ok_or_else(|| anyhow!("no stdout"))?;
+            (Box::new(stdin), Box::new(stdout))
+        };
         let mut c = Conn {
             child,
             stdin,
@@ -84,27 +125,53 @@ impl Conn {
             template: (Vec::new(), Vec::new()),
         };
         match wire {
-            Wire::Json => c.json_handshake(text).await?,
+            Wire::Json | Wire::Mcpb => c.json_handshake(text).await?,
             Wire::Proto => c.proto_handshake(text).await?,
         }
         Ok(c)
     }
 
     async fn json_handshake(&mut self, text: &str) -> Result<()> {
-        let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"proto_loadgen","version":"1"}}}
-{"jsonrpc":"2.0","method":"notifications/initialized"}
-"#;
-        self.stdin.write_all(init.as_bytes()).await?;
-        self.next_id()
-            .await?
-            .map_err(|e| anyhow!("initialize failed: {e}"))?;
+        let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"proto_loadgen","version":"1"}}}"#;
+        let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        if self.wire == Wire::Mcpb {
+            let mut out = Vec::new();
+            let version = br#"{"min_version":1,"max_version":1,"preferred_version":1,"supported_versions":[1]}"#;
+            out.extend_from_slice(b"MCPB\0\x01\0\x06");
+            out.extend_from_slice(&(version.len() as u32).to_be_bytes());
+            out.extend_from_slice(version);
+            let auth =
+                br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"token":"bench"}}"#;
+            for m in [&auth[..], init.as_bytes(), initialized.as_bytes()] {
+                mcpb_header(m.len(), &mut out);
+                out.extend_from_slice(m);
+            }
+            self.stdin.write_all(&out).await?;
+            // The version ack, then the two initialize answers.
+            self.read_mcpb().await?;
+            for _ in 0..2 {
+                let v: serde_json::Value = serde_json::from_slice(&self.read_mcpb().await?.1)?;
+                if v.get("result").is_none() {
+                    bail!("MCPB handshake failed: {v}");
+                }
+            }
+        } else {
+            self.stdin
+                .write_all(format!("{init}\n{initialized}\n").as_bytes())
+                .await?;
+            self.next_id()
+                .await?
+                .map_err(|e| anyhow!("initialize failed: {e}"))?;
+        }
         let args = serde_json::to_string(&serde_json::json!({ "text": text }))?;
         self.template = (
             br#"{"jsonrpc":"2.0","id":"#.to_vec(),
             format!(r#","method":"tools/call","params":{{"name":"echo","arguments":{args}}}}}"#)
                 .into_bytes(),
         );
-        self.template.1.push(b'\n');
+        if self.wire == Wire::Json {
+            self.template.1.push(b'\n');
+        }
         Ok(())
     }
 
@@ -172,6 +239,14 @@ impl Conn {
                 out.extend_from_slice(id.to_string().as_bytes());
                 out.extend_from_slice(&self.template.1);
             }
+            Wire::Mcpb => {
+                let id = id.to_string();
+                let len = self.template.0.len() + id.len() + self.template.1.len();
+                mcpb_header(len, out);
+                out.extend_from_slice(&self.template.0);
+                out.extend_from_slice(id.as_bytes());
+                out.extend_from_slice(&self.template.1);
+            }
             Wire::Proto => {
                 let mut head = vec![0x08];
                 prost::encoding::encode_varint(id, &mut head);
@@ -205,9 +280,38 @@ impl Conn {
         }
     }
 
+    /// The next MCPB frame: its type and payload.
+    async fn read_mcpb(&mut self) -> Result<(u16, BytesMut)> {
+        loop {
+            if self.buf.len() >= 12 {
+                let n = u32::from_be_bytes([self.buf[8], self.buf[9], self.buf[10], self.buf[11]])
+                    as usize;
+                if self.buf.len() >= 12 + n {
+                    let kind = u16::from_be_bytes([self.buf[6], self.buf[7]]);
+                    self.buf.advance(12);
+                    return Ok((kind, self.buf.split_to(n)));
+                }
+            }
+            self.fill().await?;
+        }
+    }
+
     /// The id of the next response, or why it is not a successful call result.
     async fn next_id(&mut self) -> Result<Result<u64, String>> {
         match self.wire {
+            Wire::Mcpb => loop {
+                let (kind, body) = self.read_mcpb().await?;
+                if kind != 2 {
+                    continue; // a health ping or control frame
+                }
+                let v: serde_json::Value = serde_json::from_slice(&body)?;
+                let ok = v.get("result").is_some()
+                    && v["result"].get("isError") != Some(&serde_json::Value::Bool(true));
+                return Ok(match (v["id"].as_u64(), ok) {
+                    (Some(id), true) => Ok(id),
+                    _ => Err(String::from_utf8_lossy(&body).into_owned()),
+                });
+            },
             Wire::Json => loop {
                 if let Some(nl) = self.buf.iter().position(|&b| b == b'\n') {
                     let line = self.buf.split_to(nl + 1);
@@ -264,6 +368,10 @@ impl Conn {
 
     async fn stop(mut self) {
         drop(self.stdin);
+        if self.wire == Wire::Mcpb {
+            // A TCP server outlives its clients.
+            let _ = self.child.kill().await;
+        }
         let _ = tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await;
     }
 }
@@ -321,8 +429,21 @@ fn main() -> Result<()> {
         "{:<6} {:>4} {:>12} {:>8} {:>8}",
         "wire", "K", "calls/s", "p50 µs", "p99 µs"
     );
+    let wires = args
+        .wires
+        .iter()
+        .map(|w| match w.as_str() {
+            "json" => Ok(Wire::Json),
+            "proto" => Ok(Wire::Proto),
+            "mcpb" => Ok(Wire::Mcpb),
+            other => Err(anyhow!("unknown wire {other:?} (json, proto, mcpb)")),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if wires.is_empty() {
+        bail!("--wires must name at least one wire");
+    }
     for &k in &args.inflight {
-        let mut res: Vec<(Wire, Vec<Sample>)> = vec![(Wire::Json, vec![]), (Wire::Proto, vec![])];
+        let mut res: Vec<(Wire, Vec<Sample>)> = wires.iter().map(|&w| (w, vec![])).collect();
         for _ in 0..args.runs {
             for (wire, samples) in res.iter_mut() {
                 samples.push(rt.block_on(run_once(&args, &cmd, *wire, k))?);
@@ -341,7 +462,14 @@ fn main() -> Result<()> {
                 median(samples.iter().map(|s| s.p99).collect()),
             );
         }
-        println!("proto/json calls/s at K={k}: {:.2}", rates[1] / rates[0]);
+        for ((wire, _), rate) in res.iter().zip(&rates).skip(1) {
+            println!(
+                "{}/{} calls/s at K={k}: {:.2}",
+                format!("{wire:?}").to_lowercase(),
+                format!("{:?}", res[0].0).to_lowercase(),
+                rate / rates[0]
+            );
+        }
     }
     Ok(())
 }

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Instant, SystemTime};
 
 use bytes::BytesMut;
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use mcpwire_model::{ErrorObject, Message, Outbound, Request, RequestId, codes, to_raw};
 use mcpwire_session::ServerSession;
 use mcpwire_wire::FramingError;
@@ -19,6 +19,9 @@ use tokio_util::codec::{Encoder, FramedRead};
 
 use super::Shared;
 use crate::calls::{Calls, recv_event, sleep_until};
+
+/// Frames handled between two writes, so a flood of input cannot starve output.
+const READ_BURST: usize = 64;
 
 /// JSON-RPC code of a refused token or a request refused while shutting down (MCPB has no
 /// codes of its own; −32600 says "this request is not acceptable").
@@ -93,7 +96,10 @@ pub(crate) async fn serve(shared: Arc<Shared>, stream: TcpStream) {
 
 impl Conn {
     async fn run(&mut self) -> std::io::Result<()> {
+        let busy_poll = self.shared.service.busy_poll;
+        let mut just_spun = false;
         loop {
+            self.pump();
             if self.shared.shutdown.is_cancelled() && self.shutdown_by.is_none() {
                 self.begin_shutdown();
             }
@@ -101,6 +107,14 @@ impl Conn {
             if self.closing && self.wbuf.is_empty() {
                 break;
             }
+            if !just_spun && !busy_poll.is_zero() && self.reader_open && self.wbuf.is_empty() {
+                // As the stdio driver: poll a little before sleeping (an idle vCPU is slow to
+                // wake), then re-check everything from the top.
+                just_spun = true;
+                self.spin(busy_poll).await;
+                continue;
+            }
+            just_spun = false;
             let timeout = self.session.poll_timeout();
             let edge_at = self.next_edge_timer();
             tokio::select! {
@@ -124,6 +138,47 @@ impl Conn {
         }
         self.writer.flush().await?;
         self.writer.shutdown().await
+    }
+
+    /// Does the work that is ready without waiting (a bounded burst), then moves session
+    /// output to the write buffer.
+    fn pump(&mut self) {
+        for _ in 0..READ_BURST {
+            let mut progressed = false;
+            if self.reader_open
+                && !self.closing
+                && let Some(frame) = self.reader.next().now_or_never()
+            {
+                self.on_frame(frame);
+                progressed = true;
+            }
+            progressed |= self.calls.poll_ready(&mut self.session);
+            self.drain();
+            if !progressed {
+                break;
+            }
+        }
+    }
+
+    /// Polls input and finished calls without parking the thread, for up to `d`.
+    async fn spin(&mut self, d: std::time::Duration) {
+        let until = Instant::now() + d;
+        loop {
+            tokio::task::yield_now().await;
+            std::thread::yield_now();
+            if !self.closing
+                && let Some(frame) = self.reader.next().now_or_never()
+            {
+                self.on_frame(frame);
+                return;
+            }
+            if !self.calls.is_empty() && self.calls.poll_ready(&mut self.session) {
+                return;
+            }
+            if Instant::now() >= until {
+                return;
+            }
+        }
     }
 
     /// The next handshake, idle, expiry or shutdown deadline.
