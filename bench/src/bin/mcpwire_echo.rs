@@ -30,52 +30,50 @@ fn main() -> std::io::Result<()> {
     .build();
     let service = Service::from_server(server);
     let mut args = std::env::args().skip(1);
-    if let (Some(flag), Some(port)) = (args.next(), args.next())
-        && flag == "--http"
-    {
-        let port: u16 = port
-            .parse()
-            .map_err(|e| std::io::Error::other(format!("bad port: {e}")))?;
-        let config = HttpConfig {
-            bind: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
-            // The load driver opens many sessions over a run.
-            max_sessions: 100_000,
-            ..HttpConfig::default()
-        };
-        return tokio::runtime::Builder::new_multi_thread()
+    let (flag, port) = (args.next(), args.next());
+    let port = match port {
+        Some(p) => p
+            .parse::<u16>()
+            .map_err(|e| std::io::Error::other(format!("bad port: {e}")))?,
+        None => 0,
+    };
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    match flag.as_deref() {
+        Some("--http") => {
+            let config = HttpConfig {
+                bind: addr,
+                // The load driver opens many sessions over a run.
+                max_sessions: 100_000,
+                ..HttpConfig::default()
+            };
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?
+                .block_on(async move {
+                    let server = HttpServer::bind(service, config).await?;
+                    eprintln!("listening on {}", server.local_addr()?);
+                    server.serve().await
+                })
+        }
+        Some("--mcpb") => {
+            let config = mcpwire::mcpb::McpbConfig {
+                tokens: vec!["bench".into()],
+                ..Default::default()
+            };
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?
+                .block_on(async move {
+                    let shutdown = tokio_util::sync::CancellationToken::new();
+                    let server =
+                        mcpwire::mcpb::McpbServer::bind(service, addr, config, shutdown).await?;
+                    eprintln!("listening on {}", server.local_addr()?);
+                    server.serve().await
+                })
+        }
+        _ => tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?
-            .block_on(async move {
-                let server = HttpServer::bind(service, config).await?;
-                eprintln!("listening on {}", server.local_addr()?);
-                server.serve().await
-            });
+            .block_on(service.serve_stdio()),
     }
-    let mut args = std::env::args().skip(1);
-    if let (Some(flag), Some(port)) = (args.next(), args.next())
-        && flag == "--mcpb"
-    {
-        let port: u16 = port
-            .parse()
-            .map_err(|e| std::io::Error::other(format!("bad port: {e}")))?;
-        let config = mcpwire::mcpb::McpbConfig {
-            tokens: vec!["bench".into()],
-            ..Default::default()
-        };
-        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-        return tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?
-            .block_on(async move {
-                let shutdown = tokio_util::sync::CancellationToken::new();
-                let server =
-                    mcpwire::mcpb::McpbServer::bind(service, addr, config, shutdown).await?;
-                eprintln!("listening on {}", server.local_addr()?);
-                server.serve().await
-            });
-    }
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?
-        .block_on(service.serve_stdio())
 }

@@ -243,35 +243,27 @@ fn checked(msg: Message) -> Decoded {
         Message::Notification(n) => (None, Some(n.method.as_str())),
         Message::Response(r) => (Some(&r.id), None),
     };
-    if let Some(RequestId::Str(s)) = id
-        && !valid_name(s.as_ref(), |b| {
-            b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
-        })
-    {
-        let reply = matches!(msg, Message::Request(_));
-        return Err(Malformed {
-            reply,
-            ..Malformed::invalid_request(
-                id.cloned(),
-                "Invalid Request: MCPB request ids are at most 255 letters, digits, '-' or '_'",
-            )
-        });
-    }
-    if let Some(m) = method
-        && !valid_name(m, |b| {
+    let bad_id = matches!(id, Some(RequestId::Str(s))
+        if !valid_name(s, |b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'));
+    let bad_method = method.is_some_and(|m| {
+        !valid_name(m, |b| {
             b.is_ascii_alphanumeric() || matches!(b, b'.' | b'/' | b'_' | b'-')
         })
-    {
-        let reply = matches!(msg, Message::Request(_));
-        return Err(Malformed {
-            reply,
-            ..Malformed::invalid_request(
-                id.cloned(),
-                "Invalid Request: MCPB methods are at most 255 letters, digits, '.', '/', '-' or '_'",
-            )
-        });
-    }
-    Ok(msg)
+    });
+    let why = match (bad_id, bad_method) {
+        (true, _) => {
+            "Invalid Request: MCPB request ids are at most 255 letters, digits, '-' or '_'"
+        }
+        (_, true) => {
+            "Invalid Request: MCPB methods are at most 255 letters, digits, '.', '/', '-' or '_'"
+        }
+        _ => return Ok(msg),
+    };
+    // Answered only for a request (never for a notification or a response).
+    Err(Malformed {
+        reply: matches!(msg, Message::Request(_)),
+        ..Malformed::invalid_request(id.cloned(), why)
+    })
 }
 
 fn valid_name(s: &str, allowed: impl Fn(u8) -> bool) -> bool {
