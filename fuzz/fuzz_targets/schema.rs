@@ -8,7 +8,7 @@
 //! always compiles (a `SchemaError::Compile` on a schema `to_proto` accepted is a bug);
 //! for a converted schema, `{}` and the fuzzed arguments go through `json_to_input` →
 //! `arguments_to_json` → `json_to_input` without panicking, and the second conversion
-//! accepts what the first produced, giving the same message.
+//! accepts what the first produced, giving the same JSON again.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -52,9 +52,18 @@ fuzz_target!(|data: &[u8]| {
         let back = schemas
             .arguments_to_json(&msg)
             .unwrap_or_else(|e| panic!("arguments_to_json of an accepted message: {e}"));
-        match schemas.json_to_input(&back) {
-            Ok(again) => assert_eq!(msg, again, "json {back} converts to another message"),
-            Err(e) => panic!("arguments_to_json produced {back}, which json_to_input refuses: {e}"),
-        }
+        // proto3 cannot tell an empty list from an absent one, and a required member is
+        // written in its empty form, so the messages may differ in presence only: the
+        // JSON is the fixed point to compare.
+        let again = schemas.json_to_input(&back).unwrap_or_else(|e| {
+            panic!("arguments_to_json produced {back}, which json_to_input refuses: {e}")
+        });
+        let back_again = schemas
+            .arguments_to_json(&again)
+            .unwrap_or_else(|e| panic!("arguments_to_json of {back}: {e}"));
+        assert_eq!(
+            back, back_again,
+            "JSON → message → JSON is not a fixed point"
+        );
     }
 });

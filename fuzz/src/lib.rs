@@ -5,17 +5,34 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::fmt::Debug;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use bytes::BytesMut;
 use tokio_util::codec::Decoder;
 
-/// The system allocator, recording the largest single request since [`LargestAlloc::reset`].
+/// The system allocator, recording the largest single request made inside
+/// [`LargestAlloc::measure`] since [`LargestAlloc::reset`] (the harness's own vectors are
+/// not the code under test).
 pub struct LargestAlloc;
 
 static LARGEST: AtomicUsize = AtomicUsize::new(0);
+static ARMED: AtomicBool = AtomicBool::new(false);
+
+fn record(size: usize) {
+    if ARMED.load(Ordering::Relaxed) {
+        LARGEST.fetch_max(size, Ordering::Relaxed);
+    }
+}
 
 impl LargestAlloc {
+    /// Runs `f` with allocations recorded.
+    pub fn measure<R>(f: impl FnOnce() -> R) -> R {
+        ARMED.store(true, Ordering::Relaxed);
+        let r = f();
+        ARMED.store(false, Ordering::Relaxed);
+        r
+    }
+
     /// Forgets the largest request seen so far.
     pub fn reset() {
         LARGEST.store(0, Ordering::Relaxed);
@@ -30,13 +47,13 @@ impl LargestAlloc {
 // SAFETY: every call is forwarded unchanged to `System`; only a counter is updated.
 unsafe impl GlobalAlloc for LargestAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
+        record(layout.size());
         // SAFETY: same contract as the caller's.
         unsafe { System.alloc(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
+        record(layout.size());
         // SAFETY: same contract as the caller's.
         unsafe { System.alloc_zeroed(layout) }
     }
@@ -47,7 +64,7 @@ unsafe impl GlobalAlloc for LargestAlloc {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LARGEST.fetch_max(new_size, Ordering::Relaxed);
+        record(new_size);
         // SAFETY: same contract as the caller's.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -116,7 +133,8 @@ impl<I: Debug, E: Debug> Run<I, E> {
 
 /// Feeds `chunks` to `codec` as `FramedRead` would: after each chunk, `decode` until it
 /// returns `None`; at the end, `decode_eof` until it returns `None`. Stops at the first
-/// error. `idle` is called with the codec and buffer whenever `decode` asks for more bytes.
+/// error. Allocations inside `decode`/`decode_eof` are measured by [`LargestAlloc`]
+/// (when it is the global allocator). `idle` is called with the codec and buffer whenever `decode` asks for more bytes.
 pub fn drive<D, F>(codec: &mut D, chunks: &[&[u8]], mut idle: F) -> Run<D::Item, D::Error>
 where
     D: Decoder,
@@ -127,7 +145,7 @@ where
     for chunk in chunks {
         buf.extend_from_slice(chunk);
         loop {
-            match codec.decode(&mut buf) {
+            match LargestAlloc::measure(|| codec.decode(&mut buf)) {
                 Ok(Some(item)) => items.push(item),
                 Ok(None) => {
                     idle(codec, &buf);
@@ -145,7 +163,7 @@ where
     // `FramedRead` calls `decode_eof` until it yields `None`; a codec that keeps yielding
     // at EOF without consuming anything would hang it, so that is bounded and checked.
     for _ in 0..=chunks.iter().map(|c| c.len()).sum::<usize>() + 1 {
-        match codec.decode_eof(&mut buf) {
+        match LargestAlloc::measure(|| codec.decode_eof(&mut buf)) {
             Ok(Some(item)) => items.push(item),
             Ok(None) => return Run { items, error: None },
             Err(e) => {
