@@ -20,9 +20,14 @@ static ALLOC: LargestAlloc = LargestAlloc;
 const MAX_ENVELOPE: usize = 64 * 1024;
 const MAX_RAW: u64 = 256 * 1024;
 
-fn decode_raw(header: &RawHeader, payload: &[u8]) {
-    if let Ok(text) = LargestAlloc::measure(|| sideband::decode_result(header, payload, MAX_RAW)) {
-        assert!(text.len() as u64 <= MAX_RAW, "{} bytes decoded", text.len());
+fn decode_raw(header: &RawHeader, payload: &[u8], max: u64) {
+    let decoded = LargestAlloc::measure(|| sideband::decode_result(header, payload, max));
+    if let Ok(text) = decoded {
+        assert!(
+            text.len() as u64 <= max,
+            "{} bytes decoded under a {max}-byte limit",
+            text.len()
+        );
     }
 }
 
@@ -58,7 +63,7 @@ fuzz_target!(|data: &[u8]| {
             ProcFrame::Raw { header, payload } => {
                 assert_eq!(payload.len() as u64, header.size, "payload size");
                 assert!(header.size <= MAX_RAW, "raw over the limit delivered");
-                decode_raw(header, payload);
+                decode_raw(header, payload, MAX_RAW);
             }
             ProcFrame::RawRefused { header, .. } => {
                 assert!(header.size > MAX_RAW, "refused a raw within the limit");
@@ -76,18 +81,26 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 
-    // The sideband decoder straight on the stream as a zstd payload, with the declared size
-    // the frame itself states (so the decompressor is reached) and with a lying one.
+    // The sideband decoder straight on the stream as a payload: uncompressed, and as zstd
+    // with the declared size the frame itself states (so the decompressor is reached) or a
+    // lying one; under the codec's limit and under one smaller than the stream.
     let stated = zstd_content_size(split.stream);
-    for uncompressed_size in [stated, stated.wrapping_add(1), u64::MAX] {
-        let header = RawHeader {
-            request_id: String::new(),
-            field_name: "result_json".into(),
-            size: split.stream.len() as u64,
-            compression: "zstd".into(),
-            uncompressed_size,
-        };
-        decode_raw(&header, split.stream);
+    for max in [MAX_RAW, split.stream.len() as u64 / 2] {
+        for (compression, uncompressed_size) in [
+            ("", 0),
+            ("zstd", stated),
+            ("zstd", stated.wrapping_add(1)),
+            ("zstd", u64::MAX),
+        ] {
+            let header = RawHeader {
+                request_id: String::new(),
+                field_name: "result_json".into(),
+                size: split.stream.len() as u64,
+                compression: compression.into(),
+                uncompressed_size,
+            };
+            decode_raw(&header, split.stream, max);
+        }
     }
 
     let largest = LargestAlloc::largest();
