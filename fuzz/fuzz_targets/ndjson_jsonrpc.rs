@@ -15,7 +15,6 @@ use mcpwire_fuzz::{Split, drive};
 use mcpwire_model::jsonrpc::decode_with_depth;
 use mcpwire_model::{ErrorObject, Message, Outbound, RequestId};
 use mcpwire_wire::{Limits, NdjsonCodec};
-use serde_json::Value;
 use tokio_util::codec::Encoder;
 
 const MAX: usize = 2048;
@@ -28,19 +27,32 @@ fn limits() -> Limits {
     }
 }
 
-/// Nesting depth of a JSON value (scalars are 0). The values come from serde_json, whose
-/// own recursion limit keeps them shallow enough to walk recursively.
-fn depth(v: &Value) -> usize {
-    match v {
-        Value::Array(a) => 1 + a.iter().map(depth).max().unwrap_or(0),
-        Value::Object(o) => 1 + o.values().map(depth).max().unwrap_or(0),
-        _ => 0,
-    }
-}
-
+/// Nesting depth of a JSON text the decoder accepted (scalars are 0). Counted on the text,
+/// not a parsed `Value`: raw values keep numbers such as `1e999` that `Value` refuses.
 fn raw_depth(raw: &serde_json::value::RawValue) -> usize {
-    let v: Value = serde_json::from_str(raw.get()).expect("a decoded raw value is JSON");
-    depth(&v)
+    let (mut deepest, mut open) = (0usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for c in raw.get().chars() {
+        if in_string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '[' | '{' => {
+                open += 1;
+                deepest = deepest.max(open);
+            }
+            ']' | '}' => open -= 1,
+            _ => {}
+        }
+    }
+    deepest
 }
 
 /// The comparable parts of a message: kind, id, method, raw params/result, error.
