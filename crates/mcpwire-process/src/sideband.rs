@@ -23,7 +23,8 @@ pub enum SidebandError {
 }
 
 /// Decodes a raw payload into `result_json`: only `field_name = "result_json"`, compression
-/// `""` or `"zstd"`. For zstd, the declared `uncompressed_size` must be within `max`, the
+/// `""` or `"zstd"`. An uncompressed payload must be within `max` bytes (refused before it
+/// is copied). For zstd, the declared `uncompressed_size` must be within `max`, the
 /// frame must state the same content size, and decompression writes into a buffer of exactly
 /// that capacity, failing rather than growing (the decompression-bomb guard).
 pub fn decode_result(
@@ -35,7 +36,15 @@ pub fn decode_result(
         return Err(SidebandError::Field(header.field_name.clone()));
     }
     let bytes = match header.compression.as_str() {
-        "" => payload.to_vec(),
+        "" => {
+            let len = u64::try_from(payload.len()).unwrap_or(u64::MAX);
+            if len > max {
+                return Err(SidebandError::Size(format!(
+                    "raw payload of {len} bytes is over the {max}-byte limit"
+                )));
+            }
+            payload.to_vec()
+        }
         "zstd" => {
             let want = header.uncompressed_size;
             if want > max {
@@ -120,6 +129,24 @@ mod tests {
             decode_result(&other, b"x", 10),
             Err(SidebandError::Field(_))
         ));
+    }
+
+    /// Found by `fuzz/` (target `envelope`, minimized to a 1-byte payload under a 0-byte
+    /// limit): an uncompressed payload was copied whatever its size.
+    #[test]
+    fn uncompressed_payload_over_the_limit_is_refused() {
+        assert!(matches!(
+            decode_result(&header("", 1, 0), b"x", 0),
+            Err(SidebandError::Size(_))
+        ));
+        assert!(matches!(
+            decode_result(&header("", 3, 0), b"abc", 2),
+            Err(SidebandError::Size(_))
+        ));
+        assert_eq!(
+            decode_result(&header("", 3, 0), b"abc", 3).expect("at the limit"),
+            "abc"
+        );
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! Protobuf identifiers made from JSON names: deterministic, unique within a scope.
 
-use std::collections::HashSet;
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 /// Words protobuf's grammar gives a meaning to; a field or type named so gets a `_` suffix
 /// to keep the generated text unambiguous for every parser (an `f_` prefix, not a `_`
@@ -153,12 +155,34 @@ pub(crate) fn default_json_name(name: &str) -> String {
 pub(crate) struct Scope {
     exact: HashSet<String>,
     json: HashSet<String>,
+    /// Names of an enclosing scope this one must avoid too, shared rather than copied (a
+    /// copy per message made conversion quadratic in the number of `$defs`).
+    outer: Option<Rc<RefCell<HashSet<String>>>>,
+    /// Per wanted name, the first suffix not yet tried by [`Scope::claim`] (names are never
+    /// released, so the ones before it stay taken).
+    next: HashMap<String, usize>,
 }
 
 /// Give up renaming after this many candidates.
 const MAX_TRIES: usize = 1000;
 
 impl Scope {
+    /// An empty scope that also avoids every name in `outer`, as it is when claiming.
+    pub(crate) fn within(outer: Rc<RefCell<HashSet<String>>>) -> Scope {
+        Scope {
+            outer: Some(outer),
+            ..Scope::default()
+        }
+    }
+
+    fn taken(&self, name: &str) -> bool {
+        self.exact.contains(name)
+            || self
+                .outer
+                .as_ref()
+                .is_some_and(|o| o.borrow().contains(name))
+    }
+
     /// Marks a symbol taken without renaming it.
     pub(crate) fn reserve(&mut self, name: &str) {
         self.exact.insert(name.to_owned());
@@ -167,13 +191,15 @@ impl Scope {
     /// A type or enum-value name like `want` that no symbol in this scope has yet:
     /// `want`, `want_2`, `want_3`, …
     pub(crate) fn claim(&mut self, want: &str) -> String {
-        let mut n = 1;
+        let mut n = self.next.get(want).copied().unwrap_or(1);
         loop {
             let cand = candidate(want, n);
-            if self.exact.insert(cand.clone()) {
+            n += 1;
+            if !self.taken(&cand) {
+                self.exact.insert(cand.clone());
+                self.next.insert(want.to_owned(), n);
                 return cand;
             }
-            n += 1;
         }
     }
 
@@ -190,7 +216,7 @@ impl Scope {
             if let Some(k) = explicit {
                 ids.push(k.to_ascii_lowercase());
             }
-            if self.exact.contains(&cand) || ids.iter().any(|i| self.json.contains(i)) {
+            if self.taken(&cand) || ids.iter().any(|i| self.json.contains(i)) {
                 if explicit.is_some_and(|k| self.json.contains(&k.to_ascii_lowercase())) {
                     return None;
                 }

@@ -330,3 +330,40 @@ fn cache_converts_each_schema_once_and_stays_bounded() {
     assert!(cache.get("bad", &json!({"type": "string"}), None).is_err());
     assert!(cache.len() <= 2);
 }
+
+/// Found by probing the `schema` fuzz target's slow inputs (`fuzz/`): every message scope
+/// copied the name of every `$defs` message, and claiming a name retried every suffix
+/// already taken, so thousands of `$defs` (which `Limits` does not count until referenced)
+/// made conversion quadratic: 12 s for a 660 KB schema. Both are now linear; this schema
+/// took seconds before and takes milliseconds now, so the bound is generous.
+#[test]
+fn many_defs_convert_in_linear_time() {
+    let defs: serde_json::Map<_, _> = (0..8000)
+        .map(|i| {
+            // Names that all want the same identifier, and plain ones.
+            let name = if i % 2 == 0 {
+                format!("d{i}")
+            } else {
+                format!("x{}", "_".repeat(i % 50))
+            };
+            (
+                name,
+                json!({"type": "object", "properties": {"x": {"type": "string"}}}),
+            )
+        })
+        .collect();
+    let props: serde_json::Map<_, _> = (0..900)
+        .map(|i| {
+            (
+                format!("p{i}"),
+                json!({"type": "object", "properties": {"a": {"type": "string"}}}),
+            )
+        })
+        .collect();
+    let schema = json!({"type": "object", "$defs": defs, "properties": props});
+    let start = std::time::Instant::now();
+    let text = to_proto("many_defs", &schema, None, &Limits::default()).expect("converts");
+    let took = start.elapsed();
+    assert!(text.contains("message P899"), "{}", &text[..200]);
+    assert!(took < std::time::Duration::from_secs(3), "took {took:?}");
+}

@@ -4,7 +4,9 @@
 //! `google.protobuf.Struct`, anything protobuf cannot type exactly → `google.protobuf.Value`
 //! with the subschema kept verbatim.
 
-use std::collections::{BTreeSet, HashMap};
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::rc::Rc;
 
 use serde_json::{Map, Value};
 
@@ -65,8 +67,9 @@ pub(crate) struct Converter<'l> {
     /// Top-level messages made from `$ref` targets.
     pub top: Vec<Message>,
     top_scope: Scope,
-    /// Top-level names every nested scope must avoid (so simple names never shadow).
-    reserved: Vec<String>,
+    /// Top-level names every nested scope must avoid (so simple names never shadow), shared
+    /// by all of them.
+    reserved: Rc<RefCell<HashSet<String>>>,
     /// (document, JSON pointer) → message name, for `$ref`s to object schemas.
     defs: HashMap<(usize, String), String>,
     doc: usize,
@@ -94,7 +97,7 @@ const ANNOTATIONS: &[&str] = &[
 impl<'l> Converter<'l> {
     pub(crate) fn new(limits: &'l Limits, docs: &[&Value]) -> Converter<'l> {
         let mut top_scope = Scope::default();
-        let mut reserved = vec!["Input".to_owned(), "Output".to_owned()];
+        let mut reserved = HashSet::from(["Input".to_owned(), "Output".to_owned()]);
         for r in &reserved {
             top_scope.reserve(r);
         }
@@ -105,7 +108,7 @@ impl<'l> Converter<'l> {
                     for (name, s) in m {
                         if is_message_schema(s) {
                             let n = top_scope.claim(&pascal(name));
-                            reserved.push(n.clone());
+                            reserved.insert(n.clone());
                             let ptr = format!("#/{key}/{}", escape_pointer(name));
                             defs.insert((i, ptr), n);
                         }
@@ -118,7 +121,7 @@ impl<'l> Converter<'l> {
             nodes: 0,
             top: Vec::new(),
             top_scope,
-            reserved,
+            reserved: Rc::new(RefCell::new(reserved)),
             defs,
             doc: 0,
         }
@@ -156,13 +159,9 @@ impl<'l> Converter<'l> {
     }
 
     fn builder(&self, name: String, shape: Shape) -> Builder {
-        let mut scope = Scope::default();
-        for r in &self.reserved {
-            scope.reserve(r);
-        }
         Builder {
             msg: Message::new(name, shape),
-            scope,
+            scope: Scope::within(Rc::clone(&self.reserved)),
         }
     }
 
@@ -271,7 +270,7 @@ impl<'l> Converter<'l> {
             None => {
                 let last = r.rsplit('/').next().unwrap_or("Ref");
                 let n = self.top_scope.claim(&pascal(last));
-                self.reserved.push(n.clone());
+                self.reserved.borrow_mut().insert(n.clone());
                 self.defs.insert(key, n.clone());
                 n
             }
