@@ -164,10 +164,16 @@ struct Envelope<'a> {
     method: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     params: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    /// Present even when `null` (a valid JSON-RPC result), unlike a plain `Option`.
+    #[serde(borrow, default, deserialize_with = "present")]
     result: Option<&'a RawValue>,
     #[serde(default)]
     error: Option<ErrorObject>,
+}
+
+/// A member that is present, whatever its value (`null` included).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
 }
 
 #[derive(Deserialize)]
@@ -449,6 +455,28 @@ mod tests {
     fn err_code(r: Result<Message, Malformed>) -> (i64, Option<RequestId>) {
         let m = r.expect_err("should be malformed");
         (m.error.code, m.id)
+    }
+
+    #[test]
+    fn a_null_result_is_a_response() {
+        // JSON-RPC allows `"result": null`; it is not a missing member (found while fuzzing).
+        match decode(br#"{"jsonrpc":"2.0","id":1,"result":null}"#) {
+            Ok(Message::Response(Response {
+                outcome: Ok(raw), ..
+            })) => assert_eq!(raw.get(), "null"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            err_code(decode(
+                br#"{"jsonrpc":"2.0","id":1,"method":"x","result":null}"#
+            ))
+            .0,
+            codes::INVALID_REQUEST
+        );
+        assert_eq!(
+            err_code(decode(br#"{"jsonrpc":"2.0","id":1}"#)).0,
+            codes::INVALID_REQUEST
+        );
     }
 
     #[test]
