@@ -484,3 +484,38 @@ fn sigterm_shuts_down_gracefully_and_calls_in_flight_finish() {
         .expect("the server exits");
     assert!(status.success(), "{status:?}");
 }
+
+#[test]
+fn a_quiet_connection_is_pinged_then_closed_and_sessions_expire() {
+    let server = Server::start(&["--mcpb-idle-ping-secs", "1"]);
+    let mut c = Client::ready(&server.addr);
+    // Quiet for a second: the server pings; no answer for another: it closes.
+    assert!(matches!(c.recv(), Some(McpbFrame::Health(None))));
+    assert!(c.recv().is_none(), "closed after an unanswered ping");
+    // Answering the ping keeps the connection.
+    let mut c = Client::ready(&server.addr);
+    assert!(matches!(c.recv(), Some(McpbFrame::Health(None))));
+    c.send(McpbOut::Health(None));
+    assert_eq!(
+        echo(&mut c, "alive")["result"]["content"][0]["text"],
+        "alive"
+    );
+
+    let server = Server::start(&["--mcpb-session-ttl-secs", "1"]);
+    let mut c = Client::ready(&server.addr);
+    assert!(matches!(c.recv(), Some(McpbFrame::PeerError(e)) if e.contains("expired")));
+    assert!(c.recv().is_none());
+}
+
+#[test]
+fn connections_over_the_limit_are_told_and_closed() {
+    let server = Server::start(&["--mcpb-max-connections", "1"]);
+    let mut first = Client::ready(&server.addr);
+    let mut second = Client::connect(&server.addr);
+    assert!(matches!(second.recv(), Some(McpbFrame::PeerError(e)) if e.contains("too many")));
+    assert!(second.recv().is_none());
+    assert_eq!(
+        echo(&mut first, "first")["result"]["content"][0]["text"],
+        "first"
+    );
+}
