@@ -65,6 +65,17 @@ fn mcpb_header(len: usize, out: &mut Vec<u8>) {
     out.extend_from_slice(&(len as u32).to_be_bytes());
 }
 
+/// A JSON-RPC answer's id if it is a successful call result, else the answer as text.
+fn json_outcome(bytes: &[u8]) -> Result<Result<u64, String>> {
+    let v: serde_json::Value = serde_json::from_slice(bytes)?;
+    let ok = v.get("result").is_some()
+        && v["result"].get("isError") != Some(&serde_json::Value::Bool(true));
+    Ok(match (v["id"].as_u64(), ok) {
+        (Some(id), true) => Ok(id),
+        _ => Err(String::from_utf8_lossy(bytes).into_owned()),
+    })
+}
+
 struct Conn {
     child: Child,
     stdin: Box<dyn AsyncWrite + Unpin + Send>,
@@ -304,24 +315,12 @@ impl Conn {
                 if kind != 2 {
                     continue; // a health ping or control frame
                 }
-                let v: serde_json::Value = serde_json::from_slice(&body)?;
-                let ok = v.get("result").is_some()
-                    && v["result"].get("isError") != Some(&serde_json::Value::Bool(true));
-                return Ok(match (v["id"].as_u64(), ok) {
-                    (Some(id), true) => Ok(id),
-                    _ => Err(String::from_utf8_lossy(&body).into_owned()),
-                });
+                return json_outcome(&body);
             },
             Wire::Json => loop {
                 if let Some(nl) = self.buf.iter().position(|&b| b == b'\n') {
                     let line = self.buf.split_to(nl + 1);
-                    let v: serde_json::Value = serde_json::from_slice(&line)?;
-                    let ok = v.get("result").is_some()
-                        && v["result"].get("isError") != Some(&serde_json::Value::Bool(true));
-                    return Ok(match (v["id"].as_u64(), ok) {
-                        (Some(id), true) => Ok(id),
-                        _ => Err(String::from_utf8_lossy(&line).into_owned()),
-                    });
+                    return json_outcome(&line);
                 }
                 self.fill().await?;
             },
