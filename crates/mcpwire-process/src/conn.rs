@@ -410,12 +410,8 @@ impl Conn {
     pub(crate) fn task_created(&self, call_id: &str, task_id: String) {
         let delivered = {
             let mut p = self.lock();
-            let Some(entry) = p.map.get(call_id) else {
-                drop(p);
-                self.unfollow_task(&task_id, false);
-                return;
-            };
-            let (Some(_), Some(ctx)) = (&entry.tx, entry.ctx.clone()) else {
+            let waiting = p.map.get(call_id).filter(|e| e.tx.is_some());
+            let Some(ctx) = waiting.and_then(|e| e.ctx.clone()) else {
                 drop(p);
                 self.unfollow_task(&task_id, false);
                 return;
