@@ -12,7 +12,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 target="${CARGO_TARGET_DIR:-target}/release"
 py="${PROTOMCP_PYTHON:-$PWD/target/venv/bin/python}"
 
-cargo build --release -p mcpwire -p mcpwire-bench
+cargo build --release -p mcpwire-cli -p mcpwire-bench
 
 # `process` blocks in read() like every SDK; `process-spin` polls its socket for 100 µs first,
 # so its p50 minus native's is the host's own overhead (without the peer's wake-up).

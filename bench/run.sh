@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 target="${CARGO_TARGET_DIR:-target}/release"
 
-cargo build --release -p mcpwire -p mcpwire-bench
+cargo build --release -p mcpwire-cli -p mcpwire-bench
 
 exec "$target/loadgen" \
     --server "mcpwire=$target/mcpwire_echo" \

@@ -34,7 +34,7 @@ install_suite v0116
 install_suite v0200a12
 
 echo "== building mcpwire"
-cargo build -p mcpwire
+cargo build -p mcpwire-cli
 
 LOGS=$WORK/runs
 rm -rf "$LOGS"

@@ -16,5 +16,5 @@ echo "== cargo test"
 cargo test --workspace
 
 echo "== python interop tests (official mcp client)"
-cargo build -p mcpwire
+cargo build -p mcpwire-cli
 MCPWIRE_BIN="$PWD/target/debug/mcpwire" "$VENV/bin/python" -m pytest tests/python -q

@@ -15,7 +15,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 def mcpwire_bin() -> str:
     path = os.environ.get("MCPWIRE_BIN", str(ROOT / "target" / "debug" / "mcpwire"))
     if not os.path.exists(path):
-        pytest.fail(f"mcpwire binary not found at {path}; run `cargo build -p mcpwire` first")
+        pytest.fail(f"mcpwire binary not found at {path}; run `cargo build -p mcpwire-cli` first")
     return path
 
 
