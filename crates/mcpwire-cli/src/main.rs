@@ -9,6 +9,9 @@ use mcpwire::http::{Guard, HttpConfig, HttpServer};
 use serde_json::Value;
 
 mod process_cmd;
+mod schema_cmd;
+mod synthetic_tools;
+mod tokens;
 
 const ABOUT: &str = "mcpwire serves MCP tools over every wire from one fast core.";
 
@@ -77,10 +80,10 @@ enum Command {
     /// Like `run`, and reload the tool process whenever the file changes.
     Dev(process_cmd::RunArgs),
     /// Tool schemas as protobuf: JSON Schema → .proto, a server's FileDescriptorSet.
-    Schema(mcpwire::schema_cli::SchemaArgs),
+    Schema(schema_cmd::SchemaArgs),
     /// Count the tokens a server's tool catalog costs an agent's context, rendered as
     /// JSON-RPC and as proto-mcp listings (cl100k_base and o200k_base).
-    Tokens(mcpwire::schema_cli::TokensArgs),
+    Tokens(schema_cmd::TokensArgs),
 }
 
 /// Options shared by every serving command.
@@ -426,8 +429,8 @@ async fn run(cli: Cli) -> Result<()> {
                 std::process::exit(1);
             }
         }
-        Command::Schema(args) => mcpwire::schema_cli::run_schema(args).await?,
-        Command::Tokens(args) => mcpwire::schema_cli::run_tokens(args).await?,
+        Command::Schema(args) => schema_cmd::run_schema(args).await?,
+        Command::Tokens(args) => schema_cmd::run_tokens(args).await?,
     }
     Ok(())
 }

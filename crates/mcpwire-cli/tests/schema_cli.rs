@@ -124,23 +124,42 @@ fn descriptor_of_a_stdio_server() {
     );
 }
 
-/// Golden token counts for a small fixed catalog (the generator, the converter and the
+/// Golden token counts for a small fixed tool list (the generator, the converter and the
 /// tokenizers are all deterministic; a change here is a change to docs/tokens.md).
 #[test]
 fn token_counts_for_a_fixed_catalog() {
-    let tools = mcpwire::catalog::synthetic_catalog(5);
-    let report = mcpwire::tokens::report(&tools);
-    let got: Vec<(&str, usize, usize)> = report
-        .rows
+    let out = Command::new(bin())
+        .args(["tokens", "--synthetic", "5", "--json"])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    let got: Vec<(String, u64, u64)> = report["rows"]
+        .as_array()
+        .expect("rows")
         .iter()
-        .map(|r| (r.key, r.cl100k, r.o200k))
+        .map(|r| {
+            let key = r["key"].as_str().unwrap_or_default().to_owned();
+            (
+                key,
+                r["cl100k"].as_u64().unwrap_or(0),
+                r["o200k"].as_u64().unwrap_or(0),
+            )
+        })
         .collect();
-    let want = GOLDEN_5;
+    let want: Vec<(String, u64, u64)> = GOLDEN_5
+        .iter()
+        .map(|(k, a, b)| ((*k).to_owned(), *a, *b))
+        .collect();
     assert_eq!(got, want, "token counts changed: {got:?}");
-    assert!(report.unconverted.is_empty());
+    assert_eq!(report["unconverted"], serde_json::json!([]));
 }
 
-const GOLDEN_5: &[(&str, usize, usize)] = &[
+const GOLDEN_5: &[(&str, u64, u64)] = &[
     ("jsonrpc", 866, 914),
     ("jsonrpc_pretty", 1555, 1561),
     ("proto_inline_json", 66474, 66803),

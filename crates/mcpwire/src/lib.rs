@@ -1,7 +1,7 @@
 //! mcpwire: one fast MCP runtime and gateway serving tools over every wire from one core.
 //!
 //! **Is:** the shell around the sans-IO core — connection drivers, the stdio and Streamable
-//! HTTP wires, the clients used by `mcpwire list`/`call`, and the CLI. Tokio lives here and
+//! HTTP wires, and the MCP clients (stdio and Streamable HTTP) behind `mcpwire list`/`call`. Tokio lives here and
 //! nowhere below.
 //!
 //! **Is not:** protocol logic (that is `mcpwire-session`), byte layouts (`mcpwire-wire`) or
@@ -10,15 +10,12 @@
 #![warn(missing_docs)]
 
 mod calls;
-pub mod catalog;
 pub mod client;
 pub mod driver;
 pub mod http;
 pub mod mcpb;
 pub mod proto;
-pub mod schema_cli;
 pub mod serve;
 pub mod stdio;
-pub mod tokens;
 
 pub use serve::Service;

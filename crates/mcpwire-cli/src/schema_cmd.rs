@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::client::{ClientError, StdioClient};
-use crate::http::client::HttpClient;
+use mcpwire::client::{ClientError, StdioClient};
+use mcpwire::http::client::HttpClient;
 
 /// Why a schema command failed.
 #[derive(Debug, thiserror::Error)]
@@ -71,9 +71,9 @@ pub enum SchemaCommand {
         #[arg(long)]
         proto: bool,
     },
-    /// Print a generated catalog of N realistic tools as a tools/list result (the
-    /// deterministic fixture behind docs/tokens.md).
-    Catalog {
+    /// Print N generated realistic tools as a tools/list result (the deterministic
+    /// fixture behind docs/tokens.md).
+    Synthetic {
         /// How many tools.
         #[arg(default_value_t = 10)]
         n: usize,
@@ -93,7 +93,7 @@ pub struct TokensArgs {
     /// Command line of a stdio MCP server, an http:// URL, or a JSON file of tools.
     #[arg(required_unless_present = "synthetic")]
     target: Option<String>,
-    /// Count a generated catalog of N realistic tools instead of a server's.
+    /// Count N generated realistic tools (`mcpwire schema synthetic N`) instead of a server's.
     #[arg(long, value_name = "N")]
     synthetic: Option<usize>,
     /// Print the report as JSON.
@@ -235,8 +235,8 @@ pub async fn run_schema(args: SchemaArgs) -> Result<(), SchemaCliError> {
                 emit(&format!("{text}\n"));
             }
         }
-        SchemaCommand::Catalog { n } => {
-            let tools = crate::catalog::synthetic_catalog(n);
+        SchemaCommand::Synthetic { n } => {
+            let tools = crate::synthetic_tools::synthetic_tools(n);
             let text = serde_json::to_string_pretty(&json!({ "tools": tools }))
                 .map_err(|e| SchemaCliError::Io(e.to_string()))?;
             emit(&format!("{text}\n"));
@@ -291,7 +291,7 @@ fn append_new_files(out: &mut Vec<u8>, set: &[u8], seen: &mut HashSet<String>) {
 /// Runs `mcpwire tokens`.
 pub async fn run_tokens(args: TokensArgs) -> Result<(), SchemaCliError> {
     let tools = match (args.synthetic, &args.target) {
-        (Some(n), _) => crate::catalog::synthetic_catalog(n),
+        (Some(n), _) => crate::synthetic_tools::synthetic_tools(n),
         (None, Some(t)) => fetch_tools(t).await?,
         (None, None) => {
             return Err(SchemaCliError::Input(
