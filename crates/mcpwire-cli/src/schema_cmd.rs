@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use mcpwire::client::{ClientError, StdioClient};
-use mcpwire::http::client::HttpClient;
+use mcpwire::client::{Client, ClientError, Target};
+
+use crate::TimeoutArg;
 
 /// Why a schema command failed.
 #[derive(Debug, thiserror::Error)]
@@ -52,8 +53,10 @@ pub enum SchemaCommand {
     /// Without --output, prints it in proto3 JSON; with --output FILE (or - for stdout),
     /// writes the binary FileDescriptorSet (what protoc --include_imports -o writes).
     Descriptor {
-        /// Command line of a stdio MCP server, an http:// URL, or a JSON file of tools.
+        /// Command line of a stdio MCP server, an http(s):// URL, or a JSON file of tools.
         target: String,
+        #[command(flatten)]
+        timeout: TimeoutArg,
         /// Write the binary FileDescriptorSet here (- for stdout).
         #[arg(long, short)]
         output: Option<PathBuf>,
@@ -90,9 +93,11 @@ pub struct SchemaArgs {
 /// `mcpwire tokens` arguments.
 #[derive(clap::Args, Debug)]
 pub struct TokensArgs {
-    /// Command line of a stdio MCP server, an http:// URL, or a JSON file of tools.
+    /// Command line of a stdio MCP server, an http(s):// URL, or a JSON file of tools.
     #[arg(required_unless_present = "synthetic")]
     target: Option<String>,
+    #[command(flatten)]
+    timeout: TimeoutArg,
     /// Count N generated realistic tools (`mcpwire schema synthetic N`) instead of a server's.
     #[arg(long, value_name = "N")]
     synthetic: Option<usize>,
@@ -103,23 +108,16 @@ pub struct TokensArgs {
 
 /// The tools of `target`: a JSON file (a tools/list result or an array of tools), an
 /// http(s) URL, or a stdio server command line.
-pub async fn fetch_tools(target: &str) -> Result<Vec<Value>, SchemaCliError> {
+pub async fn fetch_tools(target: &str, timeout: TimeoutArg) -> Result<Vec<Value>, SchemaCliError> {
     let path = Path::new(target);
     if target.ends_with(".json") && path.is_file() {
         let v = read_json(path)?;
         return tools_of(&v, path);
     }
-    if target.starts_with("http://") || target.starts_with("https://") {
-        let mut c = HttpClient::connect(target).await?;
-        let tools = c.list_tools().await?;
-        c.close().await?;
-        Ok(tools)
-    } else {
-        let mut c = StdioClient::connect(target).await?;
-        let tools = c.list_tools().await?;
-        c.close().await?;
-        Ok(tools)
-    }
+    let mut client = Client::connect(&Target::parse(target)?, &timeout.options()).await?;
+    let tools = client.list_tools().await?;
+    client.close().await?;
+    Ok(tools)
 }
 
 fn read_json(path: &Path) -> Result<Value, SchemaCliError> {
@@ -241,8 +239,12 @@ pub async fn run_schema(args: SchemaArgs) -> Result<(), SchemaCliError> {
                 .map_err(|e| SchemaCliError::Io(e.to_string()))?;
             emit(&format!("{text}\n"));
         }
-        SchemaCommand::Descriptor { target, output } => {
-            let tools = fetch_tools(&target).await?;
+        SchemaCommand::Descriptor {
+            target,
+            timeout,
+            output,
+        } => {
+            let tools = fetch_tools(&target, timeout).await?;
             let mut seen = HashSet::new();
             let mut bytes = Vec::new();
             let mut pool = None;
@@ -292,7 +294,7 @@ fn append_new_files(out: &mut Vec<u8>, set: &[u8], seen: &mut HashSet<String>) {
 pub async fn run_tokens(args: TokensArgs) -> Result<(), SchemaCliError> {
     let tools = match (args.synthetic, &args.target) {
         (Some(n), _) => crate::synthetic_tools::synthetic_tools(n),
-        (None, Some(t)) => fetch_tools(t).await?,
+        (None, Some(t)) => fetch_tools(t, args.timeout).await?,
         (None, None) => {
             return Err(SchemaCliError::Input(
                 "give a target or --synthetic N".into(),
