@@ -84,6 +84,12 @@ pub fn venv_python() -> Option<PathBuf> {
     }
 }
 
+/// A free loopback port (for servers that cannot be told to pick one).
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
+
 /// The command line of the FastMCP fixture over stdio.
 pub fn fastmcp_server() -> Option<String> {
     let python = venv_python()?;
@@ -114,7 +120,21 @@ impl UrlServer {
     /// stdout or stderr.
     pub fn start(program: &Path, args: &[&str], on_stderr: bool) -> UrlServer {
         let mut cmd = Command::new(program);
-        cmd.args(args).stdin(Stdio::piped());
+        cmd.args(args);
+        UrlServer::spawn(cmd, on_stderr, |line| {
+            let i = line.find("listening on ")?;
+            Some(line[i + "listening on ".len()..].trim().to_owned())
+        })
+    }
+
+    /// Starts `cmd`; its URL is what `url_of` finds in the first line it accepts (waited
+    /// for, bounded).
+    pub fn spawn(
+        mut cmd: Command,
+        on_stderr: bool,
+        url_of: impl Fn(&str) -> Option<String> + Send + 'static,
+    ) -> UrlServer {
+        cmd.stdin(Stdio::piped());
         if on_stderr {
             cmd.stdout(Stdio::null()).stderr(Stdio::piped());
         } else {
@@ -131,8 +151,7 @@ impl UrlServer {
             let mut sent = false;
             for line in BufReader::new(out).lines() {
                 let Ok(line) = line else { break };
-                if !sent && let Some(i) = line.find("listening on ") {
-                    let url = line[i + "listening on ".len()..].trim().to_owned();
+                if !sent && let Some(url) = url_of(&line) {
                     sent = tx.send(url).is_ok();
                 }
             }
