@@ -57,7 +57,8 @@ pub enum SchemaCommand {
         target: String,
         #[command(flatten)]
         timeout: TimeoutArg,
-        /// Write the binary FileDescriptorSet here (- for stdout).
+        /// Write the binary FileDescriptorSet here (- for stdout). It is self-contained:
+        /// every import, Google's well-known files included, precedes its importers.
         #[arg(long, short)]
         output: Option<PathBuf>,
     },
@@ -246,13 +247,19 @@ pub async fn run_schema(args: SchemaArgs) -> Result<(), SchemaCliError> {
         } => {
             let tools = fetch_tools(&target, timeout).await?;
             let mut seen = HashSet::new();
-            let mut bytes = Vec::new();
+            let mut files: Vec<Vec<u8>> = Vec::new();
             let mut pool = None;
             for t in &tools {
                 let s = convert(t)?;
-                append_new_files(&mut bytes, s.file_set_bytes(), &mut seen);
+                for (name, file) in mcpwire_schema::split_file_set(s.file_set_bytes()) {
+                    if seen.insert(name) {
+                        files.push(file.to_vec());
+                    }
+                }
                 pool.get_or_insert_with(|| s.pool().clone());
             }
+            let pool = pool.unwrap_or_else(prost_reflect::DescriptorPool::global);
+            let bytes = self_contained(&files, &pool)?;
             match output {
                 Some(p) if p.as_os_str() == "-" => {
                     let mut out = std::io::stdout().lock();
@@ -263,7 +270,6 @@ pub async fn run_schema(args: SchemaArgs) -> Result<(), SchemaCliError> {
                 Some(p) => std::fs::write(&p, &bytes)
                     .map_err(|e| SchemaCliError::Io(format!("{}: {e}", p.display())))?,
                 None => {
-                    let pool = pool.unwrap_or_else(prost_reflect::DescriptorPool::global);
                     let desc = pool
                         .get_message_by_name("google.protobuf.FileDescriptorSet")
                         .ok_or_else(|| SchemaCliError::Io("descriptor.proto missing".into()))?;
@@ -279,15 +285,47 @@ pub async fn run_schema(args: SchemaArgs) -> Result<(), SchemaCliError> {
     Ok(())
 }
 
-/// Appends the files of encoded set `set` whose names are not in `seen` (one shared copy
-/// of `buf/validate/validate.proto` and the options file for all tools).
-fn append_new_files(out: &mut Vec<u8>, set: &[u8], seen: &mut HashSet<String>) {
-    let files = mcpwire_schema::split_file_set(set);
-    let new = files
-        .into_iter()
-        .filter(|(name, _)| seen.insert(name.clone()))
-        .map(|(_, f)| f);
-    out.extend(mcpwire_schema::join_file_set(new));
+/// A `FileDescriptorSet` of `files` (encoded `FileDescriptorProto`s, options kept) preceded
+/// by every Google file they import, directly or not, in dependency order: what `protoc
+/// --include_imports -o` writes, loadable into an empty pool. The Google files come from
+/// `pool` (the one the tools were compiled in).
+fn self_contained(
+    files: &[Vec<u8>],
+    pool: &prost_reflect::DescriptorPool,
+) -> Result<Vec<u8>, SchemaCliError> {
+    use prost::Message as _;
+    fn add(
+        file: &prost_reflect::FileDescriptor,
+        seen: &mut HashSet<String>,
+        out: &mut Vec<Vec<u8>>,
+    ) {
+        if !seen.insert(file.name().to_owned()) {
+            return;
+        }
+        for dep in file.dependencies() {
+            add(&dep, seen, out);
+        }
+        out.push(file.file_descriptor_proto().encode_to_vec());
+    }
+    let mut seen = HashSet::new();
+    let mut google = Vec::new();
+    for f in files {
+        let proto = prost_types::FileDescriptorProto::decode(f.as_slice())
+            .map_err(|e| SchemaCliError::Io(format!("a generated file does not decode: {e}")))?;
+        for dep in proto
+            .dependency
+            .iter()
+            .filter(|d| d.starts_with("google/protobuf/"))
+        {
+            let file = pool.get_file_by_name(dep).ok_or_else(|| {
+                SchemaCliError::Io(format!("{dep} is missing from the schema pool"))
+            })?;
+            add(&file, &mut seen, &mut google);
+        }
+    }
+    Ok(mcpwire_schema::join_file_set(
+        google.iter().chain(files).map(Vec::as_slice),
+    ))
 }
 
 /// Runs `mcpwire tokens`.

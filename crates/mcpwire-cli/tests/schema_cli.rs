@@ -6,6 +6,8 @@ use std::process::Command;
 
 use prost::Message as _;
 
+mod peers;
+
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_mcpwire")
 }
@@ -102,10 +104,14 @@ fn descriptor_of_a_stdio_server() {
         .filter(|n| *n == "buf/validate/validate.proto")
         .count();
     assert!(validate <= 1, "{names:?}");
-    // the set builds a pool with the well-known files
-    let mut pool = prost_reflect::DescriptorPool::global();
+    // the set is self-contained: it loads into an empty pool
+    let mut pool = prost_reflect::DescriptorPool::new();
     pool.decode_file_descriptor_set(out.stdout.as_slice())
-        .expect("a consistent set");
+        .expect("a self-contained set");
+    assert_eq!(
+        names.first().map(String::as_str),
+        Some("google/protobuf/descriptor.proto")
+    );
     assert!(
         pool.get_message_by_name("mcpwire.tools.add.Input")
             .is_some()
@@ -122,6 +128,54 @@ fn descriptor_of_a_stdio_server() {
             .as_array()
             .is_some_and(|f| f.len() >= names.len())
     );
+}
+
+/// The descriptor of a FastMCP server with rich types (nested models, free-form dicts →
+/// `Struct`) loads into an empty `DescriptorPool` of Google's Python protobuf runtime, file
+/// by file in the order written (imports first), as `protoc --include_imports` output does.
+#[test]
+fn descriptor_loads_into_an_empty_python_pool() {
+    let (Some(server), Some(python)) = (peers::fastmcp_server(), peers::venv_python()) else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("mcpwire-descriptor-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("tools.pb");
+    let r = peers::run(&[
+        "schema",
+        "descriptor",
+        &server,
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    r.ok();
+    let check = r#"
+import sys
+from google.protobuf import descriptor_pb2, descriptor_pool
+s = descriptor_pb2.FileDescriptorSet.FromString(open(sys.argv[1], "rb").read())
+pool = descriptor_pool.DescriptorPool()
+for f in s.file:
+    pool.Add(f)
+names = [f.name for f in s.file]
+assert "google/protobuf/struct.proto" in names, names
+m = pool.FindMessageTypeByName("mcpwire.tools.create_task.Input")
+print(sorted(m.fields_by_name))
+"#;
+    let out = Command::new(python)
+        .args(["-c", check])
+        .arg(&file)
+        .output()
+        .expect("python runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "['notify', 'task']"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Golden token counts for a small fixed tool list (the generator, the converter and the
