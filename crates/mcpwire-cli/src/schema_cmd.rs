@@ -105,6 +105,10 @@ pub struct TokensArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    /// Print the text of one rendering (e.g. `signature`) instead of the report: what is
+    /// counted.
+    #[arg(long, value_name = "KEY")]
+    show: Option<String>,
 }
 
 /// The tools of `target`: a JSON file (a tools/list result or an array of tools), an
@@ -339,6 +343,18 @@ pub async fn run_tokens(args: TokensArgs) -> Result<(), SchemaCliError> {
             ));
         }
     };
+    if let Some(key) = &args.show {
+        let r = crate::tokens::renderings(&tools);
+        let Some((_, _, text)) = r.texts.iter().find(|(k, _, _)| k == key) else {
+            let keys: Vec<&str> = r.texts.iter().map(|(k, _, _)| *k).collect();
+            return Err(SchemaCliError::Input(format!(
+                "no rendering `{key}`; there are: {}",
+                keys.join(", ")
+            )));
+        };
+        emit(text);
+        return Ok(());
+    }
     let report = crate::tokens::report(&tools);
     if args.json {
         emit(&format!(

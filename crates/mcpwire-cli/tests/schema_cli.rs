@@ -211,6 +211,44 @@ fn token_counts_for_a_fixed_catalog() {
         .collect();
     assert_eq!(got, want, "token counts changed: {got:?}");
     assert_eq!(report["unconverted"], serde_json::json!([]));
+    assert_eq!(report["signature_lost"], serde_json::json!({}));
+}
+
+/// The signature rendering of a FastMCP server keeps what Pydantic wrote: `$ref`s as named
+/// shapes (recursion included), `Optional[...]` as `|null`, bounds, formats, defaults and
+/// the output type; what it leaves out is reported, and none of it is a schema keyword.
+#[test]
+fn signature_of_a_fastmcp_server_keeps_refs_and_unions() {
+    let Some(server) = peers::fastmcp_server() else {
+        return;
+    };
+    let text = peers::run(&["tokens", &server, "--show", "signature"]);
+    let text = text.ok();
+    for want in [
+        "create_task: Create a task and return its record.\n  (notify?: boolean|null = null, task: Task)\n",
+        "  where Task = {assignee?: Person|null = null, due?: string<date-time>|null = null",
+        "estimate_hours?: number<>=0,<=1000> = 1.0",
+        "metadata?: object|null = null",
+        "tags?: string[]<items>=0,items<=10>",
+        "title: string<min1,max200> /* Short summary. */} /* A unit of work. */",
+        "  where Subtask = {children?: Subtask[] /* Nested steps (recursive). */, done?: boolean = false, title: string}",
+        "  -> {created: string<date-time>, id: int, state?: \"open\"|\"done\" = \"open\", task: Task}",
+        "labels?: string[]<items>=1>",
+        "priority?: (\"low\"|\"normal\"|\"urgent\")|null = null",
+        "(people: {email?: string|null = null",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in:\n{text}");
+    }
+    assert!(!text.contains("any"), "{text}");
+    let report = peers::run(&["tokens", &server, "--json"]);
+    let report: serde_json::Value = serde_json::from_str(report.ok()).expect("JSON");
+    let lost: Vec<&str> = report["signature_lost"]
+        .as_object()
+        .expect("signature_lost")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(lost, ["tool._meta", "tool.title", "x-fastmcp-wrap-result"]);
 }
 
 const GOLDEN_5: &[(&str, u64, u64)] = &[
@@ -223,8 +261,8 @@ const GOLDEN_5: &[(&str, u64, u64)] = &[
     ("proto_refs_b64", 1264, 1182),
     ("proto_text", 1385, 1394),
     ("proto_text_lean", 955, 957),
-    ("signature", 545, 547),
-    ("signature_nodesc", 305, 307),
+    ("signature", 621, 625),
+    ("signature_nodesc", 367, 371),
     ("jsonrpc_nodesc", 601, 649),
 ];
 
