@@ -398,7 +398,7 @@ mod tests {
                 "required": ["task"], "type": "object", "additionalProperties": false
             }
         });
-        let (text, lost) = signatures(&[tool.clone()], true);
+        let (text, lost) = signatures(std::slice::from_ref(&tool), true);
         let want = "create_task: Create a task.\n  \
             (notify?: boolean|null = null, task: Task)\n  \
             where Task = {assignee?: Person|null, due?: string<date-time>|null = null, \
