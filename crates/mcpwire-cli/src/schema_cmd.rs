@@ -40,13 +40,20 @@ pub enum SchemaCommand {
     /// Print the .proto text for a JSON Schema file (the migration tool of proto-mcp).
     ///
     /// FILE holds a tool's input JSON Schema, a tool definition ({name, inputSchema,
-    /// outputSchema}) or a tools/list result ({"tools": [...]}).
+    /// outputSchema}) or a tools/list result ({"tools": [...]}). Defaults and formats are
+    /// carried as options; every fact the .proto does not carry (titles, examples, open
+    /// objects that become closed messages, …) is listed in a `// not carried:` comment
+    /// (and under "lost" with --json).
     ToProto {
         /// The JSON file.
         file: PathBuf,
         /// Tool name for a bare schema (default: the file name without extension).
         #[arg(long)]
         name: Option<String>,
+        /// Print {"tools": [{"name", "proto", "lost": [{"at", "keyword", "value",
+        /// "effect"}]}]} instead of the .proto text.
+        #[arg(long)]
+        json: bool,
     },
     /// Print the FileDescriptorSet of a server's tools.
     ///
@@ -115,7 +122,7 @@ pub struct TokensArgs {
 /// http(s) URL, or a stdio server command line.
 pub async fn fetch_tools(target: &str, timeout: TimeoutArg) -> Result<Vec<Value>, SchemaCliError> {
     let path = Path::new(target);
-    if target.ends_with(".json") && path.is_file() {
+    if target.ends_with(".json") && !target.contains(char::is_whitespace) {
         let v = read_json(path)?;
         return tools_of(&v, path);
     }
@@ -182,20 +189,21 @@ fn emit(text: &str) {
 /// Runs `mcpwire schema …`.
 pub async fn run_schema(args: SchemaArgs) -> Result<(), SchemaCliError> {
     match args.command {
-        SchemaCommand::ToProto { file, name } => {
+        SchemaCommand::ToProto { file, name, json } => {
             let v = read_json(&file)?;
             let mut tools = tools_of(&v, &file)?;
             if let (Some(n), [t]) = (name, tools.as_mut_slice()) {
                 t["name"] = n.into();
             }
             let mut out = String::new();
+            let mut listed = Vec::new();
             for (i, t) in tools.iter().enumerate() {
                 if i > 0 {
                     out.push('\n');
                 }
                 let name = t["name"].as_str().unwrap_or("tool");
                 let empty = json!({"type": "object"});
-                let text = mcpwire_schema::to_proto(
+                let (text, lost) = mcpwire_schema::to_proto_with_losses(
                     name,
                     t.get("inputSchema").unwrap_or(&empty),
                     t.get("outputSchema"),
@@ -208,9 +216,28 @@ pub async fn run_schema(args: SchemaArgs) -> Result<(), SchemaCliError> {
                 if tools.len() > 1 {
                     out.push_str(&format!("// tool {name}\n"));
                 }
+                for l in &lost {
+                    out.push_str(&format!(
+                        "// not carried: {}: {} = {} ({})\n",
+                        l.at, l.keyword, l.value, l.effect
+                    ));
+                }
                 out.push_str(&text);
+                listed.push(json!({
+                    "name": name,
+                    "proto": text,
+                    "lost": lost.iter().map(|l| json!({
+                        "at": l.at, "keyword": l.keyword, "value": l.value, "effect": l.effect,
+                    })).collect::<Vec<_>>(),
+                }));
             }
-            emit(&out);
+            if json {
+                let text = serde_json::to_string_pretty(&json!({ "tools": listed }))
+                    .map_err(|e| SchemaCliError::Io(e.to_string()))?;
+                emit(&format!("{text}\n"));
+            } else {
+                emit(&out);
+            }
         }
         SchemaCommand::Resolve {
             registry,

@@ -178,6 +178,45 @@ print(sorted(m.fields_by_name))
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `schema to-proto` on a FastMCP server's tools carries defaults, formats, `Optional[...]`
+/// and `Optional[dict]` as typed fields with options, and lists what it does not carry.
+#[test]
+fn to_proto_of_a_fastmcp_server_carries_defaults_and_formats() {
+    let Some(server) = peers::fastmcp_server() else {
+        return;
+    };
+    let tools = peers::run(&["list", "--json", &server]);
+    let dir = std::env::temp_dir().join(format!("mcpwire-fm-proto-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("tools.json");
+    std::fs::write(&file, tools.ok()).unwrap();
+    let out = peers::run(&["schema", "to-proto", "--json", file.to_str().unwrap()]);
+    let report: serde_json::Value = serde_json::from_str(out.ok()).expect("JSON");
+    let create = &report["tools"][0];
+    assert_eq!(create["name"], "create_task");
+    let proto = create["proto"].as_str().unwrap();
+    for want in [
+        "optional string due = 2 [(mcpwire.schema.v1.nullable) = true, (mcpwire.schema.v1.format) = \"date-time\", (mcpwire.schema.v1.json_default) = \"null\"];",
+        "google.protobuf.Struct metadata = 4 [(mcpwire.schema.v1.nullable) = true",
+        "optional Priority priority = 5 [(mcpwire.schema.v1.json_default) = \"\\\"normal\\\"\"];",
+        "optional double estimate_hours = 3 [(buf.validate.field) = {double: {gte: 0.0, lte: 1000.0}}, (mcpwire.schema.v1.json_default) = \"1.0\"];",
+        "optional string created = 1 [(buf.validate.field) = {required: true}, (mcpwire.schema.v1.format) = \"date-time\"];",
+    ] {
+        assert!(proto.contains(want), "missing {want}\n{proto}");
+    }
+    assert!(!proto.contains("google.protobuf.Value"), "{proto}");
+    // FastMCP's schemas hold nothing the .proto leaves out, save the output's wrap marker
+    let mut lost = 0;
+    for t in report["tools"].as_array().unwrap() {
+        for l in t["lost"].as_array().unwrap() {
+            assert_eq!(l["keyword"], "x-fastmcp-wrap-result", "{l}");
+            lost += 1;
+        }
+    }
+    assert_eq!(lost, 2, "{report}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Golden token counts for a small fixed tool list (the generator, the converter and the
 /// tokenizers are all deterministic; a change here is a change to docs/tokens.md).
 #[test]
@@ -254,8 +293,8 @@ fn signature_of_a_fastmcp_server_keeps_refs_and_unions() {
 const GOLDEN_5: &[(&str, u64, u64)] = &[
     ("jsonrpc", 866, 914),
     ("jsonrpc_pretty", 1555, 1561),
-    ("proto_inline_json", 66474, 66803),
-    ("proto_inline_b64", 53083, 49841),
+    ("proto_inline_json", 67750, 68079),
+    ("proto_inline_b64", 55001, 51619),
     ("proto_inline_own_json", 10695, 10783),
     ("proto_refs_json", 345, 353),
     ("proto_refs_b64", 1264, 1182),
