@@ -1,7 +1,7 @@
 //! The connection driver: feeds one [`ServerSession`] from a framed byte stream, runs its
 //! dispatches on the router, and writes what it sends. It makes no protocol decisions.
 //!
-//! The stream is NDJSON JSON-RPC, or — when built [`NdjsonDriver::with_proto`] and the first
+//! The stream is NDJSON JSON-RPC, or — when built [`StdioConnection::with_proto`] and the first
 //! byte says so ([`AnyCodec`]) — proto-mcp frames, translated to and from the session's
 //! JSON-RPC by a per-connection [`Translator`].
 
@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use futures::{FutureExt, StreamExt};
-use mcpwire_proto::{Inbound, ProtoCatalog, Translator};
+use mcpwire_proto_mcp::{Inbound, ProtoToolSchemas, Translator};
 use mcpwire_router::{McpReply, Router};
 use mcpwire_session::{DispatchId, ServerSession, SessionConfig};
 use mcpwire_wire::proto_mcp::{ProtoDecoded, ProtoMcpCodec, pb::McpMessage};
@@ -28,7 +28,7 @@ const DRAIN_GRACE: Duration = Duration::from_secs(10);
 /// Drives one connection of a line-delimited JSON-RPC wire (stdio, a socket), or of
 /// proto-mcp frames when enabled and detected.
 #[must_use = "a driver does nothing until run"]
-pub struct NdjsonDriver<R, W> {
+pub struct StdioConnection<R, W> {
     session: ServerSession,
     calls: Calls,
     reader: FramedRead<R, AnyCodec>,
@@ -37,14 +37,14 @@ pub struct NdjsonDriver<R, W> {
     proto_codec: ProtoMcpCodec,
     limits: Limits,
     /// The tool schemas proto-mcp frames are read with (`None`: JSON-RPC only).
-    catalog: Option<Arc<ProtoCatalog>>,
+    schemas: Option<Arc<ProtoToolSchemas>>,
     /// Set once the first proto-mcp frame arrived.
     translator: Option<Translator>,
     wbuf: BytesMut,
     busy_poll: Duration,
 }
 
-impl<R, W> NdjsonDriver<R, W>
+impl<R, W> StdioConnection<R, W>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
@@ -57,7 +57,7 @@ where
         reader: R,
         writer: W,
     ) -> Self {
-        NdjsonDriver {
+        StdioConnection {
             session: ServerSession::new(config),
             calls: Calls::new(router),
             reader: FramedRead::with_capacity(reader, AnyCodec::new(limits, false), 64 * 1024),
@@ -65,7 +65,7 @@ where
             codec: NdjsonCodec::new(limits),
             proto_codec: ProtoMcpCodec::new(limits),
             limits: limits.clone(),
-            catalog: None,
+            schemas: None,
             translator: None,
             wbuf: BytesMut::with_capacity(64 * 1024),
             busy_poll: Duration::ZERO,
@@ -73,10 +73,10 @@ where
     }
 
     /// Also serve proto-mcp on this stream, decided by its first byte; tool arguments are
-    /// read with the schemas in `catalog`.
-    pub fn with_proto(mut self, catalog: Arc<ProtoCatalog>) -> Self {
+    /// read with the schemas in `schemas`.
+    pub fn with_proto(mut self, schemas: Arc<ProtoToolSchemas>) -> Self {
         *self.reader.decoder_mut() = AnyCodec::new(&self.limits, true);
-        self.catalog = Some(catalog);
+        self.schemas = Some(schemas);
         self
     }
 
@@ -206,12 +206,12 @@ where
             Ok(msg) => msg,
             Err(reply) => return self.write_proto(&reply),
         };
-        let Some(catalog) = &self.catalog else {
+        let Some(schemas) = &self.schemas else {
             return; // unreachable: the codec only yields frames when proto is enabled
         };
         let translator = self
             .translator
-            .get_or_insert_with(|| Translator::new(catalog.clone()));
+            .get_or_insert_with(|| Translator::new(schemas.clone()));
         match translator.inbound(msg) {
             Inbound::Forward(m) => self.session.handle_inbound(Instant::now(), Ok(m)),
             Inbound::Reply(reply) => self.write_proto(&reply),

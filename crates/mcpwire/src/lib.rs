@@ -15,7 +15,7 @@ pub mod client;
 pub mod driver;
 pub mod http;
 pub mod mcpb;
-pub mod proto;
+pub mod proto_mcp;
 pub mod schema_cli;
 pub mod serve;
 pub mod stdio;

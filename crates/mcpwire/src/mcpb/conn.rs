@@ -17,7 +17,7 @@ use tokio::net::TcpStream;
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio_util::codec::{Encoder, FramedRead};
 
-use super::Shared;
+use super::McpbListenerState;
 use crate::calls::{Calls, recv_event, sleep_until};
 
 /// Frames handled between two writes, so a flood of input cannot starve output.
@@ -37,8 +37,8 @@ enum Phase {
     Ready,
 }
 
-struct Conn {
-    shared: Arc<Shared>,
+struct McpbConnection {
+    shared: Arc<McpbListenerState>,
     reader: FramedRead<tokio::net::tcp::OwnedReadHalf, McpbCodec>,
     writer: OwnedWriteHalf,
     codec: McpbCodec,
@@ -61,11 +61,11 @@ struct Conn {
 }
 
 /// Serves one accepted connection until it closes.
-pub(crate) async fn serve(shared: Arc<Shared>, stream: TcpStream) {
+pub(crate) async fn serve(shared: Arc<McpbListenerState>, stream: TcpStream) {
     let limits = shared.service.limits.clone();
     let (r, w) = stream.into_split();
     let now = Instant::now();
-    let mut conn = Conn {
+    let mut conn = McpbConnection {
         session: ServerSession::new(shared.service.config.clone()),
         calls: Calls::new(shared.service.router.clone()),
         reader: FramedRead::with_capacity(r, McpbCodec::server(&limits), 64 * 1024),
@@ -94,7 +94,7 @@ pub(crate) async fn serve(shared: Arc<Shared>, stream: TcpStream) {
     conn.shared.active.fetch_sub(1, Ordering::Relaxed);
 }
 
-impl Conn {
+impl McpbConnection {
     async fn run(&mut self) -> std::io::Result<()> {
         let busy_poll = self.shared.service.busy_poll;
         let mut just_spun = false;

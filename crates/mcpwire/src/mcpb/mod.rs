@@ -63,7 +63,7 @@ impl Default for McpbConfig {
 }
 
 /// What every connection of a listener shares.
-pub(crate) struct Shared {
+pub(crate) struct McpbListenerState {
     pub(crate) service: Service,
     pub(crate) config: McpbConfig,
     /// Connections open now.
@@ -72,7 +72,7 @@ pub(crate) struct Shared {
     pub(crate) shutdown: CancellationToken,
 }
 
-impl Shared {
+impl McpbListenerState {
     /// Whether `token` is one of the configured tokens (compared in constant time).
     pub(crate) fn token_ok(&self, token: &str) -> bool {
         self.config.tokens.iter().fold(false, |ok, t| {
@@ -155,7 +155,7 @@ pub(crate) fn new_session_id() -> Option<String> {
 /// An MCPB listener.
 pub struct McpbServer {
     listener: TcpListener,
-    shared: Arc<Shared>,
+    shared: Arc<McpbListenerState>,
 }
 
 impl McpbServer {
@@ -167,7 +167,7 @@ impl McpbServer {
         shutdown: CancellationToken,
     ) -> std::io::Result<McpbServer> {
         let listener = TcpListener::bind(addr).await?;
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(McpbListenerState {
             service,
             config,
             active: AtomicUsize::new(0),

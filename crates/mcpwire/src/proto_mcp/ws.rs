@@ -17,7 +17,7 @@ use axum::response::Response;
 use futures::StreamExt;
 use mcpwire_model::jsonrpc::decode_with_depth;
 use mcpwire_model::{Malformed, codes};
-use mcpwire_proto::{Inbound, ProtoCatalog, Translator};
+use mcpwire_proto_mcp::{Inbound, ProtoToolSchemas, Translator};
 use mcpwire_session::ServerSession;
 use mcpwire_wire::proto_mcp::pb::McpMessage;
 use mcpwire_wire::proto_mcp::{decode_message, encode_message};
@@ -28,7 +28,7 @@ use crate::calls::{Calls, recv_event, sleep_until};
 #[derive(Clone)]
 struct WsState {
     service: Service,
-    catalog: Arc<ProtoCatalog>,
+    schemas: Arc<ProtoToolSchemas>,
     /// Connections still allowed; an upgrade past the limit is refused with 503.
     slots: Arc<tokio::sync::Semaphore>,
 }
@@ -43,7 +43,7 @@ impl WsServer {
     /// Binds `addr`, serving `service` at `path` to at most `max_connections` at once.
     pub async fn bind(
         service: Service,
-        catalog: Arc<ProtoCatalog>,
+        schemas: Arc<ProtoToolSchemas>,
         addr: SocketAddr,
         path: &str,
         max_connections: usize,
@@ -54,7 +54,7 @@ impl WsServer {
             .route(path, axum::routing::get(upgrade))
             .with_state(WsState {
                 service,
-                catalog,
+                schemas,
                 slots,
             });
         Ok(WsServer { listener, app })
@@ -82,7 +82,7 @@ async fn upgrade(State(st): State<WsState>, ws: WebSocketUpgrade) -> Response {
     ws.max_message_size(max.saturating_mul(2))
         .max_frame_size(max.saturating_mul(2))
         .on_upgrade(move |socket| async move {
-            if let Err(e) = Conn::new(&st).run(socket).await {
+            if let Err(e) = WsConnection::new(&st).run(socket).await {
                 tracing::debug!(error = %e, "websocket connection ended");
             }
             drop(slot);
@@ -96,7 +96,7 @@ enum Mode {
     Proto,
 }
 
-struct Conn {
+struct WsConnection {
     session: ServerSession,
     calls: Calls,
     translator: Translator,
@@ -106,12 +106,12 @@ struct Conn {
     out: Vec<WsMessage>,
 }
 
-impl Conn {
-    fn new(st: &WsState) -> Conn {
-        Conn {
+impl WsConnection {
+    fn new(st: &WsState) -> WsConnection {
+        WsConnection {
             session: ServerSession::new(st.service.config.clone()),
             calls: Calls::new(st.service.router.clone()),
-            translator: Translator::new(st.catalog.clone()),
+            translator: Translator::new(st.schemas.clone()),
             mode: Mode::Undecided,
             max: st.service.limits.max_message_bytes,
             depth: st.service.limits.max_depth,

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use mcpwire_model::Revision;
-use mcpwire_proto::{Inbound, ProtoCatalog, Translator, grpc_code};
+use mcpwire_proto_mcp::{Inbound, ProtoToolSchemas, Translator, grpc_code};
 use mcpwire_session::ServerSession;
 use mcpwire_wire::proto_mcp::pb::{self, McpMessage, mcp_message::Payload};
 use prost::Message as _;
@@ -38,13 +38,13 @@ use service::mcp_service_server::{McpService, McpServiceServer};
 #[derive(Clone, Debug)]
 pub struct GrpcMcp {
     service: Service,
-    catalog: Arc<ProtoCatalog>,
+    schemas: Arc<ProtoToolSchemas>,
 }
 
 impl GrpcMcp {
-    /// The gRPC face of `service`, reading tool arguments with `catalog`.
-    pub fn new(service: Service, catalog: Arc<ProtoCatalog>) -> GrpcMcp {
-        GrpcMcp { service, catalog }
+    /// The gRPC face of `service`, reading tool arguments with `schemas`.
+    pub fn new(service: Service, schemas: Arc<ProtoToolSchemas>) -> GrpcMcp {
+        GrpcMcp { service, schemas }
     }
 
     /// Serves on `listener` until the process ends. Per connection at most `max_in_flight`
@@ -99,7 +99,7 @@ impl GrpcMcp {
             ServerSession::preinitialized(config, Revision::ProtoMcp1)
         };
         let mut calls = Calls::new(self.service.router.clone());
-        let mut tr = Translator::new(self.catalog.clone());
+        let mut tr = Translator::new(self.schemas.clone());
         match tr.inbound(McpMessage::new(1, payload)) {
             Inbound::Reply(m) => return m,
             Inbound::Forward(m) => session.handle_inbound(Instant::now(), Ok(m)),
@@ -138,7 +138,7 @@ fn status(e: pb::ErrorResponse) -> Status {
 }
 
 fn call_error_status(e: pb::Error) -> Status {
-    let data = mcpwire_proto::json_to_struct(&serde_json::Value::Object(
+    let data = mcpwire_proto_mcp::json_to_struct(&serde_json::Value::Object(
         e.data
             .into_iter()
             .map(|(k, v)| (k, serde_json::Value::String(v)))
