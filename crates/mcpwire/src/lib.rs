@@ -9,10 +9,9 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-mod calls;
 pub mod catalog;
 pub mod client;
-pub mod driver;
+mod driver;
 pub mod http;
 pub mod mcpb;
 pub mod proto_mcp;

@@ -8,7 +8,7 @@ use mcpwire_router::{Router, Server, TaskConfig};
 use mcpwire_session::SessionConfig;
 use mcpwire_wire::Limits;
 
-use crate::driver::StdioConnection;
+use crate::stdio::StdioConnection;
 
 /// How long a connection keeps polling after activity before it sleeps, by default. On
 /// virtual machines waking an idle vCPU costs tens of microseconds per message; polling for a
@@ -62,10 +62,6 @@ impl Service {
     pub async fn serve_stdio(&self) -> std::io::Result<()> {
         crate::proto_mcp::keep_tool_schemas(self.router.clone(), self.proto.clone()).await;
         let (r, w) = crate::stdio::stdio();
-        StdioConnection::new(self.router.clone(), self.config.clone(), &self.limits, r, w)
-            .with_busy_poll(self.busy_poll)
-            .with_proto(self.proto.clone())
-            .run()
-            .await
+        StdioConnection::new(self, r, w).run().await
     }
 }
