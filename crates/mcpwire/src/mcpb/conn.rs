@@ -7,10 +7,10 @@ use std::sync::atomic::Ordering;
 use std::time::{Instant, SystemTime};
 
 use bytes::BytesMut;
-use mcpwire_model::{McpError, Message, Outbound, Request, RequestId, Revision, to_raw};
+use mcpwire_model::{McpError, Message, Method, Outbound, Request, RequestId, Revision, to_raw};
 use mcpwire_session::ServerSession;
-use mcpwire_wire::FramingError;
-use mcpwire_wire::mcpb::{McpbCodec, McpbFrame, McpbOut, VersionAck};
+use mcpwire_wire::mcpb::{MAX_TOKEN, McpbCodec, McpbFrame, McpbOut, McpbShape, VersionAck};
+use mcpwire_wire::{Decoded, FramingError};
 use serde_json::{Value, json};
 use tokio::net::TcpStream;
 use tokio_util::codec::Encoder;
@@ -51,6 +51,36 @@ pub(crate) struct McpbConnection {
     /// (re-armed only when a deadline moves earlier; a wake-up before any is due re-arms it).
     edge_timer: Pin<Box<tokio::time::Sleep>>,
     edge_armed: Instant,
+    /// How the client lays out MCP messages (fixed by its first one); answers follow it.
+    shape: Option<McpbShape>,
+    /// The authenticating `initialize` whose MCP answer (from the session) must also carry
+    /// the session id and expiry.
+    auth_answer: Option<AuthAnswer>,
+}
+
+/// What the answer to an authenticating `initialize` with standard params gets added.
+struct AuthAnswer {
+    id: RequestId,
+    fields: serde_json::Map<String, Value>,
+}
+
+impl AuthAnswer {
+    /// `msg` with the session id and expiry beside the standard result fields (an error
+    /// stays as it is).
+    fn add_to(self, msg: Outbound) -> Outbound {
+        let Outbound::Response { id, result } = msg else {
+            return msg;
+        };
+        let mut fields = match serde_json::from_str::<Value>(result.get()) {
+            Ok(Value::Object(m)) => m,
+            _ => return Outbound::Response { id, result },
+        };
+        fields.extend(self.fields);
+        Outbound::Response {
+            id,
+            result: to_raw(&fields),
+        }
+    }
 }
 
 /// What an MCPB connection wakes up for besides its session.
@@ -84,6 +114,8 @@ pub(crate) async fn serve(listener: Arc<McpbListenerState>, stream: TcpStream) {
         shutdown_acked: false,
         edge_timer: Box::pin(tokio::time::sleep_until(handshake_by.into())),
         edge_armed: handshake_by,
+        shape: None,
+        auth_answer: None,
         listener: listener.clone(),
     };
     let codec = McpbCodec::server(&service.limits);
@@ -112,11 +144,13 @@ impl Endpoint for McpbConnection {
         if self.shutdown_by.is_none() && self.listener.shutdown.is_cancelled() {
             self.begin_shutdown(out);
         }
-        let codec = &mut self.codec;
+        let (codec, shape, auth_answer) = (&mut self.codec, self.shape, &mut self.auth_answer);
         self.core.poll_ready(out, output_full, |out, t| {
-            if let Err(e) = codec.encode(McpbOut::Mcp(&t.msg), out) {
-                tracing::error!(error = %e, "could not encode a message");
-            }
+            let msg = match auth_answer.take_if(|a| t.msg.response_id() == Some(&a.id)) {
+                Some(a) => a.add_to(t.msg),
+                None => t.msg,
+            };
+            write_mcp(codec, shape, &msg, out);
         })
     }
 
@@ -214,6 +248,9 @@ impl McpbConnection {
         };
         self.quiet_since = Instant::now();
         self.ping_outstanding = false;
+        if let McpbFrame::Mcp { shape, .. } = &frame {
+            self.shape.get_or_insert(*shape);
+        }
         match (self.phase, frame) {
             (_, McpbFrame::Health(request)) => self.on_health(out, request),
             (_, McpbFrame::PeerError(text)) => {
@@ -232,8 +269,18 @@ impl McpbConnection {
                 self.write(out, McpbOut::Error("the version is already agreed"))
             }
             (_, McpbFrame::Control(v)) => self.on_control(&v),
-            (Phase::Auth, McpbFrame::Mcp { msg, .. }) => self.on_auth(out, msg),
-            (Phase::Ready, McpbFrame::Mcp { auth_token, msg }) => self.on_mcp(out, auth_token, msg),
+            (
+                Phase::Auth,
+                McpbFrame::Mcp {
+                    auth_token, msg, ..
+                },
+            ) => self.on_auth(out, auth_token, msg),
+            (
+                Phase::Ready,
+                McpbFrame::Mcp {
+                    auth_token, msg, ..
+                },
+            ) => self.on_mcp(out, auth_token, msg),
         }
     }
 
@@ -258,24 +305,42 @@ impl McpbConnection {
         }
     }
 
-    /// Authentication: a token `initialize` (params with `token`, no `protocolVersion`).
-    /// With authentication off, an MCP message instead goes straight to the session.
-    fn on_auth(&mut self, out: &mut BytesMut, msg: Result<Message, mcpwire_model::Malformed>) {
-        let token_init = match &msg {
-            Ok(Message::Request(r)) if r.method.as_str() == "initialize" => token_of(r),
+    /// Authentication: an `initialize` with a token (`params.token`, or else the wrapper's
+    /// `auth_token`) opens the MCP session too. With standard params riding along
+    /// (`protocolVersion` …) the session negotiates with them and its answer carries the
+    /// session id and expiry beside the standard fields; with the token alone the answer is
+    /// just those, and the session starts provisionally initialized (the client's own
+    /// `initialize`, if it sends one, is its real handshake). With authentication off, any
+    /// MCP message may come first instead.
+    fn on_auth(&mut self, out: &mut BytesMut, wrapper_token: Option<String>, msg: Decoded) {
+        let init = match &msg {
+            Ok(Message::Request(r)) if r.method == Method::Initialize => Some(AuthInit::of(r)),
             _ => None,
         };
-        let Some((id, token)) = token_init else {
-            if self.listener.auth() {
-                return self.fail(out, "authenticate first: initialize with params.token");
+        let auth = self.listener.auth();
+        let Some(init) = init else {
+            if auth {
+                return self.fail(out, "authenticate first: initialize with a token");
             }
             self.phase = Phase::Ready;
-            self.expires = None;
             return self.core.inbound(msg);
         };
-        if self.listener.auth() && !self.listener.token_ok(&token) {
-            tracing::debug!(target: "mcpwire::mcpb", "authentication failed");
-            self.refuse(out, id, "authentication failed: unknown token");
+        let refusal = match init.token.or(wrapper_token) {
+            None if !auth => {
+                // Authentication off and no token: an MCP initialize as on any wire.
+                self.phase = Phase::Ready;
+                return self.core.inbound(msg);
+            }
+            None => Some("authentication failed: no token"),
+            Some(t) if t.len() > MAX_TOKEN => Some("authentication failed: token too long"),
+            Some(t) if auth && !self.listener.token_ok(&t) => {
+                Some("authentication failed: unknown token")
+            }
+            Some(_) => None,
+        };
+        if let Some(why) = refusal {
+            tracing::debug!(target: "mcpwire::mcpb", why, "authentication failed");
+            self.refuse(out, init.id, why);
             self.closing = true;
             return;
         }
@@ -283,27 +348,30 @@ impl McpbConnection {
             return self.fail(out, "the OS random number generator failed");
         };
         let ttl = self.listener.config.session_ttl;
-        let result = json!({
-            "sessionId": session_id,
-            "expiresAt": super::rfc3339(SystemTime::now() + ttl),
-        });
-        self.write(
-            out,
-            McpbOut::Mcp(&Outbound::Response {
-                id,
-                result: to_raw(&result),
-            }),
+        let mut fields = serde_json::Map::new();
+        fields.insert("sessionId".into(), Value::String(session_id));
+        fields.insert(
+            "expiresAt".into(),
+            Value::String(super::rfc3339(SystemTime::now() + ttl)),
         );
         self.phase = Phase::Ready;
         self.expires = Some(Instant::now() + ttl);
+        if init.standard {
+            self.auth_answer = Some(AuthAnswer {
+                id: init.id,
+                fields,
+            });
+            return self.core.inbound(msg);
+        }
+        self.core.session = ServerSession::provisional(self.listener.service.config.clone());
+        let answer = Outbound::Response {
+            id: init.id,
+            result: to_raw(&fields),
+        };
+        write_mcp(&mut self.codec, self.shape, &answer, out);
     }
 
-    fn on_mcp(
-        &mut self,
-        out: &mut BytesMut,
-        token: Option<String>,
-        msg: Result<Message, mcpwire_model::Malformed>,
-    ) {
+    fn on_mcp(&mut self, out: &mut BytesMut, token: Option<String>, msg: Decoded) {
         if let Ok(Message::Request(r)) = &msg {
             let token_refused = match &token {
                 Some(t) => self.listener.auth() && !self.listener.token_ok(t),
@@ -342,13 +410,11 @@ impl McpbConnection {
     /// down (MCPB has no codes of its own; "invalid request" says "not acceptable").
     fn refuse(&mut self, out: &mut BytesMut, id: RequestId, message: &str) {
         let error = McpError::InvalidRequest(message.to_owned()).to_wire(Revision::LATEST_STATEFUL);
-        self.write(
-            out,
-            McpbOut::Mcp(&Outbound::Error {
-                id: Some(id),
-                error,
-            }),
-        );
+        let refusal = Outbound::Error {
+            id: Some(id),
+            error,
+        };
+        write_mcp(&mut self.codec, self.shape, &refusal, out);
     }
 
     fn write(&mut self, out: &mut BytesMut, frame: McpbOut<'_>) {
@@ -358,13 +424,37 @@ impl McpbConnection {
     }
 }
 
-/// The id and token of an authentication `initialize` (params with a string `token` and no
-/// `protocolVersion`).
-fn token_of(r: &Request) -> Option<(RequestId, String)> {
-    let params: Value = serde_json::from_str(r.params.as_ref()?.get()).ok()?;
-    if params.get("protocolVersion").is_some() {
-        return None;
+/// Writes an MCP message in the client's shape.
+fn write_mcp(codec: &mut McpbCodec, shape: Option<McpbShape>, msg: &Outbound, out: &mut BytesMut) {
+    let frame = match shape {
+        Some(McpbShape::Envelope) => McpbOut::Envelope(msg),
+        _ => McpbOut::Mcp(msg),
+    };
+    if let Err(e) = codec.encode(frame, out) {
+        tracing::error!(error = %e, "could not encode a message");
     }
-    let token = params.get("token")?.as_str()?.to_owned();
-    Some((r.id.clone(), token))
+}
+
+/// What an `initialize` during authentication carries.
+struct AuthInit {
+    id: RequestId,
+    /// `params.token`, if a string.
+    token: Option<String>,
+    /// Standard `initialize` params ride along (`protocolVersion` is present).
+    standard: bool,
+}
+
+impl AuthInit {
+    fn of(r: &Request) -> AuthInit {
+        let params: Value = r
+            .params
+            .as_ref()
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or_default();
+        AuthInit {
+            id: r.id.clone(),
+            token: params["token"].as_str().map(str::to_owned),
+            standard: params.get("protocolVersion").is_some(),
+        }
+    }
 }

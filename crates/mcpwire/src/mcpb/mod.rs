@@ -2,9 +2,10 @@
 //! `docs/design/mcpb.md`).
 //!
 //! A connection negotiates its version (the first frame), authenticates with a token (an
-//! `initialize` request carrying `params.token`, answered with a session id and its expiry),
+//! `initialize` request carrying `params.token` or a wrapper's `auth_token`, answered with a
+//! session id and its expiry — and, like the reference gateway, opening the MCP session too),
 //! then carries MCP JSON-RPC in Request/Response frames to one [`ServerSession`], like a stdio
-//! connection. Around that: health checks (answered on the main port; the server pings a
+//! connection, plain or wrapped (answers follow the client's shape). Around that: health checks (answered on the main port; the server pings a
 //! connection that has been quiet for a minute and closes it after a second quiet minute), an
 //! optional dedicated health port, per-message tokens, session expiry, a connection limit, and
 //! graceful shutdown (a `shutdown` control frame, calls in flight finish, new requests are
