@@ -1,8 +1,8 @@
 //! mcpwire: one fast MCP runtime and gateway serving tools over every wire from one core.
 //!
-//! **Is:** the shell around the sans-IO core — connection drivers, the stdio and Streamable
-//! HTTP wires, the clients used by `mcpwire list`/`call`, and the CLI. Tokio lives here and
-//! nowhere below.
+//! **Is:** the shell around the sans-IO core — the driver core every connection loop is built
+//! from, the wires (stdio, Streamable HTTP, WebSocket and gRPC proto-mcp, MCPB), and the
+//! clients used by `mcpwire list`/`call`. Tokio lives here and nowhere below.
 //!
 //! **Is not:** protocol logic (that is `mcpwire-session`), byte layouts (`mcpwire-wire`) or
 //! tools (`mcpwire-router`).
