@@ -1,20 +1,20 @@
 //! mcpwire: one fast MCP runtime and gateway serving tools over every wire from one core.
 //!
-//! **Is:** the shell around the sans-IO core — connection drivers, the stdio and Streamable
-//! HTTP wires, and the MCP clients (stdio and Streamable HTTP) behind `mcpwire list`/`call`. Tokio lives here and
-//! nowhere below.
+//! **Is:** the shell around the sans-IO core — the driver core every connection loop is built
+//! from, the wires (stdio, Streamable HTTP, WebSocket and gRPC proto-mcp, MCPB), and the MCP
+//! clients (stdio, Streamable HTTP over http or https) behind `mcpwire list`/`call`. Tokio
+//! lives here and nowhere below.
 //!
 //! **Is not:** protocol logic (that is `mcpwire-session`), byte layouts (`mcpwire-wire`) or
 //! tools (`mcpwire-router`).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-mod calls;
 pub mod client;
-pub mod driver;
+mod driver;
 pub mod http;
 pub mod mcpb;
-pub mod proto;
+pub mod proto_mcp;
 pub mod serve;
 pub mod stdio;
 
