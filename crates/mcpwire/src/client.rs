@@ -17,7 +17,7 @@ use crate::http::client::HttpClient;
 
 mod stdio;
 mod target;
-pub(crate) mod tasks;
+mod tasks;
 
 pub use stdio::StdioClient;
 pub use target::Target;
@@ -293,7 +293,7 @@ pub(crate) fn excerpt(text: &str) -> String {
 }
 
 /// Every tool of a server, following `tools/list` pagination cursors with `request`.
-pub(crate) async fn paginate_tools(
+async fn paginate_tools(
     mut request: impl AsyncFnMut(&str, Value) -> Result<Value, ClientError>,
 ) -> Result<Vec<Value>, ClientError> {
     let mut tools = Vec::new();

@@ -33,16 +33,6 @@ pub struct StdioClient {
 }
 
 impl StdioClient {
-    /// Spawns `target` (a shell-like command line) and completes the handshake.
-    pub async fn connect(target: &str, opts: &ClientOptions) -> Result<StdioClient, ClientError> {
-        match super::Target::parse(target)? {
-            super::Target::Command { argv } => StdioClient::spawn(&argv, opts).await,
-            super::Target::Url(url) => Err(ClientError::Target(format!(
-                "`{url}` is a URL, not a command line"
-            ))),
-        }
-    }
-
     /// Starts `argv` and completes the handshake within `opts.handshake_timeout`.
     pub async fn spawn(argv: &[String], opts: &ClientOptions) -> Result<StdioClient, ClientError> {
         let (program, args) = argv
@@ -165,27 +155,6 @@ impl StdioClient {
                 Inbound::Other => {}
             }
         }
-    }
-
-    /// Every tool, following pagination cursors.
-    pub async fn list_tools(&mut self) -> Result<Vec<Value>, ClientError> {
-        super::paginate_tools(async |m, p| self.request(m, p).await).await
-    }
-
-    /// Calls a tool with JSON arguments (see [`super::Client::call_tool`]).
-    pub async fn call_tool(
-        &mut self,
-        name: &str,
-        arguments: Value,
-        as_task: bool,
-    ) -> Result<Value, ClientError> {
-        super::tasks::call_tool(
-            async |m, p| self.request(m, p).await,
-            name,
-            arguments,
-            as_task,
-        )
-        .await
     }
 
     /// Closes stdin and waits for the server to exit (killing it after a short while).

@@ -74,3 +74,70 @@ fn created_task(result: &Value) -> Option<&Value> {
     let task = result.get("task")?;
     (task.get("taskId")?.is_string() && result.get("content").is_none()).then_some(task)
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::call_tool;
+
+    /// A created task is polled while `working`, at the server's interval, then its result
+    /// is fetched; a plain result is returned as is.
+    #[tokio::test(start_paused = true)]
+    async fn a_created_task_is_polled_to_its_result() {
+        let mut calls: Vec<(String, Value)> = Vec::new();
+        let mut statuses = ["working", "working", "completed"].into_iter();
+        let started = tokio::time::Instant::now();
+        let result = call_tool(
+            async |m: &str, p: Value| {
+                calls.push((m.to_owned(), p));
+                Ok(match m {
+                    "tools/call" => json!({"task": {
+                        "taskId": "t1", "status": "working", "pollInterval": 1000, "ttl": 60000
+                    }}),
+                    "tasks/get" => json!({
+                        "taskId": "t1", "status": statuses.next().unwrap_or("failed"),
+                        "pollInterval": 1000
+                    }),
+                    _ => json!({"content": [{"type": "text", "text": "done"}]}),
+                })
+            },
+            "slow",
+            json!({"n": 1}),
+            true,
+        )
+        .await
+        .expect("a result");
+        assert_eq!(result["content"][0]["text"], "done");
+        let methods: Vec<&str> = calls.iter().map(|(m, _)| m.as_str()).collect();
+        assert_eq!(
+            methods,
+            [
+                "tools/call",
+                "tasks/get",
+                "tasks/get",
+                "tasks/get",
+                "tasks/result"
+            ]
+        );
+        assert_eq!(
+            calls[0].1,
+            json!({"name": "slow", "arguments": {"n": 1}, "task": {}})
+        );
+        assert_eq!(calls[4].1, json!({"taskId": "t1"}));
+        assert_eq!(started.elapsed(), std::time::Duration::from_secs(3));
+
+        let plain = call_tool(
+            async |_: &str, _: Value| Ok(json!({"content": [], "task": {"taskId": "x"}})),
+            "t",
+            json!({}),
+            false,
+        )
+        .await
+        .expect("a result");
+        assert_eq!(
+            plain["task"]["taskId"], "x",
+            "a result with content is not a task"
+        );
+    }
+}

@@ -192,27 +192,6 @@ impl HttpClient {
         })
     }
 
-    /// Every tool, following pagination cursors.
-    pub async fn list_tools(&mut self) -> Result<Vec<Value>, ClientError> {
-        crate::client::paginate_tools(async |m, p| self.request(m, p).await).await
-    }
-
-    /// Calls a tool with JSON arguments (see [`crate::client::Client::call_tool`]).
-    pub async fn call_tool(
-        &mut self,
-        name: &str,
-        arguments: Value,
-        as_task: bool,
-    ) -> Result<Value, ClientError> {
-        crate::client::tasks::call_tool(
-            async |m, p| self.request(m, p).await,
-            name,
-            arguments,
-            as_task,
-        )
-        .await
-    }
-
     /// Ends the session (`DELETE`).
     pub async fn close(self) -> Result<(), ClientError> {
         if self.session.is_some() {
