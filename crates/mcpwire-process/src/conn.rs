@@ -180,7 +180,9 @@ pub(crate) async fn handshake(
     let mut middleware = Vec::new();
     loop {
         let ProcFrame::Env(env) = next_frame(reader).await? else {
-            tracing::warn!("tool process sent a non-envelope frame during the handshake");
+            tracing::warn!(
+                "tool process sent a raw, oversize or garbled frame during the handshake"
+            );
             continue;
         };
         match env.msg {

@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 use tokio_util::codec::{FramedRead, FramedWrite};
 use tokio_util::sync::CancellationToken;
 
-use crate::codec::{EnvelopeCodec, FramingError, ProcFrame};
+use crate::codec::{EnvelopeCodec, ProcFrame};
 use crate::conn::{Answer, Conn, Hooks};
 use crate::pb::{self, Envelope, envelope::Msg};
 use crate::toollist::Batch;
@@ -87,9 +87,6 @@ impl IoTask {
                             return e;
                         }
                     }
-                    Some(Err(FramingError::Oversize { declared, limit })) => {
-                        return format!("tool process sent a {declared}-byte frame (limit {limit})");
-                    }
                     Some(Err(e)) => return format!("tool process connection failed: {e}"),
                     None => return "the tool process exited or closed its connection during the call".into(),
                 },
@@ -137,6 +134,20 @@ impl IoTask {
                 self.gate_empty = false;
                 tracing::warn!(%reason, "tool process result refused");
                 conn.deliver(&header.request_id, Answer::Failed(reason));
+                return Ok(());
+            }
+            ProcFrame::Oversize {
+                request_id,
+                declared,
+                limit,
+            } => {
+                let reason = format!(
+                    "the tool process sent a {declared}-byte message, over the {limit}-byte limit"
+                );
+                match request_id.filter(|id| !id.is_empty()) {
+                    Some(id) => conn.deliver(&id, Answer::Failed(reason)),
+                    None => tracing::warn!("{reason}; skipped"),
+                }
                 return Ok(());
             }
             ProcFrame::Garbage(e) => {
@@ -242,7 +253,9 @@ impl IoTask {
             conn.deliver(&id, Answer::Env(Msg::CallResult(done)));
             return;
         }
-        let cap = h.total_size.min(crate::codec::READ_AHEAD as u64) as usize;
+        let cap = h
+            .total_size
+            .min(mcpwire_wire::length_prefixed::RESERVE_AHEAD as u64) as usize;
         let state = Chunked {
             total: h.total_size,
             chunk: h.chunk_size,

@@ -18,6 +18,7 @@ mod conn;
 mod convert;
 mod forward;
 mod io;
+mod salvage;
 pub mod sideband;
 pub mod spawn;
 mod supervise;
