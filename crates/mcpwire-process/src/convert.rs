@@ -1,4 +1,4 @@
-//! Conversions between protomcp messages and MCP types.
+//! Conversions between Envelope messages and MCP types.
 
 use base64::Engine;
 use mcpwire_model::types::{

@@ -1,4 +1,4 @@
-//! Fault tests: a scripted tool process (`protomcp-test-peer`) misbehaves in every way the
+//! Fault tests: a scripted tool process (`envelope-test-peer`) misbehaves in every way the
 //! host must survive — garbage frames, oversize declared lengths, no handshake, log floods,
 //! exits mid-call, oversize raw results, decompression bombs.
 

@@ -1,6 +1,6 @@
-//! A scripted protomcp tool process for mcpwire's fault tests and benchmarks.
+//! A scripted Envelope tool process for mcpwire's fault and bounds tests.
 //!
-//! `protomcp-test-peer MODE [ignored...]` connects to `$PROTOMCP_SOCKET` and offers one tool,
+//! `envelope-test-peer MODE [ignored...]` connects to `$PROTOMCP_SOCKET` and offers one tool,
 //! `echo` (`{"text": string}`). MODE decides how it misbehaves when `echo` is called:
 //! `echo` (answers properly; the benchmark peer), `garbage` (a frame that is not an Envelope
 //! before the answer), `oversize` (answers text `big` with a 2 MiB envelope), `no-handshake` (never
