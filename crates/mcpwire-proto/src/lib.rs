@@ -15,7 +15,7 @@ mod json;
 mod translate;
 
 pub use catalog::{ProtoCatalog, SchemaConverter, ToolEntry, ToolProto};
-pub use json::{grpc_code, json_to_struct, struct_to_json};
+pub use json::{json_to_struct, struct_to_json};
 pub use mcpwire_wire::proto_mcp::pb;
 pub use translate::{Inbound, Translator};
 

@@ -15,7 +15,7 @@
 
 use bytes::{Buf, BufMut, BytesMut};
 use mcpwire_model::jsonrpc::decode_with_depth;
-use mcpwire_model::{ErrorObject, Malformed, Message, Outbound, RequestId, codes};
+use mcpwire_model::{Malformed, McpError, Message, Outbound, RequestId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -251,12 +251,8 @@ fn checked(msg: Message) -> Decoded {
         })
     });
     let why = match (bad_id, bad_method) {
-        (true, _) => {
-            "Invalid Request: MCPB request ids are at most 255 letters, digits, '-' or '_'"
-        }
-        (_, true) => {
-            "Invalid Request: MCPB methods are at most 255 letters, digits, '.', '/', '-' or '_'"
-        }
+        (true, _) => "MCPB request ids are at most 255 letters, digits, '-' or '_'",
+        (_, true) => "MCPB methods are at most 255 letters, digits, '.', '/', '-' or '_'",
         _ => return Ok(msg),
     };
     // Answered only for a request (never for a notification or a response).
@@ -288,7 +284,7 @@ fn unwrap_auth(payload: &[u8]) -> Option<Result<(Option<String>, &str), Malforme
     if w.auth_token.as_ref().is_some_and(|t| t.len() > MAX_TOKEN) {
         return Some(Err(Malformed::invalid_request(
             None,
-            format!("Invalid Request: auth_token longer than {MAX_TOKEN} bytes"),
+            format!("auth_token longer than {MAX_TOKEN} bytes"),
         )));
     }
     Some(Ok((w.auth_token, inner.get())))
@@ -338,10 +334,7 @@ impl Decoder for McpbCodec {
             return Ok(Some(match kind {
                 frame_type::REQUEST | frame_type::RESPONSE => McpbFrame::Mcp {
                     auth_token: None,
-                    msg: Err(Malformed::invalid_request(
-                        None,
-                        format!("Invalid Request: {why}"),
-                    )),
+                    msg: Err(Malformed::invalid_request(None, why)),
                 },
                 _ => McpbFrame::Refused(why),
             }));
@@ -436,10 +429,10 @@ impl Encoder<McpbOut<'_>> for McpbCodec {
             McpbOut::Mcp(Outbound::Response { id, .. } | Outbound::Error { id: Some(id), .. }) => {
                 Outbound::Error {
                     id: Some(id.clone()),
-                    error: ErrorObject::new(
-                        codes::INTERNAL_ERROR,
-                        format!("the answer exceeds the {max}-byte MCPB frame"),
-                    ),
+                    error: McpError::Internal(format!(
+                        "the answer exceeds the {max}-byte MCPB frame"
+                    ))
+                    .to_wire_unnegotiated(),
                 }
             }
             _ => {

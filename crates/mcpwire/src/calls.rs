@@ -148,7 +148,7 @@ impl Calls {
         match msg {
             PeerMsg::Event(id, ev) => session.handle_call_event(id, ev),
             PeerMsg::Ask(id, ask, tx) => {
-                let ask_id = session.handle_ask(Instant::now(), id, ask);
+                let ask_id = session.start_ask(Instant::now(), id, ask);
                 self.asks.insert(ask_id, tx);
             }
             PeerMsg::CloseStream(id) => {

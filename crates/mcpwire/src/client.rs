@@ -4,7 +4,7 @@
 
 use std::process::Stdio;
 
-use mcpwire_model::{ErrorObject, Revision};
+use mcpwire_model::{ErrorObject, McpError, Revision};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
@@ -111,7 +111,7 @@ impl StdioClient {
                     let rid = rid.clone();
                     self.send(&json!({
                         "jsonrpc": "2.0", "id": rid,
-                        "error": { "code": -32601, "message": "Method not found" }
+                        "error": refusal(m)
                     }))
                     .await?;
                 }
@@ -167,4 +167,11 @@ pub(crate) async fn paginate_tools(
             None => return Ok(tools),
         }
     }
+}
+
+/// What the CLI answers a server's request with: it serves none (no sampling, elicitation
+/// or roots).
+pub(crate) fn refusal(method: &Value) -> ErrorObject {
+    McpError::MethodNotFound(method.as_str().unwrap_or_default().to_owned())
+        .to_wire(Revision::LATEST_STATEFUL)
 }

@@ -214,7 +214,7 @@ where
             .get_or_insert_with(|| Translator::new(catalog.clone()));
         match translator.inbound(msg) {
             Inbound::Forward(m) => self.session.handle_inbound(Instant::now(), Ok(m)),
-            Inbound::Reply(reply) => self.write_proto(&reply),
+            Inbound::Reply(reply, _) => self.write_proto(&reply),
         }
     }
 

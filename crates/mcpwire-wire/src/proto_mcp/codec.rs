@@ -1,7 +1,7 @@
 //! The length-prefixed frame codec and whole-message helpers.
 
 use bytes::{Buf, BufMut, BytesMut};
-use mcpwire_model::codes;
+use mcpwire_model::McpError;
 use prost::Message as _;
 use tokio_util::codec::{Decoder, Encoder};
 
@@ -79,8 +79,9 @@ impl Decoder for ProtoMcpCodec {
         buf.clear();
         Ok(Some(Err(McpMessage::error(
             0,
-            codes::PARSE_ERROR,
-            format!("input ended inside a frame ({n} bytes of it arrived)"),
+            &McpError::ParseError(format!(
+                "input ended inside a frame ({n} bytes of it arrived)"
+            )),
         ))))
     }
 }
@@ -96,11 +97,7 @@ impl ProtoMcpCodec {
         self.skipping -= n as u64;
         Ok(Some(Err(McpMessage::error(
             0,
-            codes::INVALID_REQUEST,
-            format!(
-                "Invalid Request: frame of {len} bytes exceeds the {} byte limit",
-                self.max
-            ),
+            &McpError::MessageTooLarge { max: self.max },
         ))))
     }
 }
@@ -128,8 +125,7 @@ pub fn decode_message(bytes: &[u8]) -> ProtoDecoded {
     McpMessage::decode(bytes).map_err(|e| {
         McpMessage::error(
             salvage_id(bytes),
-            codes::PARSE_ERROR,
-            format!("Parse error: not a buf.mcp.v1.MCPMessage: {e}"),
+            &McpError::ParseError(format!("not a buf.mcp.v1.MCPMessage: {e}")),
         )
     })
 }

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use super::headers::{LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
 use crate::client::ClientError;
+use crate::client::refusal;
 
 /// A connected MCP client over Streamable HTTP.
 pub struct HttpClient {
@@ -155,7 +156,7 @@ impl HttpClient {
                 tracing::info!(method = %m, "server request refused by the CLI client");
                 let refusal = json!({
                     "jsonrpc": "2.0", "id": rid,
-                    "error": { "code": -32601, "message": "Method not found" }
+                    "error": refusal(m)
                 });
                 self.post(&refusal).await?;
                 Ok(None)

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use futures::{Stream, StreamExt};
 use mcpwire_model::types::CancelledParams;
-use mcpwire_model::{ErrorObject, Message, Method, Outbound, Request, RequestId, codes};
+use mcpwire_model::{McpError, Message, Method, Outbound, Request, RequestId};
 use mcpwire_session::{ServerSession, Transmit};
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, oneshot};
@@ -298,10 +298,7 @@ impl SessionTask {
         match cmd {
             Command::Request(req, sink, stream) => {
                 if self.routes.contains_key(&req.id) {
-                    let error = ErrorObject::new(
-                        codes::INVALID_REQUEST,
-                        "a request with this id is already in flight",
-                    );
+                    let error = McpError::DuplicateRequestId.to_wire_unnegotiated();
                     if let Some(last) = sink.last {
                         let _ = last.send(Outbound::Error {
                             id: Some(req.id),

@@ -7,7 +7,7 @@ use std::time::{Instant, SystemTime};
 
 use bytes::BytesMut;
 use futures::{FutureExt, StreamExt};
-use mcpwire_model::{ErrorObject, Message, Outbound, Request, RequestId, codes, to_raw};
+use mcpwire_model::{McpError, Message, Outbound, Request, RequestId, to_raw};
 use mcpwire_session::ServerSession;
 use mcpwire_wire::FramingError;
 use mcpwire_wire::mcpb::{McpbCodec, McpbFrame, McpbOut, VersionAck};
@@ -22,10 +22,6 @@ use crate::calls::{Calls, recv_event, sleep_until};
 
 /// Frames handled between two writes, so a flood of input cannot starve output.
 const READ_BURST: usize = 64;
-
-/// JSON-RPC code of a refused token or a request refused while shutting down (MCPB has no
-/// codes of its own; −32600 says "this request is not acceptable").
-const REFUSED: i64 = codes::INVALID_REQUEST;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -299,7 +295,7 @@ impl Conn {
         };
         if self.shared.auth() && !self.shared.token_ok(&token) {
             tracing::debug!(target: "mcpwire::mcpb", "authentication failed");
-            self.refuse(id, "authentication failed: unknown token");
+            self.refuse(id, McpError::Unauthenticated("unknown token".into()));
             self.closing = true;
             return;
         }
@@ -326,13 +322,12 @@ impl Conn {
                 None => self.shared.config.per_message_auth,
             };
             if token_refused {
-                return self.refuse(
-                    r.id.clone(),
-                    "authentication failed: missing or unknown auth_token",
-                );
+                let e = McpError::Unauthenticated("missing or unknown auth_token".into());
+                return self.refuse(r.id.clone(), e);
             }
             if self.shutdown_by.is_some() {
-                return self.refuse(r.id.clone(), "the server is shutting down");
+                let e = McpError::Unavailable("the server is shutting down".into());
+                return self.refuse(r.id.clone(), e);
             }
         }
         self.session.handle_inbound(Instant::now(), msg);
@@ -365,10 +360,11 @@ impl Conn {
         self.closing = true;
     }
 
-    fn refuse(&mut self, id: RequestId, message: &str) {
+    /// Answers request `id` with `e` (MCPB has no codes of its own: the table's −32600).
+    fn refuse(&mut self, id: RequestId, e: McpError) {
         self.write(McpbOut::Mcp(&Outbound::Error {
             id: Some(id),
-            error: ErrorObject::new(REFUSED, message),
+            error: e.to_wire_unnegotiated(),
         }));
     }
 

@@ -16,8 +16,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use mcpwire_model::Revision;
-use mcpwire_proto::{Inbound, ProtoCatalog, Translator, grpc_code};
+use mcpwire_model::{GrpcCode, McpError, Outbound, Revision};
+use mcpwire_proto::{Inbound, ProtoCatalog, Translator};
 use mcpwire_session::ServerSession;
 use mcpwire_wire::proto_mcp::pb::{self, McpMessage, mcp_message::Payload};
 use prost::Message as _;
@@ -33,6 +33,9 @@ pub mod service {
 }
 
 use service::mcp_service_server::{McpService, McpServiceServer};
+
+/// One RPC's answer and, when it is an error, its gRPC status code.
+type Answer = (McpMessage, GrpcCode);
 
 /// Serves `MCPService` for a [`Service`].
 #[derive(Clone, Debug)]
@@ -69,28 +72,26 @@ impl GrpcMcp {
             .await
     }
 
-    /// Runs one request on a fresh session and returns its one answer, or −33003 when the
-    /// client's deadline (see the module docs) comes first.
-    async fn exchange(&self, payload: Payload, deadline: Option<Duration>) -> McpMessage {
+    /// Runs one request on a fresh session and returns its one answer (with the gRPC code
+    /// of the error it is, if it is one), or −33003 when the client's deadline (see the
+    /// module docs) comes first.
+    async fn exchange(&self, payload: Payload, deadline: Option<Duration>) -> Answer {
         let Some(d) = deadline else {
             return self.run(payload).await;
         };
         let early = (d / 10).min(Duration::from_millis(20));
         match tokio::time::timeout(d - early, self.run(payload)).await {
             Ok(answer) => answer,
-            Err(_) => McpMessage::new(
-                1,
-                Payload::ErrorResponse(pb::ErrorResponse {
-                    code: mcpwire_model::codes::PROTO_TIMEOUT as i32,
-                    message: format!("the request's deadline ({d:?}) passed"),
-                    data: None,
-                }),
-            ),
+            Err(_) => {
+                tracing::debug!(deadline = ?d, "gRPC deadline passed; call dropped");
+                let e = McpError::Timeout;
+                (McpMessage::error(1, &e), e.grpc_code())
+            }
         }
     }
 
     /// Runs one request on a fresh session and returns its one answer.
-    async fn run(&self, payload: Payload) -> McpMessage {
+    async fn run(&self, payload: Payload) -> Answer {
         let initialize = matches!(payload, Payload::InitializeRequest(_));
         let config = self.service.config.clone();
         let mut session = if initialize {
@@ -101,7 +102,7 @@ impl GrpcMcp {
         let mut calls = Calls::new(self.service.router.clone());
         let mut tr = Translator::new(self.catalog.clone());
         match tr.inbound(McpMessage::new(1, payload)) {
-            Inbound::Reply(m) => return m,
+            Inbound::Reply(m, code) => return (m, code),
             Inbound::Forward(m) => session.handle_inbound(Instant::now(), Ok(m)),
         }
         loop {
@@ -109,7 +110,11 @@ impl GrpcMcp {
             calls.poll_ready(&mut session);
             calls.drain(&mut session, |t| {
                 if answer.is_none() {
-                    answer = tr.outbound(&t.msg);
+                    let code = match &t.msg {
+                        Outbound::Error { error, .. } => error.grpc_code(),
+                        _ => GrpcCode::Unknown,
+                    };
+                    answer = tr.outbound(&t.msg).map(|m| (m, code));
                 }
             });
             if let Some(m) = answer {
@@ -129,26 +134,29 @@ impl GrpcMcp {
     }
 }
 
-/// A gRPC status for an MCP error: code chosen by [`grpc_code`], details = the encoded
-/// `ErrorResponse`.
-fn status(e: pb::ErrorResponse) -> Status {
-    let code = tonic::Code::from_i32(grpc_code(i64::from(e.code)));
+/// A gRPC status for an MCP error: `code` from the error table (the variant's), details =
+/// the encoded `ErrorResponse`.
+fn status(e: pb::ErrorResponse, code: GrpcCode) -> Status {
+    let code = tonic::Code::from_i32(code.as_i32());
     let message = e.message.clone();
     Status::with_details(code, message, e.encode_to_vec().into())
 }
 
-fn call_error_status(e: pb::Error) -> Status {
+fn call_error_status(e: pb::Error, code: GrpcCode) -> Status {
     let data = mcpwire_proto::json_to_struct(&serde_json::Value::Object(
         e.data
             .into_iter()
             .map(|(k, v)| (k, serde_json::Value::String(v)))
             .collect(),
     ));
-    status(pb::ErrorResponse {
-        code: e.code,
-        message: e.message,
-        data,
-    })
+    status(
+        pb::ErrorResponse {
+            code: e.code,
+            message: e.message,
+            data,
+        },
+        code,
+    )
 }
 
 fn unexpected() -> Status {
@@ -179,13 +187,12 @@ fn deadline<T>(req: &Request<T>) -> Option<Duration> {
 macro_rules! rpc {
     ($self:ident, $req:ident, $in:ident, $out:ident) => {{
         let deadline = deadline(&$req);
-        match $self
+        let (answer, code) = $self
             .exchange(Payload::$in($req.into_inner()), deadline)
-            .await
-            .payload
-        {
+            .await;
+        match answer.payload {
             Some(Payload::$out(r)) => Ok(Response::new(r)),
-            Some(Payload::ErrorResponse(e)) => Err(status(e)),
+            Some(Payload::ErrorResponse(e)) => Err(status(e, code)),
             _ => Err(unexpected()),
         }
     }};
@@ -212,17 +219,16 @@ impl McpService for GrpcMcp {
         req: Request<pb::CallToolRequest>,
     ) -> Result<Response<pb::CallToolResponse>, Status> {
         let deadline = deadline(&req);
-        match self
+        let (answer, code) = self
             .exchange(Payload::CallToolRequest(req.into_inner()), deadline)
-            .await
-            .payload
-        {
+            .await;
+        match answer.payload {
             Some(Payload::CallToolResponse(pb::CallToolResponse {
                 result: Some(pb::call_tool_response::Result::Error(e)),
                 ..
-            })) => Err(call_error_status(e)),
+            })) => Err(call_error_status(e, code)),
             Some(Payload::CallToolResponse(r)) => Ok(Response::new(r)),
-            Some(Payload::ErrorResponse(e)) => Err(status(e)),
+            Some(Payload::ErrorResponse(e)) => Err(status(e, code)),
             _ => Err(unexpected()),
         }
     }

@@ -16,7 +16,7 @@ use axum::extract::ws::{Message as WsMessage, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
 use futures::StreamExt;
 use mcpwire_model::jsonrpc::decode_with_depth;
-use mcpwire_model::{Malformed, codes};
+use mcpwire_model::{Malformed, McpError};
 use mcpwire_proto::{Inbound, ProtoCatalog, Translator};
 use mcpwire_session::ServerSession;
 use mcpwire_wire::proto_mcp::pb::McpMessage;
@@ -155,17 +155,16 @@ impl Conn {
         match m {
             WsMessage::Text(t) => {
                 if self.mode == Mode::Proto {
-                    return self.proto_out(McpMessage::error(
-                        0,
-                        codes::INVALID_REQUEST,
-                        "Invalid Request: this connection speaks proto-mcp (binary messages)",
-                    ));
+                    let e = McpError::InvalidRequest(
+                        "this connection speaks proto-mcp (binary messages)".into(),
+                    );
+                    return self.proto_out(McpMessage::error(0, &e));
                 }
                 self.mode = Mode::Json;
                 let decoded = if t.len() > self.max {
-                    Err(Malformed::invalid_request(
+                    Err(Malformed::new(
                         None,
-                        format!("Invalid Request: message longer than {} bytes", self.max),
+                        McpError::MessageTooLarge { max: self.max },
                     ))
                 } else {
                     decode_with_depth(t.as_bytes(), self.depth)
@@ -176,23 +175,20 @@ impl Conn {
                 if self.mode == Mode::Json {
                     let e = Malformed::invalid_request(
                         None,
-                        "Invalid Request: this connection speaks JSON-RPC (text messages)",
+                        "this connection speaks JSON-RPC (text messages)",
                     );
                     return self.session.handle_inbound(now, Err(e));
                 }
                 self.mode = Mode::Proto;
                 if b.len() > self.max {
-                    return self.proto_out(McpMessage::error(
-                        0,
-                        codes::INVALID_REQUEST,
-                        format!("Invalid Request: message longer than {} bytes", self.max),
-                    ));
+                    let e = McpError::MessageTooLarge { max: self.max };
+                    return self.proto_out(McpMessage::error(0, &e));
                 }
                 match decode_message(&b) {
                     Err(reply) => self.proto_out(reply),
                     Ok(msg) => match self.translator.inbound(msg) {
                         Inbound::Forward(m) => self.session.handle_inbound(now, Ok(m)),
-                        Inbound::Reply(r) => self.proto_out(r),
+                        Inbound::Reply(r, _) => self.proto_out(r),
                     },
                 }
             }
