@@ -174,7 +174,7 @@ async fn without_session(
 
 async fn initialize(app: &App, req: Request) -> Response {
     let Ok((sid, session)) = app.sessions.create(&app.service, app.config.session_idle) else {
-        let e = McpError::Unavailable("too many sessions; try again later".into());
+        let e = McpError::Unavailable("every session is busy; try again later".into());
         return reply::refuse(Some(req.id), e);
     };
     let id = req.id.clone();

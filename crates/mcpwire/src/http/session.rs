@@ -27,7 +27,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::replay::{self, EventId, ReplayLog, StreamItem, StreamKind};
-use super::sessions::Sessions;
+use super::sessions::{Busy, Sessions};
 use crate::Service;
 use crate::calls::{Calls, recv_event, sleep_until};
 
@@ -193,12 +193,14 @@ impl SessionHandle {
     }
 }
 
-/// Starts the task of session `id`; it removes itself from `sessions` when it ends.
+/// Starts the task of session `id`; it removes itself from `sessions` when it ends, and
+/// keeps `busy` up to date (the table evicts idle sessions only).
 pub(crate) fn spawn(
     service: &Service,
     idle: Duration,
     id: String,
     sessions: Arc<Sessions>,
+    busy: Arc<Busy>,
 ) -> SessionHandle {
     let (tx, cmds) = mpsc::channel(COMMAND_QUEUE);
     let close = CancellationToken::new();
@@ -214,6 +216,7 @@ pub(crate) fn spawn(
         backlog: VecDeque::new(),
         idle,
         last_active: Instant::now(),
+        busy,
     };
     tokio::spawn(async move {
         task.run().await;
@@ -239,6 +242,7 @@ struct SessionTask {
     backlog: VecDeque<Arc<str>>,
     idle: Duration,
     last_active: Instant,
+    busy: Arc<Busy>,
 }
 
 impl SessionTask {
@@ -253,6 +257,7 @@ impl SessionTask {
             }
             let timeout = self.session.poll_timeout();
             let idle_at = self.idle_deadline();
+            self.busy.set(idle_at.is_none());
             tokio::select! {
                 biased;
                 _ = self.close.cancelled() => break,
