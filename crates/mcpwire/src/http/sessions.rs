@@ -179,11 +179,63 @@ fn new_id() -> String {
 mod tests {
     use super::*;
 
+    use futures::StreamExt;
+    use mcpwire_model::types::Implementation;
+    use mcpwire_model::{Method, Request, RequestId, to_raw};
+    use mcpwire_router::{CallCtx, NoArgs, ToolError, tool};
+
+    /// A service with one tool, `wait`, that never finishes by itself.
+    fn service() -> Service {
+        let server = mcpwire_router::Server::builder(Implementation::new("t", "1"))
+            .tool(tool("wait", |_c: CallCtx, _: NoArgs| async {
+                std::future::pending::<()>().await;
+                Ok::<_, ToolError>("never")
+            }))
+            .build();
+        Service::from_server(server)
+    }
+
+    fn request(id: i64, method: Method, params: serde_json::Value) -> Request {
+        Request {
+            id: RequestId::Int(id),
+            method,
+            params: Some(to_raw(&params)),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn idle_sessions_expire_and_busy_ones_stay() {
+        let table = Arc::new(Sessions::new(2, Arc::default()));
+        let idle = Duration::from_secs(60);
+        let (quiet, _) = table.create(&service(), idle).unwrap();
+        let (busy, handle) = table.create(&service(), idle).unwrap();
+        let init = serde_json::json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                                      "clientInfo": {"name": "t", "version": "1"}});
+        let mut answer = handle
+            .request(request(0, Method::Initialize, init))
+            .await
+            .unwrap();
+        assert!(answer.next().await.is_some());
+        let call = serde_json::json!({"name": "wait", "arguments": {}});
+        let _running = handle
+            .request(request(1, Method::ToolsCall, call))
+            .await
+            .unwrap();
+        // Paused time: these sleeps advance tokio's clock, exactly.
+        tokio::time::sleep(Duration::from_secs(59)).await;
+        assert!(table.get(&quiet).is_some(), "not idle for 60 s yet");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(table.get(&quiet).is_none(), "idle for 60 s: ended");
+        tokio::time::sleep(Duration::from_secs(600)).await;
+        assert!(
+            table.get(&busy).is_some(),
+            "a call in flight keeps a session"
+        );
+    }
+
     #[tokio::test(flavor = "current_thread")]
     async fn a_full_table_evicts_the_least_recently_used_idle_session() {
-        use mcpwire_model::types::Implementation;
-        let server = mcpwire_router::Server::builder(Implementation::new("t", "1")).build();
-        let service = Service::from_server(server);
+        let service = service();
         let stats = Arc::new(HttpStats::default());
         let table = Arc::new(Sessions::new(2, stats.clone()));
         let idle = Duration::from_secs(3600);
