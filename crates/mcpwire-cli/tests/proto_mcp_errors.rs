@@ -15,7 +15,8 @@ mod common;
 use std::io::{Read, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
-use common::wires::{Served, Ws, grpc_call};
+use common::served::Served;
+use common::wires::{Ws, grpc_call};
 use mcpwire_wire::proto_mcp::pb::{self, McpMessage, call_tool_response, mcp_message::Payload};
 use prost::Message as _;
 

@@ -15,7 +15,8 @@ mod common;
 
 use common::Proc;
 use common::http::HttpServer;
-use common::wires::{Conversation, Mcpb, Peer, Served, Ws};
+use common::served::Served;
+use common::wires::{Conversation, Mcpb, Peer, Ws};
 use serde_json::{Value, json};
 
 const WATCHED: &str = "test://watched-resource";

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod http;
+pub mod served;
 pub mod wires;
 
 use std::io::{BufRead, BufReader, Write};

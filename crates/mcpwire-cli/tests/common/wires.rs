@@ -6,9 +6,8 @@
 
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -89,55 +88,6 @@ impl<P: Peer> Conversation<P> {
     pub fn notify(&mut self, method: &str, params: Value) {
         self.peer
             .send(json!({"jsonrpc":"2.0","method":method,"params":params}));
-    }
-}
-
-/// `mcpwire demo --transport {transport} --port 0` plus `extra`, until it is dropped.
-pub struct Served {
-    child: Child,
-    /// `host:port[/path]`, as printed after `listening on {scheme}://`.
-    pub addr: String,
-}
-
-impl Served {
-    pub fn start(transport: &str, extra: &[&str]) -> Served {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mcpwire"))
-            .args(["demo", "--transport", transport, "--port", "0"])
-            .args(extra)
-            .env("MCPWIRE_LOG", "error")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn mcpwire");
-        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-        let prefix = format!("mcpwire: listening on {transport}://");
-        let addr = loop {
-            let mut line = String::new();
-            if stderr.read_line(&mut line).expect("stderr") == 0 {
-                panic!("mcpwire exited before listening");
-            }
-            if let Some(a) = line.trim().strip_prefix(&prefix) {
-                break a.to_owned();
-            }
-        };
-        std::thread::spawn(move || {
-            let mut sink = Vec::new();
-            let _ = stderr.read_to_end(&mut sink);
-        });
-        Served { child, addr }
-    }
-
-    /// The `host:port` part of the address.
-    pub fn host_port(&self) -> &str {
-        self.addr.split('/').next().unwrap_or(&self.addr)
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
