@@ -247,12 +247,15 @@ impl McpbConnection {
             None => return self.core.input_closed(),
         };
         self.quiet_since = now();
+        // An empty health frame while our ping is outstanding is its answer (not a ping of
+        // the client's to answer: that would bounce pings back and forth forever).
+        let answers_our_ping = self.ping_outstanding;
         self.ping_outstanding = false;
         if let McpbFrame::Mcp { shape, .. } = &frame {
             self.shape.get_or_insert(*shape);
         }
         match (self.phase, frame) {
-            (_, McpbFrame::Health(request)) => self.on_health(out, request),
+            (_, McpbFrame::Health(request)) => self.on_health(out, request, answers_our_ping),
             (_, McpbFrame::PeerError(text)) => {
                 tracing::debug!(target: "mcpwire::mcpb", %text, "the client reported a protocol error");
             }
@@ -284,10 +287,10 @@ impl McpbConnection {
         }
     }
 
-    fn on_health(&mut self, out: &mut BytesMut, request: Option<Value>) {
+    fn on_health(&mut self, out: &mut BytesMut, request: Option<Value>, answers_our_ping: bool) {
         match request {
             // An empty frame answers our ping, or is the client's ping.
-            None if self.ping_outstanding => {}
+            None if answers_our_ping => {}
             None => self.write(out, McpbOut::Health(None)),
             Some(r) => {
                 let report = self.listener.health(Some(&r));
