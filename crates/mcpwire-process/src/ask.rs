@@ -43,14 +43,16 @@ pub(crate) fn start(channel: &Arc<ChildChannel>, id: String, ask: Ask) -> Option
             _ = done.cancelled() => return,
         };
         let channel = slot.channel();
+        // The call learns first that it ends with `input_required`; only then may the
+        // process hear its ask was refused (and, say, finish its task with that refusal).
+        if let (true, Some(origin)) = (input_required, origin.as_deref()) {
+            channel.input_required(origin);
+        }
         channel.send_control(Envelope {
             msg: Some(reply),
             request_id: id,
             namespace: String::new(),
         });
-        if let (true, Some(origin)) = (input_required, origin.as_deref()) {
-            channel.input_required(origin);
-        }
     });
     None
 }

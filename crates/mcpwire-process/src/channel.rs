@@ -343,7 +343,15 @@ impl ChildChannel {
         let p = self.lock();
         match p.task_push(&status.task_id) {
             Some(push) => {
-                push.send_replace(TaskPush::Status(status));
+                // `InputRequired` is final: a status the process pushes after learning its
+                // ask must ride an `input_required` result never hides it.
+                push.send_if_modified(|v| {
+                    if matches!(v, TaskPush::InputRequired) {
+                        return false;
+                    }
+                    *v = TaskPush::Status(status);
+                    true
+                });
                 true
             }
             None => false,

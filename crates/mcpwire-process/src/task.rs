@@ -119,6 +119,11 @@ pub(crate) async fn follow(
             s = task.pushed() => s?,
             _ = tokio::time::sleep(delay) => task.poll().await?,
         };
+        // An ask of this task was answered `input_required` before the process could
+        // change its state because of it: whatever the state says now, the call ends so.
+        if matches!(*task.pushed.borrow(), TaskPush::InputRequired) {
+            return Err(McpError::InputRequired.into());
+        }
         let seen = (status.progress, status.total, status.message.clone());
         if last.as_ref() != Some(&seen) {
             if status.progress > 0 || status.total > 0 || !status.message.is_empty() {
