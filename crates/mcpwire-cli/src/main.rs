@@ -225,7 +225,9 @@ struct HttpArgs {
     /// localhost, 127.0.0.1 and [::1] on any port.
     #[arg(long, value_delimiter = ',')]
     allowed_hosts: Option<Vec<String>>,
-    /// Stateful sessions alive at once; more `initialize` requests get 503.
+    /// Stateful sessions alive at once. A full table evicts the least recently used idle
+    /// session (nothing in flight, no open stream); `initialize` gets 503 only when every
+    /// session is busy.
     #[arg(long, default_value_t = 1024)]
     max_sessions: usize,
     /// Seconds after which a session with nothing in flight and no open stream ends.

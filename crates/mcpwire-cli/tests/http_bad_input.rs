@@ -367,27 +367,6 @@ fn stateless_faults() {
     assert_eq!(s.send("POST", &[JSON, ACCEPT, v26], note).status, 202);
 }
 
-#[test]
-fn session_limits() {
-    let s = HttpServer::start(&["--max-sessions", "1", "--session-idle-secs", "1"]);
-    let sid = s.initialize();
-    let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
-        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}});
-    let r = s.post(None, &init);
-    assert_eq!(r.status, 503);
-    assert_eq!(error_code(&r.json()), -32600);
-    // The idle session expires; its id is 404 and its slot is free again.
-    std::thread::sleep(std::time::Duration::from_millis(1600));
-    let r = s.post(
-        Some(&sid),
-        &json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}),
-    );
-    assert_eq!(r.status, 404);
-    let r = s.post(None, &init);
-    assert_eq!(r.status, 200);
-    assert!(r.header("mcp-session-id").is_some());
-}
-
 /// Reads from a connection the server should answer and/or close: the status code of what
 /// it sent (`None` if it just closed), within `limit`.
 fn status_or_close(conn: &mut TcpStream, limit: Duration) -> Option<u16> {
@@ -526,8 +505,8 @@ fn flood(s: &HttpServer, sid: &str, n: usize) -> Vec<Value> {
 }
 
 /// 500 concurrent calls on one session: all answered correctly under the default limits;
-/// with the in-flight limit taken up (`--max-in-flight 4`, four slow calls running), each
-/// is answered or refused with a clear error, and the server serves normally afterwards.
+/// with the in-flight limit taken up (`--max-in-flight 4`, four calls held by asks), each
+/// is refused with a clear error, and the server serves normally afterwards.
 #[test]
 fn flood_of_concurrent_calls_on_one_session() {
     let s = HttpServer::start(&[]);
@@ -542,41 +521,37 @@ fn flood_of_concurrent_calls_on_one_session() {
     }
 
     let s = HttpServer::start(&["--max-in-flight", "4"]);
-    let sid = s.initialize();
-    let slow: Vec<_> = (0..4)
+    let sid = s.initialize_with(json!({"sampling": {}}));
+    // Take up the limit with four calls waiting for our answers to their sampling asks:
+    // once an ask arrives, its call is in flight (no sleeping to let them start).
+    let mut held: Vec<(Exchange, Value)> = (0..4)
         .map(|i| {
-            let (addr, path, sid) = (s.addr.clone(), s.path.clone(), sid.clone());
-            std::thread::spawn(move || {
-                let msg = json!({"jsonrpc":"2.0","id":format!("slow{i}"),"method":"tools/call",
-                    "params":{"name":"test_slow","arguments":{"seconds":3}}});
-                let r = Exchange::post_to(&addr, &path, &sid, &msg);
-                assert_eq!(r.status, 200);
-                r.json()
-            })
+            let mut r = s.post(
+                Some(&sid),
+                &json!({"jsonrpc":"2.0","id":format!("held{i}"),"method":"tools/call",
+                    "params":{"name":"test_sampling","arguments":{"prompt":"hi"}}}),
+            );
+            assert_eq!(r.status, 200);
+            let (_, ask) = r.next_event().expect("the sampling ask");
+            assert_eq!(ask["method"], "sampling/createMessage", "{ask}");
+            (r, ask["id"].clone())
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(300));
-    let (mut answered, mut refused) = (0, 0);
     for (i, body) in flood(&s, &sid, 500).iter().enumerate() {
         assert_eq!(body["id"], i, "{body}");
-        if body.get("error").is_some() {
-            assert_eq!(error_code(body), -32600, "{body}");
-            let message = body["error"]["message"].as_str().unwrap();
-            assert!(message.contains("more than 4 requests in flight"), "{body}");
-            refused += 1;
-        } else {
-            assert_eq!(
-                body["result"]["content"][0]["text"],
-                format!("m{i}"),
-                "{body}"
-            );
-            answered += 1;
-        }
+        assert_eq!(error_code(body), -32600, "{body}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains("more than 4 requests in flight"), "{body}");
     }
-    assert!(refused > 0, "the limit was hit ({answered} answered)");
-    for t in slow {
-        let body = t.join().expect("slow call");
-        assert!(body["result"].is_object(), "slow calls finish: {body}");
+    for (mut stream, ask) in held.drain(..) {
+        let answer = s.post(
+            Some(&sid),
+            &json!({"jsonrpc":"2.0","id":ask,"result":{
+                "role":"assistant","content":{"type":"text","text":"ok"},"model":"m"}}),
+        );
+        assert_eq!(answer.status, 202);
+        let (_, done) = stream.next_event().expect("the held call's answer");
+        assert!(done["result"].is_object(), "held calls finish: {done}");
     }
     for i in 0..3 {
         let r = s.post(

@@ -478,7 +478,14 @@ fn sigterm_shuts_down_gracefully_and_calls_in_flight_finish() {
         )),
     };
     c.send(McpbOut::Mcp(&slow));
-    std::thread::sleep(Duration::from_millis(100));
+    // A ping answered after it means the call was read and is running.
+    let ping = Outbound::Request {
+        id: RequestId::Int(76),
+        method: "ping".into(),
+        params: None,
+    };
+    c.send(McpbOut::Mcp(&ping));
+    assert!(c.recv_mcp()["result"].is_object());
     server.terminate();
     assert!(matches!(c.recv(), Some(McpbFrame::Control(v)) if v["command"] == "shutdown"));
     // New requests are refused; the one in flight still finishes.

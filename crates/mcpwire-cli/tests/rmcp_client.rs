@@ -466,7 +466,7 @@ async fn cancellation_then_clean_shutdown() {
     )
     .await
     .expect("send test_slow");
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The request went out first on the same pipe, so the cancel follows it.
     within(
         "cancel test_slow",
         handle.cancel(Some("test cancels".into())),

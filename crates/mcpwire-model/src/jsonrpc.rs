@@ -11,7 +11,7 @@ use serde::de::{self, Deserializer, IgnoredAny, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::error::{ErrorObject, codes};
+use crate::error::{ErrorObject, McpError};
 use crate::{Method, Raw, RequestId};
 
 /// A decoded inbound JSON-RPC message.
@@ -67,22 +67,27 @@ pub struct Malformed {
 }
 
 impl Malformed {
-    fn new(id: Option<RequestId>, code: i64, message: impl Into<String>) -> Malformed {
+    /// A malformed message answered with `error`, which must be one every revision spells
+    /// the same (a codec does not know the revision): a parse error, an invalid request, an
+    /// oversize message.
+    pub fn new(id: Option<RequestId>, error: McpError) -> Malformed {
         Malformed {
             id,
-            error: ErrorObject::new(code, message),
+            error: error.to_wire_unnegotiated(),
             reply: true,
         }
     }
 
-    /// A malformed message answered with −32700 (parse error) and `"id": null`.
-    pub fn parse_error(message: impl Into<String>) -> Malformed {
-        Malformed::new(None, codes::PARSE_ERROR, message)
+    /// A malformed message answered with −32700 (parse error) and `"id": null`; `detail`
+    /// says what is wrong.
+    pub fn parse_error(detail: impl Into<String>) -> Malformed {
+        Malformed::new(None, McpError::ParseError(detail.into()))
     }
 
-    /// A malformed message answered with −32600 (invalid request).
-    pub fn invalid_request(id: Option<RequestId>, message: impl Into<String>) -> Malformed {
-        Malformed::new(id, codes::INVALID_REQUEST, message)
+    /// A malformed message answered with −32600 (invalid request); `detail` says what is
+    /// wrong.
+    pub fn invalid_request(id: Option<RequestId>, detail: impl Into<String>) -> Malformed {
+        Malformed::new(id, McpError::InvalidRequest(detail.into()))
     }
 }
 
@@ -198,7 +203,7 @@ pub fn decode(bytes: &[u8]) -> Result<Message, Malformed> {
 pub fn decode_with_depth(bytes: &[u8], max_depth: usize) -> Result<Message, Malformed> {
     if nesting_exceeds(bytes, max_depth) {
         return Err(Malformed::parse_error(format!(
-            "Parse error: JSON nested deeper than {max_depth} levels"
+            "JSON nested deeper than {max_depth} levels"
         )));
     }
     let env: Envelope<'_> = match serde_json::from_slice(bytes) {
@@ -208,7 +213,7 @@ pub fn decode_with_depth(bytes: &[u8], max_depth: usize) -> Result<Message, Malf
     if env.jsonrpc.as_deref() != Some("2.0") {
         return Err(Malformed::invalid_request(
             env.id.id(),
-            "Invalid Request: \"jsonrpc\" must be \"2.0\"",
+            "\"jsonrpc\" must be \"2.0\"",
         ));
     }
     match (env.method, env.id) {
@@ -216,7 +221,7 @@ pub fn decode_with_depth(bytes: &[u8], max_depth: usize) -> Result<Message, Malf
             if env.result.is_some() || env.error.is_some() {
                 return Err(Malformed::invalid_request(
                     Some(id),
-                    "Invalid Request: a request cannot carry result or error",
+                    "a request cannot carry result or error",
                 ));
             }
             check_params(env.params, Some(&id))?;
@@ -240,7 +245,7 @@ pub fn decode_with_depth(bytes: &[u8], max_depth: usize) -> Result<Message, Malf
         }
         (Some(_), IdField::Null | IdField::Invalid) => Err(Malformed::invalid_request(
             None,
-            "Invalid Request: id must be a string or an integer",
+            "id must be a string or an integer",
         )),
         (None, IdField::Valid(id)) => match (env.result, env.error) {
             (Some(result), None) => Ok(Message::Response(Response {
@@ -251,10 +256,7 @@ pub fn decode_with_depth(bytes: &[u8], max_depth: usize) -> Result<Message, Malf
                 id,
                 outcome: Err(error),
             })),
-            (None, None) => Err(Malformed::invalid_request(
-                Some(id),
-                "Invalid Request: missing \"method\"",
-            )),
+            (None, None) => Err(Malformed::invalid_request(Some(id), "missing \"method\"")),
             (Some(_), Some(_)) => Err(Malformed {
                 reply: false,
                 ..Malformed::invalid_request(Some(id), "response carries both result and error")
@@ -265,10 +267,7 @@ pub fn decode_with_depth(bytes: &[u8], max_depth: usize) -> Result<Message, Malf
             reply: false,
             ..Malformed::invalid_request(None, "peer reported an error with id null")
         }),
-        (None, id) => Err(Malformed::invalid_request(
-            id.id(),
-            "Invalid Request: missing \"method\"",
-        )),
+        (None, id) => Err(Malformed::invalid_request(id.id(), "missing \"method\"")),
     }
 }
 
@@ -316,7 +315,7 @@ fn check_params(params: Option<&RawValue>, id: Option<&RequestId>) -> Result<(),
         None | Some(Some(b'{')) | Some(Some(b'[')) => Ok(()),
         Some(_) => Err(Malformed::invalid_request(
             id.cloned(),
-            "Invalid Request: params must be an object or an array",
+            "params must be an object or an array",
         )),
     }
 }
@@ -326,7 +325,7 @@ fn classify_error(bytes: &[u8], e: &serde_json::Error) -> Malformed {
     if first == Some(b'[') && !e.is_syntax() && !e.is_eof() {
         return Malformed::invalid_request(
             None,
-            "Invalid Request: JSON-RPC batches are not supported by this protocol revision",
+            "JSON-RPC batches are not supported by this protocol revision",
         );
     }
     match e.classify() {
@@ -334,9 +333,9 @@ fn classify_error(bytes: &[u8], e: &serde_json::Error) -> Malformed {
             let id = serde_json::from_slice::<IdOnly>(bytes)
                 .ok()
                 .and_then(|v| v.id.id());
-            Malformed::invalid_request(id, format!("Invalid Request: {e}"))
+            Malformed::invalid_request(id, e.to_string())
         }
-        _ => Malformed::parse_error(format!("Parse error: {e}")),
+        _ => Malformed::parse_error(e.to_string()),
     }
 }
 
@@ -451,6 +450,7 @@ impl OutEnvelope<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codes;
 
     fn err_code(r: Result<Message, Malformed>) -> (i64, Option<RequestId>) {
         let m = r.expect_err("should be malformed");
@@ -573,11 +573,11 @@ mod tests {
         );
         let o = Outbound::Error {
             id: None,
-            error: ErrorObject::new(-32700, "Parse error"),
+            error: McpError::ParseError("x".into()).to_wire_unnegotiated(),
         };
         assert_eq!(
             o.to_json_string(),
-            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: x"}}"#
         );
     }
 }

@@ -23,7 +23,7 @@ mod method;
 mod revision;
 pub mod types;
 
-pub use error::{ErrorObject, McpError, codes};
+pub use error::{ErrorObject, GrpcCode, McpError, codes};
 pub use events::{BackendEvent, CallEvent, ClientAsk, LogEntry, ProgressUpdate, Reply};
 pub use id::RequestId;
 pub use jsonrpc::{Malformed, Message, Notification, Outbound, Request, Response};

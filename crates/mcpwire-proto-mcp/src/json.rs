@@ -1,8 +1,7 @@
-//! JSON ⇄ `google.protobuf.Struct`, error data, and the gRPC status of an MCP code.
+//! JSON ⇄ `google.protobuf.Struct`, and error data.
 
 use std::collections::BTreeMap;
 
-use mcpwire_model::codes;
 use prost_types::value::Kind;
 use prost_types::{ListValue, Struct, Value as PValue};
 use serde_json::{Map, Number, Value};
@@ -72,30 +71,6 @@ pub(crate) fn data_map(v: &Value) -> BTreeMap<String, String> {
     }
 }
 
-/// The gRPC status code (as its number) answering an MCP / proto-mcp error `code`.
-pub fn grpc_code(code: i64) -> i32 {
-    const INVALID_ARGUMENT: i32 = 3;
-    const DEADLINE_EXCEEDED: i32 = 4;
-    const NOT_FOUND: i32 = 5;
-    const FAILED_PRECONDITION: i32 = 9;
-    const UNIMPLEMENTED: i32 = 12;
-    const INTERNAL: i32 = 13;
-    const UNKNOWN: i32 = 2;
-    match code {
-        codes::PROTO_SCHEMA_UNRESOLVED | codes::PROTO_UNSUPPORTED_VERSION => FAILED_PRECONDITION,
-        codes::NOT_INITIALIZED => FAILED_PRECONDITION,
-        codes::PROTO_SCHEMA_VALIDATION
-        | codes::INVALID_PARAMS
-        | codes::INVALID_REQUEST
-        | codes::PARSE_ERROR => INVALID_ARGUMENT,
-        codes::PROTO_TIMEOUT | codes::REQUEST_TIMEOUT => DEADLINE_EXCEEDED,
-        codes::RESOURCE_NOT_FOUND => NOT_FOUND,
-        codes::METHOD_NOT_FOUND => UNIMPLEMENTED,
-        codes::INTERNAL_ERROR => INTERNAL,
-        _ => UNKNOWN,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,15 +90,5 @@ mod tests {
         assert_eq!(m["n"], "3");
         assert_eq!(m["o"], r#"{"k":1}"#);
         assert_eq!(data_map(&json!("s"))["data"], "s");
-    }
-
-    #[test]
-    fn codes_map_to_statuses() {
-        assert_eq!(grpc_code(-33001), 3);
-        assert_eq!(grpc_code(-33002), 9);
-        assert_eq!(grpc_code(-33003), 4);
-        assert_eq!(grpc_code(-32002), 5);
-        assert_eq!(grpc_code(-32601), 12);
-        assert_eq!(grpc_code(1), 2);
     }
 }

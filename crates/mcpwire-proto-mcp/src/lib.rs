@@ -14,7 +14,7 @@ mod json;
 mod tool_schemas;
 mod translate;
 
-pub use json::{grpc_code, json_to_struct, struct_to_json};
+pub use json::{json_to_struct, struct_to_json};
 pub use mcpwire_wire::proto_mcp::pb;
 pub use tool_schemas::{ProtoToolSchemas, SchemaConverter, ToolEntry, ToolProto};
 pub use translate::{Inbound, Translator};

@@ -340,9 +340,8 @@ impl CallCtx {
                     }
                     Err(McpError::InputRequired)
                 }
-                _ => Err(McpError::Wire(mcpwire_model::ErrorObject::new(
-                    mcpwire_model::codes::INVALID_PARAMS,
-                    format!("client answered {method} with an invalid result: {e}"),
+                _ => Err(McpError::InvalidParams(format!(
+                    "client answered {method} with an invalid result: {e}"
                 ))),
             },
         }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use mcpwire_model::types::ClientCapabilities;
-use mcpwire_model::{ClientAsk, ErrorObject, McpError, Raw, codes, to_raw};
+use mcpwire_model::{ClientAsk, McpError, Raw, to_raw};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
@@ -49,17 +49,13 @@ pub(crate) fn check_capability(c: &ClientCapabilities, ask: &ClientAsk) -> Resul
     Err(missing_capability(cap, serde_json::json!({ cap: {} })))
 }
 
-/// −32021 naming the capability `what` the request needs; `required` is shaped like the
-/// client's `capabilities` (`data.requiredCapabilities`).
+/// The client lacks capability `what`; `required` is shaped like the client's `capabilities`
+/// (`data.requiredCapabilities`).
 pub(crate) fn missing_capability(what: &str, required: serde_json::Value) -> McpError {
-    let data = serde_json::json!({ "requiredCapabilities": required });
-    McpError::Wire(
-        ErrorObject::new(
-            codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
-            format!("Missing required client capability: {what}"),
-        )
-        .with_data(&data),
-    )
+    McpError::MissingCapability {
+        capability: what.to_owned(),
+        required,
+    }
 }
 
 impl InputRound {
@@ -226,9 +222,9 @@ mod tests {
     fn missing_capability_is_refused() {
         let mut r = InputRound::from_params(None, Arc::default(), StateKey::random()).unwrap();
         let (_, res) = r.ask(Some("k"), ask());
-        let Err(McpError::Wire(e)) = res else {
-            panic!("expected a wire error")
+        let Err(McpError::MissingCapability { capability, .. }) = res else {
+            panic!("expected a missing capability")
         };
-        assert_eq!(e.code, codes::MISSING_REQUIRED_CLIENT_CAPABILITY);
+        assert_eq!(capability, "roots");
     }
 }

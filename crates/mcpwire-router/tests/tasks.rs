@@ -1,5 +1,8 @@
 //! The tasks extension through the `Router`: when calls become tasks, `tasks/get|update|
 //! cancel`, input inside tasks, gating, limits and expiry.
+//!
+//! Every test runs on tokio's paused clock: the tools' sleeps and the polls' waits advance
+//! it only when nothing else can run, so timings (task TTLs included) are exact.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -125,7 +128,7 @@ fn code(e: McpError) -> i64 {
     e.to_wire(Revision::V2026_07_28).code
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn advertises_the_extension() {
     let r = router(TaskConfig::default());
     assert!(r.info().capabilities.extensions.as_ref().unwrap()[TASKS_EXTENSION].is_object());
@@ -138,7 +141,7 @@ async fn advertises_the_extension() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn quick_calls_stay_in_their_request() {
     let r = router(TaskConfig::default());
     let v = call(&r, true, "tools/call", json!({"name": "sync"}))
@@ -157,7 +160,7 @@ async fn quick_calls_stay_in_their_request() {
     assert!(v.get("taskId").is_none(), "{v}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn slow_calls_become_tasks_and_inline_their_result() {
     let r = router(TaskConfig::default());
     let created = call(
@@ -187,7 +190,7 @@ async fn slow_calls_become_tasks_and_inline_their_result() {
     assert!(done.get("error").is_none());
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn tool_errors_complete_and_panics_fail() {
     let r = router(TaskConfig::default());
     let t = call(&r, true, "tools/call", json!({"name": "fails"}))
@@ -203,7 +206,7 @@ async fn tool_errors_complete_and_panics_fail() {
     assert!(failed.get("result").is_none());
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn input_inside_a_task_is_asked_and_answered_by_key() {
     let r = router(TaskConfig::default());
     let t = call(&r, true, "tools/call", json!({"name": "asks"}))
@@ -271,7 +274,7 @@ async fn input_inside_a_task_is_asked_and_answered_by_key() {
     assert_eq!(code(bad), -32602);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn cancel_is_acked_idempotent_and_unknown_ids_are_invalid() {
     let r = router(TaskConfig::default());
     let t = call(
@@ -305,7 +308,7 @@ async fn cancel_is_acked_idempotent_and_unknown_ids_are_invalid() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn without_the_extension() {
     let r = router(TaskConfig::default());
     let v = call(
@@ -332,7 +335,7 @@ async fn without_the_extension() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_full_store_runs_calls_in_their_request() {
     let r = router(TaskConfig {
         max_tasks: 1,
@@ -361,7 +364,7 @@ async fn a_full_store_runs_calls_in_their_request() {
         .unwrap();
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn finished_tasks_expire_after_their_ttl() {
     let r = router(TaskConfig {
         ttl: Duration::from_millis(50),
@@ -378,7 +381,13 @@ async fn finished_tasks_expire_after_their_ttl() {
     .unwrap();
     let id = t["taskId"].as_str().unwrap().to_owned();
     wait_for(&r, &id, "completed").await;
-    tokio::time::sleep(Duration::from_millis(80)).await;
+    // Paused time: the task finished at most a poll (5 ms) ago; 40 ms on it is still kept.
+    tokio::time::advance(Duration::from_millis(40)).await;
+    let kept = call(&r, true, "tasks/get", json!({"taskId": id}))
+        .await
+        .unwrap();
+    assert_eq!(kept["status"], "completed");
+    tokio::time::advance(Duration::from_millis(10)).await;
     let e = call(&r, true, "tasks/get", json!({"taskId": id}))
         .await
         .unwrap_err();

@@ -7,7 +7,9 @@ use mcpwire_model::jsonrpc::decode;
 use mcpwire_model::types::{
     Implementation, ListChangedCapability, ResourcesCapability, ServerCapabilities,
 };
-use mcpwire_model::{BackendEvent, CallEvent, ClientAsk, McpError, ProgressUpdate, Reply, to_raw};
+use mcpwire_model::{
+    BackendEvent, CallEvent, ClientAsk, McpError, ProgressUpdate, Reply, Revision, to_raw,
+};
 use mcpwire_session::{Dispatch, ServerSession, SessionConfig, SessionEvent};
 use serde_json::{Value, json};
 
@@ -165,7 +167,7 @@ fn asks_need_the_capability_and_time_out() {
     h.initialize("2025-11-25", json!({"sampling": {}}));
     h.send(json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}));
     let d = h.dispatches().remove(0);
-    let roots = h.s.handle_ask(
+    let roots = h.s.start_ask(
         h.now,
         d.id,
         ClientAsk {
@@ -174,13 +176,14 @@ fn asks_need_the_capability_and_time_out() {
         },
     );
     match h.s.poll_event() {
-        Some(SessionEvent::AskDone(id, Err(McpError::Wire(e)))) => {
+        Some(SessionEvent::AskDone(id, Err(e @ McpError::MissingCapability { .. }))) => {
             assert_eq!(id, roots);
-            assert_eq!(e.code, -32021);
+            assert_eq!(e.to_wire(Revision::V2025_11_25).code, -32600);
+            assert_eq!(e.to_wire(Revision::V2026_07_28).code, -32021);
         }
         other => panic!("{other:?}"),
     }
-    let ask = h.s.handle_ask(
+    let ask = h.s.start_ask(
         h.now,
         d.id,
         ClientAsk {
@@ -193,7 +196,7 @@ fn asks_need_the_capability_and_time_out() {
     let out_id = out[0]["id"].clone();
     h.send(json!({"jsonrpc":"2.0","id": out_id, "result": {"role":"assistant","content":{"type":"text","text":"hi"},"model":"m"}}));
     assert!(matches!(h.s.poll_event(), Some(SessionEvent::AskDone(id, Ok(_))) if id == ask));
-    let late = h.s.handle_ask(
+    let late = h.s.start_ask(
         h.now,
         d.id,
         ClientAsk {

@@ -18,7 +18,7 @@
 
 use bytes::{Buf, BufMut, BytesMut};
 use mcpwire_model::jsonrpc::decode_with_depth;
-use mcpwire_model::{ErrorObject, Malformed, Message, Outbound, RequestId, codes};
+use mcpwire_model::{Malformed, McpError, Message, Outbound, RequestId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -234,9 +234,7 @@ impl McpbCodec {
             shape,
         };
         if w.auth_token.as_ref().is_some_and(|t| t.len() > MAX_TOKEN) {
-            return Some(refused(format!(
-                "Invalid Request: auth_token longer than {MAX_TOKEN} bytes"
-            )));
+            return Some(refused(format!("auth_token longer than {MAX_TOKEN} bytes")));
         }
         if let Some(ns) = &w.target_namespace
             && !ns.is_empty()
@@ -245,8 +243,7 @@ impl McpbCodec {
             })
         {
             return Some(refused(
-                "Invalid Request: MCPB namespaces are at most 255 letters, digits, '.', '-' or '_'"
-                    .into(),
+                "MCPB namespaces are at most 255 letters, digits, '.', '-' or '_'".into(),
             ));
         }
         Some(McpbFrame::Mcp {
@@ -299,12 +296,8 @@ fn checked(msg: Message) -> Decoded {
         })
     });
     let why = match (bad_id, bad_method) {
-        (true, _) => {
-            "Invalid Request: MCPB request ids are at most 255 letters, digits, '-' or '_'"
-        }
-        (_, true) => {
-            "Invalid Request: MCPB methods are at most 255 letters, digits, '.', '/', '-' or '_'"
-        }
+        (true, _) => "MCPB request ids are at most 255 letters, digits, '-' or '_'",
+        (_, true) => "MCPB methods are at most 255 letters, digits, '.', '/', '-' or '_'",
         _ => return Ok(msg),
     };
     // Answered only for a request (never for a notification or a response).
@@ -378,10 +371,7 @@ impl Decoder for McpbCodec {
             return Ok(Some(match kind {
                 frame_type::REQUEST | frame_type::RESPONSE => McpbFrame::Mcp {
                     auth_token: None,
-                    msg: Err(Malformed::invalid_request(
-                        None,
-                        format!("Invalid Request: {why}"),
-                    )),
+                    msg: Err(Malformed::invalid_request(None, why.clone())),
                     shape: McpbShape::Plain,
                 },
                 _ => McpbFrame::Refused(why),
@@ -481,10 +471,8 @@ impl Encoder<McpbOut<'_>> for McpbCodec {
                 Outbound::Response { id, .. } | Outbound::Error { id: Some(id), .. },
             ) => Outbound::Error {
                 id: Some(id.clone()),
-                error: ErrorObject::new(
-                    codes::INTERNAL_ERROR,
-                    format!("the answer exceeds the {max}-byte MCPB frame"),
-                ),
+                error: McpError::Internal(format!("the answer exceeds the {max}-byte MCPB frame"))
+                    .to_wire_unnegotiated(),
             },
             _ => {
                 let text = format!("a message exceeded the {max}-byte MCPB frame and was dropped");

@@ -5,7 +5,7 @@
 
 use bytes::{Buf, BufMut, BytesMut};
 use mcpwire_model::jsonrpc::decode_with_depth;
-use mcpwire_model::{Malformed, Outbound};
+use mcpwire_model::{Malformed, McpError, Outbound};
 use tokio_util::codec::{Decoder, Encoder};
 
 use crate::{Decoded, FramingError, Limits};
@@ -31,12 +31,11 @@ impl NdjsonCodec {
     }
 
     fn oversize(&self) -> Malformed {
-        Malformed::invalid_request(
+        Malformed::new(
             None,
-            format!(
-                "Invalid Request: message longer than {} bytes",
-                self.limits.max_message_bytes
-            ),
+            McpError::MessageTooLarge {
+                max: self.limits.max_message_bytes,
+            },
         )
     }
 }

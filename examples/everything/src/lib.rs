@@ -42,8 +42,9 @@ pub const WAV: &str = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAA
 /// The fixture server.
 ///
 /// Registers everything in a fixed order (tools/list order is deterministic), then adds
-/// `test_trigger_tool_change` and `test_trigger_prompt_change`, which hold a [`Weak`]
-/// handle to the server so they can change its catalog at run time.
+/// `test_trigger_tool_change`, `test_trigger_prompt_change` and
+/// `test_trigger_resource_update`, which hold a [`Weak`] handle to the server so they can
+/// change its catalog, or announce a resource change, at run time.
 pub fn server() -> Arc<Server> {
     let builder = Server::builder(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")));
     let builder = tools::register(builder);
@@ -105,6 +106,36 @@ fn register_mutators(server: &Arc<Server>) {
              either way sends notifications/prompts/list_changed",
         ),
     );
+
+    let weak: Weak<Server> = Arc::downgrade(server);
+    server.add_tool(
+        tool(
+            "test_trigger_resource_update",
+            move |_ctx: CallCtx, a: UpdateArgs| {
+                let weak = weak.clone();
+                async move {
+                    let uri = a.uri.unwrap_or_else(|| WATCHED_RESOURCE.to_owned());
+                    if let Some(s) = weak.upgrade() {
+                        s.notify_resource_updated(uri.clone());
+                    }
+                    Ok::<_, ToolError>(format!("Updated {uri}"))
+                }
+            },
+        )
+        .description(
+            "Sends notifications/resources/updated for uri (default test://watched-resource) \
+             to the sessions subscribed to it",
+        ),
+    );
+}
+
+/// The resource `test_trigger_resource_update` announces by default.
+pub const WATCHED_RESOURCE: &str = "test://watched-resource";
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct UpdateArgs {
+    /// The resource that changed (default test://watched-resource).
+    uri: Option<String>,
 }
 
 fn dynamic_tool() -> mcpwire_router::ToolDef {

@@ -75,7 +75,7 @@ fn missing_capability() -> ToolDef {
             Ok::<_, ToolError>("Success")
         },
     )
-    .description("Needs the client's sampling capability; answers -32021 without it")
+    .description("Needs the client's sampling capability; refused as a missing required client capability without it")
 }
 
 fn ask_name_schema() -> serde_json::Value {

@@ -412,9 +412,10 @@ async fn missing_capability_is_refused_with_32021() {
         stateless_ctx(json!({ "elicitation": {} })),
     )
     .await;
-    let Err(McpError::Wire(e)) = reply else {
-        panic!("expected a wire error, got {reply:?}")
+    let Err(err @ McpError::MissingCapability { .. }) = reply else {
+        panic!("expected a missing capability, got {reply:?}")
     };
+    let e = err.to_wire(Revision::V2026_07_28);
     assert_eq!(e.code, codes::MISSING_REQUIRED_CLIENT_CAPABILITY);
     let data: Value = serde_json::from_str(e.data.unwrap().get()).unwrap();
     assert_eq!(data, json!({ "requiredCapabilities": { "sampling": {} } }));

@@ -5,17 +5,18 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+
+use super::served::Served;
 
 /// What a browser-less MCP client sends on every POST.
 pub const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 
 /// A running HTTP server child.
 pub struct HttpServer {
-    child: Child,
+    served: Served,
     /// `host:port`.
     pub addr: String,
     /// The endpoint path.
@@ -25,33 +26,28 @@ pub struct HttpServer {
 impl HttpServer {
     /// `mcpwire demo --transport http --port 0` plus `extra` arguments.
     pub fn start(extra: &[&str]) -> HttpServer {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mcpwire"))
-            .args(["demo", "--transport", "http", "--port", "0"])
-            .args(extra)
-            .env("MCPWIRE_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn mcpwire");
-        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-        let mut line = String::new();
-        stderr.read_line(&mut line).expect("read stderr");
-        let url = line
-            .trim()
-            .strip_prefix("mcpwire: listening on http://")
-            .unwrap_or_else(|| panic!("unexpected first stderr line: {line}"))
-            .to_owned();
-        std::thread::spawn(move || {
-            let mut sink = Vec::new();
-            let _ = stderr.read_to_end(&mut sink);
-        });
+        HttpServer::from(Served::spawn("http", extra, "warn", false))
+    }
+
+    /// Like [`HttpServer::start`], logging with filter `log`, kept for
+    /// [`HttpServer::wait_for_log`].
+    pub fn start_logging(extra: &[&str], log: &str) -> HttpServer {
+        HttpServer::from(Served::spawn("http", extra, log, true))
+    }
+
+    fn from(served: Served) -> HttpServer {
+        let url = served.addr.clone();
         let (addr, path) = url.split_at(url.find('/').expect("a path"));
         HttpServer {
-            child,
             addr: addr.to_owned(),
             path: path.to_owned(),
+            served,
         }
+    }
+
+    /// Waits (at most 10 s) for a log line containing `needle`, and returns it.
+    pub fn wait_for_log(&self, needle: &str) -> Option<String> {
+        self.served.wait_for_log(needle)
     }
 
     /// Sends a request with exactly these headers (plus `Host` unless given).
@@ -147,13 +143,6 @@ impl HttpServer {
     /// Opens a session with no client capabilities.
     pub fn initialize(&self) -> String {
         self.initialize_with(json!({}))
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

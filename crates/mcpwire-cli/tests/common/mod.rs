@@ -3,6 +3,8 @@
 #![allow(dead_code)]
 
 pub mod http;
+pub mod served;
+pub mod wires;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};

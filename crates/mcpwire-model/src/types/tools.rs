@@ -70,13 +70,28 @@ pub struct ListToolsResult {
 }
 
 /// Params of `tools/call`; arguments stay raw.
+///
+/// A `name` that is not a string or `arguments` that are not an object (or `null`) break
+/// the request's own schema, so they fail to deserialize (−32602 on every wire); whether
+/// the arguments suit the *tool* is the tool's schema's business (an `isError` result).
 #[derive(Debug, Deserialize)]
 pub struct CallToolParams {
     /// The tool to call.
     pub name: String,
     /// The raw arguments object.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "object_or_null")]
     pub arguments: Option<Raw>,
+}
+
+/// An optional raw JSON object: `null` or absent is `None`, anything but an object fails.
+fn object_or_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Raw>, D::Error> {
+    let raw = Option::<Raw>::deserialize(d)?;
+    match raw {
+        Some(r) if !r.get().trim_start().starts_with('{') => Err(serde::de::Error::custom(
+            "tools/call arguments must be an object",
+        )),
+        other => Ok(other),
+    }
 }
 
 /// Result of `tools/call`.
@@ -116,6 +131,39 @@ impl CallToolResult {
         CallToolResult {
             is_error: Some(true),
             ..CallToolResult::text(text)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(params: &str) -> Result<CallToolParams, String> {
+        serde_json::from_str(params).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn call_params_need_a_string_name_and_object_arguments() {
+        assert!(parse(r#"{"name":"t"}"#).unwrap().arguments.is_none());
+        assert!(
+            parse(r#"{"name":"t","arguments":null}"#)
+                .unwrap()
+                .arguments
+                .is_none()
+        );
+        let ok = parse(r#"{"name":"t","arguments": {"a":1}}"#).unwrap();
+        assert_eq!(ok.arguments.unwrap().get(), r#"{"a":1}"#);
+        for bad in [
+            r#"{"name":"t","arguments":"a=1"}"#,
+            r#"{"name":"t","arguments":[1]}"#,
+            r#"{"name":"t","arguments":3}"#,
+            r#"{"name":"t","arguments":true}"#,
+            r#"{"name":7,"arguments":{}}"#,
+            r#"{"name":null}"#,
+            r#"{"arguments":{}}"#,
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
         }
     }
 }

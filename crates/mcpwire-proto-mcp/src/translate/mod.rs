@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use mcpwire_model::{
-    McpError, Message, Method, Outbound, PROTO_MCP_PREFIX, Request, RequestId, Revision, codes,
+    GrpcCode, McpError, Message, Method, Outbound, PROTO_MCP_PREFIX, Request, RequestId, Revision,
     to_raw,
 };
 use mcpwire_wire::proto_mcp::clamp_code;
@@ -28,8 +28,9 @@ mod results;
 pub enum Inbound {
     /// Hand this JSON-RPC request to the session.
     Forward(Message),
-    /// Send this answer now; the session is not involved.
-    Reply(McpMessage),
+    /// Send this answer now (an error, whose gRPC status is the second field); the session
+    /// is not involved.
+    Reply(McpMessage, GrpcCode),
 }
 
 #[derive(Debug)]
@@ -77,17 +78,13 @@ impl Translator {
     pub fn inbound(&mut self, msg: McpMessage) -> Inbound {
         let id = msg.id;
         let Some(payload) = msg.payload else {
-            return Inbound::Reply(McpMessage::error(
-                id,
-                codes::INVALID_REQUEST,
-                "Invalid Request: MCPMessage without a payload",
-            ));
+            let e = McpError::InvalidRequest("MCPMessage without a payload".into());
+            return refuse(id, false, &e);
         };
         let rid = request_id(id);
         if self.pending.contains_key(&rid) {
-            let e = McpError::InvalidRequest("a request with this id is already in flight".into());
             let call = matches!(payload, Payload::CallToolRequest(_));
-            return Inbound::Reply(error_reply(id, call, &e));
+            return refuse(id, call, &McpError::DuplicateRequestId);
         }
         let (kind, method, params) = match payload {
             Payload::InitializeRequest(r) => {
@@ -112,7 +109,7 @@ impl Translator {
             Payload::CallToolRequest(r) => {
                 let arguments = match self.arguments(&r) {
                     Ok(a) => a,
-                    Err(e) => return Inbound::Reply(error_reply(id, true, &e)),
+                    Err(e) => return refuse(id, true, &e),
                 };
                 let p = json!({ "name": r.name, "arguments": arguments });
                 (Kind::CallTool { tool: r.name }, Method::ToolsCall, p)
@@ -128,11 +125,8 @@ impl Translator {
                 json!({ "uri": r.uri }),
             ),
             _ => {
-                return Inbound::Reply(McpMessage::error(
-                    id,
-                    codes::INVALID_REQUEST,
-                    "Invalid Request: a proto-mcp client sends requests only",
-                ));
+                let e = McpError::InvalidRequest("a proto-mcp client sends requests only".into());
+                return refuse(id, false, &e);
             }
         };
         self.pending.insert(rid.clone(), Pending { id, kind });
@@ -221,21 +215,17 @@ impl Translator {
             None => DynamicMessage::new(input.clone()),
             Some(any) => {
                 let full = any.type_url.rsplit('/').next().unwrap_or_default();
+                // Arguments of another type fail the tool's schema (−33001), whatever the
+                // type is: −33000 is for schemas the server cannot resolve, and the tool's
+                // own input message is resolved.
                 if full != input.full_name() {
-                    return Err(match self.catalog.tool_of_input(full) {
-                        Some(other) => McpError::InvalidToolParams {
-                            tool: r.name.clone(),
-                            message: format!(
-                                "arguments are {full} (the input of tool {other}), not {}",
-                                input.full_name()
-                            ),
-                        },
-                        None => McpError::SchemaUnresolved(format!(
-                            "unknown argument type {:?}; tool {} takes {}",
-                            any.type_url,
-                            r.name,
-                            input.full_name()
-                        )),
+                    let what = match self.catalog.tool_of_input(full) {
+                        Some(other) => format!("{full} (the input of tool {other})"),
+                        None => format!("{:?}", any.type_url),
+                    };
+                    return Err(McpError::InvalidToolParams {
+                        tool: r.name.clone(),
+                        message: format!("arguments are {what}, not {}", input.full_name()),
                     });
                 }
                 DynamicMessage::decode(input.clone(), any.value.as_slice()).map_err(|e| {
@@ -269,6 +259,11 @@ fn cursor_params(cursor: String) -> Value {
     } else {
         json!({ "cursor": cursor })
     }
+}
+
+/// Answers now with `e`: the session is not involved.
+fn refuse(id: u64, call: bool, e: &McpError) -> Inbound {
+    Inbound::Reply(error_reply(id, call, e), e.grpc_code())
 }
 
 /// An immediate error answer: `CallToolResponse.error` for calls, `ErrorResponse` otherwise.

@@ -1,6 +1,6 @@
 use std::sync::Arc;
 
-use mcpwire_model::{Message, Outbound, RequestId, to_raw};
+use mcpwire_model::{GrpcCode, McpError, Message, Outbound, RequestId, Revision, to_raw};
 use mcpwire_wire::proto_mcp::pb::{self, McpMessage, mcp_message::Payload};
 use prost::Message as _;
 use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor};
@@ -138,8 +138,12 @@ fn forward(t: &mut Translator, msg: McpMessage) -> (RequestId, Value) {
 }
 
 fn reply(t: &mut Translator, msg: McpMessage) -> McpMessage {
+    reply_and_code(t, msg).0
+}
+
+fn reply_and_code(t: &mut Translator, msg: McpMessage) -> (McpMessage, GrpcCode) {
     match t.inbound(msg) {
-        Inbound::Reply(m) => m,
+        Inbound::Reply(m, code) => (m, code),
         other => panic!("not answered: {other:?}"),
     }
 }
@@ -254,7 +258,7 @@ fn call_arguments_are_unpacked_to_json_and_results_packed() {
 }
 
 #[test]
-fn wrong_or_unknown_argument_types_are_33001_and_33000() {
+fn arguments_of_any_other_type_are_33001_and_a_tool_without_a_schema_33000() {
     let (mut t, _) = translator();
     let m = reply(
         &mut t,
@@ -266,8 +270,16 @@ fn wrong_or_unknown_argument_types_are_33001_and_33000() {
         ),
     );
     assert_eq!(call_error_code(&m), -33001);
-    let m = reply(&mut t, call(2, "add", "type.googleapis.com/x.Nope", vec![]));
-    assert_eq!(call_error_code(&m), -33000);
+    // A type nobody here takes is a validation failure too, not a resolution failure:
+    // the tool's own input message resolved fine (issue 10, defect 5).
+    for url in [
+        "type.googleapis.com/x.Nope",
+        "type.googleapis.com/google.protobuf.StringValue",
+    ] {
+        let (m, code) = reply_and_code(&mut t, call(2, "add", url, vec![]));
+        assert_eq!(call_error_code(&m), -33001, "{url}");
+        assert_eq!(code, GrpcCode::InvalidArgument, "{url}");
+    }
     let m = reply(
         &mut t,
         call(
@@ -292,7 +304,7 @@ fn unknown_tools_reach_the_router_and_errors_come_back_as_call_errors() {
     let (mut t, _) = translator();
     let (id, p) = forward(&mut t, call(9, "nope", "x/y", vec![]));
     assert_eq!(p["name"], "nope");
-    let err = mcpwire_model::ErrorObject::new(-32602, "Unknown tool: nope");
+    let err = McpError::ToolNotFound("nope".into()).to_wire(Revision::ProtoMcp1);
     let out = t
         .outbound(&Outbound::Error {
             id: Some(id),

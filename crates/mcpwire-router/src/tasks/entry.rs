@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
+use tokio::time::Instant;
+
 use mcpwire_model::{ClientAsk, ErrorObject, McpError, Raw, Reply, Revision, to_raw};
 use serde_json::{Map, Value};
 use tokio::sync::oneshot;
@@ -47,7 +49,10 @@ struct PendingInput {
 
 struct State {
     status: Status,
+    /// When the task last changed, for `lastUpdatedAt`.
     updated: SystemTime,
+    /// The same moment on tokio's clock, for expiry (monotonic; tests pause and advance it).
+    touched: Instant,
     message: Option<String>,
     outcome: Option<Outcome>,
     inputs: BTreeMap<String, PendingInput>,
@@ -84,6 +89,7 @@ impl TaskEntry {
             state: Mutex::new(State {
                 status: Status::Working,
                 updated: now,
+                touched: Instant::now(),
                 message: None,
                 outcome: None,
                 inputs: BTreeMap::new(),
@@ -101,9 +107,9 @@ impl TaskEntry {
     }
 
     /// Whether the task may be forgotten: finished and not touched for its TTL.
-    pub(crate) fn expired(&self, now: SystemTime) -> bool {
+    pub(crate) fn expired(&self, now: Instant) -> bool {
         self.with_state(|s| {
-            s.status.is_terminal() && now.duration_since(s.updated).unwrap_or_default() >= self.ttl
+            s.status.is_terminal() && now.saturating_duration_since(s.touched) >= self.ttl
         })
     }
 
@@ -126,6 +132,7 @@ impl TaskEntry {
             s.inputs.insert(k, PendingInput { ask, answer: tx });
             s.status = Status::InputRequired;
             s.updated = SystemTime::now();
+            s.touched = Instant::now();
             Ok(())
         })?;
         tokio::select! {
@@ -141,6 +148,7 @@ impl TaskEntry {
                 if !s.status.is_terminal() {
                     s.message = Some(m);
                     s.updated = SystemTime::now();
+                    s.touched = Instant::now();
                 }
             });
         }
@@ -158,6 +166,7 @@ impl TaskEntry {
                 s.status = Status::Working;
             }
             s.updated = SystemTime::now();
+            s.touched = Instant::now();
         });
     }
 
@@ -170,6 +179,7 @@ impl TaskEntry {
             s.status = Status::Cancelled;
             s.inputs.clear();
             s.updated = SystemTime::now();
+            s.touched = Instant::now();
             true
         });
         if cancelled {
@@ -196,6 +206,7 @@ impl TaskEntry {
                     s.status = Status::Cancelled;
                     s.inputs.clear();
                     s.updated = SystemTime::now();
+                    s.touched = Instant::now();
                     return;
                 }
                 Err(e) if e.is_tool_result_error(self.revision.dialect()) => {
@@ -207,6 +218,7 @@ impl TaskEntry {
             s.outcome = Some(outcome);
             s.inputs.clear();
             s.updated = SystemTime::now();
+            s.touched = Instant::now();
         });
     }
 

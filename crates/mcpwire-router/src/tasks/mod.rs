@@ -18,7 +18,7 @@ mod entry;
 use std::collections::{BTreeMap, HashMap};
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use futures::FutureExt;
 use mcpwire_model::types::ClientCapabilities;
@@ -136,7 +136,7 @@ impl TaskStore {
         ));
         self.with_tasks(|tasks| {
             if tasks.len() >= self.config.max_tasks {
-                let now = SystemTime::now();
+                let now = tokio::time::Instant::now();
                 tasks.retain(|_, t| !t.expired(now));
             }
             if tasks.len() >= self.config.max_tasks {
@@ -150,7 +150,7 @@ impl TaskStore {
     fn get(&self, id: &str) -> Option<Arc<TaskEntry>> {
         self.with_tasks(|tasks| {
             let entry = tasks.get(id)?.clone();
-            if entry.expired(SystemTime::now()) {
+            if entry.expired(tokio::time::Instant::now()) {
                 tasks.remove(id);
                 return None;
             }

@@ -32,7 +32,7 @@ impl ServerSession {
             }
         };
         if rev == Revision::Bb1_0 && params.client_info.is_none() {
-            self.era = Era::Handshake(rev);
+            // Refused: the session stays uninitialized, so the client may retry.
             return self.error(
                 req.id,
                 McpError::InvalidParams("clientInfo is required".into()),
@@ -86,10 +86,7 @@ impl ServerSession {
         let bb = rev.dialect() == Dialect::Bb;
         let proto = rev.dialect() == Dialect::Proto;
         match req.method {
-            Method::Initialize => self.error(
-                req.id,
-                McpError::InvalidRequest("already initialized".into()),
-            ),
+            Method::Initialize => self.error(req.id, McpError::AlreadyInitialized),
             Method::Ping if !bb && !proto => self.respond(req.id, raw_empty()),
             Method::LoggingSetLevel if !bb && !proto => {
                 match parse::<SetLevelParams>(req.params.as_deref()) {
@@ -119,13 +116,19 @@ impl ServerSession {
                     Err(e) => return self.error(req.id, McpError::InvalidParams(e)),
                 };
                 if req.method == Method::ResourcesSubscribe {
-                    if self.subscriptions.len() >= self.config.limits.max_subscriptions {
+                    // Counted with the subscribes still being answered; recorded only once
+                    // the backend accepts (`handle_reply`), so a refused one never stays.
+                    let pending = self
+                        .inflight
+                        .values()
+                        .filter(|f| f.subscribe_uri.is_some())
+                        .count();
+                    if self.subscriptions.len() + pending >= self.config.limits.max_subscriptions {
                         return self.error(
                             req.id,
                             McpError::LimitExceeded("too many resource subscriptions".into()),
                         );
                     }
-                    self.subscriptions.insert(uri.clone());
                     self.dispatch(now, rev, req, meta, Some(uri));
                 } else {
                     self.subscriptions.remove(&uri);

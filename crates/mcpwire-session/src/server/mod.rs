@@ -10,7 +10,7 @@ use mcpwire_model::types::{
 };
 use mcpwire_model::{
     BackendEvent, CallEvent, ClientAsk, Dialect, ErrorObject, LogEntry, Malformed, McpError,
-    Message, Method, Outbound, Raw, Reply, Request, RequestId, Revision, codes, to_raw,
+    Message, Method, Outbound, Raw, Reply, Request, RequestId, Revision, to_raw,
 };
 use serde_json::json;
 use serde_json::value::RawValue;
@@ -95,6 +95,7 @@ struct InFlight {
     /// 2026-07-28: the request's own log level (None: no logs for this request).
     log_level: Option<LoggingLevel>,
     deadline: Option<Instant>,
+    /// `resources/subscribe`: the URI, subscribed once the backend accepts.
     subscribe_uri: Option<String>,
     /// bb-1.0 `tools/call`: the tool's name, for −32001's `data.tool`.
     tool: Option<String>,
@@ -264,8 +265,8 @@ impl ServerSession {
         }
         self.fail_asks_of(id);
         let ok = reply.is_ok();
-        if let (Err(_), Some(uri)) = (&reply, &entry.subscribe_uri) {
-            self.subscriptions.remove(uri);
+        if let (Ok(_), Some(uri)) = (&reply, &entry.subscribe_uri) {
+            self.subscriptions.insert(uri.clone());
         }
         let msg = self.reply_message(&entry, reply);
         self.telemetry_done(now, &entry, ok, &msg);
@@ -313,7 +314,7 @@ impl ServerSession {
 
     /// Asks the client something on behalf of dispatch `origin`; the answer arrives as
     /// [`SessionEvent::AskDone`] with the returned id.
-    pub fn handle_ask(&mut self, now: Instant, origin: DispatchId, ask: ClientAsk) -> AskId {
+    pub fn start_ask(&mut self, now: Instant, origin: DispatchId, ask: ClientAsk) -> AskId {
         let ask_id = AskId(self.next_ask);
         self.next_ask += 1;
         let fail = |e: McpError| SessionEvent::AskDone(ask_id, Err(e));
@@ -340,10 +341,10 @@ impl ServerSession {
                 _ => caps.roots.is_some(),
             };
             if !has {
-                self.events.push_back(fail(McpError::Wire(ErrorObject::new(
-                    codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
-                    format!("client does not support {cap}"),
-                ))));
+                self.events.push_back(fail(McpError::MissingCapability {
+                    capability: cap.to_owned(),
+                    required: json!({ cap: {} }),
+                }));
                 return ask_id;
             }
         }
@@ -570,10 +571,7 @@ impl ServerSession {
             );
         }
         if self.by_request.contains_key(&req.id) {
-            return self.error(
-                req.id,
-                McpError::InvalidRequest("a request with this id is already in flight".into()),
-            );
+            return self.error(req.id, McpError::DuplicateRequestId);
         }
         let id = DispatchId(self.next_dispatch);
         self.next_dispatch += 1;

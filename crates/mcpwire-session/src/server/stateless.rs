@@ -61,14 +61,17 @@ impl ServerSession {
                 self.respond(req.id, raw);
             }
             Method::Other(ref m) if &**m == "subscriptions/listen" => self.on_listen(req),
+            // As the Python SDK's server answers `initialize` on a connection locked to
+            // 2026-07-28: the version it asks for is not spoken here.
             Method::Initialize => {
-                let data = json!({ "supported": [Revision::STATELESS.as_str()], "requested": "initialize" });
-                let err = ErrorObject::new(
-                    codes::UNSUPPORTED_PROTOCOL_VERSION,
-                    "this connection speaks 2026-07-28; initialize is not available",
-                )
-                .with_data(&data);
-                self.error(req.id, McpError::Wire(err))
+                let requested = parse::<InitializeParams>(req.params.as_deref())
+                    .map(|p| p.protocol_version)
+                    .unwrap_or_default();
+                let e = McpError::UnsupportedVersion {
+                    requested,
+                    supported: vec![Revision::STATELESS.as_str().to_owned()],
+                };
+                self.error(req.id, e)
             }
             Method::Ping
             | Method::LoggingSetLevel

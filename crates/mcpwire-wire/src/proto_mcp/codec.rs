@@ -1,7 +1,7 @@
 //! The length-prefixed frame codec and whole-message helpers.
 
 use bytes::BytesMut;
-use mcpwire_model::codes;
+use mcpwire_model::McpError;
 use prost::Message as _;
 use tokio_util::codec::{Decoder, Encoder};
 
@@ -38,13 +38,10 @@ impl Decoder for ProtoMcpCodec {
             let decoded = match self.frames.decode(buf) {
                 None => return Ok(None),
                 Some(Piece::Frame(body)) => decode_message(&body),
-                Some(Piece::Oversize { declared, limit }) => Err(McpMessage::error(
-                    0,
-                    codes::INVALID_REQUEST,
-                    format!(
-                        "Invalid Request: frame of {declared} bytes exceeds the {limit} byte limit"
-                    ),
-                )),
+                Some(Piece::Oversize { limit, .. }) => {
+                    let max = usize::try_from(limit).unwrap_or(usize::MAX);
+                    Err(McpMessage::error(0, &McpError::MessageTooLarge { max }))
+                }
                 // Already answered at its prefix; proto-mcp announces no raw runs.
                 Some(Piece::Skipped { .. } | Piece::Raw(_)) => continue,
             };
@@ -64,8 +61,9 @@ impl Decoder for ProtoMcpCodec {
         buf.clear();
         Ok(Some(Err(McpMessage::error(
             0,
-            codes::PARSE_ERROR,
-            format!("input ended inside a frame ({n} bytes of it arrived)"),
+            &McpError::ParseError(format!(
+                "input ended inside a frame ({n} bytes of it arrived)"
+            )),
         ))))
     }
 }
@@ -87,8 +85,7 @@ pub fn decode_message(bytes: &[u8]) -> ProtoDecoded {
     McpMessage::decode(bytes).map_err(|e| {
         McpMessage::error(
             salvage_id(bytes),
-            codes::PARSE_ERROR,
-            format!("Parse error: not a buf.mcp.v1.MCPMessage: {e}"),
+            &McpError::ParseError(format!("not a buf.mcp.v1.MCPMessage: {e}")),
         )
     })
 }

@@ -19,6 +19,7 @@ pub mod pb {
     include!(concat!(env!("OUT_DIR"), "/buf.mcp.v1.rs"));
 }
 
+use mcpwire_model::{McpError, Revision};
 use pb::mcp_message::Payload;
 
 /// The proto-mcp source file, for peers that generate their own stubs (and tests).
@@ -36,13 +37,16 @@ impl pb::McpMessage {
         }
     }
 
-    /// An `ErrorResponse` answering `id`.
-    pub fn error(id: u64, code: i64, message: impl Into<String>) -> pb::McpMessage {
+    /// An `ErrorResponse` answering `id` with `error` as proto-mcp spells it. For the
+    /// framing errors raised before translation (parse errors, invalid or oversize
+    /// messages), which carry no `data`; the translator answers everything else.
+    pub fn error(id: u64, error: &McpError) -> pb::McpMessage {
+        let wire = error.to_wire(Revision::ProtoMcp1);
         pb::McpMessage::new(
             id,
             Payload::ErrorResponse(pb::ErrorResponse {
-                code: clamp_code(code),
-                message: message.into(),
+                code: clamp_code(wire.code),
+                message: wire.message,
                 data: None,
             }),
         )

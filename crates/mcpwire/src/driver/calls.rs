@@ -11,6 +11,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::now;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use mcpwire_model::{BackendEvent, CallEvent, ClientAsk, McpError, Raw, RequestId};
@@ -152,7 +153,7 @@ impl Calls {
             Wake::Done(id, reply) => self.on_done(session, id, reply),
             Wake::Peer(msg) => self.on_peer(session, *msg),
             Wake::Backend(ev) => self.on_backend(session, ev),
-            Wake::Timer => session.handle_timeout(Instant::now()),
+            Wake::Timer => session.handle_timeout(now()),
         }
     }
 
@@ -169,7 +170,7 @@ impl Calls {
         }
         self.cancels.remove(&id);
         if let Some(reply) = reply {
-            session.handle_reply(Instant::now(), id, reply);
+            session.handle_reply(now(), id, reply);
         }
     }
 
@@ -178,7 +179,7 @@ impl Calls {
         match msg {
             PeerMsg::Event(id, ev) => session.handle_call_event(id, ev),
             PeerMsg::Ask(id, ask, tx) => {
-                let ask_id = session.handle_ask(Instant::now(), id, ask);
+                let ask_id = session.start_ask(now(), id, ask);
                 self.asks.insert(ask_id, tx);
             }
             PeerMsg::CloseStream(id) => {

@@ -7,6 +7,7 @@ use mcpwire_model::{Malformed, Message, RequestId};
 use mcpwire_session::{ServerSession, Transmit};
 
 use super::calls::{Calls, PEER_QUEUE, Wake, sleep_until};
+use super::now;
 
 /// How long accepted calls may keep running after the client closed its input.
 pub(crate) const DRAIN_GRACE: Duration = Duration::from_secs(10);
@@ -32,7 +33,7 @@ impl ServerCore {
 
     /// Hands one decoded message (or a codec's refusal) to the session.
     pub(crate) fn inbound(&mut self, msg: Result<Message, Malformed>) {
-        self.session.handle_inbound(Instant::now(), msg);
+        self.session.handle_inbound(now(), msg);
     }
 
     /// The peer's input ended: the session fails what waits on the client (asks); accepted
@@ -40,7 +41,7 @@ impl ServerCore {
     pub(crate) fn input_closed(&mut self) {
         if self.drain_by.is_none() {
             self.session.handle_peer_closed();
-            self.drain_by = Some(Instant::now() + DRAIN_GRACE);
+            self.drain_by = Some(now() + DRAIN_GRACE);
         }
     }
 
@@ -58,7 +59,7 @@ impl ServerCore {
         if self.calls.is_empty() {
             return true;
         }
-        let over = Instant::now() >= by;
+        let over = now() >= by;
         if over {
             tracing::warn!(
                 in_flight = self.calls.len(),

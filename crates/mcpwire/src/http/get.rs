@@ -9,7 +9,7 @@ use axum::extract::State;
 use axum::http::header::ALLOW;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use mcpwire_model::codes;
+use mcpwire_model::McpError;
 
 use super::headers::{self, Accept, LAST_EVENT_ID, SESSION_ID};
 use super::replay::{EventId, StreamItem, StreamKind};
@@ -30,12 +30,8 @@ pub(crate) async fn open(State(app): State<Arc<App>>, headers: HeaderMap) -> Res
         Err(()) => return bad("invalid Mcp-Session-Id header"),
     };
     if !Accept::of(&headers).sse {
-        return reply::error(
-            StatusCode::NOT_ACCEPTABLE,
-            None,
-            codes::INVALID_REQUEST,
-            "Not Acceptable: Accept must list text/event-stream",
-        );
+        let e = McpError::NotAcceptable("Accept must list text/event-stream".into());
+        return reply::refuse(None, e);
     }
     let Some(session) = app.sessions.get(sid) else {
         return not_found();
@@ -87,31 +83,17 @@ fn receiver_stream(
 }
 
 fn not_allowed() -> Response {
-    let mut r = reply::error(
-        StatusCode::METHOD_NOT_ALLOWED,
-        None,
-        codes::INVALID_REQUEST,
-        "Method Not Allowed: no session (stateless requests use POST only)",
-    );
+    let e = McpError::MethodNotAllowed("no session (stateless requests use POST only)".into());
+    let mut r = reply::refuse(None, e);
     r.headers_mut()
         .insert(ALLOW, HeaderValue::from_static("POST"));
     r
 }
 
 fn not_found() -> Response {
-    reply::error(
-        StatusCode::NOT_FOUND,
-        None,
-        codes::INVALID_REQUEST,
-        "Session not found",
-    )
+    reply::refuse(None, McpError::SessionNotFound)
 }
 
 fn bad(message: &str) -> Response {
-    reply::error(
-        StatusCode::BAD_REQUEST,
-        None,
-        codes::INVALID_REQUEST,
-        format!("Bad Request: {message}"),
-    )
+    reply::refuse(None, McpError::BadHeader(message.to_owned()))
 }

@@ -5,10 +5,10 @@
 //! talk to a local server. A request without `Origin` (not a browser) passes the origin
 //! check; a request without `Host` passes the host check.
 
+use axum::http::HeaderMap;
 use axum::http::header::{HOST, ORIGIN};
-use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use mcpwire_model::codes;
+use mcpwire_model::McpError;
 
 use super::reply;
 
@@ -63,12 +63,7 @@ pub(crate) fn refuse(guard: &Guard, headers: &HeaderMap) -> Option<Response> {
             Refused::Host => "Host",
         };
         tracing::debug!(header, "request refused by the origin/host guard");
-        reply::error(
-            StatusCode::FORBIDDEN,
-            None,
-            codes::INVALID_REQUEST,
-            format!("Forbidden: {header} not allowed"),
-        )
+        reply::refuse(None, McpError::Forbidden(header.to_owned()))
     })
 }
 

@@ -39,6 +39,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 
 pub use guard::Guard;
+pub use sessions::HttpStats;
 
 use crate::Service;
 use sessions::Sessions;
@@ -53,7 +54,9 @@ pub struct HttpConfig {
     pub bind: SocketAddr,
     /// The MCP endpoint's path, e.g. `/mcp`.
     pub path: String,
-    /// Sessions alive at once; `initialize` beyond this gets 503.
+    /// Sessions alive at once. A full table evicts the least recently used idle session
+    /// (nothing in flight, no open stream) for a new one; `initialize` gets 503 only when
+    /// every session is busy.
     pub max_sessions: usize,
     /// A session with nothing in flight, no open `GET` stream and no request for this long
     /// is ended (its id then gets 404).
@@ -100,6 +103,7 @@ pub(crate) struct App {
 pub struct HttpServer {
     listener: tokio::net::TcpListener,
     app: Arc<App>,
+    stats: Arc<HttpStats>,
 }
 
 impl HttpServer {
@@ -116,7 +120,8 @@ impl HttpServer {
         }
         socket.bind(config.bind)?;
         let listener = socket.listen(LISTEN_BACKLOG)?;
-        let sessions = Arc::new(Sessions::new(config.max_sessions));
+        let stats = Arc::new(HttpStats::default());
+        let sessions = Arc::new(Sessions::new(config.max_sessions, stats.clone()));
         Ok(HttpServer {
             listener,
             app: Arc::new(App {
@@ -124,7 +129,13 @@ impl HttpServer {
                 config,
                 sessions,
             }),
+            stats,
         })
+    }
+
+    /// The server's counters (session evictions), readable while it serves.
+    pub fn stats(&self) -> Arc<HttpStats> {
+        self.stats.clone()
     }
 
     /// The address actually bound (with the port the system picked for port 0).

@@ -13,12 +13,12 @@ use std::time::Duration;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::header::CONNECTION;
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderValue};
 use axum::response::Response;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use mcpwire_model::jsonrpc::decode_with_depth;
 use mcpwire_model::types::RequestMeta;
-use mcpwire_model::{Message, Method, Request, Revision, codes};
+use mcpwire_model::{McpError, Message, Method, Request, Revision};
 
 use super::headers::{self, Accept, PROTOCOL_VERSION, SESSION_ID};
 use super::reply;
@@ -35,21 +35,15 @@ pub(crate) async fn handle(
         return r;
     }
     if !headers::is_json_body(&headers) {
-        return reply::error(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            None,
-            codes::INVALID_REQUEST,
-            "Unsupported Media Type: Content-Type must be application/json",
-        );
+        let e = McpError::UnsupportedMediaType("Content-Type must be application/json".into());
+        return reply::refuse(None, e);
     }
     let accept = Accept::of(&headers);
     if !(accept.json && accept.sse) {
-        return reply::error(
-            StatusCode::NOT_ACCEPTABLE,
-            None,
-            codes::INVALID_REQUEST,
-            "Not Acceptable: Accept must list application/json and text/event-stream",
+        let e = McpError::NotAcceptable(
+            "Accept must list application/json and text/event-stream".into(),
         );
+        return reply::refuse(None, e);
     }
     let max = app.service.limits.max_message_bytes;
     let bytes = match read_body(body, &headers, max, app.config.read_timeout).await {
@@ -58,7 +52,7 @@ pub(crate) async fn handle(
     };
     let msg = match decode_with_depth(&bytes, app.service.limits.max_depth) {
         Ok(m) => m,
-        Err(bad) => return reply::error_object(StatusCode::BAD_REQUEST, bad.id, bad.error),
+        Err(bad) => return reply::error_object(bad.id, bad.error),
     };
     let Ok(version) = headers::text(&headers, PROTOCOL_VERSION) else {
         return bad_header(PROTOCOL_VERSION);
@@ -78,14 +72,7 @@ async fn read_body(
     max: usize,
     timeout: Duration,
 ) -> Result<Bytes, Response> {
-    let too_big = || {
-        reply::error(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            None,
-            codes::INVALID_REQUEST,
-            format!("Invalid Request: message longer than {max} bytes"),
-        )
-    };
+    let too_big = || reply::refuse(None, McpError::MessageTooLarge { max });
     let declared = headers
         .get(axum::http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -96,15 +83,8 @@ async fn read_body(
     let Ok(collected) = tokio::time::timeout(timeout, Limited::new(body, max).collect()).await
     else {
         tracing::debug!(?timeout, "request body not received in time");
-        let mut r = reply::error(
-            StatusCode::REQUEST_TIMEOUT,
-            None,
-            codes::INVALID_REQUEST,
-            format!(
-                "Request Timeout: the body did not arrive within {} s",
-                timeout.as_secs_f64()
-            ),
-        );
+        let secs = timeout.as_secs_f64();
+        let mut r = reply::refuse(None, McpError::BodyTimeout { secs });
         // The rest of the body may still come: this connection cannot be reused.
         r.headers_mut()
             .insert(CONNECTION, HeaderValue::from_static("close"));
@@ -115,41 +95,23 @@ async fn read_body(
         Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(too_big()),
         Err(e) => {
             tracing::debug!(error = %e, "could not read a request body");
-            Err(reply::error(
-                StatusCode::BAD_REQUEST,
-                None,
-                codes::INVALID_REQUEST,
-                "Invalid Request: could not read the body",
-            ))
+            let e = McpError::InvalidRequest("could not read the body".into());
+            Err(reply::refuse(None, e))
         }
     }
 }
 
 fn bad_header(name: &str) -> Response {
-    reply::error(
-        StatusCode::BAD_REQUEST,
-        None,
-        codes::INVALID_REQUEST,
-        format!("Bad Request: invalid {name} header"),
-    )
+    reply::refuse(None, McpError::BadHeader(format!("invalid {name} header")))
 }
 
 fn unsupported_version(version: &str) -> Response {
-    reply::error(
-        StatusCode::BAD_REQUEST,
-        None,
-        codes::INVALID_REQUEST,
-        format!("Bad Request: unsupported MCP-Protocol-Version: {version}"),
-    )
+    let e = McpError::BadHeader(format!("unsupported MCP-Protocol-Version: {version}"));
+    reply::refuse(None, e)
 }
 
 fn session_not_found() -> Response {
-    reply::error(
-        StatusCode::NOT_FOUND,
-        None,
-        codes::INVALID_REQUEST,
-        "Session not found",
-    )
+    reply::refuse(None, McpError::SessionNotFound)
 }
 
 async fn with_session(app: &App, sid: &str, version: Option<&str>, msg: Message) -> Response {
@@ -205,29 +167,15 @@ async fn without_session(
     }
     match msg {
         Message::Request(req) if req.method == Method::Initialize => initialize(app, req).await,
-        Message::Request(req) => reply::error(
-            StatusCode::BAD_REQUEST,
-            Some(req.id),
-            codes::INVALID_REQUEST,
-            "Bad Request: Mcp-Session-Id header is required",
-        ),
-        _ => reply::error(
-            StatusCode::BAD_REQUEST,
-            None,
-            codes::INVALID_REQUEST,
-            "Bad Request: Mcp-Session-Id header is required",
-        ),
+        Message::Request(req) => reply::refuse(Some(req.id), McpError::SessionRequired),
+        _ => reply::refuse(None, McpError::SessionRequired),
     }
 }
 
 async fn initialize(app: &App, req: Request) -> Response {
     let Ok((sid, session)) = app.sessions.create(&app.service, app.config.session_idle) else {
-        return reply::error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            Some(req.id),
-            codes::INVALID_REQUEST,
-            "too many sessions; try again later",
-        );
+        let e = McpError::Unavailable("every session is busy; try again later".into());
+        return reply::refuse(Some(req.id), e);
     };
     let id = req.id.clone();
     let answer = match session.request(req).await {
@@ -250,12 +198,8 @@ async fn initialize(app: &App, req: Request) -> Response {
         }
         None => {
             app.sessions.remove(&sid);
-            reply::error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                Some(id),
-                codes::INTERNAL_ERROR,
-                "the session ended before answering",
-            )
+            let e = McpError::Internal("the session ended before answering".into());
+            reply::refuse(Some(id), e)
         }
     }
 }
@@ -273,28 +217,21 @@ async fn stateless(
     let Message::Request(req) = msg else {
         return reply::accepted();
     };
-    if let Err((code, message)) = route_headers::check(headers, version, &req, &app.service.router)
-    {
-        let status = reply::stateless_status(code);
-        return reply::error(status, Some(req.id), code, message);
+    if let Err(e) = route_headers::check(headers, version, &req, &app.service.router) {
+        return reply::error_object(Some(req.id), e.to_wire(Revision::STATELESS));
     }
+    // A fresh session would take `initialize` as a handshake: 2026-07-28 removed it.
     if req.method == Method::Initialize {
-        return reply::error(
-            StatusCode::NOT_FOUND,
-            Some(req.id),
-            codes::METHOD_NOT_FOUND,
-            "Method not found: initialize (not in 2026-07-28)",
-        );
+        let e = McpError::MethodNotFound("initialize (not in 2026-07-28)".into());
+        return reply::error_object(Some(req.id), e.to_wire(Revision::STATELESS));
     }
     let exchange = Exchange::start(&app.service, req);
     let id = exchange.id().clone();
     match reply::answer(exchange.into_stream(), &id).await {
         Some(a) => a.response,
-        None => reply::error(
-            StatusCode::INTERNAL_SERVER_ERROR,
+        None => reply::refuse(
             Some(id),
-            codes::INTERNAL_ERROR,
-            "the request ended without an answer",
+            McpError::Internal("the request ended without an answer".into()),
         ),
     }
 }

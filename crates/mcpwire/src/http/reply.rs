@@ -13,34 +13,29 @@ use axum::http::{HeaderName, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
-use mcpwire_model::{ErrorObject, Outbound, RequestId, codes};
+use mcpwire_model::{ErrorObject, McpError, Outbound, RequestId};
 
 use super::replay::{self, StreamItem, StreamKind};
 use super::session::{Delivery, RequestStream};
 
-/// 2026-07-28 (SEP-2243): a routing header disagrees with the body.
-pub(crate) const HEADER_MISMATCH: i64 = -32020;
-
 /// How often an idle SSE stream gets a comment, so dead connections are noticed.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
-/// A JSON-RPC error as the whole HTTP response.
-pub(crate) fn error(
-    status: StatusCode,
-    id: Option<RequestId>,
-    code: i64,
-    message: impl Into<String>,
-) -> Response {
-    error_object(status, id, ErrorObject::new(code, message))
+/// A request refused before it reached a session, as the whole HTTP response (the error's
+/// variant picks the status; its code is the one every revision agrees on).
+pub(crate) fn refuse(id: Option<RequestId>, e: McpError) -> Response {
+    tracing::debug!(error = %e, "request refused");
+    error_object(id, e.to_wire_unnegotiated())
 }
 
-/// A JSON-RPC error object as the whole HTTP response.
-pub(crate) fn error_object(
-    status: StatusCode,
-    id: Option<RequestId>,
-    error: ErrorObject,
-) -> Response {
-    json(status, &Outbound::Error { id, error })
+/// A JSON-RPC error object as the whole HTTP response, with the status of the variant it
+/// was made from ([`ErrorObject::http_status`]).
+pub(crate) fn error_object(id: Option<RequestId>, error: ErrorObject) -> Response {
+    json(status_of(&error), &Outbound::Error { id, error })
+}
+
+fn status_of(error: &ErrorObject) -> StatusCode {
+    StatusCode::from_u16(error.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
 /// One message as an `application/json` response.
@@ -61,21 +56,6 @@ pub(crate) fn json(status: StatusCode, msg: &Outbound) -> Response {
 /// `202 Accepted` with no body: what a POST of notifications or responses gets.
 pub(crate) fn accepted() -> Response {
     StatusCode::ACCEPTED.into_response()
-}
-
-/// The HTTP status of a stateless JSON-RPC error answer (2026-07-28): request-shape and
-/// negotiation errors are 400, an unknown method 404, everything else 200.
-pub(crate) fn stateless_status(code: i64) -> StatusCode {
-    match code {
-        codes::PARSE_ERROR
-        | codes::INVALID_REQUEST
-        | codes::INVALID_PARAMS
-        | HEADER_MISMATCH
-        | codes::MISSING_REQUIRED_CLIENT_CAPABILITY
-        | codes::UNSUPPORTED_PROTOCOL_VERSION => StatusCode::BAD_REQUEST,
-        codes::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
-        _ => StatusCode::OK,
-    }
 }
 
 /// A request's answer, chosen once its first message is known.
@@ -118,7 +98,7 @@ pub(crate) async fn answer_session(mut messages: RequestStream, id: &RequestId) 
 
 /// Answers a stateless request `id` from the messages related to it (ending with its
 /// response): `application/json` when the response comes first, otherwise an SSE stream
-/// of everything (not resumable: 2026-07-28 has no `GET`). A lone error's code picks the
+/// of everything (not resumable: 2026-07-28 has no `GET`). A lone error's variant picks the
 /// HTTP status. `None`: the stream ended with nothing.
 pub(crate) async fn answer<S>(mut messages: S, id: &RequestId) -> Option<Answer>
 where
@@ -127,7 +107,7 @@ where
     let first = messages.next().await?;
     if first.response_id() == Some(id) {
         let (status, error) = match &first {
-            Outbound::Error { error, .. } => (stateless_status(error.code), true),
+            Outbound::Error { error, .. } => (status_of(error), true),
             _ => (StatusCode::OK, false),
         };
         return Some(Answer {

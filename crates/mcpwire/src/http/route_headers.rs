@@ -6,11 +6,10 @@
 
 use axum::http::HeaderMap;
 use mcpwire_model::types::RequestMeta;
-use mcpwire_model::{Method, Request, codes};
+use mcpwire_model::{McpError, Method, Request};
 use mcpwire_router::Router;
 
 use super::headers::{self, MCP_METHOD, MCP_NAME};
-use super::reply::HEADER_MISMATCH;
 
 /// The stateless validation ladder: version header present, envelope present, headers
 /// agreeing with the body. (The version itself is the session's to judge.)
@@ -19,41 +18,40 @@ pub(crate) fn check(
     version: Option<&str>,
     req: &Request,
     router: &Router,
-) -> Result<(), (i64, String)> {
+) -> Result<(), McpError> {
     let Some(version) = version else {
-        return Err((
-            HEADER_MISMATCH,
+        return Err(McpError::HeaderMismatch(
             "MCP-Protocol-Version header is required".into(),
         ));
     };
     let meta = RequestMeta::from_params(req.params.as_deref())
-        .map_err(|e| (codes::INVALID_PARAMS, e))?
+        .map_err(McpError::InvalidParams)?
         .unwrap_or_default();
     let Some(body_version) = &meta.protocol_version else {
-        return Err((
-            codes::INVALID_PARAMS,
+        return Err(McpError::InvalidParams(
             "params._meta must carry io.modelcontextprotocol/protocolVersion".into(),
         ));
     };
     if meta.client_capabilities.is_none() {
-        return Err((
-            codes::INVALID_PARAMS,
+        return Err(McpError::InvalidParams(
             "params._meta must carry io.modelcontextprotocol/clientCapabilities".into(),
         ));
     }
     if body_version.as_str() != Some(version) {
-        return Err((
-            HEADER_MISMATCH,
+        return Err(McpError::HeaderMismatch(
             "MCP-Protocol-Version header does not match the request's _meta protocolVersion".into(),
         ));
     }
     // SEP-2243: the standard headers are required, not merely checked when present.
     match headers::text(headers, MCP_METHOD) {
-        Err(()) => return Err((HEADER_MISMATCH, "invalid Mcp-Method header".into())),
-        Ok(None) => return Err((HEADER_MISMATCH, "Mcp-Method header is required".into())),
+        Err(()) => return Err(McpError::HeaderMismatch("invalid Mcp-Method header".into())),
+        Ok(None) => {
+            return Err(McpError::HeaderMismatch(
+                "Mcp-Method header is required".into(),
+            ));
+        }
         Ok(Some(m)) if m != req.method.as_str() => {
-            return Err((
-                HEADER_MISMATCH,
+            return Err(McpError::HeaderMismatch(
                 "Mcp-Method header does not match the request's method".into(),
             ));
         }
@@ -65,7 +63,7 @@ pub(crate) fn check(
 
 /// `Mcp-Name` must equal the body's tool/prompt name, resource URI or task id (SEP-2663:
 /// `tasks/get|update|cancel`), and must be sent whenever the body carries one.
-fn check_name(headers: &HeaderMap, req: &Request) -> Result<(), (i64, String)> {
+fn check_name(headers: &HeaderMap, req: &Request) -> Result<(), McpError> {
     let key = match &req.method {
         Method::ToolsCall | Method::PromptsGet => "name",
         Method::ResourcesRead => "uri",
@@ -76,7 +74,7 @@ fn check_name(headers: &HeaderMap, req: &Request) -> Result<(), (i64, String)> {
     };
     let header = match headers::text(headers, MCP_NAME) {
         Ok(h) => h,
-        Err(()) => return Err((HEADER_MISMATCH, "invalid Mcp-Name header".into())),
+        Err(()) => return Err(McpError::HeaderMismatch("invalid Mcp-Name header".into())),
     };
     #[derive(serde::Deserialize)]
     struct Names {
@@ -99,21 +97,21 @@ fn check_name(headers: &HeaderMap, req: &Request) -> Result<(), (i64, String)> {
         _ => None,
     });
     match (body, header) {
-        (Some(_), None) => Err((
-            HEADER_MISMATCH,
-            format!("Mcp-Name header is required (the request has a {key})"),
-        )),
-        (Some(b), Some(h)) if headers::decode_value(h).as_deref() != Some(b.as_str()) => Err((
-            HEADER_MISMATCH,
-            format!("Mcp-Name header does not match the request's {key}"),
-        )),
+        (Some(_), None) => Err(McpError::HeaderMismatch(format!(
+            "Mcp-Name header is required (the request has a {key})"
+        ))),
+        (Some(b), Some(h)) if headers::decode_value(h).as_deref() != Some(b.as_str()) => {
+            Err(McpError::HeaderMismatch(format!(
+                "Mcp-Name header does not match the request's {key}"
+            )))
+        }
         _ => Ok(()),
     }
 }
 
 /// `Mcp-Param-{Name}` must be sent, and equal the argument, for every argument of the called
 /// tool whose schema names a header; and must not be sent for an argument the body lacks.
-fn check_params(headers: &HeaderMap, req: &Request, router: &Router) -> Result<(), (i64, String)> {
+fn check_params(headers: &HeaderMap, req: &Request, router: &Router) -> Result<(), McpError> {
     if req.method != Method::ToolsCall {
         return Ok(());
     }
@@ -149,10 +147,10 @@ fn check_params(headers: &HeaderMap, req: &Request, router: &Router) -> Result<(
         let header = match headers::text(headers, &name) {
             Ok(h) => h,
             Err(()) => {
-                return Err((
-                    HEADER_MISMATCH,
-                    format!("invalid Mcp-Param-{} header", param.header),
-                ));
+                return Err(McpError::HeaderMismatch(format!(
+                    "invalid Mcp-Param-{} header",
+                    param.header
+                )));
             }
         };
         let body = call
@@ -167,29 +165,23 @@ fn check_params(headers: &HeaderMap, req: &Request, router: &Router) -> Result<(
         match (body, header) {
             (None, None) => {}
             (Some(_), None) => {
-                return Err((
-                    HEADER_MISMATCH,
-                    format!(
-                        "Mcp-Param-{} header is required (the call has argument {})",
-                        param.header, param.property
-                    ),
-                ));
+                return Err(McpError::HeaderMismatch(format!(
+                    "Mcp-Param-{} header is required (the call has argument {})",
+                    param.header, param.property
+                )));
             }
             (body, Some(h)) => {
                 let Some(decoded) = headers::decode_value(h) else {
-                    return Err((
-                        HEADER_MISMATCH,
-                        format!("Mcp-Param-{} holds invalid Base64", param.header),
-                    ));
+                    return Err(McpError::HeaderMismatch(format!(
+                        "Mcp-Param-{} holds invalid Base64",
+                        param.header
+                    )));
                 };
                 if body.as_deref() != Some(decoded.as_str()) {
-                    return Err((
-                        HEADER_MISMATCH,
-                        format!(
-                            "Mcp-Param-{} header does not match argument {}",
-                            param.header, param.property
-                        ),
-                    ));
+                    return Err(McpError::HeaderMismatch(format!(
+                        "Mcp-Param-{} header does not match argument {}",
+                        param.header, param.property
+                    )));
                 }
             }
         }

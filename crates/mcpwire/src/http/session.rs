@@ -20,17 +20,17 @@ use std::time::{Duration, Instant};
 
 use futures::Stream;
 use mcpwire_model::types::CancelledParams;
-use mcpwire_model::{ErrorObject, Message, Method, Outbound, Request, RequestId, codes};
+use mcpwire_model::{McpError, Message, Method, Outbound, Request, RequestId};
 use mcpwire_session::{ServerSession, Transmit};
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::replay::{self, EventId, ReplayLog, StreamItem, StreamKind};
-use super::sessions::Sessions;
+use super::sessions::{Busy, Sessions};
 use crate::Service;
 use crate::driver::calls::sleep_until;
-use crate::driver::{Calls, ServerCore};
+use crate::driver::{Calls, ServerCore, now};
 
 /// Commands queued from handlers to one session before they wait.
 const COMMAND_QUEUE: usize = 64;
@@ -194,12 +194,14 @@ impl SessionHandle {
     }
 }
 
-/// Starts the task of session `id`; it removes itself from `sessions` when it ends.
+/// Starts the task of session `id`; it removes itself from `sessions` when it ends, and
+/// keeps `busy` up to date (the table evicts idle sessions only).
 pub(crate) fn spawn(
     service: &Service,
     idle: Duration,
     id: String,
     sessions: Arc<Sessions>,
+    busy: Arc<Busy>,
 ) -> SessionHandle {
     let (tx, cmds) = mpsc::channel(COMMAND_QUEUE);
     let close = CancellationToken::new();
@@ -216,7 +218,8 @@ pub(crate) fn spawn(
         standalone: None,
         backlog: VecDeque::new(),
         idle,
-        last_active: Instant::now(),
+        last_active: now(),
+        busy,
     };
     tokio::spawn(async move {
         task.run().await;
@@ -241,6 +244,7 @@ struct SessionTask {
     backlog: VecDeque<Arc<str>>,
     idle: Duration,
     last_active: Instant,
+    busy: Arc<Busy>,
 }
 
 impl SessionTask {
@@ -252,6 +256,7 @@ impl SessionTask {
                 }
             }
             let idle_at = self.idle_deadline();
+            self.busy.set(idle_at.is_none());
             tokio::select! {
                 biased;
                 _ = self.close.cancelled() => break,
@@ -264,10 +269,10 @@ impl SessionTask {
                     if let Some(s) = &mut self.standalone {
                         s.tx = None;
                     }
-                    self.last_active = Instant::now();
+                    self.last_active = now();
                 }
                 _ = sleep_until(idle_at) => {
-                    if self.idle_deadline().is_some_and(|at| at <= Instant::now()) {
+                    if self.idle_deadline().is_some_and(|at| at <= now()) {
                         tracing::debug!("session idle; ending it");
                         break;
                     }
@@ -286,14 +291,11 @@ impl SessionTask {
     }
 
     fn on_command(&mut self, cmd: Command) {
-        self.last_active = Instant::now();
+        self.last_active = now();
         match cmd {
             Command::Request(req, sink, stream) => {
                 if self.routes.contains_key(&req.id) {
-                    let error = ErrorObject::new(
-                        codes::INVALID_REQUEST,
-                        "a request with this id is already in flight",
-                    );
+                    let error = McpError::DuplicateRequestId.to_wire_unnegotiated();
                     if let Some(last) = sink.last {
                         let _ = last.send(Outbound::Error {
                             id: Some(req.id),

@@ -1,69 +1,150 @@
 //! The table of live stateful sessions, by `Mcp-Session-Id`, with a size bound.
+//!
+//! A full table makes room for a new session by evicting the least recently used one that
+//! is idle — nothing in flight, no open stream — as such sessions are often abandoned
+//! (clients such as the MCP Inspector CLI and the TypeScript SDK's `close()` never send
+//! `DELETE`). Only when every session is busy is a new one refused (503). Evictions are
+//! counted ([`HttpStats`]) and logged.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use super::session::{self, SessionHandle};
 use crate::Service;
 
-/// Live sessions. Ids are 128 random bits from the OS CSPRNG, as 32 hex digits.
-pub(crate) struct Sessions {
-    map: Mutex<HashMap<String, SessionHandle>>,
-    max: usize,
+/// Counters of a Streamable HTTP server, readable while it serves.
+#[derive(Debug, Default)]
+pub struct HttpStats {
+    sessions_evicted: AtomicU64,
 }
 
-/// The table is at its bound.
+impl HttpStats {
+    /// Idle sessions ended to make room for new ones since the server started.
+    pub fn sessions_evicted(&self) -> u64 {
+        self.sessions_evicted.load(Ordering::Relaxed)
+    }
+}
+
+/// Whether a session is busy (something in flight or a stream open), kept up to date by
+/// its task; an idle session may be evicted.
+#[derive(Debug, Default)]
+pub(crate) struct Busy(AtomicBool);
+
+impl Busy {
+    /// Records the session's state.
+    pub(crate) fn set(&self, busy: bool) {
+        self.0.store(busy, Ordering::Relaxed);
+    }
+
+    fn get(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+struct Entry {
+    handle: SessionHandle,
+    busy: Arc<Busy>,
+    /// When a request last named this session, on the table's use counter.
+    last_used: u64,
+}
+
+/// The map and a logical clock of uses (no wall clock needed to order them).
+#[derive(Default)]
+struct Table {
+    map: HashMap<String, Entry>,
+    uses: u64,
+}
+
+impl Table {
+    fn tick(&mut self) -> u64 {
+        self.uses += 1;
+        self.uses
+    }
+}
+
+/// Live sessions. Ids are 128 random bits from the OS CSPRNG, as 32 hex digits.
+pub(crate) struct Sessions {
+    table: Mutex<Table>,
+    max: usize,
+    stats: Arc<HttpStats>,
+}
+
+/// The table is at its bound and every session in it is busy.
 #[derive(Debug)]
 pub(crate) struct Full;
 
 impl Sessions {
     /// An empty table admitting at most `max` sessions.
-    pub(crate) fn new(max: usize) -> Sessions {
+    pub(crate) fn new(max: usize, stats: Arc<HttpStats>) -> Sessions {
         Sessions {
-            map: Mutex::new(HashMap::new()),
+            table: Mutex::new(Table::default()),
             max,
+            stats,
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, SessionHandle>> {
+    fn lock(&self) -> MutexGuard<'_, Table> {
         // A panic while holding the lock leaves the map consistent (single inserts and
         // removes), so a poisoned lock is still usable.
-        self.map.lock().unwrap_or_else(|e| e.into_inner())
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Starts a new session and registers it under a fresh id.
+    /// Starts a new session and registers it under a fresh id, evicting the least recently
+    /// used idle session when the table is full.
     pub(crate) fn create(
         self: &Arc<Self>,
         service: &Service,
         idle: Duration,
     ) -> Result<(String, SessionHandle), Full> {
-        let mut map = self.lock();
-        if map.len() >= self.max {
-            return Err(Full);
+        let mut table = self.lock();
+        if table.map.len() >= self.max {
+            let Some(victim) = least_recently_used_idle(&table.map) else {
+                return Err(Full);
+            };
+            if let Some(old) = table.map.remove(&victim) {
+                old.handle.close();
+                let total = self.stats.sessions_evicted.fetch_add(1, Ordering::Relaxed) + 1;
+                tracing::info!(
+                    session = %victim,
+                    evicted_total = total,
+                    "session table full: evicted the least recently used idle session"
+                );
+            }
         }
         let id = loop {
             let id = new_id();
-            if !map.contains_key(&id) {
+            if !table.map.contains_key(&id) {
                 break id;
             }
         };
-        let handle = session::spawn(service, idle, id.clone(), self.clone());
-        map.insert(id.clone(), handle.clone());
+        let busy = Arc::new(Busy::default());
+        let handle = session::spawn(service, idle, id.clone(), self.clone(), busy.clone());
+        let entry = Entry {
+            handle: handle.clone(),
+            busy,
+            last_used: table.tick(),
+        };
+        table.map.insert(id.clone(), entry);
         Ok((id, handle))
     }
 
-    /// The session named `id`, if it is alive.
+    /// The session named `id`, if it is alive; counts as a use.
     pub(crate) fn get(&self, id: &str) -> Option<SessionHandle> {
-        self.lock().get(id).cloned()
+        let mut table = self.lock();
+        let now = table.tick();
+        let entry = table.map.get_mut(id)?;
+        entry.last_used = now;
+        Some(entry.handle.clone())
     }
 
     /// Ends and unregisters session `id`; whether it existed.
     pub(crate) fn remove(&self, id: &str) -> bool {
-        let handle = self.lock().remove(id);
-        match handle {
-            Some(h) => {
-                h.close();
+        let entry = self.lock().map.remove(id);
+        match entry {
+            Some(e) => {
+                e.handle.close();
                 true
             }
             None => false,
@@ -72,8 +153,16 @@ impl Sessions {
 
     /// Unregisters a session whose task ended by itself.
     pub(crate) fn forget(&self, id: &str) {
-        self.lock().remove(id);
+        self.lock().map.remove(id);
     }
+}
+
+/// The id of the idle session used longest ago, if any session is idle.
+fn least_recently_used_idle(map: &HashMap<String, Entry>) -> Option<String> {
+    map.iter()
+        .filter(|(_, e)| !e.busy.get())
+        .min_by_key(|(_, e)| e.last_used)
+        .map(|(id, _)| id.clone())
 }
 
 /// A session id: 16 bytes from the OS CSPRNG as lowercase hex (visible ASCII).
@@ -88,10 +177,98 @@ fn new_id() -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    use futures::StreamExt;
+    use mcpwire_model::types::Implementation;
+    use mcpwire_model::{Method, Request, RequestId, to_raw};
+    use mcpwire_router::{CallCtx, NoArgs, ToolError, tool};
+
+    /// A service with one tool, `wait`, that never finishes by itself.
+    fn service() -> Service {
+        let server = mcpwire_router::Server::builder(Implementation::new("t", "1"))
+            .tool(tool("wait", |_c: CallCtx, _: NoArgs| async {
+                std::future::pending::<()>().await;
+                Ok::<_, ToolError>("never")
+            }))
+            .build();
+        Service::from_server(server)
+    }
+
+    fn request(id: i64, method: Method, params: serde_json::Value) -> Request {
+        Request {
+            id: RequestId::Int(id),
+            method,
+            params: Some(to_raw(&params)),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn idle_sessions_expire_and_busy_ones_stay() {
+        let table = Arc::new(Sessions::new(2, Arc::default()));
+        let idle = Duration::from_secs(60);
+        let (quiet, _) = table.create(&service(), idle).unwrap();
+        let (busy, handle) = table.create(&service(), idle).unwrap();
+        let init = serde_json::json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                                      "clientInfo": {"name": "t", "version": "1"}});
+        let mut answer = handle
+            .request(request(0, Method::Initialize, init))
+            .await
+            .unwrap();
+        assert!(answer.next().await.is_some());
+        let call = serde_json::json!({"name": "wait", "arguments": {}});
+        let _running = handle
+            .request(request(1, Method::ToolsCall, call))
+            .await
+            .unwrap();
+        // Paused time: these sleeps advance tokio's clock, exactly.
+        tokio::time::sleep(Duration::from_secs(59)).await;
+        assert!(table.get(&quiet).is_some(), "not idle for 60 s yet");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(table.get(&quiet).is_none(), "idle for 60 s: ended");
+        tokio::time::sleep(Duration::from_secs(600)).await;
+        assert!(
+            table.get(&busy).is_some(),
+            "a call in flight keeps a session"
+        );
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_full_table_evicts_the_least_recently_used_idle_session() {
+        let service = service();
+        let stats = Arc::new(HttpStats::default());
+        let table = Arc::new(Sessions::new(2, stats.clone()));
+        let idle = Duration::from_secs(3600);
+        let (a, _) = table.create(&service, idle).unwrap();
+        let (b, _) = table.create(&service, idle).unwrap();
+        assert!(table.get(&a).is_some()); // a was used after b
+        let (c, _) = table.create(&service, idle).unwrap();
+        assert!(table.get(&b).is_none(), "b was the least recently used");
+        assert!(table.get(&a).is_some() && table.get(&c).is_some());
+        assert_eq!(stats.sessions_evicted(), 1);
+        // Let the session tasks settle (each reports itself idle), then make both busy.
+        for _ in 0..4 {
+            tokio::task::yield_now().await;
+        }
+        for e in table.lock().map.values() {
+            e.busy.set(true);
+        }
+        assert!(
+            table.create(&service, idle).is_err(),
+            "every session is busy"
+        );
+        assert_eq!(table.lock().map.len(), 2);
+        table.lock().map[&a].busy.set(false);
+        let (_d, _) = table.create(&service, idle).unwrap();
+        assert!(table.get(&a).is_none(), "a was the only idle session");
+        assert!(table.get(&c).is_some());
+        assert_eq!(stats.sessions_evicted(), 2);
+    }
+
     #[test]
     fn ids_are_visible_ascii_and_distinct() {
-        let a = super::new_id();
-        let b = super::new_id();
+        let a = new_id();
+        let b = new_id();
         assert_eq!(a.len(), 32);
         assert!(a.bytes().all(|c| (0x21..=0x7e).contains(&c)));
         assert_ne!(a, b);

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Instant, SystemTime};
 
 use bytes::BytesMut;
-use mcpwire_model::{McpError, Message, Method, Outbound, Request, RequestId, Revision, to_raw};
+use mcpwire_model::{McpError, Message, Method, Outbound, Request, RequestId, to_raw};
 use mcpwire_session::ServerSession;
 use mcpwire_wire::mcpb::{MAX_TOKEN, McpbCodec, McpbFrame, McpbOut, McpbShape, VersionAck};
 use mcpwire_wire::{Decoded, FramingError};
@@ -17,7 +17,7 @@ use tokio_util::codec::Encoder;
 
 use super::McpbListenerState;
 use crate::driver::framed::output_full;
-use crate::driver::{Calls, Endpoint, FramedDriver, ServerCore, Status, Wake};
+use crate::driver::{Calls, Endpoint, FramedDriver, ServerCore, Status, Wake, now};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -96,7 +96,7 @@ pub(crate) enum McpbWake {
 pub(crate) async fn serve(listener: Arc<McpbListenerState>, stream: TcpStream) {
     let service = &listener.service;
     let (r, w) = stream.into_split();
-    let now = Instant::now();
+    let now = now();
     let handshake_by = now + listener.config.handshake_timeout;
     let conn = McpbConnection {
         core: ServerCore::new(
@@ -208,7 +208,7 @@ impl McpbConnection {
     }
 
     fn on_edge_timer(&mut self, out: &mut BytesMut) {
-        let now = Instant::now();
+        let now = now();
         let config = &self.listener.config;
         if self.shutdown_by.is_some_and(|t| t <= now) {
             tracing::debug!(target: "mcpwire::mcpb", "shutdown grace period over; closing");
@@ -246,13 +246,16 @@ impl McpbConnection {
             }
             None => return self.core.input_closed(),
         };
-        self.quiet_since = Instant::now();
+        self.quiet_since = now();
+        // An empty health frame while our ping is outstanding is its answer (not a ping of
+        // the client's to answer: that would bounce pings back and forth forever).
+        let answers_our_ping = self.ping_outstanding;
         self.ping_outstanding = false;
         if let McpbFrame::Mcp { shape, .. } = &frame {
             self.shape.get_or_insert(*shape);
         }
         match (self.phase, frame) {
-            (_, McpbFrame::Health(request)) => self.on_health(out, request),
+            (_, McpbFrame::Health(request)) => self.on_health(out, request, answers_our_ping),
             (_, McpbFrame::PeerError(text)) => {
                 tracing::debug!(target: "mcpwire::mcpb", %text, "the client reported a protocol error");
             }
@@ -284,10 +287,10 @@ impl McpbConnection {
         }
     }
 
-    fn on_health(&mut self, out: &mut BytesMut, request: Option<Value>) {
+    fn on_health(&mut self, out: &mut BytesMut, request: Option<Value>, answers_our_ping: bool) {
         match request {
             // An empty frame answers our ping, or is the client's ping.
-            None if self.ping_outstanding => {}
+            None if answers_our_ping => {}
             None => self.write(out, McpbOut::Health(None)),
             Some(r) => {
                 let report = self.listener.health(Some(&r));
@@ -331,16 +334,14 @@ impl McpbConnection {
                 self.phase = Phase::Ready;
                 return self.core.inbound(msg);
             }
-            None => Some("authentication failed: no token"),
-            Some(t) if t.len() > MAX_TOKEN => Some("authentication failed: token too long"),
-            Some(t) if auth && !self.listener.token_ok(&t) => {
-                Some("authentication failed: unknown token")
-            }
+            None => Some("no token"),
+            Some(t) if t.len() > MAX_TOKEN => Some("token too long"),
+            Some(t) if auth && !self.listener.token_ok(&t) => Some("unknown token"),
             Some(_) => None,
         };
         if let Some(why) = refusal {
             tracing::debug!(target: "mcpwire::mcpb", why, "authentication failed");
-            self.refuse(out, init.id, why);
+            self.refuse(out, init.id, McpError::Unauthenticated(why.into()));
             self.closing = true;
             return;
         }
@@ -355,7 +356,7 @@ impl McpbConnection {
             Value::String(super::rfc3339(SystemTime::now() + ttl)),
         );
         self.phase = Phase::Ready;
-        self.expires = Some(Instant::now() + ttl);
+        self.expires = Some(now() + ttl);
         if init.standard {
             self.auth_answer = Some(AuthAnswer {
                 id: init.id,
@@ -378,21 +379,19 @@ impl McpbConnection {
                 None => self.listener.config.per_message_auth,
             };
             if token_refused {
-                return self.refuse(
-                    out,
-                    r.id.clone(),
-                    "authentication failed: missing or unknown auth_token",
-                );
+                let e = McpError::Unauthenticated("missing or unknown auth_token".into());
+                return self.refuse(out, r.id.clone(), e);
             }
             if self.shutdown_by.is_some() {
-                return self.refuse(out, r.id.clone(), "the server is shutting down");
+                let e = McpError::Unavailable("the server is shutting down".into());
+                return self.refuse(out, r.id.clone(), e);
             }
         }
         self.core.inbound(msg);
     }
 
     fn begin_shutdown(&mut self, out: &mut BytesMut) {
-        self.shutdown_by = Some(Instant::now() + self.listener.config.shutdown_grace);
+        self.shutdown_by = Some(now() + self.listener.config.shutdown_grace);
         if self.phase == Phase::Ready {
             self.write(out, McpbOut::Control(&json!({ "command": "shutdown" })));
         } else {
@@ -406,10 +405,10 @@ impl McpbConnection {
         self.closing = true;
     }
 
-    /// Answers request `id` with an error: a refused token, or a request while shutting
-    /// down (MCPB has no codes of its own; "invalid request" says "not acceptable").
-    fn refuse(&mut self, out: &mut BytesMut, id: RequestId, message: &str) {
-        let error = McpError::InvalidRequest(message.to_owned()).to_wire(Revision::LATEST_STATEFUL);
+    /// Answers request `id` with `e`: a refused token, or a request while shutting down
+    /// (MCPB has no codes of its own: the error table's −32600).
+    fn refuse(&mut self, out: &mut BytesMut, id: RequestId, e: McpError) {
+        let error = e.to_wire_unnegotiated();
         let refusal = Outbound::Error {
             id: Some(id),
             error,

@@ -15,8 +15,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpwire_model::{McpError, Message, Revision};
-use mcpwire_proto_mcp::{Inbound, ProtoToolSchemas, Translator, grpc_code};
+use mcpwire_model::{GrpcCode, McpError, Message, Outbound, Revision};
+use mcpwire_proto_mcp::{Inbound, ProtoToolSchemas, Translator};
 use mcpwire_session::ServerSession;
 use mcpwire_wire::proto_mcp::pb::{self, McpMessage, mcp_message::Payload};
 use prost::Message as _;
@@ -68,28 +68,25 @@ impl GrpcMcp {
             .await
     }
 
-    /// Runs one request on a fresh session and returns its one answer, or −33003 when the
-    /// client's deadline (see the module docs) comes first.
-    async fn exchange(&self, payload: Payload, deadline: Option<Duration>) -> McpMessage {
+    /// Runs one request on a fresh session and returns its one answer (with the gRPC code
+    /// of the error it is, if it is one), or −33003 when the client's deadline (see the
+    /// module docs) comes first.
+    async fn exchange(&self, payload: Payload, deadline: Option<Duration>) -> Answer {
         let Some(d) = deadline else {
             return self.run(payload).await;
         };
         let early = (d / 10).min(Duration::from_millis(100));
         match tokio::time::timeout(d - early, self.run(payload)).await {
             Ok(answer) => answer,
-            Err(_) => McpMessage::new(
-                1,
-                Payload::ErrorResponse(pb::ErrorResponse {
-                    code: mcpwire_model::codes::PROTO_TIMEOUT as i32,
-                    message: format!("the request's deadline ({d:?}) passed"),
-                    data: None,
-                }),
-            ),
+            Err(_) => {
+                tracing::debug!(deadline = ?d, "gRPC deadline passed; call dropped");
+                refusal(&McpError::Timeout)
+            }
         }
     }
 
     /// Runs one request on a fresh session and returns its one answer.
-    async fn run(&self, payload: Payload) -> McpMessage {
+    async fn run(&self, payload: Payload) -> Answer {
         let initialize = matches!(payload, Payload::InitializeRequest(_));
         let config = self.service.config.clone();
         let session = if initialize {
@@ -99,46 +96,64 @@ impl GrpcMcp {
         };
         let mut tr = Translator::new(self.schemas.clone());
         let req = match tr.inbound(McpMessage::new(1, payload)) {
-            Inbound::Reply(m) => return m,
+            Inbound::Reply(m, code) => return (m, code),
             Inbound::Forward(Message::Request(req)) => req,
             Inbound::Forward(_) => return internal("the request did not translate to a request"),
         };
         // Unary RPCs have no use for catalog changes: no backend event subscription.
         let calls = Calls::without_events(self.service.router.clone());
         let exchange = Exchange::new(ServerCore::new(session, calls), req);
-        match exchange.response().await.and_then(|m| tr.outbound(&m)) {
-            Some(answer) => answer,
+        let Some(response) = exchange.response().await else {
+            return internal("the request ended without an answer");
+        };
+        // The error table's gRPC code travels with the session's error object.
+        let code = match &response {
+            Outbound::Error { error, .. } => error.grpc_code(),
+            _ => GrpcCode::Unknown,
+        };
+        match tr.outbound(&response) {
+            Some(answer) => (answer, code),
             None => internal("the request ended without an answer"),
         }
     }
 }
 
-/// An internal-error answer (a broken invariant, not the client's fault).
-fn internal(message: &str) -> McpMessage {
-    let e = McpError::Internal(message.to_owned()).to_wire(Revision::ProtoMcp1);
-    McpMessage::error(1, e.code, e.message)
+/// One RPC's answer and, when it is an error, its gRPC status code.
+type Answer = (McpMessage, GrpcCode);
+
+/// An answer that is only error `e`.
+fn refusal(e: &McpError) -> Answer {
+    (McpMessage::error(1, e), e.grpc_code())
 }
 
-/// A gRPC status for an MCP error: code chosen by [`grpc_code`], details = the encoded
-/// `ErrorResponse`.
-fn status(e: pb::ErrorResponse) -> Status {
-    let code = tonic::Code::from_i32(grpc_code(i64::from(e.code)));
+/// An internal-error answer (a broken invariant, not the client's fault).
+fn internal(message: &str) -> Answer {
+    refusal(&McpError::Internal(message.to_owned()))
+}
+
+/// A gRPC status for an MCP error: `code` from the error table (the variant's), details =
+/// the encoded `ErrorResponse`.
+fn status(e: pb::ErrorResponse, code: GrpcCode) -> Status {
+    let code = tonic::Code::from_i32(code.as_i32());
     let message = e.message.clone();
     Status::with_details(code, message, e.encode_to_vec().into())
 }
 
-fn call_error_status(e: pb::Error) -> Status {
+fn call_error_status(e: pb::Error, code: GrpcCode) -> Status {
     let data = mcpwire_proto_mcp::json_to_struct(&serde_json::Value::Object(
         e.data
             .into_iter()
             .map(|(k, v)| (k, serde_json::Value::String(v)))
             .collect(),
     ));
-    status(pb::ErrorResponse {
-        code: e.code,
-        message: e.message,
-        data,
-    })
+    status(
+        pb::ErrorResponse {
+            code: e.code,
+            message: e.message,
+            data,
+        },
+        code,
+    )
 }
 
 fn unexpected() -> Status {
@@ -169,13 +184,12 @@ fn deadline<T>(req: &Request<T>) -> Option<Duration> {
 macro_rules! rpc {
     ($self:ident, $req:ident, $in:ident, $out:ident) => {{
         let deadline = deadline(&$req);
-        match $self
+        let (answer, code) = $self
             .exchange(Payload::$in($req.into_inner()), deadline)
-            .await
-            .payload
-        {
+            .await;
+        match answer.payload {
             Some(Payload::$out(r)) => Ok(Response::new(r)),
-            Some(Payload::ErrorResponse(e)) => Err(status(e)),
+            Some(Payload::ErrorResponse(e)) => Err(status(e, code)),
             _ => Err(unexpected()),
         }
     }};
@@ -202,17 +216,16 @@ impl McpService for GrpcMcp {
         req: Request<pb::CallToolRequest>,
     ) -> Result<Response<pb::CallToolResponse>, Status> {
         let deadline = deadline(&req);
-        match self
+        let (answer, code) = self
             .exchange(Payload::CallToolRequest(req.into_inner()), deadline)
-            .await
-            .payload
-        {
+            .await;
+        match answer.payload {
             Some(Payload::CallToolResponse(pb::CallToolResponse {
                 result: Some(pb::call_tool_response::Result::Error(e)),
                 ..
-            })) => Err(call_error_status(e)),
+            })) => Err(call_error_status(e, code)),
             Some(Payload::CallToolResponse(r)) => Ok(Response::new(r)),
-            Some(Payload::ErrorResponse(e)) => Err(status(e)),
+            Some(Payload::ErrorResponse(e)) => Err(status(e, code)),
             _ => Err(unexpected()),
         }
     }

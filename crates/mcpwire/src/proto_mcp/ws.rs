@@ -15,7 +15,7 @@ use axum::extract::ws::{Message as WsMessage, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
 use futures::SinkExt;
 use mcpwire_model::jsonrpc::decode_with_depth;
-use mcpwire_model::{Malformed, codes};
+use mcpwire_model::{Malformed, McpError};
 use mcpwire_proto_mcp::{Inbound, ProtoToolSchemas, Translator};
 use mcpwire_session::ServerSession;
 use mcpwire_wire::proto_mcp::pb::McpMessage;
@@ -183,17 +183,16 @@ impl WsConnection {
         match m {
             WsMessage::Text(t) => {
                 if self.mode == Mode::Proto {
-                    return self.proto_out(McpMessage::error(
-                        0,
-                        codes::INVALID_REQUEST,
-                        "Invalid Request: this connection speaks proto-mcp (binary messages)",
-                    ));
+                    let e = McpError::InvalidRequest(
+                        "this connection speaks proto-mcp (binary messages)".into(),
+                    );
+                    return self.proto_out(McpMessage::error(0, &e));
                 }
                 self.mode = Mode::Json;
                 let decoded = if t.len() > self.max {
-                    Err(Malformed::invalid_request(
+                    Err(Malformed::new(
                         None,
-                        format!("Invalid Request: message longer than {} bytes", self.max),
+                        McpError::MessageTooLarge { max: self.max },
                     ))
                 } else {
                     decode_with_depth(t.as_bytes(), self.depth)
@@ -204,23 +203,20 @@ impl WsConnection {
                 if self.mode == Mode::Json {
                     let e = Malformed::invalid_request(
                         None,
-                        "Invalid Request: this connection speaks JSON-RPC (text messages)",
+                        "this connection speaks JSON-RPC (text messages)",
                     );
                     return self.core.inbound(Err(e));
                 }
                 self.mode = Mode::Proto;
                 if b.len() > self.max {
-                    return self.proto_out(McpMessage::error(
-                        0,
-                        codes::INVALID_REQUEST,
-                        format!("Invalid Request: message longer than {} bytes", self.max),
-                    ));
+                    let e = McpError::MessageTooLarge { max: self.max };
+                    return self.proto_out(McpMessage::error(0, &e));
                 }
                 match decode_message(&b) {
                     Err(reply) => self.proto_out(reply),
                     Ok(msg) => match self.translator.inbound(msg) {
                         Inbound::Forward(m) => self.core.inbound(Ok(m)),
-                        Inbound::Reply(r) => self.proto_out(r),
+                        Inbound::Reply(r, _) => self.proto_out(r),
                     },
                 }
             }

@@ -76,7 +76,7 @@ impl StdioEndpoint {
             .get_or_insert_with(|| Translator::new(self.schemas.clone()));
         match translator.inbound(msg) {
             Inbound::Forward(m) => self.core.inbound(Ok(m)),
-            Inbound::Reply(reply) => write_proto(&mut self.proto, &reply, out),
+            Inbound::Reply(reply, _) => write_proto(&mut self.proto, &reply, out),
         }
     }
 }

@@ -2,6 +2,7 @@ use bytes::BufMut;
 
 use super::*;
 use crate::proto_mcp::pb::{self, mcp_message::Payload};
+use mcpwire_model::codes;
 
 fn codec(max: usize) -> ProtoMcpCodec {
     ProtoMcpCodec::new(&Limits {
