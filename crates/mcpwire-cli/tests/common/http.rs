@@ -5,7 +5,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -25,27 +25,14 @@ pub struct HttpServer {
 impl HttpServer {
     /// `mcpwire demo --transport http --port 0` plus `extra` arguments.
     pub fn start(extra: &[&str]) -> HttpServer {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mcpwire"))
-            .args(["demo", "--transport", "http", "--port", "0"])
-            .args(extra)
-            .env("MCPWIRE_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn mcpwire");
-        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-        let mut line = String::new();
-        stderr.read_line(&mut line).expect("read stderr");
-        let url = line
-            .trim()
-            .strip_prefix("mcpwire: listening on http://")
-            .unwrap_or_else(|| panic!("unexpected first stderr line: {line}"))
-            .to_owned();
-        std::thread::spawn(move || {
-            let mut sink = Vec::new();
-            let _ = stderr.read_to_end(&mut sink);
-        });
+        let mut args = vec!["demo", "--transport", "http", "--port", "0"];
+        args.extend_from_slice(extra);
+        let (child, mut found) = super::spawn_listening(
+            env!("CARGO_BIN_EXE_mcpwire"),
+            &args,
+            &["mcpwire: listening on http://"],
+        );
+        let url = found.remove(0);
         let (addr, path) = url.split_at(url.find('/').expect("a path"));
         HttpServer {
             child,
