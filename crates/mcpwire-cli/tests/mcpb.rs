@@ -3,9 +3,11 @@
 //! dedicated port), per-message tokens, bad input, the handshake deadline and graceful
 //! shutdown on SIGTERM.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod common;
+
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
@@ -33,40 +35,19 @@ impl Server {
 
     /// `mcpwire demo --transport mcpb` with only `args` (no token: authentication off).
     fn start_with(args: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mcpwire"))
-            .args(["demo", "--transport", "mcpb", "--port", "0"])
-            .args(args)
-            .env("MCPWIRE_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn mcpwire");
-        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-        let (mut addr, mut health) = (None, None);
-        let want_health = args.contains(&"--mcpb-health-port");
-        while addr.is_none() || (want_health && health.is_none()) {
-            let mut line = String::new();
-            if stderr.read_line(&mut line).expect("stderr") == 0 {
-                panic!("mcpwire exited before listening");
-            }
-            if let Some(a) = line.trim().strip_prefix("mcpwire: listening on mcpb://") {
-                addr = Some(a.to_owned());
-            } else if let Some(a) = line
-                .trim()
-                .strip_prefix("mcpwire: health checks on mcpb://")
-            {
-                health = Some(a.to_owned());
-            }
+        let mut all = vec!["demo", "--transport", "mcpb", "--port", "0"];
+        all.extend_from_slice(args);
+        let mut prefixes = vec!["mcpwire: listening on mcpb://"];
+        if args.contains(&"--mcpb-health-port") {
+            prefixes.push("mcpwire: health checks on mcpb://");
         }
-        std::thread::spawn(move || {
-            let mut sink = Vec::new();
-            let _ = stderr.read_to_end(&mut sink);
-        });
+        let (child, mut found) =
+            common::spawn_listening(env!("CARGO_BIN_EXE_mcpwire"), &all, &prefixes);
+        let addr = found.remove(0);
         Server {
             child,
-            addr: addr.unwrap_or_default(),
-            health,
+            addr,
+            health: found.pop(),
         }
     }
 

@@ -8,7 +8,9 @@
 //! reading), or at once if the server's memory grows past the bound. Figures are printed
 //! (`cargo test --test slow_reader -- --nocapture`); `MCPWIRE_BIN` runs another binary.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod common;
+
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::Arc;
@@ -148,30 +150,10 @@ fn assert_flat(f: &Figures) {
 
 /// Starts `mcpwire demo` on a network wire; the child and the address it listens on.
 fn listen(transport: &str, extra: &[&str], prefix: &str) -> (Child, String) {
-    let mut child = Command::new(binary())
-        .args(["demo", "--transport", transport, "--port", "0"])
-        .args(extra)
-        .env("MCPWIRE_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn mcpwire");
-    let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-    let addr = loop {
-        let mut line = String::new();
-        if stderr.read_line(&mut line).expect("stderr") == 0 {
-            panic!("mcpwire exited before listening");
-        }
-        if let Some(a) = line.trim().strip_prefix(prefix) {
-            break a.to_owned();
-        }
-    };
-    std::thread::spawn(move || {
-        let mut sink = Vec::new();
-        let _ = stderr.read_to_end(&mut sink);
-    });
-    (child, addr)
+    let mut args = vec!["demo", "--transport", transport, "--port", "0"];
+    args.extend_from_slice(extra);
+    let (child, mut found) = common::spawn_listening(&binary(), &args, &[prefix]);
+    (child, found.remove(0))
 }
 
 #[test]

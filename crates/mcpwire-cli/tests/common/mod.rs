@@ -6,12 +6,45 @@ pub mod http;
 pub mod served;
 pub mod wires;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+
+/// Spawns `BINARY ARGS` (a network listener; `MCPWIRE_LOG=warn`) and reads its stderr until
+/// it has printed a line starting with each of `prefixes` (in any order); the child and the
+/// rest of each such line (the address), in the order of `prefixes`. The rest of stderr is
+/// drained so the server never blocks on it.
+pub fn spawn_listening(binary: &str, args: &[&str], prefixes: &[&str]) -> (Child, Vec<String>) {
+    let mut child = Command::new(binary)
+        .args(args)
+        .env("MCPWIRE_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn mcpwire");
+    let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+    let mut found: Vec<Option<String>> = vec![None; prefixes.len()];
+    while found.iter().any(Option::is_none) {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).expect("stderr") == 0 {
+            panic!("mcpwire exited before printing {prefixes:?}");
+        }
+        for (p, slot) in prefixes.iter().zip(found.iter_mut()) {
+            if let Some(rest) = line.trim().strip_prefix(p) {
+                *slot = Some(rest.to_owned());
+            }
+        }
+    }
+    std::thread::spawn(move || {
+        let mut sink = Vec::new();
+        let _ = stderr.read_to_end(&mut sink);
+    });
+    (child, found.into_iter().flatten().collect())
+}
 
 /// A running `mcpwire` child with line-oriented access to its stdio.
 pub struct Proc {

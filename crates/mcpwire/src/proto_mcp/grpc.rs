@@ -12,11 +12,10 @@
 //! RPC ends DEADLINE_EXCEEDED with −33003 in its details. tonic's own deadline layer would
 //! answer CANCELLED without an MCP code.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use mcpwire_model::{GrpcCode, McpError, Message, Outbound, Revision};
-use mcpwire_proto_mcp::{Inbound, ProtoToolSchemas, Translator};
+use mcpwire_proto_mcp::{Inbound, Translator};
 use mcpwire_session::ServerSession;
 use mcpwire_wire::proto_mcp::pb::{self, McpMessage, mcp_message::Payload};
 use prost::Message as _;
@@ -37,13 +36,12 @@ use service::mcp_service_server::{McpService, McpServiceServer};
 #[derive(Clone, Debug)]
 pub struct GrpcMcp {
     service: Service,
-    schemas: Arc<ProtoToolSchemas>,
 }
 
 impl GrpcMcp {
-    /// The gRPC face of `service`, reading tool arguments with `schemas`.
-    pub fn new(service: Service, schemas: Arc<ProtoToolSchemas>) -> GrpcMcp {
-        GrpcMcp { service, schemas }
+    /// The gRPC face of `service` (tool arguments are read with its tool schemas).
+    pub fn new(service: Service) -> GrpcMcp {
+        GrpcMcp { service }
     }
 
     /// Serves on `listener` until the process ends. Per connection at most `max_in_flight`
@@ -94,7 +92,7 @@ impl GrpcMcp {
         } else {
             ServerSession::preinitialized(config, Revision::ProtoMcp1)
         };
-        let mut tr = Translator::new(self.schemas.clone());
+        let mut tr = Translator::new(self.service.proto.clone());
         let req = match tr.inbound(McpMessage::new(1, payload)) {
             Inbound::Reply(m, code) => return (m, code),
             Inbound::Forward(Message::Request(req)) => req,

@@ -81,8 +81,7 @@ pub async fn serve_ws(
     max_connections: usize,
 ) -> std::io::Result<()> {
     keep_tool_schemas(service.router.clone(), service.proto.clone()).await;
-    let schemas = service.proto.clone();
-    let server = ws::WsServer::bind(service, schemas, addr, path, max_connections).await?;
+    let server = ws::WsServer::bind(service, addr, path, max_connections).await?;
     eprintln!("mcpwire: listening on ws://{}{path}", server.local_addr()?);
     server.serve().await
 }
@@ -92,8 +91,7 @@ pub async fn serve_grpc(service: crate::Service, addr: SocketAddr) -> std::io::R
     keep_tool_schemas(service.router.clone(), service.proto.clone()).await;
     let listener = tokio::net::TcpListener::bind(addr).await?;
     eprintln!("mcpwire: listening on grpc://{}", listener.local_addr()?);
-    let schemas = service.proto.clone();
-    grpc::GrpcMcp::new(service, schemas)
+    grpc::GrpcMcp::new(service)
         .serve(listener)
         .await
         .map_err(std::io::Error::other)

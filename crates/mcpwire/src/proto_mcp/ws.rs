@@ -16,7 +16,7 @@ use axum::response::Response;
 use futures::SinkExt;
 use mcpwire_model::jsonrpc::decode_with_depth;
 use mcpwire_model::{Malformed, McpError};
-use mcpwire_proto_mcp::{Inbound, ProtoToolSchemas, Translator};
+use mcpwire_proto_mcp::{Inbound, Translator};
 use mcpwire_session::ServerSession;
 use mcpwire_wire::proto_mcp::pb::McpMessage;
 use mcpwire_wire::proto_mcp::{decode_message, encode_message};
@@ -28,7 +28,6 @@ use crate::driver::{Calls, ServerCore};
 #[derive(Clone)]
 struct WsState {
     service: Service,
-    schemas: Arc<ProtoToolSchemas>,
     /// Connections still allowed; an upgrade past the limit is refused with 503.
     slots: Arc<tokio::sync::Semaphore>,
 }
@@ -40,10 +39,10 @@ pub struct WsServer {
 }
 
 impl WsServer {
-    /// Binds `addr`, serving `service` at `path` to at most `max_connections` at once.
+    /// Binds `addr`, serving `service` at `path` to at most `max_connections` at once (tool
+    /// arguments of proto-mcp clients are read with the service's tool schemas).
     pub async fn bind(
         service: Service,
-        schemas: Arc<ProtoToolSchemas>,
         addr: SocketAddr,
         path: &str,
         max_connections: usize,
@@ -52,11 +51,7 @@ impl WsServer {
         let slots = Arc::new(tokio::sync::Semaphore::new(max_connections));
         let app = axum::Router::new()
             .route(path, axum::routing::get(upgrade))
-            .with_state(WsState {
-                service,
-                schemas,
-                slots,
-            });
+            .with_state(WsState { service, slots });
         Ok(WsServer { listener, app })
     }
 
@@ -136,7 +131,7 @@ impl WsConnection {
                 ServerSession::new(st.service.config.clone()),
                 Calls::new(st.service.router.clone()),
             ),
-            translator: Translator::new(st.schemas.clone()),
+            translator: Translator::new(st.service.proto.clone()),
             mode: Mode::Undecided,
             max: st.service.limits.max_message_bytes,
             depth: st.service.limits.max_depth,
