@@ -6,19 +6,19 @@
 //! server's log notifications on stderr, follow `tools/call` tasks to their result, and fail
 //! with errors that name the program, URL or line involved ([`ClientError`]).
 //!
-//! [`HttpClient`]: crate::http::client::HttpClient
+//! [`HttpClient`]: crate::client::HttpClient
 
 use std::time::Duration;
 
 use mcpwire_model::{ErrorObject, McpError, Revision};
 use serde_json::{Value, json};
 
-use crate::http::client::HttpClient;
-
+mod http;
 mod stdio;
 mod target;
 mod tasks;
 
+pub use http::HttpClient;
 pub use stdio::StdioClient;
 pub use target::Target;
 

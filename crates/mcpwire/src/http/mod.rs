@@ -18,10 +18,9 @@
 //!
 //! Like every driver, nothing here makes protocol decisions: those stay in the session.
 
-pub mod client;
 mod get;
 mod guard;
-mod headers;
+pub(crate) mod headers;
 mod post;
 mod replay;
 mod reply;

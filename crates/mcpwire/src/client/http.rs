@@ -16,8 +16,8 @@ use hyper_util::rt::TokioIo;
 use mcpwire_model::Revision;
 use serde_json::{Value, json};
 
-use super::headers::{LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
-use crate::client::{ClientError, ClientOptions, Inbound, MAX_MESSAGE_BYTES, classify, excerpt};
+use super::{ClientError, ClientOptions, Inbound, MAX_MESSAGE_BYTES, classify, excerpt};
+use crate::http::headers::{LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
 
 mod sse;
 mod tls;
@@ -64,7 +64,7 @@ impl HttpClient {
         };
         let handshake = async {
             let server = client
-                .request("initialize", crate::client::initialize_params())
+                .request("initialize", super::initialize_params())
                 .await?;
             if let Some(v) = server.get("protocolVersion").and_then(Value::as_str) {
                 client.version = v.to_owned();
