@@ -27,9 +27,15 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+/// What the code `#[tool]`, `#[server]`, `#[prompt]` and `#[resource]` generate calls.
+#[doc(hidden)]
+#[path = "macro_support.rs"]
+pub mod __private;
 mod backend;
 mod ctx;
+mod handlers;
 mod input;
+mod output;
 mod prompt;
 mod resource;
 mod router;
@@ -41,6 +47,12 @@ mod uri_template;
 
 pub use backend::{Backend, BackendInfo, BackendRequest, BoxFuture, HeaderParam, ToolRouting};
 pub use ctx::{CallCtx, Peer};
+pub use handlers::Handlers;
+pub use mcpwire_macros::{prompt, resource, server, tool};
+pub use output::{
+    IntoPromptOutput, IntoPromptResult, IntoResourceContents, IntoResourceOutput, IntoToolOutput,
+    tool_error,
+};
 pub use prompt::PromptDef;
 pub use resource::{ResourceDef, TemplateDef};
 pub use router::{McpCall, McpReply, Router};
@@ -52,3 +64,4 @@ pub use uri_template::UriTemplate;
 
 pub use mcpwire_model as model;
 pub use schemars;
+pub use serde;
