@@ -31,6 +31,7 @@
 #[doc(hidden)]
 #[path = "macro_support.rs"]
 pub mod __private;
+mod ask;
 mod backend;
 mod ctx;
 mod handlers;
@@ -45,6 +46,7 @@ mod tasks;
 mod tool;
 mod uri_template;
 
+pub use ask::{ElicitRequest, Elicited, SampleRequest, Sampled, elicitation_schema};
 pub use backend::{Backend, BackendInfo, BackendRequest, BoxFuture, HeaderParam, ToolRouting};
 pub use ctx::{CallCtx, Peer};
 pub use handlers::Handlers;

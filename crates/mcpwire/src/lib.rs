@@ -6,6 +6,10 @@
 //!
 //! **Is not:** protocol logic (that is `mcpwire-session`), byte layouts (`mcpwire-wire`) or
 //! tools (`mcpwire-router`).
+//!
+//! Writing a server: `use mcpwire::prelude::*;` (see [`prelude`]) brings the `#[server]`,
+//! `#[tool]`, `#[prompt]` and `#[resource]` macros and everything they need; the crates
+//! below are re-exported as [`model`] and [`router`] for the rest.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -15,6 +19,7 @@ pub mod client;
 pub mod driver;
 pub mod http;
 pub mod mcpb;
+pub mod prelude;
 pub mod proto;
 pub mod schema_cli;
 pub mod serve;
@@ -22,3 +27,11 @@ pub mod stdio;
 pub mod tokens;
 
 pub use serve::Service;
+
+pub use mcpwire_model as model;
+pub use mcpwire_router as router;
+pub use mcpwire_router::{schemars, serde};
+
+/// What the code the macros generate calls.
+#[doc(hidden)]
+pub use mcpwire_router::__private;
