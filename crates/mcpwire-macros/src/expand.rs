@@ -63,6 +63,24 @@ impl Item<'_> {
     }
 }
 
+/// `tokens` with every span set to `span`, so that a trait error in generated code points
+/// at the user's return type rather than at the attribute.
+fn respan(tokens: &TokenStream, span: Span) -> TokenStream {
+    tokens
+        .clone()
+        .into_iter()
+        .map(|mut t| {
+            if let proc_macro2::TokenTree::Group(g) = &t {
+                let mut ng = proc_macro2::Group::new(g.delimiter(), respan(&g.stream(), span));
+                ng.set_span(span);
+                return proc_macro2::TokenTree::Group(ng);
+            }
+            t.set_span(span);
+            t
+        })
+        .collect()
+}
+
 fn uses_this(cx: &Cx, h: &Handler) -> bool {
     matches!(cx.owner, Owner::Server { .. }) && h.receiver == Receiver::Ref
 }
@@ -148,8 +166,8 @@ pub fn tool_def(cx: &Cx, item: &Item) -> TokenStream {
         }
     };
     let call = call(cx, h, &call_args(h));
-    let output =
-        quote_spanned!(item.ret_span()=> #k::__private::IntoToolOutput::into_tool_output(#call));
+    // `tool_output` bounds the handler's return type once, so a type that is not a tool
+    // result gets one error (naming the type and what is accepted).
     let capture = capture_this(cx, h);
     let reclone = reclone_this(cx, h);
     let mut chain = Vec::new();
@@ -183,11 +201,11 @@ pub fn tool_def(cx: &Cx, item: &Item) -> TokenStream {
     quote! {{
         #args_struct
         #capture
-        let def = #k::__private::tool(#name, move |_ctx: #k::__private::CallCtx, args: #args_ty| {
+        let def = #k::__private::tool_output(#name, move |_ctx: #k::__private::CallCtx, args: #args_ty| {
             #reclone
             async move {
                 #destructure
-                #output
+                #call
             }
         });
         #(#chain)*
@@ -249,7 +267,12 @@ pub fn prompt_def(cx: &Cx, item: &Item) -> TokenStream {
     let name = item.name();
     let binds = bind_strings(cx, h, Kind::Prompt);
     let call = call(cx, h, &call_args(h));
-    let output = quote_spanned!(item.ret_span()=> #k::__private::IntoPromptOutput::into_prompt_output(#call));
+    let ks = respan(k, item.ret_span());
+    let out = proc_macro2::Ident::new("__mcpwire_out", item.ret_span());
+    let output = quote_spanned!(item.ret_span()=> {
+        let #out = #call;
+        #ks::__private::IntoPromptOutput::into_prompt_output(#out)
+    });
     let capture = capture_this(cx, h);
     let reclone = reclone_this(cx, h);
     let mut chain = Vec::new();
@@ -334,7 +357,12 @@ pub fn resource_def(cx: &Cx, item: &Item, uri: &LitStr, is_template: bool) -> To
         Some(m) => quote!(::std::option::Option::Some(#m)),
         None => quote!(::std::option::Option::None),
     };
-    let output = quote_spanned!(item.ret_span()=> #k::__private::IntoResourceOutput::into_resource_output(#call, &uri, #mime));
+    let ks = respan(k, item.ret_span());
+    let out = proc_macro2::Ident::new("__mcpwire_out", item.ret_span());
+    let output = quote_spanned!(item.ret_span()=> {
+        let #out = #call;
+        #ks::__private::IntoResourceOutput::into_resource_output(#out, &uri, #mime)
+    });
     let capture = capture_this(cx, h);
     let reclone = reclone_this(cx, h);
     let mut chain = Vec::new();

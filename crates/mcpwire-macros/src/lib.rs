@@ -91,9 +91,17 @@ fn free(kind: Kind, attr: TokenStream, item: TokenStream) -> TokenStream {
     match free_inner(kind, attr.into(), item.clone().into()) {
         Ok(t) => t.into(),
         Err(e) => {
-            let item = proc_macro2::TokenStream::from(item);
             let e = e.to_compile_error();
-            quote!(#item #e).into()
+            match syn::parse::<syn::ItemFn>(item.clone()) {
+                Ok(mut f) => {
+                    param::strip_helpers(&mut f.sig);
+                    quote!(#f #e).into()
+                }
+                Err(_) => {
+                    let item = proc_macro2::TokenStream::from(item);
+                    quote!(#item #e).into()
+                }
+            }
         }
     }
 }

@@ -298,6 +298,20 @@ pub fn analyze(sig: &mut Signature, kind: Kind, in_server: bool) -> syn::Result<
     })
 }
 
+/// Removes the parameter attributes only the macros understand (after an error, so the
+/// compiler reports the error and nothing about unknown attributes).
+pub fn strip_helpers(sig: &mut Signature) {
+    for arg in sig.inputs.iter_mut() {
+        if let FnArg::Typed(pt) = arg {
+            pt.attrs.retain(|a| {
+                !["doc", "serde", "schemars", "args", "complete"]
+                    .iter()
+                    .any(|n| is_attr(a, n))
+            });
+        }
+    }
+}
+
 /// Refuses borrowed and `impl Trait` argument types, which cannot be deserialized into.
 fn check_owned(ty: &Type, what: &str) -> syn::Result<()> {
     match ty {

@@ -112,7 +112,10 @@ pub fn expand(opts: ServerOptions, mut block: ItemImpl) -> syn::Result<TokenStre
             });
         match result {
             Ok(r) => registrations.push(r),
-            Err(e) => push_err(e),
+            Err(e) => {
+                crate::param::strip_helpers(&mut f.sig);
+                push_err(e)
+            }
         }
     }
     if let Some(e) = errors {

@@ -17,6 +17,21 @@ pub use crate::{
 pub use schemars;
 pub use serde;
 
+/// [`tool`] for a handler returning anything [`IntoToolOutput`]: the one bound a wrong
+/// return type fails, so the compiler reports it once.
+pub fn tool_output<A, R, F, Fut>(name: &str, f: F) -> ToolDef
+where
+    A: serde::de::DeserializeOwned + schemars::JsonSchema + Send + 'static,
+    R: IntoToolOutput + 'static,
+    F: Fn(CallCtx, A) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = R> + Send + 'static,
+{
+    tool(name, move |ctx: CallCtx, args: A| {
+        let fut = f(ctx, args);
+        async move { fut.await.into_tool_output() }
+    })
+}
+
 /// Sets one annotation of `def`.
 pub fn annotate(def: ToolDef, f: impl FnOnce(&mut ToolAnnotations)) -> ToolDef {
     def.annotate(f)

@@ -1,5 +1,5 @@
 extern crate mcpwire_router as mcpwire;
-use mcpwire::{server, tool};
+use mcpwire::server;
 
 struct Counter {
     n: u64,
@@ -8,7 +8,7 @@ struct Counter {
 #[server]
 impl Counter {
     /// Counts.
-    #[tool]
+    #[mcpwire::tool]
     fn bump(&mut self) -> String {
         self.n += 1;
         self.n.to_string()
