@@ -25,8 +25,10 @@ pub mod schema_cli;
 pub mod serve;
 pub mod stdio;
 pub mod tokens;
+pub mod wires;
 
 pub use serve::Service;
+pub use wires::{McpbWire, Serve, ServeConfig, WsWire};
 
 pub use mcpwire_model as model;
 pub use mcpwire_router as router;

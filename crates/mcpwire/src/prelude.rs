@@ -25,7 +25,7 @@
 //!     let server = Server::builder(Implementation::new("greeter", "1.0"))
 //!         .handlers(Greeter)
 //!         .build();
-//!     Service::from_server(server).serve_stdio().await
+//!     server.serve_stdio().await
 //! }
 //! ```
 
@@ -39,4 +39,4 @@ pub use mcpwire_router::{
     TaskSupport, TemplateDef, ToolDef, ToolError, prompt, resource, server, tool,
 };
 
-pub use crate::Service;
+pub use crate::{Serve, ServeConfig, Service};

@@ -163,3 +163,50 @@ fn serves_over_stdio() {
     assert_eq!(by_id(2)["result"]["structuredContent"]["id"], 1);
     assert_eq!(by_id(3)["result"]["contents"][0]["text"], "hello");
 }
+
+/// The binary serves Streamable HTTP from the library (`ServeConfig`), and mcpwire's HTTP
+/// client adds and reads a note through it.
+#[tokio::test]
+async fn serves_over_http() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or_else(|e| panic!("free port: {e}"));
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_notes"))
+        .args(["--http", &format!("127.0.0.1:{port}")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn notes: {e}"));
+    // The server prints its address once it listens.
+    let stderr = child.stderr.take().unwrap_or_else(|| panic!("stderr"));
+    let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stderr));
+    let listening = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        while let Ok(Some(l)) = lines.next_line().await {
+            if l.contains("listening on http://") {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(listening.ok(), Some(true));
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let mut client = mcpwire::http::client::HttpClient::connect(&url)
+        .await
+        .unwrap_or_else(|e| panic!("connect: {e}"));
+    let added = client
+        .call_tool("add", json!({ "text": "over http", "tags": ["web"] }))
+        .await
+        .unwrap_or_else(|e| panic!("add: {e}"));
+    assert_eq!(added["structuredContent"]["id"], 1);
+    let read = client
+        .request("resources/read", json!({ "uri": "notes://1" }))
+        .await
+        .unwrap_or_else(|e| panic!("read: {e}"));
+    assert_eq!(read["contents"][0]["text"], "over http");
+    let _ = client.close().await;
+    let _ = child.kill().await;
+}
