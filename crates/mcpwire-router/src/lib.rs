@@ -3,7 +3,7 @@
 //! **Is:** the [`Backend`] trait every tool source implements (native tools, tool
 //! processes, upstream servers, federations); the [`Router`] that parses requests into
 //! [`BackendRequest`]s, checks capabilities and turns 2026-07-28 asks into `input_required`
-//! results; and [`Server`], the in-process backend tool authors build with [`tool`],
+//! results; and [`Server`], the in-process backend tool authors build with [`tool()`],
 //! [`ResourceDef`], [`TemplateDef`] and [`PromptDef`].
 //!
 //! **Is not:** a transport or a session. Nothing here reads bytes or knows which wire a

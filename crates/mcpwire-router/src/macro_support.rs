@@ -17,7 +17,7 @@ pub use crate::{
 pub use schemars;
 pub use serde;
 
-/// [`tool`] for a handler returning anything [`IntoToolOutput`]: the one bound a wrong
+/// [`tool()`] for a handler returning anything [`IntoToolOutput`]: the one bound a wrong
 /// return type fails, so the compiler reports it once.
 pub fn tool_output<A, R, F, Fut>(name: &str, f: F) -> ToolDef
 where

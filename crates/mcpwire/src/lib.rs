@@ -17,6 +17,8 @@ mod calls;
 pub mod catalog;
 pub mod client;
 pub mod driver;
+#[doc = include_str!("guide.md")]
+pub mod guide {}
 pub mod http;
 pub mod mcpb;
 pub mod prelude;

@@ -1,6 +1,6 @@
 //! One import for writing an MCP server: `use mcpwire::prelude::*;`.
 //!
-//! Brings the attribute macros ([`server`], [`tool`], [`prompt`], [`resource`]), the call
+//! Brings the attribute macros ([`server`], [`tool`](macro@tool), [`prompt`], [`resource`]), the call
 //! context ([`CallCtx`]), the result and error types, the [`Server`] builder and
 //! [`Service`] to serve it. Your own argument and result types still derive
 //! `serde::Deserialize`/`Serialize` and `schemars::JsonSchema`, so add `serde` and
