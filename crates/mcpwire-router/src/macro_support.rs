@@ -165,3 +165,38 @@ pub fn complete_template(mut def: TemplateDef, var: &str, f: Completer) -> Templ
     def.completers.insert(var.to_owned(), f);
     def
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{CallCtx, ToolError};
+
+    /// Echoes.
+    #[crate::tool(crate = crate)]
+    fn echo(
+        /// The text.
+        text: String,
+    ) -> String {
+        text
+    }
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct EchoArgs {
+        /// The text.
+        text: String,
+    }
+
+    /// A macro-made tool takes the builder's typed fast path: arguments deserialized straight
+    /// from the JSON text, no JSON Schema validation pass (none is needed for this schema),
+    /// and the same listing as the hand-built tool.
+    #[test]
+    fn macro_tools_take_the_builders_fast_path() {
+        let made = echo_tool();
+        let built = crate::tool("echo", |_ctx: CallCtx, a: EchoArgs| async move {
+            Ok::<_, ToolError>(a.text)
+        })
+        .description("Echoes.");
+        assert!(made.takes_typed_fast_path());
+        assert!(built.takes_typed_fast_path());
+        assert_eq!(made.definition(), built.definition());
+    }
+}

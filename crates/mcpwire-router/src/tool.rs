@@ -410,6 +410,13 @@ impl ToolDef {
         self
     }
 
+    /// Whether calls deserialize the argument text straight into the typed arguments (a
+    /// typed tool whose schema serde enforces by itself: no `Value`, no validation pass).
+    #[cfg(test)]
+    pub(crate) fn takes_typed_fast_path(&self) -> bool {
+        matches!((&self.handler, &self.validator), (Handler::Typed(_), None))
+    }
+
     /// What the router and the wires need to know before calling the tool.
     pub fn routing(&self) -> &Arc<ToolRouting> {
         &self.routing
