@@ -85,10 +85,10 @@ fn uses_this(cx: &Cx, h: &Handler) -> bool {
     matches!(cx.owner, Owner::Server { .. }) && h.receiver == Receiver::Ref
 }
 
-/// `let this = Arc::clone(&self);` where the handler needs the server value.
+/// `let __mcpwire_this = Arc::clone(&self);` where the handler needs the server value.
 fn capture_this(cx: &Cx, h: &Handler) -> TokenStream {
     if uses_this(cx, h) {
-        quote!(let this = ::std::sync::Arc::clone(&self);)
+        quote!(let __mcpwire_this = ::std::sync::Arc::clone(&self);)
     } else {
         TokenStream::new()
     }
@@ -96,7 +96,7 @@ fn capture_this(cx: &Cx, h: &Handler) -> TokenStream {
 
 fn reclone_this(cx: &Cx, h: &Handler) -> TokenStream {
     if uses_this(cx, h) {
-        quote!(let this = ::std::sync::Arc::clone(&this);)
+        quote!(let __mcpwire_this = ::std::sync::Arc::clone(&__mcpwire_this);)
     } else {
         TokenStream::new()
     }
@@ -106,7 +106,7 @@ fn reclone_this(cx: &Cx, h: &Handler) -> TokenStream {
 fn call(cx: &Cx, h: &Handler, args: &[TokenStream]) -> TokenStream {
     let f = &h.ident;
     let call = match (&cx.owner, h.receiver) {
-        (Owner::Server { .. }, Receiver::Ref) => quote!(this.#f(#(#args),*)),
+        (Owner::Server { .. }, Receiver::Ref) => quote!(__mcpwire_this.#f(#(#args),*)),
         (Owner::Server { .. }, Receiver::None) => quote!(Self::#f(#(#args),*)),
         (Owner::Free, _) => quote!(#f(#(#args),*)),
     };
@@ -123,9 +123,9 @@ fn call_args(h: &Handler) -> Vec<TokenStream> {
     h.params
         .iter()
         .map(|p| match p {
-            Param::Ctx { by_ref: true } => quote!(&_ctx),
-            Param::Ctx { by_ref: false } => quote!(_ctx),
-            Param::Args { .. } => quote!(args),
+            Param::Ctx { by_ref: true } => quote!(&__mcpwire_ctx),
+            Param::Ctx { by_ref: false } => quote!(__mcpwire_ctx),
+            Param::Args { .. } => quote!(__mcpwire_args),
             Param::Named(n) => {
                 let i = &n.ident;
                 quote!(#i)
@@ -161,7 +161,7 @@ pub fn tool_def(cx: &Cx, item: &Item) -> TokenStream {
                     struct __McpwireArgs { #(#fields)* }
                 },
                 quote!(__McpwireArgs),
-                quote!(let __McpwireArgs { #(#idents),* } = args;),
+                quote!(let __McpwireArgs { #(#idents),* } = __mcpwire_args;),
             )
         }
     };
@@ -201,7 +201,7 @@ pub fn tool_def(cx: &Cx, item: &Item) -> TokenStream {
     quote! {{
         #args_struct
         #capture
-        let def = #k::__private::tool_output(#name, move |_ctx: #k::__private::CallCtx, args: #args_ty| {
+        let def = #k::__private::tool_output(#name, move |__mcpwire_ctx: #k::__private::CallCtx, __mcpwire_args: #args_ty| {
             #reclone
             async move {
                 #destructure
@@ -223,12 +223,12 @@ fn completer(cx: &Cx, c: &Complete) -> TokenStream {
                 && let Some(&(true, arity)) = methods.get(&ident.to_string())
             {
                 let call = if arity >= 2 {
-                    quote!(move |typed: &str, context: &::std::collections::BTreeMap<::std::string::String, ::std::string::String>| this.#ident(typed, context))
+                    quote!(move |typed: &str, context: &::std::collections::BTreeMap<::std::string::String, ::std::string::String>| __mcpwire_this.#ident(typed, context))
                 } else {
-                    quote!(move |typed: &str| this.#ident(typed))
+                    quote!(move |typed: &str| __mcpwire_this.#ident(typed))
                 };
                 return quote! {{
-                    let this = ::std::sync::Arc::clone(&self);
+                    let __mcpwire_this = ::std::sync::Arc::clone(&self);
                     #k::__private::completer(#call)
                 }};
             }
@@ -245,10 +245,12 @@ fn bind_strings(cx: &Cx, h: &Handler, kind: Kind) -> Vec<TokenStream> {
             let (i, t, w) = (&n.ident, &n.ty, &n.wire_name);
             let get = match (kind, option_inner(t)) {
                 (Kind::Prompt, Some(inner)) => {
-                    quote!(#k::__private::prompt_arg_opt::<#inner>(&_args, #w))
+                    quote!(#k::__private::prompt_arg_opt::<#inner>(&__mcpwire_args, #w))
                 }
-                (Kind::Prompt, None) => quote!(#k::__private::prompt_arg::<#t>(&_args, #w)),
-                _ => quote!(#k::__private::template_var::<#t>(&_vars, #w, &uri)),
+                (Kind::Prompt, None) => {
+                    quote!(#k::__private::prompt_arg::<#t>(&__mcpwire_args, #w))
+                }
+                _ => quote!(#k::__private::template_var::<#t>(&__mcpwire_vars, #w, &__mcpwire_uri)),
             };
             quote_spanned! {t.span()=>
                 let #i: #t = match #get {
@@ -297,7 +299,7 @@ pub fn prompt_def(cx: &Cx, item: &Item) -> TokenStream {
     }
     quote! {{
         #capture
-        let def = #k::__private::PromptDef::new(#name, move |_ctx: #k::__private::CallCtx, _args: ::std::collections::BTreeMap<::std::string::String, ::std::string::String>| {
+        let def = #k::__private::PromptDef::new(#name, move |__mcpwire_ctx: #k::__private::CallCtx, __mcpwire_args: ::std::collections::BTreeMap<::std::string::String, ::std::string::String>| {
             #reclone
             async move {
                 #(#binds)*
@@ -361,7 +363,7 @@ pub fn resource_def(cx: &Cx, item: &Item, uri: &LitStr, is_template: bool) -> To
     let out = proc_macro2::Ident::new("__mcpwire_out", item.ret_span());
     let output = quote_spanned!(item.ret_span()=> {
         let #out = #call;
-        #ks::__private::IntoResourceOutput::into_resource_output(#out, &uri, #mime)
+        #ks::__private::IntoResourceOutput::into_resource_output(#out, &__mcpwire_uri, #mime)
     });
     let capture = capture_this(cx, h);
     let reclone = reclone_this(cx, h);
@@ -384,7 +386,7 @@ pub fn resource_def(cx: &Cx, item: &Item, uri: &LitStr, is_template: bool) -> To
             }
         }
         quote! {
-            #k::__private::TemplateDef::new(#uri, #name, move |_ctx: #k::__private::CallCtx, uri: ::std::string::String, _vars: ::std::collections::BTreeMap<::std::string::String, ::std::string::String>| {
+            #k::__private::TemplateDef::new(#uri, #name, move |__mcpwire_ctx: #k::__private::CallCtx, __mcpwire_uri: ::std::string::String, __mcpwire_vars: ::std::collections::BTreeMap<::std::string::String, ::std::string::String>| {
                 #reclone
                 async move {
                     #(#binds)*
@@ -394,7 +396,7 @@ pub fn resource_def(cx: &Cx, item: &Item, uri: &LitStr, is_template: bool) -> To
         }
     } else {
         quote! {
-            #k::__private::ResourceDef::new(#uri, #name, move |_ctx: #k::__private::CallCtx, uri: ::std::string::String| {
+            #k::__private::ResourceDef::new(#uri, #name, move |__mcpwire_ctx: #k::__private::CallCtx, __mcpwire_uri: ::std::string::String| {
                 #reclone
                 async move { #output }
             })

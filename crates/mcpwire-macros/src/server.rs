@@ -56,6 +56,9 @@ pub fn expand(opts: ServerOptions, mut block: ItemImpl) -> syn::Result<TokenStre
         owner: Owner::Server { methods: &methods },
     };
     let mut registrations = Vec::new();
+    // The paths of the attributes taken off the methods: referred to once so that an import
+    // of them (`use mcpwire::{server, tool}`) counts as used.
+    let mut used_paths: Vec<syn::Path> = Vec::new();
     let mut errors: Option<syn::Error> = None;
     let mut push_err = |e: syn::Error| match &mut errors {
         Some(all) => all.combine(e),
@@ -80,6 +83,7 @@ pub fn expand(opts: ServerOptions, mut block: ItemImpl) -> syn::Result<TokenStre
             continue;
         }
         let attr = f.attrs.remove(index);
+        used_paths.push(attr.path().clone());
         let result = attr_tokens(&attr)
             .and_then(|t| Options::parse(kind, t))
             .and_then(|opts| {
@@ -125,8 +129,13 @@ pub fn expand(opts: ServerOptions, mut block: ItemImpl) -> syn::Result<TokenStre
     }
     let self_ty = &block.self_ty;
     let (impl_generics, _, where_clause) = block.generics.split_for_impl();
+    used_paths.sort_by_key(|p| quote!(#p).to_string());
+    used_paths.dedup_by_key(|p| quote!(#p).to_string());
     Ok(quote! {
         #block
+        const _: () = {
+            #(#[allow(unused_imports)] use #used_paths as _;)*
+        };
         impl #impl_generics #k::__private::Handlers for #self_ty #where_clause {
             fn register(
                 self: ::std::sync::Arc<Self>,

@@ -121,6 +121,19 @@ impl Counter {
             .collect()
     }
 
+    /// Parameters may carry any name, even those the generated code uses itself.
+    #[tool]
+    fn names(&self, this: String, args: u32, uri: bool, __mcpwire_x: u8) -> String {
+        format!("{this}/{args}/{uri}/{__mcpwire_x}")
+    }
+
+    /// A template whose variable is called `uri`.
+    #[resource("names://{uri}")]
+    fn by_uri(&self, uri: String, ctx: &CallCtx) -> String {
+        let _ = ctx.revision();
+        format!("name {uri}")
+    }
+
     /// The total as JSON.
     #[resource("count://total")]
     async fn total_json(&self) -> Json<Total> {
@@ -199,7 +212,9 @@ async fn listing_comes_from_signatures_and_docs() {
     let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
     assert_eq!(
         names,
-        ["add", "total", "mul", "ask", "greet", "echo", "fail"]
+        [
+            "add", "total", "mul", "ask", "greet", "names", "echo", "fail"
+        ]
     );
     let add = &tools[0];
     assert_eq!(
@@ -389,6 +404,18 @@ async fn resources_read_through_their_handlers() {
         .unwrap_or_default();
     assert_eq!(json["contents"][0]["mimeType"], "application/json");
     assert_eq!(json["contents"][0]["text"], "{\"total\":0}");
+    let named = call(&r, "resources/read", read("names://x"))
+        .await
+        .unwrap_or_default();
+    assert_eq!(named["contents"][0]["text"], "name x");
+    let names = tool_call(
+        &r,
+        "names",
+        json!({ "this": "t", "args": 2, "uri": true, "__mcpwire_x": 1 }),
+    )
+    .await
+    .unwrap_or_default();
+    assert_eq!(names["content"][0]["text"], "t/2/true/1");
     let readme = call(&r, "resources/read", read("doc://readme"))
         .await
         .unwrap_or_default();
