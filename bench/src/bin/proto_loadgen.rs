@@ -10,6 +10,11 @@
 //! JSON-RPC handshake and calls, each in a 12-byte-header frame. Every response is decoded and
 //! checked (a success, not `is_error`). Runs of the wires are interleaved; the table shows
 //! medians across runs.
+//!
+//! `--connections N` drives MCPB over N connections at once (K in flight on each; `-n` calls
+//! in total, split between them) against one server; `--mcpb-args` are the arguments that
+//! make the server listen (`mcpwire_echo`: `--mcpb 0`; `mcpwire demo`: `--transport mcpb
+//! --port 0 --mcpb-token bench`).
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -48,6 +53,13 @@ struct Args {
     /// Wires to compare, comma-separated (the first is the ratios' baseline).
     #[arg(long, value_delimiter = ',', default_value = "json,proto,mcpb")]
     wires: Vec<String>,
+    /// MCPB connections driven at once (each with K in flight).
+    #[arg(long, default_value_t = 1)]
+    connections: usize,
+    /// Arguments added to the server command line for MCPB (it must print
+    /// `listening on [mcpb://]ADDR` on stderr and accept the token `bench`).
+    #[arg(long, default_value = "--mcpb 0", allow_hyphen_values = true)]
+    mcpb_args: String,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -76,25 +88,23 @@ fn json_outcome(bytes: &[u8]) -> Result<Result<u64, String>> {
     })
 }
 
-struct Conn {
+/// A server process: its stdio pipes (stdio wires) or the address it listens on (MCPB).
+struct Server {
     child: Child,
-    stdin: Box<dyn AsyncWrite + Unpin + Send>,
-    stdout: Box<dyn AsyncRead + Unpin + Send>,
-    buf: BytesMut,
-    wire: Wire,
-    /// The encoded request without its id: JSON (prefix, suffix) or the proto payload.
-    template: (Vec<u8>, Vec<u8>),
+    addr: Option<String>,
 }
 
-impl Conn {
-    async fn start(cmd: &str, wire: Wire, text: &str) -> Result<Conn> {
+impl Server {
+    async fn start(cmd: &str, wire: Wire, mcpb_args: &str) -> Result<Server> {
         let argv = shlex::split(cmd).ok_or_else(|| anyhow!("bad command line {cmd:?}"))?;
         let (prog, rest) = argv.split_first().ok_or_else(|| anyhow!("empty command"))?;
         let mut command = Command::new(prog);
         command.args(rest).kill_on_drop(true);
         if wire == Wire::Mcpb {
+            let extra =
+                shlex::split(mcpb_args).ok_or_else(|| anyhow!("bad --mcpb-args {mcpb_args:?}"))?;
             command
-                .args(["--mcpb", "0"])
+                .args(extra)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped());
@@ -105,30 +115,69 @@ impl Conn {
                 .stderr(Stdio::null());
         }
         let mut child = command.spawn().with_context(|| format!("starting {cmd}"))?;
+        let mut addr = None;
+        if wire == Wire::Mcpb {
+            let stderr = child.stderr.take().ok_or_else(|| anyhow!("no stderr"))?;
+            let mut lines = tokio::io::BufReader::new(stderr).lines();
+            while addr.is_none() {
+                let line = lines
+                    .next_line()
+                    .await?
+                    .ok_or_else(|| anyhow!("the server exited before listening"))?;
+                if let Some((_, a)) = line.split_once("listening on ") {
+                    addr = Some(a.trim().trim_start_matches("mcpb://").to_owned());
+                }
+            }
+            // Keep reading, so the server never blocks on a full pipe.
+            tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        }
+        Ok(Server { child, addr })
+    }
+
+    async fn stop(mut self) {
+        if self.addr.is_some() {
+            // A TCP server outlives its clients.
+            let _ = self.child.kill().await;
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await;
+    }
+}
+
+struct Conn {
+    stdin: Box<dyn AsyncWrite + Unpin + Send>,
+    stdout: Box<dyn AsyncRead + Unpin + Send>,
+    buf: BytesMut,
+    wire: Wire,
+    /// The encoded request without its id: JSON (prefix, suffix) or the proto payload.
+    template: (Vec<u8>, Vec<u8>),
+}
+
+impl Conn {
+    /// A connection to `server` (its stdio, taken once; or a new TCP connection), after the
+    /// wire's handshake.
+    async fn open(server: &mut Server, wire: Wire, text: &str) -> Result<Conn> {
         let (stdin, stdout): (
             Box<dyn AsyncWrite + Unpin + Send>,
             Box<dyn AsyncRead + Unpin + Send>,
-        ) = if wire == Wire::Mcpb {
-            let stderr = child.stderr.take().ok_or_else(|| anyhow!("no stderr"))?;
-            let mut line = String::new();
-            tokio::io::BufReader::new(stderr)
-                .read_line(&mut line)
-                .await?;
-            let addr = line
-                .trim()
-                .strip_prefix("listening on ")
-                .ok_or_else(|| anyhow!("unexpected server output {line:?}"))?;
+        ) = if let Some(addr) = &server.addr {
             let tcp = tokio::net::TcpStream::connect(addr).await?;
             tcp.set_nodelay(true)?;
             let (r, w) = tcp.into_split();
             (Box::new(w), Box::new(r))
         } else {
-            let stdin = child.stdin.take().ok_or_else(|| anyhow!("no stdin"))?;
-            let stdout = child.stdout.take().ok_or_else(|| anyhow!("no stdout"))?;
+            let stdin = server
+                .child
+                .stdin
+                .take()
+                .ok_or_else(|| anyhow!("no stdin"))?;
+            let stdout = server
+                .child
+                .stdout
+                .take()
+                .ok_or_else(|| anyhow!("no stdout"))?;
             (Box::new(stdin), Box::new(stdout))
         };
         let mut c = Conn {
-            child,
             stdin,
             stdout,
             buf: BytesMut::with_capacity(256 * 1024),
@@ -364,15 +413,6 @@ impl Conn {
         }
         Ok(lat)
     }
-
-    async fn stop(mut self) {
-        drop(self.stdin);
-        if self.wire == Wire::Mcpb {
-            // A TCP server outlives its clients.
-            let _ = self.child.kill().await;
-        }
-        let _ = tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await;
-    }
 }
 
 struct Sample {
@@ -381,17 +421,30 @@ struct Sample {
     p99: u64,
 }
 
-async fn run_once(args: &Args, cmd: &str, wire: Wire, k: usize) -> Result<Sample> {
-    let mut c = Conn::start(cmd, wire, &args.text).await?;
-    c.drive(args.warmup, k, 1).await?;
+/// One run: a server, `conns` connections (one for the stdio wires), warm-up, then the
+/// measured calls split between the connections, driven at once.
+async fn run_once(args: &Args, cmd: &str, wire: Wire, k: usize, conns: usize) -> Result<Sample> {
+    let mut server = Server::start(cmd, wire, &args.mcpb_args).await?;
+    let mut cs = Vec::with_capacity(conns);
+    for _ in 0..conns {
+        cs.push(Conn::open(&mut server, wire, &args.text).await?);
+    }
+    let per = |total: usize| total.div_ceil(conns);
+    let warm = per(args.warmup).max(1);
+    futures::future::try_join_all(cs.iter_mut().map(|c| c.drive(warm, k, 1))).await?;
+    let calls = per(args.calls);
     let t = Instant::now();
-    let mut lat = c.drive(args.calls, k, 1 + args.warmup as u64).await?;
+    let lats =
+        futures::future::try_join_all(cs.iter_mut().map(|c| c.drive(calls, k, 1 + warm as u64)))
+            .await?;
     let secs = t.elapsed().as_secs_f64();
-    c.stop().await;
+    drop(cs);
+    server.stop().await;
+    let mut lat: Vec<u64> = lats.into_iter().flatten().collect();
     lat.sort_unstable();
     let pct = |p: f64| lat[((lat.len() as f64 * p) as usize).min(lat.len() - 1)];
     Ok(Sample {
-        calls_per_s: args.calls as f64 / secs,
+        calls_per_s: (calls * conns) as f64 / secs,
         p50: pct(0.50),
         p99: pct(0.99),
     })
@@ -404,8 +457,8 @@ fn median<T: Copy + PartialOrd>(mut v: Vec<T>) -> T {
 
 fn main() -> Result<()> {
     let args = Args::parse();
-    if args.calls == 0 || args.runs == 0 {
-        bail!("--calls and --runs must be positive");
+    if args.calls == 0 || args.runs == 0 || args.connections == 0 {
+        bail!("--calls, --runs and --connections must be positive");
     }
     let cmd = match &args.server {
         Some(s) => s.clone(),
@@ -425,8 +478,8 @@ fn main() -> Result<()> {
         args.text.len()
     );
     println!(
-        "{:<6} {:>4} {:>12} {:>8} {:>8}",
-        "wire", "K", "calls/s", "p50 µs", "p99 µs"
+        "{:<6} {:>5} {:>4} {:>12} {:>8} {:>8}",
+        "wire", "conns", "K", "calls/s", "p50 µs", "p99 µs"
     );
     let wires = args
         .wires
@@ -445,16 +498,27 @@ fn main() -> Result<()> {
         let mut res: Vec<(Wire, Vec<Sample>)> = wires.iter().map(|&w| (w, vec![])).collect();
         for _ in 0..args.runs {
             for (wire, samples) in res.iter_mut() {
-                samples.push(rt.block_on(run_once(&args, &cmd, *wire, k))?);
+                let conns = if *wire == Wire::Mcpb {
+                    args.connections
+                } else {
+                    1
+                };
+                samples.push(rt.block_on(run_once(&args, &cmd, *wire, k, conns))?);
             }
         }
         let mut rates = Vec::new();
         for (wire, samples) in &res {
             let rate = median(samples.iter().map(|s| s.calls_per_s).collect());
             rates.push(rate);
+            let conns = if *wire == Wire::Mcpb {
+                args.connections
+            } else {
+                1
+            };
             println!(
-                "{:<6} {:>4} {:>12.0} {:>8} {:>8}",
+                "{:<6} {:>5} {:>4} {:>12.0} {:>8} {:>8}",
                 format!("{wire:?}").to_lowercase(),
+                conns,
                 k,
                 rate,
                 median(samples.iter().map(|s| s.p50).collect()),

@@ -280,12 +280,12 @@ async fn serve_http(service: Service, args: HttpArgs) -> Result<()> {
     server.serve().await.context("serving http")
 }
 
-/// Loads `--schema-registry` into the service's proto-mcp catalog, when given.
+/// Loads `--schema-registry` into the service's proto-mcp tool schemas, when given.
 fn use_schema_registry(service: &mut Service, serve: &ServeArgs) -> Result<()> {
     if let Some(dir) = &serve.schema_registry {
-        let converter = mcpwire::proto::converter_with_registry(dir)
+        let converter = mcpwire::proto_mcp::converter_with_registry(dir)
             .with_context(|| format!("loading the schema registry {}", dir.display()))?;
-        service.proto = std::sync::Arc::new(mcpwire_proto::ProtoCatalog::new(converter));
+        service.proto = std::sync::Arc::new(mcpwire_proto_mcp::ProtoToolSchemas::new(converter));
     }
     Ok(())
 }
@@ -295,9 +295,9 @@ async fn serve_proto(service: Service, serve: &ServeArgs) -> Result<()> {
     let addr = std::net::SocketAddr::new(serve.http.host, serve.http.port);
     if matches!(serve.transport, Transport::Ws) {
         let (path, max) = (&serve.http.path, serve.http.max_sessions);
-        mcpwire::proto::serve_ws(service, addr, path, max).await
+        mcpwire::proto_mcp::serve_ws(service, addr, path, max).await
     } else {
-        mcpwire::proto::serve_grpc(service, addr).await
+        mcpwire::proto_mcp::serve_grpc(service, addr).await
     }
     .with_context(|| format!("serving on {addr}"))
 }

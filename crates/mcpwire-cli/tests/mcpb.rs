@@ -24,18 +24,18 @@ struct Server {
 }
 
 impl Server {
+    /// `mcpwire demo --transport mcpb` requiring [`TOKEN`].
     fn start(extra: &[&str]) -> Server {
+        let mut args = vec!["--mcpb-token", TOKEN];
+        args.extend_from_slice(extra);
+        Server::start_with(&args)
+    }
+
+    /// `mcpwire demo --transport mcpb` with only `args` (no token: authentication off).
+    fn start_with(args: &[&str]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_mcpwire"))
-            .args([
-                "demo",
-                "--transport",
-                "mcpb",
-                "--port",
-                "0",
-                "--mcpb-token",
-                TOKEN,
-            ])
-            .args(extra)
+            .args(["demo", "--transport", "mcpb", "--port", "0"])
+            .args(args)
             .env("MCPWIRE_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -44,7 +44,7 @@ impl Server {
             .expect("spawn mcpwire");
         let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
         let (mut addr, mut health) = (None, None);
-        let want_health = extra.contains(&"--mcpb-health-port");
+        let want_health = args.contains(&"--mcpb-health-port");
         while addr.is_none() || (want_health && health.is_none()) {
             let mut line = String::new();
             if stderr.read_line(&mut line).expect("stderr") == 0 {
@@ -126,6 +126,26 @@ impl Client {
 
     fn send_raw(&mut self, bytes: &[u8]) {
         self.stream.write_all(bytes).expect("write");
+    }
+
+    /// Sends `payload` as a Request frame, exactly as given.
+    fn send_json(&mut self, payload: &Value) {
+        let body = payload.to_string();
+        let mut frame = Vec::with_capacity(12 + body.len());
+        frame.extend_from_slice(b"MCPB");
+        frame.extend_from_slice(&1u16.to_be_bytes());
+        frame.extend_from_slice(&frame_type::REQUEST.to_be_bytes());
+        frame.extend_from_slice(&(body.len() as u32).to_be_bytes());
+        frame.extend_from_slice(body.as_bytes());
+        self.send_raw(&frame);
+    }
+
+    /// Sends `payload` and returns the next Response frame's JSON.
+    fn ask_json(&mut self, payload: &Value) -> Value {
+        self.send_json(payload);
+        let (kind, v) = self.recv_json();
+        assert_eq!(kind, frame_type::RESPONSE, "{v}");
+        v
     }
 
     /// The next frame; `None` once the server closed the connection.
@@ -518,4 +538,156 @@ fn connections_over_the_limit_are_told_and_closed() {
         echo(&mut first, "first")["result"]["content"][0]["text"],
         "first"
     );
+}
+
+fn rpc(id: i64, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+fn standard_init(id: i64, version: &str, token: Option<&str>) -> Value {
+    let mut params = json!({"protocolVersion": version, "capabilities": {},
+        "clientInfo": {"name": "reference-style", "version": "1"}});
+    if let Some(t) = token {
+        params["token"] = json!(t);
+    }
+    rpc(id, "initialize", params)
+}
+
+fn has_session(answer: &Value) -> bool {
+    let r = &answer["result"];
+    r["sessionId"].as_str().is_some_and(|s| s.len() == 32)
+        && r["expiresAt"].as_str().is_some_and(|s| s.ends_with('Z'))
+}
+
+/// Issue 10, defect 1: after `initialize {token}` every request is served directly, as the
+/// reference gateway does; a later standard `initialize` is the real handshake, once.
+#[test]
+fn the_token_initialize_opens_the_mcp_session() {
+    let server = Server::start(&[]);
+    let mut c = Client::connect(&server.addr);
+    c.negotiate();
+    let auth = c.ask_json(&rpc(1, "initialize", json!({"token": TOKEN})));
+    assert!(has_session(&auth), "{auth}");
+    assert!(auth["result"].get("protocolVersion").is_none(), "{auth}");
+    let tools = c.ask_json(&rpc(2, "tools/list", json!({})));
+    assert!(
+        tools["result"]["tools"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty()),
+        "{tools}"
+    );
+    let call = c.ask_json(&rpc(
+        3,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "hi"}}),
+    ));
+    assert_eq!(call["result"]["content"][0]["text"], "hi", "{call}");
+    // The client's own initialize is its real handshake, not "already initialized"…
+    let init = c.ask_json(&standard_init(4, "2025-06-18", None));
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18", "{init}");
+    assert!(init["result"]["serverInfo"]["name"].is_string(), "{init}");
+    // … once.
+    let again = c.ask_json(&standard_init(5, "2025-06-18", None));
+    assert_eq!(again["error"]["code"], -32600, "{again}");
+}
+
+/// Defect 1: standard params riding along with the token are negotiated, and the answer
+/// carries the standard fields beside the session id and expiry.
+#[test]
+fn standard_params_ride_along_with_the_token() {
+    let server = Server::start(&[]);
+    let mut c = Client::connect(&server.addr);
+    c.negotiate();
+    let init = c.ask_json(&standard_init(1, "2025-06-18", Some(TOKEN)));
+    assert!(has_session(&init), "{init}");
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18", "{init}");
+    assert!(
+        init["result"]["capabilities"]["tools"].is_object(),
+        "{init}"
+    );
+    let tools = c.ask_json(&rpc(2, "tools/list", json!({})));
+    assert!(tools["result"]["tools"].is_array(), "{tools}");
+    // A wrong token with standard params is refused like any wrong token.
+    let mut bad = Client::connect(&server.addr);
+    bad.negotiate();
+    let r = bad.ask_json(&standard_init(1, "2025-06-18", Some("wrong")));
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    assert!(bad.recv().is_none(), "closed after a failed authentication");
+    // So is a standard initialize with no token at all.
+    let mut none = Client::connect(&server.addr);
+    none.negotiate();
+    let r = none.ask_json(&standard_init(1, "2025-06-18", None));
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    assert!(none.recv().is_none());
+}
+
+/// Defect 1: with authentication off, a token initialize and a plain MCP initialize both
+/// work as the first request.
+#[test]
+fn without_authentication_either_order_works() {
+    let server = Server::start_with(&[]);
+    // Token first (any token is accepted as is), then straight to requests.
+    let mut c = Client::connect(&server.addr);
+    c.negotiate();
+    let auth = c.ask_json(&rpc(1, "initialize", json!({"token": "anything"})));
+    assert!(has_session(&auth), "{auth}");
+    let tools = c.ask_json(&rpc(2, "tools/list", json!({})));
+    assert!(tools["result"]["tools"].is_array(), "{tools}");
+    let init = c.ask_json(&standard_init(3, "2025-11-25", None));
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+    // MCP initialize first, no token: a plain MCP session.
+    let mut c = Client::connect(&server.addr);
+    c.negotiate();
+    let init = c.ask_json(&standard_init(1, "2025-11-25", None));
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+    assert!(init["result"].get("sessionId").is_none(), "{init}");
+    let call = c.ask_json(&rpc(
+        2,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "open"}}),
+    ));
+    assert_eq!(call["result"]["content"][0]["text"], "open", "{call}");
+}
+
+/// Defect 2: the three wrapper shapes, each connection answered in its client's shape: the
+/// auth wrappers plainly (as the reference gateway answers), the router's envelope as
+/// `{"mcp_payload": …}` (what the reference router reads). The envelope's token
+/// authenticates its `initialize` (the router never sends `params.token`).
+#[test]
+fn every_wrapper_shape_is_accepted_and_answered_in_kind() {
+    let server = Server::start(&["--mcpb-per-message-auth"]);
+    for key in ["request", "message"] {
+        let wrap = |m: Value| json!({"auth_token": TOKEN, key: m});
+        let mut c = Client::connect(&server.addr);
+        c.negotiate();
+        let auth = c.ask_json(&wrap(rpc(1, "initialize", json!({"token": TOKEN}))));
+        assert!(has_session(&auth), "{key}: {auth}");
+        let tools = c.ask_json(&wrap(rpc(2, "tools/list", json!({}))));
+        assert!(tools["result"]["tools"].is_array(), "{key}: {tools}");
+        let refused = c.ask_json(&json!({"auth_token": "wrong", key: rpc(3, "ping", json!({}))}));
+        assert_eq!(refused["error"]["code"], -32600, "{key}: {refused}");
+    }
+    let envelope = |m: Value, token: &str| {
+        json!({"id": m["id"], "timestamp": "2026-11-26T05:00:00Z", "source": "local-router",
+               "target_namespace": "system", "auth_token": token, "mcp_payload": m})
+    };
+    let mut c = Client::connect(&server.addr);
+    c.negotiate();
+    let init = c.ask_json(&envelope(standard_init(1, "2025-11-25", None), TOKEN));
+    let init = &init["mcp_payload"];
+    assert!(has_session(init), "{init}");
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+    let tools = c.ask_json(&envelope(rpc(2, "tools/list", json!({})), TOKEN));
+    assert!(
+        tools["mcp_payload"]["result"]["tools"].is_array(),
+        "{tools}"
+    );
+    let refused = c.ask_json(&envelope(rpc(3, "ping", json!({})), "wrong"));
+    assert_eq!(refused["mcp_payload"]["error"]["code"], -32600, "{refused}");
+    // Errors the codec makes are enveloped too.
+    let bad = c.ask_json(&envelope(
+        json!({"jsonrpc": "2.0", "id": "has space", "method": "ping"}),
+        TOKEN,
+    ));
+    assert_eq!(bad["mcp_payload"]["error"]["code"], -32600, "{bad}");
 }

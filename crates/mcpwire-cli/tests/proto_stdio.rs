@@ -6,7 +6,7 @@ use std::time::Duration;
 use bytes::BytesMut;
 use futures::StreamExt;
 use mcpwire::Service;
-use mcpwire::driver::NdjsonDriver;
+use mcpwire::stdio::StdioConnection;
 use mcpwire_wire::Limits;
 use mcpwire_wire::proto_mcp::ProtoMcpCodec;
 use mcpwire_wire::proto_mcp::pb::{self, McpMessage, mcp_message::Payload};
@@ -17,7 +17,7 @@ use tokio_util::codec::{Encoder, FramedRead};
 
 async fn service() -> Service {
     let service = Service::from_server(mcpwire_example_everything::server());
-    mcpwire::proto::keep_catalog(service.router.clone(), service.proto.clone()).await;
+    mcpwire::proto_mcp::keep_tool_schemas(service.router.clone(), service.proto.clone()).await;
     service
 }
 
@@ -35,14 +35,7 @@ async fn proto_frames_on_stdio_reach_the_tools() {
     let service = service().await;
     let (client, server) = tokio::io::duplex(1 << 20);
     let (sr, sw) = tokio::io::split(server);
-    let driver = NdjsonDriver::new(
-        service.router.clone(),
-        service.config.clone(),
-        &service.limits,
-        sr,
-        sw,
-    )
-    .with_proto(service.proto.clone());
+    let driver = StdioConnection::new(&service, sr, sw);
     let task = tokio::spawn(driver.run());
     let (cr, mut cw) = tokio::io::split(client);
     let mut replies = FramedRead::new(cr, ProtoMcpCodec::new(&Limits::default()));
@@ -139,17 +132,7 @@ async fn json_lines_still_work_on_a_proto_enabled_driver() {
     let service = service().await;
     let (client, server) = tokio::io::duplex(1 << 16);
     let (sr, sw) = tokio::io::split(server);
-    let task = tokio::spawn(
-        NdjsonDriver::new(
-            service.router.clone(),
-            service.config.clone(),
-            &service.limits,
-            sr,
-            sw,
-        )
-        .with_proto(service.proto.clone())
-        .run(),
-    );
+    let task = tokio::spawn(StdioConnection::new(&service, sr, sw).run());
     let (mut cr, mut cw) = tokio::io::split(client);
     cw.write_all(b" {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n")
         .await

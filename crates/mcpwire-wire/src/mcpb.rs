@@ -3,10 +3,13 @@
 //!
 //! Every frame is a 12-byte big-endian header — magic `MCPB`, version, type, payload
 //! length — and the payload. MCP messages travel as JSON-RPC in Request/Response frames,
-//! optionally wrapped as `{"auth_token": …, "message": …}` (the spec's prose says
-//! `"request"`; both are accepted). The codec enforces the payload cap (10 MiB, or the
-//! [`Limits`] if lower) without allocating for a declared length, and the spec's input rules
-//! (string ids and methods ≤ 255 characters from a small alphabet, tokens ≤ 4096).
+//! plain or in one of three wrappers ([`McpbShape`]): `{"auth_token", "message"}` (the
+//! reference gateway's code), `{"auth_token", "request"}` (the spec's prose), and the
+//! reference router's envelope `{"id", "timestamp", "source", "target_namespace",
+//! "auth_token", "mcp_payload"}`, whose answers are `{"mcp_payload": …}`. The codec enforces
+//! the payload cap (10 MiB, or the [`Limits`] if lower) without allocating for a declared
+//! length, and the spec's input rules (string ids and methods ≤ 255 characters from a small
+//! alphabet, namespaces likewise, tokens ≤ 4096).
 //!
 //! Faults the stream cannot survive (bad magic, a header version outside the supported range)
 //! are [`FramingError::Fatal`]: the connection answers with an Error frame and closes. A frame
@@ -104,6 +107,18 @@ pub struct VersionAck {
     pub agreed_version: u16,
 }
 
+/// How an MCP message was laid out in its frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum McpbShape {
+    /// Plain JSON-RPC.
+    Plain,
+    /// `{"auth_token", "message" | "request"}`: answered plain, as the reference gateway does.
+    AuthWrapper,
+    /// The reference router's `{"id", "timestamp", "source", "target_namespace",
+    /// "auth_token", "mcp_payload"}`: answered as `{"mcp_payload": …}` ([`McpbOut::Envelope`]).
+    Envelope,
+}
+
 /// What the decoder yields.
 #[derive(Debug)]
 pub enum McpbFrame {
@@ -114,6 +129,8 @@ pub enum McpbFrame {
         auth_token: Option<String>,
         /// The message.
         msg: Decoded,
+        /// How it was wrapped.
+        shape: McpbShape,
     },
     /// A control message (a JSON object).
     Control(Value),
@@ -135,6 +152,9 @@ pub enum McpbOut<'a> {
     /// An MCP message: a Response frame from a server (`client: false`), a Request frame
     /// from a client.
     Mcp(&'a Outbound),
+    /// An MCP message as `{"mcp_payload": …}`: a server's answer to a client that wrote the
+    /// router's envelope ([`McpbShape::Envelope`]).
+    Envelope(&'a Outbound),
     /// An MCP message a client sends with a per-message token.
     AuthMcp(&'a Outbound, &'a str),
     /// A control message.
@@ -190,22 +210,50 @@ impl McpbCodec {
             return McpbFrame::Mcp {
                 auth_token: None,
                 msg: direct.and_then(checked),
+                shape: McpbShape::Plain,
             };
         }
-        match unwrap_auth(payload) {
-            Some(Ok((token, inner))) => McpbFrame::Mcp {
-                auth_token: token,
-                msg: decode_with_depth(inner.as_bytes(), self.max_depth).and_then(checked),
-            },
-            Some(Err(m)) => McpbFrame::Mcp {
-                auth_token: None,
-                msg: Err(m),
-            },
-            None => McpbFrame::Mcp {
-                auth_token: None,
-                msg: direct,
-            },
+        self.unwrapped(payload).unwrap_or(McpbFrame::Mcp {
+            auth_token: None,
+            msg: direct,
+            shape: McpbShape::Plain,
+        })
+    }
+
+    /// A wrapped payload's message, token and shape; `None` if it is not a wrapper.
+    fn unwrapped(&self, payload: &[u8]) -> Option<McpbFrame> {
+        let w: Wrapper<'_> = serde_json::from_slice(payload).ok()?;
+        let (inner, shape) = match (w.mcp_payload, w.message.or(w.request)) {
+            (Some(inner), _) => (inner, McpbShape::Envelope),
+            (None, Some(inner)) => (inner, McpbShape::AuthWrapper),
+            (None, None) => return None,
+        };
+        let refused = |why: String| McpbFrame::Mcp {
+            auth_token: None,
+            msg: Err(Malformed::invalid_request(None, why)),
+            shape,
+        };
+        if w.auth_token.as_ref().is_some_and(|t| t.len() > MAX_TOKEN) {
+            return Some(refused(format!(
+                "Invalid Request: auth_token longer than {MAX_TOKEN} bytes"
+            )));
         }
+        if let Some(ns) = &w.target_namespace
+            && !ns.is_empty()
+            && !valid_name(ns, |b| {
+                b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')
+            })
+        {
+            return Some(refused(
+                "Invalid Request: MCPB namespaces are at most 255 letters, digits, '.', '-' or '_'"
+                    .into(),
+            ));
+        }
+        Some(McpbFrame::Mcp {
+            auth_token: w.auth_token,
+            msg: decode_with_depth(inner.get().as_bytes(), self.max_depth).and_then(checked),
+            shape,
+        })
     }
 
     fn frame(&self, kind: u16, payload: &[u8]) -> McpbFrame {
@@ -270,28 +318,20 @@ fn valid_name(s: &str, allowed: impl Fn(u8) -> bool) -> bool {
     !s.is_empty() && s.len() <= MAX_NAME && s.bytes().all(allowed)
 }
 
-/// The per-message auth wrapper `{"auth_token", "message" | "request"}`.
+/// A wrapped MCP message: the auth wrapper `{"auth_token", "message" | "request"}` or the
+/// router's envelope (`mcp_payload`, with `target_namespace` and fields read by nobody).
 #[derive(Deserialize)]
-struct AuthWrapper<'a> {
+struct Wrapper<'a> {
     #[serde(default)]
     auth_token: Option<String>,
     #[serde(borrow, default)]
     message: Option<&'a RawValue>,
     #[serde(borrow, default)]
     request: Option<&'a RawValue>,
-}
-
-/// The token and inner message of a wrapped payload; `None` if it is not a wrapper.
-fn unwrap_auth(payload: &[u8]) -> Option<Result<(Option<String>, &str), Malformed>> {
-    let w: AuthWrapper<'_> = serde_json::from_slice(payload).ok()?;
-    let inner = w.message.or(w.request)?;
-    if w.auth_token.as_ref().is_some_and(|t| t.len() > MAX_TOKEN) {
-        return Some(Err(Malformed::invalid_request(
-            None,
-            format!("Invalid Request: auth_token longer than {MAX_TOKEN} bytes"),
-        )));
-    }
-    Some(Ok((w.auth_token, inner.get())))
+    #[serde(borrow, default)]
+    mcp_payload: Option<&'a RawValue>,
+    #[serde(default)]
+    target_namespace: Option<String>,
 }
 
 impl Decoder for McpbCodec {
@@ -342,6 +382,7 @@ impl Decoder for McpbCodec {
                         None,
                         format!("Invalid Request: {why}"),
                     )),
+                    shape: McpbShape::Plain,
                 },
                 _ => McpbFrame::Refused(why),
             }));
@@ -407,6 +448,7 @@ impl Encoder<McpbOut<'_>> for McpbCodec {
         let mcp_kind = if self.client { REQUEST } else { RESPONSE };
         let written = match out {
             McpbOut::Mcp(msg) => write_frame(dst, mcp_kind, max, |d| msg.write_json(d.writer()))?,
+            McpbOut::Envelope(msg) => write_frame(dst, mcp_kind, max, |d| envelope(msg, d))?,
             McpbOut::AuthMcp(msg, token) => write_frame(dst, mcp_kind, max, |d| {
                 d.put_slice(b"{\"auth_token\":");
                 serde_json::to_writer(d.writer(), token).map_err(std::io::Error::other)?;
@@ -431,17 +473,19 @@ impl Encoder<McpbOut<'_>> for McpbCodec {
         if written {
             return Ok(());
         }
-        // Only an MCP message can outgrow the frame: answer its request with an error.
+        // Only an MCP message can outgrow the frame: answer its request with an error, in
+        // the same shape.
         let refusal = match out {
-            McpbOut::Mcp(Outbound::Response { id, .. } | Outbound::Error { id: Some(id), .. }) => {
-                Outbound::Error {
-                    id: Some(id.clone()),
-                    error: ErrorObject::new(
-                        codes::INTERNAL_ERROR,
-                        format!("the answer exceeds the {max}-byte MCPB frame"),
-                    ),
-                }
-            }
+            McpbOut::Mcp(Outbound::Response { id, .. } | Outbound::Error { id: Some(id), .. })
+            | McpbOut::Envelope(
+                Outbound::Response { id, .. } | Outbound::Error { id: Some(id), .. },
+            ) => Outbound::Error {
+                id: Some(id.clone()),
+                error: ErrorObject::new(
+                    codes::INTERNAL_ERROR,
+                    format!("the answer exceeds the {max}-byte MCPB frame"),
+                ),
+            },
             _ => {
                 let text = format!("a message exceeded the {max}-byte MCPB frame and was dropped");
                 write_frame(dst, ERROR, max, |d| {
@@ -451,9 +495,21 @@ impl Encoder<McpbOut<'_>> for McpbCodec {
                 return Ok(());
             }
         };
-        write_frame(dst, mcp_kind, max, |d| refusal.write_json(d.writer()))?;
+        if matches!(out, McpbOut::Envelope(_)) {
+            write_frame(dst, mcp_kind, max, |d| envelope(&refusal, d))?;
+        } else {
+            write_frame(dst, mcp_kind, max, |d| refusal.write_json(d.writer()))?;
+        }
         Ok(())
     }
+}
+
+/// Writes `{"mcp_payload": msg}`.
+fn envelope(msg: &Outbound, d: &mut BytesMut) -> std::io::Result<()> {
+    d.put_slice(b"{\"mcp_payload\":");
+    msg.write_json(d.writer())?;
+    d.put_u8(b'}');
+    Ok(())
 }
 
 /// The largest index ≤ `max` that is a char boundary of `s`.

@@ -1,8 +1,8 @@
 //! mcpwire: one fast MCP runtime and gateway serving tools over every wire from one core.
 //!
-//! **Is:** the shell around the sans-IO core — connection drivers, the stdio and Streamable
-//! HTTP wires, the clients used by `mcpwire list`/`call`, and the CLI. Tokio lives here and
-//! nowhere below.
+//! **Is:** the shell around the sans-IO core — the driver core every connection loop is built
+//! from, the wires (stdio, Streamable HTTP, WebSocket and gRPC proto-mcp, MCPB), and the
+//! clients used by `mcpwire list`/`call`. Tokio lives here and nowhere below.
 //!
 //! **Is not:** protocol logic (that is `mcpwire-session`), byte layouts (`mcpwire-wire`) or
 //! tools (`mcpwire-router`).
@@ -13,16 +13,15 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-mod calls;
 pub mod catalog;
 pub mod client;
-pub mod driver;
+mod driver;
 #[doc = include_str!("guide.md")]
 pub mod guide {}
 pub mod http;
 pub mod mcpb;
 pub mod prelude;
-pub mod proto;
+pub mod proto_mcp;
 pub mod schema_cli;
 pub mod serve;
 pub mod stdio;

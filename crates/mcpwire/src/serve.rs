@@ -3,12 +3,12 @@
 use std::sync::Arc;
 
 use mcpwire_model::types::Implementation;
-use mcpwire_proto::ProtoCatalog;
+use mcpwire_proto_mcp::ProtoToolSchemas;
 use mcpwire_router::{Router, Server, TaskConfig};
 use mcpwire_session::SessionConfig;
 use mcpwire_wire::Limits;
 
-use crate::driver::NdjsonDriver;
+use crate::stdio::StdioConnection;
 
 /// How long a connection keeps polling after activity before it sleeps, by default. On
 /// virtual machines waking an idle vCPU costs tens of microseconds per message; polling for a
@@ -28,7 +28,7 @@ pub struct Service {
     /// How long a connection keeps polling for input before it sleeps (zero: never).
     pub busy_poll: std::time::Duration,
     /// Each tool's protobuf schema, for proto-mcp connections.
-    pub proto: Arc<ProtoCatalog>,
+    pub proto: Arc<ProtoToolSchemas>,
 }
 
 impl Service {
@@ -53,19 +53,15 @@ impl Service {
             config: Arc::new(config),
             limits: Limits::default(),
             busy_poll: DEFAULT_BUSY_POLL,
-            proto: Arc::new(ProtoCatalog::new(crate::proto::default_converter())),
+            proto: Arc::new(ProtoToolSchemas::new(crate::proto_mcp::default_converter())),
         }
     }
 
     /// Serves one client over this process's stdin/stdout until stdin closes: JSON-RPC
     /// lines or proto-mcp frames, whichever the first byte announces.
     pub async fn serve_stdio(&self) -> std::io::Result<()> {
-        crate::proto::keep_catalog(self.router.clone(), self.proto.clone()).await;
+        crate::proto_mcp::keep_tool_schemas(self.router.clone(), self.proto.clone()).await;
         let (r, w) = crate::stdio::stdio();
-        NdjsonDriver::new(self.router.clone(), self.config.clone(), &self.limits, r, w)
-            .with_busy_poll(self.busy_poll)
-            .with_proto(self.proto.clone())
-            .run()
-            .await
+        StdioConnection::new(self, r, w).run().await
     }
 }

@@ -4,7 +4,7 @@
 //! and the [`Serve`] trait so an `Arc<Server>` serves directly.
 //!
 //! A thin layer over the listeners (`http::HttpServer`, `mcpb::McpbServer`,
-//! `proto::serve_grpc`, `proto::serve_ws`, `Service::serve_stdio`): it only binds, reports
+//! `proto_mcp::serve_grpc`, `proto_mcp::serve_ws`, `Service::serve_stdio`): it only binds, reports
 //! the bound address on stderr, and runs them.
 
 use std::future::Future;
@@ -132,12 +132,12 @@ impl Service {
 
     /// Serves the gRPC proto-mcp service on `addr` until the process ends.
     pub async fn serve_grpc(&self, addr: impl Into<SocketAddr>) -> io::Result<()> {
-        crate::proto::serve_grpc(self.clone(), addr.into()).await
+        crate::proto_mcp::serve_grpc(self.clone(), addr.into()).await
     }
 
     /// Serves WebSocket at `ws://addr/path` until the process ends.
     pub async fn serve_ws(&self, wire: WsWire) -> io::Result<()> {
-        crate::proto::serve_ws(self.clone(), wire.addr, &wire.path, wire.max_connections).await
+        crate::proto_mcp::serve_ws(self.clone(), wire.addr, &wire.path, wire.max_connections).await
     }
 
     /// Serves every wire of `config` at once; returns when the first of them ends (stdio

@@ -139,6 +139,9 @@ pub struct ServerSession {
     events: VecDeque<SessionEvent>,
     server_info_json: Raw,
     peer_closed: bool,
+    /// Initialized without the client's own handshake ([`ServerSession::provisional`]): an
+    /// `initialize` is still taken as the real one.
+    provisional: bool,
 }
 
 impl ServerSession {
@@ -165,6 +168,7 @@ impl ServerSession {
             events: VecDeque::new(),
             server_info_json,
             peer_closed: false,
+            provisional: false,
         }
     }
 
@@ -178,6 +182,16 @@ impl ServerSession {
         } else {
             Era::Handshake(revision)
         };
+        s
+    }
+
+    /// A session that starts initialized in the newest handshake revision with no client
+    /// capabilities, for wires whose own authentication stands in for the MCP handshake
+    /// (MCPB's token `initialize`). The client's own `initialize`, if it sends one later, is
+    /// answered as its real handshake (once it succeeds, further ones are refused as usual).
+    pub fn provisional(config: Arc<SessionConfig>) -> ServerSession {
+        let mut s = ServerSession::preinitialized(config, Revision::LATEST_STATEFUL);
+        s.provisional = true;
         s
     }
 
@@ -497,6 +511,18 @@ impl ServerSession {
                 }
             }
             Era::Stateless => self.on_modern_request(now, req, meta.unwrap_or_default()),
+            Era::Handshake(_) if self.provisional && req.method == Method::Initialize => {
+                self.on_initialize(req);
+                // Only a successful handshake replaces the provisional one.
+                let answered = matches!(
+                    self.transmits.back(),
+                    Some(Transmit {
+                        msg: Outbound::Response { .. },
+                        ..
+                    })
+                );
+                self.provisional = !answered;
+            }
             Era::Handshake(rev) => {
                 if modern {
                     return self.error(

@@ -61,7 +61,7 @@ fn decodes_frames_split_at_every_byte() {
     assert_eq!(got.len(), 4, "{got:?}");
     assert!(matches!(&got[0], McpbFrame::Version(o) if o.negotiate() == Some(1)));
     assert!(
-        matches!(&got[1], McpbFrame::Mcp { auth_token: None, msg: Ok(Message::Request(r)) }
+        matches!(&got[1], McpbFrame::Mcp { auth_token: None, msg: Ok(Message::Request(r)), shape: McpbShape::Plain }
         if r.id == RequestId::Str("a-1".into()))
     );
     assert!(matches!(got[2], McpbFrame::Health(None)));
@@ -79,7 +79,7 @@ fn auth_wrappers_are_unwrapped_under_either_key() {
         let mut buf = BytesMut::from(&frame(frame_type::REQUEST, body.as_bytes())[..]);
         let got = drain(&mut c, &mut buf);
         assert!(
-            matches!(&got[0], McpbFrame::Mcp { auth_token: Some(t), msg: Ok(Message::Request(_)) } if t == "tok"),
+            matches!(&got[0], McpbFrame::Mcp { auth_token: Some(t), msg: Ok(Message::Request(_)), shape: McpbShape::AuthWrapper } if t == "tok"),
             "{got:?}"
         );
     }
@@ -277,8 +277,85 @@ fn encodes_every_frame_and_a_client_reads_them_back() {
     assert_eq!(u16::from_be_bytes([wire[6], wire[7]]), frame_type::REQUEST);
     let got = drain(&mut s, &mut wire);
     assert!(
-        matches!(&got[0], McpbFrame::Mcp { auth_token: Some(t), msg: Ok(Message::Request(_)) } if t == "secret")
+        matches!(&got[0], McpbFrame::Mcp { auth_token: Some(t), msg: Ok(Message::Request(_)), .. } if t == "secret")
     );
+}
+
+#[test]
+fn the_router_envelope_is_unwrapped_and_answered_as_mcp_payload() {
+    let mut s = server(4096);
+    let body = format!(
+        r#"{{"id":"a-1","timestamp":"2026-11-26T05:00:00Z","source":"local-router","target_namespace":"system","auth_token":"tok","mcp_payload":{}}}"#,
+        std::str::from_utf8(PING).unwrap_or_default()
+    );
+    let mut buf = BytesMut::from(&frame(frame_type::REQUEST, body.as_bytes())[..]);
+    let got = drain(&mut s, &mut buf);
+    assert!(
+        matches!(&got[0], McpbFrame::Mcp { auth_token: Some(t), msg: Ok(Message::Request(r)), shape: McpbShape::Envelope }
+            if t == "tok" && r.id == RequestId::Str("a-1".into())),
+        "{got:?}"
+    );
+    // Without a token (authentication off) and without a namespace it is still an envelope.
+    let bare = format!(
+        r#"{{"id":1,"mcp_payload":{}}}"#,
+        std::str::from_utf8(PING).unwrap_or_default()
+    );
+    let mut buf = BytesMut::from(&frame(frame_type::REQUEST, bare.as_bytes())[..]);
+    assert!(matches!(
+        &drain(&mut s, &mut buf)[0],
+        McpbFrame::Mcp {
+            auth_token: None,
+            msg: Ok(_),
+            shape: McpbShape::Envelope
+        }
+    ));
+    // A namespace outside the spec's alphabet is refused.
+    let bad = format!(
+        r#"{{"target_namespace":"a b","mcp_payload":{}}}"#,
+        std::str::from_utf8(PING).unwrap_or_default()
+    );
+    let mut buf = BytesMut::from(&frame(frame_type::REQUEST, bad.as_bytes())[..]);
+    assert_eq!(code_of(&drain(&mut s, &mut buf)[0]), codes::INVALID_REQUEST);
+
+    // Answers go out as {"mcp_payload": …}, including the refusal of one that is too big.
+    let ok = Outbound::Response {
+        id: RequestId::Str("a-1".into()),
+        result: mcpwire_model::to_raw(&json!({})),
+    };
+    let mut wire = BytesMut::new();
+    s.encode(McpbOut::Envelope(&ok), &mut wire)
+        .expect("encodes");
+    let payload: serde_json::Value = serde_json::from_slice(&wire[HEADER_LEN..]).expect("JSON");
+    assert_eq!(
+        payload,
+        json!({"mcp_payload": {"jsonrpc": "2.0", "id": "a-1", "result": {}}})
+    );
+    let mut small = server(256);
+    let big = Outbound::Response {
+        id: RequestId::Int(9),
+        result: mcpwire_model::to_raw(&json!({"text": "x".repeat(1000)})),
+    };
+    let mut wire = BytesMut::new();
+    small
+        .encode(McpbOut::Envelope(&big), &mut wire)
+        .expect("encodes");
+    let payload: serde_json::Value = serde_json::from_slice(&wire[HEADER_LEN..]).expect("JSON");
+    assert_eq!(payload["mcp_payload"]["id"], 9, "{payload}");
+    assert_eq!(
+        payload["mcp_payload"]["error"]["code"],
+        codes::INTERNAL_ERROR,
+        "{payload}"
+    );
+    // A client codec reads such answers.
+    let mut c = McpbCodec::client(&Limits::default());
+    assert!(matches!(
+        &drain(&mut c, &mut wire)[0],
+        McpbFrame::Mcp {
+            msg: Ok(Message::Response(_)),
+            shape: McpbShape::Envelope,
+            ..
+        }
+    ));
 }
 
 #[test]

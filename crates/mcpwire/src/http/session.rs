@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use mcpwire_model::types::CancelledParams;
 use mcpwire_model::{ErrorObject, Message, Method, Outbound, Request, RequestId, codes};
 use mcpwire_session::{ServerSession, Transmit};
@@ -29,7 +29,8 @@ use tokio_util::sync::CancellationToken;
 use super::replay::{self, EventId, ReplayLog, StreamItem, StreamKind};
 use super::sessions::Sessions;
 use crate::Service;
-use crate::calls::{Calls, recv_event, sleep_until};
+use crate::driver::calls::sleep_until;
+use crate::driver::{Calls, ServerCore};
 
 /// Commands queued from handlers to one session before they wait.
 const COMMAND_QUEUE: usize = 64;
@@ -203,8 +204,10 @@ pub(crate) fn spawn(
     let (tx, cmds) = mpsc::channel(COMMAND_QUEUE);
     let close = CancellationToken::new();
     let task = SessionTask {
-        session: ServerSession::new(service.config.clone()),
-        calls: Calls::new(service.router.clone()),
+        core: ServerCore::new(
+            ServerSession::new(service.config.clone()),
+            Calls::new(service.router.clone()),
+        ),
         cmds,
         close: close.clone(),
         routes: HashMap::new(),
@@ -224,8 +227,7 @@ pub(crate) fn spawn(
 }
 
 struct SessionTask {
-    session: ServerSession,
-    calls: Calls,
+    core: ServerCore,
     cmds: mpsc::Receiver<Box<Command>>,
     close: CancellationToken,
     /// Requests not yet answered, by client request id.
@@ -245,13 +247,10 @@ impl SessionTask {
     async fn run(mut self) {
         loop {
             for _ in 0..BURST {
-                let progressed = self.calls.poll_ready(&mut self.session);
-                self.drain();
-                if !progressed {
+                if !self.drain() {
                     break;
                 }
             }
-            let timeout = self.session.poll_timeout();
             let idle_at = self.idle_deadline();
             tokio::select! {
                 biased;
@@ -260,12 +259,7 @@ impl SessionTask {
                     Some(cmd) => self.on_command(*cmd),
                     None => break,
                 },
-                Some((id, reply)) = self.calls.calls.next(), if !self.calls.is_empty() => {
-                    self.calls.on_done(&mut self.session, id, reply);
-                }
-                Some(msg) = self.calls.peer_rx.recv() => self.calls.on_peer(&mut self.session, *msg),
-                ev = recv_event(&mut self.calls.events) => self.calls.on_backend(&mut self.session, ev),
-                _ = sleep_until(timeout) => self.session.handle_timeout(Instant::now()),
+                wake = self.core.wait(false) => self.core.apply(wake),
                 _ = standalone_closed(&self.standalone) => {
                     if let Some(s) = &mut self.standalone {
                         s.tx = None;
@@ -279,22 +273,20 @@ impl SessionTask {
                     }
                 }
             }
-            self.drain();
         }
-        self.session.handle_peer_closed();
+        self.core.input_closed();
     }
 
     /// When the session expires if nothing happens: only while nothing is in flight and no
     /// standalone stream is open.
     fn idle_deadline(&self) -> Option<Instant> {
         let streaming = self.standalone.as_ref().is_some_and(|s| s.tx.is_some());
-        let busy = !self.calls.is_empty() || !self.routes.is_empty() || streaming;
+        let busy = !self.core.idle() || !self.routes.is_empty() || streaming;
         (!busy).then(|| self.last_active + self.idle)
     }
 
     fn on_command(&mut self, cmd: Command) {
         self.last_active = Instant::now();
-        let now = Instant::now();
         match cmd {
             Command::Request(req, sink, stream) => {
                 if self.routes.contains_key(&req.id) {
@@ -318,16 +310,16 @@ impl SessionTask {
                 };
                 self.streams.insert(stream, req.id.clone());
                 self.routes.insert(req.id.clone(), route);
-                self.session.handle_inbound(now, Ok(Message::Request(req)));
+                self.core.inbound(Ok(Message::Request(req)));
             }
             Command::Message(msg) => {
                 let cancelled = cancelled_request(&msg).filter(|id| self.routes.contains_key(id));
-                let before = self.session.in_flight();
-                self.session.handle_inbound(now, Ok(msg));
+                let before = self.core.session.in_flight();
+                self.core.inbound(Ok(msg));
                 // A cancelled request is never answered: end its stream now rather than
                 // when the session ends.
                 if let Some(id) = cancelled
-                    && self.session.in_flight() < before
+                    && self.core.session.in_flight() < before
                 {
                     self.remove_route(&id);
                 }
@@ -411,17 +403,20 @@ impl SessionTask {
         Some(route)
     }
 
-    fn drain(&mut self) {
+    /// Takes the work that is ready and routes what the session sends; whether there was
+    /// any work.
+    fn drain(&mut self) -> bool {
         let mut out = Vec::new();
-        self.calls.drain(&mut self.session, |t| out.push(t));
+        let progressed = self.core.poll_ready(&mut out, |_| false, Vec::push);
         for t in out {
             self.route(t);
         }
         // After what was emitted with them: a close takes effect once the messages queued
         // before it went out.
-        for id in std::mem::take(&mut self.calls.detached) {
+        for id in self.core.take_detached() {
             self.detach(&id);
         }
+        progressed
     }
 
     /// Closes the connection showing request `id`'s stream, keeping the stream: the client

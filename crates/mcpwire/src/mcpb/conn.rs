@@ -1,31 +1,23 @@
 //! One MCPB connection: version negotiation, token authentication, then MCP messages to a
 //! [`ServerSession`], with health checks, per-message tokens, expiry and graceful shutdown.
 
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Instant, SystemTime};
 
 use bytes::BytesMut;
-use futures::{FutureExt, StreamExt};
-use mcpwire_model::{ErrorObject, Message, Outbound, Request, RequestId, codes, to_raw};
+use mcpwire_model::{McpError, Message, Method, Outbound, Request, RequestId, Revision, to_raw};
 use mcpwire_session::ServerSession;
-use mcpwire_wire::FramingError;
-use mcpwire_wire::mcpb::{McpbCodec, McpbFrame, McpbOut, VersionAck};
+use mcpwire_wire::mcpb::{MAX_TOKEN, McpbCodec, McpbFrame, McpbOut, McpbShape, VersionAck};
+use mcpwire_wire::{Decoded, FramingError};
 use serde_json::{Value, json};
-use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
-use tokio::net::tcp::OwnedWriteHalf;
-use tokio_util::codec::{Encoder, FramedRead};
+use tokio_util::codec::Encoder;
 
-use super::Shared;
-use crate::calls::{Calls, recv_event, sleep_until};
-
-/// Frames handled between two writes, so a flood of input cannot starve output.
-const READ_BURST: usize = 64;
-
-/// JSON-RPC code of a refused token or a request refused while shutting down (MCPB has no
-/// codes of its own; −32600 says "this request is not acceptable").
-const REFUSED: i64 = codes::INVALID_REQUEST;
+use super::McpbListenerState;
+use crate::driver::framed::output_full;
+use crate::driver::{Calls, Endpoint, FramedDriver, ServerCore, Status, Wake};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -37,16 +29,13 @@ enum Phase {
     Ready,
 }
 
-struct Conn {
-    shared: Arc<Shared>,
-    reader: FramedRead<tokio::net::tcp::OwnedReadHalf, McpbCodec>,
-    writer: OwnedWriteHalf,
+/// The server side of one MCPB connection, run by the framed driver.
+pub(crate) struct McpbConnection {
+    listener: Arc<McpbListenerState>,
+    core: ServerCore,
+    /// Encodes what this side writes.
     codec: McpbCodec,
-    wbuf: BytesMut,
-    session: ServerSession,
-    calls: Calls,
     phase: Phase,
-    reader_open: bool,
     /// Close once everything written is flushed.
     closing: bool,
     /// When the handshake must be done by.
@@ -58,133 +47,148 @@ struct Conn {
     /// Set when shutdown began: the connection must be gone by then.
     shutdown_by: Option<Instant>,
     shutdown_acked: bool,
+    /// Fires at the earliest handshake, idle, expiry or shutdown deadline it was armed for
+    /// (re-armed only when a deadline moves earlier; a wake-up before any is due re-arms it).
+    edge_timer: Pin<Box<tokio::time::Sleep>>,
+    edge_armed: Instant,
+    /// How the client lays out MCP messages (fixed by its first one); answers follow it.
+    shape: Option<McpbShape>,
+    /// The authenticating `initialize` whose MCP answer (from the session) must also carry
+    /// the session id and expiry.
+    auth_answer: Option<AuthAnswer>,
+}
+
+/// What the answer to an authenticating `initialize` with standard params gets added.
+struct AuthAnswer {
+    id: RequestId,
+    fields: serde_json::Map<String, Value>,
+}
+
+impl AuthAnswer {
+    /// `msg` with the session id and expiry beside the standard result fields (an error
+    /// stays as it is).
+    fn add_to(self, msg: Outbound) -> Outbound {
+        let Outbound::Response { id, result } = msg else {
+            return msg;
+        };
+        let mut fields = match serde_json::from_str::<Value>(result.get()) {
+            Ok(Value::Object(m)) => m,
+            _ => return Outbound::Response { id, result },
+        };
+        fields.extend(self.fields);
+        Outbound::Response {
+            id,
+            result: to_raw(&fields),
+        }
+    }
+}
+
+/// What an MCPB connection wakes up for besides its session.
+pub(crate) enum McpbWake {
+    Core(Wake),
+    /// The handshake, idle, expiry or shutdown timer.
+    Edge,
+    /// The server began shutting down.
+    Shutdown,
 }
 
 /// Serves one accepted connection until it closes.
-pub(crate) async fn serve(shared: Arc<Shared>, stream: TcpStream) {
-    let limits = shared.service.limits.clone();
+pub(crate) async fn serve(listener: Arc<McpbListenerState>, stream: TcpStream) {
+    let service = &listener.service;
     let (r, w) = stream.into_split();
     let now = Instant::now();
-    let mut conn = Conn {
-        session: ServerSession::new(shared.service.config.clone()),
-        calls: Calls::new(shared.service.router.clone()),
-        reader: FramedRead::with_capacity(r, McpbCodec::server(&limits), 64 * 1024),
-        writer: w,
-        codec: McpbCodec::server(&limits),
-        wbuf: BytesMut::with_capacity(64 * 1024),
+    let handshake_by = now + listener.config.handshake_timeout;
+    let conn = McpbConnection {
+        core: ServerCore::new(
+            ServerSession::new(service.config.clone()),
+            Calls::new(service.router.clone()),
+        ),
+        codec: McpbCodec::server(&service.limits),
         phase: Phase::Version,
-        reader_open: true,
         closing: false,
-        handshake_by: now + shared.config.handshake_timeout,
+        handshake_by,
         quiet_since: now,
         ping_outstanding: false,
         expires: None,
         shutdown_by: None,
         shutdown_acked: false,
-        shared,
+        edge_timer: Box::pin(tokio::time::sleep_until(handshake_by.into())),
+        edge_armed: handshake_by,
+        shape: None,
+        auth_answer: None,
+        listener: listener.clone(),
     };
-    let active = conn.shared.active.fetch_add(1, Ordering::Relaxed) + 1;
-    if active > conn.shared.config.max_connections {
-        conn.fail("too many connections");
+    let codec = McpbCodec::server(&service.limits);
+    let mut driver = FramedDriver::new(r, codec, w, conn, service.busy_poll);
+    let active = listener.active.fetch_add(1, Ordering::Relaxed) + 1;
+    if active > listener.config.max_connections {
+        let (conn, out) = driver.endpoint_mut();
+        conn.fail(out, "too many connections");
     }
-    if let Err(e) = conn.run().await {
+    if let Err(e) = driver.run().await {
         tracing::debug!(target: "mcpwire::mcpb", error = %e, "connection ended with an error");
     }
-    conn.session.handle_peer_closed();
-    conn.shared.active.fetch_sub(1, Ordering::Relaxed);
+    listener.active.fetch_sub(1, Ordering::Relaxed);
 }
 
-impl Conn {
-    async fn run(&mut self) -> std::io::Result<()> {
-        let busy_poll = self.shared.service.busy_poll;
-        let mut just_spun = false;
-        loop {
-            self.pump();
-            if self.shared.shutdown.is_cancelled() && self.shutdown_by.is_none() {
-                self.begin_shutdown();
-            }
-            self.check_done();
-            if self.closing && self.wbuf.is_empty() {
-                break;
-            }
-            if !just_spun && !busy_poll.is_zero() && self.reader_open && self.wbuf.is_empty() {
-                // As the stdio driver: poll a little before sleeping (an idle vCPU is slow to
-                // wake), then re-check everything from the top.
-                just_spun = true;
-                self.spin(busy_poll).await;
-                continue;
-            }
-            just_spun = false;
-            let timeout = self.session.poll_timeout();
-            let edge_at = self.next_edge_timer();
-            tokio::select! {
-                biased;
-                r = self.writer.write_buf(&mut self.wbuf), if !self.wbuf.is_empty() => {
-                    if r? == 0 {
-                        return Err(std::io::ErrorKind::WriteZero.into());
-                    }
-                }
-                frame = self.reader.next(), if self.reader_open && !self.closing => self.on_frame(frame),
-                Some((id, reply)) = self.calls.calls.next(), if !self.calls.is_empty() => {
-                    self.calls.on_done(&mut self.session, id, reply);
-                }
-                Some(msg) = self.calls.peer_rx.recv() => self.calls.on_peer(&mut self.session, *msg),
-                ev = recv_event(&mut self.calls.events) => self.calls.on_backend(&mut self.session, ev),
-                _ = sleep_until(timeout) => self.session.handle_timeout(Instant::now()),
-                _ = sleep_until(Some(edge_at)) => self.on_edge_timer(),
-                _ = self.shared.shutdown.cancelled(), if self.shutdown_by.is_none() => self.begin_shutdown(),
-            }
-            self.drain();
-        }
-        self.writer.flush().await?;
-        self.writer.shutdown().await
+impl Endpoint for McpbConnection {
+    type Codec = McpbCodec;
+    type Wake = McpbWake;
+
+    fn on_frame(&mut self, frame: Option<Result<McpbFrame, FramingError>>, out: &mut BytesMut) {
+        self.take_frame(frame, out);
+        self.rearm();
     }
 
-    /// Does the work that is ready without waiting (a bounded burst), then moves session
-    /// output to the write buffer.
-    fn pump(&mut self) {
-        for _ in 0..READ_BURST {
-            let mut progressed = false;
-            if self.reader_open
-                && !self.closing
-                && let Some(frame) = self.reader.next().now_or_never()
-            {
-                self.on_frame(frame);
-                progressed = true;
-            }
-            progressed |= self.calls.poll_ready(&mut self.session);
-            self.drain();
-            if !progressed {
-                break;
-            }
+    fn poll_ready(&mut self, out: &mut BytesMut) -> bool {
+        if self.shutdown_by.is_none() && self.listener.shutdown.is_cancelled() {
+            self.begin_shutdown(out);
+        }
+        let (codec, shape, auth_answer) = (&mut self.codec, self.shape, &mut self.auth_answer);
+        self.core.poll_ready(out, output_full, |out, t| {
+            let msg = match auth_answer.take_if(|a| t.msg.response_id() == Some(&a.id)) {
+                Some(a) => a.add_to(t.msg),
+                None => t.msg,
+            };
+            write_mcp(codec, shape, &msg, out);
+        })
+    }
+
+    async fn wait(&mut self, paused: bool) -> McpbWake {
+        tokio::select! {
+            biased;
+            _ = self.listener.shutdown.cancelled(), if self.shutdown_by.is_none() => McpbWake::Shutdown,
+            _ = self.edge_timer.as_mut() => McpbWake::Edge,
+            w = self.core.wait(paused) => McpbWake::Core(w),
         }
     }
 
-    /// Polls input and finished calls without parking the thread, for up to `d`.
-    async fn spin(&mut self, d: std::time::Duration) {
-        let until = Instant::now() + d;
-        loop {
-            tokio::task::yield_now().await;
-            std::thread::yield_now();
-            if !self.closing
-                && let Some(frame) = self.reader.next().now_or_never()
-            {
-                self.on_frame(frame);
-                return;
-            }
-            if !self.calls.is_empty() && self.calls.poll_ready(&mut self.session) {
-                return;
-            }
-            if Instant::now() >= until {
-                return;
-            }
+    fn apply(&mut self, wake: McpbWake, out: &mut BytesMut) {
+        match wake {
+            McpbWake::Core(w) => self.core.apply(w),
+            McpbWake::Edge => self.on_edge_timer(out),
+            McpbWake::Shutdown => self.begin_shutdown(out),
         }
+        self.rearm();
     }
 
+    /// Closing after a fault or a deadline; or once the client closed its side (or
+    /// acknowledged a shutdown) and nothing is in flight.
+    fn status(&mut self) -> Status {
+        let acked = self.shutdown_by.is_some() && self.shutdown_acked && self.core.idle();
+        if self.closing || acked || self.core.finished() {
+            Status::Close
+        } else {
+            Status::Open
+        }
+    }
+}
+
+impl McpbConnection {
     /// The next handshake, idle, expiry or shutdown deadline.
     fn next_edge_timer(&self) -> Instant {
         let mut at = if self.phase == Phase::Ready {
-            self.quiet_since + self.shared.config.idle_ping
+            self.quiet_since + self.listener.config.idle_ping
         } else {
             self.handshake_by
         };
@@ -194,81 +198,100 @@ impl Conn {
         at
     }
 
-    fn on_edge_timer(&mut self) {
+    /// Moves the edge timer earlier when a deadline did.
+    fn rearm(&mut self) {
+        let at = self.next_edge_timer();
+        if at < self.edge_armed {
+            self.edge_armed = at;
+            self.edge_timer.as_mut().reset(at.into());
+        }
+    }
+
+    fn on_edge_timer(&mut self, out: &mut BytesMut) {
         let now = Instant::now();
+        let config = &self.listener.config;
         if self.shutdown_by.is_some_and(|t| t <= now) {
             tracing::debug!(target: "mcpwire::mcpb", "shutdown grace period over; closing");
             self.closing = true;
         } else if self.expires.is_some_and(|t| t <= now) {
-            self.fail("session expired");
+            self.fail(out, "session expired");
         } else if self.phase != Phase::Ready && self.handshake_by <= now {
-            self.fail("handshake timed out");
-        } else if self.phase == Phase::Ready
-            && self.quiet_since + self.shared.config.idle_ping <= now
-        {
+            self.fail(out, "handshake timed out");
+        } else if self.phase == Phase::Ready && self.quiet_since + config.idle_ping <= now {
             if self.ping_outstanding {
                 tracing::debug!(target: "mcpwire::mcpb", "no answer to the health check; closing");
                 self.closing = true;
             } else {
-                self.write(McpbOut::Health(None));
+                self.write(out, McpbOut::Health(None));
                 self.ping_outstanding = true;
                 self.quiet_since = now;
             }
         }
+        // Armed for what is due next (a wake-up before any deadline just re-arms).
+        self.edge_armed = self.next_edge_timer();
+        self.edge_timer.as_mut().reset(self.edge_armed.into());
     }
 
-    fn on_frame(&mut self, frame: Option<Result<McpbFrame, FramingError>>) {
+    fn take_frame(&mut self, frame: Option<Result<McpbFrame, FramingError>>, out: &mut BytesMut) {
         let frame = match frame {
             Some(Ok(f)) => f,
             Some(Err(FramingError::Fatal(reason))) => {
                 tracing::debug!(target: "mcpwire::mcpb", %reason, "mcp_gateway_tcp_protocol_errors_total");
-                return self.fail(&reason);
+                return self.fail(out, &reason);
             }
             Some(Err(e)) => {
                 tracing::debug!(target: "mcpwire::mcpb", error = %e, "input failed");
-                self.reader_open = false;
                 self.closing = true;
                 return;
             }
-            None => {
-                self.reader_open = false;
-                self.session.handle_peer_closed();
-                return;
-            }
+            None => return self.core.input_closed(),
         };
         self.quiet_since = Instant::now();
         self.ping_outstanding = false;
+        if let McpbFrame::Mcp { shape, .. } = &frame {
+            self.shape.get_or_insert(*shape);
+        }
         match (self.phase, frame) {
-            (_, McpbFrame::Health(request)) => self.on_health(request),
+            (_, McpbFrame::Health(request)) => self.on_health(out, request),
             (_, McpbFrame::PeerError(text)) => {
                 tracing::debug!(target: "mcpwire::mcpb", %text, "the client reported a protocol error");
             }
-            (_, McpbFrame::Refused(why)) => self.write(McpbOut::Error(&why)),
+            (_, McpbFrame::Refused(why)) => self.write(out, McpbOut::Error(&why)),
             (Phase::Version, McpbFrame::Version(offer)) => match offer.negotiate() {
                 Some(v) => {
-                    self.write(McpbOut::VersionAck(VersionAck { agreed_version: v }));
+                    self.write(out, McpbOut::VersionAck(VersionAck { agreed_version: v }));
                     self.phase = Phase::Auth;
                 }
-                None => self.fail("no protocol version in common (this server speaks 1)"),
+                None => self.fail(out, "no protocol version in common (this server speaks 1)"),
             },
-            (Phase::Version, _) => self.fail("the first frame must be a version negotiation"),
+            (Phase::Version, _) => self.fail(out, "the first frame must be a version negotiation"),
             (_, McpbFrame::Version(_) | McpbFrame::VersionAck(_)) => {
-                self.write(McpbOut::Error("the version is already agreed"))
+                self.write(out, McpbOut::Error("the version is already agreed"))
             }
             (_, McpbFrame::Control(v)) => self.on_control(&v),
-            (Phase::Auth, McpbFrame::Mcp { msg, .. }) => self.on_auth(msg),
-            (Phase::Ready, McpbFrame::Mcp { auth_token, msg }) => self.on_mcp(auth_token, msg),
+            (
+                Phase::Auth,
+                McpbFrame::Mcp {
+                    auth_token, msg, ..
+                },
+            ) => self.on_auth(out, auth_token, msg),
+            (
+                Phase::Ready,
+                McpbFrame::Mcp {
+                    auth_token, msg, ..
+                },
+            ) => self.on_mcp(out, auth_token, msg),
         }
     }
 
-    fn on_health(&mut self, request: Option<Value>) {
+    fn on_health(&mut self, out: &mut BytesMut, request: Option<Value>) {
         match request {
             // An empty frame answers our ping, or is the client's ping.
             None if self.ping_outstanding => {}
-            None => self.write(McpbOut::Health(None)),
+            None => self.write(out, McpbOut::Health(None)),
             Some(r) => {
-                let report = self.shared.health(Some(&r));
-                self.write(McpbOut::Health(Some(&report)));
+                let report = self.listener.health(Some(&r));
+                self.write(out, McpbOut::Health(Some(&report)));
             }
         }
     }
@@ -282,120 +305,156 @@ impl Conn {
         }
     }
 
-    /// Authentication: a token `initialize` (params with `token`, no `protocolVersion`).
-    /// With authentication off, an MCP message instead goes straight to the session.
-    fn on_auth(&mut self, msg: Result<Message, mcpwire_model::Malformed>) {
-        let token_init = match &msg {
-            Ok(Message::Request(r)) if r.method.as_str() == "initialize" => token_of(r),
+    /// Authentication: an `initialize` with a token (`params.token`, or else the wrapper's
+    /// `auth_token`) opens the MCP session too. With standard params riding along
+    /// (`protocolVersion` …) the session negotiates with them and its answer carries the
+    /// session id and expiry beside the standard fields; with the token alone the answer is
+    /// just those, and the session starts provisionally initialized (the client's own
+    /// `initialize`, if it sends one, is its real handshake). With authentication off, any
+    /// MCP message may come first instead.
+    fn on_auth(&mut self, out: &mut BytesMut, wrapper_token: Option<String>, msg: Decoded) {
+        let init = match &msg {
+            Ok(Message::Request(r)) if r.method == Method::Initialize => Some(AuthInit::of(r)),
             _ => None,
         };
-        let Some((id, token)) = token_init else {
-            if self.shared.auth() {
-                return self.fail("authenticate first: initialize with params.token");
+        let auth = self.listener.auth();
+        let Some(init) = init else {
+            if auth {
+                return self.fail(out, "authenticate first: initialize with a token");
             }
             self.phase = Phase::Ready;
-            self.expires = None;
-            return self.session.handle_inbound(Instant::now(), msg);
+            return self.core.inbound(msg);
         };
-        if self.shared.auth() && !self.shared.token_ok(&token) {
-            tracing::debug!(target: "mcpwire::mcpb", "authentication failed");
-            self.refuse(id, "authentication failed: unknown token");
+        let refusal = match init.token.or(wrapper_token) {
+            None if !auth => {
+                // Authentication off and no token: an MCP initialize as on any wire.
+                self.phase = Phase::Ready;
+                return self.core.inbound(msg);
+            }
+            None => Some("authentication failed: no token"),
+            Some(t) if t.len() > MAX_TOKEN => Some("authentication failed: token too long"),
+            Some(t) if auth && !self.listener.token_ok(&t) => {
+                Some("authentication failed: unknown token")
+            }
+            Some(_) => None,
+        };
+        if let Some(why) = refusal {
+            tracing::debug!(target: "mcpwire::mcpb", why, "authentication failed");
+            self.refuse(out, init.id, why);
             self.closing = true;
             return;
         }
         let Some(session_id) = super::new_session_id() else {
-            return self.fail("the OS random number generator failed");
+            return self.fail(out, "the OS random number generator failed");
         };
-        let ttl = self.shared.config.session_ttl;
-        let result = json!({
-            "sessionId": session_id,
-            "expiresAt": super::rfc3339(SystemTime::now() + ttl),
-        });
-        self.write(McpbOut::Mcp(&Outbound::Response {
-            id,
-            result: to_raw(&result),
-        }));
+        let ttl = self.listener.config.session_ttl;
+        let mut fields = serde_json::Map::new();
+        fields.insert("sessionId".into(), Value::String(session_id));
+        fields.insert(
+            "expiresAt".into(),
+            Value::String(super::rfc3339(SystemTime::now() + ttl)),
+        );
         self.phase = Phase::Ready;
         self.expires = Some(Instant::now() + ttl);
+        if init.standard {
+            self.auth_answer = Some(AuthAnswer {
+                id: init.id,
+                fields,
+            });
+            return self.core.inbound(msg);
+        }
+        self.core.session = ServerSession::provisional(self.listener.service.config.clone());
+        let answer = Outbound::Response {
+            id: init.id,
+            result: to_raw(&fields),
+        };
+        write_mcp(&mut self.codec, self.shape, &answer, out);
     }
 
-    fn on_mcp(&mut self, token: Option<String>, msg: Result<Message, mcpwire_model::Malformed>) {
+    fn on_mcp(&mut self, out: &mut BytesMut, token: Option<String>, msg: Decoded) {
         if let Ok(Message::Request(r)) = &msg {
             let token_refused = match &token {
-                Some(t) => self.shared.auth() && !self.shared.token_ok(t),
-                None => self.shared.config.per_message_auth,
+                Some(t) => self.listener.auth() && !self.listener.token_ok(t),
+                None => self.listener.config.per_message_auth,
             };
             if token_refused {
                 return self.refuse(
+                    out,
                     r.id.clone(),
                     "authentication failed: missing or unknown auth_token",
                 );
             }
             if self.shutdown_by.is_some() {
-                return self.refuse(r.id.clone(), "the server is shutting down");
+                return self.refuse(out, r.id.clone(), "the server is shutting down");
             }
         }
-        self.session.handle_inbound(Instant::now(), msg);
+        self.core.inbound(msg);
     }
 
-    fn begin_shutdown(&mut self) {
-        self.shutdown_by = Some(Instant::now() + self.shared.config.shutdown_grace);
+    fn begin_shutdown(&mut self, out: &mut BytesMut) {
+        self.shutdown_by = Some(Instant::now() + self.listener.config.shutdown_grace);
         if self.phase == Phase::Ready {
-            self.write(McpbOut::Control(&json!({ "command": "shutdown" })));
+            self.write(out, McpbOut::Control(&json!({ "command": "shutdown" })));
         } else {
             self.closing = true;
         }
     }
 
-    /// A shutting-down connection closes once the client acknowledged (or closed its side)
-    /// and no call is in flight; a closed input with nothing in flight closes it too.
-    fn check_done(&mut self) {
-        let idle = self.calls.is_empty() && self.session.in_flight() == 0;
-        if !idle {
-            return;
-        }
-        if !self.reader_open || (self.shutdown_by.is_some() && self.shutdown_acked) {
-            self.closing = true;
-        }
-    }
-
     /// Sends an Error frame and closes.
-    fn fail(&mut self, reason: &str) {
-        self.write(McpbOut::Error(reason));
+    fn fail(&mut self, out: &mut BytesMut, reason: &str) {
+        self.write(out, McpbOut::Error(reason));
         self.closing = true;
     }
 
-    fn refuse(&mut self, id: RequestId, message: &str) {
-        self.write(McpbOut::Mcp(&Outbound::Error {
+    /// Answers request `id` with an error: a refused token, or a request while shutting
+    /// down (MCPB has no codes of its own; "invalid request" says "not acceptable").
+    fn refuse(&mut self, out: &mut BytesMut, id: RequestId, message: &str) {
+        let error = McpError::InvalidRequest(message.to_owned()).to_wire(Revision::LATEST_STATEFUL);
+        let refusal = Outbound::Error {
             id: Some(id),
-            error: ErrorObject::new(REFUSED, message),
-        }));
+            error,
+        };
+        write_mcp(&mut self.codec, self.shape, &refusal, out);
     }
 
-    fn write(&mut self, out: McpbOut<'_>) {
-        if let Err(e) = self.codec.encode(out, &mut self.wbuf) {
+    fn write(&mut self, out: &mut BytesMut, frame: McpbOut<'_>) {
+        if let Err(e) = self.codec.encode(frame, out) {
             tracing::error!(error = %e, "could not encode an MCPB frame");
         }
     }
+}
 
-    /// Session output to the write buffer.
-    fn drain(&mut self) {
-        let (codec, wbuf) = (&mut self.codec, &mut self.wbuf);
-        self.calls.drain(&mut self.session, |t| {
-            if let Err(e) = codec.encode(McpbOut::Mcp(&t.msg), wbuf) {
-                tracing::error!(error = %e, "could not encode a message");
-            }
-        });
+/// Writes an MCP message in the client's shape.
+fn write_mcp(codec: &mut McpbCodec, shape: Option<McpbShape>, msg: &Outbound, out: &mut BytesMut) {
+    let frame = match shape {
+        Some(McpbShape::Envelope) => McpbOut::Envelope(msg),
+        _ => McpbOut::Mcp(msg),
+    };
+    if let Err(e) = codec.encode(frame, out) {
+        tracing::error!(error = %e, "could not encode a message");
     }
 }
 
-/// The id and token of an authentication `initialize` (params with a string `token` and no
-/// `protocolVersion`).
-fn token_of(r: &Request) -> Option<(RequestId, String)> {
-    let params: Value = serde_json::from_str(r.params.as_ref()?.get()).ok()?;
-    if params.get("protocolVersion").is_some() {
-        return None;
+/// What an `initialize` during authentication carries.
+struct AuthInit {
+    id: RequestId,
+    /// `params.token`, if a string.
+    token: Option<String>,
+    /// Standard `initialize` params ride along (`protocolVersion` is present).
+    standard: bool,
+}
+
+impl AuthInit {
+    fn of(r: &Request) -> AuthInit {
+        let params: Value = r
+            .params
+            .as_ref()
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or_default();
+        AuthInit {
+            id: r.id.clone(),
+            token: params["token"].as_str().map(str::to_owned),
+            standard: params.get("protocolVersion").is_some(),
+        }
     }
-    let token = params.get("token")?.as_str()?.to_owned();
-    Some((r.id.clone(), token))
 }

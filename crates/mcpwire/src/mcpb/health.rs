@@ -12,7 +12,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::codec::{Encoder, FramedRead};
 
-use super::{McpbServer, Shared};
+use super::{McpbListenerState, McpbServer};
 
 /// Largest health request accepted.
 const MAX_HEALTH_REQUEST: usize = 4096;
@@ -46,7 +46,7 @@ pub async fn serve_health(
 }
 
 /// Answers health checks on one connection until it closes or sends anything else.
-async fn answer(shared: Arc<Shared>, stream: TcpStream) {
+async fn answer(shared: Arc<McpbListenerState>, stream: TcpStream) {
     let limits = Limits {
         max_message_bytes: MAX_HEALTH_REQUEST,
         ..Limits::default()

@@ -2,9 +2,10 @@
 //! `docs/design/mcpb.md`).
 //!
 //! A connection negotiates its version (the first frame), authenticates with a token (an
-//! `initialize` request carrying `params.token`, answered with a session id and its expiry),
+//! `initialize` request carrying `params.token` or a wrapper's `auth_token`, answered with a
+//! session id and its expiry — and, like the reference gateway, opening the MCP session too),
 //! then carries MCP JSON-RPC in Request/Response frames to one [`ServerSession`], like a stdio
-//! connection. Around that: health checks (answered on the main port; the server pings a
+//! connection, plain or wrapped (answers follow the client's shape). Around that: health checks (answered on the main port; the server pings a
 //! connection that has been quiet for a minute and closes it after a second quiet minute), an
 //! optional dedicated health port, per-message tokens, session expiry, a connection limit, and
 //! graceful shutdown (a `shutdown` control frame, calls in flight finish, new requests are
@@ -63,7 +64,7 @@ impl Default for McpbConfig {
 }
 
 /// What every connection of a listener shares.
-pub(crate) struct Shared {
+pub(crate) struct McpbListenerState {
     pub(crate) service: Service,
     pub(crate) config: McpbConfig,
     /// Connections open now.
@@ -72,7 +73,7 @@ pub(crate) struct Shared {
     pub(crate) shutdown: CancellationToken,
 }
 
-impl Shared {
+impl McpbListenerState {
     /// Whether `token` is one of the configured tokens (compared in constant time).
     pub(crate) fn token_ok(&self, token: &str) -> bool {
         self.config.tokens.iter().fold(false, |ok, t| {
@@ -155,7 +156,7 @@ pub(crate) fn new_session_id() -> Option<String> {
 /// An MCPB listener.
 pub struct McpbServer {
     listener: TcpListener,
-    shared: Arc<Shared>,
+    shared: Arc<McpbListenerState>,
 }
 
 impl McpbServer {
@@ -167,7 +168,7 @@ impl McpbServer {
         shutdown: CancellationToken,
     ) -> std::io::Result<McpbServer> {
         let listener = TcpListener::bind(addr).await?;
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(McpbListenerState {
             service,
             config,
             active: AtomicUsize::new(0),

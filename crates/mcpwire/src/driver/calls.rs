@@ -2,9 +2,9 @@
 //!
 //! [`Calls`] owns the router, the futures of the calls in flight, their cancellation tokens,
 //! the asks waiting for a client answer and the queue through which running calls report
-//! progress, logs and asks. A driver (stdio, an HTTP session, one stateless HTTP exchange)
-//! owns one `Calls` next to its [`ServerSession`], waits on its fields in its own `select!`
-//! and hands what finished back through the methods here. No protocol decisions are made.
+//! progress, logs and asks. [`Calls::wait`] is the one place that waits for any of them (or
+//! the session's timer) and names what happened as a [`Wake`]; [`Calls::apply`] hands it to
+//! the [`ServerSession`]. No protocol decisions are made.
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 /// Events a running call can queue before further ones are dropped (progress, logs) or
 /// refused (asks).
-const PEER_QUEUE: usize = 1024;
+pub(crate) const PEER_QUEUE: usize = 1024;
 
 /// What a running call sends back to its driver.
 pub(crate) enum PeerMsg {
@@ -66,27 +66,36 @@ impl Peer for DriverPeer {
     }
 }
 
-pub(crate) type CallFuture = BoxFuture<'static, (DispatchId, Option<McpReply>)>;
+type CallFuture = BoxFuture<'static, (DispatchId, Option<McpReply>)>;
+
+/// What [`Calls::wait`] woke up for; hand it to [`Calls::apply`].
+pub(crate) enum Wake {
+    /// A call finished (`None`: it was cancelled).
+    Done(DispatchId, Option<McpReply>),
+    /// A running call's progress, log, ask or stream close.
+    Peer(Box<PeerMsg>),
+    /// A backend event (`None`: the backends closed their event channel).
+    Backend(Option<BackendEvent>),
+    /// The timer passed.
+    Timer,
+}
 
 /// The calls of one session: their futures, cancellation and client asks.
-///
-/// Fields are visible to the crate so drivers can wait on several of them in one
-/// `select!` (disjoint borrows); mutate them only through the methods.
 pub(crate) struct Calls {
-    pub(crate) router: Router,
+    router: Router,
     /// Calls being run, polled inline by the driver's task.
-    pub(crate) calls: FuturesUnordered<CallFuture>,
+    calls: FuturesUnordered<CallFuture>,
     cancels: HashMap<DispatchId, CancellationToken>,
     asks: HashMap<AskId, oneshot::Sender<Result<Raw, McpError>>>,
     peer_tx: mpsc::Sender<Box<PeerMsg>>,
     /// Progress, logs and asks of running calls.
     /// Boxed messages: an idle connection's channel block holds pointers, not messages.
-    pub(crate) peer_rx: mpsc::Receiver<Box<PeerMsg>>,
+    peer_rx: mpsc::Receiver<Box<PeerMsg>>,
     /// Catalog changes and other backend events (`None` once the backends closed it).
-    pub(crate) events: Option<broadcast::Receiver<BackendEvent>>,
+    events: Option<broadcast::Receiver<BackendEvent>>,
     /// Requests whose calls asked to close their stream's connection; drivers with
     /// resumable streams take them (others ignore them).
-    pub(crate) detached: Vec<RequestId>,
+    detached: Vec<RequestId>,
 }
 
 impl Calls {
@@ -126,13 +135,34 @@ impl Calls {
         self.calls.is_empty()
     }
 
+    /// Waits for the next finished call, call message, backend event, or for `timer`.
+    pub(crate) async fn wait(&mut self, timer: Option<Instant>) -> Wake {
+        tokio::select! {
+            biased;
+            Some((id, reply)) = self.calls.next(), if !self.calls.is_empty() => Wake::Done(id, reply),
+            Some(msg) = self.peer_rx.recv() => Wake::Peer(msg),
+            ev = recv_event(&mut self.events) => Wake::Backend(ev),
+            _ = sleep_until(timer) => Wake::Timer,
+        }
+    }
+
+    /// Hands what [`Calls::wait`] woke up for to `session`.
+    pub(crate) fn apply(&mut self, session: &mut ServerSession, wake: Wake) {
+        match wake {
+            Wake::Done(id, reply) => self.on_done(session, id, reply),
+            Wake::Peer(msg) => self.on_peer(session, *msg),
+            Wake::Backend(ev) => self.on_backend(session, ev),
+            Wake::Timer => session.handle_timeout(Instant::now()),
+        }
+    }
+
+    /// Requests whose calls asked to close their stream's connection since the last take.
+    pub(crate) fn take_detached(&mut self) -> Vec<RequestId> {
+        std::mem::take(&mut self.detached)
+    }
+
     /// Takes a finished call's outcome (`None`: it was cancelled).
-    pub(crate) fn on_done(
-        &mut self,
-        session: &mut ServerSession,
-        id: DispatchId,
-        reply: Option<McpReply>,
-    ) {
+    fn on_done(&mut self, session: &mut ServerSession, id: DispatchId, reply: Option<McpReply>) {
         // Events a call emitted before it finished must reach the client before its answer.
         while let Ok(msg) = self.peer_rx.try_recv() {
             self.on_peer(session, *msg);
@@ -144,7 +174,7 @@ impl Calls {
     }
 
     /// Takes one event or ask of a running call.
-    pub(crate) fn on_peer(&mut self, session: &mut ServerSession, msg: PeerMsg) {
+    fn on_peer(&mut self, session: &mut ServerSession, msg: PeerMsg) {
         match msg {
             PeerMsg::Event(id, ev) => session.handle_call_event(id, ev),
             PeerMsg::Ask(id, ask, tx) => {
@@ -160,25 +190,37 @@ impl Calls {
     }
 
     /// Takes one backend event (`None`: the backends closed their event channel).
-    pub(crate) fn on_backend(&mut self, session: &mut ServerSession, ev: Option<BackendEvent>) {
+    fn on_backend(&mut self, session: &mut ServerSession, ev: Option<BackendEvent>) {
         match ev {
             Some(ev) => session.handle_backend_event(&ev),
             None => self.events = None,
         }
     }
 
-    /// Takes every finished call and queued call message without waiting; whether any.
-    pub(crate) fn poll_ready(&mut self, session: &mut ServerSession) -> bool {
-        let mut progressed = false;
-        while let Some(Some((id, reply))) = self.calls.next().now_or_never() {
-            self.on_done(session, id, reply);
-            progressed = true;
+    /// Takes one finished call without waiting; whether there was one.
+    pub(crate) fn take_done(&mut self, session: &mut ServerSession) -> bool {
+        if self.calls.is_empty() {
+            return false;
         }
-        while let Ok(msg) = self.peer_rx.try_recv() {
-            self.on_peer(session, *msg);
-            progressed = true;
+        match self.calls.next().now_or_never() {
+            Some(Some((id, reply))) => {
+                self.on_done(session, id, reply);
+                true
+            }
+            _ => false,
         }
-        progressed
+    }
+
+    /// Takes one queued event or ask of a running call without waiting; whether there was
+    /// one.
+    pub(crate) fn take_peer(&mut self, session: &mut ServerSession) -> bool {
+        match self.peer_rx.try_recv() {
+            Ok(msg) => {
+                self.on_peer(session, *msg);
+                true
+            }
+            Err(_) => false,
+        }
     }
 
     /// Moves session outputs to their destinations, in the session's drain order: shell
@@ -268,9 +310,7 @@ fn panicked() -> BoxFuture<'static, McpReply> {
 }
 
 /// The next backend event (`None`: the channel closed); pending forever without a receiver.
-pub(crate) async fn recv_event(
-    rx: &mut Option<broadcast::Receiver<BackendEvent>>,
-) -> Option<BackendEvent> {
+async fn recv_event(rx: &mut Option<broadcast::Receiver<BackendEvent>>) -> Option<BackendEvent> {
     let Some(r) = rx else {
         return std::future::pending().await;
     };

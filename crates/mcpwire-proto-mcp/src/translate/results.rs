@@ -6,7 +6,7 @@ use mcpwire_wire::proto_mcp::pb;
 use prost::Message as _;
 use serde_json::Value;
 
-use crate::catalog::{ProtoCatalog, ToolEntry};
+use crate::tool_schemas::{ProtoToolSchemas, ToolEntry};
 
 fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or_default()
@@ -44,14 +44,14 @@ pub(super) fn initialize(v: &Value, bsr_refs: bool) -> pb::InitializeResponse {
 /// `metadata["input_type"|"output_type"]` name the messages.
 pub(super) fn list_tools(
     v: &Value,
-    catalog: &ProtoCatalog,
+    catalog: &ProtoToolSchemas,
     bsr_refs: &[String],
     include_schemas: bool,
 ) -> pb::ListToolsResponse {
     let tools = v["tools"].as_array().map(Vec::as_slice).unwrap_or_default();
     let mut out = Vec::with_capacity(tools.len());
     for t in tools {
-        let bsr_ref = crate::catalog::bsr_ref(t);
+        let bsr_ref = crate::tool_schemas::bsr_ref(t);
         if !bsr_refs.is_empty() && !bsr_ref.is_some_and(|r| bsr_refs.iter().any(|b| b == r)) {
             continue;
         }

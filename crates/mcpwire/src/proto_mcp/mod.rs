@@ -1,12 +1,12 @@
-//! proto-mcp (`buf.mcp.v1`) in the shell: the service-wide tool schema catalog and the
-//! WebSocket and gRPC listeners. Stdio (and the NDJSON driver generally) detects proto-mcp
+//! proto-mcp (`buf.mcp.v1`) in the shell: the service-wide proto-mcp tool schemas and the
+//! WebSocket and gRPC listeners. Stdio (and any byte stream served by [`crate::driver::StdioConnection`]) detects proto-mcp
 //! by the first byte; see [`crate::driver`].
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use mcpwire_model::{BackendEvent, Method, Reply};
-use mcpwire_proto::{ProtoCatalog, SchemaConverter, ToolProto};
+use mcpwire_proto_mcp::{ProtoToolSchemas, SchemaConverter, ToolProto};
 use mcpwire_router::{CallCtx, McpCall, Router};
 use serde_json::{Value, json};
 
@@ -44,20 +44,20 @@ async fn all_tools(router: &Router) -> Result<Vec<Value>, mcpwire_model::McpErro
     Ok(tools)
 }
 
-/// Fills `catalog` from the router's tools now, then keeps it current on every
+/// Fills `schemas` from the router's tools now, then keeps it current on every
 /// `ToolsListChanged` for as long as the runtime runs.
-pub async fn keep_catalog(router: Router, catalog: Arc<ProtoCatalog>) {
-    refresh(&router, &catalog).await;
+pub async fn keep_tool_schemas(router: Router, schemas: Arc<ProtoToolSchemas>) {
+    refresh(&router, &schemas).await;
     let Some(mut events) = router.events() else {
         return;
     };
     tokio::spawn(async move {
         loop {
             match events.recv().await {
-                Ok(BackendEvent::ToolsListChanged) => refresh(&router, &catalog).await,
+                Ok(BackendEvent::ToolsListChanged) => refresh(&router, &schemas).await,
                 Ok(_) => {}
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                    refresh(&router, &catalog).await
+                    refresh(&router, &schemas).await
                 }
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             }
@@ -65,10 +65,10 @@ pub async fn keep_catalog(router: Router, catalog: Arc<ProtoCatalog>) {
     });
 }
 
-async fn refresh(router: &Router, catalog: &ProtoCatalog) {
+async fn refresh(router: &Router, schemas: &ProtoToolSchemas) {
     match all_tools(router).await {
-        Ok(tools) => catalog.replace(&tools),
-        Err(e) => tracing::warn!(error = %e, "could not list tools for the proto-mcp catalog"),
+        Ok(tools) => schemas.replace(&tools),
+        Err(e) => tracing::warn!(error = %e, "could not list tools for the proto-mcp tool schemas"),
     }
 }
 
@@ -80,20 +80,20 @@ pub async fn serve_ws(
     path: &str,
     max_connections: usize,
 ) -> std::io::Result<()> {
-    keep_catalog(service.router.clone(), service.proto.clone()).await;
-    let catalog = service.proto.clone();
-    let server = ws::WsServer::bind(service, catalog, addr, path, max_connections).await?;
+    keep_tool_schemas(service.router.clone(), service.proto.clone()).await;
+    let schemas = service.proto.clone();
+    let server = ws::WsServer::bind(service, schemas, addr, path, max_connections).await?;
     eprintln!("mcpwire: listening on ws://{}{path}", server.local_addr()?);
     server.serve().await
 }
 
 /// Serves the gRPC `MCPService` on `addr` until the process ends.
 pub async fn serve_grpc(service: crate::Service, addr: SocketAddr) -> std::io::Result<()> {
-    keep_catalog(service.router.clone(), service.proto.clone()).await;
+    keep_tool_schemas(service.router.clone(), service.proto.clone()).await;
     let listener = tokio::net::TcpListener::bind(addr).await?;
     eprintln!("mcpwire: listening on grpc://{}", listener.local_addr()?);
-    let catalog = service.proto.clone();
-    grpc::GrpcMcp::new(service, catalog)
+    let schemas = service.proto.clone();
+    grpc::GrpcMcp::new(service, schemas)
         .serve(listener)
         .await
         .map_err(std::io::Error::other)

@@ -13,18 +13,17 @@
 //! answer CANCELLED without an MCP code.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use futures::StreamExt;
-use mcpwire_model::Revision;
-use mcpwire_proto::{Inbound, ProtoCatalog, Translator, grpc_code};
+use mcpwire_model::{McpError, Message, Revision};
+use mcpwire_proto_mcp::{Inbound, ProtoToolSchemas, Translator, grpc_code};
 use mcpwire_session::ServerSession;
 use mcpwire_wire::proto_mcp::pb::{self, McpMessage, mcp_message::Payload};
 use prost::Message as _;
 use tonic::{Request, Response, Status};
 
 use crate::Service;
-use crate::calls::{Calls, recv_event, sleep_until};
+use crate::driver::{Calls, Exchange, ServerCore};
 
 /// The generated tonic server glue.
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
@@ -38,13 +37,13 @@ use service::mcp_service_server::{McpService, McpServiceServer};
 #[derive(Clone, Debug)]
 pub struct GrpcMcp {
     service: Service,
-    catalog: Arc<ProtoCatalog>,
+    schemas: Arc<ProtoToolSchemas>,
 }
 
 impl GrpcMcp {
-    /// The gRPC face of `service`, reading tool arguments with `catalog`.
-    pub fn new(service: Service, catalog: Arc<ProtoCatalog>) -> GrpcMcp {
-        GrpcMcp { service, catalog }
+    /// The gRPC face of `service`, reading tool arguments with `schemas`.
+    pub fn new(service: Service, schemas: Arc<ProtoToolSchemas>) -> GrpcMcp {
+        GrpcMcp { service, schemas }
     }
 
     /// Serves on `listener` until the process ends. Per connection at most `max_in_flight`
@@ -93,40 +92,31 @@ impl GrpcMcp {
     async fn run(&self, payload: Payload) -> McpMessage {
         let initialize = matches!(payload, Payload::InitializeRequest(_));
         let config = self.service.config.clone();
-        let mut session = if initialize {
+        let session = if initialize {
             ServerSession::new(config)
         } else {
             ServerSession::preinitialized(config, Revision::ProtoMcp1)
         };
-        let mut calls = Calls::new(self.service.router.clone());
-        let mut tr = Translator::new(self.catalog.clone());
-        match tr.inbound(McpMessage::new(1, payload)) {
+        let mut tr = Translator::new(self.schemas.clone());
+        let req = match tr.inbound(McpMessage::new(1, payload)) {
             Inbound::Reply(m) => return m,
-            Inbound::Forward(m) => session.handle_inbound(Instant::now(), Ok(m)),
-        }
-        loop {
-            let mut answer = None;
-            calls.poll_ready(&mut session);
-            calls.drain(&mut session, |t| {
-                if answer.is_none() {
-                    answer = tr.outbound(&t.msg);
-                }
-            });
-            if let Some(m) = answer {
-                return m;
-            }
-            let timeout = session.poll_timeout();
-            tokio::select! {
-                biased;
-                Some((id, reply)) = calls.calls.next(), if !calls.is_empty() => {
-                    calls.on_done(&mut session, id, reply);
-                }
-                Some(msg) = calls.peer_rx.recv() => calls.on_peer(&mut session, *msg),
-                ev = recv_event(&mut calls.events) => calls.on_backend(&mut session, ev),
-                _ = sleep_until(timeout) => session.handle_timeout(Instant::now()),
-            }
+            Inbound::Forward(Message::Request(req)) => req,
+            Inbound::Forward(_) => return internal("the request did not translate to a request"),
+        };
+        // Unary RPCs have no use for catalog changes: no backend event subscription.
+        let calls = Calls::without_events(self.service.router.clone());
+        let exchange = Exchange::new(ServerCore::new(session, calls), req);
+        match exchange.response().await.and_then(|m| tr.outbound(&m)) {
+            Some(answer) => answer,
+            None => internal("the request ended without an answer"),
         }
     }
+}
+
+/// An internal-error answer (a broken invariant, not the client's fault).
+fn internal(message: &str) -> McpMessage {
+    let e = McpError::Internal(message.to_owned()).to_wire(Revision::ProtoMcp1);
+    McpMessage::error(1, e.code, e.message)
 }
 
 /// A gRPC status for an MCP error: code chosen by [`grpc_code`], details = the encoded
@@ -138,7 +128,7 @@ fn status(e: pb::ErrorResponse) -> Status {
 }
 
 fn call_error_status(e: pb::Error) -> Status {
-    let data = mcpwire_proto::json_to_struct(&serde_json::Value::Object(
+    let data = mcpwire_proto_mcp::json_to_struct(&serde_json::Value::Object(
         e.data
             .into_iter()
             .map(|(k, v)| (k, serde_json::Value::String(v)))

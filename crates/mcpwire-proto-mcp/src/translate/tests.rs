@@ -9,7 +9,7 @@ use prost_types::{DescriptorProto, FieldDescriptorProto, FileDescriptorProto, Fi
 use serde_json::{Value, json};
 
 use super::{Inbound, Translator};
-use crate::catalog::{ProtoCatalog, SchemaConverter, ToolProto};
+use crate::tool_schemas::{ProtoToolSchemas, SchemaConverter, ToolProto};
 
 /// A fixture converter: every tool takes `{a: int64, b: int64}` and returns `{sum: int64}`,
 /// as messages `t.<tool>.Input` / `t.<tool>.Output` (the real conversion is mcpwire-schema's).
@@ -117,8 +117,8 @@ impl ToolProto for FixedProto {
     }
 }
 
-fn translator() -> (Translator, Arc<ProtoCatalog>) {
-    let catalog = Arc::new(ProtoCatalog::new(Arc::new(Fixed)));
+fn translator() -> (Translator, Arc<ProtoToolSchemas>) {
+    let catalog = Arc::new(ProtoToolSchemas::new(Arc::new(Fixed)));
     catalog.replace(&[
         json!({"name": "add", "inputSchema": {"type": "object"}}),
         json!({"name": "mul", "inputSchema": {"type": "object"}}),
@@ -333,7 +333,7 @@ fn ids_are_echoed_pipelined_and_duplicates_refused() {
 
 #[test]
 fn listing_inlines_schemas_and_filters_by_reference() {
-    let mut t = Translator::new(Arc::new(ProtoCatalog::new(Arc::new(WithRegistry))));
+    let mut t = Translator::new(Arc::new(ProtoToolSchemas::new(Arc::new(WithRegistry))));
     let req = |refs: Vec<String>| {
         McpMessage::new(
             3,
@@ -408,7 +408,7 @@ fn payloadless_and_response_messages_are_refused() {
 
 #[test]
 fn registry_references_pick_the_message_and_unresolved_ones_are_33000() {
-    let catalog = Arc::new(ProtoCatalog::new(Arc::new(WithRegistry)));
+    let catalog = Arc::new(ProtoToolSchemas::new(Arc::new(WithRegistry)));
     let tools = [
         json!({"name": "search", "inputSchema": {"type": "object"},
                "_meta": {"io.mcpwire/bsrRef": "buf.build/acme/tools/t.reg.Input:v1"}}),

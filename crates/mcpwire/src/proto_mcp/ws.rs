@@ -9,26 +9,26 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
 
 use axum::extract::State;
 use axum::extract::ws::{Message as WsMessage, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
-use futures::StreamExt;
+use futures::SinkExt;
 use mcpwire_model::jsonrpc::decode_with_depth;
 use mcpwire_model::{Malformed, codes};
-use mcpwire_proto::{Inbound, ProtoCatalog, Translator};
+use mcpwire_proto_mcp::{Inbound, ProtoToolSchemas, Translator};
 use mcpwire_session::ServerSession;
 use mcpwire_wire::proto_mcp::pb::McpMessage;
 use mcpwire_wire::proto_mcp::{decode_message, encode_message};
 
 use crate::Service;
-use crate::calls::{Calls, recv_event, sleep_until};
+use crate::driver::framed::WRITE_HIGH_WATER;
+use crate::driver::{Calls, ServerCore};
 
 #[derive(Clone)]
 struct WsState {
     service: Service,
-    catalog: Arc<ProtoCatalog>,
+    schemas: Arc<ProtoToolSchemas>,
     /// Connections still allowed; an upgrade past the limit is refused with 503.
     slots: Arc<tokio::sync::Semaphore>,
 }
@@ -43,7 +43,7 @@ impl WsServer {
     /// Binds `addr`, serving `service` at `path` to at most `max_connections` at once.
     pub async fn bind(
         service: Service,
-        catalog: Arc<ProtoCatalog>,
+        schemas: Arc<ProtoToolSchemas>,
         addr: SocketAddr,
         path: &str,
         max_connections: usize,
@@ -54,7 +54,7 @@ impl WsServer {
             .route(path, axum::routing::get(upgrade))
             .with_state(WsState {
                 service,
-                catalog,
+                schemas,
                 slots,
             });
         Ok(WsServer { listener, app })
@@ -82,7 +82,7 @@ async fn upgrade(State(st): State<WsState>, ws: WebSocketUpgrade) -> Response {
     ws.max_message_size(max.saturating_mul(2))
         .max_frame_size(max.saturating_mul(2))
         .on_upgrade(move |socket| async move {
-            if let Err(e) = Conn::new(&st).run(socket).await {
+            if let Err(e) = WsConnection::new(&st).run(socket).await {
                 tracing::debug!(error = %e, "websocket connection ended");
             }
             drop(slot);
@@ -96,62 +96,90 @@ enum Mode {
     Proto,
 }
 
-struct Conn {
-    session: ServerSession,
-    calls: Calls,
+/// One WebSocket client: its session and the messages waiting to be sent.
+struct WsConnection {
+    core: ServerCore,
     translator: Translator,
     mode: Mode,
     max: usize,
     depth: usize,
-    out: Vec<WsMessage>,
+    out: Outbox,
 }
 
-impl Conn {
-    fn new(st: &WsState) -> Conn {
-        Conn {
-            session: ServerSession::new(st.service.config.clone()),
-            calls: Calls::new(st.service.router.clone()),
-            translator: Translator::new(st.catalog.clone()),
+/// Messages waiting to be sent, and their size.
+#[derive(Default)]
+struct Outbox {
+    msgs: Vec<WsMessage>,
+    bytes: usize,
+}
+
+impl Outbox {
+    fn push(&mut self, m: WsMessage) {
+        self.bytes += match &m {
+            WsMessage::Text(t) => t.len(),
+            WsMessage::Binary(b) => b.len(),
+            _ => 0,
+        };
+        self.msgs.push(m);
+    }
+
+    /// Whether to stop producing and send first.
+    fn full(&self) -> bool {
+        self.bytes >= WRITE_HIGH_WATER
+    }
+}
+
+impl WsConnection {
+    fn new(st: &WsState) -> WsConnection {
+        WsConnection {
+            core: ServerCore::new(
+                ServerSession::new(st.service.config.clone()),
+                Calls::new(st.service.router.clone()),
+            ),
+            translator: Translator::new(st.schemas.clone()),
             mode: Mode::Undecided,
             max: st.service.limits.max_message_bytes,
             depth: st.service.limits.max_depth,
-            out: Vec::new(),
+            out: Outbox::default(),
         }
     }
 
+    /// Serves until the client closes. Output goes out in batches of at most
+    /// [`WRITE_HIGH_WATER`] bytes (flushed once per batch); nothing is read while a batch is
+    /// being sent, so a client that does not read stops being read from (backpressure).
     async fn run(mut self, mut socket: WebSocket) -> Result<(), axum::Error> {
         loop {
-            self.calls.poll_ready(&mut self.session);
-            self.drain();
-            for m in self.out.drain(..) {
-                socket.send(m).await?;
+            loop {
+                self.poll_ready();
+                if self.out.msgs.is_empty() {
+                    break;
+                }
+                for m in self.out.msgs.drain(..) {
+                    socket.feed(m).await?;
+                }
+                self.out.bytes = 0;
+                socket.flush().await?;
             }
-            let timeout = self.session.poll_timeout();
             tokio::select! {
                 biased;
                 msg = socket.recv() => match msg {
                     Some(Ok(m)) => self.on_message(m),
                     Some(Err(e)) => {
-                        self.session.handle_peer_closed();
+                        self.core.input_closed();
                         return Err(e);
                     }
                     None => {
-                        self.session.handle_peer_closed();
+                        // The socket is gone both ways: answers could not be delivered.
+                        self.core.input_closed();
                         return Ok(());
                     }
                 },
-                Some((id, reply)) = self.calls.calls.next(), if !self.calls.is_empty() => {
-                    self.calls.on_done(&mut self.session, id, reply);
-                }
-                Some(msg) = self.calls.peer_rx.recv() => self.calls.on_peer(&mut self.session, *msg),
-                ev = recv_event(&mut self.calls.events) => self.calls.on_backend(&mut self.session, ev),
-                _ = sleep_until(timeout) => self.session.handle_timeout(Instant::now()),
+                wake = self.core.wait(false) => self.core.apply(wake),
             }
         }
     }
 
     fn on_message(&mut self, m: WsMessage) {
-        let now = Instant::now();
         match m {
             WsMessage::Text(t) => {
                 if self.mode == Mode::Proto {
@@ -170,7 +198,7 @@ impl Conn {
                 } else {
                     decode_with_depth(t.as_bytes(), self.depth)
                 };
-                self.session.handle_inbound(now, decoded);
+                self.core.inbound(decoded);
             }
             WsMessage::Binary(b) => {
                 if self.mode == Mode::Json {
@@ -178,7 +206,7 @@ impl Conn {
                         None,
                         "Invalid Request: this connection speaks JSON-RPC (text messages)",
                     );
-                    return self.session.handle_inbound(now, Err(e));
+                    return self.core.inbound(Err(e));
                 }
                 self.mode = Mode::Proto;
                 if b.len() > self.max {
@@ -191,7 +219,7 @@ impl Conn {
                 match decode_message(&b) {
                     Err(reply) => self.proto_out(reply),
                     Ok(msg) => match self.translator.inbound(msg) {
-                        Inbound::Forward(m) => self.session.handle_inbound(now, Ok(m)),
+                        Inbound::Forward(m) => self.core.inbound(Ok(m)),
                         Inbound::Reply(r) => self.proto_out(r),
                     },
                 }
@@ -205,9 +233,9 @@ impl Conn {
         self.out.push(WsMessage::Binary(encode_message(&m).into()));
     }
 
-    fn drain(&mut self) {
-        let (out, tr, mode) = (&mut self.out, &mut self.translator, self.mode);
-        self.calls.drain(&mut self.session, |t| {
+    fn poll_ready(&mut self) {
+        let (tr, mode) = (&mut self.translator, self.mode);
+        self.core.poll_ready(&mut self.out, Outbox::full, |out, t| {
             if mode == Mode::Proto {
                 if let Some(m) = tr.outbound(&t.msg) {
                     out.push(WsMessage::Binary(encode_message(&m).into()));

@@ -61,7 +61,7 @@ pub trait SchemaConverter: Send + Sync {
     }
 }
 
-/// One tool in the catalog.
+/// One tool in the table.
 #[derive(Debug)]
 pub struct ToolEntry {
     /// The tool's name.
@@ -79,22 +79,22 @@ struct Snapshot {
     by_input: HashMap<String, String>,
 }
 
-/// Tool name → protobuf schemas, swapped as a whole when the catalog changes.
-pub struct ProtoCatalog {
+/// Tool name → protobuf schemas, swapped as a whole when the tool list changes.
+pub struct ProtoToolSchemas {
     converter: Arc<dyn SchemaConverter>,
     snap: RwLock<Arc<Snapshot>>,
 }
 
-impl std::fmt::Debug for ProtoCatalog {
+impl std::fmt::Debug for ProtoToolSchemas {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ProtoCatalog").finish_non_exhaustive()
+        f.debug_struct("ProtoToolSchemas").finish_non_exhaustive()
     }
 }
 
-impl ProtoCatalog {
-    /// An empty catalog converting with `converter`.
-    pub fn new(converter: Arc<dyn SchemaConverter>) -> ProtoCatalog {
-        ProtoCatalog {
+impl ProtoToolSchemas {
+    /// An empty table converting with `converter`.
+    pub fn new(converter: Arc<dyn SchemaConverter>) -> ProtoToolSchemas {
+        ProtoToolSchemas {
             converter,
             snap: RwLock::new(Arc::default()),
         }
@@ -118,7 +118,7 @@ impl ProtoCatalog {
     }
 
     /// The entry for a tool as `tools/list` describes it (`{name, inputSchema,
-    /// outputSchema?}`), converting it when new or changed. The catalog keeps it.
+    /// outputSchema?}`), converting it when new or changed. The table keeps it.
     pub fn entry_for(&self, tool: &Value) -> Option<Arc<ToolEntry>> {
         let name = tool.get("name")?.as_str()?;
         let hash = schema_hash(tool);
@@ -130,7 +130,7 @@ impl ProtoCatalog {
         Some(entry)
     }
 
-    /// Replaces the whole catalog with `tools` (a complete `tools/list`), reusing the
+    /// Replaces the whole table with `tools` (a complete `tools/list`), reusing the
     /// conversions of unchanged tools and converting the others in one batch.
     pub fn replace(&self, tools: &[Value]) {
         let old = self.snapshot();

@@ -18,8 +18,8 @@ use mcpwire_wire::proto_mcp::pb::{self, McpMessage, mcp_message::Payload};
 use prost_reflect::DynamicMessage;
 use serde_json::{Value, json};
 
-use crate::catalog::ProtoCatalog;
 use crate::json::{data_map, json_to_struct};
+use crate::tool_schemas::ProtoToolSchemas;
 
 mod results;
 
@@ -55,13 +55,13 @@ struct Pending {
 /// One connection's translation state: the requests the session has not answered yet.
 #[derive(Debug)]
 pub struct Translator {
-    catalog: Arc<ProtoCatalog>,
+    catalog: Arc<ProtoToolSchemas>,
     pending: HashMap<RequestId, Pending>,
 }
 
 impl Translator {
     /// A translator resolving tool schemas in `catalog`.
-    pub fn new(catalog: Arc<ProtoCatalog>) -> Translator {
+    pub fn new(catalog: Arc<ProtoToolSchemas>) -> Translator {
         Translator {
             catalog,
             pending: HashMap::new(),

@@ -1,0 +1,124 @@
+//! [`ServerCore`]: one client's [`ServerSession`] and the [`Calls`] it started — everything a
+//! server-side connection loop does that is not I/O.
+
+use std::time::{Duration, Instant};
+
+use mcpwire_model::{Malformed, Message, RequestId};
+use mcpwire_session::{ServerSession, Transmit};
+
+use super::calls::{Calls, PEER_QUEUE, Wake, sleep_until};
+
+/// How long accepted calls may keep running after the client closed its input.
+pub(crate) const DRAIN_GRACE: Duration = Duration::from_secs(10);
+
+/// A session and its calls.
+pub(crate) struct ServerCore {
+    /// The protocol state (wires read it: era, in-flight count, request ids).
+    pub(crate) session: ServerSession,
+    calls: Calls,
+    /// Set when the peer's input ended: accepted calls may run until then.
+    drain_by: Option<Instant>,
+}
+
+impl ServerCore {
+    /// `session` running its dispatches with `calls`.
+    pub(crate) fn new(session: ServerSession, calls: Calls) -> ServerCore {
+        ServerCore {
+            session,
+            calls,
+            drain_by: None,
+        }
+    }
+
+    /// Hands one decoded message (or a codec's refusal) to the session.
+    pub(crate) fn inbound(&mut self, msg: Result<Message, Malformed>) {
+        self.session.handle_inbound(Instant::now(), msg);
+    }
+
+    /// The peer's input ended: the session fails what waits on the client (asks); accepted
+    /// calls may finish within [`DRAIN_GRACE`].
+    pub(crate) fn input_closed(&mut self) {
+        if self.drain_by.is_none() {
+            self.session.handle_peer_closed();
+            self.drain_by = Some(Instant::now() + DRAIN_GRACE);
+        }
+    }
+
+    /// No call is running and the session has nothing in flight.
+    pub(crate) fn idle(&self) -> bool {
+        self.calls.is_empty() && self.session.in_flight() == 0
+    }
+
+    /// The peer's input ended and every accepted call was answered — or the grace period
+    /// is over (the calls left are abandoned).
+    pub(crate) fn finished(&self) -> bool {
+        let Some(by) = self.drain_by else {
+            return false;
+        };
+        if self.calls.is_empty() {
+            return true;
+        }
+        let over = Instant::now() >= by;
+        if over {
+            tracing::warn!(
+                in_flight = self.calls.len(),
+                "input closed; abandoning calls after the grace period"
+            );
+        }
+        over
+    }
+
+    /// Takes the work that is ready without waiting — finished calls, then the call events
+    /// queued now — and moves session output through `encode` into `out`, stopping early
+    /// (the rest stays queued) once `full(out)`. Whether any work was taken. Bounded: a call
+    /// that keeps emitting events without finishing cannot hold the loop here.
+    pub(crate) fn poll_ready<O>(
+        &mut self,
+        out: &mut O,
+        full: impl Fn(&O) -> bool,
+        mut encode: impl FnMut(&mut O, Transmit),
+    ) -> bool {
+        let mut progressed = false;
+        let mut peer_budget = PEER_QUEUE;
+        loop {
+            self.calls.drain(&mut self.session, |t| encode(out, t));
+            if full(out) {
+                return progressed;
+            }
+            if self.calls.take_done(&mut self.session) {
+                progressed = true;
+                continue;
+            }
+            if peer_budget == 0 || !self.calls.take_peer(&mut self.session) {
+                return progressed;
+            }
+            peer_budget -= 1;
+            progressed = true;
+        }
+    }
+
+    /// Waits for the next finished call, call event, backend event or timer (the session's,
+    /// or the end of the grace period). `paused`: the output is full, so wait only for timers
+    /// (whose output is small) until it drains; calls are not polled meanwhile.
+    pub(crate) async fn wait(&mut self, paused: bool) -> Wake {
+        let timer = match (self.session.poll_timeout(), self.drain_by) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if paused {
+            sleep_until(timer).await;
+            return Wake::Timer;
+        }
+        self.calls.wait(timer).await
+    }
+
+    /// Hands what [`ServerCore::wait`] woke up for to the session.
+    pub(crate) fn apply(&mut self, wake: Wake) {
+        self.calls.apply(&mut self.session, wake);
+    }
+
+    /// Requests whose calls asked to close their stream's connection (HTTP SSE polling).
+    pub(crate) fn take_detached(&mut self) -> Vec<RequestId> {
+        self.calls.take_detached()
+    }
+}

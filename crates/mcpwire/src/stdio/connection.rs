@@ -1,0 +1,137 @@
+//! [`StdioConnection`]: one client over a byte stream, served by the framed driver. The
+//! stream is NDJSON JSON-RPC, or — when its first byte says so ([`AnyCodec`]) — proto-mcp
+//! frames, translated to and from the session's JSON-RPC by a per-connection [`Translator`].
+
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use mcpwire_proto_mcp::{Inbound, ProtoToolSchemas, Translator};
+use mcpwire_session::{ServerSession, Transmit};
+use mcpwire_wire::proto_mcp::{ProtoDecoded, ProtoMcpCodec, pb::McpMessage};
+use mcpwire_wire::{AnyCodec, FramingError, NdjsonCodec, WireItem};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_util::codec::Encoder;
+
+use crate::Service;
+use crate::driver::framed::output_full;
+use crate::driver::{Calls, Endpoint, FramedDriver, ServerCore, Status, Wake};
+
+/// Serves one client reading `R` and writing `W` until the client closes its input and
+/// every accepted call has been answered (or the grace period passed).
+#[must_use = "a connection does nothing until run"]
+pub struct StdioConnection<R, W> {
+    driver: FramedDriver<R, W, StdioEndpoint>,
+}
+
+impl<R, W> StdioConnection<R, W>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    /// A connection serving `service` to the client on `reader`/`writer`: JSON-RPC lines,
+    /// or proto-mcp frames read with the service's tool schemas.
+    pub fn new(service: &Service, reader: R, writer: W) -> Self {
+        let endpoint = StdioEndpoint {
+            core: ServerCore::new(
+                ServerSession::new(service.config.clone()),
+                Calls::new(service.router.clone()),
+            ),
+            json: NdjsonCodec::new(&service.limits),
+            proto: ProtoMcpCodec::new(&service.limits),
+            schemas: service.proto.clone(),
+            translator: None,
+        };
+        let codec = AnyCodec::new(&service.limits, true);
+        StdioConnection {
+            driver: FramedDriver::new(reader, codec, writer, endpoint, service.busy_poll),
+        }
+    }
+
+    /// Runs until the client closed its input and the accepted calls are answered, then
+    /// flushes and returns.
+    pub async fn run(self) -> std::io::Result<()> {
+        self.driver.run().await
+    }
+}
+
+/// The server side of a stdio connection.
+struct StdioEndpoint {
+    core: ServerCore,
+    json: NdjsonCodec,
+    proto: ProtoMcpCodec,
+    /// The tool schemas proto-mcp arguments are read with.
+    schemas: Arc<ProtoToolSchemas>,
+    /// Set once the first proto-mcp frame arrived.
+    translator: Option<Translator>,
+}
+
+impl StdioEndpoint {
+    fn on_proto(&mut self, item: ProtoDecoded, out: &mut BytesMut) {
+        let msg = match item {
+            Ok(msg) => msg,
+            Err(reply) => return write_proto(&mut self.proto, &reply, out),
+        };
+        let translator = self
+            .translator
+            .get_or_insert_with(|| Translator::new(self.schemas.clone()));
+        match translator.inbound(msg) {
+            Inbound::Forward(m) => self.core.inbound(Ok(m)),
+            Inbound::Reply(reply) => write_proto(&mut self.proto, &reply, out),
+        }
+    }
+}
+
+impl Endpoint for StdioEndpoint {
+    type Codec = AnyCodec;
+    type Wake = Wake;
+
+    fn on_frame(&mut self, frame: Option<Result<WireItem, FramingError>>, out: &mut BytesMut) {
+        match frame {
+            Some(Ok(WireItem::Json(decoded))) => self.core.inbound(decoded),
+            Some(Ok(WireItem::Proto(item))) => self.on_proto(item, out),
+            Some(Err(e)) => {
+                tracing::debug!(error = %e, "input failed");
+                self.core.input_closed();
+            }
+            None => self.core.input_closed(),
+        }
+    }
+
+    fn poll_ready(&mut self, out: &mut BytesMut) -> bool {
+        let (json, proto, translator) = (&mut self.json, &mut self.proto, &mut self.translator);
+        self.core.poll_ready(out, output_full, |out, t: Transmit| {
+            let r = match translator {
+                None => json.encode(&t.msg, out),
+                Some(tr) => match tr.outbound(&t.msg) {
+                    Some(m) => proto.encode(&m, out),
+                    None => Ok(()),
+                },
+            };
+            if let Err(e) = r {
+                tracing::error!(error = %e, "could not encode a message");
+            }
+        })
+    }
+
+    async fn wait(&mut self, paused: bool) -> Wake {
+        self.core.wait(paused).await
+    }
+
+    fn apply(&mut self, wake: Wake, _out: &mut BytesMut) {
+        self.core.apply(wake);
+    }
+
+    fn status(&mut self) -> Status {
+        if self.core.finished() {
+            Status::Close
+        } else {
+            Status::Open
+        }
+    }
+}
+
+fn write_proto(codec: &mut ProtoMcpCodec, msg: &McpMessage, out: &mut BytesMut) {
+    if let Err(e) = codec.encode(msg, out) {
+        tracing::error!(error = %e, "could not encode a message");
+    }
+}
