@@ -4,15 +4,16 @@
 //! Invariants: no panic; no single allocation beyond what the limits allow (a declared
 //! length must not become a huge reservation); while waiting for bytes the decoder buffers
 //! at most one frame (envelope or raw payload); the same bytes decoded whole or split give
-//! the same items and the same ending; a raw payload decodes to at most `MAX_RAW` bytes or
-//! is refused.
+//! the same items and the same ending (an oversize envelope is skipped, never stored, and
+//! reported with the same salvaged request id however it was split); a raw payload decodes to
+//! at most `MAX_RAW` bytes or is refused.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use mcpwire_fuzz::{LargestAlloc, Split, drive};
-use mcpwire_process::codec::READ_AHEAD;
 use mcpwire_process::pb::RawHeader;
 use mcpwire_process::{EnvelopeCodec, ProcFrame, sideband};
+use mcpwire_wire::length_prefixed::RESERVE_AHEAD as READ_AHEAD;
 
 #[global_allocator]
 static ALLOC: LargestAlloc = LargestAlloc;
@@ -76,6 +77,11 @@ fuzz_target!(|data: &[u8]| {
                     ),
                     "raw_header leaked as an Env"
                 );
+            }
+            ProcFrame::Oversize {
+                declared, limit, ..
+            } => {
+                assert!(declared > limit, "skipped a frame within the limit");
             }
             ProcFrame::Garbage(_) => {}
         }

@@ -107,7 +107,7 @@ def test_synthetic_catalog_of_500_tools_loads_into_one_pool(mcpwire_bin, tmp_pat
 def test_golden_fixture_descriptors_load(mcpwire_bin):
     import pathlib
 
-    root = pathlib.Path(__file__).resolve().parents[2] / "crates/mcpwire/tests/schema_golden"
+    root = pathlib.Path(__file__).resolve().parents[2] / "crates/mcpwire-cli/tests/schema_golden"
     fds = descriptor_set(mcpwire_bin, str(root / "unions_and_refs.json"))
     pool = pool_of(fds)
     pay = message(pool, "mcpwire.tools.send_payment.Input")

@@ -361,7 +361,7 @@ async def test_envelope_process_task_ask_rides_input_required(mcpwire_bin):
 
 
 def test_our_proto_matches_the_sdk_descriptor():
-    """Every message, field number, type and cardinality of our own protomcp.proto equals the
+    """Every message, field number, type and cardinality of our own envelope.proto equals the
     SDK's compiled descriptor (`protomcp_pb2`)."""
     import re
 
@@ -372,7 +372,7 @@ def test_our_proto_matches_the_sdk_descriptor():
         F.TYPE_STRING: "string", F.TYPE_BOOL: "bool", F.TYPE_INT64: "int64", F.TYPE_INT32: "int32",
         F.TYPE_UINT64: "uint64", F.TYPE_UINT32: "uint32", F.TYPE_BYTES: "bytes",
     }
-    src = (TOOLS.parents[2] / "crates/mcpwire-process/proto/protomcp.proto").read_text()
+    src = (TOOLS.parents[2] / "crates/mcpwire-process/proto/envelope.proto").read_text()
     ours = {}
     for m in re.finditer(r"message (\w+) \{", src):
         depth, i = 1, m.end()

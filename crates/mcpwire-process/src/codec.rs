@@ -1,20 +1,26 @@
 //! `EnvelopeCodec`: `[u32 BE length][Envelope]` frames plus the raw sideband, bounded.
 //!
-//! Decoding never reserves more than [`READ_AHEAD`] bytes beyond what has been read, so a
-//! declared length costs nothing until its bytes really arrive. A frame whose declared length
-//! is over the limit cannot be skipped safely (its request id is inside it, and skipping up to
-//! 4 GiB would swallow later frames): it is a [`FramingError::Oversize`] and the connection
-//! is torn down. Bytes that are not a valid `Envelope` are a [`ProcFrame::Garbage`] item; the
-//! stream stays in sync because the length prefix was valid.
+//! The framing is `mcpwire_wire::length_prefixed` (the splitter proto-mcp uses too), so the
+//! oversize policy is its one: a frame over the limit is skipped as it streams in, never
+//! stored, and the stream stays in sync. While it passes, its top-level fields are read for
+//! the `request_id` (field 14, see `salvage`), and once it has passed it is a
+//! [`ProcFrame::Oversize`] item naming that id, so the host fails exactly that request and
+//! keeps serving the others. Bytes that are not a valid `Envelope` are a
+//! [`ProcFrame::Garbage`] item; the stream stays in sync because the length prefix was valid.
+//!
+//! A `raw_header` envelope announces `size` unframed payload bytes: delivered whole within
+//! `max_raw`, refused at the header and skipped unstored over it. A declared raw size over
+//! 4 GiB is [`FramingError::RawTooLong`], the one fault that ends the connection (no length
+//! prefix could frame it, and skipping it would swallow the stream for good).
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
+use mcpwire_wire::length_prefixed::{LengthPrefixed, Piece};
 use prost::Message;
 use tokio_util::codec::{Decoder, Encoder};
 
 use crate::pb::{Envelope, RawHeader, envelope::Msg};
+use crate::salvage::RequestIdSalvage;
 
-/// Most bytes reserved ahead of what has been read.
-pub const READ_AHEAD: usize = 64 * 1024;
 /// Default largest `Envelope` accepted (16 MiB).
 pub const DEFAULT_MAX_ENVELOPE: usize = 16 * 1024 * 1024;
 /// Default largest raw sideband payload (and decompressed result) accepted (64 MiB).
@@ -39,6 +45,15 @@ pub enum ProcFrame {
         /// Why it was refused.
         reason: String,
     },
+    /// An envelope over the size limit went by, skipped without storing it.
+    Oversize {
+        /// Its `request_id`, when it had a readable one.
+        request_id: Option<String>,
+        /// Its declared length.
+        declared: u64,
+        /// The limit.
+        limit: u64,
+    },
     /// A frame with a valid length whose bytes are not an `Envelope`.
     Garbage(String),
 }
@@ -49,29 +64,23 @@ pub enum FramingError {
     /// The socket failed.
     #[error("i/o: {0}")]
     Io(#[from] std::io::Error),
-    /// A frame declared a length over the limit.
-    #[error("frame of {declared} bytes is over the {limit}-byte limit")]
-    Oversize {
-        /// The declared length.
+    /// A `raw_header` declared a payload over 4 GiB.
+    #[error("raw transfer of {declared} bytes is over 4 GiB")]
+    RawTooLong {
+        /// The declared size.
         declared: u64,
-        /// The limit.
-        limit: u64,
     },
 }
 
-#[derive(Debug)]
-enum State {
-    Head,
-    Raw { header: RawHeader, size: usize },
-    Skip { remaining: u64 },
-}
-
-/// Encoder and decoder of protomcp frames. See the module docs for the limits.
+/// Encoder and decoder of Envelope frames. See the module docs for the limits.
 #[derive(Debug)]
 pub struct EnvelopeCodec {
-    max_envelope: usize,
+    frames: LengthPrefixed,
     max_raw: u64,
-    state: State,
+    /// The header of the raw payload being read.
+    raw: Option<RawHeader>,
+    /// Reading the request id of the oversize frame being skipped.
+    salvage: Option<RequestIdSalvage>,
 }
 
 impl Default for EnvelopeCodec {
@@ -84,9 +93,10 @@ impl EnvelopeCodec {
     /// A codec accepting envelopes up to `max_envelope` bytes and raw payloads up to `max_raw`.
     pub fn new(max_envelope: usize, max_raw: u64) -> EnvelopeCodec {
         EnvelopeCodec {
-            max_envelope,
+            frames: LengthPrefixed::new(max_envelope),
             max_raw,
-            state: State::Head,
+            raw: None,
+            salvage: None,
         }
     }
 
@@ -96,59 +106,21 @@ impl EnvelopeCodec {
     }
 }
 
-/// Reserves room for at most [`READ_AHEAD`] more bytes toward `want` buffered bytes.
-fn reserve_toward(src: &mut BytesMut, want: usize) {
-    let missing = want.saturating_sub(src.len()).min(READ_AHEAD);
-    src.reserve(missing);
-}
-
 impl Decoder for EnvelopeCodec {
     type Item = ProcFrame;
     type Error = FramingError;
 
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<ProcFrame>, FramingError> {
         loop {
-            match &mut self.state {
-                State::Skip { remaining } => {
-                    let n = (*remaining).min(src.len() as u64) as usize;
-                    src.advance(n);
-                    *remaining -= n as u64;
-                    if *remaining > 0 {
-                        return Ok(None);
-                    }
-                    self.state = State::Head;
+            let salvage = &mut self.salvage;
+            let piece = self.frames.decode_watching(src, |bytes| {
+                if let Some(s) = salvage.as_mut() {
+                    s.feed(bytes);
                 }
-                State::Raw { size, .. } => {
-                    let size = *size;
-                    if src.len() < size {
-                        reserve_toward(src, size);
-                        return Ok(None);
-                    }
-                    let payload = src.split_to(size).freeze();
-                    let State::Raw { header, .. } = std::mem::replace(&mut self.state, State::Head)
-                    else {
-                        unreachable!("state checked above")
-                    };
-                    return Ok(Some(ProcFrame::Raw { header, payload }));
-                }
-                State::Head => {
-                    if src.len() < 4 {
-                        src.reserve(4);
-                        return Ok(None);
-                    }
-                    let len = u32::from_be_bytes([src[0], src[1], src[2], src[3]]) as usize;
-                    if len > self.max_envelope {
-                        return Err(FramingError::Oversize {
-                            declared: len as u64,
-                            limit: self.max_envelope as u64,
-                        });
-                    }
-                    if src.len() < 4 + len {
-                        reserve_toward(src, 4 + len);
-                        return Ok(None);
-                    }
-                    src.advance(4);
-                    let body = src.split_to(len);
+            });
+            match piece {
+                None => return Ok(None),
+                Some(Piece::Frame(body)) => {
                     let env = match Envelope::decode(&body[..]) {
                         Ok(env) => env,
                         Err(e) => return Ok(Some(ProcFrame::Garbage(e.to_string()))),
@@ -160,6 +132,22 @@ impl Decoder for EnvelopeCodec {
                         return Ok(Some(item));
                     }
                 }
+                Some(Piece::Raw(payload)) => {
+                    if let Some(header) = self.raw.take() {
+                        let payload = payload.freeze();
+                        return Ok(Some(ProcFrame::Raw { header, payload }));
+                    }
+                }
+                Some(Piece::Oversize { .. }) => self.salvage = Some(RequestIdSalvage::new()),
+                Some(Piece::Skipped { declared }) => {
+                    let request_id = self.salvage.take().and_then(RequestIdSalvage::finish);
+                    let limit = self.frames.max_body() as u64;
+                    return Ok(Some(ProcFrame::Oversize {
+                        request_id,
+                        declared,
+                        limit,
+                    }));
+                }
             }
         }
     }
@@ -167,12 +155,11 @@ impl Decoder for EnvelopeCodec {
 
 impl EnvelopeCodec {
     /// Handles a `raw_header`: an item at once (refused, or empty), or `None` when the
-    /// payload follows (the decoder switches to the payload state).
+    /// payload follows (the splitter then delivers it as one raw run).
     fn start_raw(&mut self, header: RawHeader) -> Result<Option<ProcFrame>, FramingError> {
         if header.size > u64::from(u32::MAX) {
-            return Err(FramingError::Oversize {
+            return Err(FramingError::RawTooLong {
                 declared: header.size,
-                limit: u64::from(u32::MAX),
             });
         }
         if header.size > self.max_raw {
@@ -180,9 +167,7 @@ impl EnvelopeCodec {
                 "raw transfer of {} bytes is over the {}-byte limit",
                 header.size, self.max_raw
             );
-            self.state = State::Skip {
-                remaining: header.size,
-            };
+            self.frames.skip_raw(header.size);
             return Ok(Some(ProcFrame::RawRefused { header, reason }));
         }
         if header.size == 0 {
@@ -191,8 +176,8 @@ impl EnvelopeCodec {
                 payload: Bytes::new(),
             }));
         }
-        let size = header.size as usize;
-        self.state = State::Raw { header, size };
+        self.frames.expect_raw(header.size as usize);
+        self.raw = Some(header);
         Ok(None)
     }
 }
@@ -201,11 +186,7 @@ impl Encoder<&Envelope> for EnvelopeCodec {
     type Error = std::io::Error;
 
     fn encode(&mut self, env: &Envelope, dst: &mut BytesMut) -> Result<(), std::io::Error> {
-        let len = env.encoded_len();
-        let len32 =
-            u32::try_from(len).map_err(|_| std::io::Error::other("envelope larger than 4 GiB"))?;
-        dst.reserve(4 + len);
-        dst.put_u32(len32);
+        LengthPrefixed::write_prefix(env.encoded_len(), dst).map_err(std::io::Error::other)?;
         env.encode(dst)
             .map_err(|e| std::io::Error::other(e.to_string()))
     }
@@ -213,6 +194,8 @@ impl Encoder<&Envelope> for EnvelopeCodec {
 
 #[cfg(test)]
 mod tests {
+    use mcpwire_wire::length_prefixed::RESERVE_AHEAD;
+
     use super::*;
     use crate::pb;
 
@@ -241,7 +224,11 @@ mod tests {
         let mut src = BytesMut::new();
         src.extend_from_slice(&(10u32 << 20).to_be_bytes());
         assert!(c.decode(&mut src).expect("ok").is_none());
-        assert!(src.capacity() <= 4 + READ_AHEAD + 64, "{}", src.capacity());
+        assert!(
+            src.capacity() <= 4 + RESERVE_AHEAD + 64,
+            "{}",
+            src.capacity()
+        );
         // Byte-by-byte delivery of a real frame.
         let whole = frame(&log_env(100));
         let mut c = EnvelopeCodec::default();
@@ -257,13 +244,30 @@ mod tests {
     }
 
     #[test]
-    fn oversize_is_a_fault_and_garbage_keeps_sync() {
+    fn oversize_is_skipped_with_its_request_id_and_garbage_keeps_sync() {
         let mut c = EnvelopeCodec::new(1024, 1024);
-        let mut src = frame(&log_env(2000));
-        assert!(matches!(
-            c.decode(&mut src),
-            Err(FramingError::Oversize { .. })
-        ));
+        let mut big = log_env(2000);
+        big.request_id = "h9".into();
+        let whole = frame(&big);
+        let mut src = BytesMut::new();
+        let mut got = Vec::new();
+        for chunk in whole.chunks(100).chain([&frame(&log_env(1))[..]]) {
+            src.extend_from_slice(chunk);
+            while let Some(item) = c.decode(&mut src).expect("no fault") {
+                got.push(item);
+            }
+            assert!(src.len() < 1024, "skipped bytes are not stored");
+        }
+        assert!(
+            matches!(
+                &got[..],
+                [
+                    ProcFrame::Oversize { request_id: Some(id), declared, limit: 1024 },
+                    ProcFrame::Env(e),
+                ] if id == "h9" && *declared == whole.len() as u64 - 4 && *e == log_env(1)
+            ),
+            "{got:?}"
+        );
         let mut c = EnvelopeCodec::default();
         let mut src = BytesMut::from(&[0u8, 0, 0, 2, 0xff, 0xff][..]);
         src.extend_from_slice(&[0, 0, 0, 0]);
@@ -313,7 +317,7 @@ mod tests {
         let mut src = frame(&raw(u64::from(u32::MAX) + 1));
         assert!(matches!(
             c.decode(&mut src),
-            Err(FramingError::Oversize { .. })
+            Err(FramingError::RawTooLong { .. })
         ));
     }
 }

@@ -1,11 +1,11 @@
-//! Conversions between protomcp messages and MCP types.
+//! Conversions between Envelope messages and MCP types.
 
 use base64::Engine;
 use mcpwire_model::types::{
-    CallToolResult, CompleteResult, Completion, Content, GetPromptResult, JsonObject,
+    CallToolResult, CompleteResult, Completion, Content, GetPromptResult, JsonObject, LoggingLevel,
     PromptMessage, ResourceContents, Role, Tool, ToolAnnotations,
 };
-use mcpwire_model::{ClientAsk, McpError, to_raw};
+use mcpwire_model::{ClientAsk, LogEntry, McpError, to_raw};
 use mcpwire_router::CallCtx;
 use serde_json::{Value, json};
 
@@ -244,6 +244,28 @@ pub(crate) async fn roots(origin: Option<CallCtx>) -> (pb::ListRootsResponse, bo
             let input_required = matches!(e, McpError::InputRequired);
             (pb::ListRootsResponse::default(), input_required)
         }
+    }
+}
+
+/// A process log message as an MCP log entry (`warn` → warning, unknown → info; data kept
+/// raw, or as a string when it is not JSON).
+pub(crate) fn log_entry(l: pb::LogMessage) -> LogEntry {
+    let level = match l.level.to_ascii_lowercase().as_str() {
+        "debug" => LoggingLevel::Debug,
+        "notice" => LoggingLevel::Notice,
+        "warn" | "warning" => LoggingLevel::Warning,
+        "error" => LoggingLevel::Error,
+        "critical" => LoggingLevel::Critical,
+        "alert" => LoggingLevel::Alert,
+        "emergency" => LoggingLevel::Emergency,
+        _ => LoggingLevel::Info,
+    };
+    let data = serde_json::value::RawValue::from_string(l.data_json.clone())
+        .unwrap_or_else(|_| to_raw(&l.data_json));
+    LogEntry {
+        level,
+        logger: (!l.logger.is_empty()).then_some(l.logger),
+        data,
     }
 }
 

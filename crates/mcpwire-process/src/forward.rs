@@ -1,8 +1,8 @@
 //! Forwarding MCP requests to the process: tool calls (with middleware), reads, prompts,
-//! completions, and the run-time definitions whose handlers do it.
+//! completions, and the run-time definitions whose handlers do it. A [`Forwarder`] finds
+//! the current generation through [`Current`]; it knows nothing of the host itself.
 
 use std::collections::BTreeMap;
-use std::sync::Weak;
 
 use mcpwire_model::types::{CallToolResult, CompleteParams, CompletionRef, ResourceContents};
 use mcpwire_model::{McpError, Reply, to_raw};
@@ -11,8 +11,8 @@ use mcpwire_router::{
 };
 use serde_json::Value;
 
-use crate::backend::Shared;
-use crate::conn::Answer;
+use crate::channel::Answer;
+use crate::current::Current;
 use crate::pb::{self, envelope::Msg};
 use crate::{convert, sideband};
 
@@ -24,16 +24,40 @@ fn unexpected(what: &str, a: Answer) -> McpError {
     }
 }
 
-impl Shared {
+/// A request the process could not take: a connection that ended is the tool's failure (an
+/// `isError` result); a limit is the protocol's error.
+fn refused(e: McpError) -> ToolError {
+    match e {
+        McpError::Internal(reason) => ToolError::new(reason),
+        other => other.into(),
+    }
+}
+
+/// Where forwarded requests go: the current generation. Cheap to clone (every run-time
+/// definition holds one).
+#[derive(Clone)]
+pub(crate) struct Forwarder {
+    current: Current,
+    /// Largest raw (and decompressed) result accepted.
+    max_raw: u64,
+}
+
+impl Forwarder {
+    /// Forwards to the generation `current` names.
+    pub(crate) fn new(current: Current, max_raw: u64) -> Forwarder {
+        Forwarder { current, max_raw }
+    }
+
+    /// Calls tool `name`, with the process's middleware before and after.
     pub(crate) async fn call_tool(
         &self,
         ctx: CallCtx,
         name: String,
         args: Value,
     ) -> Result<CallToolResult, ToolError> {
-        let conn = self.conn(&ctx).await.map_err(ToolError::new)?;
+        let channel = self.current.channel(&ctx).await.map_err(ToolError::new)?;
         let mut args_json = args.to_string();
-        let mut mws = conn.middleware.clone();
+        let mut mws = channel.middleware.clone();
         mws.sort_by_key(|m| m.1);
         for (mw, _) in &mws {
             let req = pb::MiddlewareInterceptRequest {
@@ -43,8 +67,9 @@ impl Shared {
                 arguments_json: args_json.clone(),
                 ..Default::default()
             };
-            if let Answer::Env(Msg::MiddlewareInterceptResponse(r)) = conn
-                .request(|_| Msg::MiddlewareIntercept(req), None, false)?
+            if let Answer::Env(Msg::MiddlewareInterceptResponse(r)) = channel
+                .request(|_| Msg::MiddlewareIntercept(req), None, false)
+                .map_err(refused)?
                 .wait()
                 .await
             {
@@ -58,7 +83,7 @@ impl Shared {
         }
         let progress = ctx.progress_token().is_some();
         let tool = name.clone();
-        let pc = conn
+        let pc = channel
             .request(
                 move |id| {
                     Msg::CallTool(pb::CallToolRequest {
@@ -74,10 +99,10 @@ impl Shared {
                 Some(ctx.clone()),
                 true,
             )
-            .map_err(|e| ToolError::new(e.to_string()))?;
+            .map_err(refused)?;
         let mut answer = pc.wait().await;
         if let Answer::TaskCreated { task_id, pushed } = answer {
-            answer = crate::task::follow(&conn, &ctx, task_id, pushed).await?;
+            answer = crate::task::follow(&channel, &ctx, task_id, pushed).await?;
         }
         let mut result = self.tool_result(answer)?;
         for (mw, _) in mws.iter().rev() {
@@ -89,8 +114,9 @@ impl Shared {
                 is_error: result.is_error == Some(true),
                 ..Default::default()
             };
-            if let Answer::Env(Msg::MiddlewareInterceptResponse(r)) = conn
-                .request(|_| Msg::MiddlewareIntercept(req), None, false)?
+            if let Answer::Env(Msg::MiddlewareInterceptResponse(r)) = channel
+                .request(|_| Msg::MiddlewareIntercept(req), None, false)
+                .map_err(refused)?
                 .wait()
                 .await
                 && let Ok(replaced) = serde_json::from_str::<CallToolResult>(&r.result_json)
@@ -106,7 +132,7 @@ impl Shared {
         match answer {
             Answer::Env(Msg::CallResult(r)) => Ok(convert::call_result(r)),
             Answer::Raw { header, payload } => {
-                let text = sideband::decode_result(&header, &payload, self.config.max_raw)?;
+                let text = sideband::decode_result(&header, &payload, self.max_raw)?;
                 Ok(CallToolResult::new(convert::content_blocks(text)))
             }
             Answer::InputRequired => Err(McpError::InputRequired.into()),
@@ -117,13 +143,18 @@ impl Shared {
         }
     }
 
+    /// Reads resource `uri`.
     pub(crate) async fn read(
         &self,
         ctx: CallCtx,
         uri: String,
     ) -> Result<Vec<ResourceContents>, McpError> {
-        let conn = self.conn(&ctx).await.map_err(McpError::Internal)?;
-        let pc = conn.request(
+        let channel = self
+            .current
+            .channel(&ctx)
+            .await
+            .map_err(McpError::Internal)?;
+        let pc = channel.request(
             |_| Msg::ReadResourceRequest(pb::ReadResourceRequest { uri }),
             Some(ctx),
             false,
@@ -134,15 +165,20 @@ impl Shared {
         }
     }
 
+    /// Gets prompt `name` with `args`.
     pub(crate) async fn get_prompt(
         &self,
         ctx: CallCtx,
         name: String,
         args: BTreeMap<String, String>,
     ) -> Result<mcpwire_model::types::GetPromptResult, McpError> {
-        let conn = self.conn(&ctx).await.map_err(McpError::Internal)?;
+        let channel = self
+            .current
+            .channel(&ctx)
+            .await
+            .map_err(McpError::Internal)?;
         let arguments_json = serde_json::to_string(&args).unwrap_or_else(|_| "{}".into());
-        let pc = conn.request(
+        let pc = channel.request(
             |_| {
                 Msg::GetPromptRequest(pb::GetPromptRequest {
                     name,
@@ -158,12 +194,17 @@ impl Shared {
         }
     }
 
+    /// Asks the process for completions.
     pub(crate) async fn complete(
         &self,
         ctx: CallCtx,
         p: CompleteParams,
     ) -> Result<Reply, McpError> {
-        let conn = self.conn(&ctx).await.map_err(McpError::Internal)?;
+        let channel = self
+            .current
+            .channel(&ctx)
+            .await
+            .map_err(McpError::Internal)?;
         let (ref_type, ref_name) = match p.reference {
             CompletionRef::Prompt { name } => ("ref/prompt", name),
             CompletionRef::Resource { uri } => ("ref/resource", uri),
@@ -174,7 +215,7 @@ impl Shared {
             argument_name: p.argument.name,
             argument_value: p.argument.value,
         };
-        let pc = conn.request(|_| Msg::CompletionRequest(req), Some(ctx), false)?;
+        let pc = channel.request(|_| Msg::CompletionRequest(req), Some(ctx), false)?;
         match pc.wait().await {
             Answer::Env(Msg::CompletionResponse(r)) => {
                 Ok(Reply::Complete(to_raw(&convert::completion(r))))
@@ -184,105 +225,89 @@ impl Shared {
     }
 }
 
-pub(crate) fn tool_def(weak: &Weak<Shared>, d: &pb::ToolDefinition) -> ToolDef {
-    let t = convert::tool(d);
-    let weak = weak.clone();
-    let name = t.name.clone();
-    let mut def = ToolDef::raw(t.name.clone(), t.input_schema.clone(), move |ctx, args| {
-        let weak = weak.clone();
-        let name = name.clone();
-        async move {
-            match weak.upgrade() {
-                Some(s) => s.call_tool(ctx, name, args).await,
-                None => Err(ToolError::new("the tool host stopped")),
-            }
+/// The run-time definitions of the process's catalog, whose handlers forward.
+impl Forwarder {
+    /// A tool that calls the process.
+    pub(crate) fn tool_def(&self, d: &pb::ToolDefinition) -> ToolDef {
+        let t = convert::tool(d);
+        let fwd = self.clone();
+        let name = t.name.clone();
+        let mut def = ToolDef::raw(t.name.clone(), t.input_schema.clone(), move |ctx, args| {
+            let fwd = fwd.clone();
+            let name = name.clone();
+            async move { fwd.call_tool(ctx, name, args).await }
+        });
+        if let Some(d) = t.description {
+            def = def.description(d);
         }
-    });
-    if let Some(d) = t.description {
-        def = def.description(d);
+        if let Some(title) = t.title {
+            def = def.title(title);
+        }
+        if let Some(a) = t.annotations {
+            def = def.annotations(a);
+        }
+        if let Some(o) = t.output_schema {
+            def = def.output_schema(o);
+        }
+        if d.task_support {
+            // The router's tasks layer runs it as an MCP task: the process sees an ordinary call,
+            // unless it answers with `create_task` (crate::task).
+            def = def.task_support(TaskSupport::Optional);
+        }
+        def
     }
-    if let Some(title) = t.title {
-        def = def.title(title);
-    }
-    if let Some(a) = t.annotations {
-        def = def.annotations(a);
-    }
-    if let Some(o) = t.output_schema {
-        def = def.output_schema(o);
-    }
-    if d.task_support {
-        // The router's tasks layer runs it as an MCP task: the process sees an ordinary call,
-        // unless it answers with `create_task` (crate::task).
-        def = def.task_support(TaskSupport::Optional);
-    }
-    def
-}
 
-pub(crate) fn resource_def(weak: &Weak<Shared>, r: pb::ResourceDefinition) -> ResourceDef {
-    let weak = weak.clone();
-    let mut def = ResourceDef::new(r.uri, r.name, move |ctx, uri| {
-        let weak = weak.clone();
-        async move {
-            match weak.upgrade() {
-                Some(s) => s.read(ctx, uri).await,
-                None => Err(McpError::Internal("the tool host stopped".into())),
-            }
+    /// A resource read from the process.
+    pub(crate) fn resource_def(&self, r: pb::ResourceDefinition) -> ResourceDef {
+        let fwd = self.clone();
+        let mut def = ResourceDef::new(r.uri, r.name, move |ctx, uri| {
+            let fwd = fwd.clone();
+            async move { fwd.read(ctx, uri).await }
+        });
+        if !r.description.is_empty() {
+            def = def.description(r.description);
         }
-    });
-    if !r.description.is_empty() {
-        def = def.description(r.description);
+        if !r.mime_type.is_empty() {
+            def = def.mime_type(r.mime_type);
+        }
+        def
     }
-    if !r.mime_type.is_empty() {
-        def = def.mime_type(r.mime_type);
-    }
-    def
-}
 
-pub(crate) fn template_def(
-    weak: &Weak<Shared>,
-    t: pb::ResourceTemplateDefinition,
-) -> Option<TemplateDef> {
-    if let Err(e) = UriTemplate::parse(&t.uri_template) {
-        tracing::warn!(template = %t.uri_template, "skipping an invalid resource template: {e}");
-        return None;
-    }
-    let weak = weak.clone();
-    let mut def = TemplateDef::new(t.uri_template, t.name, move |ctx, uri, _vars| {
-        let weak = weak.clone();
-        async move {
-            match weak.upgrade() {
-                Some(s) => s.read(ctx, uri).await,
-                None => Err(McpError::Internal("the tool host stopped".into())),
-            }
+    /// A resource template read from the process (`None` when the template is invalid).
+    pub(crate) fn template_def(&self, t: pb::ResourceTemplateDefinition) -> Option<TemplateDef> {
+        if let Err(e) = UriTemplate::parse(&t.uri_template) {
+            tracing::warn!(template = %t.uri_template, "skipping an invalid resource template: {e}");
+            return None;
         }
-    });
-    if !t.description.is_empty() {
-        def = def.description(t.description);
+        let fwd = self.clone();
+        let mut def = TemplateDef::new(t.uri_template, t.name, move |ctx, uri, _vars| {
+            let fwd = fwd.clone();
+            async move { fwd.read(ctx, uri).await }
+        });
+        if !t.description.is_empty() {
+            def = def.description(t.description);
+        }
+        if !t.mime_type.is_empty() {
+            def = def.mime_type(t.mime_type);
+        }
+        Some(def)
     }
-    if !t.mime_type.is_empty() {
-        def = def.mime_type(t.mime_type);
-    }
-    Some(def)
-}
 
-pub(crate) fn prompt_def(weak: &Weak<Shared>, p: pb::PromptDefinition) -> PromptDef {
-    let weak = weak.clone();
-    let name = p.name.clone();
-    let mut def = PromptDef::new(p.name, move |ctx, args| {
-        let weak = weak.clone();
-        let name = name.clone();
-        async move {
-            match weak.upgrade() {
-                Some(s) => s.get_prompt(ctx, name, args).await,
-                None => Err(McpError::Internal("the tool host stopped".into())),
-            }
+    /// A prompt got from the process.
+    pub(crate) fn prompt_def(&self, p: pb::PromptDefinition) -> PromptDef {
+        let fwd = self.clone();
+        let name = p.name.clone();
+        let mut def = PromptDef::new(p.name, move |ctx, args| {
+            let fwd = fwd.clone();
+            let name = name.clone();
+            async move { fwd.get_prompt(ctx, name, args).await }
+        });
+        if !p.description.is_empty() {
+            def = def.description(p.description);
         }
-    });
-    if !p.description.is_empty() {
-        def = def.description(p.description);
+        for a in p.arguments {
+            def = def.argument(a.name, a.description, a.required);
+        }
+        def
     }
-    for a in p.arguments {
-        def = def.argument(a.name, a.description, a.required);
-    }
-    def
 }

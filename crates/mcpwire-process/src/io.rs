@@ -1,76 +1,101 @@
-//! The I/O task of a connection: reads frames and dispatches them, writes the outbound
-//! queue (batched), and keeps the Q1 write gate.
+//! The I/O task of a generation: one `select!` over frames in, socket writability, the
+//! outbound queue and the Q1 empty-frame ticker, and the dispatch of what the process sends.
+//!
+//! It never waits for a write while a frame could be read: writes go into a write buffer
+//! flushed as the socket accepts. The outbound queue is taken from only while that buffer
+//! holds less than [`WRITE_AHEAD`] bytes, so a process that stops reading leaves requests in
+//! the bounded queue (where new ones are refused, see `crate::channel`). Answers the task
+//! itself owes the process (tool-list answers, acknowledgements, ask refusals, Q1 empty
+//! frames) go straight into the buffer; once it holds [`MAX_OWED`] bytes the process has
+//! stopped reading them, and further ones are dropped with a warning. So the task never
+//! stops reading: a process that floods requests without reading cannot deadlock it.
 
-use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use futures::{SinkExt, StreamExt};
+use bytes::{Buf, BytesMut};
+use futures::StreamExt;
 use mcpwire_model::LogEntry;
-use mcpwire_model::types::LoggingLevel;
-use mcpwire_router::CallCtx;
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::unix::OwnedWriteHalf;
 use tokio::sync::mpsc;
-use tokio_util::codec::{FramedRead, FramedWrite};
+use tokio_util::codec::Encoder;
 use tokio_util::sync::CancellationToken;
 
-use crate::codec::{EnvelopeCodec, FramingError, ProcFrame};
-use crate::conn::{Answer, Conn, Hooks};
+use crate::ask::{self, Ask};
+use crate::channel::{Answer, ChildChannel, count_for_log};
+use crate::chunks::{ChunkedResults, Outcome};
+use crate::codec::{EnvelopeCodec, ProcFrame};
+use crate::handshake::{Handshake, Reader, Writer, middleware_ack};
 use crate::pb::{self, Envelope, envelope::Msg};
 use crate::toollist::Batch;
 
 /// How often an empty frame is written while a tool-list answer cannot be sent safely (Q1).
 const EMPTY_FRAME_EVERY: Duration = Duration::from_millis(10);
+/// The outbound queue is taken from while the write buffer holds less than this.
+const WRITE_AHEAD: usize = 64 * 1024;
+/// Bytes buffered for the process beyond which answers the task owes it are dropped.
+const MAX_OWED: usize = 1024 * 1024;
 
-/// Starts the I/O task of `conn`.
-pub(crate) fn spawn_io(
-    conn: &Arc<Conn>,
-    stream: (
-        FramedRead<OwnedReadHalf, EnvelopeCodec>,
-        FramedWrite<OwnedWriteHalf, EnvelopeCodec>,
-    ),
-    rx: mpsc::UnboundedReceiver<Envelope>,
+/// What the host does with things a generation's connection cannot handle alone.
+pub(crate) trait Hooks: Send + Sync + 'static {
+    /// The active tool list of `channel` changed.
+    fn tools_changed(&self, channel: &Arc<ChildChannel>);
+    /// The process said a resource changed.
+    fn resource_changed(&self, uri: String);
+    /// A log message not attributable to a call.
+    fn log(&self, entry: LogEntry);
+}
+
+/// Makes the channel of a generation whose handshake completed and starts its I/O task.
+pub(crate) fn start(
+    gen_id: u64,
+    (reader, writer): (Reader, Writer),
+    hs: Handshake,
+    ids: Arc<AtomicU64>,
+    max_pending: usize,
     hooks: Weak<dyn Hooks>,
-) {
+) -> Arc<ChildChannel> {
+    let (channel, rx) = ChildChannel::new(gen_id, hs, ids, max_pending);
     let task = IoTask {
-        conn: Arc::downgrade(conn),
-        reader: stream.0,
-        writer: stream.1,
+        channel: Arc::downgrade(&channel),
+        reader,
+        writer: writer.into_inner(),
+        wbuf: BytesMut::new(),
         rx,
         hooks,
         gate_empty: false,
-        done: conn.done.clone(),
-        streams: HashMap::new(),
+        done: channel.done.clone(),
+        chunks: ChunkedResults::default(),
+        dropped: AtomicU64::new(0),
     };
     tokio::spawn(task.run());
+    channel
 }
 
 struct IoTask {
-    conn: Weak<Conn>,
-    reader: FramedRead<OwnedReadHalf, EnvelopeCodec>,
-    writer: FramedWrite<OwnedWriteHalf, EnvelopeCodec>,
-    rx: mpsc::UnboundedReceiver<Envelope>,
+    channel: Weak<ChildChannel>,
+    reader: Reader,
+    writer: OwnedWriteHalf,
+    /// Encoded frames not yet accepted by the socket.
+    wbuf: BytesMut,
+    rx: mpsc::Receiver<Envelope>,
     hooks: Weak<dyn Hooks>,
     /// Q1: only empty frames may be written until the process sends something else.
     gate_empty: bool,
     done: CancellationToken,
-    /// Chunked transfers being reassembled, by request id (only for pending requests).
-    streams: HashMap<String, Chunked>,
-}
-
-/// A `stream_header` and the chunks received so far.
-struct Chunked {
-    total: u64,
-    chunk: u32,
-    buf: Vec<u8>,
+    /// Chunked transfers being reassembled (only for pending requests).
+    chunks: ChunkedResults,
+    /// Answers dropped because the process is not reading (for logs).
+    dropped: AtomicU64,
 }
 
 impl IoTask {
     async fn run(mut self) {
         let reason = self.serve().await;
         tracing::debug!(%reason, "tool process connection ended");
-        if let Some(conn) = self.conn.upgrade() {
-            conn.close(&reason);
+        if let Some(channel) = self.channel.upgrade() {
+            channel.close(&reason);
         }
     }
 
@@ -78,51 +103,80 @@ impl IoTask {
         let mut tick = tokio::time::interval(EMPTY_FRAME_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
+            let taking = !self.gate_empty && self.wbuf.len() < WRITE_AHEAD;
             tokio::select! {
                 biased;
                 _ = self.done.cancelled() => return "connection closed by the host".into(),
+                ready = self.writer.writable(), if !self.wbuf.is_empty() => {
+                    if let Err(e) = ready {
+                        return format!("writing to the tool process: {e}");
+                    }
+                }
                 frame = self.reader.next() => match frame {
                     Some(Ok(f)) => {
-                        if let Err(e) = self.on_frame(f).await {
+                        if let Err(e) = self.on_frame(f) {
                             return e;
                         }
-                    }
-                    Some(Err(FramingError::Oversize { declared, limit })) => {
-                        return format!("tool process sent a {declared}-byte frame (limit {limit})");
                     }
                     Some(Err(e)) => return format!("tool process connection failed: {e}"),
                     None => return "the tool process exited or closed its connection during the call".into(),
                 },
-                env = self.rx.recv(), if !self.gate_empty => {
+                env = self.rx.recv(), if taking => {
                     let Some(env) = env else { return "host dropped the connection".into() };
-                    if let Err(e) = self.write_batch(env).await {
-                        return format!("writing to the tool process: {e}");
-                    }
+                    self.take_queue(env);
                 }
-                _ = tick.tick(), if self.gate_empty => {
-                    if let Err(e) = self.writer.send(&Envelope::default()).await {
-                        return format!("writing to the tool process: {e}");
-                    }
-                }
+                _ = tick.tick(), if self.gate_empty => self.owe(&Envelope::default()),
+            }
+            if let Err(e) = self.write_some() {
+                return format!("writing to the tool process: {e}");
             }
         }
     }
 
-    async fn write_batch(&mut self, first: Envelope) -> std::io::Result<()> {
-        self.writer.feed(&first).await?;
-        let mut n = 1;
-        while n < 64 {
+    /// Writes what the socket accepts now, without waiting.
+    fn write_some(&mut self) -> std::io::Result<()> {
+        while !self.wbuf.is_empty() {
+            match self.writer.try_write(&self.wbuf) {
+                Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+                Ok(n) => self.wbuf.advance(n),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves `first` and whatever else is queued (up to [`WRITE_AHEAD`]) into the buffer.
+    fn take_queue(&mut self, first: Envelope) {
+        self.encode(&first);
+        while self.wbuf.len() < WRITE_AHEAD {
             match self.rx.try_recv() {
-                Ok(env) => self.writer.feed(&env).await?,
+                Ok(env) => self.encode(&env),
                 Err(_) => break,
             }
-            n += 1;
         }
-        self.writer.flush().await
     }
 
-    async fn on_frame(&mut self, frame: ProcFrame) -> Result<(), String> {
-        let Some(conn) = self.conn.upgrade() else {
+    /// Buffers an answer the task owes the process, unless [`MAX_OWED`] bytes are waiting.
+    fn owe(&mut self, env: &Envelope) {
+        if self.wbuf.len() >= MAX_OWED {
+            if let Some(n) = count_for_log(&self.dropped) {
+                tracing::warn!(msg = ?env.msg, "the tool process is not reading; answer dropped ({n} so far)");
+            }
+            return;
+        }
+        self.encode(env);
+    }
+
+    /// Appends a frame to the write buffer.
+    fn encode(&mut self, env: &Envelope) {
+        if let Err(e) = EnvelopeCodec::default().encode(env, &mut self.wbuf) {
+            tracing::error!("cannot encode a message for the tool process: {e}");
+        }
+    }
+
+    fn on_frame(&mut self, frame: ProcFrame) -> Result<(), String> {
+        let Some(channel) = self.channel.upgrade() else {
             return Err("host dropped the connection".into());
         };
         let env = match frame {
@@ -130,13 +184,28 @@ impl IoTask {
             ProcFrame::Raw { header, payload } => {
                 self.gate_empty = false;
                 let id = header.request_id.clone();
-                conn.deliver(&id, Answer::Raw { header, payload });
+                channel.deliver(&id, Answer::Raw { header, payload });
                 return Ok(());
             }
             ProcFrame::RawRefused { header, reason } => {
                 self.gate_empty = false;
                 tracing::warn!(%reason, "tool process result refused");
-                conn.deliver(&header.request_id, Answer::Failed(reason));
+                channel.deliver(&header.request_id, Answer::Failed(reason));
+                return Ok(());
+            }
+            ProcFrame::Oversize {
+                request_id,
+                declared,
+                limit,
+            } => {
+                self.gate_empty = false;
+                let reason = format!(
+                    "the tool process sent a {declared}-byte message, over the {limit}-byte limit"
+                );
+                match request_id.filter(|id| !id.is_empty()) {
+                    Some(id) => channel.deliver(&id, Answer::Failed(reason)),
+                    None => tracing::warn!("{reason}; skipped"),
+                }
                 return Ok(());
             }
             ProcFrame::Garbage(e) => {
@@ -144,47 +213,25 @@ impl IoTask {
                 return Ok(());
             }
         };
-        let Some(msg) = env.msg else {
+        let Some(mut msg) = env.msg else {
             return Ok(());
         };
-        let batch = match msg {
-            Msg::EnableTools(r) => Batch {
-                enable: r.tool_names,
-                ..Batch::default()
-            },
-            Msg::DisableTools(r) => Batch {
-                disable: r.tool_names,
-                ..Batch::default()
-            },
-            Msg::SetAllowed(r) => Batch {
-                allow: Some(r.tool_names),
-                ..Batch::default()
-            },
-            Msg::SetBlocked(r) => Batch {
-                block: Some(r.tool_names),
-                ..Batch::default()
-            },
-            Msg::Batch(r) => Batch {
-                enable: r.enable,
-                disable: r.disable,
-                allow: (!r.allow.is_empty()).then_some(r.allow),
-                block: (!r.block.is_empty()).then_some(r.block),
-            },
-            Msg::GetActiveTools(_) => Batch::default(),
-            other => {
+        match tool_list_batch(&mut msg) {
+            Some(batch) => self.on_tool_list(&channel, batch),
+            None => {
                 self.gate_empty = false;
-                return self.on_message(&conn, env.request_id, other).await;
+                self.on_message(&channel, env.request_id, msg);
             }
-        };
-        self.on_tool_list(&conn, batch).await
+        }
+        Ok(())
     }
 
     /// A tool-list request: apply it, then answer with the active list, or, while a tool call
     /// is outstanding (the asker may be the worker racing the main thread, Q1), with empty
     /// frames until the process sends something else.
-    async fn on_tool_list(&mut self, conn: &Arc<Conn>, batch: Batch) -> Result<(), String> {
+    fn on_tool_list(&mut self, channel: &Arc<ChildChannel>, batch: Batch) {
         let (changed, active) = {
-            let mut t = conn.tools.lock().unwrap_or_else(|p| p.into_inner());
+            let mut t = channel.tools.lock().unwrap_or_else(|p| p.into_inner());
             let before = t.active();
             if let Err(e) = t.batch(batch) {
                 tracing::warn!("tool process sent an invalid tool-list batch: {e}");
@@ -193,9 +240,9 @@ impl IoTask {
             (before != after, after)
         };
         if changed && let Some(h) = self.hooks.upgrade() {
-            h.tools_changed(conn);
+            h.tools_changed(channel);
         }
-        let reply = if conn.tool_call_outstanding() {
+        let reply = if channel.tool_call_queued() {
             self.gate_empty = true;
             Envelope::default()
         } else {
@@ -206,118 +253,37 @@ impl IoTask {
                 ..Envelope::default()
             }
         };
-        self.writer
-            .send(&reply)
-            .await
-            .map_err(|e| format!("writing to the tool process: {e}"))
+        self.owe(&reply);
     }
 
-    /// Starts reassembling a chunked field: only `result_json`, only for a pending request,
-    /// at most the raw-result limit.
-    fn on_stream_header(&mut self, conn: &Arc<Conn>, id: String, h: pb::StreamHeader) {
-        if !conn.is_pending(&id) {
-            tracing::debug!(id, "stream for an unknown request ignored");
-            return;
-        }
-        let max = self.reader.decoder().max_raw();
-        let refuse = if h.field_name != "result_json" {
-            Some(format!(
-                "chunked transfer of unsupported field {:?}",
-                h.field_name
-            ))
-        } else if h.total_size > max {
-            Some(format!(
-                "chunked transfer of {} bytes is over the {max}-byte limit",
-                h.total_size
-            ))
-        } else {
-            None
-        };
-        if let Some(reason) = refuse {
-            conn.deliver(&id, Answer::Failed(reason));
-            return;
-        }
-        if h.total_size == 0 {
-            let done = pb::CallToolResponse::default();
-            conn.deliver(&id, Answer::Env(Msg::CallResult(done)));
-            return;
-        }
-        let cap = h.total_size.min(crate::codec::READ_AHEAD as u64) as usize;
-        let state = Chunked {
-            total: h.total_size,
-            chunk: h.chunk_size,
-            buf: Vec::with_capacity(cap),
-        };
-        self.streams.insert(id, state);
-    }
-
-    /// Adds a chunk; the final one delivers the field as the call's `result_json`.
-    fn on_stream_chunk(&mut self, conn: &Arc<Conn>, id: String, c: pb::StreamChunk) {
-        let Some(s) = self.streams.get_mut(&id) else {
-            tracing::debug!(id, "chunk without a stream header ignored");
-            return;
-        };
-        let fail = if s.chunk > 0 && c.data.len() > s.chunk as usize {
-            Some(format!(
-                "chunk of {} bytes is over the declared {}",
-                c.data.len(),
-                s.chunk
-            ))
-        } else if (s.buf.len() + c.data.len()) as u64 > s.total {
-            Some(format!("chunks exceed the declared {} bytes", s.total))
-        } else {
-            None
-        };
-        if let Some(reason) = fail {
-            self.streams.remove(&id);
-            conn.deliver(&id, Answer::Failed(reason));
-            return;
-        }
-        s.buf.extend_from_slice(&c.data);
-        if !c.r#final {
-            return;
-        }
-        let Some(s) = self.streams.remove(&id) else {
-            return;
-        };
-        let answer = match String::from_utf8(s.buf) {
-            Ok(result_json) => Answer::Env(Msg::CallResult(pb::CallToolResponse {
-                result_json,
-                ..Default::default()
-            })),
-            Err(_) => Answer::Failed("chunked result is not UTF-8".into()),
-        };
-        conn.deliver(&id, answer);
-    }
-
-    async fn on_message(&mut self, conn: &Arc<Conn>, id: String, msg: Msg) -> Result<(), String> {
+    fn on_message(&mut self, channel: &Arc<ChildChannel>, id: String, msg: Msg) {
         match msg {
             Msg::CallResult(r) => {
                 if !r.enable_tools.is_empty() || !r.disable_tools.is_empty() {
                     let changed = {
-                        let mut t = conn.tools.lock().unwrap_or_else(|p| p.into_inner());
+                        let mut t = channel.tools.lock().unwrap_or_else(|p| p.into_inner());
                         let before = t.active();
                         t.enable(r.enable_tools.iter().cloned());
                         t.disable(r.disable_tools.iter().cloned());
                         before != t.active()
                     };
                     if changed && let Some(h) = self.hooks.upgrade() {
-                        h.tools_changed(conn);
+                        h.tools_changed(channel);
                     }
                 }
-                conn.deliver(&id, Answer::Env(Msg::CallResult(r)));
+                channel.deliver(&id, Answer::Env(Msg::CallResult(r)));
             }
             Msg::Progress(p) => {
-                if let Some(ctx) = conn.ctx_of(&p.progress_token) {
+                if let Some(ctx) = channel.ctx_of(&p.progress_token) {
                     let total = (p.total > 0).then_some(p.total as f64);
                     let message = (!p.message.is_empty()).then_some(p.message);
                     ctx.progress(p.progress as f64, total, message);
                 }
             }
             Msg::Log(l) => {
-                let entry = log_entry(l);
-                match conn.running_ctx() {
-                    Some(ctx) => ctx.log(entry.level, &*entry.data),
+                let entry = crate::convert::log_entry(l);
+                match channel.attributed() {
+                    Some((_, ctx)) => ctx.log(entry.level, &*entry.data),
                     None => {
                         if let Some(h) = self.hooks.upgrade() {
                             h.log(entry);
@@ -330,83 +296,83 @@ impl IoTask {
                     h.resource_changed(r.uri);
                 }
             }
-            Msg::SamplingRequest(s) => spawn_ask(conn, id, |ctx| async move {
-                let (reply, input_required) = crate::convert::sample(ctx, s).await;
-                (Msg::SamplingResponse(reply), input_required)
-            }),
-            Msg::ListRootsRequest(_) => spawn_ask(conn, id, |ctx| async move {
-                let (reply, input_required) = crate::convert::roots(ctx).await;
-                (Msg::ListRootsResponse(reply), input_required)
-            }),
-            Msg::CreateTask(t) if !id.is_empty() => conn.task_created(&id, t.task_id),
-            Msg::TaskStatusResponse(s) if id.is_empty() || !conn.is_pending(&id) => {
+            Msg::SamplingRequest(s) => self.ask(channel, id, Ask::Sampling(s)),
+            Msg::ListRootsRequest(_) => self.ask(channel, id, Ask::Roots),
+            Msg::CreateTask(t) if !id.is_empty() => channel.task_created(&id, t.task_id),
+            Msg::TaskStatusResponse(s) if id.is_empty() || !channel.is_pending(&id) => {
                 let task = s.task_id.clone();
-                if !conn.push_task_status(s) {
+                if !channel.push_task_status(s) {
                     tracing::debug!(task, "status of a task nobody follows ignored");
                 }
             }
-            Msg::StreamHeader(h) => self.on_stream_header(conn, id, h),
-            Msg::StreamChunk(c) => self.on_stream_chunk(conn, id, c),
-            Msg::RegisterMiddleware(_) => {
-                let ack = Envelope {
-                    msg: Some(Msg::RegisterMiddlewareResponse(
-                        pb::RegisterMiddlewareResponse { success: true },
-                    )),
-                    ..Envelope::default()
-                };
-                self.writer
-                    .send(&ack)
-                    .await
-                    .map_err(|e| format!("writing to the tool process: {e}"))?;
+            Msg::StreamHeader(h) => {
+                if !channel.is_pending(&id) {
+                    tracing::debug!(id, "stream for an unknown request ignored");
+                    return;
+                }
+                self.chunks.retain(|id| channel.is_pending(id));
+                let max = self.reader.decoder().max_raw();
+                let outcome = self.chunks.start(id.clone(), h, max);
+                settle(channel, &id, outcome);
             }
-            other if !id.is_empty() => conn.deliver(&id, Answer::Env(other)),
+            Msg::StreamChunk(c) => match self.chunks.chunk(&id, c) {
+                Some(outcome) => settle(channel, &id, outcome),
+                None => tracing::debug!(id, "chunk without a stream header ignored"),
+            },
+            Msg::RegisterMiddleware(_) => self.owe(&middleware_ack()),
+            other if !id.is_empty() => channel.deliver(&id, Answer::Env(other)),
             other => tracing::debug!(?other, "ignored message from the tool process"),
         }
-        Ok(())
     }
-}
 
-/// Answers the process's ask `id` (sampling, roots) through the client of the call it is
-/// attributed to, off the I/O task; an ask that must ride an `input_required` result (the
-/// `bool`) ends that call.
-fn spawn_ask<Fut>(conn: &Arc<Conn>, id: String, ask: impl FnOnce(Option<CallCtx>) -> Fut)
-where
-    Fut: Future<Output = (Msg, bool)> + Send + 'static,
-{
-    let (origin, ctx) = conn.running().unzip();
-    let answer = ask(ctx);
-    let conn = conn.clone();
-    tokio::spawn(async move {
-        let (reply, input_required) = answer.await;
-        conn.send(Envelope {
-            msg: Some(reply),
-            request_id: id,
-            namespace: String::new(),
-        });
-        if let (true, Some(origin)) = (input_required, origin.as_deref()) {
-            conn.input_required(origin);
+    /// Starts answering an ask; a refusal (too many in flight) is written at once.
+    fn ask(&mut self, channel: &Arc<ChildChannel>, id: String, ask: Ask) {
+        if let Some(refusal) = ask::start(channel, id, ask) {
+            self.owe(&refusal);
         }
-    });
+    }
 }
 
-/// A process log message as an MCP log entry (`warn` → warning, unknown → info; data kept
-/// raw, or as a string when it is not JSON).
-fn log_entry(l: pb::LogMessage) -> LogEntry {
-    let level = match l.level.to_ascii_lowercase().as_str() {
-        "debug" => LoggingLevel::Debug,
-        "notice" => LoggingLevel::Notice,
-        "warn" | "warning" => LoggingLevel::Warning,
-        "error" => LoggingLevel::Error,
-        "critical" => LoggingLevel::Critical,
-        "alert" => LoggingLevel::Alert,
-        "emergency" => LoggingLevel::Emergency,
-        _ => LoggingLevel::Info,
+/// A tool-list request as a batch (its names taken out of `msg`); `None` for anything else.
+fn tool_list_batch(msg: &mut Msg) -> Option<Batch> {
+    use std::mem::take;
+    Some(match msg {
+        Msg::EnableTools(r) => Batch {
+            enable: take(&mut r.tool_names),
+            ..Batch::default()
+        },
+        Msg::DisableTools(r) => Batch {
+            disable: take(&mut r.tool_names),
+            ..Batch::default()
+        },
+        Msg::SetAllowed(r) => Batch {
+            allow: Some(take(&mut r.tool_names)),
+            ..Batch::default()
+        },
+        Msg::SetBlocked(r) => Batch {
+            block: Some(take(&mut r.tool_names)),
+            ..Batch::default()
+        },
+        Msg::Batch(r) => Batch {
+            enable: take(&mut r.enable),
+            disable: take(&mut r.disable),
+            allow: (!r.allow.is_empty()).then(|| take(&mut r.allow)),
+            block: (!r.block.is_empty()).then(|| take(&mut r.block)),
+        },
+        Msg::GetActiveTools(_) => Batch::default(),
+        _ => return None,
+    })
+}
+
+/// Delivers what a chunked-transfer step settled for request `id`.
+fn settle(channel: &ChildChannel, id: &str, outcome: Outcome) {
+    let answer = match outcome {
+        Outcome::Pending => return,
+        Outcome::Done(result_json) => Answer::Env(Msg::CallResult(pb::CallToolResponse {
+            result_json,
+            ..Default::default()
+        })),
+        Outcome::Failed(reason) => Answer::Failed(reason),
     };
-    let data = serde_json::value::RawValue::from_string(l.data_json.clone())
-        .unwrap_or_else(|_| mcpwire_model::to_raw(&l.data_json));
-    LogEntry {
-        level,
-        logger: (!l.logger.is_empty()).then_some(l.logger),
-        data,
-    }
+    channel.deliver(id, answer);
 }

@@ -16,7 +16,7 @@ use mcpwire_model::McpError;
 use mcpwire_router::{CallCtx, ToolError};
 use tokio::sync::watch;
 
-use crate::conn::{Answer, Conn, TaskPush};
+use crate::channel::{Answer, ChildChannel, TaskPush};
 use crate::pb::{self, envelope::Msg};
 
 /// First status poll after `create_task`, and again after every change.
@@ -44,7 +44,7 @@ fn state(s: &str) -> Option<State> {
 
 /// A followed task; dropping it before the task ended cancels it in the process.
 struct Following {
-    conn: Arc<Conn>,
+    channel: Arc<ChildChannel>,
     task_id: String,
     pushed: watch::Receiver<TaskPush>,
     ended: bool,
@@ -55,7 +55,7 @@ impl Following {
     async fn pushed(&mut self) -> Result<pb::TaskStatusResponse, ToolError> {
         loop {
             if self.pushed.changed().await.is_err() {
-                let reason = self.conn.closed_reason();
+                let reason = self.channel.closed_reason();
                 return Err(ToolError::new(
                     reason.unwrap_or_else(|| "the tool process connection ended".into()),
                 ));
@@ -72,7 +72,7 @@ impl Following {
     async fn poll(&mut self) -> Result<pb::TaskStatusResponse, ToolError> {
         let task_id = self.task_id.clone();
         let pc = self
-            .conn
+            .channel
             .request(
                 |_| Msg::TaskStatus(pb::TaskStatusRequest { task_id }),
                 None,
@@ -92,20 +92,20 @@ impl Following {
 
 impl Drop for Following {
     fn drop(&mut self) {
-        self.conn.unfollow_task(&self.task_id, self.ended);
+        self.channel.unfollow_task(&self.task_id, self.ended);
     }
 }
 
 /// Follows process task `task_id` (see [`Answer::TaskCreated`]) until it ends, and returns
 /// the answer to its `task_result`.
 pub(crate) async fn follow(
-    conn: &Arc<Conn>,
+    channel: &Arc<ChildChannel>,
     ctx: &CallCtx,
     task_id: String,
     pushed: watch::Receiver<TaskPush>,
 ) -> Result<Answer, ToolError> {
     let mut task = Following {
-        conn: conn.clone(),
+        channel: channel.clone(),
         task_id,
         pushed,
         ended: false,
@@ -119,6 +119,11 @@ pub(crate) async fn follow(
             s = task.pushed() => s?,
             _ = tokio::time::sleep(delay) => task.poll().await?,
         };
+        // An ask of this task was answered `input_required` before the process could
+        // change its state because of it: whatever the state says now, the call ends so.
+        if matches!(*task.pushed.borrow(), TaskPush::InputRequired) {
+            return Err(McpError::InputRequired.into());
+        }
         let seen = (status.progress, status.total, status.message.clone());
         if last.as_ref() != Some(&seen) {
             if status.progress > 0 || status.total > 0 || !status.message.is_empty() {
@@ -156,7 +161,7 @@ pub(crate) async fn follow(
         }
     }
     let task_id = task.task_id.clone();
-    let pc = conn
+    let pc = channel
         .request(
             |_| Msg::TaskResult(pb::TaskResultRequest { task_id }),
             Some(ctx.clone()),

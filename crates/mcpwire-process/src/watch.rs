@@ -1,28 +1,33 @@
-//! `mcpwire dev`: watching the tool file's directory and reloading on changes.
+//! `mcpwire dev`: watching the tool file's directory and calling back, debounced, when the
+//! file changes. A leaf: it knows nothing of the host.
 
-use std::path::PathBuf;
-use std::sync::Weak;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
 
 use notify::{EventKind, RecursiveMode, Watcher};
-use tokio::sync::mpsc;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
-use crate::backend::Shared;
-
-/// Watches the directory of the tool file (non-recursively, so editors' rename-saves are
-/// seen), debounces, and asks the supervisor to reload. Ends when the backend is dropped.
-pub(crate) fn spawn_watcher(shared: Weak<Shared>) {
-    let Some(s) = shared.upgrade() else { return };
-    let file =
-        std::path::absolute(&s.config.launch.file).unwrap_or_else(|_| s.config.launch.file.clone());
-    let shutdown = s.shutdown.clone();
-    drop(s);
+/// Watches the directory of `file` (non-recursively, so editors' rename-saves are seen) and
+/// calls `changed` once the file has been quiet for `quiet` after a change; stops when
+/// `changed` returns false or `shutdown` fires. Change events are coalesced in one flag, so
+/// a burst of them costs nothing.
+pub(crate) fn watch_file(
+    file: &Path,
+    quiet: Duration,
+    shutdown: CancellationToken,
+    changed: impl FnMut() -> bool + Send + 'static,
+) {
+    let file = std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf());
     let Some(dir) = file.parent().map(PathBuf::from) else {
         return;
     };
     let Some(name) = file.file_name().map(|n| n.to_owned()) else {
         return;
     };
-    let (tx, mut rx) = mpsc::unbounded_channel::<()>();
+    let events = Arc::new(Notify::new());
+    let tx = events.clone();
     let handler = move |ev: notify::Result<notify::Event>| {
         let Ok(ev) = ev else { return };
         if matches!(ev.kind, EventKind::Access(_)) {
@@ -33,7 +38,7 @@ pub(crate) fn spawn_watcher(shared: Weak<Shared>) {
             .iter()
             .any(|p| p.file_name() == Some(name.as_os_str()))
         {
-            let _ = tx.send(());
+            tx.notify_one();
         }
     };
     let mut watcher = match notify::recommended_watcher(handler) {
@@ -49,26 +54,76 @@ pub(crate) fn spawn_watcher(shared: Weak<Shared>) {
     }
     tokio::spawn(async move {
         let _watcher = watcher;
+        debounce(&events, quiet, &shutdown, changed).await;
+    });
+}
+
+/// Calls `changed` after each burst of `events` once `quiet` has passed without another.
+async fn debounce(
+    events: &Notify,
+    quiet: Duration,
+    shutdown: &CancellationToken,
+    mut changed: impl FnMut() -> bool,
+) {
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = events.notified() => {}
+        }
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => return,
-                ev = rx.recv() => if ev.is_none() { return },
-            }
-            // Debounce: wait for a quiet period.
-            loop {
-                tokio::select! {
-                    _ = shutdown.cancelled() => return,
-                    _ = tokio::time::sleep(super::backend::RELOAD_DEBOUNCE) => break,
-                    ev = rx.recv() => if ev.is_none() { return },
-                }
-            }
-            match shared.upgrade() {
-                Some(s) => {
-                    tracing::info!("{} changed; reloading", file.display());
-                    s.reload.notify_one();
-                }
-                None => return,
+                _ = tokio::time::sleep(quiet) => break,
+                _ = events.notified() => {}
             }
         }
-    });
+        if !changed() {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn bursts_are_debounced_into_one_call() {
+        let events = Arc::new(Notify::new());
+        let calls = Arc::new(AtomicUsize::new(0));
+        let shutdown = CancellationToken::new();
+        let task = tokio::spawn({
+            let (events, calls, shutdown) = (events.clone(), calls.clone(), shutdown.clone());
+            async move {
+                let quiet = Duration::from_millis(200);
+                debounce(&events, quiet, &shutdown, || {
+                    calls.fetch_add(1, Ordering::Relaxed);
+                    true
+                })
+                .await
+            }
+        });
+        // Lets the debouncer see what happened, then moves the clock.
+        let advance = |ms| async move {
+            tokio::task::yield_now().await;
+            tokio::time::advance(Duration::from_millis(ms)).await;
+            tokio::task::yield_now().await;
+        };
+        for _ in 0..10 {
+            events.notify_one();
+            advance(50).await;
+        }
+        assert_eq!(calls.load(Ordering::Relaxed), 0, "still changing");
+        advance(250).await;
+        assert_eq!(calls.load(Ordering::Relaxed), 1, "one call for the burst");
+        events.notify_one();
+        advance(100).await;
+        assert_eq!(calls.load(Ordering::Relaxed), 1, "not quiet yet");
+        advance(150).await;
+        assert_eq!(calls.load(Ordering::Relaxed), 2);
+        shutdown.cancel();
+        task.await.expect("ends on shutdown");
+    }
 }

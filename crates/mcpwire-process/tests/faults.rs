@@ -1,4 +1,4 @@
-//! Fault tests: a scripted tool process (`protomcp-test-peer`) misbehaves in every way the
+//! Fault tests: a scripted tool process (`envelope-test-peer`) misbehaves in every way the
 //! host must survive — garbage frames, oversize declared lengths, no handshake, log floods,
 //! exits mid-call, oversize raw results, decompression bombs.
 
@@ -35,15 +35,20 @@ async fn garbage_frame_is_skipped_and_the_stream_stays_in_sync() {
 }
 
 #[tokio::test]
-async fn oversize_declared_length_fails_the_call_without_allocating() {
+async fn oversize_answer_fails_its_call_only_and_the_process_serves_on() {
     let router = Router::new(
         start("oversize", |c| c.max_envelope = 1 << 20)
             .await
             .expect("starts"),
     );
-    let r = call(&router, "x").await;
-    assert!(is_error(&r), "{r}");
-    assert!(text(&r).contains("limit"), "{r}");
+    for i in 0..2 {
+        let r = call(&router, "big").await;
+        assert!(is_error(&r), "{r}");
+        assert!(text(&r).contains("over the 1048576-byte limit"), "{r}");
+        // Same process, same connection: the next call is answered normally.
+        let r = call(&router, &format!("small {i}")).await;
+        assert_eq!(text(&r), format!("small {i}"));
+    }
 }
 
 #[tokio::test]

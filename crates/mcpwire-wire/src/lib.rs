@@ -11,6 +11,7 @@
 #![warn(missing_docs)]
 
 mod any;
+pub mod length_prefixed;
 mod limits;
 pub mod mcpb;
 mod ndjson;

@@ -9,7 +9,7 @@ use mcpwire_process::{Launch, ProcessBackend, ProcessConfig, StartError};
 use mcpwire_router::{CallCtx, McpCall, Router};
 use serde_json::{Value, json};
 
-pub const PEER: &str = env!("CARGO_BIN_EXE_protomcp-test-peer");
+pub const PEER: &str = env!("CARGO_BIN_EXE_envelope-test-peer");
 
 pub async fn start(
     mode: &str,

@@ -1,34 +1,30 @@
 //! The length-prefixed frame codec and whole-message helpers.
 
-use bytes::{Buf, BufMut, BytesMut};
+use bytes::BytesMut;
 use mcpwire_model::codes;
 use prost::Message as _;
 use tokio_util::codec::{Decoder, Encoder};
 
 use super::pb::McpMessage;
+use crate::length_prefixed::{LengthPrefixed, Piece};
 use crate::{FramingError, Limits};
 
 /// What the decoder yields: a message, or the `ErrorResponse` a bad frame deserves.
 pub type ProtoDecoded = Result<McpMessage, McpMessage>;
 
-/// Bytes reserved ahead of what has arrived, at most: a peer announcing a 16 MiB frame
-/// does not make us allocate 16 MiB before sending it.
-const RESERVE_AHEAD: usize = 64 * 1024;
-
-/// `[u32 BE length][MCPMessage]` frames, bounded by [`Limits::max_message_bytes`].
+/// `[u32 BE length][MCPMessage]` frames, bounded by [`Limits::max_message_bytes`]; the
+/// framing (and its oversize policy) is [`LengthPrefixed`]'s. An oversize frame is answered
+/// at its prefix with −32600 and id 0 (its id is still to come), then skipped.
 #[derive(Debug)]
 pub struct ProtoMcpCodec {
-    max: usize,
-    /// Bytes of an oversize frame still to skip.
-    skipping: u64,
+    frames: LengthPrefixed,
 }
 
 impl ProtoMcpCodec {
     /// A codec enforcing `limits`.
     pub fn new(limits: &Limits) -> ProtoMcpCodec {
         ProtoMcpCodec {
-            max: limits.max_message_bytes,
-            skipping: 0,
+            frames: LengthPrefixed::new(limits.max_message_bytes),
         }
     }
 }
@@ -38,33 +34,22 @@ impl Decoder for ProtoMcpCodec {
     type Error = FramingError;
 
     fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<ProtoDecoded>, FramingError> {
-        if self.skipping > 0 {
-            let n = usize::try_from(self.skipping)
-                .unwrap_or(usize::MAX)
-                .min(buf.len());
-            buf.advance(n);
-            self.skipping -= n as u64;
-            if self.skipping > 0 {
-                return Ok(None);
-            }
+        loop {
+            let decoded = match self.frames.decode(buf) {
+                None => return Ok(None),
+                Some(Piece::Frame(body)) => decode_message(&body),
+                Some(Piece::Oversize { declared, limit }) => Err(McpMessage::error(
+                    0,
+                    codes::INVALID_REQUEST,
+                    format!(
+                        "Invalid Request: frame of {declared} bytes exceeds the {limit} byte limit"
+                    ),
+                )),
+                // Already answered at its prefix; proto-mcp announces no raw runs.
+                Some(Piece::Skipped { .. } | Piece::Raw(_)) => continue,
+            };
+            return Ok(Some(decoded));
         }
-        if buf.len() < 4 {
-            return Ok(None);
-        }
-        let len = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
-        if len > self.max {
-            buf.advance(4);
-            self.skipping = len as u64;
-            return self.oversize(len, buf);
-        }
-        if buf.len() < 4 + len {
-            let want = (4 + len - buf.len()).min(RESERVE_AHEAD);
-            buf.reserve(want);
-            return Ok(None);
-        }
-        buf.advance(4);
-        let frame = buf.split_to(len);
-        Ok(Some(decode_message(&frame)))
     }
 
     fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<ProtoDecoded>, FramingError> {
@@ -85,38 +70,12 @@ impl Decoder for ProtoMcpCodec {
     }
 }
 
-impl ProtoMcpCodec {
-    fn oversize(
-        &mut self,
-        len: usize,
-        buf: &mut BytesMut,
-    ) -> Result<Option<ProtoDecoded>, FramingError> {
-        let n = len.min(buf.len());
-        buf.advance(n);
-        self.skipping -= n as u64;
-        Ok(Some(Err(McpMessage::error(
-            0,
-            codes::INVALID_REQUEST,
-            format!(
-                "Invalid Request: frame of {len} bytes exceeds the {} byte limit",
-                self.max
-            ),
-        ))))
-    }
-}
-
 impl Encoder<&McpMessage> for ProtoMcpCodec {
     type Error = FramingError;
 
     fn encode(&mut self, msg: &McpMessage, dst: &mut BytesMut) -> Result<(), FramingError> {
-        let len = msg.encoded_len();
-        let Ok(len32) = u32::try_from(len) else {
-            return Err(FramingError::Io(std::io::Error::other(
-                "message longer than a u32 length prefix",
-            )));
-        };
-        dst.reserve(4 + len);
-        dst.put_u32(len32);
+        LengthPrefixed::write_prefix(msg.encoded_len(), dst)
+            .map_err(|e| FramingError::Io(std::io::Error::other(e)))?;
         msg.encode_raw(dst);
         Ok(())
     }

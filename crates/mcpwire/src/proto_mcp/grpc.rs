@@ -8,7 +8,7 @@
 //! `ErrorResponse` (the MCP code). A cancelled RPC drops its exchange and so its call.
 //!
 //! A client deadline (`grpc-timeout`) bounds the exchange: shortly before it passes (a tenth
-//! of it, at most 20 ms, so the answer reaches the client in time) the call is dropped and the
+//! of it, at most 100 ms, so the answer reaches a busy client in time) the call is dropped and the
 //! RPC ends DEADLINE_EXCEEDED with −33003 in its details. tonic's own deadline layer would
 //! answer CANCELLED without an MCP code.
 
@@ -74,7 +74,7 @@ impl GrpcMcp {
         let Some(d) = deadline else {
             return self.run(payload).await;
         };
-        let early = (d / 10).min(Duration::from_millis(20));
+        let early = (d / 10).min(Duration::from_millis(100));
         match tokio::time::timeout(d - early, self.run(payload)).await {
             Ok(answer) => answer,
             Err(_) => McpMessage::new(

@@ -1,3 +1,5 @@
+use bytes::BufMut;
+
 use super::*;
 use crate::proto_mcp::pb::{self, mcp_message::Payload};
 

@@ -1,16 +1,19 @@
-//! A scripted protomcp tool process for mcpwire's fault tests and benchmarks.
+//! A scripted Envelope tool process for mcpwire's fault and bounds tests.
 //!
-//! `protomcp-test-peer MODE [ignored...]` connects to `$PROTOMCP_SOCKET` and offers one tool,
+//! `envelope-test-peer MODE [ignored...]` connects to `$PROTOMCP_SOCKET` and offers one tool,
 //! `echo` (`{"text": string}`). MODE decides how it misbehaves when `echo` is called:
 //! `echo` (answers properly; the benchmark peer), `garbage` (a frame that is not an Envelope
-//! before the answer), `oversize` (declares a 100 MiB frame and stalls), `no-handshake` (never
+//! before the answer), `oversize` (answers text `big` with a 2 MiB envelope), `no-handshake` (never
 //! answers the tool list), `log-flood` (100 000 log messages before the answer), `exit`
 //! (exits mid-call), `chunked` (the result as a chunked stream of about 300 KB), `raw-big` (a 2 MiB uncompressed raw result), `raw-bomb` (a zstd result
 //! whose header understates its size), `slow-task` (declares task support, answers after
 //! 100 ms), `async-task` (answers with `create_task` and reports through `task_status`:
 //! three polls to complete; text `fail` fails, `hang` never ends, `weird` reports an unknown
 //! state; `cancelled?` answers at once with the task ids it was asked to cancel),
-//! `async-push` (like `async-task` but never answers `task_status`: it pushes its updates).
+//! `async-push` (like `async-task` but never answers `task_status`: it pushes its updates),
+//! `hang` (never answers a call, keeps reading), `no-read` (stops reading at its first call),
+//! `ask-flood` (answers each call after sending 20 000 sampling requests with 1 KiB prompts,
+//! without reading in between).
 
 use std::collections::HashMap;
 use std::io::{BufReader, BufWriter, Read, Write};
@@ -139,13 +142,34 @@ fn main() -> std::io::Result<()> {
                     continue;
                 }
                 match mode.as_str() {
+                    "hang" => {
+                        w.flush()?;
+                        continue;
+                    }
+                    "no-read" => std::thread::sleep(std::time::Duration::from_secs(3600)),
+                    "ask-flood" => {
+                        let prompt =
+                            serde_json::json!([{"role": "user", "content": "p".repeat(1024)}]);
+                        for i in 0..20_000 {
+                            let ask = pb::SamplingRequest {
+                                messages_json: prompt.to_string(),
+                                max_tokens: 10,
+                                ..Default::default()
+                            };
+                            write_env(&mut w, Msg::SamplingRequest(ask), &format!("ask{i}"))?;
+                        }
+                    }
                     "garbage" => {
                         w.write_all(&[0, 0, 0, 3, 0xff, 0xff, 0xff])?;
                     }
-                    "oversize" => {
-                        w.write_all(&(100u32 << 20).to_be_bytes())?;
+                    "oversize" if text == "big" => {
+                        let res = pb::CallToolResponse {
+                            result_json: text_result(&"o".repeat(2 << 20)),
+                            ..Default::default()
+                        };
+                        write_env(&mut w, Msg::CallResult(res), &id)?;
                         w.flush()?;
-                        std::thread::sleep(std::time::Duration::from_secs(3600));
+                        continue;
                     }
                     "log-flood" => {
                         for i in 0..100_000 {

@@ -1,4 +1,4 @@
-//! The smallest protomcp tool process: one `echo` tool, answered as fast as a blocking
+//! The smallest Envelope tool process: one `echo` tool, answered as fast as a blocking
 //! unix-socket loop can. `mcpwire run` hosts it in `bench/process.sh` to measure the tool-process
 //! host's own overhead against mcpwire's native echo.
 
@@ -11,12 +11,12 @@ use prost::Message;
 fn main() -> std::io::Result<()> {
     let path = std::env::var("PROTOMCP_SOCKET").map_err(std::io::Error::other)?;
     let stream = UnixStream::connect(path)?;
-    // `--spin-us=N` (or PROTOMCP_ECHO_SPIN_US=N): poll the socket this long before blocking (as
+    // `--spin-us=N` (or ENVELOPE_ECHO_SPIN_US=N): poll the socket this long before blocking (as
     // mcpwire's stdio driver does), to separate the peer's own wake-up latency from the host's
     // overhead.
     let spin = std::env::args()
         .find_map(|a| a.strip_prefix("--spin-us=").map(str::to_owned))
-        .or_else(|| std::env::var("PROTOMCP_ECHO_SPIN_US").ok())
+        .or_else(|| std::env::var("ENVELOPE_ECHO_SPIN_US").ok())
         .and_then(|v| v.parse::<u64>().ok())
         .map(std::time::Duration::from_micros);
     let reader = SpinReader {
