@@ -1,14 +1,21 @@
 //! The `mcpwire` command line.
 
+use std::process::ExitCode;
+
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use mcpwire::Service;
-use mcpwire::client::{ClientError, StdioClient};
-use mcpwire::http::client::HttpClient;
+use mcpwire::client::{Client, ClientOptions, Target};
 use mcpwire::http::{Guard, HttpConfig, HttpServer};
 use serde_json::Value;
 
+mod exit;
 mod process_cmd;
+mod schema_cmd;
+mod synthetic_tools;
+mod tokens;
+
+use exit::UsageError;
 
 const ABOUT: &str = "mcpwire serves MCP tools over every wire from one fast core.";
 
@@ -30,7 +37,18 @@ Try it:
   mcpwire dev tools.py                  serve a protomcp tool file, reloading it on edits
 
 Logs go to stderr; set MCPWIRE_LOG (e.g. MCPWIRE_LOG=debug) to see more. stdout carries only
-protocol messages when serving over stdio.";
+protocol messages when serving over stdio.
+
+Errors print as `error: …` with their causes on stderr (MCPWIRE_LOG=debug adds the debug form
+and, with RUST_BACKTRACE=1, a backtrace). Exit status:
+  0  success
+  1  any other failure (a file that cannot be read, a schema that does not convert, …)
+  2  usage error: bad arguments or options, a target that is neither a command line nor an
+     http(s):// URL, --args that is not a JSON object
+  3  connection failure: the server could not be started or reached, did not answer within
+     --timeout, wrote something that is not MCP, or went away
+  4  server or tool error: the server answered with a JSON-RPC error, or the tool's result
+     has isError: true";
 
 #[derive(Parser, Debug)]
 #[command(name = "mcpwire", version, about = ABOUT, long_about = LONG_ABOUT)]
@@ -54,18 +72,23 @@ enum Command {
     ///
     /// TARGET is the command line that starts a stdio server, e.g. 'mcpwire demo' or
     /// 'python3 server.py', or the URL of a Streamable HTTP server, e.g.
-    /// 'http://127.0.0.1:8000/mcp'.
+    /// 'http://127.0.0.1:8000/mcp' or 'https://…'. `[task]` marks tools that must run as
+    /// tasks (execution.taskSupport: required); `mcpwire call` runs them.
     List {
-        /// Command line of a stdio MCP server, or an http:// URL.
-        target: String,
+        #[command(flatten)]
+        connect: ConnectArgs,
         /// Print the raw JSON tool definitions instead of a summary.
         #[arg(long)]
         json: bool,
     },
     /// Call one tool of an MCP server and print its result as JSON.
+    ///
+    /// A tool that must run as a task is called as one: the task is created, polled (its
+    /// status goes to stderr) and its result printed. Exit status 4 when the tool's result
+    /// has isError: true.
     Call {
-        /// Command line of a stdio MCP server, or an http:// URL.
-        target: String,
+        #[command(flatten)]
+        connect: ConnectArgs,
         /// The tool's name.
         tool: String,
         /// The tool's arguments as a JSON object.
@@ -77,10 +100,47 @@ enum Command {
     /// Like `run`, and reload the tool process whenever the file changes.
     Dev(process_cmd::RunArgs),
     /// Tool schemas as protobuf: JSON Schema → .proto, a server's FileDescriptorSet.
-    Schema(mcpwire::schema_cli::SchemaArgs),
+    Schema(schema_cmd::SchemaArgs),
     /// Count the tokens a server's tool catalog costs an agent's context, rendered as
     /// JSON-RPC and as proto-mcp listings (cl100k_base and o200k_base).
-    Tokens(mcpwire::schema_cli::TokensArgs),
+    Tokens(schema_cmd::TokensArgs),
+}
+
+/// A server to talk to, and how long to wait for it.
+#[derive(clap::Args, Debug)]
+pub struct ConnectArgs {
+    /// Command line of a stdio MCP server, or an http:// or https:// URL.
+    target: String,
+    #[command(flatten)]
+    timeout: TimeoutArg,
+}
+
+/// `--timeout`, shared by every command that connects to a server.
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct TimeoutArg {
+    /// Seconds to wait for the server to start (or answer the connection) and answer
+    /// `initialize`.
+    #[arg(long = "timeout", value_name = "SECS", default_value = "30", value_parser = parse_secs)]
+    handshake: std::time::Duration,
+}
+
+impl TimeoutArg {
+    /// The client options these arguments ask for.
+    pub fn options(self) -> ClientOptions {
+        ClientOptions {
+            handshake_timeout: self.handshake,
+        }
+    }
+}
+
+fn parse_secs(s: &str) -> Result<std::time::Duration, String> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    if !(secs > 0.0 && secs <= 86_400.0) {
+        return Err(format!("`{s}`: give between 0 and 86400 seconds"));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
 }
 
 /// Options shared by every serving command.
@@ -191,9 +251,16 @@ enum Transport {
     Mcpb,
 }
 
-fn main() -> Result<()> {
+fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing();
+    match start(cli) {
+        Ok(code) => code,
+        Err(e) => exit::report(&e),
+    }
+}
+
+fn start(cli: Cli) -> Result<ExitCode> {
     let http = matches!(
         &cli.command,
         Command::Demo { serve } if !matches!(serve.transport, Transport::Stdio)
@@ -209,43 +276,6 @@ fn main() -> Result<()> {
         .build()
         .context("starting the async runtime")?;
     rt.block_on(run(cli))
-}
-
-/// A client over whichever wire the target names.
-enum Client {
-    Stdio(Box<StdioClient>),
-    Http(HttpClient),
-}
-
-impl Client {
-    async fn connect(target: &str) -> Result<Client, ClientError> {
-        if target.starts_with("http://") || target.starts_with("https://") {
-            Ok(Client::Http(HttpClient::connect(target).await?))
-        } else {
-            Ok(Client::Stdio(Box::new(StdioClient::connect(target).await?)))
-        }
-    }
-
-    async fn list_tools(&mut self) -> Result<Vec<Value>, ClientError> {
-        match self {
-            Client::Stdio(c) => c.list_tools().await,
-            Client::Http(c) => c.list_tools().await,
-        }
-    }
-
-    async fn call_tool(&mut self, name: &str, args: Value) -> Result<Value, ClientError> {
-        match self {
-            Client::Stdio(c) => c.call_tool(name, args).await,
-            Client::Http(c) => c.call_tool(name, args).await,
-        }
-    }
-
-    async fn close(self) -> Result<(), ClientError> {
-        match self {
-            Client::Stdio(c) => (*c).close().await,
-            Client::Http(c) => c.close().await,
-        }
-    }
 }
 
 async fn serve_http(service: Service, args: HttpArgs) -> Result<()> {
@@ -368,7 +398,7 @@ fn init_tracing() {
         .init();
 }
 
-async fn run(cli: Cli) -> Result<()> {
+async fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Demo { serve } => {
             let mut service = Service::from_server(mcpwire_example_everything::server());
@@ -396,10 +426,8 @@ async fn run(cli: Cli) -> Result<()> {
         }
         Command::Run(args) => process_cmd::run(args, false).await?,
         Command::Dev(args) => process_cmd::run(args, true).await?,
-        Command::List { target, json } => {
-            let mut client = Client::connect(&target)
-                .await
-                .with_context(|| format!("connecting to {target}"))?;
+        Command::List { connect, json } => {
+            let mut client = connect_to(&connect).await?;
             let tools = client.list_tools().await?;
             if json {
                 emit(&serde_json::to_string_pretty(&tools)?);
@@ -408,26 +436,76 @@ async fn run(cli: Cli) -> Result<()> {
                     let name = t["name"].as_str().unwrap_or("?");
                     let desc = t["description"].as_str().unwrap_or("");
                     let first = desc.lines().next().unwrap_or("");
-                    emit(&format!("{name:<40} {first}"));
+                    let task = if mcpwire::client::requires_task(t) {
+                        "[task] "
+                    } else {
+                        ""
+                    };
+                    emit(&format!("{name:<40} {task}{first}"));
                 }
             }
             client.close().await?;
         }
-        Command::Call { target, tool, args } => {
-            let args: Value =
-                serde_json::from_str(&args).context("--args must be a JSON object")?;
-            let mut client = Client::connect(&target)
-                .await
-                .with_context(|| format!("connecting to {target}"))?;
-            let result = client.call_tool(&tool, args).await?;
+        Command::Call {
+            connect,
+            tool,
+            args,
+        } => {
+            let args = tool_arguments(&args)?;
+            let mut client = connect_to(&connect).await?;
+            let as_task = must_run_as_task(&mut client, &tool).await?;
+            let result = client.call_tool(&tool, args, as_task).await?;
             emit(&serde_json::to_string_pretty(&result)?);
             client.close().await?;
             if result.get("isError") == Some(&Value::Bool(true)) {
-                std::process::exit(1);
+                eprintln!("error: the tool `{tool}` reported an error (isError: true)");
+                return Ok(ExitCode::from(exit::SERVER));
             }
         }
-        Command::Schema(args) => mcpwire::schema_cli::run_schema(args).await?,
-        Command::Tokens(args) => mcpwire::schema_cli::run_tokens(args).await?,
+        Command::Schema(args) => schema_cmd::run_schema(args).await?,
+        Command::Tokens(args) => schema_cmd::run_tokens(args).await?,
     }
-    Ok(())
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Parses and starts (or reaches) the server a command names.
+async fn connect_to(connect: &ConnectArgs) -> Result<Client> {
+    let target = Target::parse(&connect.target)?;
+    Ok(Client::connect(&target, &connect.timeout.options()).await?)
+}
+
+/// `--args`: a JSON object, refused locally otherwise.
+fn tool_arguments(args: &str) -> Result<Value> {
+    let value: Value = serde_json::from_str(args)
+        .map_err(|e| UsageError(format!("--args is not valid JSON ({e}): {args}")))?;
+    if !value.is_object() {
+        let kind = match &value {
+            Value::Array(_) => "an array",
+            Value::String(_) => "a string",
+            Value::Number(_) => "a number",
+            Value::Bool(_) => "a boolean",
+            _ => "null",
+        };
+        return Err(UsageError(format!(
+            "--args must be a JSON object of the tool's arguments (e.g. '{{\"a\": 1}}'), not {kind}: {args}"
+        ))
+        .into());
+    }
+    Ok(value)
+}
+
+/// Whether `tool` must be called as a task: only asked (one `tools/list`) of servers that
+/// offer tasks for `tools/call`.
+async fn must_run_as_task(client: &mut Client, tool: &str) -> Result<bool> {
+    if client
+        .server()
+        .pointer("/capabilities/tasks/requests/tools/call")
+        .is_none()
+    {
+        return Ok(false);
+    }
+    let tools = client.list_tools().await?;
+    Ok(tools
+        .iter()
+        .any(|t| t["name"] == tool && mcpwire::client::requires_task(t)))
 }

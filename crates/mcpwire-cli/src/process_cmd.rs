@@ -50,9 +50,13 @@ pub async fn run(args: RunArgs, dev: bool) -> Result<()> {
     config.handshake_timeout = Duration::from_secs(args.handshake_timeout);
     config.max_raw = args.max_result_bytes;
     config.max_envelope = args.serve.max_message_bytes;
-    let backend = ProcessBackend::start(config)
-        .await
-        .with_context(|| format!("starting {}", args.file.display()))?;
+    let backend = ProcessBackend::start(config).await.with_context(|| {
+        format!(
+            "starting {} as a protomcp tool process (`mcpwire run` serves files written with \
+             a protomcp SDK; for a plain MCP server, use `mcpwire list|call '<its command>'`)",
+            args.file.display()
+        )
+    })?;
     tracing::info!(tools = ?backend.tool_names(), "tool process ready");
     let info = backend.server_info();
     let router = Router::new(backend.clone()).with_tasks(TaskConfig::default());

@@ -458,7 +458,7 @@ fn cli_list_and_call_take_an_http_url() {
         .args(["call", &url, "test_error_handling"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1), "an isError result exits 1");
+    assert_eq!(out.status.code(), Some(4), "an isError result exits 4");
 
     // The server closes this call's stream mid-call; the CLI resumes it.
     let out = std::process::Command::new(bin)

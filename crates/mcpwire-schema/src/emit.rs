@@ -62,7 +62,11 @@ impl Uses {
         for f in &m.fields {
             self.validate |= !f.rules.is_empty();
             self.structs |= matches!(f.ty, Ty::Struct | Ty::Value);
-            self.options |= f.nullable || f.json_required || f.json_schema.is_some();
+            self.options |= f.nullable
+                || f.json_required
+                || f.json_schema.is_some()
+                || f.default.is_some()
+                || f.format.is_some();
         }
         for e in &m.enums {
             self.options |= e.values.iter().any(|(n, v)| !lower_fits(e, n, v));
@@ -242,6 +246,12 @@ fn field(
     }
     if let Some(js) = &f.json_schema {
         opts.push(format!("(mcpwire.schema.v1.json_schema) = {}", quote(js)));
+    }
+    if let Some(f) = &f.format {
+        opts.push(format!("(mcpwire.schema.v1.format) = {}", quote(f)));
+    }
+    if let Some(d) = &f.default {
+        opts.push(format!("(mcpwire.schema.v1.json_default) = {}", quote(d)));
     }
     if !opts.is_empty() {
         let _ = write!(out, " [{}]", opts.join(", "));

@@ -59,6 +59,10 @@ pub(crate) struct Field {
     pub json_required: bool,
     /// The verbatim JSON Schema of a `google.protobuf.Value` field.
     pub json_schema: Option<String>,
+    /// The JSON Schema `default`, as JSON text.
+    pub default: Option<String>,
+    /// A string `format` no `buf.validate` rule stands for.
+    pub format: Option<String>,
 }
 
 /// A field's value type.

@@ -33,6 +33,7 @@ use serde_json::Value;
 pub use batch::{ToolSpec, tool_schemas_many};
 pub use cache::SchemaCache;
 pub use compile::{OPTIONS_FILE, OPTIONS_PROTO, VALIDATE_FILE, VALIDATE_PROTO};
+pub use convert::Loss;
 pub use raw::RawFileSet;
 pub use registry::{BsrRef, Registry};
 pub use reverse::message_schema;
@@ -249,6 +250,20 @@ pub fn to_proto(
     Ok(plan(tool_name, input, output, limits)?.1.text)
 }
 
+/// [`to_proto`], and every fact of the JSON Schemas the protobuf form does not carry
+/// (annotations such as `title` and `examples`; `additionalProperties` on objects that
+/// become closed messages). Defaults and formats are carried (`json_default`, `format`),
+/// and subschemas kept verbatim (`json_schema`) lose nothing.
+pub fn to_proto_with_losses(
+    tool_name: &str,
+    input: &Value,
+    output: Option<&Value>,
+    limits: &Limits,
+) -> Result<(String, Vec<Loss>), SchemaError> {
+    let (_, emitted, lost) = plan_with_losses(tool_name, input, output, limits)?;
+    Ok((emitted.text, lost))
+}
+
 /// The `.proto` file name of a package's generated file.
 fn file_of(package: &str) -> String {
     format!("{}.proto", package.replace('.', "/"))
@@ -260,6 +275,16 @@ fn plan(
     output: Option<&Value>,
     limits: &Limits,
 ) -> Result<(String, emit::Emitted), SchemaError> {
+    let (package, emitted, _) = plan_with_losses(tool_name, input, output, limits)?;
+    Ok((package, emitted))
+}
+
+fn plan_with_losses(
+    tool_name: &str,
+    input: &Value,
+    output: Option<&Value>,
+    limits: &Limits,
+) -> Result<(String, emit::Emitted, Vec<Loss>), SchemaError> {
     let package = tool_package(tool_name);
     let mut docs = vec![input];
     docs.extend(output);
@@ -269,7 +294,11 @@ fn plan(
         messages.push(conv.root_message(1, o, "Output")?);
     }
     messages.append(&mut conv.top);
-    Ok((package.clone(), emit::emit(&package, &messages)))
+    Ok((
+        package.clone(),
+        emit::emit(&package, &messages),
+        std::mem::take(&mut conv.lost),
+    ))
 }
 
 /// Converts a tool's JSON Schemas to compiled protobuf messages, with default [`Limits`].

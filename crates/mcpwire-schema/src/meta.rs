@@ -15,6 +15,8 @@ pub(crate) struct Exts {
     pub nullable: Option<prost_reflect::ExtensionDescriptor>,
     pub json_schema: Option<prost_reflect::ExtensionDescriptor>,
     pub json_required: Option<prost_reflect::ExtensionDescriptor>,
+    pub json_default: Option<prost_reflect::ExtensionDescriptor>,
+    pub format: Option<prost_reflect::ExtensionDescriptor>,
     pub validate: Option<prost_reflect::ExtensionDescriptor>,
 }
 
@@ -28,6 +30,8 @@ impl Exts {
             nullable: e("mcpwire.schema.v1.nullable"),
             json_schema: e("mcpwire.schema.v1.json_schema"),
             json_required: e("mcpwire.schema.v1.json_required"),
+            json_default: e("mcpwire.schema.v1.json_default"),
+            format: e("mcpwire.schema.v1.format"),
             validate: e("buf.validate.field"),
         }
     }

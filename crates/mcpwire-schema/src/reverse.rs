@@ -146,12 +146,22 @@ impl Writer {
         } else {
             (f.kind(), rules.clone())
         };
+        let text = |ext| match ext_value(&opts, ext) {
+            Some(Value::String(s)) => Some(s),
+            _ => None,
+        };
+        let format = text(&self.exts.format);
+        let default =
+            text(&self.exts.json_default).and_then(|d| serde_json::from_str::<Json>(&d).ok());
         let mut s = match json_schema {
             Some(js) => js,
             None => {
                 let mut s = self.single(&value_kind);
                 if let Some(r) = &value_rules {
                     apply_scalar_rules(&mut s, r);
+                }
+                if let (Some(f), Json::Object(m)) = (format, &mut s) {
+                    m.insert("format".into(), f.into());
                 }
                 s
             }
@@ -179,6 +189,9 @@ impl Writer {
         }
         if nullable {
             s = make_nullable(s);
+        }
+        if let (Some(d), Json::Object(m)) = (default, &mut s) {
+            m.insert("default".into(), d);
         }
         if let Some(d) = self.docs.get(f.full_name())
             && let Json::Object(m) = &mut s

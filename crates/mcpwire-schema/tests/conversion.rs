@@ -367,3 +367,79 @@ fn many_defs_convert_in_linear_time() {
     assert!(text.contains("message P899"), "{}", &text[..200]);
     assert!(took < std::time::Duration::from_secs(3), "took {took:?}");
 }
+
+/// What Pydantic (FastMCP) writes: `Optional[...]` as `anyOf` with null beside a default and
+/// a description, formats without `buf.validate` rules, defaults, `Optional[dict]`. All of
+/// it is typed and carried (`nullable`, `format`, `json_default`, `Struct`); what is not
+/// carried is reported.
+#[test]
+fn pydantic_shapes_are_typed_and_their_facts_carried() {
+    let schema = json!({
+        "type": "object",
+        "title": "create_taskArguments",
+        "properties": {
+            "due": {"anyOf": [{"format": "date-time", "type": "string"}, {"type": "null"}],
+                    "default": null, "description": "Deadline."},
+            "start_on": {"anyOf": [{"format": "date", "type": "string"}, {"type": "null"}], "default": null},
+            "email": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": null, "description": "Contact."},
+            "metadata": {"anyOf": [{"additionalProperties": true, "type": "object"}, {"type": "null"}],
+                         "default": null},
+            "hours": {"type": "number", "minimum": 0, "default": 1.0, "title": "Hours"},
+            "level": {"enum": ["low", "high"], "type": "string", "default": "low"},
+            "days": {"type": "array", "items": {"type": "string", "format": "date"}},
+            "person": {"type": "object", "properties": {"name": {"type": "string"}},
+                       "additionalProperties": true}
+        }
+    });
+    let (text, lost) =
+        mcpwire_schema::to_proto_with_losses("t", &schema, None, &Limits::default()).unwrap();
+    for want in [
+        "optional string due = 2 [(mcpwire.schema.v1.nullable) = true, (mcpwire.schema.v1.format) = \"date-time\", (mcpwire.schema.v1.json_default) = \"null\"];",
+        "google.protobuf.Struct metadata = 6 [(mcpwire.schema.v1.nullable) = true, (mcpwire.schema.v1.json_default) = \"null\"];",
+        "optional double hours = 4 [(buf.validate.field) = {double: {gte: 0.0}}, (mcpwire.schema.v1.json_default) = \"1.0\"];",
+        "repeated string days = 1 [(mcpwire.schema.v1.format) = \"date\"];",
+        "optional string email = 3 [(mcpwire.schema.v1.nullable) = true, (mcpwire.schema.v1.json_default) = \"null\"];",
+    ] {
+        assert!(text.contains(want), "missing {want}\n{text}");
+    }
+    assert!(!text.contains("google.protobuf.Value"), "{text}");
+    let lost: Vec<(String, String)> = lost.into_iter().map(|l| (l.at, l.keyword)).collect();
+    assert_eq!(
+        lost,
+        [
+            ("Input".to_owned(), "title".to_owned()),
+            ("Input.hours".to_owned(), "title".to_owned()),
+            ("Input.person".to_owned(), "additionalProperties".to_owned()),
+        ]
+    );
+
+    let s = tool_schemas("t", &schema, None).unwrap();
+    for v in [
+        json!({"due": "2026-01-01T10:00:00+02:00", "start_on": "2026-01-01", "metadata": {"a": [1, {"b": null}]},
+               "email": null, "days": ["2026-02-02"], "level": "high", "person": {"name": "Ada"}}),
+        json!({"due": null, "metadata": null, "hours": 0.5}),
+    ] {
+        let m = s.json_to_input(&v).unwrap();
+        let back = s.arguments_to_json(&m).unwrap();
+        let want: serde_json::Value = v
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(_, x)| !x.is_null())
+            .map(|(k, x)| (k.clone(), x.clone()))
+            .collect::<serde_json::Map<_, _>>()
+            .into();
+        assert_eq!(back, want);
+    }
+    // the reverse schema gets the formats and defaults back
+    let back = message_schema(&s.input);
+    assert_eq!(back["properties"]["due"]["format"], "date-time", "{back}");
+    assert_eq!(
+        back["properties"]["due"]["default"],
+        serde_json::Value::Null
+    );
+    assert!(back["properties"]["due"].get("default").is_some());
+    assert_eq!(back["properties"]["hours"]["default"], 1.0);
+    assert_eq!(back["properties"]["level"]["default"], "low");
+    assert_eq!(back["properties"]["days"]["items"]["format"], "date");
+}

@@ -1,8 +1,9 @@
 //! mcpwire: one fast MCP runtime and gateway serving tools over every wire from one core.
 //!
 //! **Is:** the shell around the sans-IO core — the driver core every connection loop is built
-//! from, the wires (stdio, Streamable HTTP, WebSocket and gRPC proto-mcp, MCPB), and the
-//! clients used by `mcpwire list`/`call`. Tokio lives here and nowhere below.
+//! from, the wires (stdio, Streamable HTTP, WebSocket and gRPC proto-mcp, MCPB), and the MCP
+//! clients (stdio, Streamable HTTP over http or https) behind `mcpwire list`/`call`. Tokio
+//! lives here and nowhere below.
 //!
 //! **Is not:** protocol logic (that is `mcpwire-session`), byte layouts (`mcpwire-wire`) or
 //! tools (`mcpwire-router`).
@@ -13,7 +14,6 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod catalog;
 pub mod client;
 mod driver;
 #[doc = include_str!("guide.md")]
@@ -22,10 +22,8 @@ pub mod http;
 pub mod mcpb;
 pub mod prelude;
 pub mod proto_mcp;
-pub mod schema_cli;
 pub mod serve;
 pub mod stdio;
-pub mod tokens;
 pub mod wires;
 
 pub use serve::Service;

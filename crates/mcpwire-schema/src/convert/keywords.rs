@@ -56,7 +56,20 @@ pub(super) fn nullable_inner(obj: &Map<String, Value>) -> Option<Value> {
                 s.get("type").and_then(Value::as_str) == Some("null")
                     && s.as_object().map_or(0, Map::len) == 1
             };
-            if v.len() == 2 && v.iter().filter(|s| is_null(s)).count() == 1 && obj.len() <= 2 {
+            // Beside the union, only annotations (they stay on the field).
+            let annotations_only = obj.keys().all(|k| {
+                k == c
+                    || matches!(
+                        k.as_str(),
+                        "description"
+                            | "title"
+                            | "default"
+                            | "examples"
+                            | "deprecated"
+                            | "$comment"
+                    )
+            });
+            if v.len() == 2 && v.iter().filter(|s| is_null(s)).count() == 1 && annotations_only {
                 return v.iter().find(|s| !is_null(s)).cloned();
             }
         }
@@ -86,6 +99,11 @@ pub(super) fn string_kind(obj: &Map<String, Value>, doc: Option<String>) -> Kind
     if !r.is_empty() {
         k.rules.push(("string", RuleValue::Msg(r)));
     }
+    k.format = obj
+        .get("format")
+        .and_then(Value::as_str)
+        .filter(|f| format_rule(f).is_none())
+        .map(str::to_owned);
     k
 }
 

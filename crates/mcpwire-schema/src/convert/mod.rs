@@ -29,6 +29,10 @@ struct Kind {
     nullable: bool,
     json_schema: Option<String>,
     doc: Option<String>,
+    /// The `default`, as JSON text.
+    default: Option<String>,
+    /// A string format without a `buf.validate` rule.
+    format: Option<String>,
 }
 
 impl Kind {
@@ -40,9 +44,71 @@ impl Kind {
             nullable: false,
             json_schema: None,
             doc,
+            default: None,
+            format: None,
         }
     }
 }
+
+/// A fact of a JSON Schema that its protobuf form does not carry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loss {
+    /// Where: `Input`/`Output`, then property names and `$defs` names, dot-separated.
+    pub at: String,
+    /// The keyword.
+    pub keyword: String,
+    /// Its value.
+    pub value: Value,
+    /// What its absence means for values.
+    pub effect: &'static str,
+}
+
+/// Keywords a typed conversion carries (as types, rules or options) or that only structure
+/// the document.
+const KNOWN: &[&str] = &[
+    "type",
+    "properties",
+    "required",
+    "items",
+    "enum",
+    "const",
+    "anyOf",
+    "oneOf",
+    "$ref",
+    "$defs",
+    "definitions",
+    "$schema",
+    "$id",
+    "description",
+    "default",
+    "format",
+    "pattern",
+    "minLength",
+    "maxLength",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "additionalProperties",
+    "minProperties",
+    "maxProperties",
+];
+
+/// Keywords dropped without changing which values convert.
+const DROPPED: &[&str] = &[
+    "title",
+    "examples",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "$comment",
+    "contentMediaType",
+    "contentEncoding",
+    "$anchor",
+];
 
 /// The subschema being converted and where it sits.
 struct Sub<'v> {
@@ -73,6 +139,10 @@ pub(crate) struct Converter<'l> {
     /// (document, JSON pointer) → message name, for `$ref`s to object schemas.
     defs: HashMap<(usize, String), String>,
     doc: usize,
+    /// Where the converter is (for [`Loss::at`]).
+    path: Vec<String>,
+    /// What was not carried.
+    pub lost: Vec<Loss>,
 }
 
 const ANNOTATIONS: &[&str] = &[
@@ -124,6 +194,46 @@ impl<'l> Converter<'l> {
             reserved: Rc::new(RefCell::new(reserved)),
             defs,
             doc: 0,
+            path: Vec::new(),
+            lost: Vec::new(),
+        }
+    }
+
+    /// Records the keywords of `obj` (a subschema converted to a typed field or message)
+    /// that the protobuf form does not carry.
+    fn note_losses(&mut self, obj: &Map<String, Value>) {
+        let at = self.path.join(".");
+        for (k, v) in obj {
+            if self
+                .lost
+                .iter()
+                .any(|l| l.at == at && &l.keyword == k && &l.value == v)
+            {
+                continue; // a nullable's inner copy of the same schema
+            }
+            let effect = match k.as_str() {
+                k if DROPPED.contains(&k) => "annotation only",
+                k if !KNOWN.contains(&k) => "not a keyword mcpwire knows: ignored",
+                "format" if !obj.get("type").is_some_and(|t| t == "string") => "annotation only",
+                "additionalProperties"
+                    if obj
+                        .get("properties")
+                        .is_some_and(|p| p.as_object().is_some_and(|p| !p.is_empty()))
+                        && v != &Value::Bool(false) =>
+                {
+                    "the message is closed: members not in properties are refused"
+                }
+                "additionalProperties" if v == &Value::Bool(true) && at.split('.').count() == 1 => {
+                    "the top-level message has no fields: every member is refused"
+                }
+                _ => continue,
+            };
+            self.lost.push(Loss {
+                at: at.clone(),
+                keyword: k.clone(),
+                value: v.clone(),
+                effect,
+            });
         }
     }
 
@@ -153,6 +263,8 @@ impl<'l> Converter<'l> {
                 )));
             }
         }
+        self.path = vec![name.to_owned()];
+        self.note_losses(obj);
         let mut msg = self.object_message(root, name, obj, 0)?;
         msg.doc = doc_of(obj);
         Ok(msg)
@@ -227,7 +339,10 @@ impl<'l> Converter<'l> {
                     "property {key:?} clashes with another property's protobuf name"
                 ))
             })?;
-            let kind = self.classify(root, sub, key, &mut b, depth + 1)?;
+            self.path.push(key.clone());
+            let kind = self.classify(root, sub, key, &mut b, depth + 1);
+            self.path.pop();
+            let kind = kind?;
             let number = u32::try_from(i + 1).map_err(|_| SchemaError::TooLarge(key.clone()))?;
             let mut field = field_of(fname, key, number, kind);
             if required.contains(key.as_str()) {
@@ -278,7 +393,11 @@ impl<'l> Converter<'l> {
         // Mark as in progress with a placeholder so recursive refs resolve to the name.
         self.top
             .push(Message::new(format!("\0{name}"), Shape::Object));
-        let mut msg = self.object_message(root, &name, target, depth)?;
+        let outer = std::mem::replace(&mut self.path, vec![name.clone()]);
+        self.note_losses(target);
+        let msg = self.object_message(root, &name, target, depth);
+        self.path = outer;
+        let mut msg = msg?;
         msg.doc = doc_of(target);
         let slot = self
             .top
@@ -293,8 +412,29 @@ impl<'l> Converter<'l> {
         self.top.iter().any(|m| m.name == format!("\0{name}"))
     }
 
-    /// Converts the subschema of a field (or list item, map value, union member).
+    /// Converts the subschema of a field (or list item, map value, union member), carrying
+    /// its `default` and recording what a typed conversion leaves out.
     fn classify(
+        &mut self,
+        root: &Value,
+        s: &Value,
+        hint: &str,
+        b: &mut Builder,
+        depth: usize,
+    ) -> Result<Kind, SchemaError> {
+        let mut k = self.classify_kind(root, s, hint, b, depth)?;
+        if k.json_schema.is_none()
+            && let Value::Object(obj) = s
+        {
+            if k.default.is_none() {
+                k.default = obj.get("default").map(Value::to_string);
+            }
+            self.note_losses(obj);
+        }
+        Ok(k)
+    }
+
+    fn classify_kind(
         &mut self,
         root: &Value,
         s: &Value,
@@ -447,5 +587,7 @@ fn field_of(name: String, key: &str, number: u32, k: Kind) -> Field {
         nullable: k.nullable,
         json_required: false,
         json_schema: k.json_schema,
+        default: k.default,
+        format: k.format,
     }
 }

@@ -198,6 +198,8 @@ impl Converter<'_> {
             nullable: false,
             json_schema: item.json_schema,
             doc,
+            default: None,
+            format: item.format,
         };
         if !rep.is_empty() {
             k.rules.push(("repeated", RuleValue::Msg(rep)));
@@ -242,6 +244,7 @@ impl Converter<'_> {
                 }
                 let mut k = Kind::plain(v.ty, doc);
                 k.card = Card::Map;
+                k.format = v.format;
                 if !map.is_empty() {
                     k.rules.push(("map", RuleValue::Msg(map)));
                 }

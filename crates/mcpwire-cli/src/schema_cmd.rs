@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::client::{ClientError, StdioClient};
-use crate::http::client::HttpClient;
+use mcpwire::client::{Client, ClientError, Target};
+
+use crate::TimeoutArg;
 
 /// Why a schema command failed.
 #[derive(Debug, thiserror::Error)]
@@ -39,22 +40,32 @@ pub enum SchemaCommand {
     /// Print the .proto text for a JSON Schema file (the migration tool of proto-mcp).
     ///
     /// FILE holds a tool's input JSON Schema, a tool definition ({name, inputSchema,
-    /// outputSchema}) or a tools/list result ({"tools": [...]}).
+    /// outputSchema}) or a tools/list result ({"tools": [...]}). Defaults and formats are
+    /// carried as options; every fact the .proto does not carry (titles, examples, open
+    /// objects that become closed messages, …) is listed in a `// not carried:` comment
+    /// (and under "lost" with --json).
     ToProto {
         /// The JSON file.
         file: PathBuf,
         /// Tool name for a bare schema (default: the file name without extension).
         #[arg(long)]
         name: Option<String>,
+        /// Print {"tools": [{"name", "proto", "lost": [{"at", "keyword", "value",
+        /// "effect"}]}]} instead of the .proto text.
+        #[arg(long)]
+        json: bool,
     },
     /// Print the FileDescriptorSet of a server's tools.
     ///
     /// Without --output, prints it in proto3 JSON; with --output FILE (or - for stdout),
     /// writes the binary FileDescriptorSet (what protoc --include_imports -o writes).
     Descriptor {
-        /// Command line of a stdio MCP server, an http:// URL, or a JSON file of tools.
+        /// Command line of a stdio MCP server, an http(s):// URL, or a JSON file of tools.
         target: String,
-        /// Write the binary FileDescriptorSet here (- for stdout).
+        #[command(flatten)]
+        timeout: TimeoutArg,
+        /// Write the binary FileDescriptorSet here (- for stdout). It is self-contained:
+        /// every import, Google's well-known files included, precedes its importers.
         #[arg(long, short)]
         output: Option<PathBuf>,
     },
@@ -71,9 +82,9 @@ pub enum SchemaCommand {
         #[arg(long)]
         proto: bool,
     },
-    /// Print a generated catalog of N realistic tools as a tools/list result (the
-    /// deterministic fixture behind docs/tokens.md).
-    Catalog {
+    /// Print N generated realistic tools as a tools/list result (the deterministic
+    /// fixture behind docs/tokens.md).
+    Synthetic {
         /// How many tools.
         #[arg(default_value_t = 10)]
         n: usize,
@@ -90,36 +101,35 @@ pub struct SchemaArgs {
 /// `mcpwire tokens` arguments.
 #[derive(clap::Args, Debug)]
 pub struct TokensArgs {
-    /// Command line of a stdio MCP server, an http:// URL, or a JSON file of tools.
+    /// Command line of a stdio MCP server, an http(s):// URL, or a JSON file of tools.
     #[arg(required_unless_present = "synthetic")]
     target: Option<String>,
-    /// Count a generated catalog of N realistic tools instead of a server's.
+    #[command(flatten)]
+    timeout: TimeoutArg,
+    /// Count N generated realistic tools (`mcpwire schema synthetic N`) instead of a server's.
     #[arg(long, value_name = "N")]
     synthetic: Option<usize>,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    /// Print the text of one rendering (e.g. `signature`) instead of the report: what is
+    /// counted.
+    #[arg(long, value_name = "KEY")]
+    show: Option<String>,
 }
 
 /// The tools of `target`: a JSON file (a tools/list result or an array of tools), an
 /// http(s) URL, or a stdio server command line.
-pub async fn fetch_tools(target: &str) -> Result<Vec<Value>, SchemaCliError> {
+pub async fn fetch_tools(target: &str, timeout: TimeoutArg) -> Result<Vec<Value>, SchemaCliError> {
     let path = Path::new(target);
-    if target.ends_with(".json") && path.is_file() {
+    if target.ends_with(".json") && !target.contains(char::is_whitespace) {
         let v = read_json(path)?;
         return tools_of(&v, path);
     }
-    if target.starts_with("http://") || target.starts_with("https://") {
-        let mut c = HttpClient::connect(target).await?;
-        let tools = c.list_tools().await?;
-        c.close().await?;
-        Ok(tools)
-    } else {
-        let mut c = StdioClient::connect(target).await?;
-        let tools = c.list_tools().await?;
-        c.close().await?;
-        Ok(tools)
-    }
+    let mut client = Client::connect(&Target::parse(target)?, &timeout.options()).await?;
+    let tools = client.list_tools().await?;
+    client.close().await?;
+    Ok(tools)
 }
 
 fn read_json(path: &Path) -> Result<Value, SchemaCliError> {
@@ -179,20 +189,21 @@ fn emit(text: &str) {
 /// Runs `mcpwire schema …`.
 pub async fn run_schema(args: SchemaArgs) -> Result<(), SchemaCliError> {
     match args.command {
-        SchemaCommand::ToProto { file, name } => {
+        SchemaCommand::ToProto { file, name, json } => {
             let v = read_json(&file)?;
             let mut tools = tools_of(&v, &file)?;
             if let (Some(n), [t]) = (name, tools.as_mut_slice()) {
                 t["name"] = n.into();
             }
             let mut out = String::new();
+            let mut listed = Vec::new();
             for (i, t) in tools.iter().enumerate() {
                 if i > 0 {
                     out.push('\n');
                 }
                 let name = t["name"].as_str().unwrap_or("tool");
                 let empty = json!({"type": "object"});
-                let text = mcpwire_schema::to_proto(
+                let (text, lost) = mcpwire_schema::to_proto_with_losses(
                     name,
                     t.get("inputSchema").unwrap_or(&empty),
                     t.get("outputSchema"),
@@ -205,9 +216,28 @@ pub async fn run_schema(args: SchemaArgs) -> Result<(), SchemaCliError> {
                 if tools.len() > 1 {
                     out.push_str(&format!("// tool {name}\n"));
                 }
+                for l in &lost {
+                    out.push_str(&format!(
+                        "// not carried: {}: {} = {} ({})\n",
+                        l.at, l.keyword, l.value, l.effect
+                    ));
+                }
                 out.push_str(&text);
+                listed.push(json!({
+                    "name": name,
+                    "proto": text,
+                    "lost": lost.iter().map(|l| json!({
+                        "at": l.at, "keyword": l.keyword, "value": l.value, "effect": l.effect,
+                    })).collect::<Vec<_>>(),
+                }));
             }
-            emit(&out);
+            if json {
+                let text = serde_json::to_string_pretty(&json!({ "tools": listed }))
+                    .map_err(|e| SchemaCliError::Io(e.to_string()))?;
+                emit(&format!("{text}\n"));
+            } else {
+                emit(&out);
+            }
         }
         SchemaCommand::Resolve {
             registry,
@@ -235,22 +265,32 @@ pub async fn run_schema(args: SchemaArgs) -> Result<(), SchemaCliError> {
                 emit(&format!("{text}\n"));
             }
         }
-        SchemaCommand::Catalog { n } => {
-            let tools = crate::catalog::synthetic_catalog(n);
+        SchemaCommand::Synthetic { n } => {
+            let tools = crate::synthetic_tools::synthetic_tools(n);
             let text = serde_json::to_string_pretty(&json!({ "tools": tools }))
                 .map_err(|e| SchemaCliError::Io(e.to_string()))?;
             emit(&format!("{text}\n"));
         }
-        SchemaCommand::Descriptor { target, output } => {
-            let tools = fetch_tools(&target).await?;
+        SchemaCommand::Descriptor {
+            target,
+            timeout,
+            output,
+        } => {
+            let tools = fetch_tools(&target, timeout).await?;
             let mut seen = HashSet::new();
-            let mut bytes = Vec::new();
+            let mut files: Vec<Vec<u8>> = Vec::new();
             let mut pool = None;
             for t in &tools {
                 let s = convert(t)?;
-                append_new_files(&mut bytes, s.file_set_bytes(), &mut seen);
+                for (name, file) in mcpwire_schema::split_file_set(s.file_set_bytes()) {
+                    if seen.insert(name) {
+                        files.push(file.to_vec());
+                    }
+                }
                 pool.get_or_insert_with(|| s.pool().clone());
             }
+            let pool = pool.unwrap_or_else(prost_reflect::DescriptorPool::global);
+            let bytes = self_contained(&files, &pool)?;
             match output {
                 Some(p) if p.as_os_str() == "-" => {
                     let mut out = std::io::stdout().lock();
@@ -261,7 +301,6 @@ pub async fn run_schema(args: SchemaArgs) -> Result<(), SchemaCliError> {
                 Some(p) => std::fs::write(&p, &bytes)
                     .map_err(|e| SchemaCliError::Io(format!("{}: {e}", p.display())))?,
                 None => {
-                    let pool = pool.unwrap_or_else(prost_reflect::DescriptorPool::global);
                     let desc = pool
                         .get_message_by_name("google.protobuf.FileDescriptorSet")
                         .ok_or_else(|| SchemaCliError::Io("descriptor.proto missing".into()))?;
@@ -277,28 +316,72 @@ pub async fn run_schema(args: SchemaArgs) -> Result<(), SchemaCliError> {
     Ok(())
 }
 
-/// Appends the files of encoded set `set` whose names are not in `seen` (one shared copy
-/// of `buf/validate/validate.proto` and the options file for all tools).
-fn append_new_files(out: &mut Vec<u8>, set: &[u8], seen: &mut HashSet<String>) {
-    let files = mcpwire_schema::split_file_set(set);
-    let new = files
-        .into_iter()
-        .filter(|(name, _)| seen.insert(name.clone()))
-        .map(|(_, f)| f);
-    out.extend(mcpwire_schema::join_file_set(new));
+/// A `FileDescriptorSet` of `files` (encoded `FileDescriptorProto`s, options kept) preceded
+/// by every Google file they import, directly or not, in dependency order: what `protoc
+/// --include_imports -o` writes, loadable into an empty pool. The Google files come from
+/// `pool` (the one the tools were compiled in).
+fn self_contained(
+    files: &[Vec<u8>],
+    pool: &prost_reflect::DescriptorPool,
+) -> Result<Vec<u8>, SchemaCliError> {
+    use prost::Message as _;
+    fn add(
+        file: &prost_reflect::FileDescriptor,
+        seen: &mut HashSet<String>,
+        out: &mut Vec<Vec<u8>>,
+    ) {
+        if !seen.insert(file.name().to_owned()) {
+            return;
+        }
+        for dep in file.dependencies() {
+            add(&dep, seen, out);
+        }
+        out.push(file.file_descriptor_proto().encode_to_vec());
+    }
+    let mut seen = HashSet::new();
+    let mut google = Vec::new();
+    for f in files {
+        let proto = prost_types::FileDescriptorProto::decode(f.as_slice())
+            .map_err(|e| SchemaCliError::Io(format!("a generated file does not decode: {e}")))?;
+        for dep in proto
+            .dependency
+            .iter()
+            .filter(|d| d.starts_with("google/protobuf/"))
+        {
+            let file = pool.get_file_by_name(dep).ok_or_else(|| {
+                SchemaCliError::Io(format!("{dep} is missing from the schema pool"))
+            })?;
+            add(&file, &mut seen, &mut google);
+        }
+    }
+    Ok(mcpwire_schema::join_file_set(
+        google.iter().chain(files).map(Vec::as_slice),
+    ))
 }
 
 /// Runs `mcpwire tokens`.
 pub async fn run_tokens(args: TokensArgs) -> Result<(), SchemaCliError> {
     let tools = match (args.synthetic, &args.target) {
-        (Some(n), _) => crate::catalog::synthetic_catalog(n),
-        (None, Some(t)) => fetch_tools(t).await?,
+        (Some(n), _) => crate::synthetic_tools::synthetic_tools(n),
+        (None, Some(t)) => fetch_tools(t, args.timeout).await?,
         (None, None) => {
             return Err(SchemaCliError::Input(
                 "give a target or --synthetic N".into(),
             ));
         }
     };
+    if let Some(key) = &args.show {
+        let r = crate::tokens::renderings(&tools);
+        let Some((_, _, text)) = r.texts.iter().find(|(k, _, _)| k == key) else {
+            let keys: Vec<&str> = r.texts.iter().map(|(k, _, _)| *k).collect();
+            return Err(SchemaCliError::Input(format!(
+                "no rendering `{key}`; there are: {}",
+                keys.join(", ")
+            )));
+        };
+        emit(text);
+        return Ok(());
+    }
     let report = crate::tokens::report(&tools);
     if args.json {
         emit(&format!(

@@ -38,12 +38,26 @@ pub struct Report {
     pub tools: usize,
     /// Tools whose schemas did not convert to protobuf (left out of the proto rows).
     pub unconverted: Vec<String>,
+    /// Schema keywords the `signature` row leaves out, with their counts (its saving is
+    /// measured against less information by exactly these).
+    pub signature_lost: text::Lost,
     /// The rows, JSON-RPC first.
     pub rows: Vec<Row>,
 }
 
+/// The texts of every rendering of `tools`, the tools that did not convert to protobuf, and
+/// what the signature rendering leaves out.
+pub struct Renderings {
+    /// (key, label, text), JSON-RPC first.
+    pub texts: Vec<(&'static str, &'static str, String)>,
+    /// Tools whose schemas did not convert.
+    pub unconverted: Vec<String>,
+    /// Keywords the `signature` row leaves out.
+    pub signature_lost: text::Lost,
+}
+
 /// Every rendering of `tools` (tool definitions as `tools/list` returns them).
-pub fn renderings(tools: &[Value]) -> (Vec<(&'static str, &'static str, String)>, Vec<String>) {
+pub fn renderings(tools: &[Value]) -> Renderings {
     let mut schemas = Vec::new();
     let mut unconverted = Vec::new();
     let empty = json!({"type": "object"});
@@ -117,15 +131,16 @@ pub fn renderings(tools: &[Value]) -> (Vec<(&'static str, &'static str, String)>
         "name + description + .proto text without options/imports",
         proto_text(&schemas, true),
     ));
+    let (signature, signature_lost) = signatures(tools, true);
     out.push((
         "signature",
         "compact signatures with parameter descriptions",
-        signatures(tools, true),
+        signature,
     ));
     out.push((
         "signature_nodesc",
         "compact signatures, tool descriptions only",
-        signatures(tools, false),
+        signatures(tools, false).0,
     ));
     out.push((
         "jsonrpc_nodesc",
@@ -133,12 +148,20 @@ pub fn renderings(tools: &[Value]) -> (Vec<(&'static str, &'static str, String)>
         json!({ "tools": tools.iter().map(strip_param_descriptions).collect::<Vec<_>>() })
             .to_string(),
     ));
-    (out, unconverted)
+    Renderings {
+        texts: out,
+        unconverted,
+        signature_lost,
+    }
 }
 
 /// Counts every rendering of `tools`.
 pub fn report(tools: &[Value]) -> Report {
-    let (texts, unconverted) = renderings(tools);
+    let Renderings {
+        texts,
+        unconverted,
+        signature_lost,
+    } = renderings(tools);
     let cl = tiktoken_rs::cl100k_base_singleton();
     let o2 = tiktoken_rs::o200k_base_singleton();
     let rows = texts
@@ -154,6 +177,7 @@ pub fn report(tools: &[Value]) -> Report {
     Report {
         tools: tools.len(),
         unconverted,
+        signature_lost,
         rows,
     }
 }
@@ -172,6 +196,7 @@ impl Report {
                 self.unconverted.join(", ")
             );
         }
+        let _ = writeln!(s, "signature rows leave out: {}", self.lost_summary());
         let _ = writeln!(
             s,
             "\n| rendering | bytes | cl100k | vs JSON-RPC | o200k | vs JSON-RPC |"
@@ -193,11 +218,25 @@ impl Report {
         s
     }
 
+    /// `title ×3, examples ×1`, or `nothing`.
+    fn lost_summary(&self) -> String {
+        if self.signature_lost.is_empty() {
+            return "nothing".into();
+        }
+        let parts: Vec<String> = self
+            .signature_lost
+            .iter()
+            .map(|(k, n)| format!("{k} ×{n}"))
+            .collect();
+        parts.join(", ")
+    }
+
     /// The report as JSON.
     pub fn to_json(&self) -> Value {
         json!({
             "tools": self.tools,
             "unconverted": self.unconverted,
+            "signature_lost": self.signature_lost,
             "rows": self.rows.iter().map(|r| json!({
                 "key": r.key, "label": r.label, "bytes": r.bytes,
                 "cl100k": r.cl100k, "o200k": r.o200k,

@@ -1,10 +1,10 @@
-//! A deterministic generator of realistic MCP tool catalogs (for `mcpwire tokens
+//! A deterministic generator of realistic MCP tool lists (for `mcpwire tokens
 //! --synthetic N` and the token figures in `docs/tokens.md`).
 //!
 //! Tools are built from a fixed table of services, resources and verbs; each verb has the
 //! parameter shapes real servers use (ids, free-text queries, paging, enums, date ranges,
 //! nested filter objects, string arrays, free-form metadata) with descriptions of typical
-//! length. The same `n` always gives the same catalog.
+//! length. The same `n` always gives the same tools.
 
 use serde_json::{Value, json};
 
@@ -54,7 +54,7 @@ impl Lcg {
 
 /// `n` tool definitions as `tools/list` returns them (name, description, inputSchema,
 /// sometimes outputSchema and annotations).
-pub fn synthetic_catalog(n: usize) -> Vec<Value> {
+pub fn synthetic_tools(n: usize) -> Vec<Value> {
     let mut rng = Lcg(0x6d63_7077_6972_6500);
     let mut tools = Vec::with_capacity(n);
     let combos = SERVICES.len() * RESOURCES.len() * VERBS.len();
@@ -243,8 +243,8 @@ mod tests {
 
     #[test]
     fn deterministic_and_unique() {
-        let a = synthetic_catalog(500);
-        assert_eq!(a, synthetic_catalog(500));
+        let a = synthetic_tools(500);
+        assert_eq!(a, synthetic_tools(500));
         let names: std::collections::BTreeSet<&str> =
             a.iter().filter_map(|t| t["name"].as_str()).collect();
         assert_eq!(names.len(), 500);

@@ -1,0 +1,106 @@
+//! `mcpwire list|call https://…`: a real TLS handshake on loopback. The test makes a CA and
+//! a `localhost` certificate with rcgen, terminates TLS with rustls in front of `mcpwire
+//! demo --transport http`, and points the client's trust store at the CA (`SSL_CERT_FILE`,
+//! read by rustls-native-certs). Without that CA the handshake fails, naming the URL.
+
+mod common;
+mod peers;
+
+use std::sync::Arc;
+
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+use tokio::net::TcpListener;
+
+/// A CA (PEM) and a server config whose certificate it signed for `localhost`.
+fn certificates() -> (String, Arc<rustls::ServerConfig>) {
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("params");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca =
+        CertifiedIssuer::self_signed(ca_params, KeyPair::generate().expect("key")).expect("CA");
+    let leaf_key = KeyPair::generate().expect("key");
+    let leaf = CertificateParams::new(vec!["localhost".to_owned()])
+        .expect("params")
+        .signed_by(&leaf_key, &ca)
+        .expect("leaf");
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der()));
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_no_client_auth()
+        .with_single_cert(vec![leaf.der().clone(), ca.der().clone()], key)
+        .expect("server config");
+    (ca.pem(), Arc::new(config))
+}
+
+/// Accepts TLS connections on a loopback port and forwards their bytes to `backend`.
+async fn tls_proxy(config: Arc<rustls::ServerConfig>, backend: String) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let acceptor = tokio_rustls::TlsAcceptor::from(config);
+    tokio::spawn(async move {
+        // bounded: the test makes a handful of connections
+        for _ in 0..64 {
+            let Ok((tcp, _)) = listener.accept().await else {
+                return;
+            };
+            let acceptor = acceptor.clone();
+            let backend = backend.clone();
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(tcp).await else {
+                    return; // the client refused our certificate
+                };
+                let Ok(mut plain) = tokio::net::TcpStream::connect(&backend).await else {
+                    return;
+                };
+                let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+            });
+        }
+    });
+    port
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_targets_with_a_trusted_and_an_untrusted_ca() {
+    let demo = common::http::HttpServer::start(&[]);
+    let (ca_pem, config) = certificates();
+    let port = tls_proxy(config, demo.addr.clone()).await;
+    let url = format!("https://localhost:{port}{}", demo.path);
+    let dir = std::env::temp_dir().join(format!("mcpwire-https-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let ca_file = dir.join("ca.pem");
+    std::fs::write(&ca_file, &ca_pem).expect("write CA");
+    let other_file = dir.join("other.pem");
+    std::fs::write(&other_file, certificates().0).expect("write other CA");
+
+    let (u, ca) = (url.clone(), ca_file.to_str().expect("utf-8").to_owned());
+    let trusted = tokio::task::spawn_blocking(move || {
+        let listed = peers::run_env(&["list", &u], &[("SSL_CERT_FILE", &ca)]);
+        let called = peers::run_env(
+            &["call", &u, "add", "--args", r#"{"a": 2, "b": 40}"#],
+            &[("SSL_CERT_FILE", &ca)],
+        );
+        (listed, called)
+    })
+    .await
+    .expect("runs");
+    assert!(trusted.0.ok().contains("add"), "{}", trusted.0.stderr);
+    assert!(trusted.1.ok().contains("42"), "{}", trusted.1.stdout);
+
+    let (u, other) = (url.clone(), other_file.to_str().expect("utf-8").to_owned());
+    let untrusted = tokio::task::spawn_blocking(move || {
+        peers::run_env(&["list", &u], &[("SSL_CERT_FILE", &other)])
+    })
+    .await
+    .expect("runs");
+    untrusted.fails(
+        3,
+        &[
+            &format!("cannot connect to {url}"),
+            "TLS handshake failed",
+            "certificate",
+        ],
+    );
+    std::fs::remove_dir_all(&dir).expect("cleanup");
+}

@@ -1,0 +1,81 @@
+//! Server-sent events, split from a byte stream (only what an MCP client needs: `id`,
+//! `data`, `retry`).
+
+use super::ClientError;
+use crate::client::MAX_MESSAGE_BYTES;
+
+/// One SSE event: its id and its `data` lines joined by newlines.
+#[derive(Debug, PartialEq)]
+pub(super) struct SseEvent {
+    pub(super) id: Option<String>,
+    pub(super) data: String,
+}
+
+/// Splits a byte stream into SSE events; remembers the last `retry:`. Holds at most
+/// [`MAX_MESSAGE_BYTES`] of an unfinished event.
+#[derive(Default)]
+pub(super) struct SseParser {
+    buf: Vec<u8>,
+    pub(super) retry: Option<std::time::Duration>,
+}
+
+impl SseParser {
+    pub(super) fn push(&mut self, chunk: &[u8]) -> Result<Vec<SseEvent>, ClientError> {
+        // CRLF line ends become LF (JSON data never holds a raw CR).
+        self.buf
+            .extend(chunk.iter().copied().filter(|&b| b != b'\r'));
+        let mut out = Vec::new();
+        while let Some(end) = self.buf.windows(2).position(|w| w == b"\n\n") {
+            let event: Vec<u8> = self.buf.drain(..end + 2).collect();
+            let event = String::from_utf8_lossy(&event[..end]);
+            let mut id = None;
+            let mut data: Vec<&str> = Vec::new();
+            for line in event.lines() {
+                let (field, value) = line.split_once(':').unwrap_or((line, ""));
+                let value = value.strip_prefix(' ').unwrap_or(value);
+                match field {
+                    "data" => data.push(value),
+                    "id" => id = Some(value.to_owned()),
+                    "retry" => {
+                        if let Ok(ms) = value.parse() {
+                            self.retry = Some(std::time::Duration::from_millis(ms));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if !data.is_empty() || id.is_some() {
+                out.push(SseEvent {
+                    id,
+                    data: data.join("\n"),
+                });
+            }
+        }
+        if self.buf.len() > MAX_MESSAGE_BYTES {
+            return Err(ClientError::Invalid(format!(
+                "an event stream event longer than {} MiB",
+                MAX_MESSAGE_BYTES >> 20
+            )));
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SseParser;
+
+    #[test]
+    fn sse_events_split_across_chunks() {
+        let mut p = SseParser::default();
+        assert!(p.push(b"id: 1\ndata: {\"a\"").unwrap().is_empty());
+        let events = p
+            .push(b":1}\n\n: keep-alive\n\ndata: x\r\n\r\nid: p1-0\nretry: 500\ndata:\n\n")
+            .unwrap();
+        let data: Vec<&str> = events.iter().map(|e| e.data.as_str()).collect();
+        assert_eq!(data, vec!["{\"a\":1}", "x", ""]);
+        assert_eq!(events[0].id.as_deref(), Some("1"));
+        assert_eq!(events[2].id.as_deref(), Some("p1-0"));
+        assert_eq!(p.retry, Some(std::time::Duration::from_millis(500)));
+    }
+}
