@@ -194,11 +194,15 @@ async fn serves_over_http() {
     .await;
     assert_eq!(listening.ok(), Some(true));
     let url = format!("http://127.0.0.1:{port}/mcp");
-    let mut client = mcpwire::http::client::HttpClient::connect(&url)
+    let opts = mcpwire::client::ClientOptions::default();
+    let mut client = mcpwire::http::client::HttpClient::connect(&url, &opts)
         .await
         .unwrap_or_else(|e| panic!("connect: {e}"));
     let added = client
-        .call_tool("add", json!({ "text": "over http", "tags": ["web"] }))
+        .request(
+            "tools/call",
+            json!({ "name": "add", "arguments": { "text": "over http", "tags": ["web"] } }),
+        )
         .await
         .unwrap_or_else(|e| panic!("add: {e}"));
     assert_eq!(added["structuredContent"]["id"], 1);
