@@ -3,7 +3,8 @@
 #
 # Builds the release binaries, then runs loadgen with mcpwire (`mcpwire_echo`: the same single
 # tool as rmcp's) as the baseline, rmcp (`rmcp_echo`, rmcp's stdio_pipes() transport), and
-# `mcpwire demo` (the full example catalog, same echo tool), and prints the table:
+# the same tool written with `#[tool]` (`mcpwire_echo --macro`), and `mcpwire demo` (the full
+# example catalog, same echo tool), and prints the table:
 # calls/s, p50/p99 latency (µs), peak RSS, plus baseline/other ratios per in-flight level K.
 #
 # Extra arguments go to loadgen, e.g.:
@@ -21,6 +22,7 @@ cargo build --release -p mcpwire-cli -p mcpwire-bench
 
 exec "$target/loadgen" \
     --server "mcpwire=$target/mcpwire_echo" \
+    --server "mcpwire-macro=$target/mcpwire_echo --macro" \
     --server "rmcp=$target/rmcp_echo" \
     --server "mcpwire-demo=$target/mcpwire demo" \
     "$@"

@@ -3,6 +3,9 @@
 //! `--http PORT` over Streamable HTTP on 127.0.0.1 (the multi-threaded runtime, as
 //! `mcpwire demo --transport http`), or with `--mcpb PORT` over MCPB on 127.0.0.1 (token
 //! `bench`, on this thread like stdio). Both print `listening on ADDR` to stderr.
+//! `--macro` (first) serves the same tool written with `#[tool]` instead of the closure
+//! builder, for an A/B of the macro's per-call cost in one run:
+//! `loadgen --server "builder=mcpwire_echo" --server "macro=mcpwire_echo --macro"`.
 
 use mcpwire::Service;
 use mcpwire::http::{HttpConfig, HttpServer};
@@ -16,20 +19,33 @@ struct EchoArgs {
     text: String,
 }
 
+/// Echo the input text
+#[mcpwire::prelude::tool]
+fn echo(
+    /// Text to echo back.
+    text: String,
+) -> String {
+    text
+}
+
 fn main() -> std::io::Result<()> {
+    let mut args = std::env::args().skip(1).peekable();
+    let with_macro = args.next_if(|a| a == "--macro").is_some();
+    let echo = if with_macro {
+        echo_tool()
+    } else {
+        tool("echo", |_ctx: CallCtx, args: EchoArgs| async move {
+            Ok::<_, ToolError>(args.text)
+        })
+        .description("Echo the input text")
+    };
     let server = Server::builder(Implementation::new(
         "mcpwire-echo",
         env!("CARGO_PKG_VERSION"),
     ))
-    .tool(
-        tool("echo", |_ctx: CallCtx, args: EchoArgs| async move {
-            Ok::<_, ToolError>(args.text)
-        })
-        .description("Echo the input text"),
-    )
+    .tool(echo)
     .build();
     let service = Service::from_server(server);
-    let mut args = std::env::args().skip(1);
     let (flag, port) = (args.next(), args.next());
     let port = match port {
         Some(p) => p

@@ -232,16 +232,10 @@ impl CallCtx {
         self.log(LoggingLevel::Info, message.into());
     }
 
-    /// Asks the client for an LLM completion (`sampling/createMessage`).
-    pub async fn sample(
-        &self,
-        params: CreateMessageParams,
-    ) -> Result<CreateMessageResult, McpError> {
-        self.sample_as(None, params).await
-    }
-
-    /// [`CallCtx::sample`] under a fixed `inputRequests` key (2026-07-28).
-    pub async fn sample_as(
+    /// Asks the client for an LLM completion with these exact params
+    /// (`sampling/createMessage`), under a fixed `inputRequests` key in 2026-07-28 when
+    /// `key` is given. [`CallCtx::sample`] builds the params for you.
+    pub async fn sample_with(
         &self,
         key: Option<&str>,
         params: CreateMessageParams,
@@ -250,13 +244,10 @@ impl CallCtx {
             .await
     }
 
-    /// Asks the user for input (`elicitation/create`).
-    pub async fn elicit(&self, params: ElicitParams) -> Result<ElicitResult, McpError> {
-        self.elicit_as(None, params).await
-    }
-
-    /// [`CallCtx::elicit`] under a fixed `inputRequests` key (2026-07-28).
-    pub async fn elicit_as(
+    /// Asks the user with these exact params (`elicitation/create`), under a fixed
+    /// `inputRequests` key in 2026-07-28 when `key` is given. [`CallCtx::elicit`] derives
+    /// the form from a Rust type instead.
+    pub async fn elicit_with(
         &self,
         key: Option<&str>,
         params: ElicitParams,
@@ -318,7 +309,7 @@ impl CallCtx {
         (None, r)
     }
 
-    async fn ask_typed<T: DeserializeOwned>(
+    pub(crate) async fn ask_typed<T: DeserializeOwned>(
         &self,
         key: Option<&str>,
         method: &'static str,

@@ -3,7 +3,7 @@
 //! **Is:** the [`Backend`] trait every tool source implements (native tools, tool
 //! processes, upstream servers, federations); the [`Router`] that parses requests into
 //! [`BackendRequest`]s, checks capabilities and turns 2026-07-28 asks into `input_required`
-//! results; and [`Server`], the in-process backend tool authors build with [`tool`],
+//! results; and [`Server`], the in-process backend tool authors build with [`tool()`],
 //! [`ResourceDef`], [`TemplateDef`] and [`PromptDef`].
 //!
 //! **Is not:** a transport or a session. Nothing here reads bytes or knows which wire a
@@ -27,9 +27,16 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+/// What the code `#[tool]`, `#[server]`, `#[prompt]` and `#[resource]` generate calls.
+#[doc(hidden)]
+#[path = "macro_support.rs"]
+pub mod __private;
+mod ask;
 mod backend;
 mod ctx;
+mod handlers;
 mod input;
+mod output;
 mod prompt;
 mod resource;
 mod router;
@@ -39,8 +46,15 @@ mod tasks;
 mod tool;
 mod uri_template;
 
+pub use ask::{ElicitRequest, Elicited, SampleRequest, Sampled, elicitation_schema};
 pub use backend::{Backend, BackendInfo, BackendRequest, BoxFuture, HeaderParam, ToolRouting};
 pub use ctx::{CallCtx, Peer};
+pub use handlers::Handlers;
+pub use mcpwire_macros::{prompt, resource, server, tool};
+pub use output::{
+    IntoPromptOutput, IntoPromptResult, IntoResourceContents, IntoResourceOutput, IntoToolOutput,
+    tool_error,
+};
 pub use prompt::PromptDef;
 pub use resource::{ResourceDef, TemplateDef};
 pub use router::{McpCall, McpReply, Router};
@@ -52,3 +66,4 @@ pub use uri_template::UriTemplate;
 
 pub use mcpwire_model as model;
 pub use schemars;
+pub use serde;

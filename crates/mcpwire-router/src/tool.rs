@@ -37,6 +37,14 @@ impl ToolError {
             ToolErrorRepr::Mcp(e) => e,
         }
     }
+
+    /// The [`McpError`] inside, or `otherwise(message)` for a plain failure.
+    pub(crate) fn into_mcp_or(self, otherwise: impl FnOnce(String) -> McpError) -> McpError {
+        match self.0 {
+            ToolErrorRepr::Failed(message) => otherwise(message),
+            ToolErrorRepr::Mcp(e) => e,
+        }
+    }
 }
 
 impl<E: Into<Box<dyn StdError + Send + Sync>>> From<E> for ToolError {
@@ -94,6 +102,13 @@ impl IntoToolResult for String {
 impl IntoToolResult for &'static str {
     fn into_tool_result(self) -> CallToolResult {
         CallToolResult::text(self)
+    }
+}
+
+/// A tool that only acts: an empty content list.
+impl IntoToolResult for () {
+    fn into_tool_result(self) -> CallToolResult {
+        CallToolResult::new(Vec::new())
     }
 }
 
@@ -342,7 +357,7 @@ impl ToolDef {
         self
     }
 
-    fn annotate(mut self, f: impl FnOnce(&mut ToolAnnotations)) -> Self {
+    pub(crate) fn annotate(mut self, f: impl FnOnce(&mut ToolAnnotations)) -> Self {
         f(self.tool.annotations.get_or_insert_with(Default::default));
         self
     }
@@ -393,6 +408,13 @@ impl ToolDef {
             s => Some(serde_json::json!({ "taskSupport": s.as_str() })),
         };
         self
+    }
+
+    /// Whether calls deserialize the argument text straight into the typed arguments (a
+    /// typed tool whose schema serde enforces by itself: no `Value`, no validation pass).
+    #[cfg(test)]
+    pub(crate) fn takes_typed_fast_path(&self) -> bool {
+        matches!((&self.handler, &self.validator), (Handler::Typed(_), None))
     }
 
     /// What the router and the wires need to know before calling the tool.

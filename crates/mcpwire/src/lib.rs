@@ -7,15 +7,32 @@
 //!
 //! **Is not:** protocol logic (that is `mcpwire-session`), byte layouts (`mcpwire-wire`) or
 //! tools (`mcpwire-router`).
+//!
+//! Writing a server: `use mcpwire::prelude::*;` (see [`prelude`]) brings the `#[server]`,
+//! `#[tool]`, `#[prompt]` and `#[resource]` macros and everything they need; the crates
+//! below are re-exported as [`model`] and [`router`] for the rest.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod client;
 mod driver;
+#[doc = include_str!("guide.md")]
+pub mod guide {}
 pub mod http;
 pub mod mcpb;
+pub mod prelude;
 pub mod proto_mcp;
 pub mod serve;
 pub mod stdio;
+pub mod wires;
 
 pub use serve::Service;
+pub use wires::{McpbWire, Serve, ServeConfig, WsWire};
+
+pub use mcpwire_model as model;
+pub use mcpwire_router as router;
+pub use mcpwire_router::{schemars, serde};
+
+/// What the code the macros generate calls.
+#[doc(hidden)]
+pub use mcpwire_router::__private;

@@ -1,13 +1,15 @@
 //! The "everything" fixture server: every tool, resource and prompt the official MCP
-//! conformance suite calls, written with mcpwire's native API.
+//! conformance suite calls, written with mcpwire's macros (`#[server]`, `#[tool]`,
+//! `#[prompt]`, `#[resource]`); the tools that change the catalog at run time and the one
+//! with a hand-written schema use the closure builder.
 //!
-//! **Is:** [`server()`], an [`mcpwire_router::Server`] with the fixture catalog (the
+//! **Is:** [`server()`], an [`mcpwire::router::Server`] with the fixture catalog (the
 //! stateful-era tools, the 2026-07-28 diagnostic and `input_required` tools, resources,
 //! a template, prompts and completers) plus `echo`, `add` and `test_slow` for benchmarks
 //! and cancellation tests.
 //!
 //! **Is not:** a transport. Serve it with the `mcpwire` binary or wrap it in a
-//! [`mcpwire_router::Router`] in tests.
+//! [`mcpwire::router::Router`] in tests.
 //!
 //! Nothing here spawns tasks or needs a runtime at build time: [`server()`] may be called
 //! outside tokio.
@@ -16,12 +18,8 @@
 
 use std::sync::{Arc, Weak};
 
-use mcpwire_model::McpError;
-use mcpwire_model::types::{
-    CreateMessageParams, ElicitAction, ElicitParams, ElicitResult, GetPromptResult, Implementation,
-    PromptMessage, Role, SamplingMessage,
-};
-use mcpwire_router::{CallCtx, NoArgs, PromptDef, Server, ToolError, tool};
+use mcpwire::model::types::{ElicitAction, ElicitParams, ElicitResult};
+use mcpwire::prelude::*;
 use serde_json::Value;
 
 mod prompts;
@@ -138,7 +136,7 @@ struct UpdateArgs {
     uri: Option<String>,
 }
 
-fn dynamic_tool() -> mcpwire_router::ToolDef {
+fn dynamic_tool() -> ToolDef {
     tool(DYNAMIC_TOOL, |_ctx: CallCtx, _: NoArgs| async {
         Ok::<_, ToolError>("This is a dynamically added tool")
     })
@@ -189,23 +187,6 @@ pub(crate) fn first_error(errors: impl IntoIterator<Item = McpError>) -> Option<
     input_required
 }
 
-/// `sampling/createMessage` params with one user text message.
-pub(crate) fn sampling_params(text: &str, max_tokens: u32) -> CreateMessageParams {
-    CreateMessageParams {
-        messages: vec![SamplingMessage {
-            role: Role::User,
-            content: serde_json::json!({ "type": "text", "text": text }),
-        }],
-        max_tokens,
-        system_prompt: None,
-        model_preferences: None,
-        include_context: None,
-        temperature: None,
-        stop_sequences: None,
-        metadata: None,
-    }
-}
-
 /// Form-mode `elicitation/create` params.
 pub(crate) fn form(message: &str, requested_schema: Value) -> ElicitParams {
     ElicitParams {
@@ -215,25 +196,6 @@ pub(crate) fn form(message: &str, requested_schema: Value) -> ElicitParams {
         url: None,
         elicitation_id: None,
     }
-}
-
-/// A flat object schema with one required property.
-pub(crate) fn one_field_schema(name: &str, ty: &str) -> Value {
-    serde_json::json!({
-        "type": "object",
-        "properties": { name: { "type": ty } },
-        "required": [name],
-    })
-}
-
-/// The text of a sampling answer: its text block, or the first text block of an array.
-pub(crate) fn sampled_text(content: &Value) -> String {
-    let text_of = |c: &Value| c.get("text").and_then(Value::as_str).map(str::to_owned);
-    match content {
-        Value::Array(items) => items.iter().find_map(text_of),
-        other => text_of(other),
-    }
-    .unwrap_or_default()
 }
 
 /// `accept`, `decline` or `cancel`.
@@ -248,16 +210,4 @@ pub(crate) fn action_name(action: ElicitAction) -> &'static str {
 /// The submitted content as JSON (`{}` when absent).
 pub(crate) fn content_json(r: &ElicitResult) -> String {
     Value::Object(r.content.clone().unwrap_or_default()).to_string()
-}
-
-/// A field of an accepted elicitation, as text (strings unquoted).
-pub(crate) fn field(r: &ElicitResult, name: &str) -> Option<String> {
-    if r.action != ElicitAction::Accept {
-        return None;
-    }
-    match r.content.as_ref()?.get(name)? {
-        Value::String(s) => Some(s.clone()),
-        Value::Null => None,
-        other => Some(other.to_string()),
-    }
 }

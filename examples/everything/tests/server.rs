@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
+use mcpwire::model::types::ClientCapabilities;
+use mcpwire::model::{McpError, Method, Reply, Revision, codes, to_raw};
+use mcpwire::router::{CallCtx, McpCall, McpReply, Router};
 use mcpwire_example_everything::{IMG, server};
-use mcpwire_model::types::ClientCapabilities;
-use mcpwire_model::{McpError, Method, Reply, Revision, codes, to_raw};
-use mcpwire_router::{CallCtx, McpCall, McpReply, Router};
 use serde_json::{Value, json};
 
 fn router() -> Router {
@@ -338,7 +338,7 @@ async fn trigger_tool_change_toggles_the_dynamic_tool() {
     let s = server();
     let r = Router::new(s.clone());
     let mut events = r.events().unwrap();
-    let has = |s: &mcpwire_router::Server| s.tool_names().iter().any(|n| n == "test_dynamic_tool");
+    let has = |s: &mcpwire::router::Server| s.tool_names().iter().any(|n| n == "test_dynamic_tool");
     assert!(!has(&s));
     let result = ok(
         &r,
