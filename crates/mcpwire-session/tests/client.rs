@@ -271,7 +271,7 @@ fn the_discover_timeout_is_at_most_half_the_handshake() {
     assert_eq!(h.sent()[0]["method"], "initialize");
     h.advance(Duration::from_millis(500));
     match h.events().remove(0) {
-        ClientEvent::NegotiationFailed { method, error } => {
+        ClientEvent::NegotiationFailed { method, error, .. } => {
             assert_eq!(method, Method::Initialize);
             assert_eq!(error, McpError::Timeout);
         }
@@ -296,7 +296,7 @@ fn unsupported_version_naming_2026_is_probed_again() {
     second["id"] = json!(2);
     h.recv(second);
     match h.events().remove(0) {
-        ClientEvent::NegotiationFailed { method, error } => {
+        ClientEvent::NegotiationFailed { method, error, .. } => {
             assert_eq!(method, Method::ServerDiscover);
             assert!(
                 matches!(error, McpError::UnsupportedVersion { .. }),
@@ -404,7 +404,8 @@ fn stateless_choice_never_falls_back() {
         h.events().remove(0),
         ClientEvent::NegotiationFailed {
             method: Method::ServerDiscover,
-            error: McpError::Wire(_)
+            error: McpError::Wire(_),
+            ..
         }
     ));
 }
@@ -419,7 +420,7 @@ fn closing_during_the_probe_fails_naming_initialize() {
     h.s.handle_closed(McpError::ConnectionClosed("exited with status 3".into()));
     let events = h.events();
     match &events[0] {
-        ClientEvent::NegotiationFailed { method, error } => {
+        ClientEvent::NegotiationFailed { method, error, .. } => {
             assert_eq!(*method, Method::Initialize);
             assert_eq!(
                 *error,
@@ -760,4 +761,39 @@ fn malformed_server_messages_are_answered_or_ignored() {
     h.s.handle_inbound(h.now, decode(b"not json"));
     assert!(h.sent().is_empty());
     assert!(h.events().is_empty());
+}
+
+/// A transport that cannot deliver a request (an HTTP status that is not an MCP answer)
+/// ends it as an error answer would: the probe falls back, `initialize` fails naming its id.
+#[test]
+fn transport_failures_end_requests() {
+    let mut h = Harness::new(EraChoice::Auto);
+    let probe = h.sent_with_kinds().remove(0).1;
+    let TransmitKind::Request(probe) = probe else {
+        panic!()
+    };
+    assert!(h.s.is_awaiting(probe));
+    h.s.handle_failed(h.now, probe, McpError::ConnectionClosed("HTTP 404".into()));
+    assert!(!h.s.is_awaiting(probe));
+    let (init, kind, _) = h.sent_with_kinds().remove(0);
+    assert_eq!(init["method"], "initialize");
+    let TransmitKind::Request(init_id) = kind else {
+        panic!()
+    };
+    h.s.handle_failed(h.now, init_id, McpError::ConnectionClosed("HTTP 404".into()));
+    match h.events().remove(0) {
+        ClientEvent::NegotiationFailed { id, method, .. } => {
+            assert_eq!(id, init_id);
+            assert_eq!(method, Method::Initialize);
+        }
+        other => panic!("{other:?}"),
+    }
+    // After negotiation, a failed request ends with the transport's error.
+    let mut h = Harness::new(EraChoice::Auto);
+    h.discover();
+    let id = h.request("tools/list", json!({}));
+    h.s.handle_failed(h.now, id, McpError::ConnectionClosed("reset".into()));
+    let (rid, r) = response(h.events().remove(0));
+    assert_eq!(rid, id);
+    assert_eq!(r.unwrap_err(), McpError::ConnectionClosed("reset".into()));
 }

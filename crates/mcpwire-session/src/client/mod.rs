@@ -26,29 +26,28 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use mcpwire_model::types::{
-    CancelledParams, LoggingLevel, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL,
-    META_PROTOCOL_VERSION, ProgressParams, UriParams,
+    CancelledParams, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
 };
 use mcpwire_model::{
-    ErrorObject, LogEntry, Malformed, McpError, Message, Method, Notification, Outbound,
-    ProgressUpdate, Raw, Request, RequestId, Revision, to_raw,
+    ErrorObject, Malformed, McpError, Message, Method, Outbound, Raw, RequestId, Revision, to_raw,
 };
-use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 mod config;
+mod events;
+mod inbound;
 mod input;
 mod negotiate;
+mod results;
 mod stamp;
 
 pub use config::{ClientConfig, ClientLimits, EraChoice, RequestOptions};
+pub use events::{Answer, ClientEvent, ClientTransmit, ListKind, ServerRequest, TransmitKind};
 pub use input::{InputRequest, InputRequired};
-pub use negotiate::{ClientEra, Negotiated};
+pub use results::{ClientEra, Negotiated};
 
 use crate::timers::{TimerKey, Timers};
-use negotiate::{
-    lists_handshake, lists_stateless, read_discover, read_initialize, refused_versions,
-};
 
 /// Names one request this client sent; also its JSON-RPC id (an integer, never reused).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -71,139 +70,8 @@ impl std::fmt::Display for ClientRequestId {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ServerRequestId(u64);
 
-/// A successful answer to a request.
-#[derive(Debug, Clone)]
-pub enum Answer {
-    /// The result (raw JSON).
-    Complete(Raw),
-    /// 2026-07-28: the server needs input first; answer its requests and call again.
-    InputRequired(InputRequired),
-}
-
-/// A request from the server for the owner to answer with [`ClientSession::answer`].
 #[derive(Debug)]
-pub struct ServerRequest {
-    /// The id to answer.
-    pub id: ServerRequestId,
-    /// `sampling/createMessage`, `elicitation/create` or `roots/list`.
-    pub method: Method,
-    /// Raw params.
-    pub params: Option<Raw>,
-    /// The client request it arrived with, when the transport knows (an HTTP POST's stream).
-    pub related: Option<ClientRequestId>,
-}
-
-/// Which list changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ListKind {
-    /// `notifications/tools/list_changed`.
-    Tools,
-    /// `notifications/prompts/list_changed`.
-    Prompts,
-    /// `notifications/resources/list_changed`.
-    Resources,
-}
-
-/// What the owner must act on.
-#[derive(Debug)]
-pub enum ClientEvent {
-    /// Negotiation ended: requests can flow.
-    Ready(Arc<Negotiated>),
-    /// Negotiation failed while waiting for `method`; the session is finished.
-    NegotiationFailed {
-        /// The negotiation request that failed (`server/discover` or `initialize`).
-        method: Method,
-        /// Why.
-        error: McpError,
-    },
-    /// The end of a request.
-    Response {
-        /// Which request.
-        id: ClientRequestId,
-        /// Its result, or why there is none.
-        outcome: Result<Answer, McpError>,
-    },
-    /// The server asks something of the client.
-    ServerRequest(ServerRequest),
-    /// A server request is no longer wanted (the server cancelled it, it timed out, or the
-    /// connection closed): stop working on it; an answer would be ignored.
-    ServerRequestCancelled(ServerRequestId),
-    /// Progress of a request that asked for it.
-    Progress {
-        /// Which request.
-        request: ClientRequestId,
-        /// The update.
-        update: ProgressUpdate,
-    },
-    /// A log message (`notifications/message`).
-    Log {
-        /// The entry.
-        entry: LogEntry,
-        /// The request it arrived with, when the transport knows.
-        related: Option<ClientRequestId>,
-    },
-    /// A list changed.
-    ListChanged(ListKind),
-    /// A subscribed resource changed.
-    ResourceUpdated {
-        /// Its URI.
-        uri: String,
-    },
-    /// Any other notification (task status, elicitation complete, subscription
-    /// acknowledgements, extensions), raw.
-    Notification {
-        /// Its method.
-        method: Method,
-        /// Raw params.
-        params: Option<Raw>,
-        /// The request it arrived with, when the transport knows.
-        related: Option<ClientRequestId>,
-    },
-}
-
-impl ClientEvent {
-    /// Whether this event counts against [`ClientLimits::max_events`] (notifications and
-    /// server requests do; answers and negotiation results, bounded by the in-flight table,
-    /// do not).
-    fn is_notice(&self) -> bool {
-        !matches!(
-            self,
-            ClientEvent::Ready(_)
-                | ClientEvent::NegotiationFailed { .. }
-                | ClientEvent::Response { .. }
-                | ClientEvent::ServerRequestCancelled(_)
-        )
-    }
-}
-
-/// What a transmit is, for transports that treat kinds differently (HTTP: a request's POST
-/// carries its answer; a 2026-07-28 cancellation closes that POST instead of being sent).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TransmitKind {
-    /// A request expecting an answer.
-    Request(ClientRequestId),
-    /// `notifications/cancelled` for this request.
-    Cancel(ClientRequestId),
-    /// Another notification (`notifications/initialized`, …).
-    Notification,
-    /// An answer to a server request.
-    Answer,
-}
-
-/// A message to send.
-#[derive(Debug)]
-pub struct ClientTransmit {
-    /// The message.
-    pub msg: Outbound,
-    /// What it is.
-    pub kind: TransmitKind,
-    /// The revision it is spoken in, for transports that say so (HTTP's
-    /// `MCP-Protocol-Version`); `None` before negotiation (`initialize`).
-    pub version: Option<Revision>,
-}
-
-#[derive(Debug)]
-enum Phase {
+pub(super) enum Phase {
     Idle,
     Probing { id: u64, attempt: u8 },
     Initializing { id: u64 },
@@ -212,7 +80,7 @@ enum Phase {
 }
 
 #[derive(Debug)]
-struct Pending {
+pub(super) struct Pending {
     method: Method,
     /// The params until the request is sent.
     params: Option<Raw>,
@@ -222,13 +90,13 @@ struct Pending {
 }
 
 #[derive(Debug)]
-struct PendingServerRequest {
+pub(super) struct PendingServerRequest {
     wire_id: RequestId,
     deadline: Instant,
 }
 
 /// Negotiation requests one session sends at most (probe, re-probe, initialize, …).
-const MAX_NEGOTIATION_ROUNDS: u8 = 4;
+pub(super) const MAX_NEGOTIATION_ROUNDS: u8 = 4;
 
 /// The protocol state of one connection to a server. See the module docs for the drive
 /// order.
@@ -514,6 +382,31 @@ impl ClientSession {
         }
     }
 
+    /// The transport could not deliver request `id` or read its answer (an HTTP status that
+    /// is not an MCP answer, a stream that broke): it ends with `error`, as an error answer
+    /// would — a failed `server/discover` probe falls back to `initialize` in `Auto` mode.
+    pub fn handle_failed(&mut self, now: Instant, id: ClientRequestId, error: McpError) {
+        let _ = now;
+        match self.phase {
+            Phase::Probing { id: p, .. } if p == id.0 => return self.after_probe(error),
+            Phase::Initializing { id: i } if i == id.0 => {
+                return self.fail_negotiation(Method::Initialize, error);
+            }
+            _ => {}
+        }
+        if self.inflight.get(&id.0).is_some_and(|p| p.sent) {
+            self.end(id.0, Err(error));
+        }
+    }
+
+    /// Whether request `id` (negotiation included) still waits for its answer.
+    pub fn is_awaiting(&self, id: ClientRequestId) -> bool {
+        match self.phase {
+            Phase::Probing { id: p, .. } | Phase::Initializing { id: p } if p == id.0 => true,
+            _ => self.inflight.contains_key(&id.0),
+        }
+    }
+
     /// Acts on every deadline at or before `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
         while let Some(key) = self.timers.pop_expired(now) {
@@ -611,166 +504,6 @@ impl ClientSession {
     /// When [`ClientSession::handle_timeout`] should next be called.
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.timers.next()
-    }
-
-    // ----- negotiation -----
-
-    fn negotiating(&self) -> Option<Method> {
-        match self.phase {
-            Phase::Probing { .. } => Some(Method::ServerDiscover),
-            Phase::Initializing { .. } => Some(Method::Initialize),
-            _ => None,
-        }
-    }
-
-    fn send_probe(&mut self, now: Instant, attempt: u8) {
-        self.rounds += 1;
-        let id = self.mint();
-        self.phase = Phase::Probing { id, attempt };
-        if self.config.era == EraChoice::Auto {
-            let limits = &self.config.limits;
-            let wait = limits.discover_timeout.min(limits.handshake_timeout / 2);
-            let at = now + wait;
-            self.probe_deadline = Some(at);
-            self.timers.insert(at, TimerKey::Probe(id));
-        }
-        let params = to_raw(&json!({ "_meta": self.envelope }));
-        self.transmits.push_back(ClientTransmit {
-            msg: Outbound::Request {
-                id: ClientRequestId(id).wire_id(),
-                method: Method::ServerDiscover.as_str().to_owned().into(),
-                params: Some(params),
-            },
-            kind: TransmitKind::Request(ClientRequestId(id)),
-            version: Some(Revision::STATELESS),
-        });
-    }
-
-    fn send_initialize(&mut self) {
-        self.rounds += 1;
-        let id = self.mint();
-        self.phase = Phase::Initializing { id };
-        let params = to_raw(&json!({
-            "protocolVersion": Revision::LATEST_STATEFUL.as_str(),
-            "capabilities": self.config.capabilities,
-            "clientInfo": self.config.client_info,
-        }));
-        self.transmits.push_back(ClientTransmit {
-            msg: Outbound::Request {
-                id: ClientRequestId(id).wire_id(),
-                method: Method::Initialize.as_str().to_owned().into(),
-                params: Some(params),
-            },
-            kind: TransmitKind::Request(ClientRequestId(id)),
-            version: None,
-        });
-    }
-
-    fn clear_probe_timer(&mut self) {
-        if let (Phase::Probing { id, .. }, Some(at)) = (&self.phase, self.probe_deadline.take()) {
-            self.timers.remove(at, TimerKey::Probe(*id));
-        }
-    }
-
-    fn on_probe_answer(&mut self, now: Instant, attempt: u8, outcome: Result<Raw, ErrorObject>) {
-        self.clear_probe_timer();
-        match outcome {
-            Ok(raw) => match read_discover(&raw) {
-                Some(n) => self.ready(n),
-                None => self.after_probe(McpError::BadPeerMessage(
-                    "the server/discover result offers no revision this client speaks".into(),
-                )),
-            },
-            Err(obj) => {
-                if let Some(supported) = refused_versions(&obj) {
-                    if lists_stateless(&supported) && attempt == 0 {
-                        return self.send_probe(now, 1);
-                    }
-                    if !lists_handshake(&supported) {
-                        return self.fail_negotiation(
-                            Method::ServerDiscover,
-                            McpError::UnsupportedVersion {
-                                requested: Revision::STATELESS.as_str().to_owned(),
-                                supported,
-                            },
-                        );
-                    }
-                }
-                self.after_probe(McpError::Wire(obj))
-            }
-        }
-    }
-
-    /// The probe failed with `error`: fall back to `initialize` (`Auto`), or fail.
-    fn after_probe(&mut self, error: McpError) {
-        self.clear_probe_timer();
-        if self.config.era == EraChoice::Auto && self.rounds < MAX_NEGOTIATION_ROUNDS {
-            self.send_initialize();
-        } else {
-            self.fail_negotiation(Method::ServerDiscover, error);
-        }
-    }
-
-    fn on_initialize_answer(&mut self, now: Instant, outcome: Result<Raw, ErrorObject>) {
-        match outcome {
-            Ok(raw) => match read_initialize(&raw) {
-                Ok(n) => {
-                    self.transmits.push_back(ClientTransmit {
-                        msg: Outbound::Notification {
-                            method: Method::NotificationsInitialized.as_str().to_owned().into(),
-                            params: None,
-                        },
-                        kind: TransmitKind::Notification,
-                        version: Some(n.era.revision()),
-                    });
-                    self.ready(n);
-                }
-                Err(e) => self.fail_negotiation(Method::Initialize, e),
-            },
-            Err(obj) => {
-                // A server locked to 2026-07-28 (it saw our probe late) refuses the fallback
-                // with −32022: probe again, once.
-                let stateless = refused_versions(&obj).is_some_and(|s| lists_stateless(&s));
-                if stateless
-                    && self.config.era == EraChoice::Auto
-                    && self.rounds < MAX_NEGOTIATION_ROUNDS
-                {
-                    return self.send_probe(now, 1);
-                }
-                self.fail_negotiation(Method::Initialize, McpError::Wire(obj))
-            }
-        }
-    }
-
-    fn ready(&mut self, negotiated: Negotiated) {
-        if let Some(at) = self.handshake_deadline.take() {
-            self.timers.remove(at, TimerKey::Handshake);
-        }
-        let n = Arc::new(negotiated);
-        tracing::debug!(era = ?n.era, server = %n.server_info.name, "negotiated");
-        self.phase = Phase::Ready(n.clone());
-        self.push(ClientEvent::Ready(n));
-        while let Some(id) = self.queued.pop_front() {
-            self.send_request(id);
-        }
-    }
-
-    fn fail_negotiation(&mut self, method: Method, error: McpError) {
-        self.clear_probe_timer();
-        if let Some(at) = self.handshake_deadline.take() {
-            self.timers.remove(at, TimerKey::Handshake);
-        }
-        tracing::debug!(%method, %error, "negotiation failed");
-        self.phase = Phase::Failed;
-        self.push(ClientEvent::NegotiationFailed {
-            method,
-            error: error.clone(),
-        });
-        let ids: Vec<u64> = self.inflight.keys().copied().collect();
-        for id in ids {
-            self.end(id, Err(error.clone()));
-        }
-        self.queued.clear();
     }
 
     // ----- requests -----
@@ -882,186 +615,6 @@ impl ClientSession {
         self.end(n, outcome);
     }
 
-    // ----- from the server -----
-
-    fn on_server_request(&mut self, now: Instant, req: Request, related: Option<ClientRequestId>) {
-        let stateless = self
-            .negotiated()
-            .is_some_and(|n| n.era == ClientEra::Stateless);
-        if stateless {
-            // 2026-07-28 has no server→client requests (the Python client answers the same).
-            let e = McpError::MethodNotFound(format!(
-                "{} (2026-07-28 has no server-to-client requests)",
-                req.method
-            ));
-            return self.reply(req.id, Err(e));
-        }
-        let caps = &self.config.capabilities;
-        let needs = match req.method {
-            Method::Ping => return self.reply(req.id, Ok(mcpwire_model::raw_empty_object())),
-            Method::SamplingCreateMessage => ("sampling", caps.sampling.is_some()),
-            Method::ElicitationCreate => ("elicitation", caps.elicitation.is_some()),
-            Method::RootsList => ("roots", caps.roots.is_some()),
-            _ => {
-                let e = McpError::MethodNotFound(req.method.to_string());
-                return self.reply(req.id, Err(e));
-            }
-        };
-        if !needs.1 {
-            let e = McpError::MissingCapability {
-                capability: needs.0.to_owned(),
-                required: json!({ needs.0: {} }),
-            };
-            return self.reply(req.id, Err(e));
-        }
-        if self.server_by_wire.contains_key(&req.id) {
-            return self.reply(req.id, Err(McpError::DuplicateRequestId));
-        }
-        if self.server_requests.len() >= self.config.limits.max_server_requests {
-            let e = McpError::LimitExceeded(format!(
-                "more than {} requests to the client outstanding",
-                self.config.limits.max_server_requests
-            ));
-            return self.reply(req.id, Err(e));
-        }
-        if self.notices >= self.config.limits.max_events {
-            let e = McpError::LimitExceeded("the client's event queue is full".into());
-            return self.reply(req.id, Err(e));
-        }
-        let n = self.next_server_request;
-        self.next_server_request += 1;
-        let deadline = now + self.config.limits.server_request_timeout;
-        self.timers.insert(deadline, TimerKey::ServerRequest(n));
-        self.server_by_wire.insert(req.id.clone(), n);
-        self.server_requests.insert(
-            n,
-            PendingServerRequest {
-                wire_id: req.id,
-                deadline,
-            },
-        );
-        self.push(ClientEvent::ServerRequest(ServerRequest {
-            id: ServerRequestId(n),
-            method: req.method,
-            params: req.params,
-            related,
-        }));
-    }
-
-    fn reply(&mut self, id: RequestId, result: Result<Raw, McpError>) {
-        let msg = match result {
-            Ok(result) => Outbound::Response { id, result },
-            Err(e) => Outbound::Error {
-                id: Some(id),
-                error: e.to_wire(self.revision()),
-            },
-        };
-        self.transmits.push_back(ClientTransmit {
-            msg,
-            kind: TransmitKind::Answer,
-            version: self.negotiated().map(|n| n.era.revision()),
-        });
-    }
-
-    fn on_notification(&mut self, now: Instant, n: Notification, related: Option<ClientRequestId>) {
-        let params = n.params.as_deref();
-        match n.method {
-            Method::NotificationsProgress => {
-                let Ok(p) = parse::<ProgressParams>(params) else {
-                    return;
-                };
-                let RequestId::Int(k) = p.progress_token else {
-                    return;
-                };
-                let Ok(k) = u64::try_from(k) else { return };
-                let Some(pending) = self.inflight.get_mut(&k) else {
-                    return;
-                };
-                if !pending.opts.progress {
-                    return;
-                }
-                if pending.opts.reset_timeout_on_progress
-                    && let Some(old) = pending.deadline
-                    && let Some(t) = pending.opts.timeout.or(self.config.limits.request_timeout)
-                {
-                    let at = now + t;
-                    pending.deadline = Some(at);
-                    self.timers.remove(old, TimerKey::Request(k));
-                    self.timers.insert(at, TimerKey::Request(k));
-                }
-                self.push(ClientEvent::Progress {
-                    request: ClientRequestId(k),
-                    update: ProgressUpdate {
-                        progress: p.progress,
-                        total: p.total,
-                        message: p.message,
-                    },
-                });
-            }
-            Method::NotificationsMessage => {
-                #[derive(serde::Deserialize)]
-                struct P {
-                    level: LoggingLevel,
-                    #[serde(default)]
-                    logger: Option<String>,
-                    data: Raw,
-                }
-                let Ok(p) = parse::<P>(params) else { return };
-                self.push(ClientEvent::Log {
-                    entry: LogEntry {
-                        level: p.level,
-                        logger: p.logger,
-                        data: p.data,
-                    },
-                    related,
-                });
-            }
-            Method::NotificationsToolsListChanged => {
-                self.push(ClientEvent::ListChanged(ListKind::Tools))
-            }
-            Method::NotificationsPromptsListChanged => {
-                self.push(ClientEvent::ListChanged(ListKind::Prompts))
-            }
-            Method::NotificationsResourcesListChanged => {
-                self.push(ClientEvent::ListChanged(ListKind::Resources))
-            }
-            Method::NotificationsResourcesUpdated => {
-                if let Ok(p) = parse::<UriParams>(params) {
-                    self.push(ClientEvent::ResourceUpdated { uri: p.uri });
-                }
-            }
-            Method::NotificationsCancelled => {
-                let Ok(CancelledParams {
-                    request_id: Some(rid),
-                    ..
-                }) = parse::<CancelledParams>(params)
-                else {
-                    return;
-                };
-                if let Some(k) = self.server_by_wire.remove(&rid) {
-                    if let Some(p) = self.server_requests.remove(&k) {
-                        self.timers.remove(p.deadline, TimerKey::ServerRequest(k));
-                    }
-                    self.push(ClientEvent::ServerRequestCancelled(ServerRequestId(k)));
-                } else if let RequestId::Int(k) = rid
-                    && let Ok(k) = u64::try_from(k)
-                    && self.inflight.get(&k).is_some_and(|p| p.sent)
-                {
-                    // The server ended a request of ours (a `subscriptions/listen`, say).
-                    self.end(k, Err(McpError::Cancelled));
-                }
-            }
-            method => {
-                let params = n.params;
-                self.push(ClientEvent::Notification {
-                    method,
-                    params,
-                    related,
-                })
-            }
-        }
-    }
-
     /// Queues an event; a notification over [`ClientLimits::max_events`] is dropped.
     fn push(&mut self, e: ClientEvent) {
         if e.is_notice() {
@@ -1079,8 +632,4 @@ impl ClientSession {
         }
         self.events.push_back(e);
     }
-}
-
-fn parse<T: serde::de::DeserializeOwned>(params: Option<&RawValue>) -> Result<T, String> {
-    serde_json::from_str(params.map_or("{}", RawValue::get)).map_err(|e| e.to_string())
 }

@@ -1,141 +1,190 @@
-//! Reading what negotiation returns: a `server/discover` result (2026-07-28) or an
-//! `initialize` result, and a −32022 refusal's `supported` list.
+//! Negotiation: the `server/discover` probe, the fallback to `initialize`, and what ends it.
 
-use mcpwire_model::types::{
-    Implementation, InitializeResult, META_SERVER_INFO, ServerCapabilities,
+use std::sync::Arc;
+use std::time::Instant;
+
+use mcpwire_model::{ErrorObject, McpError, Method, Outbound, Raw, Revision, to_raw};
+use serde_json::json;
+
+use super::results::{
+    lists_handshake, lists_stateless, read_discover, read_initialize, refused_versions,
 };
-use mcpwire_model::{ErrorObject, McpError, Raw, Revision, codes};
-use serde::Deserialize;
-use serde_json::value::RawValue;
-use serde_json::{Map, Value};
+use super::{
+    ClientEvent, ClientRequestId, ClientSession, ClientTransmit, EraChoice, MAX_NEGOTIATION_ROUNDS,
+    Negotiated, Phase, TransmitKind,
+};
+use crate::timers::TimerKey;
 
-/// The era a client session settled on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClientEra {
-    /// `initialize` negotiated this (stateful) revision.
-    Handshake(Revision),
-    /// 2026-07-28: every request carries its own `_meta` envelope.
-    Stateless,
-}
-
-impl ClientEra {
-    /// The revision requests are spoken in.
-    pub fn revision(self) -> Revision {
-        match self {
-            ClientEra::Handshake(r) => r,
-            ClientEra::Stateless => Revision::STATELESS,
+impl ClientSession {
+    pub(super) fn negotiating(&self) -> Option<Method> {
+        match self.phase {
+            Phase::Probing { .. } => Some(Method::ServerDiscover),
+            Phase::Initializing { .. } => Some(Method::Initialize),
+            _ => None,
         }
     }
-}
 
-/// What negotiation settled: the era and what the server said about itself.
-#[derive(Debug, Clone)]
-pub struct Negotiated {
-    /// The era (and revision).
-    pub era: ClientEra,
-    /// `serverInfo` (2026-07-28: from the discover result's `_meta`; empty when absent).
-    pub server_info: Implementation,
-    /// What the server offers.
-    pub capabilities: ServerCapabilities,
-    /// `instructions` for the model.
-    pub instructions: Option<String>,
-    /// The `initialize` or `server/discover` result as received.
-    pub result: Raw,
-}
-
-#[derive(Deserialize)]
-struct DiscoverWire {
-    #[serde(rename = "supportedVersions")]
-    supported_versions: Vec<String>,
-    capabilities: ServerCapabilities,
-    #[serde(default)]
-    instructions: Option<String>,
-    #[serde(rename = "serverInfo", default)]
-    server_info: Option<Implementation>,
-    #[serde(rename = "_meta", default)]
-    meta: Option<Map<String, Value>>,
-}
-
-/// A discover result that adopts 2026-07-28; `None` when it cannot be read or offers no
-/// version this client speaks (the caller falls back to `initialize`, as the Python client
-/// does).
-pub(crate) fn read_discover(raw: &RawValue) -> Option<Negotiated> {
-    let d: DiscoverWire = serde_json::from_str(raw.get()).ok()?;
-    if !d.supported_versions.iter().any(|v| is_stateless(v)) {
-        return None;
+    pub(super) fn negotiation_id(&self) -> ClientRequestId {
+        match self.phase {
+            Phase::Probing { id, .. } | Phase::Initializing { id } => ClientRequestId(id),
+            _ => ClientRequestId(0),
+        }
     }
-    let server_info = d
-        .meta
-        .as_ref()
-        .and_then(|m| m.get(META_SERVER_INFO))
-        .and_then(|v| serde_json::from_value(v.clone()).ok())
-        .or(d.server_info)
-        .unwrap_or_else(|| Implementation::new("", ""));
-    Some(Negotiated {
-        era: ClientEra::Stateless,
-        server_info,
-        capabilities: d.capabilities,
-        instructions: d.instructions,
-        result: raw.to_owned(),
-    })
-}
 
-/// An `initialize` result in a revision this client speaks, or why not.
-pub(crate) fn read_initialize(raw: &RawValue) -> Result<Negotiated, McpError> {
-    let r: InitializeResult = serde_json::from_str(raw.get())
-        .map_err(|e| McpError::BadPeerMessage(format!("an unreadable initialize result: {e}")))?;
-    let revision = Revision::parse(&r.protocol_version)
-        .filter(|r| r.dialect() == mcpwire_model::Dialect::Mcp && !r.is_stateless());
-    let Some(revision) = revision else {
-        return Err(McpError::UnsupportedVersion {
-            requested: r.protocol_version,
-            supported: handshake_versions(),
+    pub(super) fn send_probe(&mut self, now: Instant, attempt: u8) {
+        self.rounds += 1;
+        let id = self.mint();
+        self.phase = Phase::Probing { id, attempt };
+        if self.config.era == EraChoice::Auto {
+            let limits = &self.config.limits;
+            let wait = limits.discover_timeout.min(limits.handshake_timeout / 2);
+            let at = now + wait;
+            self.probe_deadline = Some(at);
+            self.timers.insert(at, TimerKey::Probe(id));
+        }
+        let params = to_raw(&json!({ "_meta": self.envelope }));
+        self.transmits.push_back(ClientTransmit {
+            msg: Outbound::Request {
+                id: ClientRequestId(id).wire_id(),
+                method: Method::ServerDiscover.as_str().to_owned().into(),
+                params: Some(params),
+            },
+            kind: TransmitKind::Request(ClientRequestId(id)),
+            version: Some(Revision::STATELESS),
         });
-    };
-    Ok(Negotiated {
-        era: ClientEra::Handshake(revision),
-        server_info: r.server_info,
-        capabilities: r.capabilities,
-        instructions: r.instructions,
-        result: raw.to_owned(),
-    })
-}
-
-/// The handshake revisions this client speaks, newest first.
-pub(crate) fn handshake_versions() -> Vec<String> {
-    Revision::ALL
-        .iter()
-        .rev()
-        .filter(|r| r.dialect() == mcpwire_model::Dialect::Mcp && !r.is_stateless())
-        .map(|r| r.as_str().to_owned())
-        .collect()
-}
-
-fn is_stateless(v: &str) -> bool {
-    Revision::parse(v).is_some_and(Revision::is_stateless)
-}
-
-/// What a −32022 refusal lists as supported, when it is one and its data can be read.
-pub(crate) fn refused_versions(e: &ErrorObject) -> Option<Vec<String>> {
-    if e.code != codes::UNSUPPORTED_PROTOCOL_VERSION {
-        return None;
     }
-    #[derive(Deserialize)]
-    struct Data {
-        supported: Vec<String>,
+
+    pub(super) fn send_initialize(&mut self) {
+        self.rounds += 1;
+        let id = self.mint();
+        self.phase = Phase::Initializing { id };
+        let params = to_raw(&json!({
+            "protocolVersion": Revision::LATEST_STATEFUL.as_str(),
+            "capabilities": self.config.capabilities,
+            "clientInfo": self.config.client_info,
+        }));
+        self.transmits.push_back(ClientTransmit {
+            msg: Outbound::Request {
+                id: ClientRequestId(id).wire_id(),
+                method: Method::Initialize.as_str().to_owned().into(),
+                params: Some(params),
+            },
+            kind: TransmitKind::Request(ClientRequestId(id)),
+            version: None,
+        });
     }
-    serde_json::from_str::<Data>(e.data.as_ref()?.get())
-        .ok()
-        .map(|d| d.supported)
-}
 
-/// Whether a refusal's `supported` list names 2026-07-28.
-pub(crate) fn lists_stateless(supported: &[String]) -> bool {
-    supported.iter().any(|v| is_stateless(v))
-}
+    pub(super) fn clear_probe_timer(&mut self) {
+        if let (Phase::Probing { id, .. }, Some(at)) = (&self.phase, self.probe_deadline.take()) {
+            self.timers.remove(at, TimerKey::Probe(*id));
+        }
+    }
 
-/// Whether a refusal's `supported` list names a handshake revision this client speaks.
-pub(crate) fn lists_handshake(supported: &[String]) -> bool {
-    let ours = handshake_versions();
-    supported.iter().any(|v| ours.contains(v))
+    pub(super) fn on_probe_answer(
+        &mut self,
+        now: Instant,
+        attempt: u8,
+        outcome: Result<Raw, ErrorObject>,
+    ) {
+        self.clear_probe_timer();
+        match outcome {
+            Ok(raw) => match read_discover(&raw) {
+                Some(n) => self.ready(n),
+                None => self.after_probe(McpError::BadPeerMessage(
+                    "the server/discover result offers no revision this client speaks".into(),
+                )),
+            },
+            Err(obj) => {
+                if let Some(supported) = refused_versions(&obj) {
+                    if lists_stateless(&supported) && attempt == 0 {
+                        return self.send_probe(now, 1);
+                    }
+                    if !lists_handshake(&supported) {
+                        return self.fail_negotiation(
+                            Method::ServerDiscover,
+                            McpError::UnsupportedVersion {
+                                requested: Revision::STATELESS.as_str().to_owned(),
+                                supported,
+                            },
+                        );
+                    }
+                }
+                self.after_probe(McpError::Wire(obj))
+            }
+        }
+    }
+
+    /// The probe failed with `error`: fall back to `initialize` (`Auto`), or fail.
+    pub(super) fn after_probe(&mut self, error: McpError) {
+        self.clear_probe_timer();
+        if self.config.era == EraChoice::Auto && self.rounds < MAX_NEGOTIATION_ROUNDS {
+            self.send_initialize();
+        } else {
+            self.fail_negotiation(Method::ServerDiscover, error);
+        }
+    }
+
+    pub(super) fn on_initialize_answer(&mut self, now: Instant, outcome: Result<Raw, ErrorObject>) {
+        match outcome {
+            Ok(raw) => match read_initialize(&raw) {
+                Ok(n) => {
+                    self.transmits.push_back(ClientTransmit {
+                        msg: Outbound::Notification {
+                            method: Method::NotificationsInitialized.as_str().to_owned().into(),
+                            params: None,
+                        },
+                        kind: TransmitKind::Notification,
+                        version: Some(n.era.revision()),
+                    });
+                    self.ready(n);
+                }
+                Err(e) => self.fail_negotiation(Method::Initialize, e),
+            },
+            Err(obj) => {
+                // A server locked to 2026-07-28 (it saw our probe late) refuses the fallback
+                // with −32022: probe again, once.
+                let stateless = refused_versions(&obj).is_some_and(|s| lists_stateless(&s));
+                if stateless
+                    && self.config.era == EraChoice::Auto
+                    && self.rounds < MAX_NEGOTIATION_ROUNDS
+                {
+                    return self.send_probe(now, 1);
+                }
+                self.fail_negotiation(Method::Initialize, McpError::Wire(obj))
+            }
+        }
+    }
+
+    pub(super) fn ready(&mut self, negotiated: Negotiated) {
+        if let Some(at) = self.handshake_deadline.take() {
+            self.timers.remove(at, TimerKey::Handshake);
+        }
+        let n = Arc::new(negotiated);
+        tracing::debug!(era = ?n.era, server = %n.server_info.name, "negotiated");
+        self.phase = Phase::Ready(n.clone());
+        self.push(ClientEvent::Ready(n));
+        while let Some(id) = self.queued.pop_front() {
+            self.send_request(id);
+        }
+    }
+
+    pub(super) fn fail_negotiation(&mut self, method: Method, error: McpError) {
+        self.clear_probe_timer();
+        if let Some(at) = self.handshake_deadline.take() {
+            self.timers.remove(at, TimerKey::Handshake);
+        }
+        tracing::debug!(%method, %error, "negotiation failed");
+        let id = self.negotiation_id();
+        self.phase = Phase::Failed;
+        self.push(ClientEvent::NegotiationFailed {
+            id,
+            method,
+            error: error.clone(),
+        });
+        let ids: Vec<u64> = self.inflight.keys().copied().collect();
+        for id in ids {
+            self.end(id, Err(error.clone()));
+        }
+        self.queued.clear();
+    }
 }
