@@ -125,11 +125,12 @@ pub struct TimeoutArg {
 }
 
 impl TimeoutArg {
-    /// The client options these arguments ask for.
+    /// The client options these arguments ask for. Logs at `info` and above are asked
+    /// for (2026-07-28 servers send none unless asked) and printed on stderr.
     pub fn options(self) -> ClientOptions {
-        ClientOptions {
-            handshake_timeout: self.handshake,
-        }
+        let mut opts = ClientOptions::with_handshake_timeout(self.handshake);
+        opts.log_level = Some(mcpwire_model::types::LoggingLevel::Info);
+        opts
     }
 }
 
@@ -429,7 +430,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Run(args) => process_cmd::run(args, false).await?,
         Command::Dev(args) => process_cmd::run(args, true).await?,
         Command::List { connect, json } => {
-            let mut client = connect_to(&connect).await?;
+            let client = connect_to(&connect).await?;
             let tools = client.list_tools().await?;
             if json {
                 emit(&serde_json::to_string_pretty(&tools)?);
@@ -454,8 +455,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             args,
         } => {
             let args = tool_arguments(&args)?;
-            let mut client = connect_to(&connect).await?;
-            let as_task = must_run_as_task(&mut client, &tool).await?;
+            let client = connect_to(&connect).await?;
+            let as_task = must_run_as_task(&client, &tool).await?;
             let result = client.call_tool(&tool, args, as_task).await?;
             emit(&serde_json::to_string_pretty(&result)?);
             client.close().await?;
@@ -470,10 +471,13 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Parses and starts (or reaches) the server a command names.
+/// Parses and starts (or reaches) the server a command names; its log notifications go to
+/// stderr.
 async fn connect_to(connect: &ConnectArgs) -> Result<Client> {
     let target = Target::parse(&connect.target)?;
-    Ok(Client::connect(&target, &connect.timeout.options()).await?)
+    let (client, events) = Client::connect(&target, &connect.timeout.options()).await?;
+    events.print_logs();
+    Ok(client)
 }
 
 /// `--args`: a JSON object, refused locally otherwise.
@@ -498,7 +502,7 @@ fn tool_arguments(args: &str) -> Result<Value> {
 
 /// Whether `tool` must be called as a task: only asked (one `tools/list`) of servers that
 /// offer tasks for `tools/call`.
-async fn must_run_as_task(client: &mut Client, tool: &str) -> Result<bool> {
+async fn must_run_as_task(client: &Client, tool: &str) -> Result<bool> {
     if client
         .server()
         .pointer("/capabilities/tasks/requests/tools/call")

@@ -780,7 +780,11 @@ fn transport_failures_end_requests() {
     let TransmitKind::Request(init_id) = kind else {
         panic!()
     };
-    h.s.handle_failed(h.now, init_id, McpError::ConnectionClosed("HTTP 404".into()));
+    h.s.handle_failed(
+        h.now,
+        init_id,
+        McpError::ConnectionClosed("HTTP 404".into()),
+    );
     match h.events().remove(0) {
         ClientEvent::NegotiationFailed { id, method, .. } => {
             assert_eq!(id, init_id);

@@ -191,6 +191,12 @@ impl ClientSession {
         self.server_requests.len()
     }
 
+    /// Messages waiting to be sent (a transport that cannot send stops taking input while
+    /// this grows).
+    pub fn transmits_pending(&self) -> usize {
+        self.transmits.len()
+    }
+
     /// Notifications dropped because the event queue was full.
     pub fn events_dropped(&self) -> u64 {
         self.dropped
