@@ -4,6 +4,10 @@
 #   0.2.0-alpha.12  server --url URL --requirements 2025-11-25
 #   0.2.0-alpha.12  server --url URL --requirements 2026-07-28
 #   0.2.0-alpha.12  server --url URL --scenario S --spec-version V --force   (unscored ones)
+# and its client scenarios that need no OAuth against the library client, through the harness
+# `mcpwire-conformance-client` (crates/mcpwire-cli/src/bin/conformance_client.rs):
+#   0.2.0-alpha.12  client --command HARNESS --scenario S
+# `scripts/conformance.sh client` runs the client scenarios only.
 # Installs the pinned suites (tests/conformance/v*/package{,-lock}.json) into target/conformance
 # when missing. Exits non-zero if a scored scenario fails and is not listed in
 # tests/conformance/expected-failures.yml (see tests/conformance/evaluate.mjs).
@@ -39,6 +43,28 @@ cargo build -p mcpwire-cli
 LOGS=$WORK/runs
 rm -rf "$LOGS"
 mkdir -p "$LOGS"
+RUNS=()
+
+# The client scenarios: the suite starts a scenario server, runs the harness with its URL
+# (and MCP_CONFORMANCE_SCENARIO / MCP_CONFORMANCE_PROTOCOL_VERSION), and scores what the
+# server saw. A client run fails on a failed check, a warning, or the harness failing.
+client_scenario() { # $1 = scenario
+  local label="client@$1"
+  local log=$LOGS/$label.log out=$LOGS/$label
+  node --import "$ROOT/$CONF/node20-register.mjs" "$WORK/v0200a12/node_modules/.bin/conformance" \
+    client --command "$ROOT/target/debug/mcpwire-conformance-client" --scenario "$1" -o "$out" \
+    >"$log" 2>&1 || true
+  echo "== conformance $label: $(grep -m1 '^Passed:' "$log" || echo 'no result')"
+  RUNS+=("$label=$log=$out")
+}
+for scenario in initialize tools_call elicitation-sep1034-client-defaults sse-retry request-metadata; do
+  client_scenario "$scenario"
+done
+if [ "${1:-}" = client ]; then
+  node "$CONF/evaluate.mjs" "$EXPECTED" "${RUNS[@]}"
+  exit
+fi
+
 SERVER_LOG=$LOGS/server.log
 target/debug/mcpwire demo --transport http --port 0 2>"$SERVER_LOG" &
 SERVER_PID=$!
@@ -60,7 +86,6 @@ fi
 URL="http://localhost:${ADDR##*:}/mcp"
 echo "== mcpwire listening on $ADDR; testing $URL"
 
-RUNS=()
 run_suite() { # $1 = label, $2 = suite dir, rest = CLI arguments after `server --url URL`
   local label=$1 suite=$2
   shift 2
