@@ -4,11 +4,13 @@
 //! as one catalog, in legacy (initialize) and auto (2026-07-28) modes, plus a view on a
 //! listener of its own. The client side is `tests/python/federation_client.py`.
 
-use std::path::{Path, PathBuf};
+mod common;
+
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::{Text, root, venv_python};
 use mcpwire::Service;
 use mcpwire::http::{HttpConfig, HttpServer};
 use mcpwire_federation::{Federation, FederationConfig, Glob, Member, PrefixMode, ViewSpec};
@@ -16,37 +18,6 @@ use mcpwire_model::types::{GetPromptResult, Implementation, PromptMessage};
 use mcpwire_router::{
     Backend, CallCtx, PromptDef, ResourceDef, Router, Server, TaskConfig, ToolError, tool,
 };
-
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct Text {
-    text: String,
-}
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .expect("workspace root")
-}
-
-/// The venv's Python with the official `mcp` client: `None` (skip) locally when missing,
-/// a failure under CI.
-fn venv_python() -> Option<PathBuf> {
-    let python = root().join("target/venv/bin/python");
-    let ok = std::process::Command::new(&python)
-        .args(["-c", "import mcp"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if ok {
-        return Some(python);
-    }
-    if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) {
-        panic!("the Python venv with mcp (target/venv) is missing under CI");
-    }
-    eprintln!("SKIPPED: the Python venv with mcp is not installed (run scripts/test.sh)");
-    None
-}
 
 /// A member whose `echo`, `add` and `test://static-text` collide with the fixture set's.
 fn extra() -> Arc<Server> {

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -285,4 +287,31 @@ impl Backend for TaskMaker {
             reply.map(|v| Reply::Complete(to_raw(&v))),
         ))
     }
+}
+
+/// The workspace root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("workspace root")
+}
+
+/// The venv's Python with the official `mcp` client and the `protomcp` SDK: `None` (skip)
+/// locally when missing, a failure under CI (`scripts/test.sh` installs it).
+pub fn venv_python() -> Option<PathBuf> {
+    let python = root().join("target/venv/bin/python");
+    let ok = std::process::Command::new(&python)
+        .args(["-c", "import mcp, protomcp"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        return Some(python);
+    }
+    if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) {
+        panic!("the Python venv with mcp and protomcp (target/venv) is missing under CI");
+    }
+    eprintln!("SKIPPED: the Python venv is not installed (run scripts/test.sh)");
+    None
 }
