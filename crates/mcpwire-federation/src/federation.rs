@@ -16,12 +16,12 @@ use tokio::task::AbortHandle;
 
 use crate::catalog::{Catalog, Everything, MemberInput, Scope, Settings};
 use crate::config::{FailMode, FederationConfig, FederationError, Member};
+use crate::dispatch;
 use crate::listing::{self, Kind, ListLimits, Listing};
 use crate::pages;
+use crate::pump::{self, Follow};
 use crate::report::{CatalogReport, MemberHealth};
 use crate::uri::member_tag;
-use crate::view::View;
-use crate::{ViewSpec, dispatch};
 
 /// Events buffered for each subscriber (session) before the slowest loses old ones.
 const EVENT_CAPACITY: usize = 256;
@@ -34,7 +34,8 @@ const EVENT_CAPACITY: usize = 256;
 /// or task id (an owner index: nothing ever fans out), with the caller's `CallCtx` and raw
 /// arguments. See the crate documentation for the naming, URI and task id rules.
 pub struct Federation {
-    me: Weak<Federation>,
+    /// Itself, for the tasks and views it hands out.
+    pub(crate) me: Weak<Federation>,
     settings: Settings,
     limits: ListLimits,
     retry_initial: Duration,
@@ -221,7 +222,7 @@ impl Federation {
     }
 
     /// Lists member `id` again (`kinds`, or everything it offers) and publishes the result.
-    pub(crate) async fn relist(&self, id: u64, kinds: Option<&[Kind]>) {
+    async fn relist_member(&self, id: u64, kinds: Option<&[Kind]>) {
         let (backend, partial) = {
             let st = self.lock();
             let Some(slot) = st.slot(id) else { return };
@@ -269,7 +270,7 @@ impl Federation {
 
     /// How long the pump of member `id` waits before listing it again: `None` while it
     /// is healthy.
-    pub(crate) fn retry_delay(&self, id: u64) -> Option<Duration> {
+    fn member_retry_delay(&self, id: u64) -> Option<Duration> {
         let st = self.lock();
         match &st.slot(id)?.health {
             MemberHealth::Ok => None,
@@ -282,7 +283,7 @@ impl Federation {
 
     /// Forwards an event of member `name` that is not a list change: a resource update
     /// under its exposed URI, a log with the member's name in front of its logger.
-    pub(crate) fn forward_member_event(&self, name: &str, event: BackendEvent) {
+    fn forward_member_event(&self, name: &str, event: BackendEvent) {
         let event = match event {
             BackendEvent::ResourceUpdated { uri } => {
                 let catalog = self.catalog();
@@ -312,7 +313,7 @@ impl Federation {
         name: &str,
         rx: Option<broadcast::Receiver<BackendEvent>>,
     ) -> AbortHandle {
-        tokio::spawn(crate::pump::pump(self.me.clone(), id, name.to_owned(), rx)).abort_handle()
+        tokio::spawn(pump::pump(self.me.clone(), id, name.to_owned(), rx)).abort_handle()
     }
 
     /// Replaces member `name` with `member` (added at the end when no member has that
@@ -409,14 +410,6 @@ impl Federation {
     /// names are prefixed, and each member's own instructions under its name.
     pub fn instructions(&self) -> String {
         instructions(&self.catalog(), &Everything)
-    }
-
-    /// A named subset of the catalog served as a backend of its own. Calls outside the
-    /// view answer as if the item did not exist. The view follows the catalog as it
-    /// changes (and announces changes to its own lists only).
-    pub fn view(&self, spec: &ViewSpec) -> Arc<View> {
-        let fed = self.me.upgrade().expect("a federation is always in an Arc");
-        View::new(fed, spec.clone())
     }
 
     /// The configured `serverInfo`.
@@ -584,6 +577,20 @@ pub(crate) fn instructions(catalog: &Catalog, scope: &dyn Scope) -> String {
         }
     }
     text
+}
+
+impl Follow for Federation {
+    fn retry_delay(&self, id: u64) -> Option<Duration> {
+        self.member_retry_delay(id)
+    }
+
+    fn forward(&self, name: &str, event: BackendEvent) {
+        self.forward_member_event(name, event)
+    }
+
+    fn relist<'a>(&'a self, id: u64, kinds: Option<&'a [Kind]>) -> BoxFuture<'a, ()> {
+        Box::pin(self.relist_member(id, kinds))
+    }
 }
 
 impl Backend for Federation {

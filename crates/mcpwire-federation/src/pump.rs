@@ -12,11 +12,22 @@ use std::time::Duration;
 use mcpwire_model::BackendEvent;
 use tokio::sync::broadcast::{self, error::RecvError, error::TryRecvError};
 
-use crate::federation::Federation;
+use mcpwire_router::BoxFuture;
+
 use crate::listing::Kind;
 
 /// Most queued events taken in one go before re-listing.
 const MAX_COALESCED: usize = 256;
+
+/// What the pump needs of the federation it works for.
+pub(crate) trait Follow: Send + Sync + 'static {
+    /// How long to wait before listing member `id` again; `None` while it is healthy.
+    fn retry_delay(&self, id: u64) -> Option<Duration>;
+    /// Forwards an event of member `name` that is not a list change.
+    fn forward(&self, name: &str, event: BackendEvent);
+    /// Lists member `id` again (`kinds`, or everything) and publishes the result.
+    fn relist<'a>(&'a self, id: u64, kinds: Option<&'a [Kind]>) -> BoxFuture<'a, ()>;
+}
 
 enum Wake {
     Event(BackendEvent),
@@ -26,8 +37,8 @@ enum Wake {
 }
 
 /// Follows member `id` (called `name`) of `fed`.
-pub(crate) async fn pump(
-    fed: Weak<Federation>,
+pub(crate) async fn pump<F: Follow>(
+    fed: Weak<F>,
     id: u64,
     name: String,
     mut rx: Option<broadcast::Receiver<BackendEvent>>,
@@ -52,7 +63,7 @@ pub(crate) async fn pump(
             Wake::Event(BackendEvent::ResourcesListChanged) => {
                 add(&mut kinds, &[Kind::Resources, Kind::Templates])
             }
-            Wake::Event(other) => fed.forward_member_event(&name, other),
+            Wake::Event(other) => fed.forward(&name, other),
             Wake::Lagged(n) => {
                 tracing::warn!(member = %name, missed = n, "fell behind the member's events; listing it again");
                 add(&mut kinds, &Kind::ALL);

@@ -123,8 +123,18 @@ impl Scope for ViewScope {
     }
 }
 
+impl Federation {
+    /// A named subset of the catalog served as a backend of its own. Calls outside the
+    /// view answer as if the item did not exist. The view follows the catalog as it
+    /// changes (and announces changes to its own lists only).
+    pub fn view(&self, spec: &ViewSpec) -> Arc<View> {
+        let fed = self.me.upgrade().expect("a federation is always in an Arc");
+        View::new(fed, spec.clone())
+    }
+}
+
 impl View {
-    pub(crate) fn new(fed: Arc<Federation>, spec: ViewSpec) -> Arc<View> {
+    fn new(fed: Arc<Federation>, spec: ViewSpec) -> Arc<View> {
         let info = BackendInfo {
             name: spec.name.clone(),
             capabilities: fed.info().capabilities.clone(),
