@@ -22,10 +22,11 @@ fn ready<T: Send + 'static>(v: T) -> BoxFuture<'static, T> {
     Box::pin(std::future::ready(v))
 }
 
-/// Answers `req` from `catalog` as `scope` sees it, listing from `pages` (per kind).
+/// Answers `req` from `catalog` as `scope` sees it, listing from `pages` (per kind, in
+/// `Kind::ALL` order; `None`: the catalog's own).
 pub(crate) fn answer(
     catalog: Arc<Catalog>,
-    pages: &[Arc<Vec<Raw>>; 4],
+    pages: Option<&[Arc<Vec<Raw>>; 4]>,
     scope: &dyn Scope,
     ctx: CallCtx,
     req: BackendRequest,
@@ -34,7 +35,11 @@ pub(crate) fn answer(
         if let Some(refusal) = &catalog.refusal {
             return ready(Err(McpError::Unavailable(refusal.clone())));
         }
-        ready(pages::page(&pages[kind.index()], cursor.as_deref()).map(Reply::Complete))
+        let pages = match pages {
+            Some(p) => &p[kind.index()],
+            None => &catalog.kind(kind).pages,
+        };
+        ready(pages::page(pages, cursor.as_deref()).map(Reply::Complete))
     };
     match req {
         BackendRequest::ListTools { cursor } => list(Kind::Tools, cursor),
@@ -106,7 +111,9 @@ pub(crate) fn answer(
                 _ => ready(Err(McpError::MethodNotFound(method.to_string()))),
             }
         }
-        other => ready(Err(McpError::MethodNotFound(format!("{other:?}")))),
+        _ => ready(Err(McpError::MethodNotFound(
+            "a request this federation does not know".into(),
+        ))),
     }
 }
 

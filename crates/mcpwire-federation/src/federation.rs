@@ -603,9 +603,7 @@ impl Backend for Federation {
         ctx: CallCtx,
         req: BackendRequest,
     ) -> BoxFuture<'static, Result<Reply, McpError>> {
-        let catalog = self.catalog();
-        let pages = catalog.pages();
-        dispatch::answer(catalog, &pages, &Everything, ctx, req)
+        dispatch::answer(self.catalog(), None, &Everything, ctx, req)
     }
 
     fn tool_routing(&self, name: &str) -> Option<Arc<ToolRouting>> {

@@ -100,8 +100,9 @@ pub struct CatalogReport {
 }
 
 impl CatalogReport {
-    /// Items whose exposed name differs from the member's, other than by the prefix
-    /// alone: renamed by configuration, sanitized, shortened or moved by a collision.
+    /// Items whose exposed name differs from the member's other than by the prefix or a
+    /// collision (those are in `collisions`): renamed by configuration, sanitized or
+    /// shortened.
     pub fn renamed(&self) -> impl Iterator<Item = (&'static str, &ExposedItem)> {
         let kinds = [
             ("tool", &self.tools),
@@ -112,7 +113,12 @@ impl CatalogReport {
         kinds.into_iter().flat_map(|(k, items)| {
             items
                 .iter()
-                .filter(|i| !matches!(i.origin, NameOrigin::Original | NameOrigin::Prefixed))
+                .filter(|i| {
+                    matches!(
+                        i.origin,
+                        NameOrigin::Renamed | NameOrigin::Sanitized | NameOrigin::Shortened
+                    )
+                })
                 .map(move |i| (k, i))
         })
     }

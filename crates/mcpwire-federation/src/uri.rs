@@ -133,6 +133,26 @@ mod tests {
         assert!(!m.matches("file:///notes.md"));
     }
 
+    proptest::proptest! {
+        #[test]
+        fn rewritten_uris_and_template_expansions_round_trip(
+            name in "[a-zA-Z0-9_-]{1,20}",
+            uri in ".{0,60}",
+            id in "[a-z0-9]{1,8}",
+        ) {
+            let tag = member_tag(&name, &HashSet::new());
+            // A tag is valid in a URI scheme (RFC 3986: ALPHA / DIGIT / "+" / "-" / ".").
+            proptest::prop_assert!(tag.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'));
+            let r = rewrite(&tag, &uri);
+            proptest::prop_assert_eq!(split_rewritten(&r), Some((tag.as_str(), uri.as_str())));
+            let template = rewrite(&tag, "x://items/{id}");
+            let expanded = template.replace("{id}", &id);
+            proptest::prop_assert!(TemplateMatcher::parse(&template).unwrap().matches(&expanded));
+            let original = format!("x://items/{id}");
+            proptest::prop_assert_eq!(split_rewritten(&expanded), Some((tag.as_str(), original.as_str())));
+        }
+    }
+
     #[test]
     fn tags_are_unique() {
         let mut taken = HashSet::new();

@@ -201,7 +201,7 @@ impl Backend for View {
         req: BackendRequest,
     ) -> BoxFuture<'static, Result<Reply, McpError>> {
         let s = self.scope();
-        dispatch::answer(s.catalog.clone(), &s.pages, &*s, ctx, req)
+        dispatch::answer(s.catalog.clone(), Some(&s.pages), &*s, ctx, req)
     }
 
     fn tool_routing(&self, name: &str) -> Option<Arc<ToolRouting>> {
