@@ -294,8 +294,11 @@ fn start(cli: Cli, matches: &clap::ArgMatches) -> Result<ExitCode> {
         Command::Run(args) => (process_cmd::preset(args, false)?, RUN),
         Command::Dev(args) => (process_cmd::preset(args, true)?, RUN),
         Command::Serve(args) => {
-            let sub = matches.subcommand_matches("serve");
-            (serve_cmd::config(args, sub)?, serve_cmd::SERVE)
+            let config = serve_cmd::config(args, matches.subcommand_matches("serve"))?;
+            if let Some(json) = args.check() {
+                return runtime(true)?.block_on(serve_cmd::check(config, json));
+            }
+            (config, serve_cmd::SERVE)
         }
         _ => return runtime(false)?.block_on(run(cli)),
     };

@@ -44,6 +44,37 @@ pub struct ServeCmdArgs {
     /// Do not watch the configuration file for edits (SIGHUP still reloads it).
     #[arg(long, requires = "config")]
     no_reload: bool,
+    /// Check the configuration, start the backends, print the merged catalog (renames,
+    /// collisions, backend health) and exit without serving: status 0 when every backend
+    /// is healthy, 3 when one is not.
+    #[arg(long)]
+    check: bool,
+    /// With --check: print the report as JSON.
+    #[arg(long, requires = "check")]
+    json: bool,
+}
+
+impl ServeCmdArgs {
+    /// `--check` (and whether as JSON).
+    pub fn check(&self) -> Option<bool> {
+        self.check.then_some(self.json)
+    }
+}
+
+/// `mcpwire serve --check`: the report on stdout; the exit status says whether every
+/// backend is healthy.
+pub async fn check(config: GatewayConfig, json: bool) -> Result<ExitCode> {
+    let report = Gateway::check(config, natives()).await?;
+    if json {
+        crate::emit(&serde_json::to_string_pretty(&report)?);
+    } else {
+        crate::emit(report.to_string().trim_end());
+    }
+    Ok(if report.healthy() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(crate::exit::CONNECTION)
+    })
 }
 
 /// The native servers the binary offers: the built-in example as `demo`.

@@ -325,7 +325,7 @@ fn labelled(
 }
 
 /// A token cancelled by the first SIGTERM or Ctrl-C.
-fn shutdown_on_signals() -> io::Result<CancellationToken> {
+pub(crate) fn shutdown_on_signals() -> io::Result<CancellationToken> {
     let token = CancellationToken::new();
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let signals = token.clone();

@@ -87,6 +87,27 @@ pub struct StartFailure {
     pub unsupported: bool,
 }
 
+/// Whether this program can serve `spec` at all: its native server is registered, and it
+/// is not an upstream (not yet supported); otherwise why not.
+pub fn supported(spec: &BackendSpec, natives: &Natives) -> Result<(), String> {
+    match &spec.source {
+        BackendSource::Native { server: name } if !natives.servers.contains_key(name) => {
+            let known: Vec<&str> = natives.names().collect();
+            let offer = if known.is_empty() {
+                "this program has none".to_owned()
+            } else {
+                format!("this program has {}", known.join(", "))
+            };
+            Err(format!("no native server named `{name}` ({offer})"))
+        }
+        BackendSource::Upstream(target) => Err(format!(
+            "upstream MCP servers ({target}) are not yet supported by this build of \
+             mcpwire; serve native or process backends"
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Starts the backend `spec` describes; a tool process is ready (handshake done, catalog
 /// known) when this returns.
 pub async fn start(
@@ -147,10 +168,7 @@ pub async fn start(
             })
         }
         BackendSource::Upstream(target) => Err(fail(
-            format!(
-                "upstream MCP servers ({target}) are not yet supported by this build of \
-                 mcpwire; serve native or process backends"
-            ),
+            format!("upstream MCP servers ({target}) are not yet supported"),
             true,
         )),
     }

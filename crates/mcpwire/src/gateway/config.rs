@@ -6,7 +6,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use mcpwire_federation::{Glob, ViewSpec};
 use serde::{Deserialize, Serialize};
+
+pub use mcpwire_federation::PrefixMode;
 
 use super::error::{ConfigError, KeyPath, Origin};
 use super::listen::ListenerSpec;
@@ -23,6 +26,8 @@ pub struct GatewayConfig {
     pub listeners: Vec<ListenerSpec>,
     /// What to serve, in order (the order decides who keeps a colliding name).
     pub backends: Vec<BackendSpec>,
+    /// Named subsets of the catalog a listener may serve instead of all of it.
+    pub views: Vec<ViewSpec>,
 }
 
 /// How the gateway presents itself and bounds its clients (`[server]`).
@@ -64,28 +69,26 @@ impl Default for ServerOptions {
     }
 }
 
-/// When exposed names get their backend's name as a prefix.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PrefixMode {
-    /// Only when two or more backends are served.
-    #[default]
-    Conditional,
-    /// Always.
-    Always,
-    /// Never (collisions are still resolved, and reported).
-    Never,
-}
-
-/// What a backend's failure does to the catalog.
+/// What a backend's failure does to the catalog (`fail = "open"` or `"closed"`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FailMode {
-    /// The others keep being served without it (fail open).
+    /// The catalog is served without it while it cannot list (and it is listed again
+    /// with backoff); a fail-open backend that does not start is left out.
     #[default]
     Open,
-    /// Starting fails, and so do requests while it is down (fail closed).
+    /// No partial catalog: the gateway does not start without it, and lists answer an
+    /// error naming it while it is unavailable.
     Closed,
+}
+
+impl From<FailMode> for mcpwire_federation::FailMode {
+    fn from(mode: FailMode) -> Self {
+        match mode {
+            FailMode::Open => mcpwire_federation::FailMode::FailOpen,
+            FailMode::Closed => mcpwire_federation::FailMode::FailClosed,
+        }
+    }
 }
 
 /// One backend: its name, where its catalog comes from and how it joins the catalog.
@@ -226,10 +229,10 @@ impl std::fmt::Display for UpstreamTarget {
 /// How a backend joins the merged catalog.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MemberOptions {
-    /// Names (globs with `*` and `?`) to serve; empty: all.
-    pub include: Vec<String>,
-    /// Names (globs) not to serve, applied after `include`.
-    pub exclude: Vec<String>,
+    /// Names and URIs (globs: `*`, `?`, `[a-z]`) to serve; empty: all.
+    pub include: Vec<Glob>,
+    /// Names and URIs (globs) not to serve, applied after `include`.
+    pub exclude: Vec<Glob>,
     /// Names served under another name (the backend's name → the new one).
     pub rename: BTreeMap<String, String>,
     /// What the backend's failure does.
@@ -244,6 +247,7 @@ impl GatewayConfig {
             server: ServerOptions::default(),
             listeners,
             backends,
+            views: Vec::new(),
         }
     }
 
@@ -300,6 +304,19 @@ impl GatewayConfig {
                 ));
             }
             for (from, to) in &b.member.rename {
+                let taken = self.backends[..=i].iter().find_map(|o| {
+                    o.member
+                        .rename
+                        .iter()
+                        .find(|(f, t)| *t == to && (o.name != b.name || *f < from))
+                        .map(|(f, _)| format!("{}/{f}", o.name))
+                });
+                if let Some(first) = taken {
+                    return Err(self.error_at(
+                        &b.key.key("rename").key(from),
+                        format!("`{to}` is already the new name of {first}: renames must differ"),
+                    ));
+                }
                 if !is_exposed_name(to) {
                     return Err(self.error_at(
                         &b.key.key("rename").key(from),
@@ -308,6 +325,32 @@ impl GatewayConfig {
                         ),
                     ));
                 }
+            }
+        }
+        let views = KeyPath::root().key("views");
+        for (i, v) in self.views.iter().enumerate() {
+            let key = views.key(&v.name);
+            check_name(&v.name).map_err(|m| self.error_at(&key, m.replace("backend", "view")))?;
+            if self.views[..i].iter().any(|o| o.name == v.name) {
+                return Err(self.error_at(&key, format!("a second view named `{}`", v.name)));
+            }
+            for (j, m) in v.members.iter().enumerate() {
+                if self.backend(m).is_none() {
+                    return Err(self.error_at(
+                        &key.key("members").index(j),
+                        format!("no backend is named `{m}`"),
+                    ));
+                }
+            }
+        }
+        for l in &self.listeners {
+            if let Some(view) = &l.options.view
+                && !self.views.iter().any(|v| &v.name == view)
+            {
+                return Err(self.error_at(
+                    &l.key.key("view"),
+                    format!("no view is named `{view}` (declare it as [views.{view}])"),
+                ));
             }
         }
         let mut seen: Vec<(&ListenerSpec, usize)> = Vec::new();

@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcpwire_federation::{Glob, ViewSpec};
 use serde::Deserialize;
 use serde::de::{MapAccess, SeqAccess, Visitor};
 
@@ -45,6 +46,21 @@ struct RawFile {
     listen: Vec<ListenOptions>,
     #[serde(default)]
     backends: Ordered<RawBackend>,
+    #[serde(default)]
+    views: Ordered<RawView>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawView {
+    #[serde(default)]
+    members: Vec<String>,
+    #[serde(default)]
+    tools: Vec<Glob>,
+    #[serde(default)]
+    prompts: Vec<Glob>,
+    #[serde(default)]
+    resources: Vec<Glob>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -74,9 +90,9 @@ struct RawBackend {
     max_result_bytes: Option<u64>,
     watch: Option<bool>,
     #[serde(default)]
-    include: Vec<String>,
+    include: Vec<Glob>,
     #[serde(default)]
-    exclude: Vec<String>,
+    exclude: Vec<Glob>,
     #[serde(default)]
     rename: BTreeMap<String, String>,
     #[serde(default)]
@@ -99,7 +115,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Ordered<T> {
         impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
             type Value = Ordered<T>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a table of backends by name")
+                f.write_str("a table of entries by name")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut entries = Vec::new();
@@ -200,11 +216,24 @@ impl GatewayConfig {
                 key,
             });
         }
+        let views = raw
+            .views
+            .0
+            .into_iter()
+            .map(|(name, v)| ViewSpec {
+                name,
+                members: v.members,
+                tools: v.tools,
+                prompts: v.prompts,
+                resources: v.resources,
+            })
+            .collect();
         let config = GatewayConfig {
             origin,
             server,
             listeners,
             backends,
+            views,
         };
         config.validate()?;
         Ok(config)

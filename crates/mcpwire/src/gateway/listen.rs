@@ -47,6 +47,8 @@ pub struct ListenOptions {
     /// `stdio`, `http://HOST:PORT/PATH`, `ws://HOST:PORT/PATH`, `grpc://HOST:PORT` or
     /// `mcpb://HOST:PORT`.
     pub url: String,
+    /// Serve this view (`[views.NAME]`) instead of the whole catalog.
+    pub view: Option<String>,
     /// HTTP: `Origin` headers accepted besides none (default: loopback on any port).
     pub allowed_origins: Option<Vec<String>>,
     /// HTTP: `Host` headers accepted (default: loopback on any port).

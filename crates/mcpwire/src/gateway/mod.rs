@@ -8,14 +8,18 @@
 //! flag parsing (the CLI).
 
 mod backends;
+mod check;
 mod config;
 mod error;
 mod file;
 mod listen;
 mod position;
+mod reload;
 mod serving;
 
-pub use backends::{Natives, StartFailure, Started};
+pub use backends::{Natives, StartFailure, Started, supported};
+pub use check::{BackendCheck, CheckReport, ListenerCheck, ViewCheck};
+pub use reload::{ReloadPlan, plan};
 pub use serving::{Gateway, GatewayError};
 
 pub use config::{
