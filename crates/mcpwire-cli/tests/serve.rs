@@ -64,35 +64,27 @@ impl Gateway {
 
     /// The rest of the first stderr line starting with `prefix` (waits at most 20 s).
     fn stderr_line(&mut self, prefix: &str) -> String {
-        if let Some(i) = self.log.iter().position(|l| l.starts_with(prefix)) {
-            return self.log.remove(i)[prefix.len()..].to_owned();
-        }
-        let until = Instant::now() + Duration::from_secs(20);
-        loop {
-            let left = until.saturating_duration_since(Instant::now());
-            match self.stderr.recv_timeout(left) {
-                Ok(line) if line.starts_with(prefix) => return line[prefix.len()..].to_owned(),
-                Ok(line) => self.log.push(line),
-                Err(_) => panic!(
-                    "no stderr line starting with {prefix:?}; saw {:#?}",
-                    self.log
-                ),
-            }
-        }
+        let line = self.stderr_where(|l| l.starts_with(prefix), prefix);
+        line[prefix.len()..].to_owned()
     }
 
-    /// Waits (at most 20 s) for a stderr line containing `needle`.
+    /// The first stderr line containing `needle` (waits at most 20 s).
     fn stderr_containing(&mut self, needle: &str) -> String {
-        if let Some(i) = self.log.iter().position(|l| l.contains(needle)) {
+        self.stderr_where(|l| l.contains(needle), needle)
+    }
+
+    /// The first stderr line satisfying `want`, waiting for it at most 20 s.
+    fn stderr_where(&mut self, want: impl Fn(&str) -> bool, what: &str) -> String {
+        if let Some(i) = self.log.iter().position(|l| want(l)) {
             return self.log.remove(i);
         }
         let until = Instant::now() + Duration::from_secs(20);
         loop {
             let left = until.saturating_duration_since(Instant::now());
             match self.stderr.recv_timeout(left) {
-                Ok(line) if line.contains(needle) => return line,
+                Ok(line) if want(&line) => return line,
                 Ok(line) => self.log.push(line),
-                Err(_) => panic!("no stderr line containing {needle:?}; saw {:#?}", self.log),
+                Err(_) => panic!("no stderr line with {what:?}; saw {:#?}", self.log),
             }
         }
     }
