@@ -135,11 +135,12 @@ pub struct TimeoutArg {
 }
 
 impl TimeoutArg {
-    /// The client options these arguments ask for.
+    /// The client options these arguments ask for. Logs at `info` and above are asked
+    /// for (2026-07-28 servers send none unless asked) and printed on stderr.
     pub fn options(self) -> ClientOptions {
-        ClientOptions {
-            handshake_timeout: self.handshake,
-        }
+        let mut opts = ClientOptions::with_handshake_timeout(self.handshake);
+        opts.log_level = Some(mcpwire_model::types::LoggingLevel::Info);
+        opts
     }
 }
 
@@ -344,7 +345,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             unreachable!("serving commands are started by `start`")
         }
         Command::List { connect, json } => {
-            let mut client = connect_to(&connect).await?;
+            let client = connect_to(&connect).await?;
             let tools = client.list_tools().await?;
             if json {
                 emit(&serde_json::to_string_pretty(&tools)?);
@@ -369,8 +370,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             args,
         } => {
             let args = tool_arguments(&args)?;
-            let mut client = connect_to(&connect).await?;
-            let as_task = must_run_as_task(&mut client, &tool).await?;
+            let client = connect_to(&connect).await?;
+            let as_task = must_run_as_task(&client, &tool).await?;
             let result = client.call_tool(&tool, args, as_task).await?;
             emit(&serde_json::to_string_pretty(&result)?);
             client.close().await?;
@@ -385,10 +386,13 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Parses and starts (or reaches) the server a command names.
+/// Parses and starts (or reaches) the server a command names; its log notifications go to
+/// stderr.
 async fn connect_to(connect: &ConnectArgs) -> Result<Client> {
     let target = Target::parse(&connect.target)?;
-    Ok(Client::connect(&target, &connect.timeout.options()).await?)
+    let (client, events) = Client::connect(&target, &connect.timeout.options()).await?;
+    events.print_logs();
+    Ok(client)
 }
 
 /// `--args`: a JSON object, refused locally otherwise.
@@ -413,7 +417,7 @@ fn tool_arguments(args: &str) -> Result<Value> {
 
 /// Whether `tool` must be called as a task: only asked (one `tools/list`) of servers that
 /// offer tasks for `tools/call`.
-async fn must_run_as_task(client: &mut Client, tool: &str) -> Result<bool> {
+async fn must_run_as_task(client: &Client, tool: &str) -> Result<bool> {
     if client
         .server()
         .pointer("/capabilities/tasks/requests/tools/call")

@@ -126,7 +126,8 @@ pub async fn fetch_tools(target: &str, timeout: TimeoutArg) -> Result<Vec<Value>
         let v = read_json(path)?;
         return tools_of(&v, path);
     }
-    let mut client = Client::connect(&Target::parse(target)?, &timeout.options()).await?;
+    let (client, events) = Client::connect(&Target::parse(target)?, &timeout.options()).await?;
+    events.print_logs();
     let tools = client.list_tools().await?;
     client.close().await?;
     Ok(tools)

@@ -1,4 +1,5 @@
-//! The sans-IO MCP server session.
+//! The sans-IO MCP sessions: [`ServerSession`] (a server's side of one connection) and
+//! [`ClientSession`] (a client's side, `client/`).
 //!
 //! **Is:** the protocol state of one client connection (or one stateless request stream):
 //! revision negotiation (`initialize`, or per-request `_meta` for 2026-07-28), the
@@ -16,14 +17,24 @@
 //! [`ServerSession::poll_dispatch`] (requests to run on the router),
 //! [`ServerSession::poll_transmit`] (messages to encode and send), and finally
 //! [`ServerSession::poll_timeout`] (when to call [`ServerSession::handle_timeout`]).
+//!
+//! A [`ClientSession`] is driven the same way: `handle_*` inputs and commands with `now`,
+//! then [`ClientSession::poll_event`], [`ClientSession::poll_transmit`] and
+//! [`ClientSession::poll_timeout`] (see its module docs).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod client;
 mod config;
 mod decorate;
 mod server;
 mod timers;
 
+pub use client::{
+    Answer, ClientConfig, ClientEra, ClientEvent, ClientLimits, ClientRequestId, ClientSession,
+    ClientTransmit, EraChoice, InputRequest, InputRequired, ListKind, Negotiated, RequestOptions,
+    ServerRequest, ServerRequestId, TransmitKind,
+};
 pub use config::{SessionConfig, SessionLimits};
 pub use server::{
     AskId, Dispatch, DispatchCtx, DispatchId, Era, ServerSession, SessionEvent, Transmit,

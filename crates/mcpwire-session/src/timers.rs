@@ -10,6 +10,12 @@ pub(crate) enum TimerKey {
     Request(u64),
     /// An ask's answer deadline.
     Ask(u64),
+    /// Client: the whole negotiation's deadline.
+    Handshake,
+    /// Client: how long the `server/discover` probe waits before falling back.
+    Probe(u64),
+    /// Client: how long a server→client request waits for the owner's answer.
+    ServerRequest(u64),
 }
 
 /// Deadlines ordered by time; bounded by the maps whose entries own them.

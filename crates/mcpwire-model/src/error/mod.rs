@@ -267,6 +267,16 @@ pub enum McpError {
     #[error("{}", .0.message)]
     Wire(ErrorObject),
 
+    // --- the peer we are a client of failed ---
+    /// The connection to the server closed (or could not carry the request) before the
+    /// answer came; says how (−32603; HTTP 502, as a gateway answers for a failed upstream).
+    #[error("Connection closed: {0}")]
+    ConnectionClosed(String),
+    /// The server sent something this client cannot use: an unreadable result, a revision it
+    /// does not speak (−32603; HTTP 502).
+    #[error("Invalid message from the server: {0}")]
+    BadPeerMessage(String),
+
     // --- our bug ---
     /// Something went wrong inside mcpwire (−32603; HTTP 500).
     #[error("Internal error: {0}")]

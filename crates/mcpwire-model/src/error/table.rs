@@ -136,7 +136,10 @@ impl McpError {
                 Dialect::Bb => BB_TOOL_FAILED,
                 Dialect::Mcp | Dialect::Proto => INTERNAL_ERROR,
             },
-            McpError::InputRequired | McpError::Internal(_) => INTERNAL_ERROR,
+            McpError::InputRequired
+            | McpError::Internal(_)
+            | McpError::ConnectionClosed(_)
+            | McpError::BadPeerMessage(_) => INTERNAL_ERROR,
             McpError::Wire(obj) => obj.code,
         }
     }
@@ -195,6 +198,7 @@ impl McpError {
             McpError::UnsupportedMediaType(_) => 415,
             McpError::Timeout | McpError::ToolFailed { .. } | McpError::Cancelled => 200,
             McpError::InputRequired | McpError::Internal(_) => 500,
+            McpError::ConnectionClosed(_) | McpError::BadPeerMessage(_) => 502,
             McpError::Unavailable(_) => 503,
             McpError::Wire(obj) => obj.http_status(),
         }
@@ -229,10 +233,12 @@ impl McpError {
             }
             McpError::BodyTimeout { .. } | McpError::Timeout => GrpcCode::DeadlineExceeded,
             McpError::Unauthenticated(_) => GrpcCode::Unauthenticated,
-            McpError::Unavailable(_) => GrpcCode::Unavailable,
+            McpError::Unavailable(_) | McpError::ConnectionClosed(_) => GrpcCode::Unavailable,
             McpError::Cancelled => GrpcCode::Cancelled,
             McpError::ToolFailed { .. } => GrpcCode::Unknown,
-            McpError::InputRequired | McpError::Internal(_) => GrpcCode::Internal,
+            McpError::InputRequired | McpError::Internal(_) | McpError::BadPeerMessage(_) => {
+                GrpcCode::Internal
+            }
             McpError::Wire(obj) => obj.grpc_code(),
         }
     }

@@ -262,6 +262,18 @@ fn table() -> Vec<Row> {
             400,
             InvalidArgument,
         ),
+        row(
+            McpError::ConnectionClosed(s("x")),
+            same("-32603"),
+            502,
+            Unavailable,
+        ),
+        row(
+            McpError::BadPeerMessage(s("x")),
+            same("-32603"),
+            502,
+            Internal,
+        ),
         row(McpError::Internal(s("x")), same("-32603"), 500, Internal),
     ]
 }
@@ -304,10 +316,12 @@ fn variant(e: &McpError) -> (&'static str, usize) {
         McpError::InputRequired => ("InputRequired", 30),
         McpError::Wire(_) => ("Wire", 31),
         McpError::Internal(_) => ("Internal", 32),
+        McpError::ConnectionClosed(_) => ("ConnectionClosed", 33),
+        McpError::BadPeerMessage(_) => ("BadPeerMessage", 34),
     }
 }
 
-const VARIANTS: usize = 33;
+const VARIANTS: usize = 35;
 
 /// Variants raised before a revision is known (codecs, HTTP handlers before a session):
 /// every revision must spell them the same.

@@ -452,6 +452,8 @@ impl ServerSession {
                         self.send(msg, Some(entry.request_id));
                     }
                 }
+                // The client session's timers; a server session never sets them.
+                TimerKey::Handshake | TimerKey::Probe(_) | TimerKey::ServerRequest(_) => {}
             }
         }
     }

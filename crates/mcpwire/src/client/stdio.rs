@@ -1,172 +1,178 @@
-//! [`StdioClient`]: an MCP server as a child process, newline-delimited JSON-RPC on its
-//! stdin/stdout (its stderr is passed through).
+//! An MCP server as a child process: newline-delimited JSON-RPC on its stdin/stdout (its
+//! stderr is passed through), run by the driver core's [`FramedDriver`] with a
+//! [`StdioEndpoint`] over the client session.
+//!
+//! Stdout is the protocol: a line that is not JSON ends the connection with an error that
+//! shows the line and its number (we do not skip banners: a client that guesses may also
+//! swallow a real answer); blank lines are skipped; lines are bounded by
+//! [`MAX_MESSAGE_BYTES`]. A server whose stdout ends is reported with its exit status when it
+//! exits within [`EXIT_STATUS_WAIT`].
 
 use std::process::{ExitStatus, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use futures::StreamExt as _;
-use serde_json::{Value, json};
-use tokio::io::AsyncWriteExt;
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
-use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
+use bytes::{BufMut, BytesMut};
+use mcpwire_model::jsonrpc::decode_with_depth;
+use mcpwire_model::{McpError, codes};
+use mcpwire_wire::FramingError;
+use tokio::process::{ChildStdin, ChildStdout, Command};
+use tokio::sync::oneshot;
+use tokio_util::codec::{Decoder, LinesCodec, LinesCodecError};
 
-use super::{ClientError, ClientOptions, Inbound, MAX_MESSAGE_BYTES, classify, excerpt};
+use super::core::{ClientCore, CoreWake};
+use super::handle::parts;
+use super::{Client, ClientError, ClientEvents, ClientOptions, MAX_MESSAGE_BYTES, excerpt};
+use crate::driver::{Endpoint, FramedDriver, Status, framed::output_full, now};
 
 /// How long a server whose output ended gets to report its exit status.
 const EXIT_STATUS_WAIT: Duration = Duration::from_millis(500);
 
-/// How long [`StdioClient::close`] waits for the server to exit before killing it.
+/// How long closing waits for the server to exit before killing it.
 const CLOSE_WAIT: Duration = Duration::from_secs(2);
 
-/// A connected MCP client over a child process.
-pub struct StdioClient {
-    child: Child,
-    stdin: ChildStdin,
-    lines: FramedRead<ChildStdout, LinesCodec>,
-    /// Lines read so far (for error messages).
-    line_no: u64,
-    /// The command line, for error messages.
-    peer: String,
-    next_id: i64,
-    /// The server's `initialize` result.
-    pub server: Value,
+/// Nesting accepted in a server's messages (serde_json's own limit).
+const MAX_DEPTH: usize = 128;
+
+/// What a handshake timeout's message suggests checking.
+const HINT: &str = " (is it an MCP server speaking stdio? --timeout waits longer)";
+
+/// Starts `argv` and negotiates within `opts.limits.handshake_timeout`.
+pub(crate) async fn connect(
+    argv: &[String],
+    opts: &ClientOptions,
+) -> Result<(Client, ClientEvents), ClientError> {
+    let (program, args) = argv
+        .split_first()
+        .ok_or_else(|| ClientError::Target("empty command line".into()))?;
+    let peer = format!(
+        "`{}`",
+        excerpt(&shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_default())
+    );
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|error| ClientError::Spawn {
+            program: program.clone(),
+            error,
+        })?;
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(ClientError::Io(format!("{peer}: no pipes to the child")));
+    };
+    // The child is reaped by a task of its own, which reports its exit and kills on demand.
+    let (exit_tx, exit_rx) = oneshot::channel();
+    let (kill_tx, kill_rx) = oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let status = tokio::select! {
+            s = child.wait() => s,
+            _ = kill_rx => {
+                let _ = child.start_kill();
+                child.wait().await
+            }
+        };
+        let _ = exit_tx.send(status);
+    });
+    let parts = parts(opts, &peer);
+    let endpoint = StdioEndpoint {
+        core: parts.core,
+        peer,
+        line_no: 0,
+        exit: Exit {
+            status: None,
+            rx: Some(exit_rx),
+            kill: Some(kill_tx),
+        },
+        eof_at: None,
+        done: false,
+    };
+    let codec = StdioLines(LinesCodec::new_with_max_length(MAX_MESSAGE_BYTES));
+    let driver = FramedDriver::new(stdout, codec, stdin, endpoint, opts.busy_poll);
+    tokio::spawn(run(driver));
+    parts.pending.settle(HINT).await
 }
 
-impl StdioClient {
-    /// Starts `argv` and completes the handshake within `opts.handshake_timeout`.
-    pub async fn spawn(argv: &[String], opts: &ClientOptions) -> Result<StdioClient, ClientError> {
-        let (program, args) = argv
-            .split_first()
-            .ok_or_else(|| ClientError::Target("empty command line".into()))?;
-        let peer = format!(
-            "`{}`",
-            excerpt(&shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_default())
-        );
-        let mut child = Command::new(program)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|error| ClientError::Spawn {
-                program: program.clone(),
-                error,
-            })?;
-        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            return Err(ClientError::Io(format!("{peer}: no pipes to the child")));
-        };
-        let mut client = StdioClient {
-            child,
-            stdin,
-            lines: FramedRead::new(stdout, LinesCodec::new_with_max_length(MAX_MESSAGE_BYTES)),
-            line_no: 0,
-            peer,
-            next_id: 0,
-            server: Value::Null,
-        };
-        let init = client.request("initialize", super::initialize_params());
-        client.server = match tokio::time::timeout(opts.handshake_timeout, init).await {
-            Ok(r) => r?,
-            Err(_) => {
-                return Err(ClientError::Timeout {
-                    awaited: "answer to `initialize`".into(),
-                    peer: client.peer.clone(),
-                    after: opts.handshake_timeout,
-                    hint: " (is it an MCP server speaking stdio? --timeout waits longer)".into(),
-                });
-            }
-        };
-        client
-            .send(
-                &json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
-                "initialize",
-            )
-            .await?;
-        Ok(client)
+/// The connection's task: drive until the endpoint closes, then wind down — the server gets
+/// [`CLOSE_WAIT`] to exit after its stdin closed, then it is killed.
+async fn run(mut driver: FramedDriver<ChildStdout, ChildStdin, StdioEndpoint>) {
+    let result = driver.drive().await;
+    let mut ep = driver.into_endpoint();
+    if let Err(e) = result {
+        tracing::debug!(peer = %ep.peer, error = %e, "writing to the server failed");
     }
-
-    async fn send(&mut self, msg: &Value, method: &str) -> Result<(), ClientError> {
-        let mut line = serde_json::to_vec(msg).map_err(|e| ClientError::Invalid(e.to_string()))?;
-        line.push(b'\n');
-        let written = async {
-            self.stdin.write_all(&line).await?;
-            self.stdin.flush().await
+    if !ep.done {
+        let how = if ep.core.close_requested() {
+            "was closed by the client".to_owned()
+        } else {
+            ep.exit.describe(EXIT_STATUS_WAIT).await
         };
-        match written.await {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(self.gone(method).await),
-            Err(e) => Err(ClientError::Io(format!("writing to {}: {e}", self.peer))),
+        ep.core.finish(McpError::ConnectionClosed(how));
+    }
+    ep.exit.wait_or_kill(CLOSE_WAIT).await;
+    // Dropping the core now lets `Client::close` return.
+}
+
+/// Splits stdout into lines (an over-long line is reported, then skipped).
+struct StdioLines(LinesCodec);
+
+impl Decoder for StdioLines {
+    type Item = Result<String, usize>;
+    type Error = FramingError;
+
+    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Self::Item>, FramingError> {
+        match self.0.decode(buf) {
+            Ok(line) => Ok(line.map(Ok)),
+            Err(LinesCodecError::MaxLineLengthExceeded) => Ok(Some(Err(MAX_MESSAGE_BYTES))),
+            Err(LinesCodecError::Io(e)) => Err(FramingError::Io(e)),
         }
     }
 
-    /// The error for a server whose pipes closed while `method` was waiting, with its exit
-    /// status when it comes within [`EXIT_STATUS_WAIT`].
-    async fn gone(&mut self, method: &str) -> ClientError {
-        let how = match tokio::time::timeout(EXIT_STATUS_WAIT, self.child.wait()).await {
-            Ok(Ok(status)) => describe_exit(status),
-            _ => "closed its stdout".to_owned(),
-        };
-        ClientError::Closed {
-            peer: self.peer.clone(),
-            how,
-            method: method.to_owned(),
+    fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Self::Item>, FramingError> {
+        match self.0.decode_eof(buf) {
+            Ok(line) => Ok(line.map(Ok)),
+            Err(LinesCodecError::MaxLineLengthExceeded) => Ok(Some(Err(MAX_MESSAGE_BYTES))),
+            Err(LinesCodecError::Io(e)) => Err(FramingError::Io(e)),
         }
     }
+}
 
-    /// Sends a request and waits for its result, logging notifications on the way.
-    pub async fn request(&mut self, method: &str, params: Value) -> Result<Value, ClientError> {
-        self.next_id += 1;
-        let id = json!(self.next_id);
-        let request = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
-        self.send(&request, method).await?;
-        loop {
-            let line = match self.lines.next().await {
-                Some(Ok(line)) => line,
-                Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
-                    return Err(ClientError::Invalid(format!(
-                        "{} wrote a message longer than {} MiB (line {})",
-                        self.peer,
-                        MAX_MESSAGE_BYTES >> 20,
-                        self.line_no + 1
-                    )));
-                }
-                Some(Err(LinesCodecError::Io(e))) => {
-                    return Err(ClientError::Io(format!("reading from {}: {e}", self.peer)));
-                }
-                None => return Err(self.gone(method).await),
-            };
-            self.line_no += 1;
-            if line.trim().is_empty() {
-                continue;
-            }
-            let msg: Value = serde_json::from_str(&line).map_err(|_| {
-                ClientError::Invalid(format!(
-                    "{} wrote a line that is not JSON-RPC to stdout (line {}): {:?} — a stdio \
-                     MCP server may write only protocol messages there (logs go to stderr)",
-                    self.peer,
-                    self.line_no,
-                    excerpt(&line)
-                ))
-            })?;
-            match classify(msg, &id, method, false) {
-                Inbound::Answer(result) => return result,
-                Inbound::Refuse(refusal) => self.send(&refusal, method).await?,
-                Inbound::Other => {}
-            }
-        }
-    }
+/// The child's exit, as the reaper task reports it.
+struct Exit {
+    status: Option<std::io::Result<ExitStatus>>,
+    rx: Option<oneshot::Receiver<std::io::Result<ExitStatus>>>,
+    kill: Option<oneshot::Sender<()>>,
+}
 
-    /// Closes stdin and waits for the server to exit (killing it after a short while).
-    pub async fn close(mut self) -> Result<(), ClientError> {
-        drop(self.stdin);
-        if tokio::time::timeout(CLOSE_WAIT, self.child.wait())
-            .await
-            .is_err()
+impl Exit {
+    /// Waits for the exit status (at most `wait`).
+    async fn wait(&mut self, wait: Duration) -> Option<&std::io::Result<ExitStatus>> {
+        if self.status.is_none()
+            && let Some(rx) = self.rx.as_mut()
+            && let Ok(Ok(s)) = tokio::time::timeout(wait, rx).await
         {
-            let _ = self.child.start_kill();
+            self.status = Some(s);
+            self.rx = None;
         }
-        Ok(())
+        self.status.as_ref()
+    }
+
+    /// How the server went away: its exit status if it comes within `wait`.
+    async fn describe(&mut self, wait: Duration) -> String {
+        match self.wait(wait).await {
+            Some(Ok(status)) => describe_exit(*status),
+            _ => "closed its stdout".to_owned(),
+        }
+    }
+
+    /// Waits up to `wait` for the server to exit, then kills it.
+    async fn wait_or_kill(&mut self, wait: Duration) {
+        if self.wait(wait).await.is_none()
+            && let Some(kill) = self.kill.take()
+        {
+            let _ = kill.send(());
+        }
     }
 }
 
@@ -178,5 +184,146 @@ fn describe_exit(status: ExitStatus) -> String {
         (Some(code), _) => format!("exited with status {code}"),
         (None, Some(sig)) => format!("was killed by signal {sig}"),
         (None, None) => format!("exited ({status})"),
+    }
+}
+
+/// The client session over a child's pipes.
+struct StdioEndpoint {
+    core: ClientCore,
+    peer: String,
+    line_no: u64,
+    exit: Exit,
+    /// When the server's stdout ended: its exit status is awaited until then plus
+    /// [`EXIT_STATUS_WAIT`].
+    eof_at: Option<Instant>,
+    /// The session has been told the connection is over.
+    done: bool,
+}
+
+/// What the endpoint waits for besides the core.
+enum StdioWake {
+    Core(CoreWake),
+    Exited(Option<std::io::Result<ExitStatus>>),
+    ExitWaitOver,
+}
+
+impl StdioEndpoint {
+    fn finish(&mut self, error: McpError) {
+        if !self.done {
+            self.done = true;
+            self.core.finish(error);
+        }
+    }
+
+    fn on_line(&mut self, line: &str) {
+        self.line_no += 1;
+        if line.trim().is_empty() {
+            return;
+        }
+        let decoded = decode_with_depth(line.as_bytes(), MAX_DEPTH);
+        if let Err(bad) = &decoded
+            && bad.error.code == codes::PARSE_ERROR
+        {
+            let e = format!(
+                "{} wrote a line that is not JSON-RPC to stdout (line {}): {:?} — a stdio MCP \
+                 server may write only protocol messages there (logs go to stderr)",
+                self.peer,
+                self.line_no,
+                excerpt(line)
+            );
+            return self.finish(McpError::BadPeerMessage(e));
+        }
+        self.core.session.handle_inbound(now(), decoded);
+    }
+}
+
+impl Endpoint for StdioEndpoint {
+    type Codec = StdioLines;
+    type Wake = StdioWake;
+
+    fn on_frame(
+        &mut self,
+        frame: Option<Result<Result<String, usize>, FramingError>>,
+        _out: &mut BytesMut,
+    ) {
+        match frame {
+            Some(Ok(Ok(line))) => self.on_line(&line),
+            Some(Ok(Err(max))) => {
+                let e = format!(
+                    "{} wrote a message longer than {} MiB (line {})",
+                    self.peer,
+                    max >> 20,
+                    self.line_no + 1
+                );
+                self.finish(McpError::BadPeerMessage(e));
+            }
+            Some(Err(e)) => {
+                let e = McpError::ConnectionClosed(format!("could not be read from ({e})"));
+                self.finish(e);
+            }
+            None => self.eof_at = Some(now()),
+        }
+    }
+
+    fn poll_ready(&mut self, out: &mut BytesMut) -> bool {
+        if self.done {
+            return false;
+        }
+        let mut did = self.core.poll_ready(now(), !output_full(out));
+        while !output_full(out)
+            && let Some(t) = self.core.session.poll_transmit()
+        {
+            if t.msg.write_json(out.writer()).is_ok() {
+                out.put_u8(b'\n');
+            }
+            did = true;
+        }
+        did
+    }
+
+    async fn wait(&mut self, paused: bool) -> StdioWake {
+        if self.done {
+            return std::future::pending().await;
+        }
+        if let Some(at) = self.eof_at {
+            let deadline = tokio::time::Instant::from_std(at + EXIT_STATUS_WAIT);
+            let exit = async {
+                match self.exit.rx.as_mut() {
+                    Some(rx) => rx.await.ok(),
+                    None => std::future::pending().await,
+                }
+            };
+            return tokio::select! {
+                s = exit => StdioWake::Exited(s),
+                _ = tokio::time::sleep_until(deadline) => StdioWake::ExitWaitOver,
+            };
+        }
+        StdioWake::Core(self.core.wait(!paused).await)
+    }
+
+    fn apply(&mut self, wake: StdioWake, _out: &mut BytesMut) {
+        match wake {
+            StdioWake::Core(w) => self.core.apply(now(), w),
+            StdioWake::Exited(status) => {
+                self.exit.rx = None;
+                let how = match &status {
+                    Some(Ok(s)) => describe_exit(*s),
+                    _ => "closed its stdout".to_owned(),
+                };
+                self.exit.status = status;
+                self.finish(McpError::ConnectionClosed(how));
+            }
+            StdioWake::ExitWaitOver => {
+                self.finish(McpError::ConnectionClosed("closed its stdout".into()));
+            }
+        }
+    }
+
+    fn status(&mut self) -> Status {
+        if self.done || self.core.close_requested() || self.core.session.is_finished() {
+            Status::Close
+        } else {
+            Status::Open
+        }
     }
 }

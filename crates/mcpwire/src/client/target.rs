@@ -14,17 +14,27 @@ pub enum Target {
     },
     /// An `http://` or `https://` URL of a Streamable HTTP endpoint.
     Url(String),
+    /// An MCPB server (`mcpb://[TOKEN@]host:port`).
+    Mcpb {
+        /// `host:port`.
+        addr: String,
+        /// The token to authenticate with, if the URL carries one.
+        token: Option<String>,
+    },
 }
 
 impl Target {
-    /// Reads a target: a URL with an `http` or `https` scheme, or a command line. Refuses
-    /// what would otherwise run as a surprising command: another scheme (`ws://…`) or an
-    /// address without its scheme (`127.0.0.1:8000/mcp`).
+    /// Reads a target: a URL with an `http`, `https` or `mcpb` scheme, or a command line.
+    /// Refuses what would otherwise run as a surprising command: another scheme (`ws://…`)
+    /// or an address without its scheme (`127.0.0.1:8000/mcp`).
     pub fn parse(target: &str) -> Result<Target, ClientError> {
         let text = target.trim();
         let lower = text.to_ascii_lowercase();
         if lower.starts_with("http://") || lower.starts_with("https://") {
             return Ok(Target::Url(text.to_owned()));
+        }
+        if lower.starts_with("mcpb://") {
+            return parse_mcpb(&text["mcpb://".len()..]);
         }
         if let Some((scheme, _)) = text.split_once("://")
             && !scheme.is_empty()
@@ -32,7 +42,8 @@ impl Target {
         {
             return Err(ClientError::Target(format!(
                 "`{text}`: {scheme}:// URLs are not supported; give an http:// or https:// URL \
-                 of a Streamable HTTP endpoint, or the command line of a stdio server"
+                 of a Streamable HTTP endpoint, an mcpb://host:port address, or the command \
+                 line of a stdio server"
             )));
         }
         let first = text.split_whitespace().next().unwrap_or_default();
@@ -62,8 +73,28 @@ impl fmt::Display for Target {
                     .unwrap_or_else(|_| argv.join(" ")),
             ),
             Target::Url(url) => f.write_str(url),
+            // The token stays out of what is printed.
+            Target::Mcpb { addr, .. } => write!(f, "mcpb://{addr}"),
         }
     }
+}
+
+/// `[TOKEN@]host:port` after `mcpb://`.
+fn parse_mcpb(rest: &str) -> Result<Target, ClientError> {
+    let rest = rest.trim_end_matches('/');
+    let (token, addr) = match rest.rsplit_once('@') {
+        Some((t, a)) => (Some(t.to_owned()).filter(|t| !t.is_empty()), a),
+        None => (None, rest),
+    };
+    if !looks_like_address(addr) || addr.contains('/') {
+        return Err(ClientError::Target(format!(
+            "`mcpb://{addr}`: an MCPB target is mcpb://[TOKEN@]host:port"
+        )));
+    }
+    Ok(Target::Mcpb {
+        addr: addr.to_owned(),
+        token,
+    })
 }
 
 /// `host:port` or `host:port/path` where host is `localhost`, a dotted name or address, or
@@ -119,5 +150,19 @@ mod tests {
         }
         // a program with a colon in its path is still a program
         assert!(Target::parse("./bin:x serve").is_ok());
+        assert_eq!(
+            Target::parse("mcpb://s3cret@127.0.0.1:9000").unwrap(),
+            Target::Mcpb {
+                addr: "127.0.0.1:9000".into(),
+                token: Some("s3cret".into())
+            }
+        );
+        assert_eq!(
+            Target::parse("mcpb://s3cret@localhost:9000")
+                .unwrap()
+                .to_string(),
+            "mcpb://localhost:9000"
+        );
+        assert!(Target::parse("mcpb://127.0.0.1").is_err());
     }
 }

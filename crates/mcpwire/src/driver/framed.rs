@@ -117,6 +117,13 @@ where
     /// Runs until the endpoint says [`Status::Close`], then hands the peer what is left to
     /// write (for at most [`CLOSE_FLUSH`]) and closes the writing side.
     pub(crate) async fn run(mut self) -> std::io::Result<()> {
+        self.drive().await
+    }
+
+    /// [`FramedDriver::run`], keeping the driver: its endpoint can be taken afterwards
+    /// ([`FramedDriver::into_endpoint`]) to wind down (a client's session learns why the
+    /// connection ended).
+    pub(crate) async fn drive(&mut self) -> std::io::Result<()> {
         let mut just_spun = false;
         loop {
             self.pump();
@@ -153,6 +160,11 @@ where
             Ok(r) => r,
             Err(_) => Err(std::io::ErrorKind::TimedOut.into()),
         }
+    }
+
+    /// The endpoint, once the connection is over.
+    pub(crate) fn into_endpoint(self) -> E {
+        self.endpoint
     }
 
     /// Does the work that is ready without waiting: up to [`READ_BURST`] rounds of one frame

@@ -1,0 +1,356 @@
+//! [`ClientCore`]: a [`ClientSession`] and the channels to its [`Client`](super::Client)
+//! handles — what every client wire's task holds, as `ServerCore` is for servers. It takes
+//! commands (requests, answers to server requests, close), routes the session's answers to
+//! their waiters and everything else to the owner's bounded event stream, and knows the
+//! transport's own account of a failed request (an HTTP status) so the caller gets that
+//! rather than a bare code.
+//!
+//! Bounds: commands are a bounded channel (the handle waits for room); cancellations come
+//! from dropped [`PendingRequest`](super::PendingRequest)s, at most one per request in
+//! flight; events wait in the session (bounded) and, when the owner's channel is full, in
+//! `held` (bounded by the same limit; notifications past it are dropped, server requests
+//! refused).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Instant;
+
+use mcpwire_model::{McpError, Method, Raw};
+use mcpwire_session::{
+    Answer, ClientEvent, ClientRequestId, ClientSession, Negotiated, RequestOptions,
+    ServerRequestId,
+};
+use tokio::sync::{mpsc, oneshot};
+
+use super::ClientError;
+
+/// How a request ended badly: the session's account, or the transport's (richer) one.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// The session ended the request with this error.
+    Session(McpError),
+    /// The transport failed it, and says how.
+    Transport(ClientError),
+}
+
+/// What a waiter receives.
+pub(crate) type Outcome = Result<Answer, Failure>;
+
+/// How negotiation ended, for `connect`.
+pub(crate) type Settled = Result<Arc<Negotiated>, (Method, Failure)>;
+
+/// What a handle asks of the wire's task.
+pub(crate) enum Command {
+    /// Send a request; say its id on `accepted`, its end on `reply`.
+    Request {
+        method: Method,
+        params: Option<Raw>,
+        opts: RequestOptions,
+        accepted: oneshot::Sender<Result<ClientRequestId, McpError>>,
+        reply: oneshot::Sender<Outcome>,
+    },
+    /// Answer a server request.
+    Answer {
+        id: ServerRequestId,
+        result: Result<Raw, McpError>,
+    },
+    /// Send a client notification (`notifications/roots/list_changed`).
+    Notify { method: Method, params: Option<Raw> },
+    /// End the connection.
+    Close,
+}
+
+/// The task's ends of a handle's channels.
+pub(crate) struct CoreChannels {
+    pub(crate) commands: mpsc::Receiver<Command>,
+    pub(crate) cancels: mpsc::UnboundedReceiver<(ClientRequestId, String)>,
+    pub(crate) events: mpsc::Sender<ClientEvent>,
+    pub(crate) settled: oneshot::Sender<Settled>,
+}
+
+/// What [`ClientCore::wait`] woke up for.
+pub(crate) enum CoreWake {
+    Command(Option<Command>),
+    Cancel(Option<(ClientRequestId, String)>),
+    Capacity(Option<mpsc::OwnedPermit<ClientEvent>>),
+    Timer,
+}
+
+/// Commands taken between two waits.
+const COMMAND_BURST: usize = 64;
+
+/// A client session and its handles' channels.
+pub(crate) struct ClientCore {
+    pub(crate) session: ClientSession,
+    commands: mpsc::Receiver<Command>,
+    commands_open: bool,
+    cancels: mpsc::UnboundedReceiver<(ClientRequestId, String)>,
+    cancels_open: bool,
+    events: Option<mpsc::Sender<ClientEvent>>,
+    held: VecDeque<ClientEvent>,
+    max_held: usize,
+    waiters: HashMap<ClientRequestId, oneshot::Sender<Outcome>>,
+    settled: Option<oneshot::Sender<Settled>>,
+    /// The transport's account of requests it failed, until their end is routed.
+    transport_errors: HashMap<ClientRequestId, ClientError>,
+    close_requested: bool,
+}
+
+impl ClientCore {
+    /// A core over `session` (started here) and the task's ends of the channels.
+    pub(crate) fn new(mut session: ClientSession, ch: CoreChannels, max_held: usize) -> Self {
+        session.start(crate::driver::now());
+        ClientCore {
+            session,
+            commands: ch.commands,
+            commands_open: true,
+            cancels: ch.cancels,
+            cancels_open: true,
+            events: Some(ch.events),
+            held: VecDeque::new(),
+            max_held,
+            waiters: HashMap::new(),
+            settled: Some(ch.settled),
+            transport_errors: HashMap::new(),
+            close_requested: false,
+        }
+    }
+
+    /// The owner asked to close (or every handle is gone).
+    pub(crate) fn close_requested(&self) -> bool {
+        self.close_requested
+    }
+
+    /// Takes ready commands (when `accept` — not while the wire's output is full) and
+    /// cancellations without waiting, and routes the session's events. Whether anything
+    /// happened.
+    pub(crate) fn poll_ready(&mut self, now: Instant, accept: bool) -> bool {
+        let mut did = false;
+        if self.cancels_open {
+            while let Ok((id, reason)) = self.cancels.try_recv() {
+                self.session.cancel(id, &reason);
+                did = true;
+            }
+        }
+        if accept && self.commands_open && !self.close_requested {
+            for _ in 0..COMMAND_BURST {
+                match self.commands.try_recv() {
+                    Ok(c) => {
+                        self.take(now, c);
+                        did = true;
+                    }
+                    Err(mpsc::error::TryRecvError::Empty) => break,
+                    Err(mpsc::error::TryRecvError::Disconnected) => {
+                        self.commands_open = false;
+                        self.close_requested = true;
+                        break;
+                    }
+                }
+            }
+        }
+        did | self.route()
+    }
+
+    /// Waits for a command (when `accept`), a cancellation, room in the owner's event
+    /// channel (when events are held back) or the session's next deadline.
+    pub(crate) async fn wait(&mut self, accept: bool) -> CoreWake {
+        let timer = self.session.poll_timeout();
+        let room = match (&self.events, self.held.is_empty()) {
+            (Some(tx), false) => Some(tx.clone()),
+            _ => None,
+        };
+        let take_commands = accept && self.commands_open && !self.close_requested;
+        tokio::select! {
+            c = self.commands.recv(), if take_commands => CoreWake::Command(c),
+            c = self.cancels.recv(), if self.cancels_open => CoreWake::Cancel(c),
+            p = async { room?.reserve_owned().await.ok() }, if room.is_some() => CoreWake::Capacity(p),
+            _ = sleep_until(timer), if timer.is_some() => CoreWake::Timer,
+            else => std::future::pending().await,
+        }
+    }
+
+    /// Acts on what [`ClientCore::wait`] woke up for.
+    pub(crate) fn apply(&mut self, now: Instant, wake: CoreWake) {
+        match wake {
+            CoreWake::Command(Some(c)) => self.take(now, c),
+            CoreWake::Command(None) => {
+                self.commands_open = false;
+                self.close_requested = true;
+            }
+            CoreWake::Cancel(Some((id, reason))) => {
+                self.session.cancel(id, &reason);
+            }
+            CoreWake::Cancel(None) => self.cancels_open = false,
+            CoreWake::Capacity(Some(permit)) => {
+                if let Some(e) = self.held.pop_front() {
+                    permit.send(e);
+                }
+                self.flush_held();
+            }
+            CoreWake::Capacity(None) => self.owner_gone(),
+            CoreWake::Timer => self.session.handle_timeout(now),
+        }
+        self.route();
+    }
+
+    /// The transport could not deliver request `id` or read its answer: it ends with
+    /// `error` (a failed probe falls back to `initialize`, as an error answer would).
+    pub(crate) fn fail_request(&mut self, now: Instant, id: ClientRequestId, error: ClientError) {
+        if !self.session.is_awaiting(id) {
+            return;
+        }
+        let mcp = error.to_mcp();
+        self.transport_errors.insert(id, error);
+        self.session.handle_failed(now, id, mcp);
+        self.route();
+    }
+
+    /// The connection is over: every request and negotiation ends with `error`, the event
+    /// stream ends.
+    pub(crate) fn finish(&mut self, error: McpError) {
+        self.session.handle_closed(error);
+        self.route();
+        self.events = None;
+        self.held.clear();
+    }
+
+    fn take(&mut self, now: Instant, c: Command) {
+        match c {
+            Command::Request {
+                method,
+                params,
+                opts,
+                accepted,
+                reply,
+            } => match self.session.request(now, method, params, opts) {
+                Ok(id) => {
+                    if accepted.send(Ok(id)).is_err() {
+                        // The caller gave up before it learned the id.
+                        self.session.cancel(id, "caller cancelled");
+                    } else {
+                        self.waiters.insert(id, reply);
+                    }
+                }
+                Err(e) => {
+                    let _ = accepted.send(Err(e));
+                }
+            },
+            Command::Answer { id, result } => {
+                self.session.answer(id, result);
+            }
+            Command::Notify { method, params } => {
+                if let Err(e) = self.session.notify(method, params) {
+                    tracing::debug!(error = %e, "client notification not sent");
+                }
+            }
+            Command::Close => self.close_requested = true,
+        }
+    }
+
+    /// Routes the session's events: answers to waiters, negotiation to `connect`, the rest
+    /// to the owner.
+    fn route(&mut self) -> bool {
+        let mut did = false;
+        while let Some(e) = self.session.poll_event() {
+            did = true;
+            match e {
+                ClientEvent::Response { id, outcome } => {
+                    let outcome = outcome.map_err(|e| match self.transport_errors.remove(&id) {
+                        Some(t) => Failure::Transport(t),
+                        None => Failure::Session(e),
+                    });
+                    if let Some(w) = self.waiters.remove(&id) {
+                        let _ = w.send(outcome);
+                    }
+                }
+                ClientEvent::Ready(n) => {
+                    self.transport_errors.clear();
+                    if let Some(s) = self.settled.take() {
+                        let _ = s.send(Ok(n));
+                    }
+                }
+                ClientEvent::NegotiationFailed { id, method, error } => {
+                    let failure = match self.transport_errors.remove(&id) {
+                        Some(t) => Failure::Transport(t),
+                        None => Failure::Session(error),
+                    };
+                    self.transport_errors.clear();
+                    if let Some(s) = self.settled.take() {
+                        let _ = s.send(Err((method, failure)));
+                    }
+                }
+                other => self.deliver(other),
+            }
+        }
+        did
+    }
+
+    fn deliver(&mut self, e: ClientEvent) {
+        let Some(tx) = &self.events else {
+            return self.unheard(e);
+        };
+        if self.held.is_empty() {
+            match tx.try_send(e) {
+                Ok(()) => return,
+                Err(mpsc::error::TrySendError::Full(e)) => return self.hold(e),
+                Err(mpsc::error::TrySendError::Closed(e)) => {
+                    self.owner_gone();
+                    return self.unheard(e);
+                }
+            }
+        }
+        self.hold(e);
+    }
+
+    fn hold(&mut self, e: ClientEvent) {
+        if self.held.len() < self.max_held {
+            self.held.push_back(e);
+        } else {
+            tracing::warn!("the owner is not taking client events; one dropped");
+            self.unheard(e);
+        }
+    }
+
+    fn flush_held(&mut self) {
+        let Some(tx) = &self.events else { return };
+        while let Some(e) = self.held.pop_front() {
+            match tx.try_send(e) {
+                Ok(()) => {}
+                Err(mpsc::error::TrySendError::Full(e)) => {
+                    self.held.push_front(e);
+                    return;
+                }
+                Err(mpsc::error::TrySendError::Closed(e)) => {
+                    self.held.push_front(e);
+                    return self.owner_gone();
+                }
+            }
+        }
+    }
+
+    /// The owner dropped its event stream: server requests are refused from now on.
+    fn owner_gone(&mut self) {
+        self.events = None;
+        for e in std::mem::take(&mut self.held) {
+            self.unheard(e);
+        }
+    }
+
+    /// An event nobody will see: a server request is refused, anything else dropped.
+    fn unheard(&mut self, e: ClientEvent) {
+        if let ClientEvent::ServerRequest(r) = e {
+            let refusal = McpError::MethodNotFound(format!(
+                "{} (this client takes no server requests)",
+                r.method
+            ));
+            self.session.answer(r.id, Err(refusal));
+        }
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
+        None => std::future::pending().await,
+    }
+}

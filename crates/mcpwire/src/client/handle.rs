@@ -1,0 +1,351 @@
+//! [`Client`]: the async handle over one connection to a server, whichever the wire;
+//! [`PendingRequest`]: one request in flight (dropping it cancels it); [`ClientEvents`]: what
+//! the server sends unasked.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use mcpwire_model::{McpError, Method, Raw};
+use mcpwire_session::{
+    Answer, ClientConfig, ClientEvent, ClientRequestId, ClientSession, Negotiated, RequestOptions,
+    ServerRequestId,
+};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use super::core::{ClientCore, Command, CoreChannels, Failure, Outcome, Settled};
+use super::{ClientError, ClientOptions};
+
+/// Commands a handle may queue before `send` waits for the wire's task.
+const COMMAND_QUEUE: usize = 64;
+
+/// An MCP client connection: requests go out, answers come back to their
+/// [`PendingRequest`]; server→client requests and notifications arrive on the
+/// [`ClientEvents`] returned with it. Cheap to clone; the connection ends with
+/// [`Client::close`] or when every clone and the event stream are dropped.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    commands: mpsc::Sender<Command>,
+    cancels: mpsc::UnboundedSender<(ClientRequestId, String)>,
+    negotiated: Arc<Negotiated>,
+    server: Value,
+    peer: Arc<str>,
+    request_timeout: Option<Duration>,
+}
+
+/// What the server sends unasked: server→client requests (answer each with
+/// [`Client::answer`]), progress, logs, list changes, resource updates, task status, and
+/// withdrawn server requests. Bounded: an owner that stops reading loses notifications
+/// (counted and logged) and has further server requests refused. Dropping it refuses every
+/// server request from then on. Ends (`None`) when the connection closes.
+pub struct ClientEvents {
+    rx: mpsc::Receiver<ClientEvent>,
+}
+
+impl ClientEvents {
+    /// The next event; `None` once the connection has closed.
+    pub async fn recv(&mut self) -> Option<ClientEvent> {
+        self.rx.recv().await
+    }
+
+    /// Prints the server's log notifications on stderr (`[level] data`) until the
+    /// connection ends, in a task of its own (what `mcpwire list|call` do). Other events are
+    /// dropped; server requests are refused.
+    pub fn print_logs(mut self) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(async move {
+            while let Some(e) = self.rx.recv().await {
+                if let ClientEvent::Log { entry, .. } = e {
+                    let level = serde_json::to_value(entry.level).unwrap_or(Value::Null);
+                    eprintln!("[{}] {}", level.as_str().unwrap_or("log"), entry.data.get());
+                }
+            }
+        })
+    }
+}
+
+/// The parts a wire needs to run a connection: the core for its task, and what `connect`
+/// turns into a [`Client`] once negotiation settles.
+pub(crate) struct Parts {
+    pub(crate) core: ClientCore,
+    pub(crate) pending: PendingClient,
+}
+
+/// A client whose negotiation has not settled yet.
+pub(crate) struct PendingClient {
+    commands: mpsc::Sender<Command>,
+    cancels: mpsc::UnboundedSender<(ClientRequestId, String)>,
+    events: mpsc::Receiver<ClientEvent>,
+    settled: oneshot::Receiver<Settled>,
+    peer: Arc<str>,
+    request_timeout: Option<Duration>,
+    handshake_timeout: Duration,
+}
+
+/// A session configured by `opts` and the channels around it; `peer` names the server in
+/// errors (a command line in backticks, a URL).
+pub(crate) fn parts(opts: &ClientOptions, peer: &str) -> Parts {
+    let config = ClientConfig {
+        client_info: opts.client_info.clone(),
+        capabilities: opts.capabilities.clone(),
+        era: opts.era,
+        log_level: opts.log_level,
+        limits: opts.limits.clone(),
+    };
+    let (commands, commands_rx) = mpsc::channel(COMMAND_QUEUE);
+    let (cancels, cancels_rx) = mpsc::unbounded_channel();
+    let (events_tx, events) = mpsc::channel(opts.events_capacity.max(1));
+    let (settled_tx, settled) = oneshot::channel();
+    let core = ClientCore::new(
+        ClientSession::new(config),
+        CoreChannels {
+            commands: commands_rx,
+            cancels: cancels_rx,
+            events: events_tx,
+            settled: settled_tx,
+        },
+        opts.limits.max_events,
+    );
+    Parts {
+        core,
+        pending: PendingClient {
+            commands,
+            cancels,
+            events,
+            settled,
+            peer: peer.into(),
+            request_timeout: opts.limits.request_timeout,
+            handshake_timeout: opts.limits.handshake_timeout,
+        },
+    }
+}
+
+impl PendingClient {
+    /// Waits for negotiation; `hint` follows a handshake timeout's message.
+    pub(crate) async fn settle(self, hint: &str) -> Result<(Client, ClientEvents), ClientError> {
+        let peer = self.peer.clone();
+        let settled = self.settled.await.map_err(|_| ClientError::Closed {
+            peer: peer.to_string(),
+            how: "went away".into(),
+            method: "initialize".into(),
+        })?;
+        let negotiated = settled.map_err(|(method, failure)| match failure {
+            Failure::Transport(e) => e,
+            Failure::Session(e) => ClientError::from_session(
+                method.as_str(),
+                e,
+                &peer,
+                Some(self.handshake_timeout),
+                hint,
+            ),
+        })?;
+        let server = serde_json::from_str(negotiated.result.get()).unwrap_or(Value::Null);
+        let client = Client {
+            inner: Arc::new(Inner {
+                commands: self.commands,
+                cancels: self.cancels,
+                negotiated,
+                server,
+                peer,
+                request_timeout: self.request_timeout,
+            }),
+        };
+        Ok((client, ClientEvents { rx: self.events }))
+    }
+}
+
+impl Client {
+    /// What negotiation settled: the era and revision, the server's info, capabilities and
+    /// instructions.
+    pub fn negotiated(&self) -> &Negotiated {
+        &self.inner.negotiated
+    }
+
+    /// The server's `initialize` (or `server/discover`) result as received.
+    pub fn server(&self) -> &Value {
+        &self.inner.server
+    }
+
+    /// The server as errors name it: the command line in backticks, or the URL.
+    pub fn peer(&self) -> &str {
+        &self.inner.peer
+    }
+
+    /// Sends a request; resolves once the session took it (the returned
+    /// [`PendingRequest`] then resolves to its answer). `params` must be a JSON object; the
+    /// session adds `_meta` (progress token, 2026-07-28 envelope).
+    pub async fn send(
+        &self,
+        method: &str,
+        params: Option<Raw>,
+        opts: RequestOptions,
+    ) -> Result<PendingRequest, ClientError> {
+        let (accepted, accepted_rx) = oneshot::channel();
+        let (reply, reply_rx) = oneshot::channel();
+        let timeout = opts.timeout.or(self.inner.request_timeout);
+        let command = Command::Request {
+            method: Method::parse(method),
+            params,
+            opts,
+            accepted,
+            reply,
+        };
+        let gone = || self.gone(method);
+        self.inner
+            .commands
+            .send(command)
+            .await
+            .map_err(|_| gone())?;
+        let id = accepted_rx
+            .await
+            .map_err(|_| gone())?
+            .map_err(|e| ClientError::from_session(method, e, &self.inner.peer, timeout, ""))?;
+        Ok(PendingRequest {
+            id,
+            method: method.into(),
+            reply: reply_rx,
+            cancels: self.inner.cancels.clone(),
+            peer: self.inner.peer.clone(),
+            timeout,
+            done: false,
+        })
+    }
+
+    /// Sends a request and waits for its result, as JSON. An `input_required` answer
+    /// (2026-07-28) is [`ClientError::InputRequired`]: use [`Client::send`] to answer it.
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, ClientError> {
+        let params = serde_json::value::to_raw_value(&params)
+            .map_err(|e| ClientError::Invalid(e.to_string()))?;
+        let answer = self
+            .send(method, Some(params), RequestOptions::default())
+            .await?
+            .await?;
+        match answer {
+            Answer::Complete(raw) => serde_json::from_str(raw.get()).map_err(|e| {
+                ClientError::Invalid(format!("the answer to `{method}` is not JSON: {e}"))
+            }),
+            Answer::InputRequired(ir) => Err(ClientError::InputRequired {
+                method: method.into(),
+                requests: ir
+                    .input_requests
+                    .iter()
+                    .map(|r| format!("`{}`", r.method))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }),
+        }
+    }
+
+    /// Answers server request `id` (from [`ClientEvents`]) with a result or an error.
+    pub async fn answer(
+        &self,
+        id: ServerRequestId,
+        result: Result<Raw, McpError>,
+    ) -> Result<(), ClientError> {
+        self.inner
+            .commands
+            .send(Command::Answer { id, result })
+            .await
+            .map_err(|_| self.gone("an answer"))
+    }
+
+    /// Sends a notification of the client's own (`notifications/roots/list_changed`;
+    /// handshake era only).
+    pub async fn notify(&self, method: &str, params: Option<Raw>) -> Result<(), ClientError> {
+        let command = Command::Notify {
+            method: Method::parse(method),
+            params,
+        };
+        self.inner
+            .commands
+            .send(command)
+            .await
+            .map_err(|_| self.gone(method))
+    }
+
+    /// Ends the connection and waits until it is down: a stdio server's stdin is closed (it
+    /// is killed if it has not exited 2 s later), an HTTP session is deleted, an MCPB
+    /// connection closed. Requests still in flight end with `Closed`.
+    pub async fn close(self) -> Result<(), ClientError> {
+        let commands = self.inner.commands.clone();
+        let _ = commands.send(Command::Close).await;
+        commands.closed().await;
+        Ok(())
+    }
+
+    fn gone(&self, method: &str) -> ClientError {
+        ClientError::Closed {
+            peer: self.inner.peer.to_string(),
+            how: "closed the connection".into(),
+            method: method.into(),
+        }
+    }
+}
+
+/// A request in flight: a future of its answer. Dropping it before the answer cancels the
+/// request (the server is told); [`PendingRequest::cancel`] does so with a reason.
+pub struct PendingRequest {
+    id: ClientRequestId,
+    method: Box<str>,
+    reply: oneshot::Receiver<Outcome>,
+    cancels: mpsc::UnboundedSender<(ClientRequestId, String)>,
+    peer: Arc<str>,
+    timeout: Option<Duration>,
+    done: bool,
+}
+
+impl PendingRequest {
+    /// The request's id (progress events name it).
+    pub fn id(&self) -> ClientRequestId {
+        self.id
+    }
+
+    /// Cancels the request: the server is told, with `reason`.
+    pub fn cancel(mut self, reason: &str) {
+        self.done = true;
+        let _ = self.cancels.send((self.id, reason.to_owned()));
+    }
+}
+
+impl Future for PendingRequest {
+    type Output = Result<Answer, ClientError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let outcome = match Pin::new(&mut self.reply).poll(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(o) => o,
+        };
+        self.done = true;
+        let method = &self.method;
+        Poll::Ready(match outcome {
+            Ok(Ok(answer)) => Ok(answer),
+            Ok(Err(Failure::Transport(e))) => Err(e),
+            Ok(Err(Failure::Session(e))) => Err(ClientError::from_session(
+                method,
+                e,
+                &self.peer,
+                self.timeout,
+                "",
+            )),
+            Err(_) => Err(ClientError::Closed {
+                peer: self.peer.to_string(),
+                how: "closed the connection".into(),
+                method: method.to_string(),
+            }),
+        })
+    }
+}
+
+impl Drop for PendingRequest {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = self.cancels.send((self.id, "caller cancelled".into()));
+        }
+    }
+}

@@ -1,0 +1,343 @@
+//! [`HttpConn`]: one Streamable HTTP endpoint as the client sees it — its URL (redirects
+//! followed and kept), the MCP session id and protocol version it sends, a small pool of
+//! idle HTTP/1.1 connections (TLS for `https`), and the errors for statuses that are not an
+//! MCP answer.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::client::conn::http1::SendRequest;
+use hyper::header::{ACCEPT, CONTENT_TYPE, HOST, LOCATION};
+use hyper::{Method, Request, Response, StatusCode, Uri};
+use hyper_util::rt::TokioIo;
+
+use super::tls;
+use crate::client::{ClientError, excerpt};
+use crate::http::headers::{LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
+
+/// How many redirects one request follows.
+const MAX_REDIRECTS: usize = 5;
+
+/// Idle connections kept for reuse.
+const MAX_IDLE: usize = 16;
+
+/// Extra headers of one request (`Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`, the revision).
+pub(super) type Headers = Vec<(String, String)>;
+
+/// A Streamable HTTP endpoint.
+pub(super) struct HttpConn {
+    uri: Mutex<Uri>,
+    session: Mutex<Option<String>>,
+    /// The negotiated revision, for requests that do not carry their own (GET, DELETE).
+    version: Mutex<Option<String>>,
+    idle: Mutex<Vec<SendRequest<Full<Bytes>>>>,
+    /// How long a TCP connect plus TLS handshake may take.
+    connect_timeout: Duration,
+}
+
+impl HttpConn {
+    /// The endpoint at `url` (`http(s)://host[:port]/path`).
+    pub(super) fn new(url: &str, connect_timeout: Duration) -> Result<HttpConn, ClientError> {
+        let uri: Uri = url
+            .parse()
+            .map_err(|e| ClientError::Target(format!("`{url}` is not a valid URL: {e}")))?;
+        if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
+            return Err(ClientError::Target(format!(
+                "`{url}`: expected an http(s)://host[:port]/path URL"
+            )));
+        }
+        Ok(HttpConn {
+            uri: Mutex::new(uri),
+            session: Mutex::new(None),
+            version: Mutex::new(None),
+            idle: Mutex::new(Vec::new()),
+            connect_timeout,
+        })
+    }
+
+    /// The endpoint's URL (after any redirect).
+    pub(super) fn url(&self) -> String {
+        self.uri().to_string()
+    }
+
+    fn uri(&self) -> Uri {
+        lock(&self.uri).clone()
+    }
+
+    /// The MCP session id, once the server gave one.
+    pub(super) fn session(&self) -> Option<String> {
+        lock(&self.session).clone()
+    }
+
+    /// Remembers the session id of an `initialize` answer.
+    pub(super) fn capture_session(&self, response: &Response<Incoming>) {
+        if let Some(sid) = response
+            .headers()
+            .get(SESSION_ID)
+            .and_then(|v| v.to_str().ok())
+        {
+            *lock(&self.session) = Some(sid.to_owned());
+        }
+    }
+
+    /// The revision GET and DELETE requests carry.
+    pub(super) fn set_version(&self, version: &str) {
+        *lock(&self.version) = Some(version.to_owned());
+    }
+
+    fn builder(&self, method: Method, uri: &Uri) -> hyper::http::request::Builder {
+        let authority = uri.authority().map_or("", |a| a.as_str());
+        let mut b = Request::builder()
+            .method(method)
+            .uri(uri.path_and_query().map_or("/", |p| p.as_str()))
+            .header(HOST, authority)
+            .header(ACCEPT, "application/json, text/event-stream");
+        if let Some(sid) = lock(&self.session).as_deref() {
+            b = b.header(SESSION_ID, sid);
+        }
+        b
+    }
+
+    /// POSTs `body`, following redirects (the new URL is kept for later requests). Answers
+    /// with any success status or a JSON body (a JSON-RPC error); other statuses are
+    /// [`ClientError::Http`].
+    pub(super) async fn post(
+        &self,
+        body: Bytes,
+        headers: &Headers,
+    ) -> Result<Response<Incoming>, ClientError> {
+        let mut redirects = 0;
+        loop {
+            let uri = self.uri();
+            let mut b = self
+                .builder(Method::POST, &uri)
+                .header(CONTENT_TYPE, "application/json");
+            for (k, v) in headers {
+                b = b.header(k.as_str(), v.as_str());
+            }
+            let req = b
+                .body(Full::new(body.clone()))
+                .map_err(|e| ClientError::Invalid(e.to_string()))?;
+            let response = self.send(&uri, req).await?;
+            let status = response.status();
+            if status.is_redirection()
+                && let Some(next) = self.redirect_target(&uri, &response)?
+            {
+                redirects += 1;
+                if redirects > MAX_REDIRECTS {
+                    return Err(self.status_error(status, b"too many redirects"));
+                }
+                tracing::info!(from = %uri, to = %next, "following a redirect");
+                if next.authority() != uri.authority() || next.scheme() != uri.scheme() {
+                    lock(&self.idle).clear();
+                }
+                *lock(&self.uri) = next;
+                continue;
+            }
+            let is_json = response
+                .headers()
+                .get(CONTENT_TYPE)
+                .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+            if status.is_success() || is_json {
+                return Ok(response);
+            }
+            let bytes = read_limited(response.into_body(), 64 * 1024).await;
+            return Err(self.status_error(status, &bytes));
+        }
+    }
+
+    /// Opens an event stream with GET: the session's stream, or a request's stream resumed
+    /// after `last_event_id`. A status other than success is returned as is.
+    pub(super) async fn get(
+        &self,
+        last_event_id: Option<&str>,
+    ) -> Result<Response<Incoming>, ClientError> {
+        let uri = self.uri();
+        let mut b = self.builder(Method::GET, &uri);
+        if let Some(v) = lock(&self.version).as_deref() {
+            b = b.header(PROTOCOL_VERSION, v);
+        }
+        if let Some(id) = last_event_id {
+            b = b.header(LAST_EVENT_ID, id);
+        }
+        let req = b
+            .body(Full::new(Bytes::new()))
+            .map_err(|e| ClientError::Invalid(e.to_string()))?;
+        self.send(&uri, req).await
+    }
+
+    /// Ends the MCP session (`DELETE`), if there is one.
+    pub(super) async fn delete(&self) {
+        if self.session().is_none() {
+            return;
+        }
+        let uri = self.uri();
+        let mut b = self.builder(Method::DELETE, &uri);
+        if let Some(v) = lock(&self.version).as_deref() {
+            b = b.header(PROTOCOL_VERSION, v);
+        }
+        if let Ok(req) = b.body(Full::new(Bytes::new())) {
+            let _ = self.send(&uri, req).await;
+        }
+    }
+
+    /// Where a redirect response points, resolved against `uri`.
+    fn redirect_target(
+        &self,
+        uri: &Uri,
+        response: &Response<Incoming>,
+    ) -> Result<Option<Uri>, ClientError> {
+        let Some(location) = response
+            .headers()
+            .get(LOCATION)
+            .and_then(|v| v.to_str().ok())
+        else {
+            return Ok(None);
+        };
+        let next: Uri = if location.starts_with('/') {
+            let mut parts = uri.clone().into_parts();
+            parts.path_and_query = location.parse().ok();
+            Uri::from_parts(parts).map_err(|e| ClientError::Invalid(e.to_string()))?
+        } else {
+            location.parse().map_err(|e| {
+                ClientError::Invalid(format!(
+                    "{uri} redirects to an invalid URL {location:?}: {e}"
+                ))
+            })?
+        };
+        if !matches!(next.scheme_str(), Some("http" | "https")) || next.host().is_none() {
+            return Err(ClientError::Invalid(format!(
+                "{uri} redirects to {location:?}, which is not an http(s) URL"
+            )));
+        }
+        Ok(Some(next))
+    }
+
+    /// The error for a status that is not an MCP answer, saying what it usually means.
+    pub(super) fn status_error(&self, status: StatusCode, body: &[u8]) -> ClientError {
+        let meaning = match status {
+            StatusCode::NOT_FOUND if self.session().is_some() => {
+                "the server no longer knows this MCP session (404 for its Mcp-Session-Id)"
+            }
+            StatusCode::NOT_FOUND => "nothing is served at this path (is it the MCP endpoint?)",
+            StatusCode::METHOD_NOT_ALLOWED => {
+                "this URL does not accept MCP's POST requests (is it the MCP endpoint?)"
+            }
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
+                "the server requires authorization, which this client does not send"
+            }
+            s if s.is_redirection() => "a redirect without a usable Location",
+            s if s.is_server_error() => "the server failed",
+            _ => "not an MCP answer",
+        };
+        let body = excerpt(&String::from_utf8_lossy(body));
+        ClientError::Http {
+            status: status.to_string(),
+            url: self.url(),
+            detail: if body.is_empty() {
+                meaning.to_owned()
+            } else {
+                format!("{meaning}; the body says: {body}")
+            },
+        }
+    }
+
+    /// An I/O failure talking to the endpoint.
+    pub(super) fn io_error(&self, e: &dyn std::fmt::Display) -> ClientError {
+        ClientError::Io(format!("talking to {}: {e}", self.url()))
+    }
+
+    /// Sends one request on an idle connection, or a new one (TLS for `https`).
+    async fn send(
+        &self,
+        uri: &Uri,
+        req: Request<Full<Bytes>>,
+    ) -> Result<Response<Incoming>, ClientError> {
+        let mut sender = match self.take_idle() {
+            Some(s) => s,
+            None => self.open(uri).await?,
+        };
+        let response = sender
+            .send_request(req)
+            .await
+            .map_err(|e| ClientError::Io(format!("talking to {uri}: {e}")))?;
+        // The connection is reusable once this response's body has been read; hyper tells
+        // by readiness, checked when it is taken again.
+        let mut idle = lock(&self.idle);
+        if idle.len() < MAX_IDLE {
+            idle.push(sender);
+        }
+        Ok(response)
+    }
+
+    fn take_idle(&self) -> Option<SendRequest<Full<Bytes>>> {
+        let mut idle = lock(&self.idle);
+        idle.retain(|s| !s.is_closed());
+        let i = idle.iter().position(|s| s.is_ready())?;
+        Some(idle.swap_remove(i))
+    }
+
+    async fn open(&self, uri: &Uri) -> Result<SendRequest<Full<Bytes>>, ClientError> {
+        let connect = async {
+            let host = uri.host().unwrap_or("localhost");
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            let https = uri.scheme_str() == Some("https");
+            let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+            let tcp = tokio::net::TcpStream::connect((host, port))
+                .await
+                .map_err(|e| e.to_string())?;
+            let _ = tcp.set_nodelay(true);
+            if https {
+                let tls = tls::connect(host, tcp).await?;
+                handshake(tls).await
+            } else {
+                handshake(tcp).await
+            }
+        };
+        match tokio::time::timeout(self.connect_timeout, connect).await {
+            Ok(Ok(sender)) => Ok(sender),
+            Ok(Err(reason)) => Err(ClientError::Connect {
+                url: uri.to_string(),
+                reason,
+            }),
+            Err(_) => Err(ClientError::Timeout {
+                awaited: "connection".into(),
+                peer: uri.to_string(),
+                after: self.connect_timeout,
+                hint: String::new(),
+            }),
+        }
+    }
+}
+
+/// The HTTP/1.1 handshake over `io`; the connection is driven by a task of its own.
+async fn handshake<IO>(io: IO) -> Result<SendRequest<Full<Bytes>>, String>
+where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
+        .await
+        .map_err(|e| e.to_string())?;
+    tokio::spawn(async move {
+        if let Err(e) = conn.await {
+            tracing::debug!(error = %e, "http connection ended with an error");
+        }
+    });
+    Ok(sender)
+}
+
+/// At most `max` bytes of a body (what arrived before an error, or nothing).
+pub(super) async fn read_limited(body: Incoming, max: usize) -> Bytes {
+    Limited::new(body, max)
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default()
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
