@@ -192,6 +192,7 @@ impl UpstreamTarget {
         match Target::parse(text).map_err(|e| e.to_string())? {
             Target::Command { argv } => Ok(UpstreamTarget::Command(argv)),
             Target::Url(url) => Ok(UpstreamTarget::Url(url)),
+            Target::Mcpb { .. } => UpstreamTarget::mcpb(text),
         }
     }
 
