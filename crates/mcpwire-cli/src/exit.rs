@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 
 use mcpwire::client::{Blame, ClientError};
+use mcpwire::gateway::{ConfigError, GatewayError, StartFailure};
 
 /// Any other failure.
 pub const OTHER: u8 = 1;
@@ -37,8 +38,16 @@ pub fn report(err: &anyhow::Error) -> ExitCode {
 /// The exit status for `err`: the blame of the first cause that has one.
 fn code(err: &anyhow::Error) -> u8 {
     for cause in err.chain() {
-        if cause.is::<UsageError>() {
+        if cause.is::<UsageError>() || cause.is::<ConfigError>() {
             return USAGE;
+        }
+        if cause.is::<StartFailure>() {
+            return CONNECTION;
+        }
+        match cause.downcast_ref::<GatewayError>() {
+            Some(GatewayError::Config(_)) => return USAGE,
+            Some(GatewayError::Start(_)) => return CONNECTION,
+            _ => {}
         }
         let client =
             cause.downcast_ref::<ClientError>().or_else(|| match cause

@@ -3,15 +3,14 @@
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use clap::{Parser, Subcommand, ValueEnum};
-use mcpwire::Service;
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use mcpwire::client::{Client, ClientOptions, Target};
-use mcpwire::http::{Guard, HttpConfig, HttpServer};
 use serde_json::Value;
 
 mod exit;
 mod process_cmd;
 mod schema_cmd;
+mod serve_cmd;
 mod synthetic_tools;
 mod tokens;
 
@@ -35,6 +34,9 @@ Try it:
   mcpwire list 'mcpwire demo'           list the example's tools
   mcpwire call 'mcpwire demo' add --args '{\"a\": 2, \"b\": 3}'
   mcpwire dev tools.py                  serve a protomcp tool file, reloading it on edits
+  mcpwire serve --demo --process tools=tools.py --listen http://127.0.0.1:8000/mcp --listen stdio
+                                        one catalog from several backends, on several wires
+  mcpwire serve --config mcpwire.toml   the same from a file, applying its edits while serving
 
 Logs go to stderr; set MCPWIRE_LOG (e.g. MCPWIRE_LOG=debug) to see more. stdout carries only
 protocol messages when serving over stdio.
@@ -44,9 +46,10 @@ and, with RUST_BACKTRACE=1, a backtrace). Exit status:
   0  success
   1  any other failure (a file that cannot be read, a schema that does not convert, …)
   2  usage error: bad arguments or options, a target that is neither a command line nor an
-     http(s):// URL, --args that is not a JSON object
+     http(s):// URL, --args that is not a JSON object, a configuration file refused
   3  connection failure: the server could not be started or reached, did not answer within
-     --timeout, wrote something that is not MCP, or went away
+     --timeout, wrote something that is not MCP, or went away; a backend of `serve` (`run`,
+     `dev`) could not be started
   4  server or tool error: the server answered with a JSON-RPC error, or the tool's result
      has isError: true";
 
@@ -99,6 +102,13 @@ enum Command {
     Run(process_cmd::RunArgs),
     /// Like `run`, and reload the tool process whenever the file changes.
     Dev(process_cmd::RunArgs),
+    /// The gateway: serve one catalog merged from several backends (upstream MCP servers,
+    /// protomcp tool files, the built-in example) on several listeners at once.
+    ///
+    /// Quick flags for the common case (`--upstream`, `--process`, `--demo`, `--listen`,
+    /// each repeatable), or a TOML file with every option (`--config`; see the README),
+    /// whose edits are applied while serving. `demo`, `run` and `dev` are presets of it.
+    Serve(serve_cmd::ServeCmdArgs),
     /// Tool schemas as protobuf: JSON Schema → .proto, a server's FileDescriptorSet.
     Schema(schema_cmd::SchemaArgs),
     /// Count the tokens a server's tool catalog costs an agent's context, rendered as
@@ -255,130 +265,58 @@ enum Transport {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     init_tracing();
-    match start(cli) {
+    match start(cli, &matches) {
         Ok(code) => code,
         Err(e) => exit::report(&e),
     }
 }
 
-fn start(cli: Cli) -> Result<ExitCode> {
-    let http = matches!(
-        &cli.command,
-        Command::Demo { serve } if !matches!(serve.transport, Transport::Stdio)
-    ) || matches!(&cli.command, Command::Run(a) | Command::Dev(a) if a.is_http());
-    // HTTP serves many clients: use every core. Stdio serves one: stay on this thread.
-    let mut builder = if http {
+const DEMO: serve_cmd::Preset = serve_cmd::Preset {
+    hint: Some(
+        "mcpwire demo: serving MCP over stdio. Point an MCP host at `mcpwire demo`, or type \
+         JSON-RPC lines here; Ctrl-D exits.\nTry: mcpwire list 'mcpwire demo'",
+    ),
+    ..serve_cmd::SERVE
+};
+
+const RUN: serve_cmd::Preset = serve_cmd::Preset {
+    hint: None,
+    process_help: "`mcpwire run` serves files written with a protomcp SDK; for a plain MCP \
+                   server, use `mcpwire list|call '<its command>'`",
+};
+
+fn start(cli: Cli, matches: &clap::ArgMatches) -> Result<ExitCode> {
+    // Serving commands are presets of `serve`: each is a gateway configuration.
+    let (config, preset) = match &cli.command {
+        Command::Demo { serve } => (serve_cmd::demo(serve)?, DEMO),
+        Command::Run(args) => (process_cmd::preset(args, false)?, RUN),
+        Command::Dev(args) => (process_cmd::preset(args, true)?, RUN),
+        Command::Serve(args) => {
+            let config = serve_cmd::config(args, matches.subcommand_matches("serve"))?;
+            if let Some(json) = args.check() {
+                return runtime(true)?.block_on(serve_cmd::check(config, json));
+            }
+            (config, serve_cmd::SERVE)
+        }
+        _ => return runtime(false)?.block_on(run(cli)),
+    };
+    // Many clients (HTTP, …): use every core. Stdio alone serves one: stay on this thread.
+    runtime(serve_cmd::multi_threaded(&config))?.block_on(serve_cmd::serve(config, preset))
+}
+
+fn runtime(multi_thread: bool) -> Result<tokio::runtime::Runtime> {
+    let mut builder = if multi_thread {
         tokio::runtime::Builder::new_multi_thread()
     } else {
         tokio::runtime::Builder::new_current_thread()
     };
-    let rt = builder
+    builder
         .enable_all()
         .build()
-        .context("starting the async runtime")?;
-    rt.block_on(run(cli))
-}
-
-async fn serve_http(service: Service, args: HttpArgs) -> Result<()> {
-    let path = if args.path.starts_with('/') {
-        args.path
-    } else {
-        format!("/{}", args.path)
-    };
-    let config = HttpConfig {
-        bind: std::net::SocketAddr::new(args.host, args.port),
-        path,
-        max_sessions: args.max_sessions,
-        session_idle: std::time::Duration::from_secs(args.session_idle_secs),
-        guard: Guard {
-            allowed_origins: args.allowed_origins,
-            allowed_hosts: args.allowed_hosts,
-        },
-        read_timeout: std::time::Duration::from_secs(args.read_timeout_secs),
-    };
-    if !args.host.is_loopback() && config.guard.allowed_hosts.is_none() {
-        tracing::warn!(
-            "listening on {} but only loopback Host headers are accepted; pass --allowed-hosts",
-            args.host
-        );
-    }
-    let path = config.path.clone();
-    let server = HttpServer::bind(service, config)
-        .await
-        .with_context(|| format!("binding {}:{}", args.host, args.port))?;
-    let addr = server.local_addr()?;
-    eprintln!("mcpwire: listening on http://{addr}{path}");
-    server.serve().await.context("serving http")
-}
-
-/// Loads `--schema-registry` into the service's proto-mcp tool schemas, when given.
-fn use_schema_registry(service: &mut Service, serve: &ServeArgs) -> Result<()> {
-    if let Some(dir) = &serve.schema_registry {
-        let converter = mcpwire::proto_mcp::converter_with_registry(dir)
-            .with_context(|| format!("loading the schema registry {}", dir.display()))?;
-        service.proto = std::sync::Arc::new(mcpwire_proto_mcp::ProtoToolSchemas::new(converter));
-    }
-    Ok(())
-}
-
-/// Serves proto-mcp over WebSocket (`--transport ws`) or gRPC (`--transport grpc`).
-async fn serve_proto(service: Service, serve: &ServeArgs) -> Result<()> {
-    let addr = std::net::SocketAddr::new(serve.http.host, serve.http.port);
-    if matches!(serve.transport, Transport::Ws) {
-        let (path, max) = (&serve.http.path, serve.http.max_sessions);
-        mcpwire::proto_mcp::serve_ws(service, addr, path, max).await
-    } else {
-        mcpwire::proto_mcp::serve_grpc(service, addr).await
-    }
-    .with_context(|| format!("serving on {addr}"))
-}
-
-/// Serves MCPB until SIGTERM or Ctrl-C, then shuts down gracefully (connections are told,
-/// calls in flight finish within the grace period).
-async fn serve_mcpb(service: Service, serve: &ServeArgs) -> Result<()> {
-    use mcpwire::mcpb::{McpbConfig, McpbServer, serve_health};
-    use std::time::Duration;
-    let a = &serve.mcpb;
-    let config = McpbConfig {
-        tokens: a.tokens.iter().filter(|t| !t.is_empty()).cloned().collect(),
-        per_message_auth: a.per_message_auth,
-        session_ttl: Duration::from_secs(a.session_ttl_secs),
-        handshake_timeout: Duration::from_millis(a.handshake_timeout_ms),
-        idle_ping: Duration::from_secs(a.idle_ping_secs),
-        shutdown_grace: Duration::from_secs(a.shutdown_grace_secs),
-        max_connections: a.max_connections,
-    };
-    if config.tokens.is_empty() {
-        tracing::warn!("MCPB authentication is off: pass --mcpb-token to require a token");
-    }
-    let addr = std::net::SocketAddr::new(serve.http.host, serve.http.port);
-    let shutdown = tokio_util::sync::CancellationToken::new();
-    let server = McpbServer::bind(service, addr, config, shutdown.clone())
-        .await
-        .with_context(|| format!("binding {addr}"))?;
-    eprintln!("mcpwire: listening on mcpb://{}", server.local_addr()?);
-    if let Some(port) = a.health_port {
-        let at = std::net::SocketAddr::new(serve.http.host, port);
-        let (bound, health) = serve_health(&server, at)
-            .await
-            .with_context(|| format!("binding the health port {at}"))?;
-        eprintln!("mcpwire: health checks on mcpb://{bound}");
-        tokio::spawn(health);
-    }
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .context("installing the SIGTERM handler")?;
-    let signals = shutdown.clone();
-    tokio::spawn(async move {
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = tokio::signal::ctrl_c() => {}
-        }
-        tracing::info!("shutting down MCPB connections");
-        signals.cancel();
-    });
-    server.serve().await.context("serving mcpb")
+        .context("starting the async runtime")
 }
 
 /// Prints a line of command output; a closed stdout (`mcpwire list … | head`) ends the
@@ -403,32 +341,9 @@ fn init_tracing() {
 
 async fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
-        Command::Demo { serve } => {
-            let mut service = Service::from_server(mcpwire_example_everything::server());
-            service.limits.max_message_bytes = serve.max_message_bytes;
-            service.busy_poll = std::time::Duration::from_micros(serve.busy_poll_us);
-            std::sync::Arc::make_mut(&mut service.config)
-                .limits
-                .max_in_flight = serve.max_in_flight;
-            use_schema_registry(&mut service, &serve)?;
-            match serve.transport {
-                Transport::Stdio => {
-                    if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
-                        eprintln!(
-                            "mcpwire demo: serving MCP over stdio. Point an MCP host at \
-                             `mcpwire demo`, or type JSON-RPC lines here; Ctrl-D exits.\n\
-                             Try: mcpwire list 'mcpwire demo'"
-                        );
-                    }
-                    service.serve_stdio().await.context("serving stdio")?
-                }
-                Transport::Http => serve_http(service, serve.http).await?,
-                Transport::Ws | Transport::Grpc => serve_proto(service, &serve).await?,
-                Transport::Mcpb => serve_mcpb(service, &serve).await?,
-            }
+        Command::Demo { .. } | Command::Run(_) | Command::Dev(_) | Command::Serve(_) => {
+            unreachable!("serving commands are started by `start`")
         }
-        Command::Run(args) => process_cmd::run(args, false).await?,
-        Command::Dev(args) => process_cmd::run(args, true).await?,
         Command::List { connect, json } => {
             let client = connect_to(&connect).await?;
             let tools = client.list_tools().await?;

@@ -1,15 +1,13 @@
-//! `mcpwire run FILE` and `mcpwire dev FILE`: serving a protomcp tool process.
+//! `mcpwire run FILE` and `mcpwire dev FILE`: serving a protomcp tool process, a preset of
+//! `mcpwire serve` with the file as its only backend.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
-use mcpwire::Service;
-use mcpwire_process::{Launch, ProcessBackend, ProcessConfig};
-use mcpwire_router::{Router, TaskConfig};
+use anyhow::Result;
+use mcpwire::gateway::{BackendSource, BackendSpec, GatewayConfig, ProcessSpec};
 
-use crate::{ServeArgs, Transport};
+use crate::ServeArgs;
 
 /// Options of `run` and `dev`.
 #[derive(clap::Args, Debug)]
@@ -32,63 +30,43 @@ pub struct RunArgs {
     serve: ServeArgs,
 }
 
-impl RunArgs {
-    /// Whether the command serves Streamable HTTP (the binary then uses every core).
-    pub fn is_http(&self) -> bool {
-        !matches!(self.serve.transport, Transport::Stdio)
-    }
+/// `mcpwire run FILE` (`dev`: reloading it on edits): the tool file as the only backend.
+pub fn preset(args: &RunArgs, dev: bool) -> Result<GatewayConfig> {
+    let mut process = ProcessSpec::new(args.file.clone());
+    process.runtime = args.runtime.clone();
+    process.handshake_timeout = Duration::from_secs(args.handshake_timeout);
+    process.max_result_bytes = args.max_result_bytes;
+    process.watch = dev;
+    let name = backend_name(&args.file);
+    let mut config = crate::serve_cmd::preset(
+        &args.serve,
+        BackendSpec::new(name, BackendSource::Process(process)),
+        if dev { "dev" } else { "run" },
+    )?;
+    config.server.call_timeout = Some(Duration::from_secs(args.call_timeout));
+    Ok(config)
 }
 
-/// Starts the tool process and serves it until the client goes away or a signal arrives;
-/// the process (and its process group) ends with it.
-pub async fn run(args: RunArgs, dev: bool) -> Result<()> {
-    let mut config = ProcessConfig::new(Launch {
-        file: args.file.clone(),
-        runtime: args.runtime.clone(),
-    });
-    config.watch = dev;
-    config.handshake_timeout = Duration::from_secs(args.handshake_timeout);
-    config.max_raw = args.max_result_bytes;
-    config.max_envelope = args.serve.max_message_bytes;
-    let backend = ProcessBackend::start(config).await.with_context(|| {
-        format!(
-            "starting {} as a protomcp tool process (`mcpwire run` serves files written with \
-             a protomcp SDK; for a plain MCP server, use `mcpwire list|call '<its command>'`)",
-            args.file.display()
-        )
-    })?;
-    tracing::info!(tools = ?backend.tool_names(), "tool process ready");
-    let info = backend.server_info();
-    let router = Router::new(backend.clone()).with_tasks(TaskConfig::default());
-    let mut service = Service::new(router, info, None);
-    service.limits.max_message_bytes = args.serve.max_message_bytes;
-    service.busy_poll = Duration::from_micros(args.serve.busy_poll_us);
-    let limits = &mut Arc::make_mut(&mut service.config).limits;
-    limits.max_in_flight = args.serve.max_in_flight;
-    limits.request_timeout = Some(Duration::from_secs(args.call_timeout));
-    crate::use_schema_registry(&mut service, &args.serve)?;
-    let mcpb = matches!(args.serve.transport, Transport::Mcpb);
-    let serving = async {
-        match args.serve.transport {
-            Transport::Stdio => service.serve_stdio().await.context("serving stdio"),
-            Transport::Http => crate::serve_http(service, args.serve.http).await,
-            Transport::Ws | Transport::Grpc => crate::serve_proto(service, &args.serve).await,
-            // Handles SIGTERM and Ctrl-C itself, with a graceful shutdown.
-            Transport::Mcpb => crate::serve_mcpb(service, &args.serve).await,
-        }
-    };
-    if mcpb {
-        return serving.await;
+/// A tool file's stem as a backend name (`A-Z a-z 0-9 _ -`, at most 64).
+fn backend_name(file: &std::path::Path) -> String {
+    let stem = file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name: String = stem
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    if name.is_empty() {
+        "tools".into()
+    } else {
+        name
     }
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .context("installing the SIGTERM handler")?;
-    tokio::select! {
-        r = serving => r?,
-        _ = tokio::signal::ctrl_c() => tracing::info!("interrupted"),
-        _ = term.recv() => tracing::info!("terminated"),
-    }
-    drop(backend);
-    // Give the supervisor a moment to end the process group politely.
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    Ok(())
 }

@@ -36,7 +36,7 @@ pub mod spawn;
 mod supervise;
 mod task;
 pub mod toollist;
-mod watch;
+pub mod watch;
 
 pub use backend::{ProcessBackend, StartError};
 pub use channel::ProcessLoad;

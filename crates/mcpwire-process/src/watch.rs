@@ -1,5 +1,5 @@
-//! `mcpwire dev`: watching the tool file's directory and calling back, debounced, when the
-//! file changes. A leaf: it knows nothing of the host.
+//! Watching a file and calling back, debounced, when it changes: `mcpwire dev`'s tool file,
+//! and `mcpwire serve`'s configuration file. A leaf: it knows nothing of the host.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 /// calls `changed` once the file has been quiet for `quiet` after a change; stops when
 /// `changed` returns false or `shutdown` fires. Change events are coalesced in one flag, so
 /// a burst of them costs nothing.
-pub(crate) fn watch_file(
+pub fn watch_file(
     file: &Path,
     quiet: Duration,
     shutdown: CancellationToken,

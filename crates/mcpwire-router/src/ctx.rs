@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::BoxFuture;
 use crate::input::InputRound;
+use crate::session_scope::SessionScope;
 use crate::tasks::TaskEntry;
 
 /// The connection a call came from, as the call sees it. Implemented by the shell.
@@ -34,6 +35,7 @@ struct Inner {
     client_capabilities: Arc<ClientCapabilities>,
     cancel: CancellationToken,
     peer: Option<Arc<dyn Peer>>,
+    session: Option<SessionScope>,
     input: Option<Mutex<InputRound>>,
     /// Set when the call became a task: asks and progress go to the task from then on.
     task: OnceLock<Arc<TaskEntry>>,
@@ -74,6 +76,7 @@ impl CallCtx {
                 client_capabilities,
                 cancel,
                 peer,
+                session: None,
                 input: None,
                 task: OnceLock::new(),
                 wants_task: tokio::sync::Notify::new(),
@@ -98,6 +101,7 @@ impl CallCtx {
             client_capabilities: self.inner.client_capabilities.clone(),
             cancel: self.inner.cancel.clone(),
             peer: self.inner.peer.clone(),
+            session: self.inner.session.clone(),
             input: Some(Mutex::new(round)),
             task: OnceLock::new(),
             wants_task: tokio::sync::Notify::new(),
@@ -113,6 +117,7 @@ impl CallCtx {
             client_capabilities: self.inner.client_capabilities.clone(),
             cancel,
             peer: self.inner.peer.clone(),
+            session: self.inner.session.clone(),
             input: None,
             task: OnceLock::new(),
             wants_task: tokio::sync::Notify::new(),
@@ -156,6 +161,19 @@ impl CallCtx {
             inner.progress_token = token;
         }
         self
+    }
+
+    /// Sets the downstream session the request came in (done by the shell when dispatching).
+    pub fn with_session(mut self, session: Option<SessionScope>) -> CallCtx {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.session = session;
+        }
+        self
+    }
+
+    /// The downstream session the request came in; `None` for a stateless request.
+    pub fn session(&self) -> Option<&SessionScope> {
+        self.inner.session.as_ref()
     }
 
     /// The progress token the client sent with this request, if any.

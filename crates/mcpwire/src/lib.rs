@@ -16,6 +16,7 @@
 
 pub mod client;
 mod driver;
+pub mod gateway;
 #[doc = include_str!("guide.md")]
 pub mod guide {}
 pub mod http;
@@ -27,7 +28,7 @@ pub mod stdio;
 pub mod wires;
 
 pub use serve::Service;
-pub use wires::{McpbWire, Serve, ServeConfig, WsWire};
+pub use wires::{McpbWire, Serve, ServeConfig, Wire, WsWire, serve_listeners};
 
 pub use mcpwire_model as model;
 pub use mcpwire_router as router;

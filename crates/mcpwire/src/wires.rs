@@ -1,11 +1,15 @@
 //! Serving a [`Service`] (or a native [`Server`]) from a library, on every wire the CLI
 //! serves and with the same options: [`Service::serve_http`], [`Service::serve_mcpb`],
-//! [`Service::serve_grpc`], [`Service::serve_ws`], [`Service::serve`] for several at once,
-//! and the [`Serve`] trait so an `Arc<Server>` serves directly.
+//! [`Service::serve_grpc`], [`Service::serve_ws`], [`Service::serve`] for several at once
+//! (any number of listeners of each wire), [`serve_listeners`] when listeners serve
+//! different services (the gateway's views), and the [`Serve`] trait so an `Arc<Server>`
+//! serves directly.
 //!
 //! A thin layer over the listeners (`http::HttpServer`, `mcpb::McpbServer`,
-//! `proto_mcp::serve_grpc`, `proto_mcp::serve_ws`, `Service::serve_stdio`): it only binds, reports
-//! the bound address on stderr, and runs them.
+//! `proto_mcp::serve_grpc`, `proto_mcp::serve_ws`, `Service::serve_stdio`): it only binds,
+//! reports the bound address on stderr (`mcpwire: listening on {scheme}://{addr}{path}`),
+//! runs them, and ends them on shutdown. The one place serving starts: the CLI (`demo`,
+//! `run`, `serve`) and library users come through here.
 
 use std::future::Future;
 use std::io;
@@ -13,6 +17,8 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use mcpwire_router::Server;
 use tokio_util::sync::CancellationToken;
 
@@ -30,8 +36,8 @@ pub struct McpbWire {
     pub config: McpbConfig,
     /// Also answer health checks (only) on this address.
     pub health: Option<SocketAddr>,
-    /// Cancelling it shuts connections down gracefully. `None`: SIGTERM or Ctrl-C does, as
-    /// in `mcpwire demo --transport mcpb`.
+    /// Cancelling it shuts connections down gracefully. `None`: the shutdown of
+    /// [`ServeConfig::shutdown`] does (by default SIGTERM or Ctrl-C).
     pub shutdown: Option<CancellationToken>,
 }
 
@@ -59,19 +65,99 @@ pub struct WsWire {
     pub max_connections: usize,
 }
 
-/// The wires to serve at once with [`Service::serve`]; each `None` (or `false`) is off.
+impl WsWire {
+    /// WebSocket at `ws://addr/path`, at most 1024 connections at once.
+    pub fn new(addr: impl Into<SocketAddr>, path: impl Into<String>) -> WsWire {
+        WsWire {
+            addr: addr.into(),
+            path: path.into(),
+            max_connections: 1024,
+        }
+    }
+}
+
+/// One listener: a wire and its options.
+#[derive(Debug, Clone)]
+pub enum Wire {
+    /// One client over this process's stdin/stdout (JSON-RPC lines or proto-mcp frames).
+    Stdio,
+    /// Streamable HTTP.
+    Http(HttpConfig),
+    /// MCPB, the binary TCP framing.
+    Mcpb(McpbWire),
+    /// gRPC proto-mcp (`buf.mcp.v1.MCPService`) on this address.
+    Grpc(SocketAddr),
+    /// WebSocket.
+    Ws(WsWire),
+}
+
+impl std::fmt::Display for Wire {
+    /// The listener as a URL (`stdio`, `http://127.0.0.1:8000/mcp`, `mcpb://…`), as it was
+    /// asked for (port 0 stays 0).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Wire::Stdio => f.write_str("stdio"),
+            Wire::Http(c) => write!(f, "http://{}{}", c.bind, c.path),
+            Wire::Mcpb(w) => write!(f, "mcpb://{}", w.addr),
+            Wire::Grpc(addr) => write!(f, "grpc://{addr}"),
+            Wire::Ws(w) => write!(f, "ws://{}{}", w.addr, w.path),
+        }
+    }
+}
+
+/// The listeners to serve at once with [`Service::serve`], and what ends serving.
 #[derive(Debug, Clone, Default)]
 pub struct ServeConfig {
-    /// One client over this process's stdin/stdout (JSON-RPC lines or proto-mcp frames).
-    pub stdio: bool,
-    /// Streamable HTTP.
-    pub http: Option<HttpConfig>,
-    /// MCPB, the binary TCP framing.
-    pub mcpb: Option<McpbWire>,
-    /// gRPC proto-mcp (`buf.mcp.v1.MCPService`) on this address.
-    pub grpc: Option<SocketAddr>,
-    /// WebSocket.
-    pub ws: Option<WsWire>,
+    /// The listeners, any number of each wire (stdio at most once).
+    pub wires: Vec<Wire>,
+    /// Cancelling it ends serving: MCPB connections shut down gracefully (their calls get
+    /// the grace period), the other listeners stop at once. `None`: the first SIGTERM or
+    /// Ctrl-C does.
+    pub shutdown: Option<CancellationToken>,
+}
+
+impl ServeConfig {
+    /// No listener yet.
+    pub fn new() -> ServeConfig {
+        ServeConfig::default()
+    }
+
+    /// Adds a listener.
+    pub fn wire(mut self, wire: Wire) -> ServeConfig {
+        self.wires.push(wire);
+        self
+    }
+
+    /// Adds stdio.
+    pub fn stdio(self) -> ServeConfig {
+        self.wire(Wire::Stdio)
+    }
+
+    /// Adds a Streamable HTTP listener.
+    pub fn http(self, config: HttpConfig) -> ServeConfig {
+        self.wire(Wire::Http(config))
+    }
+
+    /// Adds an MCPB listener.
+    pub fn mcpb(self, wire: McpbWire) -> ServeConfig {
+        self.wire(Wire::Mcpb(wire))
+    }
+
+    /// Adds a gRPC proto-mcp listener.
+    pub fn grpc(self, addr: impl Into<SocketAddr>) -> ServeConfig {
+        self.wire(Wire::Grpc(addr.into()))
+    }
+
+    /// Adds a WebSocket listener.
+    pub fn ws(self, wire: WsWire) -> ServeConfig {
+        self.wire(Wire::Ws(wire))
+    }
+
+    /// Ends serving when `token` is cancelled instead of on SIGTERM or Ctrl-C.
+    pub fn shutdown_on(mut self, token: CancellationToken) -> ServeConfig {
+        self.shutdown = Some(token);
+        self
+    }
 }
 
 type Serving = Pin<Box<dyn Future<Output = io::Result<()>> + Send>>;
@@ -92,7 +178,8 @@ impl Service {
     pub async fn serve_http_with(&self, config: HttpConfig) -> io::Result<()> {
         if !config.bind.ip().is_loopback() && config.guard.allowed_hosts.is_none() {
             tracing::warn!(
-                "listening on {} but only loopback Host headers are accepted; set guard.allowed_hosts",
+                "listening on {} but only loopback Host headers are accepted; allow others with \
+                 allowed_hosts (--allowed-hosts)",
                 config.bind.ip()
             );
         }
@@ -111,10 +198,11 @@ impl Service {
         self.serve_mcpb_with(McpbWire::new(addr)).await
     }
 
-    /// Serves MCPB with every option of `mcpwire demo --transport mcpb`.
+    /// Serves MCPB with every option of `mcpwire demo --transport mcpb`; without a shutdown
+    /// token of its own, until SIGTERM or Ctrl-C.
     pub async fn serve_mcpb_with(&self, wire: McpbWire) -> io::Result<()> {
         if wire.config.tokens.is_empty() {
-            tracing::warn!("MCPB authentication is off: set tokens to require one");
+            tracing::warn!("MCPB authentication is off: set tokens (--mcpb-token) to require one");
         }
         let shutdown = match wire.shutdown {
             Some(token) => token,
@@ -123,7 +211,9 @@ impl Service {
         let server = McpbServer::bind(self.clone(), wire.addr, wire.config, shutdown).await?;
         eprintln!("mcpwire: listening on mcpb://{}", server.local_addr()?);
         if let Some(at) = wire.health {
-            let (bound, health) = serve_health(&server, at).await?;
+            let (bound, health) = serve_health(&server, at)
+                .await
+                .map_err(|e| io::Error::new(e.kind(), format!("health port {at}: {e}")))?;
             eprintln!("mcpwire: health checks on mcpb://{bound}");
             tokio::spawn(health);
         }
@@ -140,39 +230,102 @@ impl Service {
         crate::proto_mcp::serve_ws(self.clone(), wire.addr, &wire.path, wire.max_connections).await
     }
 
-    /// Serves every wire of `config` at once; returns when the first of them ends (stdio
-    /// ends when stdin closes) or fails to start. With no wire it returns at once.
+    /// Serves every listener of `config` at once (see [`serve_listeners`]).
     pub async fn serve(&self, config: ServeConfig) -> io::Result<()> {
-        let mut wires: Vec<Serving> = Vec::new();
-        if config.stdio {
-            let s = self.clone();
-            wires.push(Box::pin(async move { s.serve_stdio().await }));
-        }
-        if let Some(http) = config.http {
-            let s = self.clone();
-            wires.push(Box::pin(async move { s.serve_http_with(http).await }));
-        }
-        if let Some(mcpb) = config.mcpb {
-            let s = self.clone();
-            wires.push(Box::pin(async move { s.serve_mcpb_with(mcpb).await }));
-        }
-        if let Some(addr) = config.grpc {
-            let s = self.clone();
-            wires.push(Box::pin(async move { s.serve_grpc(addr).await }));
-        }
-        if let Some(ws) = config.ws {
-            let s = self.clone();
-            wires.push(Box::pin(async move { s.serve_ws(ws).await }));
-        }
-        if wires.is_empty() {
-            return Ok(());
-        }
-        futures::future::select_all(wires).await.0
+        let listeners = config.wires.into_iter().map(|w| (self.clone(), w));
+        serve_listeners(listeners.collect(), config.shutdown).await
     }
 }
 
+/// Serves each listener with its own service, all at once. Returns when the first listener
+/// ends (stdio ends when stdin closes) or fails (the error names the listener), or on
+/// shutdown: when `shutdown` is cancelled (`None`: on the first SIGTERM or Ctrl-C) MCPB
+/// connections shut down gracefully, the other listeners stop, and it returns once the MCPB
+/// listeners are done. With no listener it returns at once; stdio may be served only once.
+pub async fn serve_listeners(
+    listeners: Vec<(Service, Wire)>,
+    shutdown: Option<CancellationToken>,
+) -> io::Result<()> {
+    if listeners.is_empty() {
+        return Ok(());
+    }
+    if listeners
+        .iter()
+        .filter(|(_, w)| matches!(w, Wire::Stdio))
+        .count()
+        > 1
+    {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "stdio can be listened on only once",
+        ));
+    }
+    let shutdown = match shutdown {
+        Some(token) => token,
+        None => shutdown_on_signals()?,
+    };
+    let mut running = FuturesUnordered::new();
+    let mut draining = FuturesUnordered::new();
+    for (service, wire) in listeners {
+        let label = wire.to_string();
+        let serving: Serving = match wire {
+            Wire::Stdio => Box::pin(async move { service.serve_stdio().await }),
+            Wire::Http(http) => Box::pin(async move { service.serve_http_with(http).await }),
+            Wire::Grpc(addr) => Box::pin(async move { service.serve_grpc(addr).await }),
+            Wire::Ws(ws) => Box::pin(async move { service.serve_ws(ws).await }),
+            Wire::Mcpb(mut mcpb) => {
+                match &mcpb.shutdown {
+                    None => mcpb.shutdown = Some(shutdown.clone()),
+                    Some(own) => {
+                        let (all, own) = (shutdown.clone(), own.clone());
+                        tokio::spawn(async move {
+                            tokio::select! {
+                                _ = all.cancelled() => own.cancel(),
+                                _ = own.cancelled() => {}
+                            }
+                        });
+                    }
+                }
+                draining.push(labelled(label, async move {
+                    service.serve_mcpb_with(mcpb).await
+                }));
+                continue;
+            }
+        };
+        running.push(labelled(label, serving));
+    }
+    tokio::select! {
+        biased;
+        _ = shutdown.cancelled() => {}
+        Some(ended) = running.next(), if !running.is_empty() => return ended,
+        Some(ended) = draining.next(), if !draining.is_empty() => {
+            if !shutdown.is_cancelled() {
+                return ended;
+            }
+            ended?;
+        }
+    }
+    drop(running);
+    while let Some(ended) = draining.next().await {
+        ended?;
+    }
+    Ok(())
+}
+
+/// `serving`, its error prefixed with the listener it concerns.
+fn labelled(
+    label: String,
+    serving: impl Future<Output = io::Result<()>> + Send + 'static,
+) -> Serving {
+    Box::pin(async move {
+        serving
+            .await
+            .map_err(|e| io::Error::new(e.kind(), format!("{label}: {e}")))
+    })
+}
+
 /// A token cancelled by the first SIGTERM or Ctrl-C.
-fn shutdown_on_signals() -> io::Result<CancellationToken> {
+pub(crate) fn shutdown_on_signals() -> io::Result<CancellationToken> {
     let token = CancellationToken::new();
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let signals = token.clone();
@@ -181,7 +334,7 @@ fn shutdown_on_signals() -> io::Result<CancellationToken> {
             _ = term.recv() => {}
             _ = tokio::signal::ctrl_c() => {}
         }
-        tracing::info!("shutting down MCPB connections");
+        tracing::info!("shutting down");
         signals.cancel();
     });
     Ok(token)

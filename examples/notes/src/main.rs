@@ -16,20 +16,20 @@ fn config(args: &[String]) -> Result<ServeConfig, String> {
             v.parse().map_err(|e| format!("{flag} {v}: {e}"))
         };
         match flag.as_str() {
-            "--stdio" => config.stdio = true,
+            "--stdio" => config = config.stdio(),
             "--http" => {
-                config.http = Some(HttpConfig {
+                config = config.http(HttpConfig {
                     bind: addr()?,
                     ..HttpConfig::default()
                 })
             }
-            "--mcpb" => config.mcpb = Some(McpbWire::new(addr()?)),
-            "--grpc" => config.grpc = Some(addr()?),
+            "--mcpb" => config = config.mcpb(McpbWire::new(addr()?)),
+            "--grpc" => config = config.grpc(addr()?),
             other => return Err(format!("unknown flag {other}")),
         }
     }
-    if config.http.is_none() && config.mcpb.is_none() && config.grpc.is_none() {
-        config.stdio = true;
+    if config.wires.is_empty() {
+        config = config.stdio();
     }
     Ok(config)
 }

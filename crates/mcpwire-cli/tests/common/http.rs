@@ -14,9 +14,9 @@ use super::served::Served;
 /// What a browser-less MCP client sends on every POST.
 pub const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 
-/// A running HTTP server child.
+/// A running HTTP server: a child this started, or an address.
 pub struct HttpServer {
-    served: Served,
+    served: Option<Served>,
     /// `host:port`.
     pub addr: String,
     /// The endpoint path.
@@ -36,18 +36,26 @@ impl HttpServer {
     }
 
     fn from(served: Served) -> HttpServer {
-        let url = served.addr.clone();
+        let mut server = HttpServer::at(&served.addr.clone());
+        server.served = Some(served);
+        server
+    }
+
+    /// The server at `host:port/path` (as printed after `listening on http://`), started
+    /// by someone else.
+    pub fn at(url: &str) -> HttpServer {
         let (addr, path) = url.split_at(url.find('/').expect("a path"));
         HttpServer {
             addr: addr.to_owned(),
             path: path.to_owned(),
-            served,
+            served: None,
         }
     }
 
     /// Waits (at most 10 s) for a log line containing `needle`, and returns it.
     pub fn wait_for_log(&self, needle: &str) -> Option<String> {
-        self.served.wait_for_log(needle)
+        let served = self.served.as_ref().expect("a server this started");
+        served.wait_for_log(needle)
     }
 
     /// Sends a request with exactly these headers (plus `Host` unless given).

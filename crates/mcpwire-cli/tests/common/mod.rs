@@ -6,21 +6,37 @@ pub mod http;
 pub mod served;
 pub mod wires;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-/// Spawns `BINARY ARGS` (a network listener; `MCPWIRE_LOG=warn`) and reads its stderr until
-/// it has printed a line starting with each of `prefixes` (in any order); the child and the
-/// rest of each such line (the address), in the order of `prefixes`. The rest of stderr is
-/// drained so the server never blocks on it.
-pub fn spawn_listening(binary: &str, args: &[&str], prefixes: &[&str]) -> (Child, Vec<String>) {
+/// A listening child and what it printed.
+pub struct Listening {
+    /// The child.
+    pub child: Child,
+    /// The rest of each line that started with one of the prefixes (the addresses), in the
+    /// order of the prefixes.
+    pub addrs: Vec<String>,
+    /// The later stderr lines, when asked to keep them.
+    pub log: Option<mpsc::Receiver<String>>,
+}
+
+/// Spawns `BINARY ARGS` (a network listener) with log filter `log` and reads its stderr until
+/// it has printed a line starting with each of `prefixes` (in any order). The rest of stderr
+/// is drained so the server never blocks on it, and kept in [`Listening::log`] if `keep_log`.
+pub fn listen(
+    binary: &str,
+    args: &[&str],
+    log: &str,
+    prefixes: &[&str],
+    keep_log: bool,
+) -> Listening {
     let mut child = Command::new(binary)
         .args(args)
-        .env("MCPWIRE_LOG", "warn")
+        .env("MCPWIRE_LOG", log)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -39,11 +55,26 @@ pub fn spawn_listening(binary: &str, args: &[&str], prefixes: &[&str]) -> (Child
             }
         }
     }
+    let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
-        let mut sink = Vec::new();
-        let _ = stderr.read_to_end(&mut sink);
+        for line in stderr.lines() {
+            let Ok(line) = line else { break };
+            if keep_log {
+                let _ = tx.send(line);
+            }
+        }
     });
-    (child, found.into_iter().flatten().collect())
+    Listening {
+        child,
+        addrs: found.into_iter().flatten().collect(),
+        log: keep_log.then_some(rx),
+    }
+}
+
+/// [`listen`] logging at `warn`, stderr dropped: the child and the addresses.
+pub fn spawn_listening(binary: &str, args: &[&str], prefixes: &[&str]) -> (Child, Vec<String>) {
+    let l = listen(binary, args, "warn", prefixes, false);
+    (l.child, l.addrs)
 }
 
 /// A running `mcpwire` child with line-oriented access to its stdio.

@@ -3,8 +3,7 @@
 
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -25,39 +24,20 @@ impl Served {
 
     /// Serves with log filter `log`; `keep_log` keeps stderr for [`Served::wait_for_log`].
     pub fn spawn(transport: &str, extra: &[&str], log: &str, keep_log: bool) -> Served {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mcpwire"))
-            .args(["demo", "--transport", transport, "--port", "0"])
-            .args(extra)
-            .env("MCPWIRE_LOG", log)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn mcpwire");
-        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+        let mut args = vec!["demo", "--transport", transport, "--port", "0"];
+        args.extend_from_slice(extra);
         let prefix = format!("mcpwire: listening on {transport}://");
-        let addr = loop {
-            let mut line = String::new();
-            if stderr.read_line(&mut line).expect("stderr") == 0 {
-                panic!("mcpwire exited before listening");
-            }
-            if let Some(a) = line.trim().strip_prefix(&prefix) {
-                break a.to_owned();
-            }
-        };
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in stderr.lines() {
-                let Ok(line) = line else { break };
-                if keep_log {
-                    let _ = tx.send(line);
-                }
-            }
-        });
+        let mut l = super::listen(
+            env!("CARGO_BIN_EXE_mcpwire"),
+            &args,
+            log,
+            &[prefix.as_str()],
+            keep_log,
+        );
         Served {
-            child,
-            addr,
-            log: keep_log.then_some(rx),
+            child: l.child,
+            addr: l.addrs.remove(0),
+            log: l.log,
         }
     }
 

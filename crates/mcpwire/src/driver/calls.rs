@@ -15,7 +15,7 @@ use super::now;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use mcpwire_model::{BackendEvent, CallEvent, ClientAsk, McpError, Raw, RequestId};
-use mcpwire_router::{BoxFuture, CallCtx, McpCall, McpReply, Peer, Router};
+use mcpwire_router::{BoxFuture, CallCtx, McpCall, McpReply, Peer, Router, SessionScope};
 use mcpwire_session::{AskId, Dispatch, DispatchId, ServerSession, SessionEvent, Transmit};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -97,22 +97,43 @@ pub(crate) struct Calls {
     /// Requests whose calls asked to close their stream's connection; drivers with
     /// resumable streams take them (others ignore them).
     detached: Vec<RequestId>,
+    /// The downstream session these calls belong to (`None` for a stateless request);
+    /// ended when the calls are dropped with their connection or HTTP session.
+    session: Option<SessionScope>,
+}
+
+impl Drop for Calls {
+    fn drop(&mut self) {
+        if let Some(session) = &self.session {
+            session.end();
+        }
+    }
 }
 
 impl Calls {
-    /// No calls yet; subscribed to the router's backend events.
+    /// The calls of a new stateful session; subscribed to the router's backend events.
     pub(crate) fn new(router: Router) -> Calls {
         let events = router.events();
-        Calls::with_events(router, events)
+        Calls::with_events(router, events, Some(SessionScope::new()))
     }
 
-    /// No calls yet and no backend events: for a single stateless request, which has no
-    /// use for catalog changes (subscribing costs a lock on the shared event channel).
-    pub(crate) fn without_events(router: Router) -> Calls {
-        Calls::with_events(router, None)
+    /// The calls of one stateless request (no session). Only a request that streams
+    /// catalog changes subscribes to backend events (subscribing costs a lock on the shared
+    /// event channel).
+    pub(crate) fn stateless(router: Router, streams_events: bool) -> Calls {
+        let events = if streams_events {
+            router.events()
+        } else {
+            None
+        };
+        Calls::with_events(router, events, None)
     }
 
-    fn with_events(router: Router, events: Option<broadcast::Receiver<BackendEvent>>) -> Calls {
+    fn with_events(
+        router: Router,
+        events: Option<broadcast::Receiver<BackendEvent>>,
+        session: Option<SessionScope>,
+    ) -> Calls {
         let (peer_tx, peer_rx) = mpsc::channel(PEER_QUEUE);
         Calls {
             router,
@@ -123,6 +144,7 @@ impl Calls {
             peer_rx,
             events,
             detached: Vec::new(),
+            session,
         }
     }
 
@@ -274,7 +296,8 @@ impl Calls {
             token.clone(),
             Some(peer),
         )
-        .with_progress_token(d.ctx.progress_token);
+        .with_progress_token(d.ctx.progress_token)
+        .with_session(self.session.clone());
         let call = McpCall {
             method: d.method,
             params: d.params,

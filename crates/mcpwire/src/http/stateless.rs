@@ -17,11 +17,7 @@ impl Exchange {
         // Only `subscriptions/listen` streams catalog changes (subscribing costs a lock on
         // the shared event channel).
         let listens = matches!(&req.method, Method::Other(m) if &**m == "subscriptions/listen");
-        let calls = if listens {
-            Calls::new(service.router.clone())
-        } else {
-            Calls::without_events(service.router.clone())
-        };
+        let calls = Calls::stateless(service.router.clone(), listens);
         let core = ServerCore::new(ServerSession::new(service.config.clone()), calls);
         Exchange::new(core, req)
     }

@@ -99,7 +99,7 @@ impl GrpcMcp {
             Inbound::Forward(_) => return internal("the request did not translate to a request"),
         };
         // Unary RPCs have no use for catalog changes: no backend event subscription.
-        let calls = Calls::without_events(self.service.router.clone());
+        let calls = Calls::stateless(self.service.router.clone(), false);
         let exchange = Exchange::new(ServerCore::new(session, calls), req);
         let Some(response) = exchange.response().await else {
             return internal("the request ended without an answer");

@@ -1,0 +1,296 @@
+//! `mcpwire serve`: the gateway from a configuration file or quick flags — and `demo`,
+//! `run` and `dev` as presets of it (each builds a one-backend configuration; one code
+//! path serves them all). Flag parsing only: the configuration model, starting and
+//! serving are the library's (`mcpwire::gateway`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::ArgMatches;
+use mcpwire::gateway::{
+    BackendSource, BackendSpec, Gateway, GatewayConfig, GatewayError, ListenOptions, ListenerSpec,
+    Natives, PrefixMode, ProcessSpec, ServerOptions, UpstreamTarget,
+};
+
+use crate::exit::UsageError;
+use crate::{ServeArgs, Transport};
+
+/// Options of `serve`.
+#[derive(clap::Args, Debug)]
+pub struct ServeCmdArgs {
+    /// A TOML configuration file (see the README). Edits are applied while serving: a
+    /// backend added, changed or removed; an invalid edit is refused and logged.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["upstream", "process", "demo", "listen", "prefix"])]
+    config: Option<PathBuf>,
+    /// An upstream MCP server (repeatable): NAME='COMMAND LINE' (a stdio server),
+    /// NAME=http(s)://… (Streamable HTTP) or NAME=mcpb://HOST:PORT.
+    #[arg(long, value_name = "NAME=TARGET")]
+    upstream: Vec<String>,
+    /// A tool file written with a protomcp SDK, run as a tool process (repeatable): NAME=FILE.
+    #[arg(long, value_name = "NAME=FILE")]
+    process: Vec<String>,
+    /// The built-in example tools, resources and prompts, as the backend `demo`.
+    #[arg(long)]
+    demo: bool,
+    /// Where to listen (repeatable): stdio, http://HOST:PORT/PATH, ws://HOST:PORT/PATH,
+    /// grpc://HOST:PORT or mcpb://HOST:PORT (port 0 picks a free one). Default: stdio.
+    #[arg(long, value_name = "URL")]
+    listen: Vec<String>,
+    /// When tool and prompt names get their backend's name as a prefix.
+    #[arg(long, value_parser = ["conditional", "always", "never"])]
+    prefix: Option<String>,
+    /// Do not watch the configuration file for edits (SIGHUP still reloads it).
+    #[arg(long, requires = "config")]
+    no_reload: bool,
+    /// Check the configuration, start the backends, print the merged catalog (renames,
+    /// collisions, backend health) and exit without serving: status 0 when every backend
+    /// is healthy, 3 when one is not.
+    #[arg(long)]
+    check: bool,
+    /// With --check: print the report as JSON.
+    #[arg(long, requires = "check")]
+    json: bool,
+}
+
+impl ServeCmdArgs {
+    /// `--check` (and whether as JSON).
+    pub fn check(&self) -> Option<bool> {
+        self.check.then_some(self.json)
+    }
+}
+
+/// `mcpwire serve --check`: the report on stdout; the exit status says whether every
+/// backend is healthy.
+pub async fn check(config: GatewayConfig, json: bool) -> Result<ExitCode> {
+    let report = Gateway::check(config, natives()).await?;
+    if json {
+        crate::emit(&serde_json::to_string_pretty(&report)?);
+    } else {
+        crate::emit(report.to_string().trim_end());
+    }
+    Ok(if report.healthy() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(crate::exit::CONNECTION)
+    })
+}
+
+/// The native servers the binary offers: the built-in example as `demo`.
+pub fn natives() -> Natives {
+    Natives::new().with("demo", mcpwire_example_everything::server)
+}
+
+/// The configuration `serve` was given: the file, or the flags in command-line order
+/// (the order decides who keeps a colliding name).
+pub fn config(args: &ServeCmdArgs, matches: Option<&ArgMatches>) -> Result<GatewayConfig> {
+    if let Some(path) = &args.config {
+        let mut config = GatewayConfig::load(path)?;
+        if args.no_reload {
+            config.server.reload = false;
+        }
+        return Ok(config);
+    }
+    let mut config = GatewayConfig::new(Vec::new(), Vec::new());
+    if let Some(prefix) = &args.prefix {
+        config.server.prefix = match prefix.as_str() {
+            "always" => PrefixMode::Always,
+            "never" => PrefixMode::Never,
+            _ => PrefixMode::Conditional,
+        };
+    }
+    let at = |id: &str, n: usize| -> Vec<usize> {
+        matches
+            .and_then(|m| m.indices_of(id))
+            .map(|i| i.collect())
+            .unwrap_or_else(|| (0..n).collect())
+    };
+    let mut backends: Vec<(usize, String, BackendSpec)> = Vec::new();
+    for (i, flag) in at("upstream", args.upstream.len())
+        .into_iter()
+        .zip(&args.upstream)
+    {
+        let shown = format!("--upstream {flag}");
+        let (name, target) = split_named(flag, &shown)?;
+        let target =
+            UpstreamTarget::parse(target).map_err(|e| UsageError(format!("{shown}: {e}")))?;
+        backends.push((
+            i,
+            shown,
+            BackendSpec::new(name, BackendSource::Upstream(target)),
+        ));
+    }
+    for (i, flag) in at("process", args.process.len())
+        .into_iter()
+        .zip(&args.process)
+    {
+        let shown = format!("--process {flag}");
+        let (name, file) = split_named(flag, &shown)?;
+        let source = BackendSource::Process(ProcessSpec::new(file));
+        backends.push((i, shown, BackendSpec::new(name, source)));
+    }
+    if args.demo {
+        let i = at("demo", 1).first().copied().unwrap_or(0);
+        let source = BackendSource::Native {
+            server: "demo".into(),
+        };
+        backends.push((i, "--demo".into(), BackendSpec::new("demo", source)));
+    }
+    backends.sort_by_key(|(i, _, _)| *i);
+    for (_, shown, spec) in backends {
+        config.push_backend(spec, shown);
+    }
+    for url in &args.listen {
+        let shown = format!("--listen {url}");
+        let spec = ListenerSpec::parse(url).map_err(|e| UsageError(format!("{shown}: {e}")))?;
+        config.push_listener(spec, shown);
+    }
+    if config.listeners.is_empty() {
+        config.push_listener(ListenerSpec::parse("stdio").map_err(UsageError)?, "serve");
+    }
+    config.validate()?;
+    Ok(config)
+}
+
+/// `NAME=VALUE`.
+fn split_named<'a>(flag: &'a str, shown: &str) -> Result<(&'a str, &'a str)> {
+    match flag.split_once('=') {
+        Some((name, value)) if !name.trim().is_empty() && !value.trim().is_empty() => {
+            Ok((name.trim(), value.trim()))
+        }
+        _ => Err(UsageError(format!("{shown}: give NAME=VALUE, e.g. fs='npx -y @modelcontextprotocol/server-filesystem /srv'")).into()),
+    }
+}
+
+/// `mcpwire demo`: the built-in example as the only backend.
+pub fn demo(serve: &ServeArgs) -> Result<GatewayConfig> {
+    let source = BackendSource::Native {
+        server: "demo".into(),
+    };
+    preset(serve, BackendSpec::new("demo", source), "demo")
+}
+
+/// One backend on the listener and with the limits the serving options describe.
+pub fn preset(serve: &ServeArgs, backend: BackendSpec, command: &str) -> Result<GatewayConfig> {
+    let mut config = GatewayConfig::new(Vec::new(), Vec::new());
+    config.server = ServerOptions {
+        max_message_bytes: serve.max_message_bytes,
+        max_in_flight: serve.max_in_flight,
+        busy_poll: Duration::from_micros(serve.busy_poll_us),
+        schema_registry: serve.schema_registry.clone(),
+        reload: false,
+        ..ServerOptions::default()
+    };
+    if serve.schema_registry.is_some() {
+        let key = mcpwire::gateway::KeyPath::root()
+            .key("server")
+            .key("schema_registry");
+        config.note_flag(&key, "--schema-registry".into());
+    }
+    config.push_backend(backend, command);
+    let listener = ListenerSpec::with_options(listen_options(serve))
+        .map_err(|(option, e)| UsageError(format!("--{}: {e}", option.replace('_', "-"))))?;
+    config.push_listener(listener, "--transport");
+    config.validate()?;
+    Ok(config)
+}
+
+/// The listener `--transport`, `--host`, `--port`, `--path` and the wire's options name.
+fn listen_options(serve: &ServeArgs) -> ListenOptions {
+    let h = &serve.http;
+    let addr = std::net::SocketAddr::new(h.host, h.port);
+    let path = if h.path.starts_with('/') {
+        h.path.clone()
+    } else {
+        format!("/{}", h.path)
+    };
+    match serve.transport {
+        Transport::Stdio => ListenOptions {
+            url: "stdio".into(),
+            ..ListenOptions::default()
+        },
+        Transport::Http => ListenOptions {
+            url: format!("http://{addr}{path}"),
+            allowed_origins: h.allowed_origins.clone(),
+            allowed_hosts: h.allowed_hosts.clone(),
+            max_sessions: Some(h.max_sessions),
+            session_idle_secs: Some(h.session_idle_secs),
+            read_timeout_secs: Some(h.read_timeout_secs),
+            ..ListenOptions::default()
+        },
+        Transport::Ws => ListenOptions {
+            url: format!("ws://{addr}{path}"),
+            max_connections: Some(h.max_sessions),
+            ..ListenOptions::default()
+        },
+        Transport::Grpc => ListenOptions {
+            url: format!("grpc://{addr}"),
+            ..ListenOptions::default()
+        },
+        Transport::Mcpb => {
+            let m = &serve.mcpb;
+            ListenOptions {
+                url: format!("mcpb://{addr}"),
+                tokens: Some(m.tokens.clone()),
+                per_message_auth: Some(m.per_message_auth),
+                health_port: m.health_port,
+                session_ttl_secs: Some(m.session_ttl_secs),
+                handshake_timeout_ms: Some(m.handshake_timeout_ms),
+                idle_ping_secs: Some(m.idle_ping_secs),
+                shutdown_grace_secs: Some(m.shutdown_grace_secs),
+                max_connections: Some(m.max_connections),
+                ..ListenOptions::default()
+            }
+        }
+    }
+}
+
+/// Whether serving `config` wants every core: anything but stdio alone serves many
+/// clients; stdio alone serves one and stays on one thread.
+pub fn multi_threaded(config: &GatewayConfig) -> bool {
+    !config.listeners.iter().all(ListenerSpec::is_stdio)
+}
+
+/// What a serving command adds to the gateway's messages.
+#[derive(Debug, Clone, Copy)]
+pub struct Preset {
+    /// Printed when serving stdio to a terminal.
+    pub hint: Option<&'static str>,
+    /// Said when a tool process does not start.
+    pub process_help: &'static str,
+}
+
+/// `mcpwire serve`'s own messages.
+pub const SERVE: Preset = Preset {
+    hint: None,
+    process_help: "process backends run files written with a protomcp SDK; a plain MCP server \
+                   is an upstream: --upstream NAME='<its command line>' (command = … in a file)",
+};
+
+/// Starts the gateway and serves it.
+pub async fn serve(config: GatewayConfig, preset: Preset) -> Result<ExitCode> {
+    let processes = config
+        .backends
+        .iter()
+        .any(|b| matches!(b.source, BackendSource::Process(_)));
+    let gateway = match Gateway::start(config, natives()).await {
+        Ok(g) => g,
+        Err(e @ GatewayError::Start(_)) if processes => {
+            return Err(anyhow::Error::new(e).context(preset.process_help));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if let Some(hint) = preset.hint
+        && gateway
+            .config()
+            .listeners
+            .iter()
+            .all(ListenerSpec::is_stdio)
+        && std::io::IsTerminal::is_terminal(&std::io::stdin())
+    {
+        eprintln!("{hint}");
+    }
+    gateway.serve(None).await.context("serving")?;
+    Ok(ExitCode::SUCCESS)
+}

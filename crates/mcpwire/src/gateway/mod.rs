@@ -1,0 +1,30 @@
+//! The gateway behind `mcpwire serve`: one process, many listeners, many backends.
+//!
+//! **Is:** the configuration ([`GatewayConfig`], from a TOML file or built from flags, with
+//! errors that name file, line and key), building the serving graph from it (backends →
+//! one service per listener), `--check` and hot reload of the configuration file.
+//!
+//! **Is not:** the catalog merging (that is the federation), the listeners (`wires`) or
+//! flag parsing (the CLI).
+
+mod backends;
+mod check;
+mod config;
+mod error;
+mod file;
+mod listen;
+mod position;
+mod reload;
+mod serving;
+
+pub use backends::{Natives, StartFailure, Started, supported};
+pub use check::{BackendCheck, CheckReport, ListenerCheck, ViewCheck};
+pub use reload::{ReloadPlan, plan};
+pub use serving::{Gateway, GatewayError};
+
+pub use config::{
+    BackendSource, BackendSpec, FailMode, GatewayConfig, MemberOptions, PrefixMode, ProcessSpec,
+    ServerOptions, UpstreamTarget,
+};
+pub use error::{ConfigError, KeyPath, Origin, Seg};
+pub use listen::{ListenOptions, ListenerSpec, Scheme};
