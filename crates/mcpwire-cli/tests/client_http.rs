@@ -249,17 +249,41 @@ async fn input_required_rounds_are_answered_and_retried() {
 async fn tasks_are_followed_to_their_result() {
     let (_demo, url) = demo();
     tokio::time::timeout(LIMIT, async {
-        let (client, _events) = connect(&url, EraChoice::Handshake).await;
-        let r = client
-            .call_tool("slow_compute", json!({"seconds": 0.2, "label": "t"}), true)
+        // The demo offers tasks in 2026-07-28 (the `io.modelcontextprotocol/tasks`
+        // extension, declared by the client); a call that waits becomes one.
+        let target = Target::parse(&url).unwrap();
+        let mut opts = options(EraChoice::Stateless);
+        opts.capabilities.extensions = Some(json!({"io.modelcontextprotocol/tasks": {}}));
+        let (client, _events) = Client::connect(&target, &opts).await.unwrap();
+        let params =
+            raw(json!({"name": "slow_compute", "arguments": {"seconds": 0.3, "label": "t"}}));
+        let created = client
+            .send("tools/call", Some(params), RequestOptions::default())
+            .await
+            .unwrap()
             .await
             .unwrap();
-        assert_eq!(text_of(&r), "computed after 0.2 s t", "{r}");
+        let Answer::Complete(created) = created else {
+            panic!("not a task")
+        };
+        let created: Value = serde_json::from_str(created.get()).unwrap();
+        assert_eq!(created["resultType"], "task", "{created}");
+        // call_tool follows the same kind of call through tasks/get (Mcp-Name: the task id).
+        let r = client
+            .call_tool("slow_compute", json!({"seconds": 0.3, "label": "t"}), false)
+            .await
+            .unwrap();
+        assert_eq!(text_of(&r), "computed after 0.3 s t", "{r}");
         let failed = client
-            .call_tool("failing_job", json!({}), true)
+            .call_tool("failing_job", json!({}), false)
             .await
             .unwrap();
         assert_eq!(failed["isError"], true, "{failed}");
+        let e = client
+            .call_tool("protocol_error_job", json!({}), false)
+            .await
+            .unwrap_err();
+        assert!(matches!(e, mcpwire::client::ClientError::Rpc { .. }), "{e}");
         client.close().await.unwrap();
     })
     .await
