@@ -186,19 +186,19 @@ async fn server_requests_on_the_call_stream_are_answered_by_post() {
     .expect("bounded");
 }
 
+/// Sends `tools/call` with `params` through the raw surface and waits for its answer.
+async fn call(client: &Client, params: Raw, opts: RequestOptions) -> Answer {
+    let pending = client.send("tools/call", Some(params), opts).await.unwrap();
+    pending.await.unwrap()
+}
+
 /// Sends `tools/call name` and answers `input_required` rounds as the user would, until the
 /// result; the result and the number of rounds.
 async fn call_with_input(client: &Client, name: &str) -> (Value, usize) {
     let original = raw(json!({ "name": name, "arguments": {} }));
     let mut params = original.clone();
     for round in 0..8 {
-        let answer = client
-            .send("tools/call", Some(params), RequestOptions::default())
-            .await
-            .unwrap()
-            .await
-            .unwrap();
-        match answer {
+        match call(client, params, RequestOptions::default()).await {
             Answer::Complete(r) => return (serde_json::from_str(r.get()).unwrap(), round),
             Answer::InputRequired(ir) => {
                 let responses: Vec<(String, Raw)> = ir
@@ -257,12 +257,7 @@ async fn tasks_are_followed_to_their_result() {
         let (client, _events) = Client::connect(&target, &opts).await.unwrap();
         let params =
             raw(json!({"name": "slow_compute", "arguments": {"seconds": 0.3, "label": "t"}}));
-        let created = client
-            .send("tools/call", Some(params), RequestOptions::default())
-            .await
-            .unwrap()
-            .await
-            .unwrap();
+        let created = call(&client, params, RequestOptions::default()).await;
         let Answer::Complete(created) = created else {
             panic!("not a task")
         };
@@ -301,12 +296,7 @@ async fn progress_arrives_as_events_of_its_request() {
             ..RequestOptions::default()
         };
         let params = raw(json!({"name": "test_tool_with_progress", "arguments": {}}));
-        let answer = client
-            .send("tools/call", Some(params), opts)
-            .await
-            .unwrap()
-            .await
-            .unwrap();
+        let answer = call(&client, params, opts).await;
         assert!(matches!(answer, Answer::Complete(_)));
         client.close().await.unwrap();
         let seen = seen.await.unwrap();
