@@ -388,17 +388,47 @@ async fn a_dropped_stream_is_resumed_from_its_last_event() {
     assert_eq!(resumed, [Some("call-2".to_owned())]);
 }
 
+#[tokio::test]
+async fn a_notification_flood_the_owner_does_not_read_stays_bounded() {
+    let stub = stub::Stub::start();
+    let target = Target::parse(&stub.url).unwrap();
+    let mut opts = options(EraChoice::Handshake);
+    opts.events_capacity = 4;
+    opts.limits.max_events = 16;
+    tokio::time::timeout(LIMIT, async {
+        let (client, mut events) = Client::connect(&target, &opts).await.unwrap();
+        // Nobody reads `events` while the server sends 20,000 log notifications: the call
+        // still ends, and what waits for the owner is the channel plus the held events (the
+        // rest were dropped and counted).
+        let r = client.call_tool("flood", json!({}), false).await.unwrap();
+        assert_eq!(r["content"], json!([]));
+        client.close().await.unwrap();
+        let mut waiting = 0;
+        while let Some(e) = events.recv().await {
+            assert!(matches!(e, ClientEvent::Log { .. }), "{e:?}");
+            waiting += 1;
+        }
+        assert!(waiting > 0 && waiting <= 4 + 16, "{waiting} events waited");
+    })
+    .await
+    .expect("bounded");
+}
+
 /// A scripted Streamable HTTP server on a thread: no `server/discover` (400, as servers of
 /// the handshake era answer a request without a session), `initialize` with a session id, one
 /// tool `drop` whose SSE answer stream sends a log event (`id: call-2`, `retry: 20`) and
 /// ends; a GET with `Last-Event-ID` gets the result. The GET stream without one is refused
-/// (405). Records every request.
+/// (405); `flood` streams [`stub::FLOOD`] log notifications, then its result. Records every
+/// request.
 mod stub {
     use std::io::{BufRead, BufReader, Read, Write};
     use std::net::{TcpListener, TcpStream};
     use std::sync::{Arc, Mutex};
 
     use serde_json::{Value, json};
+
+    /// Log notifications the `flood` tool sends before its result.
+    pub const FLOOD: usize = 20_000;
 
     /// One request as the stub saw it.
     #[derive(Debug, Clone)]
@@ -504,6 +534,21 @@ mod stub {
                     "200 OK",
                     &reply(json!({"tools": [{"name": "drop", "inputSchema": {"type": "object"}}]})),
                 ),
+                "POST tools/call" if msg["params"]["name"] == "flood" => {
+                    let _ = write!(
+                        out,
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
+                    );
+                    for i in 0..FLOOD {
+                        let log = json!({"jsonrpc": "2.0", "method": "notifications/message",
+                                         "params": {"level": "info", "data": i}});
+                        if write!(out, "data: {log}\n\n").is_err() {
+                            return;
+                        }
+                    }
+                    let _ = write!(out, "data: {}\n\n", reply(json!({"content": []})));
+                    false
+                }
                 "POST tools/call" => {
                     *state.call_id.lock().unwrap() = id.clone();
                     let log = json!({"jsonrpc": "2.0", "method": "notifications/message",
