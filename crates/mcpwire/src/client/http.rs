@@ -38,6 +38,9 @@ const INBOUND_QUEUE: usize = 64;
 /// Messages the session may have waiting to be sent before the task stops taking input.
 const MAX_UNSENT: usize = 256;
 
+/// How long `connect` waits for the session's GET stream to open.
+const GET_STREAM_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Inbound messages handled between two waits.
 const INBOUND_BURST: usize = 64;
 
@@ -68,7 +71,10 @@ pub(crate) async fn connect(
     // The session's GET stream is open (or refused) before the first request goes out: a
     // server that sends its requests there only (as the TypeScript SDK's does for requests
     // not tied to a call) would otherwise drop those sent before it opened.
-    let _ = tokio::time::timeout(opts.limits.handshake_timeout, stream_ready_rx).await;
+    // Bounded apart from the handshake: a server that holds the GET's headers back must not
+    // hold up `connect`.
+    let wait = opts.limits.handshake_timeout.min(GET_STREAM_WAIT);
+    let _ = tokio::time::timeout(wait, stream_ready_rx).await;
     Ok(connected)
 }
 
