@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
 use crate::BoxFuture;
+use crate::identity::Identity;
 use crate::input::InputRound;
 use crate::session_scope::SessionScope;
 use crate::tasks::TaskEntry;
@@ -36,6 +37,7 @@ struct Inner {
     cancel: CancellationToken,
     peer: Option<Arc<dyn Peer>>,
     session: Option<SessionScope>,
+    identity: Option<Identity>,
     input: Option<Mutex<InputRound>>,
     /// Set when the call became a task: asks and progress go to the task from then on.
     task: OnceLock<Arc<TaskEntry>>,
@@ -77,6 +79,7 @@ impl CallCtx {
                 cancel,
                 peer,
                 session: None,
+                identity: None,
                 input: None,
                 task: OnceLock::new(),
                 wants_task: tokio::sync::Notify::new(),
@@ -102,6 +105,7 @@ impl CallCtx {
             cancel: self.inner.cancel.clone(),
             peer: self.inner.peer.clone(),
             session: self.inner.session.clone(),
+            identity: self.inner.identity.clone(),
             input: Some(Mutex::new(round)),
             task: OnceLock::new(),
             wants_task: tokio::sync::Notify::new(),
@@ -118,6 +122,7 @@ impl CallCtx {
             cancel,
             peer: self.inner.peer.clone(),
             session: self.inner.session.clone(),
+            identity: self.inner.identity.clone(),
             input: None,
             task: OnceLock::new(),
             wants_task: tokio::sync::Notify::new(),
@@ -169,6 +174,21 @@ impl CallCtx {
             inner.session = session;
         }
         self
+    }
+
+    /// Sets who is calling, as the wire's authentication layer established it (done by the
+    /// shell when dispatching).
+    pub fn with_identity(mut self, identity: Option<Identity>) -> CallCtx {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.identity = identity;
+        }
+        self
+    }
+
+    /// Who is calling: `None` when the listener does not authenticate (stdio, or a network
+    /// listener without `[auth]`).
+    pub fn identity(&self) -> Option<&Identity> {
+        self.inner.identity.as_ref()
     }
 
     /// The downstream session the request came in; `None` for a stateless request.
