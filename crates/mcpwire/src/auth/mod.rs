@@ -143,6 +143,17 @@ impl Authenticator {
         }
     }
 
+    /// The Bearer challenge refusing `failure` outside the HTTP listener (which names its
+    /// own metadata): `resource_metadata` of the configured resource, if there is one.
+    pub fn challenge(&self, failure: &AuthFailure) -> String {
+        let metadata = self
+            .config
+            .resource
+            .as_deref()
+            .map(|r| self.resource_server(r).metadata_url());
+        resource::challenge(metadata.as_deref(), &self.required_scopes, failure)
+    }
+
     /// Checks `credential` (a bearer token or API key; `None`: none was sent) with what is
     /// at hand; only a token naming a signing key not loaded yet needs to wait.
     pub fn check(self: &Arc<Self>, credential: Option<&str>) -> Check {
@@ -221,6 +232,26 @@ impl Authenticator {
     }
 }
 
+/// The HTTP refusal of an upgrade or request (WebSocket) for `failure`: the variant's status
+/// (401, 403, 503), the Bearer challenge, the reason as text.
+pub(crate) fn http_refusal(
+    auth: &Authenticator,
+    failure: &AuthFailure,
+) -> axum::response::Response {
+    use axum::http::{HeaderValue, StatusCode, header::WWW_AUTHENTICATE};
+    use axum::response::IntoResponse;
+    tracing::debug!(%failure, "authentication refused");
+    let status = StatusCode::from_u16(failure.to_mcp_error().http_status())
+        .unwrap_or(StatusCode::UNAUTHORIZED);
+    let mut r = (status, failure.to_string()).into_response();
+    if matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN)
+        && let Ok(v) = HeaderValue::from_str(&auth.challenge(failure))
+    {
+        r.headers_mut().insert(WWW_AUTHENTICATE, v);
+    }
+    r
+}
+
 /// The token of an `Authorization: Bearer <token>` header value (the scheme is
 /// case-insensitive, RFC 9110 § 11.1); `None` when there is no header.
 pub fn bearer_token(header: Option<&[u8]>) -> Result<Option<&str>, AuthFailure> {
@@ -256,12 +287,18 @@ fn api_key(
         )));
     }
     let digest = match secret {
-        ApiKeySecret::Plain(s) if s.len() < 16 => {
-            return Err(AuthConfigError(format!(
-                "the API key `{name}` is too short: use at least 16 characters"
-            )));
+        ApiKeySecret::Plain(s) if s.is_empty() => {
+            return Err(AuthConfigError(format!("the API key `{name}` is empty")));
         }
-        ApiKeySecret::Plain(s) => api_keys::digest(s),
+        ApiKeySecret::Plain(s) => {
+            if s.len() < 16 {
+                tracing::warn!(
+                    key = name,
+                    "a short API key: use at least 16 random characters"
+                );
+            }
+            api_keys::digest(s)
+        }
         ApiKeySecret::Sha256(hex) => api_keys::parse_digest(hex).ok_or_else(|| {
             AuthConfigError(format!(
                 "the API key `{name}`: sha256 must be 64 hex digits (the key's SHA-256)"

@@ -61,24 +61,35 @@ impl ResourceServer {
     /// The `WWW-Authenticate` value refusing a request for `failure`: the metadata's URL,
     /// the scopes needed, and (unless no credential came) the RFC 6750 error.
     pub fn challenge(&self, failure: &AuthFailure) -> String {
-        let mut out = format!(
-            "Bearer resource_metadata=\"{}\"",
-            quote(&self.metadata_url())
-        );
-        let scopes = match failure {
-            AuthFailure::InsufficientScope { required } => required.as_slice(),
-            _ => &self.required_scopes,
-        };
-        if !scopes.is_empty() {
-            out.push_str(&format!(", scope=\"{}\"", quote(&scopes.join(" "))));
-        }
-        if let Some(code) = failure.bearer_error() {
-            out.push_str(&format!(
-                ", error=\"{code}\", error_description=\"{}\"",
-                quote(&failure.to_string())
-            ));
-        }
-        out
+        challenge(Some(&self.metadata_url()), &self.required_scopes, failure)
+    }
+}
+
+/// A Bearer challenge (RFC 6750 § 3) for `failure`: `resource_metadata` when there is a
+/// metadata document, `scope` (the scopes needed), and the error unless no credential came.
+pub fn challenge(metadata_url: Option<&str>, required: &[String], failure: &AuthFailure) -> String {
+    let mut params = Vec::new();
+    if let Some(url) = metadata_url {
+        params.push(format!("resource_metadata=\"{}\"", quote(url)));
+    }
+    let scopes = match failure {
+        AuthFailure::InsufficientScope { required } => required.as_slice(),
+        _ => required,
+    };
+    if !scopes.is_empty() {
+        params.push(format!("scope=\"{}\"", quote(&scopes.join(" "))));
+    }
+    if let Some(code) = failure.bearer_error() {
+        params.push(format!("error=\"{code}\""));
+        params.push(format!(
+            "error_description=\"{}\"",
+            quote(&failure.to_string())
+        ));
+    }
+    if params.is_empty() {
+        "Bearer".to_owned()
+    } else {
+        format!("Bearer {}", params.join(", "))
     }
 }
 
