@@ -114,6 +114,21 @@ impl JwksCache {
                 .is_none_or(|t| now.duration_since(t) >= self.min_refetch)
     }
 
+    /// Loads the key set now, at start-up: a failure is only logged, and does not count
+    /// against the rate bound (the first token that needs the keys loads them).
+    pub(crate) async fn prefetch(&self) {
+        let _one = self.loading.lock().await;
+        match self.load().await {
+            Ok(keys) => {
+                if let Ok(mut l) = self.loaded.write() {
+                    l.keys = Arc::new(keys);
+                    l.at = Some(Instant::now());
+                }
+            }
+            Err(why) => tracing::warn!(source = %self.source, %why, "could not load the JWKS"),
+        }
+    }
+
     /// Loads the key set now, unless a load was tried within `min_refetch` (then the keys
     /// stay as they are). Concurrent callers share one load. `Err` says why the load
     /// failed (the previous keys stay).

@@ -123,7 +123,7 @@ impl Authenticator {
             ..
         }) = &self.jwt
         {
-            let _ = cache.refresh().await;
+            cache.prefetch().await;
         }
     }
 
