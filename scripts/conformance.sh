@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
-# Runs the official MCP conformance suite against `mcpwire demo --transport http`:
+# Usage: scripts/conformance.sh [direct|gateway-stdio|gateway-http|client]
+# Runs the official MCP conformance suite against `mcpwire demo --transport http` (direct,
+# the default), or against `mcpwire serve` listening on HTTP in front of `mcpwire demo` as its
+# only upstream, started as a stdio child (gateway-stdio) or reached over Streamable HTTP
+# (gateway-http); one backend, so names are served without a prefix. The same runs:
 #   0.1.16          server --url URL                         (its active suite)
 #   0.2.0-alpha.12  server --url URL --requirements 2025-11-25
 #   0.2.0-alpha.12  server --url URL --requirements 2026-07-28
 #   0.2.0-alpha.12  server --url URL --scenario S --spec-version V --force   (unscored ones)
+# With direct (and with client, alone) also its client scenarios that need no OAuth against the
+# library client, through the harness `mcpwire-conformance-client`
+# (crates/mcpwire-cli/src/bin/conformance_client.rs):
+#   0.2.0-alpha.12  client --command HARNESS --scenario S
 # Installs the pinned suites (tests/conformance/v*/package{,-lock}.json) into target/conformance
 # when missing. Exits non-zero if a scored scenario fails and is not listed in
 # tests/conformance/expected-failures.yml (see tests/conformance/evaluate.mjs).
@@ -36,33 +44,82 @@ install_suite v0200a12
 echo "== building mcpwire"
 cargo build -p mcpwire-cli
 
-LOGS=$WORK/runs
+MODE=${1:-direct}
+case $MODE in
+  direct|client) PREFIX= ;;
+  gateway-stdio|gateway-http) PREFIX="$MODE:" ;;
+  *) echo "conformance: unknown mode $MODE (direct, gateway-stdio, gateway-http, client)" >&2; exit 2 ;;
+esac
+MCPWIRE=$ROOT/target/debug/mcpwire
+LOGS=$WORK/runs/$MODE
 rm -rf "$LOGS"
 mkdir -p "$LOGS"
-SERVER_LOG=$LOGS/server.log
-target/debug/mcpwire demo --transport http --port 0 2>"$SERVER_LOG" &
-SERVER_PID=$!
-trap 'kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true' EXIT
+RUNS=()
+PIDS=()
+trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done' EXIT
 
-ADDR=
-for _ in $(seq 1 100); do
-  ADDR=$(sed -n 's|^mcpwire: listening on http://\([^/]*\)/.*|\1|p' "$SERVER_LOG" | head -n1)
-  [ -n "$ADDR" ] && break
-  kill -0 "$SERVER_PID" 2>/dev/null || break
-  sleep 0.1
-done
-if [ -z "$ADDR" ]; then
-  echo "conformance: mcpwire did not report its address" >&2
-  cat "$SERVER_LOG" >&2
-  exit 1
+# The client scenarios (modes direct and client): the suite starts a scenario server, runs the
+# harness with its URL (and MCP_CONFORMANCE_SCENARIO / MCP_CONFORMANCE_PROTOCOL_VERSION), and
+# scores what the server saw. A client run fails on a failed check, a warning, or the harness
+# failing.
+client_scenario() { # $1 = scenario
+  local label="client@$1"
+  local log=$LOGS/$label.log out=$LOGS/$label
+  node --import "$ROOT/$CONF/node20-register.mjs" "$WORK/v0200a12/node_modules/.bin/conformance" \
+    client --command "$ROOT/target/debug/mcpwire-conformance-client" --scenario "$1" -o "$out" \
+    >"$log" 2>&1 || true
+  echo "== conformance $label: $(grep -m1 '^Passed:' "$log" || echo 'no result')"
+  RUNS+=("$label=$log=$out")
+}
+if [ "$MODE" = direct ] || [ "$MODE" = client ]; then
+  for scenario in initialize tools_call elicitation-sep1034-client-defaults sse-retry request-metadata; do
+    client_scenario "$scenario"
+  done
 fi
+if [ "$MODE" = client ]; then
+  node "$CONF/evaluate.mjs" "$EXPECTED" "${RUNS[@]}"
+  exit
+fi
+
+# Starts `$@` with stderr to $1's log; sets STARTED to the HTTP address it reports.
+start_http() { # $1 = log name, rest = command
+  local log=$LOGS/$1.log
+  shift
+  "$@" </dev/null >/dev/null 2>"$log" &
+  local pid=$! addr=
+  PIDS+=("$pid")
+  for _ in $(seq 1 300); do
+    addr=$(sed -n 's|^mcpwire: listening on http://\([^/]*\)/.*|\1|p' "$log" | head -n1)
+    [ -n "$addr" ] && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [ -z "$addr" ]; then
+    echo "conformance: $1 did not report its address" >&2
+    cat "$log" >&2
+    exit 1
+  fi
+  STARTED=$addr
+}
+
+case $MODE in
+  direct)
+    start_http server "$MCPWIRE" demo --transport http --port 0 ;;
+  gateway-stdio)
+    start_http gateway "$MCPWIRE" serve --upstream "demo=$MCPWIRE demo" \
+      --listen http://127.0.0.1:0/mcp ;;
+  gateway-http)
+    start_http upstream "$MCPWIRE" demo --transport http --port 0
+    start_http gateway "$MCPWIRE" serve --upstream "demo=http://$STARTED/mcp" \
+      --listen http://127.0.0.1:0/mcp ;;
+esac
+ADDR=$STARTED
 # The dns-rebinding scenario needs a localhost URL; the server listens on loopback.
 URL="http://localhost:${ADDR##*:}/mcp"
-echo "== mcpwire listening on $ADDR; testing $URL"
+echo "== conformance ($MODE): listening on $ADDR; testing $URL"
 
-RUNS=()
 run_suite() { # $1 = label, $2 = suite dir, rest = CLI arguments after `server --url URL`
-  local label=$1 suite=$2
+  local label=$PREFIX$1 suite=$2
   shift 2
   local log=$LOGS/$label.log out=$LOGS/$label
   echo "== conformance $label: server --url $URL $*"
@@ -80,7 +137,7 @@ run_suite v0.2.0-alpha.12-r2026-07-28 v0200a12 --requirements 2026-07-28
 # run one by one and scored too: SSE polling (SEP-1699), the pending SEP-2243 header
 # scenarios, JSON Schema 2020-12, and the tasks extension (SEP-2663).
 score_scenario() { # $1 = spec version, $2 = scenario
-  local label="v0.2.0-alpha.12-$1@$2"
+  local label="${PREFIX}v0.2.0-alpha.12-$1@$2"
   local log=$LOGS/$label.log out=$LOGS/$label
   node --import "$ROOT/$CONF/node20-register.mjs" "$WORK/v0200a12/node_modules/.bin/conformance" \
     server --url "$URL" --scenario "$2" --spec-version "$1" --force -o "$out" >"$log" 2>&1 || true
@@ -95,8 +152,7 @@ for scenario in http-header-validation http-custom-header-server-validation json
   score_scenario 2026-07-28 "$scenario"
 done
 
-kill "$SERVER_PID" 2>/dev/null || true
-wait "$SERVER_PID" 2>/dev/null || true
+for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
 trap - EXIT
 
 node "$CONF/evaluate.mjs" "$EXPECTED" "${RUNS[@]}"

@@ -6,7 +6,9 @@
 // `Not scored for ...` list; a LABEL ending in `@scenario` is a single-scenario run, every
 // one of which is scored); OUTDIR is what `-o` wrote (`server-<scenario>-<ts>/checks.json`).
 // A scenario counts when it is scored and has a FAILURE check. Warnings never count (the CLI's
-// own exit code ignores them too). Expected-failures entries use the suite's format,
+// own exit code ignores them too) — except in client runs (label `client@scenario`), which
+// fail on anything but the CLI's `OVERALL: PASSED` (a warning, the harness failing or timing
+// out). Expected-failures entries use the suite's format,
 // `server: [scenario | scenario:check-id]`, and each must carry a `# reason` comment on its line.
 // Exit 1 on an unexpected failure, on an entry that matched nothing in any run (stale), or on
 // an entry without a reason.
@@ -48,7 +50,8 @@ function parseLog(log, label) {
   if (summaryAt < 0 && single) {
     const r = /^Passed: \d+\/\d+, (\d+) failed/m.exec(text);
     if (!r) return null;
-    return { failed: new Map([[single[1], r[1] !== '0']]), notScored: new Set() };
+    const clientFailed = label.startsWith('client@') && !/OVERALL: PASSED/.test(text);
+    return { failed: new Map([[single[1], r[1] !== '0' || clientFailed]]), notScored: new Set() };
   }
   if (summaryAt < 0) return null;
   const failed = new Map();

@@ -136,10 +136,13 @@ pub struct TimeoutArg {
 
 impl TimeoutArg {
     /// The client options these arguments ask for. Logs at `info` and above are asked
-    /// for (2026-07-28 servers send none unless asked) and printed on stderr.
+    /// for (2026-07-28 servers send none unless asked) and printed on stderr; the tasks
+    /// extension is declared (`call` follows a task to its result).
     pub fn options(self) -> ClientOptions {
         let mut opts = ClientOptions::with_handshake_timeout(self.handshake);
         opts.log_level = Some(mcpwire_model::types::LoggingLevel::Info);
+        opts.capabilities.extensions =
+            Some(serde_json::json!({ "io.modelcontextprotocol/tasks": {} }));
         opts
     }
 }

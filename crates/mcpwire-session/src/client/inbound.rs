@@ -10,6 +10,7 @@ use mcpwire_model::{
 use serde_json::json;
 use serde_json::value::RawValue;
 
+use super::defaults;
 use super::{
     ClientEra, ClientEvent, ClientRequestId, ClientSession, ClientTransmit, ListKind,
     PendingServerRequest, ServerRequest, ServerRequestId, TransmitKind,
@@ -71,11 +72,18 @@ impl ClientSession {
         let deadline = now + self.config.limits.server_request_timeout;
         self.timers.insert(deadline, TimerKey::ServerRequest(n));
         self.server_by_wire.insert(req.id.clone(), n);
+        let defaults = match req.method {
+            Method::ElicitationCreate if defaults::promised(&self.config.capabilities) => {
+                defaults::of_request(req.params.as_deref())
+            }
+            _ => None,
+        };
         self.server_requests.insert(
             n,
             PendingServerRequest {
                 wire_id: req.id,
                 deadline,
+                defaults,
             },
         );
         self.push(ClientEvent::ServerRequest(ServerRequest {

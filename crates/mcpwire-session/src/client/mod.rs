@@ -35,6 +35,7 @@ use mcpwire_model::{
 use serde_json::{Map, Value, json};
 
 mod config;
+mod defaults;
 mod events;
 mod inbound;
 mod input;
@@ -93,6 +94,8 @@ pub(super) struct Pending {
 pub(super) struct PendingServerRequest {
     wire_id: RequestId,
     deadline: Instant,
+    /// A form elicitation's defaults, when the client promised to apply them.
+    defaults: Option<defaults::FormDefaults>,
 }
 
 /// Negotiation requests one session sends at most (probe, re-probe, initialize, …).
@@ -322,6 +325,10 @@ impl ClientSession {
         self.server_by_wire.remove(&p.wire_id);
         self.timers
             .remove(p.deadline, TimerKey::ServerRequest(id.0));
+        let result = match (result, &p.defaults) {
+            (Ok(raw), Some(d)) => Ok(defaults::apply(raw, d)),
+            (r, _) => r,
+        };
         if !self.closed {
             self.reply(p.wire_id, result);
         }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use mcpwire_model::{McpError, Message, Outbound, Revision};
 use mcpwire_session::{ClientEra, ClientRequestId, TransmitKind};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::{AbortHandle, JoinHandle};
 
 use super::core::ClientCore;
@@ -38,6 +38,9 @@ const INBOUND_QUEUE: usize = 64;
 /// Messages the session may have waiting to be sent before the task stops taking input.
 const MAX_UNSENT: usize = 256;
 
+/// How long `connect` waits for the session's GET stream to open.
+const GET_STREAM_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Inbound messages handled between two waits.
 const INBOUND_BURST: usize = 64;
 
@@ -49,6 +52,7 @@ pub(crate) async fn connect(
     let conn = Arc::new(HttpConn::new(url, opts.limits.handshake_timeout)?);
     let parts = parts(opts, url);
     let (inbound_tx, inbound_rx) = mpsc::channel(INBOUND_QUEUE);
+    let (stream_ready, stream_ready_rx) = oneshot::channel();
     let task = HttpTask {
         core: parts.core,
         conn,
@@ -58,11 +62,20 @@ pub(crate) async fn connect(
         negotiation: Vec::new(),
         sending: None,
         listening: None,
+        stream_ready: Some(stream_ready),
         tool_headers: ToolHeaders::default(),
         send_timeout: opts.limits.handshake_timeout,
     };
     tokio::spawn(task.run());
-    parts.pending.settle(" (--timeout waits longer)").await
+    let connected = parts.pending.settle(" (--timeout waits longer)").await?;
+    // The session's GET stream is open (or refused) before the first request goes out: a
+    // server that sends its requests there only (as the TypeScript SDK's does for requests
+    // not tied to a call) would otherwise drop those sent before it opened.
+    // Bounded apart from the handshake: a server that holds the GET's headers back must not
+    // hold up `connect`.
+    let wait = opts.limits.handshake_timeout.min(GET_STREAM_WAIT);
+    let _ = tokio::time::timeout(wait, stream_ready_rx).await;
+    Ok(connected)
 }
 
 /// A request's POST in flight.
@@ -83,6 +96,8 @@ struct HttpTask {
     /// A notification or answer being POSTed; later messages wait for it.
     sending: Option<JoinHandle<()>>,
     listening: Option<AbortHandle>,
+    /// Told once the session's GET stream got its answer (dropped when there is none).
+    stream_ready: Option<oneshot::Sender<()>>,
     tool_headers: ToolHeaders,
     /// How long a notification's POST may take.
     send_timeout: std::time::Duration,
@@ -254,9 +269,15 @@ impl HttpTask {
             && self.listening.is_none()
             && self.conn.session().is_some()
         {
-            let task = tokio::spawn(exchange::listen(self.conn.clone(), self.inbound_tx.clone()));
+            let task = tokio::spawn(exchange::listen(
+                self.conn.clone(),
+                self.inbound_tx.clone(),
+                self.stream_ready.take(),
+            ));
             self.listening = Some(task.abort_handle());
         }
+        // Stateless, or no session: there is no GET stream to wait for.
+        self.stream_ready = None;
     }
 
     async fn wind_down(mut self) {

@@ -13,7 +13,7 @@ use hyper::header::CONTENT_TYPE;
 use mcpwire_model::jsonrpc::decode_with_depth;
 use mcpwire_model::{ErrorObject, Malformed, Message, Response};
 use mcpwire_session::ClientRequestId;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use super::conn::{Headers, HttpConn, read_limited};
 use super::sse::{SseEvent, SseParser};
@@ -244,13 +244,21 @@ fn message_in(
 
 /// The session's GET stream: server requests and notifications not tied to a request.
 /// Reconnects (with `Last-Event-ID`, after `retry:`) until it fails twice in a row; a 405
-/// says the server offers none.
-pub(super) async fn listen(conn: Arc<HttpConn>, inbound: mpsc::Sender<Inbound>) {
+/// says the server offers none. `ready` is told once the first attempt has its answer.
+pub(super) async fn listen(
+    conn: Arc<HttpConn>,
+    inbound: mpsc::Sender<Inbound>,
+    mut ready: Option<oneshot::Sender<()>>,
+) {
     let mut last_id: Option<String> = None;
     let mut retry = None;
     let mut failures = 0;
     loop {
-        match conn.get(last_id.as_deref()).await {
+        let opened = conn.get(last_id.as_deref()).await;
+        if let Some(r) = ready.take() {
+            let _ = r.send(());
+        }
+        match opened {
             Ok(r) if r.status() == StatusCode::METHOD_NOT_ALLOWED => return,
             Ok(r) if r.status().is_success() => {
                 let mut parser = SseParser::default();

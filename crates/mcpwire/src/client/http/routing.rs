@@ -1,5 +1,5 @@
 //! 2026-07-28 routing headers (SEP-2243) a client sends with each request: `Mcp-Method`,
-//! `Mcp-Name` (the tool or prompt name, the resource URI) and `Mcp-Param-*` (tool arguments
+//! `Mcp-Name` (the tool or prompt name, the resource URI, the task id of `tasks/get|update|cancel`) and `Mcp-Param-*` (tool arguments
 //! whose schema property carries `x-mcp-header`, learnt from `tools/list` results), values
 //! that would not survive as a header base64-wrapped as `=?base64?…?=`.
 
@@ -28,6 +28,8 @@ struct Named {
     name: Option<String>,
     #[serde(default)]
     uri: Option<String>,
+    #[serde(default, rename = "taskId")]
+    task_id: Option<String>,
     #[serde(default)]
     arguments: Option<Value>,
 }
@@ -39,12 +41,17 @@ impl ToolHeaders {
         let key = match method {
             "tools/call" | "prompts/get" => "name",
             "resources/read" => "uri",
+            "tasks/get" | "tasks/update" | "tasks/cancel" => "taskId",
             _ => return h,
         };
         let Some(p) = params.and_then(|p| serde_json::from_str::<Named>(p.get()).ok()) else {
             return h;
         };
-        let name = if key == "uri" { &p.uri } else { &p.name };
+        let name = match key {
+            "uri" => &p.uri,
+            "taskId" => &p.task_id,
+            _ => &p.name,
+        };
         if let Some(name) = name {
             h.push((MCP_NAME.to_owned(), encode(name)));
         }
@@ -169,5 +176,7 @@ mod tests {
         assert_eq!(h[1].1, "file:///a b");
         assert_eq!(encode(" x"), "=?base64?IHg=?=");
         assert_eq!(t.for_request("tools/list", None).len(), 1);
+        let h = t.for_request("tasks/get", Some(&raw(json!({"taskId": "t-1"}))));
+        assert_eq!(h[1], ("mcp-name".to_owned(), "t-1".to_owned()));
     }
 }
