@@ -15,9 +15,11 @@ import anyio
 import mcp.types as types
 from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPError
 
 from peers import (
+    Notes,
+    error_of,
+    wait_until,
     SAMPLED,
     Recorder,
     auto_client_options,
@@ -27,34 +29,6 @@ from peers import (
     sampling_cb,
     text_of,
 )
-
-
-class Notes:
-    """Collects server notifications."""
-
-    def __init__(self):
-        self.seen = []
-
-    async def handler(self, message):
-        if isinstance(getattr(message, "method", None), str):
-            self.seen.append(message)
-
-    def methods(self, method: str) -> list:
-        return [m for m in self.seen if m.method == method]
-
-
-async def wait_until(pred, seconds=15.0):
-    with anyio.fail_after(seconds):
-        while not pred():
-            await anyio.sleep(0.02)
-
-
-async def error_of(coro) -> MCPError:
-    try:
-        await coro
-    except MCPError as e:
-        return e
-    raise AssertionError("expected an error")
 
 
 async def legacy(url: str) -> None:

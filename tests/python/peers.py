@@ -4,6 +4,7 @@ notifications, and the checks run against a client that negotiated 2026-07-28.""
 import anyio
 
 import mcp.types as types
+from mcp.shared.exceptions import MCPError
 from mcp.client.session import ClientRequestContext
 
 SAMPLED = "This is a test response from the client"
@@ -89,3 +90,31 @@ async def exercise_stateless_client(client, rec: "Recorder") -> None:
     assert scope.cancelled_caught
     r = await client.call_tool("echo", {"text": "still here"})
     assert text_of(r) == "still here"
+
+
+class Notes:
+    """Collects server notifications."""
+
+    def __init__(self):
+        self.seen = []
+
+    async def handler(self, message):
+        if isinstance(getattr(message, "method", None), str):
+            self.seen.append(message)
+
+    def methods(self, method: str) -> list:
+        return [m for m in self.seen if m.method == method]
+
+
+async def wait_until(pred, seconds=15.0):
+    with anyio.fail_after(seconds):
+        while not pred():
+            await anyio.sleep(0.02)
+
+
+async def error_of(coro) -> MCPError:
+    try:
+        await coro
+    except MCPError as e:
+        return e
+    raise AssertionError("expected an error")

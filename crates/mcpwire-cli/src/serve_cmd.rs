@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use clap::ArgMatches;
 use mcpwire::gateway::{
     BackendSource, BackendSpec, Gateway, GatewayConfig, GatewayError, ListenOptions, ListenerSpec,
-    Natives, PrefixMode, ProcessSpec, ServerOptions, UpstreamTarget,
+    Natives, PrefixMode, ProcessSpec, ServerOptions, UpstreamSpec,
 };
 
 use crate::auth_args::AuthArgs;
@@ -123,7 +123,7 @@ pub fn config(args: &ServeCmdArgs, matches: Option<&ArgMatches>) -> Result<Gatew
         let shown = format!("--upstream {flag}");
         let (name, target) = split_named(flag, &shown)?;
         let target =
-            UpstreamTarget::parse(target).map_err(|e| UsageError(format!("{shown}: {e}")))?;
+            UpstreamSpec::parse(target).map_err(|e| UsageError(format!("{shown}: {e}")))?;
         backends.push((
             i,
             shown,

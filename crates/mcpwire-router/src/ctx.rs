@@ -10,6 +10,7 @@ use mcpwire_model::{
     CallEvent, ClientAsk, LogEntry, McpError, ProgressUpdate, Raw, RequestId, Revision, to_raw,
 };
 use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
 use crate::BoxFuture;
@@ -38,6 +39,8 @@ struct Inner {
     peer: Option<Arc<dyn Peer>>,
     session: Option<SessionScope>,
     identity: Option<Identity>,
+    /// The request's `_meta`, as the client sent it.
+    meta: Option<Arc<RawValue>>,
     input: Option<Mutex<InputRound>>,
     /// Set when the call became a task: asks and progress go to the task from then on.
     task: OnceLock<Arc<TaskEntry>>,
@@ -80,6 +83,7 @@ impl CallCtx {
                 peer,
                 session: None,
                 identity: None,
+                meta: None,
                 input: None,
                 task: OnceLock::new(),
                 wants_task: tokio::sync::Notify::new(),
@@ -106,6 +110,7 @@ impl CallCtx {
             peer: self.inner.peer.clone(),
             session: self.inner.session.clone(),
             identity: self.inner.identity.clone(),
+            meta: self.inner.meta.clone(),
             input: Some(Mutex::new(round)),
             task: OnceLock::new(),
             wants_task: tokio::sync::Notify::new(),
@@ -123,6 +128,7 @@ impl CallCtx {
             peer: self.inner.peer.clone(),
             session: self.inner.session.clone(),
             identity: self.inner.identity.clone(),
+            meta: self.inner.meta.clone(),
             input: None,
             task: OnceLock::new(),
             wants_task: tokio::sync::Notify::new(),
@@ -185,10 +191,24 @@ impl CallCtx {
         self
     }
 
+    /// Sets the request's `_meta` (done by the router when it parses the request).
+    pub(crate) fn with_meta(mut self, meta: Option<Arc<RawValue>>) -> CallCtx {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.meta = meta;
+        }
+        self
+    }
+
     /// Who is calling: `None` when the listener does not authenticate (stdio, or a network
     /// listener without `[auth]`).
     pub fn identity(&self) -> Option<&Identity> {
         self.inner.identity.as_ref()
+    }
+
+    /// The request's `_meta` object as the client sent it (progress token and, in
+    /// 2026-07-28, the protocol envelope included), for backends that forward requests.
+    pub fn request_meta(&self) -> Option<&RawValue> {
+        self.inner.meta.as_deref()
     }
 
     /// The downstream session the request came in; `None` for a stateless request.
@@ -265,6 +285,14 @@ impl CallCtx {
         }
     }
 
+    /// Sends a log entry as it is (its logger kept) to the client; dropped below the
+    /// client's level. For backends forwarding another server's logs.
+    pub fn log_entry(&self, entry: LogEntry) {
+        if let Some(p) = &self.inner.peer {
+            p.event(CallEvent::Log(entry));
+        }
+    }
+
     /// Sends an `info` log message.
     pub fn info(&self, message: impl Into<String>) {
         self.log(LoggingLevel::Info, message.into());
@@ -312,6 +340,21 @@ impl CallCtx {
     /// answers, the same ask (by key, or by order) returns the client's answer.
     pub async fn ask(&self, ask: ClientAsk) -> Result<Raw, McpError> {
         self.ask_keyed(None, ask).await.1
+    }
+
+    /// [`CallCtx::ask`] under a fixed `inputRequests` key in 2026-07-28 (`None`: by order).
+    pub async fn ask_as(&self, key: Option<&str>, ask: ClientAsk) -> Result<Raw, McpError> {
+        self.ask_keyed(key, ask).await.1
+    }
+
+    /// 2026-07-28: the keys the client has answered so far in this call's input rounds
+    /// (`inputResponses` and the sealed `requestState`); empty in other revisions.
+    pub fn answered_keys(&self) -> Vec<String> {
+        self.inner
+            .input
+            .as_ref()
+            .and_then(|m| m.lock().ok().map(|g| g.answered_keys()))
+            .unwrap_or_default()
     }
 
     async fn ask_keyed(

@@ -118,6 +118,11 @@ impl InputRound {
         (key, Err(McpError::InputRequired))
     }
 
+    /// The keys answered so far.
+    pub(crate) fn answered_keys(&self) -> Vec<String> {
+        self.answers.keys().cloned().collect()
+    }
+
     /// The client's answer under `key` was unusable: forget it and ask again.
     pub(crate) fn reask(&mut self, key: String, ask: ClientAsk) {
         self.answers.remove(&key);

@@ -113,6 +113,7 @@ impl Router {
             let reply = store.handle(name, params.as_deref(), &ctx);
             return Box::pin(std::future::ready(reply));
         }
+        ctx = ctx.with_meta(request_meta(params.as_deref()));
         let caps = &self.backend.info().capabilities;
         let stateless = ctx.revision().is_stateless();
         let parsed = match parse_request(&method, params, caps, stateless) {
@@ -203,6 +204,18 @@ fn supports_input(method: &Method) -> bool {
         method,
         Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead
     )
+}
+
+/// The `_meta` object of a request's params, kept raw (read only when present).
+fn request_meta(params: Option<&RawValue>) -> Option<Arc<RawValue>> {
+    #[derive(serde::Deserialize)]
+    struct WithMeta {
+        #[serde(rename = "_meta", default)]
+        meta: Option<Raw>,
+    }
+    let p = params.filter(|p| p.get().contains("\"_meta\""))?;
+    let with: WithMeta = serde_json::from_str(p.get()).ok()?;
+    with.meta.map(Arc::from)
 }
 
 fn parse<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T, McpError> {

@@ -26,6 +26,7 @@ pub mod prelude;
 pub mod proto_mcp;
 pub mod serve;
 pub mod stdio;
+pub mod upstream;
 pub mod wires;
 
 pub use serve::Service;

@@ -10,6 +10,7 @@ use mcpwire_process::{Launch, ProcessBackend, ProcessConfig};
 use mcpwire_router::{Backend, Server};
 
 use super::config::{BackendSource, BackendSpec, ServerOptions};
+use crate::upstream::{UpstreamBackend, UpstreamConfig};
 
 type MakeServer = Arc<dyn Fn() -> Arc<Server> + Send + Sync>;
 
@@ -87,8 +88,8 @@ pub struct StartFailure {
     pub unsupported: bool,
 }
 
-/// Whether this program can serve `spec` at all: its native server is registered, and it
-/// is not an upstream (not yet supported); otherwise why not.
+/// Whether this program can serve `spec` at all (a native server must be registered);
+/// otherwise why not.
 pub fn supported(spec: &BackendSpec, natives: &Natives) -> Result<(), String> {
     match &spec.source {
         BackendSource::Native { server: name } if !natives.servers.contains_key(name) => {
@@ -100,10 +101,6 @@ pub fn supported(spec: &BackendSpec, natives: &Natives) -> Result<(), String> {
             };
             Err(format!("no native server named `{name}` ({offer})"))
         }
-        BackendSource::Upstream(target) => Err(format!(
-            "upstream MCP servers ({target}) are not yet supported by this build of \
-             mcpwire; serve native or process backends"
-        )),
         _ => Ok(()),
     }
 }
@@ -167,9 +164,21 @@ pub async fn start(
                 backend,
             })
         }
-        BackendSource::Upstream(target) => Err(fail(
-            format!("upstream MCP servers ({target}) are not yet supported"),
-            true,
-        )),
+        BackendSource::Upstream(up) => {
+            let mut config = UpstreamConfig::new(spec.name.clone(), up.target.clone());
+            config.handshake_timeout = up.handshake_timeout;
+            config.call_timeout = up.call_timeout;
+            config.era = up.era;
+            let backend = UpstreamBackend::connect(config)
+                .await
+                .map_err(|e| fail(format!("connecting to the upstream server: {e}"), false))?;
+            tracing::info!(backend = %spec.name, peer = %backend.peer(), "upstream ready");
+            Ok(Started {
+                spec: spec.clone(),
+                server_info: backend.server_info().clone(),
+                instructions: backend.instructions().map(str::to_owned),
+                backend,
+            })
+        }
     }
 }

@@ -13,7 +13,7 @@ pub use mcpwire_federation::PrefixMode;
 
 use super::error::{ConfigError, KeyPath, Origin};
 use super::listen::ListenerSpec;
-use crate::client::Target;
+use crate::client::{EraChoice, Target};
 
 /// Everything `mcpwire serve` needs: listeners, backends and server options.
 #[derive(Debug, Clone, PartialEq)]
@@ -117,7 +117,7 @@ pub enum BackendSource {
     /// A tool file written with a protomcp SDK, run as a tool process.
     Process(ProcessSpec),
     /// An MCP server the gateway is a client of.
-    Upstream(UpstreamTarget),
+    Upstream(UpstreamSpec),
 }
 
 impl BackendSpec {
@@ -172,60 +172,79 @@ impl ProcessSpec {
     }
 }
 
-/// An upstream MCP server.
+/// An upstream MCP server: where it is (the client's [`Target`], the one parser of
+/// targets) and how the gateway keeps sessions with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum UpstreamTarget {
-    /// A stdio server started from this command line.
-    Command(Vec<String>),
-    /// A Streamable HTTP endpoint (`http://` or `https://`).
-    Url(String),
-    /// An MCPB gateway at `host:port`.
-    Mcpb(String),
+pub struct UpstreamSpec {
+    /// A stdio command line, a Streamable HTTP URL or an MCPB address.
+    pub target: Target,
+    /// How long starting or reaching it and negotiating may take.
+    pub handshake_timeout: Duration,
+    /// How long a forwarded request may wait without progress (`None`: no limit).
+    pub call_timeout: Option<Duration>,
+    /// One upstream session for every downstream session (`Some(true)`), or one per
+    /// downstream session (`Some(false)`); `None`: per session for stdio commands, shared
+    /// otherwise.
+    pub shared: Option<bool>,
+    /// Upstream sessions (children, for stdio) open at once besides the shared one.
+    pub max_sessions: usize,
+    /// Which era to speak upstream (`era = "auto" | "handshake" | "stateless"`).
+    pub era: EraChoice,
 }
 
-impl UpstreamTarget {
-    /// Reads `--upstream`'s TARGET: an `http(s)://` URL, an `mcpb://host:port` address or a
-    /// command line.
-    pub fn parse(target: &str) -> Result<UpstreamTarget, String> {
-        let text = target.trim();
-        if text.len() >= 7 && text[..7].eq_ignore_ascii_case("mcpb://") {
-            return UpstreamTarget::mcpb(text);
-        }
-        match Target::parse(text).map_err(|e| e.to_string())? {
-            Target::Command { argv } => Ok(UpstreamTarget::Command(argv)),
-            Target::Url(url) => Ok(UpstreamTarget::Url(url)),
-            Target::Mcpb { .. } => UpstreamTarget::mcpb(text),
+impl UpstreamSpec {
+    /// Defaults for `target`.
+    pub fn new(target: Target) -> UpstreamSpec {
+        UpstreamSpec {
+            target,
+            handshake_timeout: Duration::from_secs(30),
+            call_timeout: None,
+            shared: None,
+            max_sessions: 64,
+            era: EraChoice::Auto,
         }
     }
 
-    /// An MCPB address, `host:port` or `mcpb://host:port`.
-    pub fn mcpb(address: &str) -> Result<UpstreamTarget, String> {
-        let text = address.trim();
-        let bare = match text.get(..7) {
-            Some(s) if s.eq_ignore_ascii_case("mcpb://") => &text[7..],
-            _ => text,
-        };
-        let valid = bare.rsplit_once(':').is_some_and(|(host, port)| {
-            !host.is_empty()
-                && !host.contains(['/', '?', '#', ' '])
-                && port.parse::<u16>().is_ok_and(|p| p != 0)
-        });
-        if !valid {
-            return Err(format!(
-                "`{text}` is not an MCPB address: give host:port, e.g. mcpb://127.0.0.1:9000"
-            ));
-        }
-        Ok(UpstreamTarget::Mcpb(bare.to_owned()))
+    /// Reads `--upstream`'s TARGET: an `http(s)://` URL, an `mcpb://[TOKEN@]host:port`
+    /// address or a command line.
+    pub fn parse(target: &str) -> Result<UpstreamSpec, String> {
+        Target::parse(target)
+            .map(UpstreamSpec::new)
+            .map_err(|e| e.to_string())
+    }
+
+    /// Whether one upstream session serves every downstream session.
+    pub fn is_shared(&self) -> bool {
+        self.shared
+            .unwrap_or(!matches!(self.target, Target::Command { .. }))
     }
 }
 
-impl std::fmt::Display for UpstreamTarget {
+/// An MCPB address, `host:port` or `mcpb://[TOKEN@]host:port`, as a target.
+pub fn mcpb_target(address: &str) -> Result<Target, String> {
+    let text = address.trim();
+    let full = match text.get(..7) {
+        Some(s) if s.eq_ignore_ascii_case("mcpb://") => text.to_owned(),
+        _ => format!("mcpb://{text}"),
+    };
+    let bare = &full[7..];
+    let addr = bare.rsplit_once('@').map_or(bare, |(_, a)| a);
+    let valid = addr.rsplit_once(':').is_some_and(|(host, port)| {
+        !host.is_empty()
+            && !host.contains(['/', '?', '#', ' '])
+            && port.parse::<u16>().is_ok_and(|p| p != 0)
+    });
+    if !valid {
+        return Err(format!(
+            "`{text}` is not an MCPB address: give host:port, e.g. mcpb://127.0.0.1:9000"
+        ));
+    }
+    Target::parse(&full).map_err(|e| e.to_string())
+}
+
+impl std::fmt::Display for UpstreamSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            UpstreamTarget::Command(argv) => Target::Command { argv: argv.clone() }.fmt(f),
-            UpstreamTarget::Url(url) => f.write_str(url),
-            UpstreamTarget::Mcpb(addr) => write!(f, "mcpb://{addr}"),
-        }
+        self.target.fmt(f)
     }
 }
 
@@ -404,36 +423,39 @@ mod tests {
 
     #[test]
     fn upstream_targets() {
+        let target = |s: &str| UpstreamSpec::parse(s).map(|u| u.target);
         assert_eq!(
-            UpstreamTarget::parse("npx -y server 'a b'").unwrap(),
-            UpstreamTarget::Command(vec![
-                "npx".into(),
-                "-y".into(),
-                "server".into(),
-                "a b".into()
-            ])
+            target("npx -y server 'a b'").unwrap(),
+            Target::Command {
+                argv: vec!["npx".into(), "-y".into(), "server".into(), "a b".into()]
+            }
+        );
+        assert!(!UpstreamSpec::parse("npx x").unwrap().is_shared());
+        assert_eq!(
+            target("https://example.com/mcp").unwrap(),
+            Target::Url("https://example.com/mcp".into())
+        );
+        assert!(
+            UpstreamSpec::parse("https://example.com/mcp")
+                .unwrap()
+                .is_shared()
         );
         assert_eq!(
-            UpstreamTarget::parse("https://example.com/mcp").unwrap(),
-            UpstreamTarget::Url("https://example.com/mcp".into())
+            target("MCPB://gw.local:9000").unwrap(),
+            Target::Mcpb {
+                addr: "gw.local:9000".into(),
+                token: None
+            }
         );
         assert_eq!(
-            UpstreamTarget::parse("MCPB://gw.local:9000").unwrap(),
-            UpstreamTarget::Mcpb("gw.local:9000".into())
-        );
-        assert_eq!(
-            UpstreamTarget::mcpb("127.0.0.1:9000").unwrap().to_string(),
+            mcpb_target("127.0.0.1:9000").unwrap().to_string(),
             "mcpb://127.0.0.1:9000"
         );
-        for bad in [
-            "mcpb://host",
-            "mcpb://:9",
-            "mcpb://h:0",
-            "mcpb://h:9/x",
-            "ws://h:1/x",
-            "",
-        ] {
-            assert!(UpstreamTarget::parse(bad).is_err(), "{bad}");
+        for bad in ["mcpb://host", "mcpb://:9", "mcpb://h:9/x", "ws://h:1/x", ""] {
+            assert!(UpstreamSpec::parse(bad).is_err(), "{bad}");
+        }
+        for bad in ["host", ":9", "h:0", "h:9/x"] {
+            assert!(mcpb_target(bad).is_err(), "{bad}");
         }
     }
 

@@ -32,10 +32,11 @@ use serde::de::{MapAccess, SeqAccess, Visitor};
 
 use super::config::{
     BackendSource, BackendSpec, FailMode, GatewayConfig, MemberOptions, PrefixMode, ProcessSpec,
-    ServerOptions, UpstreamTarget,
+    ServerOptions, UpstreamSpec, mcpb_target,
 };
 use super::error::{ConfigError, KeyPath, Origin};
 use super::listen::{ListenOptions, ListenerSpec};
+use crate::client::{EraChoice, Target};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -90,6 +91,10 @@ struct RawBackend {
     handshake_timeout_secs: Option<u64>,
     max_result_bytes: Option<u64>,
     watch: Option<bool>,
+    call_timeout_secs: Option<u64>,
+    shared: Option<bool>,
+    max_sessions: Option<usize>,
+    era: Option<RawEra>,
     #[serde(default)]
     include: Vec<Glob>,
     #[serde(default)]
@@ -98,6 +103,28 @@ struct RawBackend {
     rename: BTreeMap<String, String>,
     #[serde(default)]
     fail: FailMode,
+}
+
+/// Which era an upstream is spoken to in.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum RawEra {
+    /// `server/discover` first, then `initialize`.
+    Auto,
+    /// `initialize` only (2025-11-25 and earlier).
+    Handshake,
+    /// 2026-07-28 only.
+    Stateless,
+}
+
+impl From<RawEra> for EraChoice {
+    fn from(e: RawEra) -> EraChoice {
+        match e {
+            RawEra::Auto => EraChoice::Auto,
+            RawEra::Handshake => EraChoice::Handshake,
+            RawEra::Stateless => EraChoice::Stateless,
+        }
+    }
 }
 
 /// A table's entries in the order written (the `toml` crate keeps it: `preserve_order`).
@@ -331,10 +358,6 @@ fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSource, Refusa
     }
     let process_only = [
         ("runtime", raw.runtime.is_some()),
-        (
-            "handshake_timeout_secs",
-            raw.handshake_timeout_secs.is_some(),
-        ),
         ("max_result_bytes", raw.max_result_bytes.is_some()),
         ("watch", raw.watch.is_some()),
     ];
@@ -349,11 +372,39 @@ fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSource, Refusa
             ),
         ));
     }
-    if raw.handshake_timeout_secs == Some(0) {
+    let upstream_only = [
+        ("call_timeout_secs", raw.call_timeout_secs.is_some()),
+        ("shared", raw.shared.is_some()),
+        ("max_sessions", raw.max_sessions.is_some()),
+        ("era", raw.era.is_some()),
+    ];
+    let upstream = raw.command.is_some() || raw.url.is_some() || raw.mcpb.is_some();
+    if !upstream && let Some((key, _)) = upstream_only.iter().find(|(_, set)| *set) {
+        return Err((
+            key,
+            format!(
+                "`{key}` is an option of upstream backends (command, url, mcpb), not of {} backends",
+                kinds[0]
+            ),
+        ));
+    }
+    if raw.native.is_some() && raw.handshake_timeout_secs.is_some() {
         return Err((
             "handshake_timeout_secs",
-            "`handshake_timeout_secs` must be at least 1".into(),
+            "`handshake_timeout_secs` is an option of process and upstream backends, not of native backends".into(),
         ));
+    }
+    for (key, zero) in [
+        (
+            "handshake_timeout_secs",
+            raw.handshake_timeout_secs == Some(0),
+        ),
+        ("call_timeout_secs", raw.call_timeout_secs == Some(0)),
+        ("max_sessions", raw.max_sessions == Some(0)),
+    ] {
+        if zero {
+            return Err((key, format!("`{key}` must be at least 1")));
+        }
     }
     if let Some(server) = &raw.native {
         return Ok(BackendSource::Native {
@@ -373,21 +424,23 @@ fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSource, Refusa
         }));
     }
     let target = match (&raw.command, &raw.url, &raw.mcpb) {
-        (Some(CommandLine::Line(line)), _, _) => match UpstreamTarget::parse(line) {
-            Ok(UpstreamTarget::Command(argv)) => UpstreamTarget::Command(argv),
+        (Some(CommandLine::Line(line)), _, _) => match Target::parse(line) {
+            Ok(t @ Target::Command { .. }) => t,
             Ok(_) => {
                 return Err((
                     "command",
                     format!("`{line}` is an address: write it as url = … or mcpb = …"),
                 ));
             }
-            Err(e) => return Err(("command", e)),
+            Err(e) => return Err(("command", e.to_string())),
         },
         (Some(CommandLine::Words(words)), _, _) => {
             if words.first().is_none_or(|w| w.trim().is_empty()) {
                 return Err(("command", "the command line is empty".into()));
             }
-            UpstreamTarget::Command(words.clone())
+            Target::Command {
+                argv: words.clone(),
+            }
         }
         (_, Some(url), _) => {
             let lower = url.trim().to_ascii_lowercase();
@@ -399,12 +452,22 @@ fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSource, Refusa
                     ),
                 ));
             }
-            UpstreamTarget::Url(url.trim().to_owned())
+            Target::Url(url.trim().to_owned())
         }
-        (_, _, Some(addr)) => UpstreamTarget::mcpb(addr).map_err(|e| ("mcpb", e))?,
+        (_, _, Some(addr)) => mcpb_target(addr).map_err(|e| ("mcpb", e))?,
         _ => unreachable!("one kind was found above"),
     };
-    Ok(BackendSource::Upstream(target))
+    let d = UpstreamSpec::new(target);
+    Ok(BackendSource::Upstream(UpstreamSpec {
+        handshake_timeout: raw
+            .handshake_timeout_secs
+            .map_or(d.handshake_timeout, Duration::from_secs),
+        call_timeout: raw.call_timeout_secs.map(Duration::from_secs),
+        shared: raw.shared,
+        max_sessions: raw.max_sessions.unwrap_or(d.max_sessions),
+        era: raw.era.map_or(d.era, EraChoice::from),
+        ..d
+    }))
 }
 
 #[cfg(test)]
@@ -474,11 +537,9 @@ mcpb = "127.0.0.1:9000"
         assert_eq!(c.backends[1].member.rename["add"], "plus");
         assert_eq!(
             c.backends[2].source,
-            BackendSource::Upstream(UpstreamTarget::Command(vec![
-                "npx".into(),
-                "-y".into(),
-                "server fs".into()
-            ]))
+            BackendSource::Upstream(UpstreamSpec::new(Target::Command {
+                argv: vec!["npx".into(), "-y".into(), "server fs".into()]
+            }))
         );
         assert_eq!(c.backends[4].source.kind(), "upstream");
     }

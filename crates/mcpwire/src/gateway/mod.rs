@@ -25,7 +25,7 @@ pub use serving::{Gateway, GatewayError};
 
 pub use config::{
     BackendSource, BackendSpec, FailMode, GatewayConfig, MemberOptions, PrefixMode, ProcessSpec,
-    ServerOptions, UpstreamTarget,
+    ServerOptions, UpstreamSpec, mcpb_target,
 };
 pub use error::{ConfigError, KeyPath, Origin, Seg};
 pub use listen::{ListenOptions, ListenerSpec, Scheme};

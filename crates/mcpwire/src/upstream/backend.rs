@@ -1,0 +1,228 @@
+//! [`UpstreamBackend`]: the [`Backend`] over an upstream MCP server.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcpwire_model::types::{ClientCapabilities, Implementation, LoggingLevel};
+use mcpwire_model::{BackendEvent, McpError, Reply};
+use mcpwire_router::{Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx};
+use tokio::sync::broadcast;
+
+use super::call::{self, Forward};
+use super::forward::{forwarded_meta, outgoing};
+use super::link::Link;
+use crate::client::{
+    Client, ClientEra, ClientError, ClientOptions, EraChoice, RequestOptions, Target,
+};
+
+/// Backend events held for slow sessions before the oldest are dropped.
+const EVENTS_CAPACITY: usize = 256;
+
+/// How to reach an upstream server and how to forward to it.
+#[derive(Debug, Clone)]
+pub struct UpstreamConfig {
+    /// The backend's name (logs, messages).
+    pub name: String,
+    /// Where the server is: a command line, an `http(s)://` URL or an `mcpb://` address.
+    pub target: Target,
+    /// How long starting or reaching the server and negotiating may take.
+    pub handshake_timeout: Duration,
+    /// How long one forwarded request may wait without news (progress restarts it);
+    /// `None`: no limit.
+    pub call_timeout: Option<Duration>,
+    /// Which era to speak upstream (default: discover, falling back to `initialize`).
+    pub era: EraChoice,
+}
+
+impl UpstreamConfig {
+    /// Defaults for `target` (30 s to start, no call timeout, era chosen by discovery).
+    pub fn new(name: impl Into<String>, target: Target) -> UpstreamConfig {
+        UpstreamConfig {
+            name: name.into(),
+            target,
+            handshake_timeout: Duration::from_secs(30),
+            call_timeout: None,
+            era: EraChoice::Auto,
+        }
+    }
+
+    /// The client options every upstream session of this backend uses: it offers
+    /// sampling, elicitation and roots (answered by the downstream client that caused the
+    /// ask, or refused with its error), and asks for every log (sessions filter by their
+    /// own level).
+    fn client_options(&self) -> ClientOptions {
+        let mut o = ClientOptions::with_handshake_timeout(self.handshake_timeout);
+        o.client_info = Implementation::new("mcpwire-gateway", env!("CARGO_PKG_VERSION"));
+        o.capabilities = ClientCapabilities {
+            sampling: Some(serde_json::json!({})),
+            elicitation: Some(serde_json::json!({ "form": {}, "url": {} })),
+            roots: Some(serde_json::json!({})),
+            ..ClientCapabilities::default()
+        };
+        o.era = self.era;
+        o.log_level = Some(LoggingLevel::Debug);
+        o
+    }
+}
+
+/// A backend whose catalog and calls are an upstream MCP server's.
+pub struct UpstreamBackend {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: UpstreamConfig,
+    info: BackendInfo,
+    server_info: Implementation,
+    instructions: Option<String>,
+    events: broadcast::Sender<BackendEvent>,
+    shared: Mutex<Arc<Link>>,
+    /// Serializes reconnecting the shared session.
+    reconnect: tokio::sync::Mutex<()>,
+}
+
+impl std::fmt::Debug for UpstreamBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpstreamBackend")
+            .field("name", &self.inner.config.name)
+            .field("target", &self.inner.config.target.to_string())
+            .finish()
+    }
+}
+
+impl UpstreamBackend {
+    /// Starts or reaches the server, negotiates, and returns the backend; its capabilities
+    /// are the server's (less tasks, which the gateway's router answers itself).
+    pub async fn connect(config: UpstreamConfig) -> Result<Arc<UpstreamBackend>, ClientError> {
+        let (events, _) = broadcast::channel(EVENTS_CAPACITY);
+        let link = open(&config, false, &events).await?;
+        let negotiated = link.client().negotiated();
+        let mut capabilities = negotiated.capabilities.clone();
+        capabilities.tasks = None;
+        if negotiated.era == ClientEra::Stateless
+            && let Some(resources) = &mut capabilities.resources
+        {
+            // Subscriptions to a 2026-07-28 server need `subscriptions/listen`, which the
+            // client does not speak yet.
+            resources.subscribe = None;
+        }
+        let info = BackendInfo {
+            name: config.name.clone(),
+            capabilities,
+        };
+        let server_info = negotiated.server_info.clone();
+        let instructions = negotiated.instructions.clone();
+        Ok(Arc::new(UpstreamBackend {
+            inner: Arc::new(Inner {
+                config,
+                info,
+                server_info,
+                instructions,
+                events,
+                shared: Mutex::new(link),
+                reconnect: tokio::sync::Mutex::new(()),
+            }),
+        }))
+    }
+
+    /// `serverInfo` as the upstream gave it.
+    pub fn server_info(&self) -> &Implementation {
+        &self.inner.server_info
+    }
+
+    /// The upstream's instructions for the model.
+    pub fn instructions(&self) -> Option<&str> {
+        self.inner.instructions.as_deref()
+    }
+
+    /// Where the upstream is (a command line, a URL).
+    pub fn peer(&self) -> String {
+        self.inner.config.target.to_string()
+    }
+}
+
+/// Connects one upstream session and starts routing its events.
+async fn open(
+    config: &UpstreamConfig,
+    scoped: bool,
+    events: &broadcast::Sender<BackendEvent>,
+) -> Result<Arc<Link>, ClientError> {
+    let (client, client_events) = Client::connect(&config.target, &config.client_options()).await?;
+    let handshake = matches!(client.negotiated().era, ClientEra::Handshake(_));
+    if handshake && client.negotiated().capabilities.logging.is_some() {
+        // Every log comes; each downstream session filters at its own level.
+        let set = client
+            .request("logging/setLevel", serde_json::json!({ "level": "debug" }))
+            .await;
+        if let Err(e) = set {
+            tracing::warn!(upstream = %config.name, "logging/setLevel refused: {e}");
+        }
+    }
+    tracing::info!(upstream = %config.name, peer = %client.peer(), "upstream session open");
+    Ok(Link::start(client, client_events, scoped, events.clone()))
+}
+
+impl Inner {
+    /// The shared upstream session, reconnected when it went down.
+    async fn shared(&self) -> Result<Arc<Link>, McpError> {
+        let current = self.current();
+        if !current.is_down() {
+            return Ok(current);
+        }
+        let _one = self.reconnect.lock().await;
+        let current = self.current();
+        if !current.is_down() {
+            return Ok(current);
+        }
+        tracing::warn!(upstream = %self.config.name, "upstream session ended; reconnecting");
+        let link = open(&self.config, false, &self.events)
+            .await
+            .map_err(|e| McpError::Unavailable(format!("upstream `{}`: {e}", self.config.name)))?;
+        if let Ok(mut s) = self.shared.lock() {
+            *s = link.clone();
+        }
+        Ok(link)
+    }
+
+    fn current(&self) -> Arc<Link> {
+        match self.shared.lock() {
+            Ok(s) => s.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    async fn call(self: Arc<Self>, ctx: CallCtx, req: BackendRequest) -> Result<Reply, McpError> {
+        let out = outgoing(req)?;
+        let link = self.shared().await?;
+        let opts = RequestOptions {
+            timeout: self.config.call_timeout,
+            progress: ctx.progress_token().is_some(),
+            reset_timeout_on_progress: true,
+            meta: forwarded_meta(&ctx),
+        };
+        let fwd = Forward {
+            method: out.method,
+            params: out.params,
+            opts,
+        };
+        call::run(link, ctx, fwd).await
+    }
+}
+
+impl Backend for UpstreamBackend {
+    fn info(&self) -> &BackendInfo {
+        &self.inner.info
+    }
+
+    fn call(
+        &self,
+        ctx: CallCtx,
+        req: BackendRequest,
+    ) -> BoxFuture<'static, Result<Reply, McpError>> {
+        Box::pin(self.inner.clone().call(ctx, req))
+    }
+
+    fn events(&self) -> Option<broadcast::Receiver<BackendEvent>> {
+        Some(self.inner.events.subscribe())
+    }
+}

@@ -1,0 +1,376 @@
+//! [`Link`]: one upstream MCP session (a [`Client`]) and the downstream calls it is
+//! answering, with the task that routes what the upstream sends unasked to them.
+//!
+//! Attribution of what the upstream sends: a progress update names its request; a server
+//! request or a log names the request it came with when the wire knows (an HTTP POST's
+//! stream), else it goes to the oldest call in flight on this link — on a link of its own
+//! downstream session that is always the right session; on a shared link a server request
+//! with no related request is given to the oldest call (documented in gateway.md § 3), and
+//! a log with none goes to the only call in flight, or is a backend event for every
+//! session when there are several or none.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, Weak};
+
+use futures::FutureExt;
+use mcpwire_model::{BackendEvent, McpError};
+use mcpwire_router::CallCtx;
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+use crate::client::{
+    Client, ClientEvent, ClientEvents, ClientRequestId, ListKind, ServerRequest, ServerRequestId,
+};
+
+/// Server requests a call holds before further ones are refused.
+pub(crate) const CALL_QUEUE: usize = 16;
+
+/// Server requests without a known owner yet (their related request is still being
+/// registered) held before further ones are refused.
+const MAX_ORPHANS: usize = 16;
+
+/// Flushes asked for and not yet done before a flushing call waits for room.
+const FLUSH_QUEUE: usize = 64;
+
+/// Progress and logs of requests not registered yet held before further ones are dropped.
+const MAX_EARLY: usize = 64;
+
+/// What the link tells a running call.
+pub(crate) enum ToCall {
+    /// The upstream asks something; answer it through the call's context.
+    Ask(ServerRequest),
+    /// The upstream withdrew the server request.
+    Withdrawn(ServerRequestId),
+}
+
+/// A downstream call waiting on the link.
+struct Slot {
+    ctx: CallCtx,
+    tx: mpsc::Sender<ToCall>,
+}
+
+#[derive(Default)]
+struct Table {
+    calls: BTreeMap<ClientRequestId, Slot>,
+    /// Which call each open server request went to.
+    asked: HashMap<ServerRequestId, ClientRequestId>,
+    /// Server requests naming a request not registered yet.
+    orphans: Vec<ServerRequest>,
+    /// Requests being sent, not registered yet: events naming an unknown request are
+    /// parked meanwhile (the upstream may answer faster than the sender registers).
+    sending: usize,
+    /// Progress and logs naming a request not registered yet (while `sending > 0`).
+    early: Vec<ClientEvent>,
+}
+
+/// One upstream session and the calls in flight on it.
+pub(crate) struct Link {
+    client: Client,
+    /// Whether this link serves one downstream session only.
+    scoped: bool,
+    table: Mutex<Table>,
+    /// Backend events (list changes, resource updates, logs without a call).
+    events: broadcast::Sender<BackendEvent>,
+    /// Cancelled when the upstream connection ended.
+    down: tokio_util::sync::CancellationToken,
+    /// Asks the routing task to route everything queued so far, then to say so.
+    flush: mpsc::Sender<oneshot::Sender<()>>,
+}
+
+impl Link {
+    /// A link over a connected client; spawns the task routing its events.
+    pub(crate) fn start(
+        client: Client,
+        events: ClientEvents,
+        scoped: bool,
+        backend_events: broadcast::Sender<BackendEvent>,
+    ) -> Arc<Link> {
+        let (flush, flushes) = mpsc::channel(FLUSH_QUEUE);
+        let link = Arc::new(Link {
+            client,
+            scoped,
+            table: Mutex::new(Table::default()),
+            events: backend_events,
+            down: tokio_util::sync::CancellationToken::new(),
+            flush,
+        });
+        let down = link.down.clone();
+        let weak = Arc::downgrade(&link);
+        tokio::spawn(async move {
+            route(weak, events, flushes).await;
+            down.cancel();
+        });
+        link
+    }
+
+    /// Waits until every event the upstream sent so far is routed (call it once a
+    /// request's answer came, before handing the answer on: progress and logs sent before
+    /// it go first).
+    pub(crate) async fn flush(&self) {
+        let (done, routed) = oneshot::channel();
+        if self.flush.send(done).await.is_ok() {
+            let _ = routed.await;
+        }
+    }
+
+    /// The client.
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Whether the upstream connection ended.
+    pub(crate) fn is_down(&self) -> bool {
+        self.down.is_cancelled()
+    }
+
+    /// Registers a call in flight under its upstream request id; returns what the link
+    /// will send it.
+    pub(crate) fn register(&self, id: ClientRequestId, ctx: CallCtx) -> mpsc::Receiver<ToCall> {
+        let (tx, rx) = mpsc::channel(CALL_QUEUE);
+        let mut refused = Vec::new();
+        let mut early = Vec::new();
+        if let Ok(mut t) = self.table.lock() {
+            t.calls.insert(id, Slot { ctx, tx });
+            t.sending = t.sending.saturating_sub(1);
+            let parked = std::mem::take(&mut t.early);
+            let (mine, others): (Vec<_>, Vec<_>) = parked.into_iter().partition(|e| {
+                matches!(names(e), Some(Some(r)) if r == id) || names(e) == Some(None)
+            });
+            early = mine;
+            if t.sending > 0 {
+                t.early = others;
+            }
+            let orphans = std::mem::take(&mut t.orphans);
+            for req in orphans {
+                if req.related == Some(id) || req.related.is_none() {
+                    if let Some(r) = t.deliver(req) {
+                        refused.push(r);
+                    }
+                } else {
+                    t.orphans.push(req);
+                }
+            }
+        }
+        for (id, e) in refused {
+            self.refuse(id, e);
+        }
+        for event in early {
+            self.on_event(event);
+        }
+        rx
+    }
+
+    /// A request is about to be sent (call [`Link::register`] or [`Link::send_failed`]
+    /// after).
+    pub(crate) fn sending(&self) {
+        if let Ok(mut t) = self.table.lock() {
+            t.sending += 1;
+        }
+    }
+
+    /// A request announced by [`Link::sending`] did not go out.
+    pub(crate) fn send_failed(&self) {
+        if let Ok(mut t) = self.table.lock() {
+            t.sending = t.sending.saturating_sub(1);
+            if t.sending == 0 {
+                t.early.clear();
+            }
+        }
+    }
+
+    /// Parks `event` when it names a request that is still being registered; gives it
+    /// back otherwise.
+    fn park(&self, event: ClientEvent) -> Option<ClientEvent> {
+        let Some(related) = names(&event) else {
+            return Some(event);
+        };
+        let Ok(mut t) = self.table.lock() else {
+            return Some(event);
+        };
+        let known = match related {
+            Some(id) => t.calls.contains_key(&id),
+            // Goes to the only (or oldest) call: none may be registered yet.
+            None => !t.calls.is_empty(),
+        };
+        if t.sending == 0 || known || t.early.len() >= MAX_EARLY {
+            return Some(event);
+        }
+        t.early.push(event);
+        None
+    }
+
+    /// The call under `id` ended: forget it and its open server requests.
+    pub(crate) fn unregister(&self, id: ClientRequestId) {
+        if let Ok(mut t) = self.table.lock() {
+            t.calls.remove(&id);
+            t.asked.retain(|_, owner| *owner != id);
+        }
+    }
+
+    /// A server request was answered.
+    pub(crate) fn answered(&self, id: ServerRequestId) {
+        if let Ok(mut t) = self.table.lock() {
+            t.asked.remove(&id);
+        }
+    }
+
+    fn refuse(&self, id: ServerRequestId, error: McpError) {
+        let client = self.client.clone();
+        tokio::spawn(async move {
+            let _ = client.answer(id, Err(error)).await;
+        });
+    }
+
+    /// Routes one event from the upstream.
+    fn on_event(&self, event: ClientEvent) {
+        let Some(event) = self.park(event) else {
+            return;
+        };
+        match event {
+            ClientEvent::ServerRequest(req) => self.on_server_request(req),
+            ClientEvent::ServerRequestCancelled(id) => {
+                let Ok(mut t) = self.table.lock() else { return };
+                t.orphans.retain(|r| r.id != id);
+                if let Some(owner) = t.asked.remove(&id)
+                    && let Some(slot) = t.calls.get(&owner)
+                {
+                    let _ = slot.tx.try_send(ToCall::Withdrawn(id));
+                }
+            }
+            ClientEvent::Progress { request, update } => {
+                if let Some(ctx) = self.ctx_of(Some(request), false) {
+                    ctx.progress(update.progress, update.total, update.message);
+                }
+            }
+            ClientEvent::Log { entry, related } => match self.ctx_of(related, self.scoped) {
+                Some(ctx) => ctx.log_entry(entry),
+                None if !self.scoped => {
+                    let _ = self.events.send(BackendEvent::Log(entry));
+                }
+                None => tracing::debug!(
+                    upstream = %self.client.peer(),
+                    "a log with no call in flight on a per-session upstream is dropped"
+                ),
+            },
+            ClientEvent::ListChanged(kind) => {
+                let ev = match kind {
+                    ListKind::Tools => BackendEvent::ToolsListChanged,
+                    ListKind::Prompts => BackendEvent::PromptsListChanged,
+                    ListKind::Resources => BackendEvent::ResourcesListChanged,
+                };
+                let _ = self.events.send(ev);
+            }
+            ClientEvent::ResourceUpdated { uri } => {
+                let _ = self.events.send(BackendEvent::ResourceUpdated { uri });
+            }
+            ClientEvent::Notification { method, .. } => {
+                tracing::debug!(upstream = %self.client.peer(), %method, "upstream notification not forwarded");
+            }
+            _ => {}
+        }
+    }
+
+    fn on_server_request(&self, req: ServerRequest) {
+        let refused = {
+            let Ok(mut t) = self.table.lock() else { return };
+            let unknown = match req.related {
+                Some(id) => !t.calls.contains_key(&id),
+                // Without a related request the oldest call gets it; none may be
+                // registered yet while one is being sent.
+                None => t.calls.is_empty() && t.sending > 0,
+            };
+            match req.related {
+                _ if unknown => {
+                    if t.orphans.len() < MAX_ORPHANS {
+                        t.orphans.push(req);
+                        None
+                    } else {
+                        Some((req.id, busy()))
+                    }
+                }
+                _ => t.deliver(req),
+            }
+        };
+        if let Some((id, e)) = refused {
+            self.refuse(id, e);
+        }
+    }
+
+    /// The context of the call `related` names; without one, of the only call in flight,
+    /// or (when `oldest`) of the oldest call.
+    fn ctx_of(&self, related: Option<ClientRequestId>, oldest: bool) -> Option<CallCtx> {
+        let t = self.table.lock().ok()?;
+        match related {
+            Some(id) => t.calls.get(&id).map(|s| s.ctx.clone()),
+            None if oldest || t.calls.len() == 1 => t.calls.values().next().map(|s| s.ctx.clone()),
+            None => None,
+        }
+    }
+}
+
+impl Table {
+    /// Hands a server request to its call (by related request, else the oldest call);
+    /// returns the refusal to send when there is none or it is full.
+    fn deliver(&mut self, req: ServerRequest) -> Option<(ServerRequestId, McpError)> {
+        let owner = match req.related {
+            Some(id) => Some(id),
+            None => self.calls.keys().next().copied(),
+        };
+        let Some((owner, slot)) = owner.and_then(|o| self.calls.get(&o).map(|s| (o, s))) else {
+            return Some((
+                req.id,
+                McpError::Unavailable(format!(
+                    "the gateway has no downstream call to ask `{}` for",
+                    req.method
+                )),
+            ));
+        };
+        let id = req.id;
+        match slot.tx.try_send(ToCall::Ask(req)) {
+            Ok(()) => {
+                self.asked.insert(id, owner);
+                None
+            }
+            Err(_) => Some((id, busy())),
+        }
+    }
+}
+
+/// For progress updates and logs, the request they name (`Some(None)`: a log naming
+/// none); `None` for other events.
+fn names(event: &ClientEvent) -> Option<Option<ClientRequestId>> {
+    match event {
+        ClientEvent::Progress { request, .. } => Some(Some(*request)),
+        ClientEvent::Log { related, .. } => Some(*related),
+        _ => None,
+    }
+}
+
+fn busy() -> McpError {
+    McpError::LimitExceeded("too many open requests from the upstream server for one call".into())
+}
+
+/// Routes the upstream's events until the connection ends or the link is dropped; on a
+/// flush, routes everything already queued before saying it is done.
+async fn route(
+    link: Weak<Link>,
+    mut events: ClientEvents,
+    mut flushes: mpsc::Receiver<oneshot::Sender<()>>,
+) {
+    loop {
+        tokio::select! {
+            biased;
+            Some(done) = flushes.recv() => {
+                while let Some(Some(event)) = events.recv().now_or_never() {
+                    let Some(link) = link.upgrade() else { return };
+                    link.on_event(event);
+                }
+                let _ = done.send(());
+            }
+            event = events.recv() => {
+                let Some(event) = event else { return };
+                let Some(link) = link.upgrade() else { return };
+                link.on_event(event);
+            }
+        }
+    }
+}

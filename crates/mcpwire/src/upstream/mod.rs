@@ -1,0 +1,23 @@
+//! Upstream MCP servers as backends: [`UpstreamBackend`] fronts a server reached through
+//! the library's [`Client`](crate::client::Client) — a stdio command, a Streamable HTTP
+//! URL or an MCPB address — so a federation (and so `mcpwire serve`) can serve its tools,
+//! resources and prompts next to others.
+//!
+//! **Is:** forwarding every request with its params as received (names and URIs as the
+//! federation mapped them, arguments and `_meta` untouched), results and errors as the
+//! upstream sent them; progress, cancellation, logs, list changes and resource updates;
+//! the upstream's asks (sampling, elicitation, roots) put to the downstream call that
+//! caused them; `input_required` rounds across eras.
+//!
+//! **Is not:** catalog merging or renaming (the federation), a client (the `client`
+//! module), a listener.
+//!
+//! Modules, leaves first: `forward.rs` (what a request becomes upstream), `link.rs` (one
+//! upstream session and the calls on it), `call.rs` (one call on a link), `backend.rs`.
+
+mod backend;
+mod call;
+mod forward;
+mod link;
+
+pub use backend::{UpstreamBackend, UpstreamConfig};

@@ -1,0 +1,202 @@
+"""The official Python `mcp` client through `mcpwire serve` fronting an upstream MCP server
+(`mcpwire demo`) as a stdio child and over Streamable HTTP, served over Streamable HTTP
+with no prefix: tools, structured content, progress, logs, sampling/elicitation/roots asks,
+resources and their updates, prompts, completions, cancellation and errors with their
+codes all round-trip, in legacy (2025-11-25) and auto (2026-07-28) modes, with the
+upstream spoken to in either era."""
+
+import subprocess
+
+import anyio
+import pytest
+
+import mcp.types as types
+from mcp import Client, ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from peers import (
+    Notes,
+    error_of,
+    wait_until,
+    SAMPLED,
+    Recorder,
+    auto_client_options,
+    elicitation_cb,
+    exercise_stateless_client,
+    list_roots_cb,
+    sampling_cb,
+    text_of,
+)
+from test_gateway_serve import Served
+
+pytestmark = pytest.mark.anyio
+
+
+def gateway_config(tmp_path, backend: str):
+    conf = tmp_path / "mcpwire.toml"
+    conf.write_text(
+        '[server]\nprefix = "never"\n\n[[listen]]\nurl = "http://127.0.0.1:0/mcp"\n\n'
+        f"[backends.up]\n{backend}"
+    )
+    return conf
+
+
+def stdio_backend(mcpwire_bin, era="auto") -> str:
+    return f'command = ["{mcpwire_bin}", "demo"]\nera = "{era}"\n'
+
+
+async def direct_error(mcpwire_bin, coro_of):
+    """The error `mcpwire demo` itself answers, for comparison."""
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=mcpwire_bin, args=["demo"], env={"MCPWIRE_LOG": "warn"})
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, read_timeout_seconds=30) as s:
+            await s.initialize()
+            return await error_of(coro_of(s))
+
+
+async def legacy(url: str, mcpwire_bin: str, modern_upstream: bool) -> None:
+    """`modern_upstream`: the gateway speaks 2026-07-28 upstream, where subscriptions and
+    list changes need `subscriptions/listen` (not forwarded yet: subscribing is refused)."""
+    rec, notes = Recorder(), Notes()
+    async with streamable_http_client(url) as (read, write):
+        async with ClientSession(
+            read,
+            write,
+            read_timeout_seconds=30,
+            sampling_callback=sampling_cb,
+            elicitation_callback=elicitation_cb,
+            list_roots_callback=list_roots_cb,
+            logging_callback=rec.logging,
+            message_handler=notes.handler,
+        ) as s:
+            init = await s.initialize()
+            assert init.protocol_version == "2025-11-25"
+            assert "`up`" in (init.instructions or ""), init.instructions
+
+            tools = {t.name for t in (await s.list_tools()).tools}
+            assert {"echo", "add", "test_sampling", "test_slow"} <= tools, (tools, init)
+            r = await s.call_tool("echo", {"text": "through the gateway"})
+            assert text_of(r) == "through the gateway"
+            r = await s.call_tool("add", {"a": 2, "b": 3.5})
+            assert r.structured_content == {"sum": 5.5}
+            r = await s.call_tool("test_error_handling", {})
+            assert r.is_error
+
+            # Errors keep the upstream's code and message.
+            err = await error_of(s.call_tool("no_such_tool", {}))
+            direct = await direct_error(mcpwire_bin, lambda d: d.call_tool("no_such_tool", {}))
+            assert (err.code, err.message) == (direct.code, direct.message), (err, direct)
+            err = await error_of(s.get_prompt("no_such_prompt", {}))
+            direct = await direct_error(mcpwire_bin, lambda d: d.get_prompt("no_such_prompt", {}))
+            assert err.code == direct.code, (err, direct)
+
+            # Progress under the downstream's token; logs at the level this session set.
+            r = await s.call_tool("test_tool_with_progress", {}, progress_callback=rec.on_progress)
+            assert [p for p, _, _ in rec.progress][:3] == [0, 50, 100], rec.progress
+            await s.set_logging_level("info")
+            await s.call_tool("test_tool_with_logging", {})
+            await wait_until(lambda: len(rec.logs) >= 3)
+
+            # The upstream's asks reach this client, whichever era the upstream speaks.
+            r = await s.call_tool("test_sampling", {"prompt": "Test prompt for sampling"})
+            assert SAMPLED in text_of(r)
+            r = await s.call_tool("test_elicitation", {"message": "Please provide your information"})
+            assert "accept" in text_of(r)
+            r = await s.call_tool("test_input_required_result_list_roots", {})
+            assert "2 root" in text_of(r), text_of(r)
+            r = await s.call_tool("test_input_required_result_multi_round", {})
+            assert "Multi-round complete" in text_of(r), text_of(r)
+
+            # Resources.
+            uris = {str(r.uri) for r in (await s.list_resources()).resources}
+            assert "test://static-text" in uris, uris
+            rr = await s.read_resource("test://static-text")
+            assert rr.contents[0].text == "This is the content of the static text resource."
+            rr = await s.read_resource("test://template/7/data")
+            assert "7" in rr.contents[0].text
+
+            # Prompts and completions.
+            prompts = {p.name for p in (await s.list_prompts()).prompts}
+            assert "test_simple_prompt" in prompts, prompts
+            gp = await s.get_prompt("test_prompt_with_arguments", {"arg1": "a", "arg2": "b"})
+            assert gp.messages
+            c = await s.complete(
+                types.ResourceTemplateReference(uri="test://template/{id}/data"), {"name": "id", "value": ""}
+            )
+            assert c.completion.values == ["1", "2", "3"], c
+
+            # Cancellation ends the call here and upstream; the session goes on.
+            with anyio.move_on_after(0.5) as scope:
+                await s.call_tool("test_slow", {"seconds": 30})
+            assert scope.cancelled_caught
+            r = await s.call_tool("echo", {"text": "still here"})
+            assert text_of(r) == "still here"
+
+            # Subscriptions and their updates.
+            if modern_upstream:
+                err = await error_of(s.subscribe_resource("test://watched-resource"))
+                assert err.code == -32601, err
+                return
+            await s.subscribe_resource("test://watched-resource")
+            await s.call_tool("test_trigger_resource_update", {})
+            await wait_until(lambda: notes.methods("notifications/resources/updated"))
+            updated = notes.methods("notifications/resources/updated")[0]
+            assert str(updated.params.uri) == "test://watched-resource"
+            await s.unsubscribe_resource("test://watched-resource")
+
+            # A list change upstream reaches this client.
+            before = len(notes.methods("notifications/tools/list_changed"))
+            await s.call_tool("test_trigger_tool_change", {})
+            await wait_until(lambda: len(notes.methods("notifications/tools/list_changed")) > before)
+
+
+async def auto(url: str) -> None:
+    rec = Recorder()
+    async with Client(url, **auto_client_options(rec)) as client:
+        await exercise_stateless_client(client, rec)
+
+
+@pytest.mark.parametrize("era", ["auto", "handshake"])
+async def test_stdio_upstream(mcpwire_bin, tmp_path, era):
+    served = Served(mcpwire_bin, gateway_config(tmp_path, stdio_backend(mcpwire_bin, era)))
+    try:
+        await legacy(served.url, mcpwire_bin, era == "auto")
+        await auto(served.url)
+    finally:
+        served.close()
+
+
+@pytest.mark.parametrize("era", ["auto", "handshake"])
+async def test_http_upstream(mcpwire_bin, tmp_path, http_url, era):
+    served = Served(mcpwire_bin, gateway_config(tmp_path, f'url = "{http_url}"\nera = "{era}"\n'))
+    try:
+        await legacy(served.url, mcpwire_bin, era == "auto")
+        await auto(served.url)
+    finally:
+        served.close()
+
+
+async def test_quick_flag_upstream_served_as_itself(mcpwire_bin):
+    """`mcpwire serve --upstream NAME=COMMAND`: one backend, served as the upstream itself."""
+    proc = subprocess.Popen(
+        [mcpwire_bin, "serve", "--upstream", f"up={mcpwire_bin} demo", "--listen", "http://127.0.0.1:0/mcp"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = proc.stderr.readline()
+        assert "listening on" in line, line
+        url = line.split()[-1]
+        async with streamable_http_client(url) as (read, write):
+            async with ClientSession(read, write, read_timeout_seconds=30) as s:
+                init = await s.initialize()
+                r = await s.call_tool("add", {"a": 1, "b": 2})
+                assert r.structured_content == {"sum": 3.0}
+                assert init.server_info.name != "mcpwire-gateway"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
