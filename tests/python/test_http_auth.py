@@ -8,9 +8,6 @@ import base64
 import hashlib
 import hmac
 import json
-import os
-import subprocess
-import threading
 import time
 
 import httpx2
@@ -25,6 +22,7 @@ from mcp.client.auth.utils import (
 )
 from mcp.client.streamable_http import streamable_http_client
 
+from conftest import spawn_http_demo
 from peers import text_of
 
 pytestmark = pytest.mark.anyio
@@ -40,21 +38,13 @@ def auth_url(mcpwire_bin, tmp_path):
     """`mcpwire demo` over HTTP requiring an API key or an HS256 JWT with scope mcp:tools."""
     keys = tmp_path / "keys.txt"
     keys.write_text(f"py={API_KEY}\n")
-    proc = subprocess.Popen(
-        [mcpwire_bin, "demo", "--transport", "http", "--port", "0",
-         "--api-key-file", str(keys), "--jwt-secret-env", "MCPWIRE_PY_SECRET",
+    proc, url = spawn_http_demo(
+        mcpwire_bin,
+        ["--api-key-file", str(keys), "--jwt-secret-env", "MCPWIRE_PY_SECRET",
          "--issuer", AS, "--audience", "mcpwire-python-test",
          "--authorization-server", AS, "--scope", SCOPE],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={"MCPWIRE_LOG": "warn", "MCPWIRE_PY_SECRET": SECRET},
-        text=True,
+        {"MCPWIRE_PY_SECRET": SECRET},
     )
-    line = proc.stderr.readline()
-    assert "listening on" in line, line
-    url = line.split()[-1]
-    threading.Thread(target=lambda: proc.stderr.read(), daemon=True).start()
     try:
         yield url
     finally:
