@@ -581,3 +581,64 @@ fn hs256_with_a_secret_from_the_environment() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+#[test]
+fn serve_config_auth_section_with_a_listener_opting_out() {
+    let d = dir("serve");
+    let jwks_file = d.join("jwks.json");
+    std::fs::write(&jwks_file, standard_jwks().to_string()).expect("write JWKS");
+    let config = d.join("mcpwire.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+[[listen]]
+url = "http://127.0.0.1:0/mcp"
+
+[[listen]]
+url = "ws://127.0.0.1:0/mcp"
+auth = false
+
+[backends.demo]
+native = "demo"
+
+[auth]
+resource = "{RESOURCE}"
+authorization_servers = ["{ISSUER}"]
+scopes = ["{SCOPE}"]
+
+[[auth.api_keys]]
+name = "ci"
+key = "{API_KEY}"
+
+[auth.jwt]
+jwks_file = "jwks.json"
+issuers = ["{ISSUER}"]
+"#
+        ),
+    )
+    .expect("write config");
+    let mut l = common::listen(
+        env!("CARGO_BIN_EXE_mcpwire"),
+        &["serve", "--config", config.to_str().expect("path")],
+        "warn",
+        &[
+            "mcpwire: listening on http://",
+            "mcpwire: listening on ws://",
+        ],
+        false,
+    );
+    let server = HttpServer::at(&l.addrs[0]);
+    let r = http_post(&server, None, None, &initialize_body());
+    assert_eq!(r.status, 401);
+    for token in [rs256(&claims(|_| {})), API_KEY.to_owned()] {
+        let r = http_post(&server, Some(&token), None, &initialize_body());
+        assert_eq!(r.status, 200);
+    }
+    // The WebSocket listener opted out: no credential needed.
+    let mut c = Conversation::new(Ws::connect(&l.addrs[1]));
+    let r = c.request(1, "initialize", initialize_body()["params"].clone());
+    assert!(r["result"]["serverInfo"].is_object(), "{r}");
+    let _ = l.child.kill();
+    let _ = l.child.wait();
+}
