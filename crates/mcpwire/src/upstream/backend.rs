@@ -9,7 +9,7 @@ use mcpwire_router::{Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, T
 use tokio::sync::broadcast;
 
 use super::call::{self, Forward};
-use super::forward::{forwarded_meta, outgoing};
+use super::forward::{forwarded_capabilities, forwarded_meta, outgoing};
 use super::link::Link;
 use super::routes::ToolRoutes;
 use crate::client::{
@@ -215,6 +215,7 @@ impl Inner {
             progress: ctx.progress_token().is_some(),
             reset_timeout_on_progress: true,
             meta: forwarded_meta(&ctx),
+            capabilities: Some(Arc::new(forwarded_capabilities(&ctx))),
         };
         let fwd = Forward {
             method: out.method,
