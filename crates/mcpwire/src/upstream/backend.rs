@@ -5,12 +5,13 @@ use std::time::Duration;
 
 use mcpwire_model::types::{ClientCapabilities, Implementation, LoggingLevel};
 use mcpwire_model::{BackendEvent, McpError, Reply};
-use mcpwire_router::{Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx};
+use mcpwire_router::{Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ToolRouting};
 use tokio::sync::broadcast;
 
 use super::call::{self, Forward};
-use super::forward::{forwarded_meta, outgoing};
+use super::forward::{forwarded_capabilities, forwarded_meta, outgoing};
 use super::link::Link;
+use super::routes::ToolRoutes;
 use crate::client::{
     Client, ClientEra, ClientError, ClientOptions, EraChoice, RequestOptions, Target,
 };
@@ -79,6 +80,8 @@ struct Inner {
     shared: Mutex<Arc<Link>>,
     /// Serializes reconnecting the shared session.
     reconnect: tokio::sync::Mutex<()>,
+    /// Task support and header parameters of the tools, from the lists passing through.
+    routes: ToolRoutes,
 }
 
 impl std::fmt::Debug for UpstreamBackend {
@@ -121,6 +124,7 @@ impl UpstreamBackend {
                 events,
                 shared: Mutex::new(link),
                 reconnect: tokio::sync::Mutex::new(()),
+                routes: ToolRoutes::default(),
             }),
         }))
     }
@@ -192,6 +196,18 @@ impl Inner {
     }
 
     async fn call(self: Arc<Self>, ctx: CallCtx, req: BackendRequest) -> Result<Reply, McpError> {
+        let listing = match &req {
+            BackendRequest::ListTools { cursor } => Some(cursor.is_none()),
+            _ => None,
+        };
+        let reply = self.forward(ctx, req).await;
+        if let (Some(first_page), Ok(reply)) = (listing, &reply) {
+            self.routes.learn(first_page, reply);
+        }
+        reply
+    }
+
+    async fn forward(&self, ctx: CallCtx, req: BackendRequest) -> Result<Reply, McpError> {
         let out = outgoing(req)?;
         let link = self.shared().await?;
         let opts = RequestOptions {
@@ -199,6 +215,7 @@ impl Inner {
             progress: ctx.progress_token().is_some(),
             reset_timeout_on_progress: true,
             meta: forwarded_meta(&ctx),
+            capabilities: Some(Arc::new(forwarded_capabilities(&ctx))),
         };
         let fwd = Forward {
             method: out.method,
@@ -220,6 +237,10 @@ impl Backend for UpstreamBackend {
         req: BackendRequest,
     ) -> BoxFuture<'static, Result<Reply, McpError>> {
         Box::pin(self.inner.clone().call(ctx, req))
+    }
+
+    fn tool_routing(&self, name: &str) -> Option<Arc<ToolRouting>> {
+        self.inner.routes.get(name)
     }
 
     fn events(&self) -> Option<broadcast::Receiver<BackendEvent>> {

@@ -12,12 +12,15 @@
 //! **Is not:** catalog merging or renaming (the federation), a client (the `client`
 //! module), a listener.
 //!
-//! Modules, leaves first: `forward.rs` (what a request becomes upstream), `link.rs` (one
-//! upstream session and the calls on it), `call.rs` (one call on a link), `backend.rs`.
+//! Modules, leaves first: `forward.rs` (what a request becomes upstream), `routes.rs`
+//! (task support and header parameters of the upstream's tools, learnt from its lists),
+//! `link.rs` (one upstream session and the calls on it), `call.rs` (one call on a link),
+//! `backend.rs`.
 
 mod backend;
 mod call;
 mod forward;
 mod link;
+mod routes;
 
 pub use backend::{UpstreamBackend, UpstreamConfig};
