@@ -40,7 +40,6 @@ mod tasks;
 
 pub use error::{Blame, ClientError};
 pub use handle::{Client, ClientEvents, PendingRequest};
-pub(crate) use http::fetch_document;
 pub use mcpwire_session::{
     Answer, ClientEra, ClientEvent, ClientLimits, ClientRequestId, EraChoice, InputRequest,
     InputRequired, ListKind, Negotiated, RequestOptions, ServerRequest, ServerRequestId,

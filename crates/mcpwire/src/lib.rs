@@ -17,6 +17,7 @@
 pub mod auth;
 pub mod client;
 mod driver;
+mod fetch;
 pub mod gateway;
 #[doc = include_str!("guide.md")]
 pub mod guide {}
@@ -26,6 +27,7 @@ pub mod prelude;
 pub mod proto_mcp;
 pub mod serve;
 pub mod stdio;
+mod tls;
 pub mod upstream;
 pub mod wires;
 

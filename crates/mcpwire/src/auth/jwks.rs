@@ -169,11 +169,9 @@ impl JwksCache {
                 }
                 bytes
             }
-            JwksSource::Url(url) => {
-                crate::client::fetch_document(url, FETCH_TIMEOUT, MAX_JWKS_BYTES)
-                    .await?
-                    .to_vec()
-            }
+            JwksSource::Url(url) => crate::fetch::get(url, FETCH_TIMEOUT, MAX_JWKS_BYTES)
+                .await?
+                .to_vec(),
         };
         parse_jwks(&bytes)
     }

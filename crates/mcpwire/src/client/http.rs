@@ -24,12 +24,8 @@ use crate::http::headers::PROTOCOL_VERSION;
 
 mod conn;
 mod exchange;
-mod fetch;
 mod routing;
 mod sse;
-mod tls;
-
-pub(crate) use fetch::get as fetch_document;
 
 use conn::{Headers, HttpConn};
 use exchange::{Inbound, Post};

@@ -1,8 +1,6 @@
 //! One plain `GET` of a small document (a JWKS, metadata), `http` or `https`, bounded in
-//! size and time: what the authentication layer fetches. Not MCP, so none of [`HttpConn`]'s
-//! session handling.
-//!
-//! [`HttpConn`]: super::conn::HttpConn
+//! size and time: what the authentication layer fetches. Not MCP, so none of the MCP
+//! client's session handling (a leaf beside it, so `auth` does not depend on `client`).
 
 use std::time::Duration;
 
@@ -12,7 +10,7 @@ use hyper::header::{ACCEPT, HOST};
 use hyper::{Request, Uri};
 use hyper_util::rt::TokioIo;
 
-use super::tls;
+use crate::tls;
 
 /// GETs `url` within `timeout` and returns its body if the status is 2xx and the body is at
 /// most `max` bytes; the error says what failed. No redirects are followed (a key set must
