@@ -9,7 +9,7 @@ use mcpwire_model::McpError;
 #[non_exhaustive]
 pub enum AuthFailure {
     /// No credential was sent.
-    #[error("no credential: send `Authorization: Bearer <token>`")]
+    #[error("no credential: send a bearer token or API key")]
     Missing,
     /// The credential cannot be read: not the Bearer scheme, not a JWT, a JWT that does not
     /// decode, a required claim missing.
