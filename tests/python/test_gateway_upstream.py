@@ -5,7 +5,9 @@ resources and their updates, prompts, completions, cancellation and errors with 
 codes all round-trip, in legacy (2025-11-25) and auto (2026-07-28) modes, with the
 upstream spoken to in either era."""
 
+import pathlib
 import subprocess
+import sys
 
 import anyio
 import pytest
@@ -56,9 +58,11 @@ async def direct_error(mcpwire_bin, coro_of):
             return await error_of(coro_of(s))
 
 
-async def legacy(url: str, mcpwire_bin: str, modern_upstream: bool) -> None:
+async def legacy(url: str, mcpwire_bin: str, modern_upstream: bool, per_session: bool) -> None:
     """`modern_upstream`: the gateway speaks 2026-07-28 upstream, where subscriptions and
-    list changes need `subscriptions/listen` (not forwarded yet: subscribing is refused)."""
+    list changes need `subscriptions/listen` (not forwarded yet: subscribing is refused).
+    `per_session`: this session has a child of its own, whose catalog changes are not the
+    catalog's (that is the shared session's)."""
     rec, notes = Recorder(), Notes()
     async with streamable_http_client(url) as (read, write):
         async with ClientSession(
@@ -147,6 +151,8 @@ async def legacy(url: str, mcpwire_bin: str, modern_upstream: bool) -> None:
             await s.unsubscribe_resource("test://watched-resource")
 
             # A list change upstream reaches this client.
+            if per_session:
+                return
             before = len(notes.methods("notifications/tools/list_changed"))
             await s.call_tool("test_trigger_tool_change", {})
             await wait_until(lambda: len(notes.methods("notifications/tools/list_changed")) > before)
@@ -162,7 +168,7 @@ async def auto(url: str) -> None:
 async def test_stdio_upstream(mcpwire_bin, tmp_path, era):
     served = Served(mcpwire_bin, gateway_config(tmp_path, stdio_backend(mcpwire_bin, era)))
     try:
-        await legacy(served.url, mcpwire_bin, era == "auto")
+        await legacy(served.url, mcpwire_bin, era == "auto", per_session=True)
         await auto(served.url)
     finally:
         served.close()
@@ -172,7 +178,7 @@ async def test_stdio_upstream(mcpwire_bin, tmp_path, era):
 async def test_http_upstream(mcpwire_bin, tmp_path, http_url, era):
     served = Served(mcpwire_bin, gateway_config(tmp_path, f'url = "{http_url}"\nera = "{era}"\n'))
     try:
-        await legacy(served.url, mcpwire_bin, era == "auto")
+        await legacy(served.url, mcpwire_bin, era == "auto", per_session=False)
         await auto(served.url)
     finally:
         served.close()
@@ -200,3 +206,78 @@ async def test_quick_flag_upstream_served_as_itself(mcpwire_bin):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+FAKE = pathlib.Path(__file__).resolve().parents[1] / "peers" / "fake_server.py"
+
+
+def faulty_backend(extra: str = "") -> str:
+    return f'command = ["{sys.executable}", "{FAKE}", "stdio-faulty"]\n{extra}'
+
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie has ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+async def pid_of(s) -> int:
+    return int(text_of(await s.call_tool("pid", {})))
+
+
+async def test_a_child_per_downstream_session(mcpwire_bin, tmp_path):
+    """Stdio upstreams get one child per downstream session, stopped when it ends; the
+    stateless requests share one; `max_sessions` bounds the children."""
+    served = Served(mcpwire_bin, gateway_config(tmp_path, faulty_backend("max_sessions = 2\n")))
+    try:
+        async with streamable_http_client(served.url) as (ra, wa), streamable_http_client(served.url) as (rb, wb):
+            async with ClientSession(ra, wa, read_timeout_seconds=30) as a, ClientSession(
+                rb, wb, read_timeout_seconds=30
+            ) as b:
+                await a.initialize()
+                await b.initialize()
+                pid_a, pid_b = await pid_of(a), await pid_of(b)
+                assert pid_a != pid_b, "two sessions, two children"
+                assert await pid_of(a) == pid_a, "a session keeps its child"
+                async with Client(served.url, mode="auto", read_timeout_seconds=30) as stateless:
+                    shared = int(text_of(await stateless.call_tool("pid", {})))
+                    assert shared not in (pid_a, pid_b)
+
+                # A third session is refused while two have children.
+                async with streamable_http_client(served.url) as (rc, wc):
+                    async with ClientSession(rc, wc, read_timeout_seconds=30) as c:
+                        await c.initialize()
+                        err = await error_of(c.call_tool("pid", {}))
+                        assert "max_sessions" in err.message, err
+                assert alive(pid_a) and alive(pid_b)
+        # Both sessions ended (the client deleted them): their children stop.
+        await wait_until(lambda: not alive(pid_a) and not alive(pid_b))
+        assert alive(shared), "the shared child serves on"
+
+        # Room again: a new session gets a new child.
+        async with streamable_http_client(served.url) as (rd, wd):
+            async with ClientSession(rd, wd, read_timeout_seconds=30) as d:
+                await d.initialize()
+                assert await pid_of(d) not in (pid_a, pid_b, shared)
+    finally:
+        served.close()
+
+
+async def test_shared_stdio_upstream(mcpwire_bin, tmp_path):
+    """`shared = true`: every downstream session talks to the one child."""
+    served = Served(mcpwire_bin, gateway_config(tmp_path, faulty_backend("shared = true\n")))
+    try:
+        async with streamable_http_client(served.url) as (ra, wa), streamable_http_client(served.url) as (rb, wb):
+            async with ClientSession(ra, wa, read_timeout_seconds=30) as a, ClientSession(
+                rb, wb, read_timeout_seconds=30
+            ) as b:
+                await a.initialize()
+                await b.initialize()
+                assert await pid_of(a) == await pid_of(b)
+                r = await b.call_tool("echo", {"text": "b"})
+                assert text_of(r) == "b"
+    finally:
+        served.close()

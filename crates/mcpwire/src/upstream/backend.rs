@@ -11,6 +11,7 @@ use tokio::sync::broadcast;
 use super::call::{self, Forward};
 use super::forward::{forwarded_meta, outgoing};
 use super::link::Link;
+use super::sessions::Sessions;
 use crate::client::{
     Client, ClientEra, ClientError, ClientOptions, EraChoice, RequestOptions, Target,
 };
@@ -32,6 +33,13 @@ pub struct UpstreamConfig {
     pub call_timeout: Option<Duration>,
     /// Which era to speak upstream (default: discover, falling back to `initialize`).
     pub era: EraChoice,
+    /// One upstream session for every downstream session (`true`), or one per downstream
+    /// session (`false`: each stateful downstream session gets its own, opened on its first
+    /// call and closed when it ends; stateless requests and catalog listing use the shared
+    /// one).
+    pub shared: bool,
+    /// Upstream sessions open at once besides the shared one (`shared = false`).
+    pub max_sessions: usize,
 }
 
 impl UpstreamConfig {
@@ -43,6 +51,8 @@ impl UpstreamConfig {
             handshake_timeout: Duration::from_secs(30),
             call_timeout: None,
             era: EraChoice::Auto,
+            shared: true,
+            max_sessions: 64,
         }
     }
 
@@ -79,6 +89,8 @@ struct Inner {
     shared: Mutex<Arc<Link>>,
     /// Serializes reconnecting the shared session.
     reconnect: tokio::sync::Mutex<()>,
+    /// Upstream sessions of downstream sessions (`None`: every call uses the shared one).
+    sessions: Option<Arc<Sessions>>,
 }
 
 impl std::fmt::Debug for UpstreamBackend {
@@ -114,13 +126,15 @@ impl UpstreamBackend {
         let instructions = negotiated.instructions.clone();
         Ok(Arc::new(UpstreamBackend {
             inner: Arc::new(Inner {
-                config,
                 info,
                 server_info,
                 instructions,
                 events,
                 shared: Mutex::new(link),
                 reconnect: tokio::sync::Mutex::new(()),
+                sessions: (!config.shared)
+                    .then(|| Sessions::new(&config.name, config.max_sessions)),
+                config,
             }),
         }))
     }
@@ -138,6 +152,11 @@ impl UpstreamBackend {
     /// Where the upstream is (a command line, a URL).
     pub fn peer(&self) -> String {
         self.inner.config.target.to_string()
+    }
+
+    /// Upstream sessions open for downstream sessions now (besides the shared one).
+    pub fn session_count(&self) -> usize {
+        self.inner.sessions.as_ref().map_or(0, |s| s.len())
     }
 }
 
@@ -177,7 +196,7 @@ impl Inner {
         tracing::warn!(upstream = %self.config.name, "upstream session ended; reconnecting");
         let link = open(&self.config, false, &self.events)
             .await
-            .map_err(|e| McpError::Unavailable(format!("upstream `{}`: {e}", self.config.name)))?;
+            .map_err(|e| unavailable(&self.config, e))?;
         if let Ok(mut s) = self.shared.lock() {
             *s = link.clone();
         }
@@ -191,9 +210,25 @@ impl Inner {
         }
     }
 
+    /// The upstream session for a call: its downstream session's own, or the shared one.
+    async fn link_for(&self, ctx: &CallCtx) -> Result<Arc<Link>, McpError> {
+        match (&self.sessions, ctx.session()) {
+            (Some(sessions), Some(scope)) => {
+                sessions
+                    .get(scope, || async {
+                        open(&self.config, true, &self.events)
+                            .await
+                            .map_err(|e| unavailable(&self.config, e))
+                    })
+                    .await
+            }
+            _ => self.shared().await,
+        }
+    }
+
     async fn call(self: Arc<Self>, ctx: CallCtx, req: BackendRequest) -> Result<Reply, McpError> {
         let out = outgoing(req)?;
-        let link = self.shared().await?;
+        let link = self.link_for(&ctx).await?;
         let opts = RequestOptions {
             timeout: self.config.call_timeout,
             progress: ctx.progress_token().is_some(),
@@ -207,6 +242,11 @@ impl Inner {
         };
         call::run(link, ctx, fwd).await
     }
+}
+
+/// An upstream session could not be opened.
+fn unavailable(config: &UpstreamConfig, e: ClientError) -> McpError {
+    McpError::Unavailable(format!("upstream `{}`: {e}", config.name))
 }
 
 impl Backend for UpstreamBackend {

@@ -13,11 +13,13 @@
 //! module), a listener.
 //!
 //! Modules, leaves first: `forward.rs` (what a request becomes upstream), `link.rs` (one
-//! upstream session and the calls on it), `call.rs` (one call on a link), `backend.rs`.
+//! upstream session and the calls on it), `call.rs` (one call on a link), `sessions.rs`
+//! (an upstream session per downstream session, bounded), `backend.rs`.
 
 mod backend;
 mod call;
 mod forward;
 mod link;
+mod sessions;
 
 pub use backend::{UpstreamBackend, UpstreamConfig};
