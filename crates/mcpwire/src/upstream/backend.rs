@@ -10,6 +10,7 @@ use tokio::sync::broadcast;
 
 use super::call::{self, Forward};
 use super::forward::{forwarded_meta, outgoing};
+use super::hold::Holder;
 use super::link::Link;
 use super::sessions::Sessions;
 use crate::client::{
@@ -18,6 +19,9 @@ use crate::client::{
 
 /// Backend events held for slow sessions before the oldest are dropped.
 const EVENTS_CAPACITY: usize = 256;
+
+/// Upstream requests held for stateless clients' retries at once, per backend.
+const MAX_HELD: usize = 256;
 
 /// How to reach an upstream server and how to forward to it.
 #[derive(Debug, Clone)]
@@ -40,6 +44,9 @@ pub struct UpstreamConfig {
     pub shared: bool,
     /// Upstream sessions open at once besides the shared one (`shared = false`).
     pub max_sessions: usize,
+    /// How long an upstream request that asked a stateless (2026-07-28) downstream client
+    /// something waits for the client's retry with the answer before it is cancelled.
+    pub hold_timeout: Duration,
 }
 
 impl UpstreamConfig {
@@ -53,6 +60,7 @@ impl UpstreamConfig {
             era: EraChoice::Auto,
             shared: true,
             max_sessions: 64,
+            hold_timeout: Duration::from_secs(60),
         }
     }
 
@@ -91,6 +99,8 @@ struct Inner {
     reconnect: tokio::sync::Mutex<()>,
     /// Upstream sessions of downstream sessions (`None`: every call uses the shared one).
     sessions: Option<Arc<Sessions>>,
+    /// Upstream requests waiting for a stateless client's retry.
+    holder: Arc<Holder>,
 }
 
 impl std::fmt::Debug for UpstreamBackend {
@@ -134,6 +144,7 @@ impl UpstreamBackend {
                 reconnect: tokio::sync::Mutex::new(()),
                 sessions: (!config.shared)
                     .then(|| Sessions::new(&config.name, config.max_sessions)),
+                holder: Holder::new(MAX_HELD, config.hold_timeout),
                 config,
             }),
         }))
@@ -152,6 +163,11 @@ impl UpstreamBackend {
     /// Where the upstream is (a command line, a URL).
     pub fn peer(&self) -> String {
         self.inner.config.target.to_string()
+    }
+
+    /// Upstream requests held for stateless clients' retries now.
+    pub fn held_count(&self) -> usize {
+        self.inner.holder.len()
     }
 
     /// Upstream sessions open for downstream sessions now (besides the shared one).
@@ -228,7 +244,7 @@ impl Inner {
 
     async fn call(self: Arc<Self>, ctx: CallCtx, req: BackendRequest) -> Result<Reply, McpError> {
         let out = outgoing(req)?;
-        let link = self.link_for(&ctx).await?;
+        let resumed = self.holder.resume(&ctx);
         let opts = RequestOptions {
             timeout: self.config.call_timeout,
             progress: ctx.progress_token().is_some(),
@@ -240,7 +256,11 @@ impl Inner {
             params: out.params,
             opts,
         };
-        call::run(link, ctx, fwd).await
+        let link = match &resumed {
+            Some(held) => held.round.link().clone(),
+            None => self.link_for(&ctx).await?,
+        };
+        call::run(link, ctx, fwd, &self.holder, resumed).await
     }
 }
 

@@ -159,6 +159,16 @@ impl Link {
         rx
     }
 
+    /// Gives the call under `id` a new context (a held call resumed by the downstream
+    /// client's retry); returns what the link will send it from now on.
+    pub(crate) fn reattach(&self, id: ClientRequestId, ctx: CallCtx) -> mpsc::Receiver<ToCall> {
+        let (tx, rx) = mpsc::channel(CALL_QUEUE);
+        if let Ok(mut t) = self.table.lock() {
+            t.calls.insert(id, Slot { ctx, tx });
+        }
+        rx
+    }
+
     /// A request is about to be sent (call [`Link::register`] or [`Link::send_failed`]
     /// after).
     pub(crate) fn sending(&self) {

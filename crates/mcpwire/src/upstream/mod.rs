@@ -13,12 +13,14 @@
 //! module), a listener.
 //!
 //! Modules, leaves first: `forward.rs` (what a request becomes upstream), `link.rs` (one
-//! upstream session and the calls on it), `call.rs` (one call on a link), `sessions.rs`
+//! upstream session and the calls on it), `call.rs` (one call on a link), `hold.rs`
+//! (upstream requests waiting for a stateless client's retry), `sessions.rs`
 //! (an upstream session per downstream session, bounded), `backend.rs`.
 
 mod backend;
 mod call;
 mod forward;
+mod hold;
 mod link;
 mod sessions;
 
