@@ -5,6 +5,7 @@ resources and their updates, prompts, completions, cancellation and errors with 
 codes all round-trip, in legacy (2025-11-25) and auto (2026-07-28) modes, with the
 upstream spoken to in either era."""
 
+import os
 import pathlib
 import subprocess
 import sys
@@ -281,3 +282,97 @@ async def test_shared_stdio_upstream(mcpwire_bin, tmp_path):
                 assert text_of(r) == "b"
     finally:
         served.close()
+
+
+async def faulty_session(url: str):
+    """A legacy session through the gateway (an async context manager)."""
+    from contextlib import asynccontextmanager
+
+    @asynccontextmanager
+    async def session():
+        async with streamable_http_client(url) as (r, w):
+            async with ClientSession(r, w, read_timeout_seconds=30) as s:
+                await s.initialize()
+                yield s
+
+    return session()
+
+
+@pytest.mark.parametrize("shared", ["true", "false"])
+async def test_a_child_that_crashes_mid_call(mcpwire_bin, tmp_path, shared):
+    """The call in flight gets a clear error; the next call works (a new child: right away
+    for a session's own child, after the shared one is started again)."""
+    served = Served(mcpwire_bin, gateway_config(tmp_path, faulty_backend(f"shared = {shared}\n")))
+    try:
+        async with await faulty_session(served.url) as s:
+            before = await pid_of(s)
+            err = await error_of(s.call_tool("crash", {}))
+            assert err.code == -32603 and "closed" in err.message.lower(), err
+            r = await s.call_tool("echo", {"text": "after the crash"})
+            assert text_of(r) == "after the crash"
+            assert await pid_of(s) != before
+    finally:
+        served.close()
+
+
+async def test_a_hanging_upstream_times_out(mcpwire_bin, tmp_path):
+    served = Served(mcpwire_bin, gateway_config(tmp_path, faulty_backend("call_timeout_secs = 1\n")))
+    try:
+        async with await faulty_session(served.url) as s:
+            err = await error_of(s.call_tool("hang", {}))
+            assert err.code == -32001 and "timed out" in err.message.lower(), err
+            r = await s.call_tool("echo", {"text": "still served"})
+            assert text_of(r) == "still served"
+    finally:
+        served.close()
+
+
+async def test_a_flooding_upstream(mcpwire_bin, tmp_path):
+    """Thousands of logs and progress updates around one call: the call is answered and the
+    session stays usable (what a slow client cannot take is dropped, not queued)."""
+    served = Served(mcpwire_bin, gateway_config(tmp_path, faulty_backend()))
+    try:
+        async with await faulty_session(served.url) as s:
+            seen = []
+
+            async def on_progress(progress, total, message):
+                seen.append(progress)
+
+            r = await s.call_tool("flood", {"count": 20000}, progress_callback=on_progress)
+            assert text_of(r) == "flooded 20000"
+            assert seen and seen == sorted(seen), "progress in order"
+            r = await s.call_tool("echo", {"text": "after the flood"})
+            assert text_of(r) == "after the flood"
+    finally:
+        served.close()
+
+
+def check_report(mcpwire_bin, conf) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [mcpwire_bin, "serve", "--config", str(conf), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"MCPWIRE_LOG": "error", "PATH": os.environ.get("PATH", "")},
+    )
+
+
+def test_an_upstream_that_never_answers_initialize(mcpwire_bin, tmp_path):
+    """Fail open (the default): served without it, `--check` says why. Fail closed: the
+    gateway does not start, naming it."""
+    silent = f'command = ["{sys.executable}", "{FAKE}", "stdio-silent"]\nhandshake_timeout_secs = 1\n'
+    conf = tmp_path / "mcpwire.toml"
+    conf.write_text(
+        '[[listen]]\nurl = "http://127.0.0.1:0/mcp"\n\n[backends.demo]\nnative = "demo"\n\n'
+        f"[backends.silent]\n{silent}"
+    )
+    out = check_report(mcpwire_bin, conf)
+    assert out.returncode != 0, out
+    line = next(l for l in out.stdout.splitlines() if l.strip().startswith("silent"))
+    assert "NOT STARTED" in line and "initialize" in line, out.stdout
+    assert "demo_echo" in out.stdout or "echo" in out.stdout
+
+    conf.write_text(conf.read_text() + 'fail = "closed"\n')
+    out = check_report(mcpwire_bin, conf)
+    assert out.returncode != 0
+    assert "silent" in out.stderr and "initialize" in out.stderr, out.stderr

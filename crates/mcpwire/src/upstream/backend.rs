@@ -1,17 +1,19 @@
 //! [`UpstreamBackend`]: the [`Backend`] over an upstream MCP server.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use mcpwire_model::types::{ClientCapabilities, Implementation, LoggingLevel};
 use mcpwire_model::{BackendEvent, McpError, Reply};
 use mcpwire_router::{Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
+use tokio_util::sync::CancellationToken;
 
 use super::call::{self, Forward};
 use super::forward::{forwarded_meta, outgoing};
 use super::hold::Holder;
 use super::link::Link;
+use super::restart::{Shared, reopen};
 use super::sessions::Sessions;
 use crate::client::{
     Client, ClientEra, ClientError, ClientOptions, EraChoice, RequestOptions, Target,
@@ -94,9 +96,10 @@ struct Inner {
     server_info: Implementation,
     instructions: Option<String>,
     events: broadcast::Sender<BackendEvent>,
-    shared: Mutex<Arc<Link>>,
-    /// Serializes reconnecting the shared session.
-    reconnect: tokio::sync::Mutex<()>,
+    /// The shared upstream session (kept up by `supervise`).
+    shared: watch::Sender<Shared>,
+    /// Cancelled when the backend is dropped: the shared session closes.
+    stop: CancellationToken,
     /// Upstream sessions of downstream sessions (`None`: every call uses the shared one).
     sessions: Option<Arc<Sessions>>,
     /// Upstream requests waiting for a stateless client's retry.
@@ -134,20 +137,19 @@ impl UpstreamBackend {
         };
         let server_info = negotiated.server_info.clone();
         let instructions = negotiated.instructions.clone();
-        Ok(Arc::new(UpstreamBackend {
-            inner: Arc::new(Inner {
-                info,
-                server_info,
-                instructions,
-                events,
-                shared: Mutex::new(link),
-                reconnect: tokio::sync::Mutex::new(()),
-                sessions: (!config.shared)
-                    .then(|| Sessions::new(&config.name, config.max_sessions)),
-                holder: Holder::new(MAX_HELD, config.hold_timeout),
-                config,
-            }),
-        }))
+        let inner = Arc::new(Inner {
+            info,
+            server_info,
+            instructions,
+            events,
+            shared: watch::Sender::new(Shared::Up(link.clone())),
+            stop: CancellationToken::new(),
+            sessions: (!config.shared).then(|| Sessions::new(&config.name, config.max_sessions)),
+            holder: Holder::new(MAX_HELD, config.hold_timeout),
+            config,
+        });
+        tokio::spawn(supervise(Arc::downgrade(&inner), link, inner.stop.clone()));
+        Ok(Arc::new(UpstreamBackend { inner }))
     }
 
     /// `serverInfo` as the upstream gave it.
@@ -197,32 +199,90 @@ async fn open(
     Ok(Link::start(client, client_events, scoped, events.clone()))
 }
 
+impl Drop for UpstreamBackend {
+    fn drop(&mut self) {
+        self.inner.stop.cancel();
+    }
+}
+
+/// Keeps the shared session up: when it ends, sessions are told every list may have
+/// changed (a federation lists the backend again, and so sees whether it is healthy), it
+/// is opened again with backoff, and told again once it is back. Closes it when the
+/// backend is dropped.
+async fn supervise(inner: Weak<Inner>, mut link: Arc<Link>, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => {
+                link.client().clone().close().await.ok();
+                return;
+            }
+            _ = link.closed() => {}
+        }
+        let Some(backend) = inner.upgrade() else {
+            return;
+        };
+        tracing::warn!(upstream = %backend.config.name, "the upstream session ended; opening it again");
+        backend.announce_lists();
+        let reopened = {
+            let open = || async {
+                open(&backend.config, false, &backend.events)
+                    .await
+                    .map_err(|e| unavailable(&backend.config, e))
+            };
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                l = reopen(&backend.shared, open) => l,
+            }
+        };
+        let next = reopened;
+        tracing::info!(upstream = %backend.config.name, "the upstream session is back");
+        backend.announce_lists();
+        link = next;
+    }
+}
+
 impl Inner {
-    /// The shared upstream session, reconnected when it went down.
+    /// The shared upstream session; while it is being opened again, waits for it (at most
+    /// the handshake timeout).
     async fn shared(&self) -> Result<Arc<Link>, McpError> {
-        let current = self.current();
-        if !current.is_down() {
-            return Ok(current);
+        let mut state = self.shared.subscribe();
+        let deadline = tokio::time::Instant::now() + self.config.handshake_timeout;
+        loop {
+            let now = state.borrow_and_update().clone();
+            match now {
+                Shared::Up(link) if !link.is_down() => return Ok(link),
+                Shared::Down(e) => {
+                    return Err(McpError::Unavailable(format!(
+                        "{e} (tried again with backoff)"
+                    )));
+                }
+                // Restarting, or ended and not yet noticed by the supervisor.
+                _ => {}
+            }
+            if tokio::time::timeout_at(deadline, state.changed())
+                .await
+                .is_err()
+            {
+                return Err(McpError::Unavailable(format!(
+                    "upstream `{}` is being restarted",
+                    self.config.name
+                )));
+            }
         }
-        let _one = self.reconnect.lock().await;
-        let current = self.current();
-        if !current.is_down() {
-            return Ok(current);
-        }
-        tracing::warn!(upstream = %self.config.name, "upstream session ended; reconnecting");
-        let link = open(&self.config, false, &self.events)
-            .await
-            .map_err(|e| unavailable(&self.config, e))?;
-        if let Ok(mut s) = self.shared.lock() {
-            *s = link.clone();
-        }
-        Ok(link)
     }
 
-    fn current(&self) -> Arc<Link> {
-        match self.shared.lock() {
-            Ok(s) => s.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
+    /// Tells sessions every list this backend offers may have changed.
+    fn announce_lists(&self) {
+        let caps = &self.info.capabilities;
+        let kinds = [
+            (caps.tools.is_some(), BackendEvent::ToolsListChanged),
+            (caps.prompts.is_some(), BackendEvent::PromptsListChanged),
+            (caps.resources.is_some(), BackendEvent::ResourcesListChanged),
+        ];
+        for (offered, ev) in kinds {
+            if offered {
+                let _ = self.events.send(ev);
+            }
         }
     }
 

@@ -122,6 +122,11 @@ impl Link {
         self.down.is_cancelled()
     }
 
+    /// Completes when the upstream connection ended.
+    pub(crate) async fn closed(&self) {
+        self.down.cancelled().await
+    }
+
     /// Registers a call in flight under its upstream request id; returns what the link
     /// will send it.
     pub(crate) fn register(&self, id: ClientRequestId, ctx: CallCtx) -> mpsc::Receiver<ToCall> {

@@ -14,7 +14,8 @@
 //!
 //! Modules, leaves first: `forward.rs` (what a request becomes upstream), `link.rs` (one
 //! upstream session and the calls on it), `call.rs` (one call on a link), `hold.rs`
-//! (upstream requests waiting for a stateless client's retry), `sessions.rs`
+//! (upstream requests waiting for a stateless client's retry), `restart.rs` (the shared
+//! session opened again with backoff when it ends), `sessions.rs`
 //! (an upstream session per downstream session, bounded), `backend.rs`.
 
 mod backend;
@@ -22,6 +23,7 @@ mod call;
 mod forward;
 mod hold;
 mod link;
+mod restart;
 mod sessions;
 
 pub use backend::{UpstreamBackend, UpstreamConfig};

@@ -43,28 +43,28 @@ impl Sessions {
         open: F,
     ) -> Result<Arc<Link>, McpError>
     where
-        F: FnOnce() -> Fut,
+        F: Fn() -> Fut,
         Fut: Future<Output = Result<Arc<Link>, McpError>>,
     {
         if scope.is_ended() {
             return Err(McpError::Cancelled);
         }
-        let slot = self.slot(scope)?;
-        match slot.get_or_try_init(open).await {
-            Ok(link) if !link.is_down() => Ok(link.clone()),
-            Ok(_) => {
-                // The upstream went away (a crashed child): the next call opens anew.
-                self.forget(scope.id(), &slot);
-                Err(McpError::ConnectionClosed(format!(
-                    "the upstream session of backend `{}` ended",
-                    self.name
-                )))
-            }
-            Err(e) => {
-                self.forget(scope.id(), &slot);
-                Err(e)
+        // A session whose upstream went away (a crashed child) gets a new one.
+        for _ in 0..2 {
+            let slot = self.slot(scope)?;
+            match slot.get_or_try_init(&open).await {
+                Ok(link) if !link.is_down() => return Ok(link.clone()),
+                Ok(_) => self.forget(scope.id(), &slot),
+                Err(e) => {
+                    self.forget(scope.id(), &slot);
+                    return Err(e);
+                }
             }
         }
+        Err(McpError::ConnectionClosed(format!(
+            "the upstream session of backend `{}` ended as it was opened",
+            self.name
+        )))
     }
 
     /// The slot of `scope`, made (with a task closing it when the session ends) if new.
