@@ -42,6 +42,28 @@ pub struct HeaderParam {
 }
 
 impl ToolRouting {
+    /// What a tool definition as another server lists it (`tools/list`) declares: its
+    /// `execution.taskSupport` (absent or unknown: forbidden) and the header parameters of
+    /// its `inputSchema`. For backends that forward to such a server.
+    pub fn of_listed_tool(tool: &serde_json::Value) -> ToolRouting {
+        let task_support = match tool
+            .pointer("/execution/taskSupport")
+            .and_then(|v| v.as_str())
+        {
+            Some("optional") => TaskSupport::Optional,
+            Some("required") => TaskSupport::Required,
+            _ => TaskSupport::Forbidden,
+        };
+        let header_params = tool
+            .get("inputSchema")
+            .map(ToolRouting::header_params_of)
+            .unwrap_or_default();
+        ToolRouting {
+            task_support,
+            header_params,
+        }
+    }
+
     /// The header parameters declared by an input schema's top-level properties.
     pub fn header_params_of(input_schema: &serde_json::Value) -> Vec<HeaderParam> {
         let Some(props) = input_schema.get("properties").and_then(|p| p.as_object()) else {

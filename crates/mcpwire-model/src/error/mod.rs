@@ -98,16 +98,23 @@ impl PartialEq for ErrorObject {
 
 impl ErrorObject {
     /// The HTTP status of an answer that is only this error: the variant's
-    /// ([`McpError::http_status`]), or 200 for a peer's error passed through (a JSON-RPC
-    /// error is an answer like any other).
+    /// ([`McpError::http_status`]). A peer's error passed through (a gateway forwarding an
+    /// upstream's answer) gets the status of the standard error its code names
+    /// ([`McpError::status_of_peer_code`]), or 200 for any other code (a JSON-RPC error is
+    /// an answer like any other).
     pub fn http_status(&self) -> u16 {
-        self.status.map_or(200, |(http, _)| http)
+        self.statuses().map_or(200, |(http, _)| http)
     }
 
-    /// The gRPC status code of this error: the variant's ([`McpError::grpc_code`]), or
-    /// `UNKNOWN` for a peer's error passed through.
+    /// The gRPC status code of this error: the variant's ([`McpError::grpc_code`]); for a
+    /// peer's error, that of the standard error its code names, or `UNKNOWN`.
     pub fn grpc_code(&self) -> GrpcCode {
-        self.status.map_or(GrpcCode::Unknown, |(_, grpc)| grpc)
+        self.statuses().map_or(GrpcCode::Unknown, |(_, grpc)| grpc)
+    }
+
+    fn statuses(&self) -> Option<(u16, GrpcCode)> {
+        self.status
+            .or_else(|| McpError::status_of_peer_code(self.code))
     }
 }
 

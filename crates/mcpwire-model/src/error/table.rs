@@ -66,6 +66,32 @@ impl McpError {
         }
     }
 
+    /// The HTTP and gRPC statuses of a peer's error by its code: those of the variant
+    /// the code means in standard MCP, for the codes every revision agrees on (the
+    /// JSON-RPC ones and the 2026-07-28 header and capability errors); `None` for others
+    /// (tool- or server-specific codes, whose meaning the peer alone knows).
+    pub fn status_of_peer_code(code: i64) -> Option<(u16, GrpcCode)> {
+        let s = String::new;
+        let like = match code {
+            PARSE_ERROR => McpError::ParseError(s()),
+            INVALID_REQUEST => McpError::InvalidRequest(s()),
+            METHOD_NOT_FOUND => McpError::MethodNotFound(s()),
+            INVALID_PARAMS => McpError::InvalidParams(s()),
+            INTERNAL_ERROR => McpError::Internal(s()),
+            HEADER_MISMATCH => McpError::HeaderMismatch(s()),
+            UNSUPPORTED_PROTOCOL_VERSION => McpError::UnsupportedVersion {
+                requested: s(),
+                supported: Vec::new(),
+            },
+            MISSING_REQUIRED_CLIENT_CAPABILITY => McpError::MissingCapability {
+                capability: s(),
+                required: serde_json::Value::Null,
+            },
+            _ => return None,
+        };
+        Some((like.http_status(), like.grpc_code()))
+    }
+
     /// The error object for an error raised before any revision is known (by a codec, or
     /// an HTTP handler before a session exists). Only for variants whose code every
     /// revision agrees on (the table test checks which do); others are answered as in the

@@ -502,3 +502,18 @@ fn the_design_doc_shows_this_table() {
         );
     }
 }
+
+#[test]
+fn a_peers_standard_error_keeps_its_statuses() {
+    let peer = |code: i64| -> ErrorObject {
+        serde_json::from_str(&format!(r#"{{"code":{code},"message":"m"}}"#)).unwrap()
+    };
+    assert_eq!(peer(-32601).http_status(), 404);
+    assert_eq!(peer(-32601).grpc_code(), GrpcCode::Unimplemented);
+    assert_eq!(peer(-32602).http_status(), 400);
+    assert_eq!(peer(-32020).http_status(), 400);
+    assert_eq!(peer(-32603).http_status(), 500);
+    // A code whose meaning only the peer knows stays an ordinary answer.
+    assert_eq!(peer(-32000).http_status(), 200);
+    assert_eq!(peer(-32000).grpc_code(), GrpcCode::Unknown);
+}

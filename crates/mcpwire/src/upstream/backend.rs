@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use mcpwire_model::types::{ClientCapabilities, Implementation, LoggingLevel};
 use mcpwire_model::{BackendEvent, McpError, Reply};
-use mcpwire_router::{Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx};
+use mcpwire_router::{Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ToolRouting};
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -14,6 +14,7 @@ use super::forward::{forwarded_meta, outgoing};
 use super::hold::Holder;
 use super::link::Link;
 use super::restart::{Shared, reopen};
+use super::routes::ToolRoutes;
 use super::sessions::Sessions;
 use crate::client::{
     Client, ClientEra, ClientError, ClientOptions, EraChoice, RequestOptions, Target,
@@ -104,6 +105,8 @@ struct Inner {
     sessions: Option<Arc<Sessions>>,
     /// Upstream requests waiting for a stateless client's retry.
     holder: Arc<Holder>,
+    /// Task support and header parameters of the tools, from the lists passing through.
+    routes: ToolRoutes,
 }
 
 impl std::fmt::Debug for UpstreamBackend {
@@ -146,6 +149,7 @@ impl UpstreamBackend {
             stop: CancellationToken::new(),
             sessions: (!config.shared).then(|| Sessions::new(&config.name, config.max_sessions)),
             holder: Holder::new(MAX_HELD, config.hold_timeout),
+            routes: ToolRoutes::default(),
             config,
         });
         tokio::spawn(supervise(Arc::downgrade(&inner), link, inner.stop.clone()));
@@ -303,6 +307,18 @@ impl Inner {
     }
 
     async fn call(self: Arc<Self>, ctx: CallCtx, req: BackendRequest) -> Result<Reply, McpError> {
+        let listing = match &req {
+            BackendRequest::ListTools { cursor } => Some(cursor.is_none()),
+            _ => None,
+        };
+        let reply = self.forward(ctx, req).await;
+        if let (Some(first_page), Ok(reply)) = (listing, &reply) {
+            self.routes.learn(first_page, reply);
+        }
+        reply
+    }
+
+    async fn forward(&self, ctx: CallCtx, req: BackendRequest) -> Result<Reply, McpError> {
         let out = outgoing(req)?;
         let resumed = self.holder.resume(&ctx);
         let opts = RequestOptions {
@@ -340,6 +356,10 @@ impl Backend for UpstreamBackend {
         req: BackendRequest,
     ) -> BoxFuture<'static, Result<Reply, McpError>> {
         Box::pin(self.inner.clone().call(ctx, req))
+    }
+
+    fn tool_routing(&self, name: &str) -> Option<Arc<ToolRouting>> {
+        self.inner.routes.get(name)
     }
 
     fn events(&self) -> Option<broadcast::Receiver<BackendEvent>> {

@@ -12,7 +12,9 @@
 //! **Is not:** catalog merging or renaming (the federation), a client (the `client`
 //! module), a listener.
 //!
-//! Modules, leaves first: `forward.rs` (what a request becomes upstream), `link.rs` (one
+//! Modules, leaves first: `forward.rs` (what a request becomes upstream), `routes.rs`
+//! (task support and header parameters of the upstream's tools, learnt from its lists),
+//! `link.rs` (one
 //! upstream session and the calls on it), `call.rs` (one call on a link), `hold.rs`
 //! (upstream requests waiting for a stateless client's retry), `restart.rs` (the shared
 //! session opened again with backoff when it ends), `sessions.rs`
@@ -24,6 +26,7 @@ mod forward;
 mod hold;
 mod link;
 mod restart;
+mod routes;
 mod sessions;
 
 pub use backend::{UpstreamBackend, UpstreamConfig};
