@@ -181,6 +181,22 @@ fn auto_adopts_2026_when_discover_offers_it() {
         out[0]["params"]["_meta"]["io.modelcontextprotocol/clientInfo"]["version"],
         "1.0"
     );
+    // A request may declare other capabilities than the session's (a gateway forwarding
+    // its downstream client's).
+    let theirs = ClientCapabilities {
+        elicitation: Some(json!({"form": {}})),
+        ..ClientCapabilities::default()
+    };
+    let opts = RequestOptions {
+        capabilities: Some(std::sync::Arc::new(theirs)),
+        ..RequestOptions::default()
+    };
+    h.s.request(h.now, Method::PromptsList, None, opts).unwrap();
+    let out = h.sent();
+    assert_eq!(
+        out[0]["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"],
+        json!({"elicitation": {"form": {}}})
+    );
 }
 
 #[test]

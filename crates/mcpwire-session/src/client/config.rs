@@ -98,4 +98,8 @@ pub struct RequestOptions {
     pub reset_timeout_on_progress: bool,
     /// Extra `_meta` entries to send (the session's own keys win).
     pub meta: Option<serde_json::Map<String, serde_json::Value>>,
+    /// 2026-07-28: the client capabilities this request declares instead of the session's
+    /// (a gateway forwarding a downstream client's own, so the server asks only for what
+    /// that client can answer). Ignored in the handshake eras, which declare them once.
+    pub capabilities: Option<std::sync::Arc<mcpwire_model::types::ClientCapabilities>>,
 }

@@ -536,6 +536,10 @@ impl ClientSession {
         let mut meta = p.opts.meta.clone().unwrap_or_default();
         if era == ClientEra::Stateless {
             meta.extend(self.envelope.iter().map(|(k, v)| (k.clone(), v.clone())));
+            if let Some(caps) = &p.opts.capabilities {
+                let caps = serde_json::to_value(caps).unwrap_or_else(|_| json!({}));
+                meta.insert(META_CLIENT_CAPABILITIES.into(), caps);
+            }
         }
         if p.opts.progress {
             meta.insert("progressToken".into(), json!(id));

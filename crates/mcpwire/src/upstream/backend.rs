@@ -10,7 +10,7 @@ use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::call::{self, Forward};
-use super::forward::{forwarded_meta, outgoing};
+use super::forward::{forwarded_capabilities, forwarded_meta, outgoing};
 use super::hold::Holder;
 use super::link::Link;
 use super::restart::{Shared, reopen};
@@ -326,6 +326,7 @@ impl Inner {
             progress: ctx.progress_token().is_some(),
             reset_timeout_on_progress: true,
             meta: forwarded_meta(&ctx),
+            capabilities: Some(Arc::new(forwarded_capabilities(&ctx))),
         };
         let fwd = Forward {
             method: out.method,

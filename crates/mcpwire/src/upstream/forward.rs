@@ -2,7 +2,7 @@
 //! parsed request (names and URIs as the federation mapped them, arguments raw), and the
 //! downstream `_meta` less what the client session stamps itself.
 
-use mcpwire_model::types::META_SERVER_INFO;
+use mcpwire_model::types::{ClientCapabilities, META_SERVER_INFO};
 use mcpwire_model::{McpError, Raw, to_raw};
 use mcpwire_router::{BackendRequest, CallCtx};
 use serde_json::value::RawValue;
@@ -90,6 +90,21 @@ pub(crate) fn forwarded_meta(ctx: &CallCtx) -> Option<Map<String, Value>> {
     let mut meta: Map<String, Value> = serde_json::from_str(raw.get()).ok()?;
     meta.retain(|k, _| k != "progressToken" && !k.starts_with("io.modelcontextprotocol/"));
     (!meta.is_empty()).then_some(meta)
+}
+
+/// The capabilities a request forwarded to a 2026-07-28 upstream declares: the downstream
+/// client's own, so the upstream asks only for what that client can answer — less tasks
+/// (the gateway's router runs tasks itself; the upstream's call runs inside one).
+pub(crate) fn forwarded_capabilities(ctx: &CallCtx) -> ClientCapabilities {
+    let mut caps = ctx.client_capabilities().clone();
+    caps.tasks = None;
+    if let Some(Value::Object(ext)) = &mut caps.extensions {
+        ext.remove(mcpwire_router::TASKS_EXTENSION);
+        if ext.is_empty() {
+            caps.extensions = None;
+        }
+    }
+    caps
 }
 
 /// A 2026-07-28 upstream's result as a handshake-era downstream client gets it: without
