@@ -188,7 +188,43 @@ async fn open(
     scoped: bool,
     events: &broadcast::Sender<BackendEvent>,
 ) -> Result<Arc<Link>, ClientError> {
-    let (client, client_events) = Client::connect(&config.target, &config.client_options()).await?;
+    connect(config, config.client_options(), scoped, events).await
+}
+
+/// Connects the upstream session of the stateful downstream session `ctx` came in: it
+/// declares that client's capabilities (less tasks), and — unless the configuration fixes
+/// the era — speaks a handshake era when the upstream has one, as its client does: the
+/// upstream's asks then ride the call as they would directly, and subscriptions work
+/// (2026-07-28 has none without `subscriptions/listen`). An upstream that refuses
+/// `initialize` is reached as `era` says.
+async fn open_for_session(
+    config: &UpstreamConfig,
+    ctx: &CallCtx,
+    events: &broadcast::Sender<BackendEvent>,
+) -> Result<Arc<Link>, ClientError> {
+    let mut options = config.client_options();
+    options.capabilities = forwarded_capabilities(ctx);
+    if config.era != EraChoice::Auto || ctx.revision().is_stateless() {
+        return connect(config, options, true, events).await;
+    }
+    options.era = EraChoice::Handshake;
+    match connect(config, options.clone(), true, events).await {
+        Ok(link) => Ok(link),
+        Err(e) => {
+            tracing::debug!(upstream = %config.name, "initialize refused ({e}); discovering");
+            options.era = EraChoice::Auto;
+            connect(config, options, true, events).await
+        }
+    }
+}
+
+async fn connect(
+    config: &UpstreamConfig,
+    options: ClientOptions,
+    scoped: bool,
+    events: &broadcast::Sender<BackendEvent>,
+) -> Result<Arc<Link>, ClientError> {
+    let (client, client_events) = Client::connect(&config.target, &options).await?;
     let handshake = matches!(client.negotiated().era, ClientEra::Handshake(_));
     if handshake && client.negotiated().capabilities.logging.is_some() {
         // Every log comes; each downstream session filters at its own level.
@@ -296,7 +332,7 @@ impl Inner {
             (Some(sessions), Some(scope)) => {
                 sessions
                     .get(scope, || async {
-                        open(&self.config, true, &self.events)
+                        open_for_session(&self.config, ctx, &self.events)
                             .await
                             .map_err(|e| unavailable(&self.config, e))
                     })
