@@ -5,7 +5,10 @@ resources and their updates, prompts, completions, cancellation and errors with 
 codes all round-trip, in legacy (2025-11-25) and auto (2026-07-28) modes, with the
 upstream spoken to in either era."""
 
+import os
+import pathlib
 import subprocess
+import sys
 
 import anyio
 import pytest
@@ -56,9 +59,11 @@ async def direct_error(mcpwire_bin, coro_of):
             return await error_of(coro_of(s))
 
 
-async def legacy(url: str, mcpwire_bin: str, modern_upstream: bool) -> None:
+async def legacy(url: str, mcpwire_bin: str, modern_upstream: bool, per_session: bool) -> None:
     """`modern_upstream`: the gateway speaks 2026-07-28 upstream, where subscriptions and
-    list changes need `subscriptions/listen` (not forwarded yet: subscribing is refused)."""
+    list changes need `subscriptions/listen` (not forwarded yet: subscribing is refused).
+    `per_session`: this session has a child of its own, whose catalog changes are not the
+    catalog's (that is the shared session's)."""
     rec, notes = Recorder(), Notes()
     async with streamable_http_client(url) as (read, write):
         async with ClientSession(
@@ -147,6 +152,8 @@ async def legacy(url: str, mcpwire_bin: str, modern_upstream: bool) -> None:
             await s.unsubscribe_resource("test://watched-resource")
 
             # A list change upstream reaches this client.
+            if per_session:
+                return
             before = len(notes.methods("notifications/tools/list_changed"))
             await s.call_tool("test_trigger_tool_change", {})
             await wait_until(lambda: len(notes.methods("notifications/tools/list_changed")) > before)
@@ -162,7 +169,7 @@ async def auto(url: str) -> None:
 async def test_stdio_upstream(mcpwire_bin, tmp_path, era):
     served = Served(mcpwire_bin, gateway_config(tmp_path, stdio_backend(mcpwire_bin, era)))
     try:
-        await legacy(served.url, mcpwire_bin, era == "auto")
+        await legacy(served.url, mcpwire_bin, era == "auto", per_session=True)
         await auto(served.url)
     finally:
         served.close()
@@ -172,7 +179,7 @@ async def test_stdio_upstream(mcpwire_bin, tmp_path, era):
 async def test_http_upstream(mcpwire_bin, tmp_path, http_url, era):
     served = Served(mcpwire_bin, gateway_config(tmp_path, f'url = "{http_url}"\nera = "{era}"\n'))
     try:
-        await legacy(served.url, mcpwire_bin, era == "auto")
+        await legacy(served.url, mcpwire_bin, era == "auto", per_session=False)
         await auto(served.url)
     finally:
         served.close()
@@ -200,3 +207,172 @@ async def test_quick_flag_upstream_served_as_itself(mcpwire_bin):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+FAKE = pathlib.Path(__file__).resolve().parents[1] / "peers" / "fake_server.py"
+
+
+def faulty_backend(extra: str = "") -> str:
+    return f'command = ["{sys.executable}", "{FAKE}", "stdio-faulty"]\n{extra}'
+
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie has ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+async def pid_of(s) -> int:
+    return int(text_of(await s.call_tool("pid", {})))
+
+
+async def test_a_child_per_downstream_session(mcpwire_bin, tmp_path):
+    """Stdio upstreams get one child per downstream session, stopped when it ends; the
+    stateless requests share one; `max_sessions` bounds the children."""
+    served = Served(mcpwire_bin, gateway_config(tmp_path, faulty_backend("max_sessions = 2\n")))
+    try:
+        async with streamable_http_client(served.url) as (ra, wa), streamable_http_client(served.url) as (rb, wb):
+            async with ClientSession(ra, wa, read_timeout_seconds=30) as a, ClientSession(
+                rb, wb, read_timeout_seconds=30
+            ) as b:
+                await a.initialize()
+                await b.initialize()
+                pid_a, pid_b = await pid_of(a), await pid_of(b)
+                assert pid_a != pid_b, "two sessions, two children"
+                assert await pid_of(a) == pid_a, "a session keeps its child"
+                async with Client(served.url, mode="auto", read_timeout_seconds=30) as stateless:
+                    shared = int(text_of(await stateless.call_tool("pid", {})))
+                    assert shared not in (pid_a, pid_b)
+
+                # A third session is refused while two have children.
+                async with streamable_http_client(served.url) as (rc, wc):
+                    async with ClientSession(rc, wc, read_timeout_seconds=30) as c:
+                        await c.initialize()
+                        err = await error_of(c.call_tool("pid", {}))
+                        assert "max_sessions" in err.message, err
+                assert alive(pid_a) and alive(pid_b)
+        # Both sessions ended (the client deleted them): their children stop.
+        await wait_until(lambda: not alive(pid_a) and not alive(pid_b))
+        assert alive(shared), "the shared child serves on"
+
+        # Room again: a new session gets a new child.
+        async with streamable_http_client(served.url) as (rd, wd):
+            async with ClientSession(rd, wd, read_timeout_seconds=30) as d:
+                await d.initialize()
+                assert await pid_of(d) not in (pid_a, pid_b, shared)
+    finally:
+        served.close()
+
+
+async def test_shared_stdio_upstream(mcpwire_bin, tmp_path):
+    """`shared = true`: every downstream session talks to the one child."""
+    served = Served(mcpwire_bin, gateway_config(tmp_path, faulty_backend("shared = true\n")))
+    try:
+        async with streamable_http_client(served.url) as (ra, wa), streamable_http_client(served.url) as (rb, wb):
+            async with ClientSession(ra, wa, read_timeout_seconds=30) as a, ClientSession(
+                rb, wb, read_timeout_seconds=30
+            ) as b:
+                await a.initialize()
+                await b.initialize()
+                assert await pid_of(a) == await pid_of(b)
+                r = await b.call_tool("echo", {"text": "b"})
+                assert text_of(r) == "b"
+    finally:
+        served.close()
+
+
+async def faulty_session(url: str):
+    """A legacy session through the gateway (an async context manager)."""
+    from contextlib import asynccontextmanager
+
+    @asynccontextmanager
+    async def session():
+        async with streamable_http_client(url) as (r, w):
+            async with ClientSession(r, w, read_timeout_seconds=30) as s:
+                await s.initialize()
+                yield s
+
+    return session()
+
+
+@pytest.mark.parametrize("shared", ["true", "false"])
+async def test_a_child_that_crashes_mid_call(mcpwire_bin, tmp_path, shared):
+    """The call in flight gets a clear error; the next call works (a new child: right away
+    for a session's own child, after the shared one is started again)."""
+    served = Served(mcpwire_bin, gateway_config(tmp_path, faulty_backend(f"shared = {shared}\n")))
+    try:
+        async with await faulty_session(served.url) as s:
+            before = await pid_of(s)
+            err = await error_of(s.call_tool("crash", {}))
+            assert err.code == -32603 and "closed" in err.message.lower(), err
+            r = await s.call_tool("echo", {"text": "after the crash"})
+            assert text_of(r) == "after the crash"
+            assert await pid_of(s) != before
+    finally:
+        served.close()
+
+
+async def test_a_hanging_upstream_times_out(mcpwire_bin, tmp_path):
+    served = Served(mcpwire_bin, gateway_config(tmp_path, faulty_backend("call_timeout_secs = 1\n")))
+    try:
+        async with await faulty_session(served.url) as s:
+            err = await error_of(s.call_tool("hang", {}))
+            assert err.code == -32001 and "timed out" in err.message.lower(), err
+            r = await s.call_tool("echo", {"text": "still served"})
+            assert text_of(r) == "still served"
+    finally:
+        served.close()
+
+
+async def test_a_flooding_upstream(mcpwire_bin, tmp_path):
+    """Thousands of logs and progress updates around one call: the call is answered and the
+    session stays usable (what a slow client cannot take is dropped, not queued)."""
+    served = Served(mcpwire_bin, gateway_config(tmp_path, faulty_backend()))
+    try:
+        async with await faulty_session(served.url) as s:
+            seen = []
+
+            async def on_progress(progress, total, message):
+                seen.append(progress)
+
+            r = await s.call_tool("flood", {"count": 20000}, progress_callback=on_progress)
+            assert text_of(r) == "flooded 20000"
+            assert seen and seen == sorted(seen), "progress in order"
+            r = await s.call_tool("echo", {"text": "after the flood"})
+            assert text_of(r) == "after the flood"
+    finally:
+        served.close()
+
+
+def check_report(mcpwire_bin, conf) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [mcpwire_bin, "serve", "--config", str(conf), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"MCPWIRE_LOG": "error", "PATH": os.environ.get("PATH", "")},
+    )
+
+
+def test_an_upstream_that_never_answers_initialize(mcpwire_bin, tmp_path):
+    """Fail open (the default): served without it, `--check` says why. Fail closed: the
+    gateway does not start, naming it."""
+    silent = f'command = ["{sys.executable}", "{FAKE}", "stdio-silent"]\nhandshake_timeout_secs = 1\n'
+    conf = tmp_path / "mcpwire.toml"
+    conf.write_text(
+        '[[listen]]\nurl = "http://127.0.0.1:0/mcp"\n\n[backends.demo]\nnative = "demo"\n\n'
+        f"[backends.silent]\n{silent}"
+    )
+    out = check_report(mcpwire_bin, conf)
+    assert out.returncode != 0, out
+    line = next(l for l in out.stdout.splitlines() if l.strip().startswith("silent"))
+    assert "NOT STARTED" in line and "initialize" in line, out.stdout
+    assert "demo_echo" in out.stdout or "echo" in out.stdout
+
+    conf.write_text(conf.read_text() + 'fail = "closed"\n')
+    out = check_report(mcpwire_bin, conf)
+    assert out.returncode != 0
+    assert "silent" in out.stderr and "initialize" in out.stderr, out.stderr

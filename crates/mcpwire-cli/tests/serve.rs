@@ -308,8 +308,8 @@ fn configuration_errors_name_the_file_line_and_key() {
             ":1:11: backends.demo: no native server named `everything` (this program has demo)",
         ),
         (
-            "[backends.fs]\ncommand = \"npx -y @modelcontextprotocol/server-filesystem /srv\"\n",
-            ":1:11: backends.fs: upstream MCP servers",
+            "[backends.fs]\ncommand = \"npx -y @modelcontextprotocol/server-filesystem /srv\"\nmax_sessions = 0\n",
+            ":3:16: backends.fs.max_sessions: `max_sessions` must be at least 1",
         ),
         (
             "[backends.demo]\nnative = \"demo\"\nexclude = [\"[oops\"]\n",
@@ -340,8 +340,8 @@ fn configuration_errors_name_the_file_line_and_key() {
             "error: --process tools.py: give NAME=VALUE",
         ),
         (
-            vec!["serve", "--upstream", "fs=npx -y server"],
-            "error: --upstream fs=npx -y server: upstream MCP servers",
+            vec!["serve", "--upstream", "fs=127.0.0.1:8000/mcp"],
+            "error: --upstream fs=127.0.0.1:8000/mcp: `127.0.0.1:8000/mcp` looks like a URL without its scheme",
         ),
         (
             vec!["serve", "--demo", "--process", "demo=t.py"],

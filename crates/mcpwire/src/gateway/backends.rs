@@ -169,6 +169,8 @@ pub async fn start(
             config.handshake_timeout = up.handshake_timeout;
             config.call_timeout = up.call_timeout;
             config.era = up.era;
+            config.shared = up.is_shared();
+            config.max_sessions = up.max_sessions;
             let backend = UpstreamBackend::connect(config)
                 .await
                 .map_err(|e| fail(format!("connecting to the upstream server: {e}"), false))?;

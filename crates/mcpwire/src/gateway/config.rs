@@ -183,8 +183,8 @@ pub struct UpstreamSpec {
     /// How long a forwarded request may wait without progress (`None`: no limit).
     pub call_timeout: Option<Duration>,
     /// One upstream session for every downstream session (`Some(true)`), or one per
-    /// downstream session (`Some(false)`); `None`: per session for stdio commands, shared
-    /// otherwise.
+    /// stateful downstream session (`Some(false)`, the default: the upstream sees each end
+    /// client's session — its subscriptions, log level and asks — as it would directly).
     pub shared: Option<bool>,
     /// Upstream sessions (children, for stdio) open at once besides the shared one.
     pub max_sessions: usize,
@@ -215,8 +215,7 @@ impl UpstreamSpec {
 
     /// Whether one upstream session serves every downstream session.
     pub fn is_shared(&self) -> bool {
-        self.shared
-            .unwrap_or(!matches!(self.target, Target::Command { .. }))
+        self.shared.unwrap_or(false)
     }
 }
 
@@ -436,7 +435,7 @@ mod tests {
             Target::Url("https://example.com/mcp".into())
         );
         assert!(
-            UpstreamSpec::parse("https://example.com/mcp")
+            !UpstreamSpec::parse("https://example.com/mcp")
                 .unwrap()
                 .is_shared()
         );

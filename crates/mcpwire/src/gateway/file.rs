@@ -18,6 +18,13 @@
 //! [backends.fs]
 //! command = "npx -y @modelcontextprotocol/server-filesystem /srv"
 //! exclude = ["write_*"]
+//! shared = false               # a child per client session (the default for commands)
+//! max_sessions = 64            # children at once besides the shared one
+//! call_timeout_secs = 120      # a request without progress for this long times out
+//!
+//! [backends.remote]
+//! url = "https://example.com/mcp"
+//! era = "auto"                 # auto | handshake | stateless
 //! ```
 
 use std::collections::BTreeMap;

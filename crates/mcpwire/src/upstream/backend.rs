@@ -1,23 +1,30 @@
 //! [`UpstreamBackend`]: the [`Backend`] over an upstream MCP server.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use mcpwire_model::types::{ClientCapabilities, Implementation, LoggingLevel};
 use mcpwire_model::{BackendEvent, McpError, Reply};
 use mcpwire_router::{Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ToolRouting};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
+use tokio_util::sync::CancellationToken;
 
 use super::call::{self, Forward};
 use super::forward::{forwarded_capabilities, forwarded_meta, outgoing};
+use super::hold::Holder;
 use super::link::Link;
+use super::restart::{Shared, reopen};
 use super::routes::ToolRoutes;
+use super::sessions::Sessions;
 use crate::client::{
     Client, ClientEra, ClientError, ClientOptions, EraChoice, RequestOptions, Target,
 };
 
 /// Backend events held for slow sessions before the oldest are dropped.
 const EVENTS_CAPACITY: usize = 256;
+
+/// Upstream requests held for stateless clients' retries at once, per backend.
+const MAX_HELD: usize = 256;
 
 /// How to reach an upstream server and how to forward to it.
 #[derive(Debug, Clone)]
@@ -33,6 +40,16 @@ pub struct UpstreamConfig {
     pub call_timeout: Option<Duration>,
     /// Which era to speak upstream (default: discover, falling back to `initialize`).
     pub era: EraChoice,
+    /// One upstream session for every downstream session (`true`), or one per downstream
+    /// session (`false`: each stateful downstream session gets its own, opened on its first
+    /// call and closed when it ends; stateless requests and catalog listing use the shared
+    /// one).
+    pub shared: bool,
+    /// Upstream sessions open at once besides the shared one (`shared = false`).
+    pub max_sessions: usize,
+    /// How long an upstream request that asked a stateless (2026-07-28) downstream client
+    /// something waits for the client's retry with the answer before it is cancelled.
+    pub hold_timeout: Duration,
 }
 
 impl UpstreamConfig {
@@ -44,6 +61,9 @@ impl UpstreamConfig {
             handshake_timeout: Duration::from_secs(30),
             call_timeout: None,
             era: EraChoice::Auto,
+            shared: true,
+            max_sessions: 64,
+            hold_timeout: Duration::from_secs(60),
         }
     }
 
@@ -77,9 +97,14 @@ struct Inner {
     server_info: Implementation,
     instructions: Option<String>,
     events: broadcast::Sender<BackendEvent>,
-    shared: Mutex<Arc<Link>>,
-    /// Serializes reconnecting the shared session.
-    reconnect: tokio::sync::Mutex<()>,
+    /// The shared upstream session (kept up by `supervise`).
+    shared: watch::Sender<Shared>,
+    /// Cancelled when the backend is dropped: the shared session closes.
+    stop: CancellationToken,
+    /// Upstream sessions of downstream sessions (`None`: every call uses the shared one).
+    sessions: Option<Arc<Sessions>>,
+    /// Upstream requests waiting for a stateless client's retry.
+    holder: Arc<Holder>,
     /// Task support and header parameters of the tools, from the lists passing through.
     routes: ToolRoutes,
 }
@@ -115,18 +140,20 @@ impl UpstreamBackend {
         };
         let server_info = negotiated.server_info.clone();
         let instructions = negotiated.instructions.clone();
-        Ok(Arc::new(UpstreamBackend {
-            inner: Arc::new(Inner {
-                config,
-                info,
-                server_info,
-                instructions,
-                events,
-                shared: Mutex::new(link),
-                reconnect: tokio::sync::Mutex::new(()),
-                routes: ToolRoutes::default(),
-            }),
-        }))
+        let inner = Arc::new(Inner {
+            info,
+            server_info,
+            instructions,
+            events,
+            shared: watch::Sender::new(Shared::Up(link.clone())),
+            stop: CancellationToken::new(),
+            sessions: (!config.shared).then(|| Sessions::new(&config.name, config.max_sessions)),
+            holder: Holder::new(MAX_HELD, config.hold_timeout),
+            routes: ToolRoutes::default(),
+            config,
+        });
+        tokio::spawn(supervise(Arc::downgrade(&inner), link, inner.stop.clone()));
+        Ok(Arc::new(UpstreamBackend { inner }))
     }
 
     /// `serverInfo` as the upstream gave it.
@@ -143,6 +170,16 @@ impl UpstreamBackend {
     pub fn peer(&self) -> String {
         self.inner.config.target.to_string()
     }
+
+    /// Upstream requests held for stateless clients' retries now.
+    pub fn held_count(&self) -> usize {
+        self.inner.holder.len()
+    }
+
+    /// Upstream sessions open for downstream sessions now (besides the shared one).
+    pub fn session_count(&self) -> usize {
+        self.inner.sessions.as_ref().map_or(0, |s| s.len())
+    }
 }
 
 /// Connects one upstream session and starts routing its events.
@@ -151,7 +188,43 @@ async fn open(
     scoped: bool,
     events: &broadcast::Sender<BackendEvent>,
 ) -> Result<Arc<Link>, ClientError> {
-    let (client, client_events) = Client::connect(&config.target, &config.client_options()).await?;
+    connect(config, config.client_options(), scoped, events).await
+}
+
+/// Connects the upstream session of the stateful downstream session `ctx` came in: it
+/// declares that client's capabilities (less tasks), and — unless the configuration fixes
+/// the era — speaks a handshake era when the upstream has one, as its client does: the
+/// upstream's asks then ride the call as they would directly, and subscriptions work
+/// (2026-07-28 has none without `subscriptions/listen`). An upstream that refuses
+/// `initialize` is reached as `era` says.
+async fn open_for_session(
+    config: &UpstreamConfig,
+    ctx: &CallCtx,
+    events: &broadcast::Sender<BackendEvent>,
+) -> Result<Arc<Link>, ClientError> {
+    let mut options = config.client_options();
+    options.capabilities = forwarded_capabilities(ctx);
+    if config.era != EraChoice::Auto || ctx.revision().is_stateless() {
+        return connect(config, options, true, events).await;
+    }
+    options.era = EraChoice::Handshake;
+    match connect(config, options.clone(), true, events).await {
+        Ok(link) => Ok(link),
+        Err(e) => {
+            tracing::debug!(upstream = %config.name, "initialize refused ({e}); discovering");
+            options.era = EraChoice::Auto;
+            connect(config, options, true, events).await
+        }
+    }
+}
+
+async fn connect(
+    config: &UpstreamConfig,
+    options: ClientOptions,
+    scoped: bool,
+    events: &broadcast::Sender<BackendEvent>,
+) -> Result<Arc<Link>, ClientError> {
+    let (client, client_events) = Client::connect(&config.target, &options).await?;
     let handshake = matches!(client.negotiated().era, ClientEra::Handshake(_));
     if handshake && client.negotiated().capabilities.logging.is_some() {
         // Every log comes; each downstream session filters at its own level.
@@ -166,32 +239,106 @@ async fn open(
     Ok(Link::start(client, client_events, scoped, events.clone()))
 }
 
+impl Drop for UpstreamBackend {
+    fn drop(&mut self) {
+        self.inner.stop.cancel();
+    }
+}
+
+/// Keeps the shared session up: when it ends, sessions are told every list may have
+/// changed (a federation lists the backend again, and so sees whether it is healthy), it
+/// is opened again with backoff, and told again once it is back. Closes it when the
+/// backend is dropped.
+async fn supervise(inner: Weak<Inner>, mut link: Arc<Link>, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => {
+                link.client().clone().close().await.ok();
+                return;
+            }
+            _ = link.closed() => {}
+        }
+        let Some(backend) = inner.upgrade() else {
+            return;
+        };
+        tracing::warn!(upstream = %backend.config.name, "the upstream session ended; opening it again");
+        backend.announce_lists();
+        let reopened = {
+            let open = || async {
+                open(&backend.config, false, &backend.events)
+                    .await
+                    .map_err(|e| unavailable(&backend.config, e))
+            };
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                l = reopen(&backend.shared, open) => l,
+            }
+        };
+        let next = reopened;
+        tracing::info!(upstream = %backend.config.name, "the upstream session is back");
+        backend.announce_lists();
+        link = next;
+    }
+}
+
 impl Inner {
-    /// The shared upstream session, reconnected when it went down.
+    /// The shared upstream session; while it is being opened again, waits for it (at most
+    /// the handshake timeout).
     async fn shared(&self) -> Result<Arc<Link>, McpError> {
-        let current = self.current();
-        if !current.is_down() {
-            return Ok(current);
+        let mut state = self.shared.subscribe();
+        let deadline = tokio::time::Instant::now() + self.config.handshake_timeout;
+        loop {
+            let now = state.borrow_and_update().clone();
+            match now {
+                Shared::Up(link) if !link.is_down() => return Ok(link),
+                Shared::Down(e) => {
+                    return Err(McpError::Unavailable(format!(
+                        "{e} (tried again with backoff)"
+                    )));
+                }
+                // Restarting, or ended and not yet noticed by the supervisor.
+                _ => {}
+            }
+            if tokio::time::timeout_at(deadline, state.changed())
+                .await
+                .is_err()
+            {
+                return Err(McpError::Unavailable(format!(
+                    "upstream `{}` is being restarted",
+                    self.config.name
+                )));
+            }
         }
-        let _one = self.reconnect.lock().await;
-        let current = self.current();
-        if !current.is_down() {
-            return Ok(current);
-        }
-        tracing::warn!(upstream = %self.config.name, "upstream session ended; reconnecting");
-        let link = open(&self.config, false, &self.events)
-            .await
-            .map_err(|e| McpError::Unavailable(format!("upstream `{}`: {e}", self.config.name)))?;
-        if let Ok(mut s) = self.shared.lock() {
-            *s = link.clone();
-        }
-        Ok(link)
     }
 
-    fn current(&self) -> Arc<Link> {
-        match self.shared.lock() {
-            Ok(s) => s.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
+    /// Tells sessions every list this backend offers may have changed.
+    fn announce_lists(&self) {
+        let caps = &self.info.capabilities;
+        let kinds = [
+            (caps.tools.is_some(), BackendEvent::ToolsListChanged),
+            (caps.prompts.is_some(), BackendEvent::PromptsListChanged),
+            (caps.resources.is_some(), BackendEvent::ResourcesListChanged),
+        ];
+        for (offered, ev) in kinds {
+            if offered {
+                let _ = self.events.send(ev);
+            }
+        }
+    }
+
+    /// The upstream session for a call: its downstream session's own, or the shared one.
+    async fn link_for(&self, ctx: &CallCtx) -> Result<Arc<Link>, McpError> {
+        match (&self.sessions, ctx.session()) {
+            (Some(sessions), Some(scope)) => {
+                sessions
+                    .get(scope, || async {
+                        open_for_session(&self.config, ctx, &self.events)
+                            .await
+                            .map_err(|e| unavailable(&self.config, e))
+                    })
+                    .await
+            }
+            _ => self.shared().await,
         }
     }
 
@@ -209,7 +356,7 @@ impl Inner {
 
     async fn forward(&self, ctx: CallCtx, req: BackendRequest) -> Result<Reply, McpError> {
         let out = outgoing(req)?;
-        let link = self.shared().await?;
+        let resumed = self.holder.resume(&ctx);
         let opts = RequestOptions {
             timeout: self.config.call_timeout,
             progress: ctx.progress_token().is_some(),
@@ -222,8 +369,17 @@ impl Inner {
             params: out.params,
             opts,
         };
-        call::run(link, ctx, fwd).await
+        let link = match &resumed {
+            Some(held) => held.round.link().clone(),
+            None => self.link_for(&ctx).await?,
+        };
+        call::run(link, ctx, fwd, &self.holder, resumed).await
     }
+}
+
+/// An upstream session could not be opened.
+fn unavailable(config: &UpstreamConfig, e: ClientError) -> McpError {
+    McpError::Unavailable(format!("upstream `{}`: {e}", config.name))
 }
 
 impl Backend for UpstreamBackend {

@@ -1,6 +1,11 @@
 //! One downstream call forwarded on a [`Link`]: the upstream request, the upstream's asks
 //! answered through the call's context, `input_required` rounds of a 2026-07-28 upstream
 //! answered the same way and retried, cancellation passed on to that request only.
+//!
+//! A stateless (2026-07-28) downstream client cannot be asked in the middle of a call: its
+//! call is answered `input_required` and it calls again with the answers. The upstream's
+//! request is then *held* ([`Holder`]) with its open asks, and the retry resumes it by the
+//! keys its answers carry, instead of starting the upstream's work over.
 
 use std::sync::Arc;
 
@@ -8,11 +13,14 @@ use futures::stream::{AbortHandle, Abortable, FuturesUnordered};
 use futures::{FutureExt, StreamExt};
 use mcpwire_model::{ClientAsk, McpError, Raw, Reply};
 use mcpwire_router::{BoxFuture, CallCtx};
+use tokio::sync::mpsc;
 
 use super::forward::undecorated;
+use super::hold::{Held, Holder, Waiting};
 use super::link::{Link, ToCall};
 use crate::client::{
-    Answer, ClientEra, InputRequired, PendingRequest, RequestOptions, ServerRequestId,
+    Answer, ClientEra, ClientRequestId, InputRequired, PendingRequest, RequestOptions,
+    ServerRequestId,
 };
 
 /// Most `input_required` rounds one call goes through with a 2026-07-28 upstream.
@@ -28,7 +36,7 @@ pub(crate) struct Forward {
 /// Forgets a call on its link however the call ends.
 struct Registered {
     link: Arc<Link>,
-    id: crate::client::ClientRequestId,
+    id: ClientRequestId,
 }
 
 impl Drop for Registered {
@@ -37,15 +45,50 @@ impl Drop for Registered {
     }
 }
 
-type AskFuture = BoxFuture<'static, Result<(ServerRequestId, Result<Raw, McpError>), ()>>;
+/// What an ask of the upstream's became: its id, the key it was asked under, the ask, and
+/// the downstream client's answer.
+type Asked = (
+    ServerRequestId,
+    Option<String>,
+    ClientAsk,
+    Result<Raw, McpError>,
+);
+type AskFuture = BoxFuture<'static, Result<Asked, ()>>;
 
-/// Runs `fwd` on `link` for the downstream call `ctx` until its final answer.
-pub(crate) async fn run(link: Arc<Link>, ctx: CallCtx, fwd: Forward) -> Result<Reply, McpError> {
+/// One upstream request in flight for a downstream call.
+pub(crate) struct Round {
+    link: Arc<Link>,
+    pending: PendingRequest,
+    from_link: mpsc::Receiver<ToCall>,
+    _registered: Registered,
+    /// Names the round's asks under a stateless downstream client (`None`: by order).
+    hold_id: Option<u64>,
+    asked: u32,
+}
+
+/// Runs `fwd` on `link` for the downstream call `ctx` until its final answer; `resumed` is
+/// a held round the call's answers resume.
+pub(crate) async fn run(
+    link: Arc<Link>,
+    ctx: CallCtx,
+    fwd: Forward,
+    holder: &Arc<Holder>,
+    resumed: Option<Held>,
+) -> Result<Reply, McpError> {
     let mut params = fwd.params;
     let strip =
         link.client().negotiated().era == ClientEra::Stateless && !ctx.revision().is_stateless();
+    let mut resumed = resumed;
     for _ in 0..MAX_ROUNDS {
-        let answer = one_round(&link, &ctx, &fwd.method, params.clone(), fwd.opts.clone()).await?;
+        let answer = match resumed.take() {
+            Some(held) => resume(held, &ctx, holder).await?,
+            None => {
+                let round =
+                    Round::start(&link, &ctx, &fwd.method, params.clone(), &fwd.opts, holder)
+                        .await?;
+                round.drive(&ctx, holder, Vec::new()).await?
+            }
+        };
         let ir = match answer {
             Answer::Complete(raw) if strip => return Ok(Reply::Complete(undecorated(raw))),
             Answer::Complete(raw) => return Ok(Reply::Complete(raw)),
@@ -61,6 +104,24 @@ pub(crate) async fn run(link: Arc<Link>, ctx: CallCtx, fwd: Forward) -> Result<R
         "`{}` still asked for input after {MAX_ROUNDS} rounds",
         fwd.method
     )))
+}
+
+/// A held round resumed by the downstream client's retry: its open asks answered from the
+/// retry's answers, then driven on.
+async fn resume(held: Held, ctx: &CallCtx, holder: &Arc<Holder>) -> Result<Answer, McpError> {
+    let Held { mut round, waiting } = held;
+    round.from_link = round.link.reattach(round._registered.id, ctx.clone());
+    let mut still = Vec::new();
+    for w in waiting {
+        match ctx.ask_as(Some(&w.key), w.ask.clone()).await {
+            Err(McpError::InputRequired) => still.push(w),
+            result => {
+                round.link.answered(w.id);
+                let _ = round.link.client().answer(w.id, result).await;
+            }
+        }
+    }
+    round.drive(ctx, holder, still).await
 }
 
 /// The downstream client's answers to an upstream `input_required` result, by key: asked
@@ -86,88 +147,145 @@ async fn answer_inputs(ctx: &CallCtx, ir: &InputRequired) -> Result<Vec<(String,
     answers.into_iter().collect()
 }
 
-/// Sends one request and waits for its answer, answering the upstream's asks meanwhile.
-async fn one_round(
-    link: &Arc<Link>,
-    ctx: &CallCtx,
-    method: &str,
-    params: Option<Raw>,
-    opts: RequestOptions,
-) -> Result<Answer, McpError> {
-    link.sending();
-    let mut pending = match link.client().send(method, params, opts).await {
-        Ok(p) => p,
-        Err(e) => {
-            link.send_failed();
-            return Err(e.to_mcp());
-        }
-    };
-    let id = pending.id();
-    let mut from_link = link.register(id, ctx.clone());
-    let _registered = Registered {
-        link: link.clone(),
-        id,
-    };
-    let mut asks: FuturesUnordered<AskFuture> = FuturesUnordered::new();
-    let mut aborts: Vec<(ServerRequestId, AbortHandle)> = Vec::new();
-    loop {
-        tokio::select! {
-            answer = &mut pending => {
-                tracing::debug!(method, "upstream answered; flushing");
-                link.flush().await;
-                tracing::debug!(method, "flushed");
-                return answer.map_err(|e| e.to_mcp());
+impl Round {
+    /// The link the round's request went on.
+    pub(crate) fn link(&self) -> &Arc<Link> {
+        &self.link
+    }
+
+    /// Sends the request and registers the call on the link.
+    async fn start(
+        link: &Arc<Link>,
+        ctx: &CallCtx,
+        method: &str,
+        params: Option<Raw>,
+        opts: &RequestOptions,
+        holder: &Holder,
+    ) -> Result<Round, McpError> {
+        link.sending();
+        let pending = match link.client().send(method, params, opts.clone()).await {
+            Ok(p) => p,
+            Err(e) => {
+                link.send_failed();
+                return Err(e.to_mcp());
             }
-            Some(msg) = from_link.recv() => match msg {
-                ToCall::Ask(req) => {
-                    let (handle, reg) = AbortHandle::new_pair();
-                    aborts.push((req.id, handle));
-                    asks.push(ask(ctx.clone(), req.id, req.method.as_str().to_owned(), req.params, reg));
+        };
+        let id = pending.id();
+        let from_link = link.register(id, ctx.clone());
+        Ok(Round {
+            link: link.clone(),
+            pending,
+            from_link,
+            _registered: Registered {
+                link: link.clone(),
+                id,
+            },
+            hold_id: ctx.revision().is_stateless().then(|| holder.next_id()),
+            asked: 0,
+        })
+    }
+
+    /// Waits for the answer, answering the upstream's asks meanwhile. Under a stateless
+    /// downstream client an ask that needs its input holds the round (`waiting`: asks
+    /// already put to it and not yet answered) and answers `InputRequired`.
+    async fn drive(
+        mut self,
+        ctx: &CallCtx,
+        holder: &Arc<Holder>,
+        mut waiting: Vec<Waiting>,
+    ) -> Result<Answer, McpError> {
+        let mut asks: FuturesUnordered<AskFuture> = FuturesUnordered::new();
+        let mut aborts: Vec<(ServerRequestId, AbortHandle)> = Vec::new();
+        loop {
+            if !waiting.is_empty() && asks.is_empty() {
+                return self.hold(holder, waiting);
+            }
+            tokio::select! {
+                answer = &mut self.pending => {
+                    self.link.flush().await;
+                    return answer.map_err(|e| e.to_mcp());
                 }
-                ToCall::Withdrawn(sid) => {
-                    if let Some(i) = aborts.iter().position(|(s, _)| *s == sid) {
-                        aborts.swap_remove(i).1.abort();
+                Some(msg) = self.from_link.recv() => match msg {
+                    ToCall::Ask(req) => {
+                        let (handle, reg) = AbortHandle::new_pair();
+                        aborts.push((req.id, handle));
+                        let ask = ClientAsk { method: req.method.as_str().to_owned().into(), params: req.params };
+                        let key = self.key(holder);
+                        asks.push(ask_downstream(ctx.clone(), req.id, key, ask, reg));
+                    }
+                    ToCall::Withdrawn(sid) => {
+                        if let Some(i) = aborts.iter().position(|(s, _)| *s == sid) {
+                            aborts.swap_remove(i).1.abort();
+                        }
+                        waiting.retain(|w| w.id != sid);
+                    }
+                },
+                Some(done) = asks.next(), if !asks.is_empty() => {
+                    let Ok((sid, key, ask, result)) = done else { continue };
+                    aborts.retain(|(s, _)| *s != sid);
+                    match (result, key) {
+                        (Err(McpError::InputRequired), Some(key)) => {
+                            waiting.push(Waiting { id: sid, key, ask });
+                        }
+                        (Err(McpError::InputRequired), None) => {
+                            // No room to hold: the upstream's request is given up; the retry
+                            // runs it again and answers its asks by order.
+                            self.link.answered(sid);
+                            self.pending.cancel("the downstream client answers in a later request");
+                            return Err(McpError::InputRequired);
+                        }
+                        (result, _) => {
+                            self.link.answered(sid);
+                            let _ = self.link.client().answer(sid, result).await;
+                        }
                     }
                 }
-            },
-            Some(done) = asks.next(), if !asks.is_empty() => {
-                let Ok((sid, result)) = done else { continue };
-                aborts.retain(|(s, _)| *s != sid);
-                link.answered(sid);
-                if matches!(result, Err(McpError::InputRequired)) {
-                    // A stateless downstream: the ask is now part of its input_required
-                    // answer; the upstream's request is given up (held in a later step).
-                    pending.cancel("the downstream client answers in a later request");
-                    return Err(McpError::InputRequired);
+                _ = ctx.cancelled() => {
+                    self.pending.cancel("the downstream client cancelled");
+                    return Err(McpError::Cancelled);
                 }
-                let _ = link.client().answer(sid, result).await;
-            }
-            _ = ctx.cancelled() => {
-                cancel(pending);
-                return Err(McpError::Cancelled);
             }
         }
     }
-}
 
-fn cancel(pending: PendingRequest) {
-    pending.cancel("the downstream client cancelled");
+    /// The key of the round's next ask under a stateless client: unique, naming the round
+    /// (`None` when the round cannot be held: asks are then keyed by order).
+    fn key(&mut self, holder: &Holder) -> Option<String> {
+        let id = self.hold_id?;
+        if !holder.has_room() {
+            return None;
+        }
+        self.asked += 1;
+        Some(Holder::key(id, self.asked))
+    }
+
+    /// Keeps the round until the downstream client's retry (or the deadline).
+    fn hold(self, holder: &Arc<Holder>, waiting: Vec<Waiting>) -> Result<Answer, McpError> {
+        let Some(id) = self.hold_id else {
+            return Err(McpError::Internal("a round without a hold id".into()));
+        };
+        holder.hold(
+            id,
+            Held {
+                round: self,
+                waiting,
+            },
+        );
+        Err(McpError::InputRequired)
+    }
 }
 
 /// Asks the downstream client what the upstream asked, through the call's context.
-fn ask(
+fn ask_downstream(
     ctx: CallCtx,
     id: ServerRequestId,
-    method: String,
-    params: Option<Raw>,
+    key: Option<String>,
+    ask: ClientAsk,
     reg: futures::stream::AbortRegistration,
 ) -> AskFuture {
     let fut = async move {
-        let ask = ClientAsk {
-            method: method.into(),
-            params,
-        };
-        (id, ctx.ask(ask).await)
+        let result = ctx.ask_as(key.as_deref(), ask.clone()).await;
+        (id, key, ask, result)
     };
     Abortable::new(fut, reg).map(|r| r.map_err(|_| ())).boxed()
 }

@@ -122,6 +122,11 @@ impl Link {
         self.down.is_cancelled()
     }
 
+    /// Completes when the upstream connection ended.
+    pub(crate) async fn closed(&self) {
+        self.down.cancelled().await
+    }
+
     /// Registers a call in flight under its upstream request id; returns what the link
     /// will send it.
     pub(crate) fn register(&self, id: ClientRequestId, ctx: CallCtx) -> mpsc::Receiver<ToCall> {
@@ -155,6 +160,16 @@ impl Link {
         }
         for event in early {
             self.on_event(event);
+        }
+        rx
+    }
+
+    /// Gives the call under `id` a new context (a held call resumed by the downstream
+    /// client's retry); returns what the link will send it from now on.
+    pub(crate) fn reattach(&self, id: ClientRequestId, ctx: CallCtx) -> mpsc::Receiver<ToCall> {
+        let (tx, rx) = mpsc::channel(CALL_QUEUE);
+        if let Ok(mut t) = self.table.lock() {
+            t.calls.insert(id, Slot { ctx, tx });
         }
         rx
     }

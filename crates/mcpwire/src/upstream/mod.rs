@@ -14,13 +14,19 @@
 //!
 //! Modules, leaves first: `forward.rs` (what a request becomes upstream), `routes.rs`
 //! (task support and header parameters of the upstream's tools, learnt from its lists),
-//! `link.rs` (one upstream session and the calls on it), `call.rs` (one call on a link),
-//! `backend.rs`.
+//! `link.rs` (one
+//! upstream session and the calls on it), `call.rs` (one call on a link), `hold.rs`
+//! (upstream requests waiting for a stateless client's retry), `restart.rs` (the shared
+//! session opened again with backoff when it ends), `sessions.rs`
+//! (an upstream session per downstream session, bounded), `backend.rs`.
 
 mod backend;
 mod call;
 mod forward;
+mod hold;
 mod link;
+mod restart;
 mod routes;
+mod sessions;
 
 pub use backend::{UpstreamBackend, UpstreamConfig};

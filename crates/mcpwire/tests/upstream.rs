@@ -1,0 +1,168 @@
+//! `UpstreamBackend` across eras, driven through the router as a listener would: a native
+//! server served over Streamable HTTP in this process is the upstream.
+//!
+//! - A stateless (2026-07-28) downstream client in front of a handshake-era upstream: the
+//!   upstream's two `roots/list` requests become two `input_required` answers; each retry
+//!   resumes the *held* upstream request (the tool runs once).
+//! - A 2025-11-25 downstream client in front of a 2026-07-28 upstream: the upstream's
+//!   `input_required` rounds become real requests to the downstream client, and the call is
+//!   retried upstream with the answers.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use mcpwire::Service;
+use mcpwire::client::{EraChoice, Target};
+use mcpwire::http::{HttpConfig, HttpServer};
+use mcpwire::model::types::{ClientCapabilities, Implementation};
+use mcpwire::model::{CallEvent, ClientAsk, McpError, Method, Raw, Reply, Revision, to_raw};
+use mcpwire::router::{BoxFuture, CallCtx, McpCall, NoArgs, Peer, Router, Server, ToolError, tool};
+use mcpwire::upstream::{UpstreamBackend, UpstreamConfig};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+/// A server whose tool `two_asks` lists the client's roots twice and counts its runs.
+fn asking_server(runs: Arc<AtomicUsize>) -> Service {
+    let server = Server::builder(Implementation::new("asker", "1"))
+        .tool(tool("two_asks", move |ctx: CallCtx, _: NoArgs| {
+            let runs = runs.clone();
+            async move {
+                runs.fetch_add(1, Ordering::SeqCst);
+                let first = ctx.list_roots().await?;
+                let second = ctx.list_roots().await?;
+                Ok::<_, ToolError>(format!("{} then {}", first.roots.len(), second.roots.len()))
+            }
+        }))
+        .build();
+    let info = server.server_info().clone();
+    Service::new(Router::new(server), info, None)
+}
+
+/// Serves `service` over HTTP on a free port; its URL.
+async fn serve_http(service: Service) -> String {
+    let server = HttpServer::bind(service, HttpConfig::default())
+        .await
+        .expect("bind");
+    let url = format!("http://{}/mcp", server.local_addr().expect("addr"));
+    tokio::spawn(server.serve());
+    url
+}
+
+async fn upstream(url: &str, era: EraChoice) -> Router {
+    let mut config = UpstreamConfig::new("up", Target::Url(url.to_owned()));
+    config.era = era;
+    let backend = UpstreamBackend::connect(config).await.expect("connect");
+    Router::new(backend)
+}
+
+fn roots_caps() -> Arc<ClientCapabilities> {
+    Arc::new(ClientCapabilities {
+        roots: Some(json!({})),
+        ..ClientCapabilities::default()
+    })
+}
+
+fn call(params: Value, ctx: CallCtx) -> McpCall {
+    McpCall {
+        method: Method::ToolsCall,
+        params: Some(to_raw(&params)),
+        ctx,
+    }
+}
+
+fn json_of(raw: &Raw) -> Value {
+    serde_json::from_str(raw.get()).expect("json")
+}
+
+#[tokio::test]
+async fn a_stateless_client_resumes_the_held_upstream_request() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let url = serve_http(asking_server(runs.clone())).await;
+    let router = upstream(&url, EraChoice::Handshake).await;
+    let stateless = || {
+        CallCtx::new(
+            Revision::STATELESS,
+            roots_caps(),
+            CancellationToken::new(),
+            None,
+        )
+    };
+
+    let mut params = json!({"name": "two_asks", "arguments": {}});
+    let mut rounds = 0;
+    let text = loop {
+        rounds += 1;
+        assert!(rounds <= 3, "two asks, three requests");
+        let reply = router
+            .call(call(params.clone(), stateless()))
+            .await
+            .expect("answered");
+        let ir = match reply {
+            Reply::Complete(raw) => break json_of(&raw)["content"][0]["text"].clone(),
+            Reply::InputRequired(raw) => json_of(&raw),
+        };
+        let requests = ir["inputRequests"].as_object().expect("inputRequests");
+        assert_eq!(requests.len(), 1, "{ir}");
+        let (key, request) = requests.iter().next().expect("one");
+        assert_eq!(request["method"], "roots/list");
+        assert!(key.starts_with("mcpwire-upstream-"), "{key}");
+        params["inputResponses"] = json!({ key.clone(): {"roots": [{"uri": "file:///a"}]} });
+        params["requestState"] = ir["requestState"].clone();
+    };
+    assert_eq!(text, "1 then 1");
+    assert_eq!(rounds, 3);
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1,
+        "the upstream request was held, not rerun"
+    );
+}
+
+/// A downstream (2025-11-25) connection answering every roots/list with one root.
+struct RootsPeer {
+    asked: AtomicUsize,
+}
+
+impl Peer for RootsPeer {
+    fn event(&self, _: CallEvent) {}
+
+    fn ask(&self, ask: ClientAsk) -> BoxFuture<'static, Result<Raw, McpError>> {
+        assert_eq!(ask.method, "roots/list");
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async { Ok(to_raw(&json!({"roots": [{"uri": "file:///b"}]}))) })
+    }
+}
+
+#[tokio::test]
+async fn a_handshake_client_answers_a_stateless_upstream_in_real_requests() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let url = serve_http(asking_server(runs.clone())).await;
+    let router = upstream(&url, EraChoice::Stateless).await;
+    let peer = Arc::new(RootsPeer {
+        asked: AtomicUsize::new(0),
+    });
+    let ctx = CallCtx::new(
+        Revision::LATEST_STATEFUL,
+        roots_caps(),
+        CancellationToken::new(),
+        Some(peer.clone()),
+    );
+    let reply = router
+        .call(call(json!({"name": "two_asks", "arguments": {}}), ctx))
+        .await
+        .expect("answered");
+    let Reply::Complete(raw) = reply else {
+        panic!("a complete result")
+    };
+    let v = json_of(&raw);
+    assert_eq!(v["content"][0]["text"], "1 then 1");
+    assert!(
+        v.get("resultType").is_none(),
+        "no 2026-07-28 decoration: {v}"
+    );
+    assert_eq!(
+        peer.asked.load(Ordering::SeqCst),
+        2,
+        "each input request asked once"
+    );
+}
