@@ -41,7 +41,7 @@ pub enum PolicyItem {
 
 /// Which callers a rule is about. Every field given must hold; an empty `Callers` matches
 /// every caller, the anonymous one included.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Callers {
     /// The caller's subject matches one of these (a token's `sub`, `key:NAME` for a key).
     pub subjects: Vec<Glob>,
@@ -88,7 +88,7 @@ fn claim_holds(got: &Value, want: &Value) -> bool {
 
 /// Which items a rule is about. `backends` empty: every backend. Each kind's patterns:
 /// `None` for every item of that kind when no kind has patterns, else for none of it.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Targets {
     /// Federation members by name.
     pub backends: Vec<Glob>,
@@ -128,7 +128,7 @@ impl Targets {
 }
 
 /// One rule: its effect on the items it targets, for the callers it names.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PolicyRule {
     /// Allow or deny.
     pub effect: Effect,
@@ -139,7 +139,7 @@ pub struct PolicyRule {
 }
 
 /// Allow/deny rules, first match wins, then the default.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Policy {
     /// What applies when no rule matches.
     pub default: Effect,

@@ -57,6 +57,7 @@ struct RawFile {
     #[serde(default)]
     views: Ordered<RawView>,
     auth: Option<super::auth::RawAuth>,
+    policy: Option<super::policy::RawPolicy>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -273,6 +274,20 @@ impl GatewayConfig {
                 origin.error_at(&at, m)
             })?),
         };
+        let names: Vec<&str> = backends.iter().map(|b| b.name.as_str()).collect();
+        let policy = match raw.policy {
+            None => None,
+            Some(p) => Some(p.check(&names).map_err(|(key, m)| {
+                let mut at = root.key("policy");
+                for part in key.split('.') {
+                    at = match part.parse::<usize>() {
+                        Ok(i) => at.index(i),
+                        Err(_) => at.key(part),
+                    };
+                }
+                origin.error_at(&at, m)
+            })?),
+        };
         let config = GatewayConfig {
             origin,
             server,
@@ -280,6 +295,7 @@ impl GatewayConfig {
             backends,
             views,
             auth,
+            policy,
         };
         config.validate()?;
         Ok(config)
