@@ -219,7 +219,7 @@ fn stdio_is_the_anonymous_caller() {
     check_conversation(|id, m, params| c.request(id, m, params), false, "stdio");
 }
 
-fn check_as(path: &PathBuf, who: &[&str]) -> String {
+fn check_as(path: &std::path::Path, who: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_mcpwire"))
         .args(["serve", "--config", path.to_str().expect("path"), "--check"])
         .args(who)
