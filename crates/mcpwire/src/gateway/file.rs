@@ -602,6 +602,14 @@ mcpb = "127.0.0.1:9000"
                 "conf/mcpwire.toml:3:11: backends.fs.runtime: `runtime` is an option of process backends, not of command backends",
             ),
             (
+                "[backends.d]\nnative = \"x\"\n[policy]\n[[policy.rules]]\neffect = \"deny\"\nbackends = [\"gh\"]\n",
+                "conf/mcpwire.toml:6:12: policy.rules[0].backends: no backend is named `gh`",
+            ),
+            (
+                "[backends.d]\nnative = \"x\"\n[policy]\n[[policy.rules]]\neffect = \"maybe\"\n",
+                "conf/mcpwire.toml:5:10: policy.rules[0].effect: unknown variant `maybe`",
+            ),
+            (
                 "[backends.fs]\ncommand = \"npx x\"\nurl = \"http://x\"\n",
                 "conf/mcpwire.toml:3:7: backends.fs.url: a backend is one of",
             ),
