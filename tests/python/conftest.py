@@ -29,22 +29,27 @@ def anyio_backend():
     return "asyncio"
 
 
-@pytest.fixture()
-def http_url(mcpwire_bin):
-    """Starts `mcpwire demo` on a free port and yields its endpoint URL."""
+def spawn_http_demo(mcpwire_bin, extra=(), env=None):
+    """Starts `mcpwire demo --transport http --port 0 EXTRA…`; the process and its URL."""
     proc = subprocess.Popen(
-        [mcpwire_bin, "demo", "--transport", "http", "--port", "0"],
+        [mcpwire_bin, "demo", "--transport", "http", "--port", "0", *extra],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        env={"MCPWIRE_LOG": "warn"},
+        env={"MCPWIRE_LOG": "warn", **(env or {})},
         text=True,
     )
     line = proc.stderr.readline()
     assert "listening on" in line, line
-    url = line.split()[-1]
     # Keep draining stderr so the server never blocks on a full pipe.
     threading.Thread(target=lambda: proc.stderr.read(), daemon=True).start()
+    return proc, line.split()[-1]
+
+
+@pytest.fixture()
+def http_url(mcpwire_bin):
+    """Starts `mcpwire demo` on a free port and yields its endpoint URL."""
+    proc, url = spawn_http_demo(mcpwire_bin)
     try:
         yield url
     finally:

@@ -169,3 +169,54 @@ async def test_a_backend_added_while_a_session_stays(mcpwire_bin, tmp_path):
                 assert text_of(r) == "added while connected"
     finally:
         served.close()
+
+
+async def test_a_reload_leaves_calls_in_flight_on_other_backends_alone(mcpwire_bin, tmp_path):
+    """Removing one backend while a call runs on another (an upstream with a child per
+    session): the call finishes with its result, the session and its child stay, and the
+    removed backend's tools go with one list change."""
+    upstream = f'[backends.up]\ncommand = ["{mcpwire_bin}", "demo"]\n'
+    conf = tmp_path / "mcpwire.toml"
+    head = '[server]\nprefix = "always"\n\n'
+    conf.write_text(head + config_text(upstream + TOOLS))
+    served = Served(mcpwire_bin, conf)
+    changed = anyio.Event()
+
+    async def on_message(message):
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
+    try:
+        async with streamable_http_client(served.url) as (read, write):
+            async with ClientSession(
+                read, write, read_timeout_seconds=60, message_handler=on_message
+            ) as s:
+                await s.initialize()
+                tools = {t.name for t in (await s.list_tools()).tools}
+                assert {"up_test_slow", "kitchen_echo"} <= tools, tools
+                r = await s.call_tool("up_echo", {"text": "before"})
+                assert text_of(r) == "before"
+
+                result = {}
+
+                async def slow():
+                    result["r"] = await s.call_tool("up_test_slow", {"seconds": 2})
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(slow)
+                    await anyio.sleep(0.3)
+                    seen = len(served.lines)
+                    conf.write_text(head + config_text(upstream))
+                    line = served.wait_for("mcpwire: reloaded", after=seen)
+                    assert "removed kitchen" in line, line
+                    assert "r" not in result, "the call was still running at the reload"
+                    with anyio.fail_after(30):
+                        await changed.wait()
+                r = result["r"]
+                assert not r.is_error, r
+                tools = {t.name for t in (await s.list_tools()).tools}
+                assert "up_test_slow" in tools and "kitchen_echo" not in tools, tools
+                r = await s.call_tool("up_echo", {"text": "after"})
+                assert text_of(r) == "after"
+    finally:
+        served.close()

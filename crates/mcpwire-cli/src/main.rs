@@ -7,6 +7,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use mcpwire::client::{Client, ClientOptions, Target};
 use serde_json::Value;
 
+mod auth_args;
 mod exit;
 mod process_cmd;
 mod schema_cmd;
@@ -181,6 +182,8 @@ struct ServeArgs {
     http: HttpArgs,
     #[command(flatten)]
     mcpb: McpbArgs,
+    #[command(flatten)]
+    auth: auth_args::AuthArgs,
 }
 
 /// Options of the MCPB binary TCP wire (it listens on --host/--port).

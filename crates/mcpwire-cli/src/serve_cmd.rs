@@ -14,6 +14,7 @@ use mcpwire::gateway::{
     Natives, PrefixMode, ProcessSpec, ServerOptions, UpstreamSpec,
 };
 
+use crate::auth_args::AuthArgs;
 use crate::exit::UsageError;
 use crate::{ServeArgs, Transport};
 
@@ -52,6 +53,8 @@ pub struct ServeCmdArgs {
     /// With --check: print the report as JSON.
     #[arg(long, requires = "check")]
     json: bool,
+    #[command(flatten)]
+    auth: AuthArgs,
 }
 
 impl ServeCmdArgs {
@@ -89,6 +92,12 @@ pub fn config(args: &ServeCmdArgs, matches: Option<&ArgMatches>) -> Result<Gatew
         let mut config = GatewayConfig::load(path)?;
         if args.no_reload {
             config.server.reload = false;
+        }
+        if args.auth.given() {
+            return Err(UsageError(
+                "with --config, authentication is the file's [auth] section, not flags".into(),
+            )
+            .into());
         }
         return Ok(config);
     }
@@ -149,6 +158,7 @@ pub fn config(args: &ServeCmdArgs, matches: Option<&ArgMatches>) -> Result<Gatew
     if config.listeners.is_empty() {
         config.push_listener(ListenerSpec::parse("stdio").map_err(UsageError)?, "serve");
     }
+    config.auth = args.auth.config()?;
     config.validate()?;
     Ok(config)
 }
@@ -192,6 +202,7 @@ pub fn preset(serve: &ServeArgs, backend: BackendSpec, command: &str) -> Result<
     let listener = ListenerSpec::with_options(listen_options(serve))
         .map_err(|(option, e)| UsageError(format!("--{}: {e}", option.replace('_', "-"))))?;
     config.push_listener(listener, "--transport");
+    config.auth = serve.auth.config()?;
     config.validate()?;
     Ok(config)
 }

@@ -14,6 +14,7 @@ use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
 use crate::BoxFuture;
+use crate::identity::Identity;
 use crate::input::InputRound;
 use crate::session_scope::SessionScope;
 use crate::tasks::TaskEntry;
@@ -37,6 +38,7 @@ struct Inner {
     cancel: CancellationToken,
     peer: Option<Arc<dyn Peer>>,
     session: Option<SessionScope>,
+    identity: Option<Identity>,
     /// The request's `_meta`, as the client sent it.
     meta: Option<Arc<RawValue>>,
     input: Option<Mutex<InputRound>>,
@@ -80,6 +82,7 @@ impl CallCtx {
                 cancel,
                 peer,
                 session: None,
+                identity: None,
                 meta: None,
                 input: None,
                 task: OnceLock::new(),
@@ -106,6 +109,7 @@ impl CallCtx {
             cancel: self.inner.cancel.clone(),
             peer: self.inner.peer.clone(),
             session: self.inner.session.clone(),
+            identity: self.inner.identity.clone(),
             meta: self.inner.meta.clone(),
             input: Some(Mutex::new(round)),
             task: OnceLock::new(),
@@ -123,6 +127,7 @@ impl CallCtx {
             cancel,
             peer: self.inner.peer.clone(),
             session: self.inner.session.clone(),
+            identity: self.inner.identity.clone(),
             meta: self.inner.meta.clone(),
             input: None,
             task: OnceLock::new(),
@@ -177,12 +182,27 @@ impl CallCtx {
         self
     }
 
+    /// Sets who is calling, as the wire's authentication layer established it (done by the
+    /// shell when dispatching).
+    pub fn with_identity(mut self, identity: Option<Identity>) -> CallCtx {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.identity = identity;
+        }
+        self
+    }
+
     /// Sets the request's `_meta` (done by the router when it parses the request).
     pub(crate) fn with_meta(mut self, meta: Option<Arc<RawValue>>) -> CallCtx {
         if let Some(inner) = Arc::get_mut(&mut self.inner) {
             inner.meta = meta;
         }
         self
+    }
+
+    /// Who is calling: `None` when the listener does not authenticate (stdio, or a network
+    /// listener without `[auth]`).
+    pub fn identity(&self) -> Option<&Identity> {
+        self.inner.identity.as_ref()
     }
 
     /// The request's `_meta` object as the client sent it (progress token and, in

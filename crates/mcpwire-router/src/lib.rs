@@ -35,6 +35,7 @@ mod ask;
 mod backend;
 mod ctx;
 mod handlers;
+mod identity;
 mod input;
 mod output;
 mod prompt;
@@ -51,6 +52,7 @@ pub use ask::{ElicitRequest, Elicited, SampleRequest, Sampled, elicitation_schem
 pub use backend::{Backend, BackendInfo, BackendRequest, BoxFuture, HeaderParam, ToolRouting};
 pub use ctx::{CallCtx, Peer};
 pub use handlers::Handlers;
+pub use identity::{Credential, Identity};
 pub use mcpwire_macros::{prompt, resource, server, tool};
 pub use output::{
     IntoPromptOutput, IntoPromptResult, IntoResourceContents, IntoResourceOutput, IntoToolOutput,

@@ -14,8 +14,10 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod auth;
 pub mod client;
 mod driver;
+mod fetch;
 pub mod gateway;
 #[doc = include_str!("guide.md")]
 pub mod guide {}
@@ -25,6 +27,7 @@ pub mod prelude;
 pub mod proto_mcp;
 pub mod serve;
 pub mod stdio;
+mod tls;
 pub mod upstream;
 pub mod wires;
 

@@ -8,6 +8,7 @@ use mcpwire_router::{Router, Server, TaskConfig};
 use mcpwire_session::SessionConfig;
 use mcpwire_wire::Limits;
 
+use crate::auth::Authenticator;
 use crate::stdio::StdioConnection;
 
 /// How long a connection keeps polling after activity before it sleeps, by default. On
@@ -29,6 +30,9 @@ pub struct Service {
     pub busy_poll: std::time::Duration,
     /// Each tool's protobuf schema, for proto-mcp connections.
     pub proto: Arc<ProtoToolSchemas>,
+    /// Authentication for the network listeners serving this service (HTTP, WebSocket,
+    /// gRPC, MCPB; never stdio). `None`: they accept anyone (MCPB: its own static tokens).
+    pub auth: Option<Arc<Authenticator>>,
 }
 
 impl Service {
@@ -54,7 +58,14 @@ impl Service {
             limits: Limits::default(),
             busy_poll: DEFAULT_BUSY_POLL,
             proto: Arc::new(ProtoToolSchemas::new(crate::proto_mcp::default_converter())),
+            auth: None,
         }
+    }
+
+    /// This service with every network listener requiring a credential `auth` accepts.
+    pub fn with_auth(mut self, auth: Arc<Authenticator>) -> Service {
+        self.auth = Some(auth);
+        self
     }
 
     /// Serves one client over this process's stdin/stdout until stdin closes: JSON-RPC

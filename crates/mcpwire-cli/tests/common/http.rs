@@ -226,6 +226,11 @@ impl Exchange {
         }
     }
 
+    /// A plain `GET` of `path` at `addr`.
+    pub fn get(addr: &str, path: &str) -> Exchange {
+        Exchange::send(addr, "GET", path, &[], b"")
+    }
+
     /// POSTs `msg` to session `sid` of the server at `addr` (for use from other threads).
     pub fn post_to(addr: &str, path: &str, sid: &str, msg: &Value) -> Exchange {
         let h = [

@@ -98,12 +98,39 @@ pub struct Ws(Socket);
 
 impl Ws {
     pub fn connect(addr: &str) -> Ws {
-        let (socket, _) = tungstenite::connect(format!("ws://{addr}")).expect("ws connect");
+        Ws::connect_with(addr, &[]).expect("ws connect")
+    }
+
+    /// Connects with extra upgrade-request headers; a refused upgrade is its HTTP status
+    /// and `WWW-Authenticate` header.
+    pub fn connect_with(addr: &str, headers: &[(&str, &str)]) -> Result<Ws, (u16, Option<String>)> {
+        use tungstenite::client::IntoClientRequest;
+        let mut request = format!("ws://{addr}")
+            .into_client_request()
+            .expect("request");
+        for (k, v) in headers {
+            request.headers_mut().insert(
+                tungstenite::http::HeaderName::from_bytes(k.as_bytes()).expect("name"),
+                v.parse().expect("value"),
+            );
+        }
+        let socket = match tungstenite::connect(request) {
+            Ok((socket, _)) => socket,
+            Err(tungstenite::Error::Http(r)) => {
+                let challenge = r
+                    .headers()
+                    .get("www-authenticate")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                return Err((r.status().as_u16(), challenge));
+            }
+            Err(e) => panic!("ws connect: {e}"),
+        };
         if let tungstenite::stream::MaybeTlsStream::Plain(s) = socket.get_ref() {
             s.set_read_timeout(Some(Duration::from_secs(10)))
                 .expect("timeout");
         }
-        Ws(socket)
+        Ok(Ws(socket))
     }
 
     fn next_data(&mut self) -> tungstenite::Message {
@@ -231,6 +258,16 @@ pub fn grpc_call<R: prost::Message + Default>(
     rpc: &str,
     request: &impl prost::Message,
 ) -> Result<R, GrpcError> {
+    grpc_call_with(addr, rpc, request, &[])
+}
+
+/// [`grpc_call`] with extra request metadata (e.g. `authorization`).
+pub fn grpc_call_with<R: prost::Message + Default>(
+    addr: &str,
+    rpc: &str,
+    request: &impl prost::Message,
+    metadata: &[(&str, &str)],
+) -> Result<R, GrpcError> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -248,11 +285,13 @@ pub fn grpc_call<R: prost::Message + Default>(
         body.push(0);
         body.extend_from_slice(&(msg.len() as u32).to_be_bytes());
         body.extend_from_slice(&msg);
-        let req = hyper::Request::post(format!("http://{addr}/buf.mcp.v1.MCPService/{rpc}"))
+        let mut req = hyper::Request::post(format!("http://{addr}/buf.mcp.v1.MCPService/{rpc}"))
             .header("content-type", "application/grpc")
-            .header("te", "trailers")
-            .body(Full::new(Bytes::from(body)))
-            .expect("request");
+            .header("te", "trailers");
+        for (k, v) in metadata {
+            req = req.header(*k, *v);
+        }
+        let req = req.body(Full::new(Bytes::from(body))).expect("request");
         let call = async {
             let resp = send.send_request(req).await.expect("response");
             let headers = resp.headers().clone();

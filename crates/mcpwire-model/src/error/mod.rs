@@ -235,9 +235,15 @@ pub enum McpError {
         /// The time allowed.
         secs: f64,
     },
-    /// Authentication failed: a missing or unknown token (HTTP 401).
+    /// Authentication failed: a missing, malformed, unknown, expired or otherwise invalid
+    /// credential (HTTP 401, gRPC `UNAUTHENTICATED`; over HTTP with a `WWW-Authenticate`
+    /// challenge).
     #[error("authentication failed: {0}")]
     Unauthenticated(String),
+    /// The credential is valid but lacks a scope this server requires (HTTP 403 with
+    /// `error="insufficient_scope"`, gRPC `PERMISSION_DENIED`); the text names the scopes.
+    #[error("insufficient scope: {0}")]
+    InsufficientScope(String),
     /// The server cannot take this now: too many sessions, shutting down (HTTP 503).
     #[error("{0}")]
     Unavailable(String),

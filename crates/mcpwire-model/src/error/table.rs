@@ -118,6 +118,7 @@ impl McpError {
             | McpError::MessageTooLarge { .. }
             | McpError::BodyTimeout { .. }
             | McpError::Unauthenticated(_)
+            | McpError::InsufficientScope(_)
             | McpError::Unavailable(_)
             | McpError::LimitExceeded(_) => INVALID_REQUEST,
             McpError::InvalidParams(_) | McpError::PromptNotFound(_) => INVALID_PARAMS,
@@ -215,7 +216,7 @@ impl McpError {
             | McpError::SessionRequired
             | McpError::LimitExceeded(_) => 400,
             McpError::Unauthenticated(_) => 401,
-            McpError::Forbidden(_) => 403,
+            McpError::Forbidden(_) | McpError::InsufficientScope(_) => 403,
             McpError::MethodNotFound(_) | McpError::SessionNotFound => 404,
             McpError::MethodNotAllowed(_) => 405,
             McpError::NotAcceptable(_) => 406,
@@ -253,7 +254,7 @@ impl McpError {
             | McpError::ResourceNotFound(_)
             | McpError::PromptNotFound(_)
             | McpError::SessionNotFound => GrpcCode::NotFound,
-            McpError::Forbidden(_) => GrpcCode::PermissionDenied,
+            McpError::Forbidden(_) | McpError::InsufficientScope(_) => GrpcCode::PermissionDenied,
             McpError::MessageTooLarge { .. } | McpError::LimitExceeded(_) => {
                 GrpcCode::ResourceExhausted
             }

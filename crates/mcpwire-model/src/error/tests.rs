@@ -226,6 +226,12 @@ fn table() -> Vec<Row> {
             Unauthenticated,
         ),
         row(
+            McpError::InsufficientScope(s("x")),
+            same("-32600"),
+            403,
+            PermissionDenied,
+        ),
+        row(
             McpError::Unavailable(s("x")),
             same("-32600"),
             503,
@@ -318,10 +324,11 @@ fn variant(e: &McpError) -> (&'static str, usize) {
         McpError::Internal(_) => ("Internal", 32),
         McpError::ConnectionClosed(_) => ("ConnectionClosed", 33),
         McpError::BadPeerMessage(_) => ("BadPeerMessage", 34),
+        McpError::InsufficientScope(_) => ("InsufficientScope", 35),
     }
 }
 
-const VARIANTS: usize = 35;
+const VARIANTS: usize = 36;
 
 /// Variants raised before a revision is known (codecs, HTTP handlers before a session):
 /// every revision must spell them the same.
@@ -340,6 +347,7 @@ fn unnegotiated(e: &McpError) -> bool {
             | McpError::MessageTooLarge { .. }
             | McpError::BodyTimeout { .. }
             | McpError::Unauthenticated(_)
+            | McpError::InsufficientScope(_)
             | McpError::Unavailable(_)
             | McpError::Internal(_)
     )

@@ -26,7 +26,6 @@ mod conn;
 mod exchange;
 mod routing;
 mod sse;
-mod tls;
 
 use conn::{Headers, HttpConn};
 use exchange::{Inbound, Post};

@@ -15,7 +15,7 @@ use super::now;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use mcpwire_model::{BackendEvent, CallEvent, ClientAsk, McpError, Raw, RequestId};
-use mcpwire_router::{BoxFuture, CallCtx, McpCall, McpReply, Peer, Router, SessionScope};
+use mcpwire_router::{BoxFuture, CallCtx, Identity, McpCall, McpReply, Peer, Router, SessionScope};
 use mcpwire_session::{AskId, Dispatch, DispatchId, ServerSession, SessionEvent, Transmit};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -100,6 +100,9 @@ pub(crate) struct Calls {
     /// The downstream session these calls belong to (`None` for a stateless request);
     /// ended when the calls are dropped with their connection or HTTP session.
     session: Option<SessionScope>,
+    /// Who is calling, as the wire's authentication established it (`None`: not
+    /// authenticated); every call started from now on carries it.
+    identity: Option<Identity>,
 }
 
 impl Drop for Calls {
@@ -145,7 +148,20 @@ impl Calls {
             events,
             detached: Vec::new(),
             session,
+            identity: None,
         }
+    }
+
+    /// These calls, made by `identity`.
+    pub(crate) fn with_identity(mut self, identity: Option<Identity>) -> Calls {
+        self.identity = identity;
+        self
+    }
+
+    /// From now on, calls are made by `identity` (MCPB learns it after the connection
+    /// opened).
+    pub(crate) fn set_identity(&mut self, identity: Option<Identity>) {
+        self.identity = identity;
     }
 
     /// Calls still running.
@@ -297,7 +313,8 @@ impl Calls {
             Some(peer),
         )
         .with_progress_token(d.ctx.progress_token)
-        .with_session(self.session.clone());
+        .with_session(self.session.clone())
+        .with_identity(self.identity.clone());
         let call = McpCall {
             method: d.method,
             params: d.params,

@@ -72,6 +72,13 @@ pub(crate) trait Endpoint {
 
     /// Whether to go on.
     fn status(&mut self) -> Status;
+
+    /// Whether to read the next frame now. An endpoint waiting for something before it can
+    /// take more input (MCPB while a token's signing keys load) says no; what it waits for
+    /// must then come through [`Endpoint::wait`].
+    fn accepts_input(&self) -> bool {
+        true
+    }
 }
 
 /// One connection: a reader split into frames, a writer, and the endpoint between them.
@@ -131,7 +138,7 @@ where
                 break;
             }
             let paused = output_full(&self.wbuf);
-            let reading = self.reader_open && !paused;
+            let reading = self.reader_open && !paused && self.endpoint.accepts_input();
             if !just_spun && !self.busy_poll.is_zero() && reading && self.wbuf.is_empty() {
                 // Poll a little before sleeping, then re-check everything from the top.
                 just_spun = true;
@@ -177,6 +184,7 @@ where
             let mut progressed = false;
             if self.reader_open
                 && self.endpoint.status() == Status::Open
+                && self.endpoint.accepts_input()
                 && let Some(frame) = self.reader.next().now_or_never()
             {
                 self.on_frame(frame);
@@ -198,7 +206,9 @@ where
             // Let a peer sharing this CPU (a client on the same core) run: spinning must not
             // starve the very process it waits for.
             std::thread::yield_now();
-            if let Some(frame) = self.reader.next().now_or_never() {
+            if self.endpoint.accepts_input()
+                && let Some(frame) = self.reader.next().now_or_never()
+            {
                 self.on_frame(frame);
                 return;
             }

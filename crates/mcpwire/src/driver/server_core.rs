@@ -31,6 +31,11 @@ impl ServerCore {
         }
     }
 
+    /// From now on, calls are made by `identity` (see [`Calls::set_identity`]).
+    pub(crate) fn set_identity(&mut self, identity: Option<mcpwire_router::Identity>) {
+        self.calls.set_identity(identity);
+    }
+
     /// Hands one decoded message (or a codec's refusal) to the session.
     pub(crate) fn inbound(&mut self, msg: Result<Message, Malformed>) {
         self.session.handle_inbound(now(), msg);

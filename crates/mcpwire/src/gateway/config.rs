@@ -28,6 +28,8 @@ pub struct GatewayConfig {
     pub backends: Vec<BackendSpec>,
     /// Named subsets of the catalog a listener may serve instead of all of it.
     pub views: Vec<ViewSpec>,
+    /// Authentication for every network listener (`[auth]`, see `gateway/auth.rs`).
+    pub auth: Option<crate::auth::AuthConfig>,
 }
 
 /// How the gateway presents itself and bounds its clients (`[server]`).
@@ -267,6 +269,7 @@ impl GatewayConfig {
             listeners,
             backends,
             views: Vec::new(),
+            auth: None,
         }
     }
 

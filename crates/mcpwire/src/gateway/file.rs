@@ -56,6 +56,7 @@ struct RawFile {
     backends: Ordered<RawBackend>,
     #[serde(default)]
     views: Ordered<RawView>,
+    auth: Option<super::auth::RawAuth>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -262,12 +263,23 @@ impl GatewayConfig {
                 resources: v.resources,
             })
             .collect();
+        let auth = match raw.auth {
+            None => None,
+            Some(a) => Some(a.check(&base).map_err(|(key, m)| {
+                let mut at = root.key("auth");
+                for part in key.split('.') {
+                    at = at.key(part);
+                }
+                origin.error_at(&at, m)
+            })?),
+        };
         let config = GatewayConfig {
             origin,
             server,
             listeners,
             backends,
             views,
+            auth,
         };
         config.validate()?;
         Ok(config)

@@ -49,6 +49,9 @@ pub struct ListenOptions {
     pub url: String,
     /// Serve this view (`[views.NAME]`) instead of the whole catalog.
     pub view: Option<String>,
+    /// `false`: this listener does not authenticate even though `[auth]` is configured
+    /// (e.g. a loopback-only one for local tools).
+    pub auth: Option<bool>,
     /// HTTP: `Origin` headers accepted besides none (default: loopback on any port).
     pub allowed_origins: Option<Vec<String>>,
     /// HTTP: `Host` headers accepted (default: loopback on any port).

@@ -7,6 +7,7 @@
 //! **Is not:** the catalog merging (that is the federation), the listeners (`wires`) or
 //! flag parsing (the CLI).
 
+mod auth;
 mod backends;
 mod check;
 mod config;

@@ -86,6 +86,9 @@ pub fn plan(serving: &GatewayConfig, next: &GatewayConfig, down: &[String]) -> R
     if serving.listeners != next.listeners {
         plan.ignored.push("listeners".into());
     }
+    if serving.auth != next.auth {
+        plan.ignored.push("auth".into());
+    }
     if serving.server != next.server {
         plan.ignored.push("[server] options".into());
     }

@@ -127,7 +127,9 @@ impl Gateway {
         if federate {
             gateway.federation = Some(gateway.federate().await?);
         }
-        gateway.services = gateway.front()?;
+        let auth = super::auth::authenticator(&gateway.config).await?;
+        let services = gateway.front()?;
+        gateway.services = super::auth::apply(&gateway.config, auth.as_ref(), services);
         Ok(gateway)
     }
 

@@ -1,7 +1,8 @@
 //! `GET` (the standalone SSE stream of a session) and `DELETE` (ending a session).
 //!
 //! Both need a session: without `Mcp-Session-Id` they get 405 (a stateless server has no
-//! stream to open and nothing to end), with an unknown one 404.
+//! stream to open and nothing to end), with an unknown one — or one another caller opened —
+//! 404. When the service authenticates, both need the credential first (401/403).
 
 use std::sync::Arc;
 
@@ -14,7 +15,7 @@ use mcpwire_model::McpError;
 use super::headers::{self, Accept, LAST_EVENT_ID, SESSION_ID};
 use super::replay::{EventId, StreamItem, StreamKind};
 use super::session::ResumeError;
-use super::{App, guard, reply};
+use super::{App, auth, guard, reply};
 
 /// Opens the standalone SSE stream of a session (server notifications and requests that
 /// relate to no open `POST`; a newer stream replaces an older one), or, with
@@ -24,6 +25,10 @@ pub(crate) async fn open(State(app): State<Arc<App>>, headers: HeaderMap) -> Res
     if let Some(r) = guard::refuse(&app.config.guard, &headers) {
         return r;
     }
+    let identity = match auth::authenticate(&app, &headers).await {
+        Ok(id) => id,
+        Err(r) => return r,
+    };
     let sid = match headers::text(&headers, SESSION_ID) {
         Ok(Some(sid)) => sid,
         Ok(None) => return not_allowed(),
@@ -33,7 +38,11 @@ pub(crate) async fn open(State(app): State<Arc<App>>, headers: HeaderMap) -> Res
         let e = McpError::NotAcceptable("Accept must list text/event-stream".into());
         return reply::refuse(None, e);
     }
-    let Some(session) = app.sessions.get(sid) else {
+    let Some(session) = app
+        .sessions
+        .get(sid)
+        .filter(|s| s.opened_by(identity.as_ref()))
+    else {
         return not_found();
     };
     let last = match headers::text(&headers, LAST_EVENT_ID) {
@@ -65,8 +74,17 @@ pub(crate) async fn delete(State(app): State<Arc<App>>, headers: HeaderMap) -> R
     if let Some(r) = guard::refuse(&app.config.guard, &headers) {
         return r;
     }
+    let identity = match auth::authenticate(&app, &headers).await {
+        Ok(id) => id,
+        Err(r) => return r,
+    };
+    let owned = |sid: &str| {
+        app.sessions
+            .get(sid)
+            .is_some_and(|s| s.opened_by(identity.as_ref()))
+    };
     match headers::text(&headers, SESSION_ID) {
-        Ok(Some(sid)) if app.sessions.remove(sid) => {
+        Ok(Some(sid)) if owned(sid) && app.sessions.remove(sid) => {
             tracing::debug!(session = %sid, "session deleted by the client");
             StatusCode::OK.into_response()
         }

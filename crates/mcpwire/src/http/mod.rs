@@ -18,6 +18,7 @@
 //!
 //! Like every driver, nothing here makes protocol decisions: those stay in the session.
 
+pub(crate) mod auth;
 mod get;
 mod guard;
 pub(crate) mod headers;
@@ -95,6 +96,8 @@ pub(crate) struct App {
     pub(crate) service: Service,
     pub(crate) config: HttpConfig,
     pub(crate) sessions: Arc<Sessions>,
+    /// Authentication, when the service has it.
+    pub(crate) auth: Option<auth::HttpAuth>,
 }
 
 /// A bound, not yet serving, Streamable HTTP listener.
@@ -119,6 +122,11 @@ impl HttpServer {
         }
         socket.bind(config.bind)?;
         let listener = socket.listen(LISTEN_BACKLOG)?;
+        let url = format!("http://{}{}", listener.local_addr()?, config.path);
+        let auth = service.auth.clone().map(|authenticator| auth::HttpAuth {
+            resource: authenticator.resource_server(&url),
+            authenticator,
+        });
         let stats = Arc::new(HttpStats::default());
         let sessions = Arc::new(Sessions::new(config.max_sessions, stats.clone()));
         Ok(HttpServer {
@@ -127,6 +135,7 @@ impl HttpServer {
                 service,
                 config,
                 sessions,
+                auth,
             }),
             stats,
         })
@@ -149,9 +158,26 @@ impl HttpServer {
             .get(get::open)
             .delete(get::delete);
         let read_timeout = self.app.config.read_timeout;
-        let router = axum::Router::new()
-            .route(&self.app.config.path, endpoint)
-            .with_state(self.app);
+        let mut router = axum::Router::new().route(&self.app.config.path, endpoint);
+        if let Some(auth) = &self.app.auth {
+            // RFC 9728: the metadata of the resource at its path-suffixed well-known URI,
+            // and at the root one for clients that look there.
+            let mut paths = vec![
+                crate::auth::resource::WELL_KNOWN.to_owned(),
+                auth.resource.metadata_path(),
+                format!(
+                    "{}{}",
+                    crate::auth::resource::WELL_KNOWN,
+                    self.app.config.path
+                ),
+            ];
+            paths.sort();
+            paths.dedup();
+            for p in paths {
+                router = router.route(&p, axum::routing::get(auth::metadata));
+            }
+        }
+        let router = router.with_state(self.app);
         loop {
             let (io, peer) = match self.listener.accept().await {
                 Ok(c) => c,

@@ -1,6 +1,7 @@
 //! `POST`: one JSON-RPC message from the client, validated and routed.
 //!
-//! Checks, in order: `Origin`/`Host` (403), `Content-Type: application/json` (415),
+//! Checks, in order: `Origin`/`Host` (403), the credential when the service authenticates
+//! (401/403 with a challenge, see [`super::auth`]), `Content-Type: application/json` (415),
 //! `Accept` listing both JSON and SSE (406), body size (413) and arrival in time (408),
 //! JSON-RPC shape (400). Then:
 //! with `Mcp-Session-Id` → that session (404 if unknown); without it, a request carrying
@@ -19,11 +20,12 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 use mcpwire_model::jsonrpc::decode_with_depth;
 use mcpwire_model::types::RequestMeta;
 use mcpwire_model::{McpError, Message, Method, Request, Revision};
+use mcpwire_router::Identity;
 
 use super::headers::{self, Accept, PROTOCOL_VERSION, SESSION_ID};
 use super::reply;
 use super::stateless::Exchange;
-use super::{App, guard, route_headers};
+use super::{App, auth, guard, route_headers};
 
 /// Handles a `POST` to the endpoint.
 pub(crate) async fn handle(
@@ -34,6 +36,10 @@ pub(crate) async fn handle(
     if let Some(r) = guard::refuse(&app.config.guard, &headers) {
         return r;
     }
+    let identity = match auth::authenticate(&app, &headers).await {
+        Ok(id) => id,
+        Err(r) => return r,
+    };
     if !headers::is_json_body(&headers) {
         let e = McpError::UnsupportedMediaType("Content-Type must be application/json".into());
         return reply::refuse(None, e);
@@ -59,8 +65,8 @@ pub(crate) async fn handle(
     };
     match headers::text(&headers, SESSION_ID) {
         Err(()) => bad_header(SESSION_ID),
-        Ok(Some(sid)) => with_session(&app, sid, version, msg).await,
-        Ok(None) => without_session(&app, &headers, version, msg).await,
+        Ok(Some(sid)) => with_session(&app, sid, version, msg, identity.as_ref()).await,
+        Ok(None) => without_session(&app, &headers, version, msg, identity).await,
     }
 }
 
@@ -114,8 +120,15 @@ fn session_not_found() -> Response {
     reply::refuse(None, McpError::SessionNotFound)
 }
 
-async fn with_session(app: &App, sid: &str, version: Option<&str>, msg: Message) -> Response {
-    let Some(session) = app.sessions.get(sid) else {
+async fn with_session(
+    app: &App,
+    sid: &str,
+    version: Option<&str>,
+    msg: Message,
+    identity: Option<&Identity>,
+) -> Response {
+    // A session answers only the caller that opened it: to anyone else it does not exist.
+    let Some(session) = app.sessions.get(sid).filter(|s| s.opened_by(identity)) else {
         return session_not_found();
     };
     if let Some(v) = version
@@ -149,6 +162,7 @@ async fn without_session(
     headers: &HeaderMap,
     version: Option<&str>,
     msg: Message,
+    identity: Option<Identity>,
 ) -> Response {
     let enveloped = match &msg {
         Message::Request(r) => RequestMeta::from_params(r.params.as_deref())
@@ -158,7 +172,7 @@ async fn without_session(
         _ => false,
     };
     if enveloped || version == Some(Revision::STATELESS.as_str()) {
-        return stateless(app, headers, version, msg).await;
+        return stateless(app, headers, version, msg, identity).await;
     }
     if let Some(v) = version
         && Revision::parse(v).is_none()
@@ -166,14 +180,19 @@ async fn without_session(
         return unsupported_version(v);
     }
     match msg {
-        Message::Request(req) if req.method == Method::Initialize => initialize(app, req).await,
+        Message::Request(req) if req.method == Method::Initialize => {
+            initialize(app, req, identity).await
+        }
         Message::Request(req) => reply::refuse(Some(req.id), McpError::SessionRequired),
         _ => reply::refuse(None, McpError::SessionRequired),
     }
 }
 
-async fn initialize(app: &App, req: Request) -> Response {
-    let Ok((sid, session)) = app.sessions.create(&app.service, app.config.session_idle) else {
+async fn initialize(app: &App, req: Request, identity: Option<Identity>) -> Response {
+    let created = app
+        .sessions
+        .create(&app.service, app.config.session_idle, identity);
+    let Ok((sid, session)) = created else {
         let e = McpError::Unavailable("every session is busy; try again later".into());
         return reply::refuse(Some(req.id), e);
     };
@@ -211,6 +230,7 @@ async fn stateless(
     headers: &HeaderMap,
     version: Option<&str>,
     msg: Message,
+    identity: Option<Identity>,
 ) -> Response {
     // 2026-07-28 has no session to notify; notifications (cancel is the stream closing)
     // and stray responses have nothing to act on.
@@ -225,7 +245,7 @@ async fn stateless(
         let e = McpError::MethodNotFound("initialize (not in 2026-07-28)".into());
         return reply::error_object(Some(req.id), e.to_wire(Revision::STATELESS));
     }
-    let exchange = Exchange::start(&app.service, req);
+    let exchange = Exchange::start(&app.service, req, identity);
     let id = exchange.id().clone();
     match reply::answer(exchange.into_stream(), &id).await {
         Some(a) => a.response,

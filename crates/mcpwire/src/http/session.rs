@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use futures::Stream;
 use mcpwire_model::types::CancelledParams;
 use mcpwire_model::{McpError, Message, Method, Outbound, Request, RequestId};
+use mcpwire_router::Identity;
 use mcpwire_session::{ServerSession, Transmit};
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, oneshot};
@@ -84,6 +85,9 @@ pub(crate) struct SessionHandle {
     /// Boxed so an idle session's channel block stays small (one pointer per slot).
     tx: mpsc::Sender<Box<Command>>,
     close: CancellationToken,
+    /// Who opened the session (`None`: the listener does not authenticate); its calls carry
+    /// this identity.
+    owner: Option<Identity>,
 }
 
 /// The messages related to one request: its response alone, or stream items.
@@ -134,6 +138,17 @@ pub(crate) enum ResumeError {
 pub(crate) struct Gone;
 
 impl SessionHandle {
+    /// Whether a request by `caller` may use this session: the listener does not
+    /// authenticate, or `caller` is the one who opened it (the same subject, authenticated
+    /// the same way — a refreshed token is fine).
+    pub(crate) fn opened_by(&self, caller: Option<&Identity>) -> bool {
+        match (&self.owner, caller) {
+            (None, _) => true,
+            (Some(owner), Some(caller)) => owner.same_caller(caller),
+            (Some(_), None) => false,
+        }
+    }
+
     /// Sends a request; its related messages and response arrive on the returned stream.
     pub(crate) async fn request(&self, req: Request) -> Result<RequestStream, Gone> {
         let (events_tx, events) = mpsc::channel(STREAM_QUEUE);
@@ -202,13 +217,14 @@ pub(crate) fn spawn(
     id: String,
     sessions: Arc<Sessions>,
     busy: Arc<Busy>,
+    owner: Option<Identity>,
 ) -> SessionHandle {
     let (tx, cmds) = mpsc::channel(COMMAND_QUEUE);
     let close = CancellationToken::new();
     let task = SessionTask {
         core: ServerCore::new(
             ServerSession::new(service.config.clone()),
-            Calls::new(service.router.clone()),
+            Calls::new(service.router.clone()).with_identity(owner.clone()),
         ),
         cmds,
         close: close.clone(),
@@ -226,7 +242,7 @@ pub(crate) fn spawn(
         sessions.forget(&id);
         tracing::debug!(session = %id, "session ended");
     });
-    SessionHandle { tx, close }
+    SessionHandle { tx, close, owner }
 }
 
 struct SessionTask {

@@ -11,6 +11,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use mcpwire_router::Identity;
+
 use super::session::{self, SessionHandle};
 use crate::Service;
 
@@ -97,6 +99,7 @@ impl Sessions {
         self: &Arc<Self>,
         service: &Service,
         idle: Duration,
+        owner: Option<Identity>,
     ) -> Result<(String, SessionHandle), Full> {
         let mut table = self.lock();
         if table.map.len() >= self.max {
@@ -120,7 +123,7 @@ impl Sessions {
             }
         };
         let busy = Arc::new(Busy::default());
-        let handle = session::spawn(service, idle, id.clone(), self.clone(), busy.clone());
+        let handle = session::spawn(service, idle, id.clone(), self.clone(), busy.clone(), owner);
         let entry = Entry {
             handle: handle.clone(),
             busy,
@@ -207,8 +210,8 @@ mod tests {
     async fn idle_sessions_expire_and_busy_ones_stay() {
         let table = Arc::new(Sessions::new(2, Arc::default()));
         let idle = Duration::from_secs(60);
-        let (quiet, _) = table.create(&service(), idle).unwrap();
-        let (busy, handle) = table.create(&service(), idle).unwrap();
+        let (quiet, _) = table.create(&service(), idle, None).unwrap();
+        let (busy, handle) = table.create(&service(), idle, None).unwrap();
         let init = serde_json::json!({"protocolVersion": "2025-11-25", "capabilities": {},
                                       "clientInfo": {"name": "t", "version": "1"}});
         let mut answer = handle
@@ -239,10 +242,10 @@ mod tests {
         let stats = Arc::new(HttpStats::default());
         let table = Arc::new(Sessions::new(2, stats.clone()));
         let idle = Duration::from_secs(3600);
-        let (a, _) = table.create(&service, idle).unwrap();
-        let (b, _) = table.create(&service, idle).unwrap();
+        let (a, _) = table.create(&service, idle, None).unwrap();
+        let (b, _) = table.create(&service, idle, None).unwrap();
         assert!(table.get(&a).is_some()); // a was used after b
-        let (c, _) = table.create(&service, idle).unwrap();
+        let (c, _) = table.create(&service, idle, None).unwrap();
         assert!(table.get(&b).is_none(), "b was the least recently used");
         assert!(table.get(&a).is_some() && table.get(&c).is_some());
         assert_eq!(stats.sessions_evicted(), 1);
@@ -254,12 +257,12 @@ mod tests {
             e.busy.set(true);
         }
         assert!(
-            table.create(&service, idle).is_err(),
+            table.create(&service, idle, None).is_err(),
             "every session is busy"
         );
         assert_eq!(table.lock().map.len(), 2);
         table.lock().map[&a].busy.set(false);
-        let (_d, _) = table.create(&service, idle).unwrap();
+        let (_d, _) = table.create(&service, idle, None).unwrap();
         assert!(table.get(&a).is_none(), "a was the only idle session");
         assert!(table.get(&c).is_some());
         assert_eq!(stats.sessions_evicted(), 2);

@@ -5,6 +5,7 @@
 //! drops the call, which is how a 2026-07-28 client over HTTP cancels.
 
 use mcpwire_model::{Method, Request};
+use mcpwire_router::Identity;
 use mcpwire_session::ServerSession;
 
 use crate::Service;
@@ -12,12 +13,12 @@ pub(crate) use crate::driver::Exchange;
 use crate::driver::{Calls, ServerCore};
 
 impl Exchange {
-    /// Hands `req` to a fresh session of `service`.
-    pub(crate) fn start(service: &Service, req: Request) -> Exchange {
+    /// Hands `req`, made by `identity`, to a fresh session of `service`.
+    pub(crate) fn start(service: &Service, req: Request, identity: Option<Identity>) -> Exchange {
         // Only `subscriptions/listen` streams catalog changes (subscribing costs a lock on
         // the shared event channel).
         let listens = matches!(&req.method, Method::Other(m) if &**m == "subscriptions/listen");
-        let calls = Calls::stateless(service.router.clone(), listens);
+        let calls = Calls::stateless(service.router.clone(), listens).with_identity(identity);
         let core = ServerCore::new(ServerSession::new(service.config.clone()), calls);
         Exchange::new(core, req)
     }

@@ -8,6 +8,7 @@ use std::time::{Instant, SystemTime};
 
 use bytes::BytesMut;
 use mcpwire_model::{McpError, Message, Method, Outbound, Request, RequestId, to_raw};
+use mcpwire_router::{BoxFuture, Identity};
 use mcpwire_session::ServerSession;
 use mcpwire_wire::mcpb::{MAX_TOKEN, McpbCodec, McpbFrame, McpbOut, McpbShape, VersionAck};
 use mcpwire_wire::{Decoded, FramingError};
@@ -16,6 +17,7 @@ use tokio::net::TcpStream;
 use tokio_util::codec::Encoder;
 
 use super::McpbListenerState;
+use crate::auth::{AuthFailure, Check};
 use crate::driver::framed::output_full;
 use crate::driver::{Calls, Endpoint, FramedDriver, ServerCore, Status, Wake, now};
 
@@ -56,6 +58,23 @@ pub(crate) struct McpbConnection {
     /// The authenticating `initialize` whose MCP answer (from the session) must also carry
     /// the session id and expiry.
     auth_answer: Option<AuthAnswer>,
+    /// Who authenticated (`None`: authentication is off); every call carries it.
+    identity: Option<Identity>,
+    /// A token being verified (its signing keys are loading); no input is read meanwhile.
+    verifying: Option<Verifying>,
+}
+
+/// A verification in progress and what it decides.
+struct Verifying {
+    check: BoxFuture<'static, Result<Identity, AuthFailure>>,
+    then: AfterVerify,
+}
+
+enum AfterVerify {
+    /// The authenticating `initialize`.
+    Open(AuthInit, Decoded),
+    /// A request with a per-message token.
+    Message(RequestId, Decoded),
 }
 
 /// What the answer to an authenticating `initialize` with standard params gets added.
@@ -90,6 +109,8 @@ pub(crate) enum McpbWake {
     Edge,
     /// The server began shutting down.
     Shutdown,
+    /// A token's verification finished.
+    Verified(Result<Identity, AuthFailure>),
 }
 
 /// Serves one accepted connection until it closes.
@@ -116,6 +137,8 @@ pub(crate) async fn serve(listener: Arc<McpbListenerState>, stream: TcpStream) {
         edge_armed: handshake_by,
         shape: None,
         auth_answer: None,
+        identity: None,
+        verifying: None,
         listener: listener.clone(),
     };
     let codec = McpbCodec::server(&service.limits);
@@ -159,6 +182,7 @@ impl Endpoint for McpbConnection {
             biased;
             _ = self.listener.shutdown.cancelled(), if self.shutdown_by.is_none() => McpbWake::Shutdown,
             _ = self.edge_timer.as_mut() => McpbWake::Edge,
+            r = verified(&mut self.verifying) => McpbWake::Verified(r),
             w = self.core.wait(paused) => McpbWake::Core(w),
         }
     }
@@ -168,8 +192,17 @@ impl Endpoint for McpbConnection {
             McpbWake::Core(w) => self.core.apply(w),
             McpbWake::Edge => self.on_edge_timer(out),
             McpbWake::Shutdown => self.begin_shutdown(out),
+            McpbWake::Verified(r) => match self.verifying.take().map(|v| v.then) {
+                Some(AfterVerify::Open(init, msg)) => self.open(out, init, msg, r.map(Some)),
+                Some(AfterVerify::Message(id, msg)) => self.take_message(out, id, msg, r),
+                None => {}
+            },
         }
         self.rearm();
+    }
+
+    fn accepts_input(&self) -> bool {
+        self.verifying.is_none()
     }
 
     /// Closing after a fault or a deadline; or once the client closed its side (or
@@ -320,34 +353,63 @@ impl McpbConnection {
             Ok(Message::Request(r)) if r.method == Method::Initialize => Some(AuthInit::of(r)),
             _ => None,
         };
-        let auth = self.listener.auth();
-        let Some(init) = init else {
-            if auth {
+        let auth = self.listener.auth.clone();
+        let Some(mut init) = init else {
+            if auth.is_some() {
                 return self.fail(out, "authenticate first: initialize with a token");
             }
             self.phase = Phase::Ready;
             return self.core.inbound(msg);
         };
-        let refusal = match init.token.or(wrapper_token) {
-            None if !auth => {
+        let token = init.token.take().or(wrapper_token);
+        let Some(auth) = auth else {
+            if token.is_none() {
                 // Authentication off and no token: an MCP initialize as on any wire.
                 self.phase = Phase::Ready;
                 return self.core.inbound(msg);
             }
-            None => Some("no token"),
-            Some(t) if t.len() > MAX_TOKEN => Some("token too long"),
-            Some(t) if auth && !self.listener.token_ok(&t) => Some("unknown token"),
-            Some(_) => None,
+            // Authentication off: any token opens a session.
+            return self.open(out, init, msg, Ok(None));
         };
-        if let Some(why) = refusal {
-            tracing::debug!(target: "mcpwire::mcpb", why, "authentication failed");
-            self.refuse(out, init.id, McpError::Unauthenticated(why.into()));
-            self.closing = true;
-            return;
+        if token.as_ref().is_some_and(|t| t.len() > MAX_TOKEN) {
+            let too_long = AuthFailure::Malformed("token too long".into());
+            return self.open(out, init, msg, Err(too_long));
         }
+        match auth.check(token.as_deref()) {
+            Check::Done(r) => self.open(out, init, msg, r.map(Some)),
+            Check::Wait(check) => {
+                self.verifying = Some(Verifying {
+                    check,
+                    then: AfterVerify::Open(init, msg),
+                })
+            }
+        }
+    }
+
+    /// Opens the session once the `initialize` token was checked (`Ok(None)`:
+    /// authentication is off): answers with the session id and expiry, or refuses and
+    /// closes.
+    fn open(
+        &mut self,
+        out: &mut BytesMut,
+        init: AuthInit,
+        msg: Decoded,
+        checked: Result<Option<Identity>, AuthFailure>,
+    ) {
+        let identity = match checked {
+            Ok(id) => id,
+            Err(failure) => {
+                tracing::debug!(target: "mcpwire::mcpb", %failure, "authentication failed");
+                self.refuse(out, init.id, failure.to_mcp_error());
+                self.closing = true;
+                return;
+            }
+        };
         let Some(session_id) = super::new_session_id() else {
             return self.fail(out, "the OS random number generator failed");
         };
+        self.core.set_identity(identity.clone());
+        self.identity = identity;
         let ttl = self.listener.config.session_ttl;
         let mut fields = serde_json::Map::new();
         fields.insert("sessionId".into(), Value::String(session_id));
@@ -372,20 +434,56 @@ impl McpbConnection {
         write_mcp(&mut self.codec, self.shape, &answer, out);
     }
 
+    /// An MCP message after authentication. A request's per-message token (required with
+    /// `per_message_auth`) must be valid and name the caller who opened the connection.
     fn on_mcp(&mut self, out: &mut BytesMut, token: Option<String>, msg: Decoded) {
-        if let Ok(Message::Request(r)) = &msg {
-            let token_refused = match &token {
-                Some(t) => self.listener.auth() && !self.listener.token_ok(t),
-                None => self.listener.config.per_message_auth,
-            };
-            if token_refused {
-                let e = McpError::Unauthenticated("missing or unknown auth_token".into());
-                return self.refuse(out, r.id.clone(), e);
-            }
-            if self.shutdown_by.is_some() {
-                let e = McpError::Unavailable("the server is shutting down".into());
-                return self.refuse(out, r.id.clone(), e);
-            }
+        let Ok(Message::Request(r)) = &msg else {
+            return self.core.inbound(msg);
+        };
+        let id = r.id.clone();
+        let checked = match (token, &self.listener.auth) {
+            (None, _) if self.listener.config.per_message_auth => Err(AuthFailure::Missing),
+            (Some(t), Some(auth)) => match auth.check(Some(&t)) {
+                Check::Done(r) => r,
+                Check::Wait(check) => {
+                    self.verifying = Some(Verifying {
+                        check,
+                        then: AfterVerify::Message(id, msg),
+                    });
+                    return;
+                }
+            },
+            // No token, or authentication off: the connection's caller.
+            _ => match &self.identity {
+                Some(id) => Ok(id.clone()),
+                None => return self.take_message(out, id, msg, Err(AuthFailure::Unknown)),
+            },
+        };
+        self.take_message(out, id, msg, checked)
+    }
+
+    /// Hands a request to the session once its token was checked, or refuses it.
+    fn take_message(
+        &mut self,
+        out: &mut BytesMut,
+        id: RequestId,
+        msg: Decoded,
+        checked: Result<Identity, AuthFailure>,
+    ) {
+        let refusal = match (&checked, &self.identity) {
+            (Err(AuthFailure::Unknown), None) if self.listener.auth.is_none() => None,
+            (Err(f), _) => Some(f.to_mcp_error()),
+            (Ok(caller), Some(owner)) if !owner.same_caller(caller) => Some(
+                McpError::Unauthenticated("the auth_token is not the connection's caller".into()),
+            ),
+            _ => None,
+        };
+        if let Some(e) = refusal {
+            return self.refuse(out, id, e);
+        }
+        if self.shutdown_by.is_some() {
+            let e = McpError::Unavailable("the server is shutting down".into());
+            return self.refuse(out, id, e);
         }
         self.core.inbound(msg);
     }
@@ -431,6 +529,14 @@ fn write_mcp(codec: &mut McpbCodec, shape: Option<McpbShape>, msg: &Outbound, ou
     };
     if let Err(e) = codec.encode(frame, out) {
         tracing::error!(error = %e, "could not encode a message");
+    }
+}
+
+/// The verification in progress, if any (pending forever when there is none).
+async fn verified(verifying: &mut Option<Verifying>) -> Result<Identity, AuthFailure> {
+    match verifying {
+        Some(v) => v.check.as_mut().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -26,14 +26,17 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::Service;
+use crate::auth::{ApiKeyConfig, ApiKeySecret, AuthConfig, Authenticator};
 
 pub use health::serve_health;
 
 /// How an MCPB listener behaves.
 #[derive(Debug, Clone)]
 pub struct McpbConfig {
-    /// Tokens accepted at authentication (and per message). Empty: authentication is off,
-    /// and a client may go straight to MCP `initialize`.
+    /// Static tokens accepted at authentication (and per message), when the service has no
+    /// authenticator of its own ([`crate::Service::auth`], which takes precedence). Empty
+    /// and no authenticator: authentication is off, and a client may go straight to MCP
+    /// `initialize`.
     pub tokens: Vec<String>,
     /// Every request must carry a valid `auth_token` wrapper.
     pub per_message_auth: bool,
@@ -71,21 +74,12 @@ pub(crate) struct McpbListenerState {
     pub(crate) active: AtomicUsize,
     /// Fires when the server starts shutting down.
     pub(crate) shutdown: CancellationToken,
+    /// Verifies `initialize` tokens and per-message `auth_token`s (`None`: authentication
+    /// is off).
+    pub(crate) auth: Option<Arc<Authenticator>>,
 }
 
 impl McpbListenerState {
-    /// Whether `token` is one of the configured tokens (compared in constant time).
-    pub(crate) fn token_ok(&self, token: &str) -> bool {
-        self.config.tokens.iter().fold(false, |ok, t| {
-            ok | constant_time_eq(t.as_bytes(), token.as_bytes())
-        })
-    }
-
-    /// Whether authentication is on.
-    pub(crate) fn auth(&self) -> bool {
-        !self.config.tokens.is_empty()
-    }
-
     /// The health report: `{"healthy": true}` or, for `{"check": "detailed"}`, the checks.
     pub(crate) fn health(&self, request: Option<&Value>) -> Value {
         let detailed = request.is_some_and(|r| r["check"] == "detailed");
@@ -109,13 +103,6 @@ impl McpbListenerState {
             "timestamp": unix_now(),
         })
     }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 fn unix_now() -> u64 {
@@ -153,6 +140,41 @@ pub(crate) fn new_session_id() -> Option<String> {
     Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
+/// The listener's authenticator: the service's, else one accepting the static tokens as
+/// API keys (`mcpb-token-1`, …), else none.
+fn listener_auth(
+    service: &Service,
+    config: &McpbConfig,
+) -> std::io::Result<Option<Arc<Authenticator>>> {
+    if let Some(auth) = &service.auth {
+        if !config.tokens.is_empty() {
+            tracing::warn!(
+                "MCPB: the static tokens are ignored: the service's authentication applies"
+            );
+        }
+        return Ok(Some(auth.clone()));
+    }
+    if config.tokens.is_empty() {
+        return Ok(None);
+    }
+    let api_keys = config
+        .tokens
+        .iter()
+        .enumerate()
+        .map(|(i, t)| ApiKeyConfig {
+            name: format!("mcpb-token-{}", i + 1),
+            secret: ApiKeySecret::Plain(t.clone()),
+            scopes: None,
+        })
+        .collect();
+    let auth = Authenticator::new(AuthConfig {
+        api_keys,
+        ..AuthConfig::default()
+    })
+    .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    Ok(Some(Arc::new(auth)))
+}
+
 /// An MCPB listener.
 pub struct McpbServer {
     listener: TcpListener,
@@ -167,12 +189,14 @@ impl McpbServer {
         config: McpbConfig,
         shutdown: CancellationToken,
     ) -> std::io::Result<McpbServer> {
+        let auth = listener_auth(&service, &config)?;
         let listener = TcpListener::bind(addr).await?;
         let shared = Arc::new(McpbListenerState {
             service,
             config,
             active: AtomicUsize::new(0),
             shutdown,
+            auth,
         });
         Ok(McpbServer { listener, shared })
     }
@@ -225,12 +249,5 @@ mod tests {
         assert_eq!(at(0), "1970-01-01T00:00:00Z");
         assert_eq!(at(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(at(1_795_665_661), "2026-11-26T04:01:01Z");
-    }
-
-    #[test]
-    fn tokens_compare_whole() {
-        assert!(constant_time_eq(b"secret", b"secret"));
-        assert!(!constant_time_eq(b"secret", b"secreT"));
-        assert!(!constant_time_eq(b"secret", b"secret2"));
     }
 }

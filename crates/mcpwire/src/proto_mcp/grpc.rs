@@ -7,6 +7,10 @@
 //! and `CallToolResponse.error` alike — are gRPC statuses whose details hold the encoded
 //! `ErrorResponse` (the MCP code). A cancelled RPC drops its exchange and so its call.
 //!
+//! When the service authenticates, every RPC needs `authorization: Bearer …` metadata the
+//! service's authenticator accepts; otherwise it ends `UNAUTHENTICATED` (a missing scope:
+//! `PERMISSION_DENIED`) with the encoded `ErrorResponse` in its details, before any session.
+//!
 //! A client deadline (`grpc-timeout`) bounds the exchange: shortly before it passes (a tenth
 //! of it, at most 100 ms, so the answer reaches a busy client in time) the call is dropped and the
 //! RPC ends DEADLINE_EXCEEDED with −33003 in its details. tonic's own deadline layer would
@@ -16,6 +20,7 @@ use std::time::Duration;
 
 use mcpwire_model::{GrpcCode, McpError, Message, Outbound, Revision};
 use mcpwire_proto_mcp::{Inbound, Translator};
+use mcpwire_router::Identity;
 use mcpwire_session::ServerSession;
 use mcpwire_wire::proto_mcp::pb::{self, McpMessage, mcp_message::Payload};
 use prost::Message as _;
@@ -69,12 +74,17 @@ impl GrpcMcp {
     /// Runs one request on a fresh session and returns its one answer (with the gRPC code
     /// of the error it is, if it is one), or −33003 when the client's deadline (see the
     /// module docs) comes first.
-    async fn exchange(&self, payload: Payload, deadline: Option<Duration>) -> Answer {
+    async fn exchange(
+        &self,
+        payload: Payload,
+        deadline: Option<Duration>,
+        identity: Option<Identity>,
+    ) -> Answer {
         let Some(d) = deadline else {
-            return self.run(payload).await;
+            return self.run(payload, identity).await;
         };
         let early = (d / 10).min(Duration::from_millis(100));
-        match tokio::time::timeout(d - early, self.run(payload)).await {
+        match tokio::time::timeout(d - early, self.run(payload, identity)).await {
             Ok(answer) => answer,
             Err(_) => {
                 tracing::debug!(deadline = ?d, "gRPC deadline passed; call dropped");
@@ -83,8 +93,24 @@ impl GrpcMcp {
         }
     }
 
+    /// The caller of an RPC, from its `authorization` metadata: `Ok(None)` when the service
+    /// does not authenticate.
+    async fn authenticate<T>(&self, req: &Request<T>) -> Result<Option<Identity>, Status> {
+        let Some(auth) = &self.service.auth else {
+            return Ok(None);
+        };
+        let header = req.metadata().get("authorization").map(|v| v.as_bytes());
+        match auth.verify_header(header).await {
+            Ok(id) => Ok(Some(id)),
+            Err(failure) => {
+                tracing::debug!(%failure, "gRPC authentication refused");
+                Err(error_status(&failure.to_mcp_error()))
+            }
+        }
+    }
+
     /// Runs one request on a fresh session and returns its one answer.
-    async fn run(&self, payload: Payload) -> Answer {
+    async fn run(&self, payload: Payload, identity: Option<Identity>) -> Answer {
         let initialize = matches!(payload, Payload::InitializeRequest(_));
         let config = self.service.config.clone();
         let session = if initialize {
@@ -99,7 +125,7 @@ impl GrpcMcp {
             Inbound::Forward(_) => return internal("the request did not translate to a request"),
         };
         // Unary RPCs have no use for catalog changes: no backend event subscription.
-        let calls = Calls::stateless(self.service.router.clone(), false);
+        let calls = Calls::stateless(self.service.router.clone(), false).with_identity(identity);
         let exchange = Exchange::new(ServerCore::new(session, calls), req);
         let Some(response) = exchange.response().await else {
             return internal("the request ended without an answer");
@@ -135,6 +161,14 @@ fn status(e: pb::ErrorResponse, code: GrpcCode) -> Status {
     let code = tonic::Code::from_i32(code.as_i32());
     let message = e.message.clone();
     Status::with_details(code, message, e.encode_to_vec().into())
+}
+
+/// The status of an error refused before any session (authentication).
+fn error_status(e: &McpError) -> Status {
+    match McpMessage::error(1, e).payload {
+        Some(Payload::ErrorResponse(r)) => status(r, e.grpc_code()),
+        _ => Status::internal(e.to_string()),
+    }
 }
 
 fn call_error_status(e: pb::Error, code: GrpcCode) -> Status {
@@ -182,8 +216,9 @@ fn deadline<T>(req: &Request<T>) -> Option<Duration> {
 macro_rules! rpc {
     ($self:ident, $req:ident, $in:ident, $out:ident) => {{
         let deadline = deadline(&$req);
+        let identity = $self.authenticate(&$req).await?;
         let (answer, code) = $self
-            .exchange(Payload::$in($req.into_inner()), deadline)
+            .exchange(Payload::$in($req.into_inner()), deadline, identity)
             .await;
         match answer.payload {
             Some(Payload::$out(r)) => Ok(Response::new(r)),
@@ -214,8 +249,13 @@ impl McpService for GrpcMcp {
         req: Request<pb::CallToolRequest>,
     ) -> Result<Response<pb::CallToolResponse>, Status> {
         let deadline = deadline(&req);
+        let identity = self.authenticate(&req).await?;
         let (answer, code) = self
-            .exchange(Payload::CallToolRequest(req.into_inner()), deadline)
+            .exchange(
+                Payload::CallToolRequest(req.into_inner()),
+                deadline,
+                identity,
+            )
             .await;
         match answer.payload {
             Some(Payload::CallToolResponse(pb::CallToolResponse {

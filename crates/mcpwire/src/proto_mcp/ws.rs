@@ -2,6 +2,10 @@
 //! text messages JSON-RPC (one per message). The first message fixes the connection's
 //! protocol; a message of the other kind is answered (−32600 / `ErrorResponse`) and dropped.
 //!
+//! When the service authenticates, the upgrade request needs `Authorization: Bearer …` the
+//! service's authenticator accepts; otherwise it is answered 401 (403 for a missing scope)
+//! with a Bearer challenge and never upgraded. The connection's calls carry the identity.
+//!
 //! Limits: a message over `Limits::max_message_bytes` is answered with the protocol's
 //! −32600 and the connection stays open; past twice that the WebSocket layer closes the
 //! connection (1009, message too big) without buffering it. One session per connection,
@@ -12,11 +16,13 @@ use std::sync::Arc;
 
 use axum::extract::State;
 use axum::extract::ws::{Message as WsMessage, WebSocket, WebSocketUpgrade};
+use axum::http::header::AUTHORIZATION;
 use axum::response::Response;
 use futures::SinkExt;
 use mcpwire_model::jsonrpc::decode_with_depth;
 use mcpwire_model::{Malformed, McpError};
 use mcpwire_proto_mcp::{Inbound, Translator};
+use mcpwire_router::Identity;
 use mcpwire_session::ServerSession;
 use mcpwire_wire::proto_mcp::pb::McpMessage;
 use mcpwire_wire::proto_mcp::{decode_message, encode_message};
@@ -66,7 +72,21 @@ impl WsServer {
     }
 }
 
-async fn upgrade(State(st): State<WsState>, ws: WebSocketUpgrade) -> Response {
+async fn upgrade(
+    State(st): State<WsState>,
+    headers: axum::http::HeaderMap,
+    ws: WebSocketUpgrade,
+) -> Response {
+    let identity = match &st.service.auth {
+        None => None,
+        Some(auth) => {
+            let header = headers.get(AUTHORIZATION).map(|v| v.as_bytes());
+            match auth.verify_header(header).await {
+                Ok(id) => Some(id),
+                Err(failure) => return crate::auth::http_refusal(auth, &failure),
+            }
+        }
+    };
     let Ok(slot) = st.slots.clone().try_acquire_owned() else {
         return axum::response::IntoResponse::into_response((
             axum::http::StatusCode::SERVICE_UNAVAILABLE,
@@ -77,7 +97,7 @@ async fn upgrade(State(st): State<WsState>, ws: WebSocketUpgrade) -> Response {
     ws.max_message_size(max.saturating_mul(2))
         .max_frame_size(max.saturating_mul(2))
         .on_upgrade(move |socket| async move {
-            if let Err(e) = WsConnection::new(&st).run(socket).await {
+            if let Err(e) = WsConnection::new(&st, identity).run(socket).await {
                 tracing::debug!(error = %e, "websocket connection ended");
             }
             drop(slot);
@@ -125,11 +145,11 @@ impl Outbox {
 }
 
 impl WsConnection {
-    fn new(st: &WsState) -> WsConnection {
+    fn new(st: &WsState, identity: Option<Identity>) -> WsConnection {
         WsConnection {
             core: ServerCore::new(
                 ServerSession::new(st.service.config.clone()),
-                Calls::new(st.service.router.clone()),
+                Calls::new(st.service.router.clone()).with_identity(identity),
             ),
             translator: Translator::new(st.service.proto.clone()),
             mode: Mode::Undecided,

@@ -14,9 +14,9 @@ use hyper::header::{ACCEPT, CONTENT_TYPE, HOST, LOCATION};
 use hyper::{Method, Request, Response, StatusCode, Uri};
 use hyper_util::rt::TokioIo;
 
-use super::tls;
 use crate::client::{ClientError, excerpt};
 use crate::http::headers::{LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
+use crate::tls;
 
 /// How many redirects one request follows.
 const MAX_REDIRECTS: usize = 5;

@@ -1,4 +1,5 @@
-//! TLS for `https://` targets: rustls with the ring provider, trusting the system's roots
+//! TLS for the `https://` URLs this process connects to (the MCP client's targets, a JWKS
+//! URL): rustls with the ring provider, trusting the system's roots
 //! (`rustls-native-certs`, which also reads `SSL_CERT_FILE` / `SSL_CERT_DIR`) plus the
 //! Mozilla roots bundled in `webpki-roots` (for machines without a CA store).
 
@@ -35,7 +36,7 @@ fn config() -> Result<Arc<rustls::ClientConfig>, String> {
 }
 
 /// Runs the TLS handshake for `host` over `tcp`; the error says what failed.
-pub(super) async fn connect(host: &str, tcp: TcpStream) -> Result<TlsStream<TcpStream>, String> {
+pub(crate) async fn connect(host: &str, tcp: TcpStream) -> Result<TlsStream<TcpStream>, String> {
     let name = ServerName::try_from(host.to_owned())
         .map_err(|e| format!("{host:?} is not a valid TLS server name: {e}"))?;
     TlsConnector::from(config()?)

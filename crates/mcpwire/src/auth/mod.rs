@@ -1,0 +1,417 @@
+//! Authentication on every network listener, as one layer: the [`Authenticator`] turns a
+//! credential (an API key, or a JWT bearer token) into the caller's [`Identity`] or an
+//! [`AuthFailure`]; each wire only says where the credential is and how a refusal looks
+//! (HTTP: `Authorization` header, 401/403 with a challenge naming the protected resource
+//! metadata; WebSocket: the upgrade request's `Authorization`; gRPC: `authorization`
+//! metadata; MCPB: the `initialize` token and per-message `auth_token`s). The identity then
+//! travels with every request in [`mcpwire_router::CallCtx::identity`].
+//!
+//! - [`config`]: [`AuthConfig`], what is accepted.
+//! - `api_keys`: keys kept as SHA-256 digests, compared in constant time.
+//! - `jwt`: signature, `exp`/`nbf` with leeway, `iss`, `aud` bound to this server.
+//! - `jwks`: key sets from a file or URL, cached, reloaded on an unknown `kid` at most once
+//!   per interval.
+//! - [`resource`]: RFC 9728 metadata and `WWW-Authenticate` challenges for HTTP.
+//!
+//! Decisions: `docs/design/auth.md`.
+
+mod api_keys;
+pub mod config;
+mod failure;
+mod jwks;
+mod jwt;
+pub mod resource;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use jsonwebtoken::DecodingKey;
+use mcpwire_router::{BoxFuture, Identity};
+
+use api_keys::{ApiKey, ApiKeys};
+pub use config::{ApiKeyConfig, ApiKeySecret, AuthConfig, JwtConfig, JwtKeySource};
+pub use failure::AuthFailure;
+pub use jwks::JwksSource;
+use jwt::{JwtKeys, JwtVerifier, Verdict};
+pub use resource::ResourceServer;
+
+/// Largest credential looked at; longer ones are refused unread.
+pub const MAX_CREDENTIAL: usize = 16 * 1024;
+
+/// A configuration [`Authenticator::new`] refuses, saying why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct AuthConfigError(pub String);
+
+/// What [`Authenticator::check`] decided without waiting.
+pub enum Check {
+    /// The answer.
+    Done(Result<Identity, AuthFailure>),
+    /// The answer needs the signing keys loaded again first (a token named an unknown
+    /// key): await it.
+    Wait(BoxFuture<'static, Result<Identity, AuthFailure>>),
+}
+
+/// Verifies credentials: API keys, then JWTs; then the required scopes.
+pub struct Authenticator {
+    keys: ApiKeys,
+    jwt: Option<JwtVerifier>,
+    required_scopes: Vec<String>,
+    config: AuthConfig,
+}
+
+impl std::fmt::Debug for Authenticator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Authenticator")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Authenticator {
+    /// An authenticator for `config`: reads the API key files, hashes the keys, and
+    /// prepares the key source (a JWKS is loaded on first use, or by
+    /// [`Authenticator::prefetch`]).
+    pub fn new(config: AuthConfig) -> Result<Authenticator, AuthConfigError> {
+        if !config.is_enabled() {
+            return Err(AuthConfigError(
+                "authentication accepts nothing: give API keys or a JWT key source".into(),
+            ));
+        }
+        let mut keys = Vec::new();
+        for k in &config.api_keys {
+            keys.push(api_key(&k.name, &k.secret, k.scopes.clone())?);
+        }
+        for path in &config.api_key_files {
+            keys.extend(read_key_file(path)?);
+        }
+        for (i, k) in keys.iter().enumerate() {
+            if keys[..i].iter().any(|o| o.name == k.name) {
+                return Err(AuthConfigError(format!(
+                    "two API keys are named `{}`: names must be unique",
+                    k.name
+                )));
+            }
+        }
+        let jwt = match &config.jwt {
+            None => None,
+            Some(j) => Some(jwt_verifier(j, config.resource.as_deref())?),
+        };
+        Ok(Authenticator {
+            keys: ApiKeys::new(keys),
+            jwt,
+            required_scopes: config.required_scopes.clone(),
+            config,
+        })
+    }
+
+    /// The configuration it was built from.
+    pub fn config(&self) -> &AuthConfig {
+        &self.config
+    }
+
+    /// Scopes every request needs.
+    pub fn required_scopes(&self) -> &[String] {
+        &self.required_scopes
+    }
+
+    /// Loads a configured JWKS now (at start-up), so the first request does not wait; a
+    /// failure is logged and the load is tried again when a token needs it.
+    pub async fn prefetch(&self) {
+        if let Some(JwtVerifier {
+            keys: JwtKeys::Jwks(cache),
+            ..
+        }) = &self.jwt
+        {
+            cache.prefetch().await;
+        }
+    }
+
+    /// The protected-resource description of an HTTP listener whose own URL is
+    /// `listener_url` (used as the resource when none is configured).
+    pub fn resource_server(&self, listener_url: &str) -> ResourceServer {
+        ResourceServer {
+            resource: self
+                .config
+                .resource
+                .clone()
+                .unwrap_or_else(|| listener_url.to_owned()),
+            authorization_servers: self.config.authorization_servers.clone(),
+            scopes_supported: self.config.scopes_supported.clone(),
+            required_scopes: self.required_scopes.clone(),
+            resource_name: self.config.resource_name.clone(),
+        }
+    }
+
+    /// The Bearer challenge refusing `failure` outside the HTTP listener (which names its
+    /// own metadata): `resource_metadata` of the configured resource, if there is one.
+    pub fn challenge(&self, failure: &AuthFailure) -> String {
+        let metadata = self
+            .config
+            .resource
+            .as_deref()
+            .map(|r| self.resource_server(r).metadata_url());
+        resource::challenge(metadata.as_deref(), &self.required_scopes, failure)
+    }
+
+    /// Checks `credential` (a bearer token or API key; `None`: none was sent) with what is
+    /// at hand; only a token naming a signing key not loaded yet needs to wait.
+    pub fn check(self: &Arc<Self>, credential: Option<&str>) -> Check {
+        let Some(token) = credential else {
+            return Check::Done(Err(AuthFailure::Missing));
+        };
+        if token.is_empty() || token.len() > MAX_CREDENTIAL {
+            return Check::Done(Err(AuthFailure::Malformed(format!(
+                "a credential is 1 to {MAX_CREDENTIAL} bytes"
+            ))));
+        }
+        if let Some(key) = self.keys.find(token) {
+            let scopes = key
+                .scopes
+                .clone()
+                .unwrap_or_else(|| self.required_scopes.clone());
+            let id = Identity::api_key(key.name.clone(), scopes);
+            return Check::Done(self.scoped(id));
+        }
+        let Some(jwt) = &self.jwt else {
+            return Check::Done(Err(AuthFailure::Unknown));
+        };
+        if !jwt::looks_like_jwt(token) {
+            return Check::Done(Err(AuthFailure::Unknown));
+        }
+        if let JwtKeys::Jwks(cache) = &jwt.keys
+            && cache.is_stale()
+        {
+            let cache = cache.clone();
+            tokio::spawn(async move {
+                let _ = cache.refresh().await;
+            });
+        }
+        match jwt.verify_cached(token) {
+            Verdict::Done(r) => Check::Done(r.and_then(|id| self.scoped(id))),
+            Verdict::NeedKeys => {
+                let (me, token) = (self.clone(), token.to_owned());
+                Check::Wait(Box::pin(async move {
+                    let jwt = me.jwt.as_ref().ok_or(AuthFailure::Unknown)?;
+                    let id = jwt.verify(&token).await?;
+                    me.scoped(id)
+                }))
+            }
+        }
+    }
+
+    /// Verifies `credential`, waiting for the signing keys if it must.
+    pub async fn verify(
+        self: &Arc<Self>,
+        credential: Option<&str>,
+    ) -> Result<Identity, AuthFailure> {
+        match self.check(credential) {
+            Check::Done(r) => r,
+            Check::Wait(f) => f.await,
+        }
+    }
+
+    /// Verifies the value of an HTTP `Authorization` header (`None`: the header is absent).
+    pub async fn verify_header(
+        self: &Arc<Self>,
+        header: Option<&[u8]>,
+    ) -> Result<Identity, AuthFailure> {
+        let token = bearer_token(header)?;
+        self.verify(token).await
+    }
+
+    /// `id` if it holds every required scope.
+    fn scoped(&self, id: Identity) -> Result<Identity, AuthFailure> {
+        if self.required_scopes.iter().all(|s| id.has_scope(s)) {
+            Ok(id)
+        } else {
+            Err(AuthFailure::InsufficientScope {
+                required: self.required_scopes.clone(),
+            })
+        }
+    }
+}
+
+/// The HTTP refusal of an upgrade or request (WebSocket) for `failure`: the variant's status
+/// (401, 403, 503), the Bearer challenge, the reason as text.
+pub(crate) fn http_refusal(
+    auth: &Authenticator,
+    failure: &AuthFailure,
+) -> axum::response::Response {
+    use axum::http::{HeaderValue, StatusCode, header::WWW_AUTHENTICATE};
+    use axum::response::IntoResponse;
+    tracing::debug!(%failure, "authentication refused");
+    let status = StatusCode::from_u16(failure.to_mcp_error().http_status())
+        .unwrap_or(StatusCode::UNAUTHORIZED);
+    let mut r = (status, failure.to_string()).into_response();
+    if matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN)
+        && let Ok(v) = HeaderValue::from_str(&auth.challenge(failure))
+    {
+        r.headers_mut().insert(WWW_AUTHENTICATE, v);
+    }
+    r
+}
+
+/// The token of an `Authorization: Bearer <token>` header value (the scheme is
+/// case-insensitive, RFC 9110 § 11.1); `None` when there is no header.
+pub fn bearer_token(header: Option<&[u8]>) -> Result<Option<&str>, AuthFailure> {
+    let Some(raw) = header else {
+        return Ok(None);
+    };
+    let text = std::str::from_utf8(raw)
+        .map_err(|_| AuthFailure::Malformed("the Authorization header is not text".into()))?
+        .trim();
+    match text.split_once(' ') {
+        Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => {
+            let token = token.trim();
+            if token.is_empty() {
+                Err(AuthFailure::Malformed("an empty bearer token".into()))
+            } else {
+                Ok(Some(token))
+            }
+        }
+        _ => Err(AuthFailure::Malformed(
+            "the Authorization header must use the Bearer scheme".into(),
+        )),
+    }
+}
+
+fn api_key(
+    name: &str,
+    secret: &ApiKeySecret,
+    scopes: Option<Vec<String>>,
+) -> Result<ApiKey, AuthConfigError> {
+    if name.is_empty() || name.contains(char::is_whitespace) {
+        return Err(AuthConfigError(format!(
+            "`{name}` is not an API key name: use a word without spaces"
+        )));
+    }
+    let digest = match secret {
+        ApiKeySecret::Plain(s) if s.is_empty() => {
+            return Err(AuthConfigError(format!("the API key `{name}` is empty")));
+        }
+        ApiKeySecret::Plain(s) => {
+            if s.len() < 16 {
+                tracing::warn!(
+                    key = name,
+                    "a short API key: use at least 16 random characters"
+                );
+            }
+            api_keys::digest(s)
+        }
+        ApiKeySecret::Sha256(hex) => api_keys::parse_digest(hex).ok_or_else(|| {
+            AuthConfigError(format!(
+                "the API key `{name}`: sha256 must be 64 hex digits (the key's SHA-256)"
+            ))
+        })?,
+    };
+    Ok(ApiKey::new(name.to_owned(), digest, scopes))
+}
+
+/// The keys of a key file: `NAME=SECRET` or `NAME=sha256:HEX` per line.
+fn read_key_file(path: &Path) -> Result<Vec<ApiKey>, AuthConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        AuthConfigError(format!(
+            "cannot read the API key file {}: {e}",
+            path.display()
+        ))
+    })?;
+    let mut keys = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let at = |m: String| AuthConfigError(format!("{}:{}: {m}", path.display(), n + 1));
+        let Some((name, secret)) = line.split_once('=') else {
+            return Err(at("expected NAME=SECRET or NAME=sha256:HEX".into()));
+        };
+        let secret = match secret.trim().strip_prefix("sha256:") {
+            Some(hex) => ApiKeySecret::Sha256(hex.to_owned()),
+            None => ApiKeySecret::Plain(secret.trim().to_owned()),
+        };
+        keys.push(api_key(name.trim(), &secret, None).map_err(|e| at(e.0))?);
+    }
+    Ok(keys)
+}
+
+fn jwt_verifier(j: &JwtConfig, resource: Option<&str>) -> Result<JwtVerifier, AuthConfigError> {
+    let audiences = if j.audiences.is_empty() {
+        match resource {
+            Some(r) => vec![r.to_owned()],
+            None => {
+                return Err(AuthConfigError(
+                    "JWTs need an audience: set the resource (this server's canonical URI, \
+                     e.g. https://mcp.example.com/mcp) or the accepted audiences"
+                        .into(),
+                ));
+            }
+        }
+    } else {
+        j.audiences.clone()
+    };
+    let keys = match &j.keys {
+        JwtKeySource::Jwks(source) => JwtKeys::Jwks(Arc::new(jwks::JwksCache::new(source.clone()))),
+        JwtKeySource::Secret(s) if s.len() < 32 => {
+            return Err(AuthConfigError(
+                "the JWT secret is too short: use at least 32 bytes".into(),
+            ));
+        }
+        JwtKeySource::Secret(s) => JwtKeys::Secret(DecodingKey::from_secret(s.as_bytes())),
+    };
+    Ok(JwtVerifier {
+        keys,
+        issuers: j.issuers.clone(),
+        audiences,
+        leeway: j.leeway.as_secs(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bearer_headers() {
+        assert_eq!(bearer_token(None), Ok(None));
+        assert_eq!(bearer_token(Some(b"Bearer abc")), Ok(Some("abc")));
+        assert_eq!(bearer_token(Some(b"bearer  abc ")), Ok(Some("abc")));
+        assert!(bearer_token(Some(b"Basic abc")).is_err());
+        assert!(bearer_token(Some(b"Bearer ")).is_err());
+    }
+
+    #[tokio::test]
+    async fn api_keys_with_scopes() {
+        let auth = Arc::new(
+            Authenticator::new(AuthConfig {
+                api_keys: vec![
+                    ApiKeyConfig {
+                        name: "ci".into(),
+                        secret: ApiKeySecret::Plain("0123456789abcdef".into()),
+                        scopes: None,
+                    },
+                    ApiKeyConfig {
+                        name: "ro".into(),
+                        secret: ApiKeySecret::Plain("fedcba9876543210".into()),
+                        scopes: Some(vec!["read".into()]),
+                    },
+                ],
+                required_scopes: vec!["mcp".into()],
+                ..AuthConfig::default()
+            })
+            .unwrap(),
+        );
+        let id = auth.verify(Some("0123456789abcdef")).await.unwrap();
+        assert_eq!((id.subject(), id.key_name()), ("key:ci", Some("ci")));
+        assert!(id.has_scope("mcp"));
+        assert_eq!(
+            auth.verify(Some("fedcba9876543210")).await,
+            Err(AuthFailure::InsufficientScope {
+                required: vec!["mcp".into()]
+            })
+        );
+        assert_eq!(auth.verify(Some("nope")).await, Err(AuthFailure::Unknown));
+        assert_eq!(auth.verify(None).await, Err(AuthFailure::Missing));
+        assert!(Authenticator::new(AuthConfig::default()).is_err());
+    }
+}
