@@ -59,11 +59,12 @@ async def direct_error(mcpwire_bin, coro_of):
             return await error_of(coro_of(s))
 
 
-async def legacy(url: str, mcpwire_bin: str, modern_upstream: bool, per_session: bool) -> None:
-    """`modern_upstream`: the gateway speaks 2026-07-28 upstream, where subscriptions and
-    list changes need `subscriptions/listen` (not forwarded yet: subscribing is refused).
-    `per_session`: this session has a child of its own, whose catalog changes are not the
-    catalog's (that is the shared session's)."""
+async def legacy(url: str, mcpwire_bin: str, per_session: bool) -> None:
+    """A 2025-11-25 session: its upstream session is its own and, the upstream speaking
+    both eras, a handshake-era one whatever the backend's `era` says for the shared session
+    (so subscriptions work as they do directly). `per_session`: this session's upstream is
+    a child of its own, whose catalog changes are not the catalog's (that is the shared
+    session's)."""
     rec, notes = Recorder(), Notes()
     async with streamable_http_client(url) as (read, write):
         async with ClientSession(
@@ -140,10 +141,6 @@ async def legacy(url: str, mcpwire_bin: str, modern_upstream: bool, per_session:
             assert text_of(r) == "still here"
 
             # Subscriptions and their updates.
-            if modern_upstream:
-                err = await error_of(s.subscribe_resource("test://watched-resource"))
-                assert err.code == -32601, err
-                return
             await s.subscribe_resource("test://watched-resource")
             await s.call_tool("test_trigger_resource_update", {})
             await wait_until(lambda: notes.methods("notifications/resources/updated"))
@@ -169,7 +166,7 @@ async def auto(url: str) -> None:
 async def test_stdio_upstream(mcpwire_bin, tmp_path, era):
     served = Served(mcpwire_bin, gateway_config(tmp_path, stdio_backend(mcpwire_bin, era)))
     try:
-        await legacy(served.url, mcpwire_bin, era == "auto", per_session=True)
+        await legacy(served.url, mcpwire_bin, per_session=True)
         await auto(served.url)
     finally:
         served.close()
@@ -179,7 +176,7 @@ async def test_stdio_upstream(mcpwire_bin, tmp_path, era):
 async def test_http_upstream(mcpwire_bin, tmp_path, http_url, era):
     served = Served(mcpwire_bin, gateway_config(tmp_path, f'url = "{http_url}"\nera = "{era}"\n'))
     try:
-        await legacy(served.url, mcpwire_bin, era == "auto", per_session=False)
+        await legacy(served.url, mcpwire_bin, per_session=False)
         await auto(served.url)
     finally:
         served.close()

@@ -113,6 +113,8 @@ def mcpb_addr(request, mcpwire_bin):
         env={"MCPWIRE_LOG": "warn"}, text=True,
     )
     line = proc.stderr.readline()
+    while line and "listening on mcpb://" not in line:  # warnings may come first
+        line = proc.stderr.readline()
     assert "listening on mcpb://" in line, line
     threading.Thread(target=lambda: proc.stderr.read(), daemon=True).start()
     try:

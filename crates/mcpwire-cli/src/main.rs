@@ -8,6 +8,7 @@ use mcpwire::client::{Client, ClientOptions, Target};
 use serde_json::Value;
 
 mod auth_args;
+mod check_as;
 mod exit;
 mod process_cmd;
 mod schema_cmd;
@@ -303,7 +304,8 @@ fn start(cli: Cli, matches: &clap::ArgMatches) -> Result<ExitCode> {
         Command::Serve(args) => {
             let config = serve_cmd::config(args, matches.subcommand_matches("serve"))?;
             if let Some(json) = args.check() {
-                return runtime(true)?.block_on(serve_cmd::check(config, json));
+                let caller = args.check_as.caller(&config)?;
+                return runtime(true)?.block_on(serve_cmd::check(config, &caller, json));
             }
             (config, serve_cmd::SERVE)
         }

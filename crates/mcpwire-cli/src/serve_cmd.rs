@@ -10,11 +10,12 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::ArgMatches;
 use mcpwire::gateway::{
-    BackendSource, BackendSpec, Gateway, GatewayConfig, GatewayError, ListenOptions, ListenerSpec,
-    Natives, PrefixMode, ProcessSpec, ServerOptions, UpstreamSpec,
+    BackendSource, BackendSpec, CheckCaller, Gateway, GatewayConfig, GatewayError, ListenOptions,
+    ListenerSpec, Natives, PrefixMode, ProcessSpec, ServerOptions, UpstreamSpec,
 };
 
 use crate::auth_args::AuthArgs;
+use crate::check_as::CheckAsArgs;
 use crate::exit::UsageError;
 use crate::{ServeArgs, Transport};
 
@@ -55,6 +56,9 @@ pub struct ServeCmdArgs {
     json: bool,
     #[command(flatten)]
     auth: AuthArgs,
+    /// Whose catalog `--check` prints.
+    #[command(flatten)]
+    pub check_as: CheckAsArgs,
 }
 
 impl ServeCmdArgs {
@@ -64,10 +68,10 @@ impl ServeCmdArgs {
     }
 }
 
-/// `mcpwire serve --check`: the report on stdout; the exit status says whether every
-/// backend is healthy.
-pub async fn check(config: GatewayConfig, json: bool) -> Result<ExitCode> {
-    let report = Gateway::check(config, natives()).await?;
+/// `mcpwire serve --check`: the report (of what `caller` may see) on stdout; the exit
+/// status says whether every backend is healthy.
+pub async fn check(config: GatewayConfig, caller: &CheckCaller, json: bool) -> Result<ExitCode> {
+    let report = Gateway::check_as(config, natives(), caller).await?;
     if json {
         crate::emit(&serde_json::to_string_pretty(&report)?);
     } else {

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::glob::Glob;
 use crate::naming::is_valid_name;
+use crate::policy::Policy;
 
 /// When exposed tool and prompt names carry their member's name as a prefix.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -191,6 +192,9 @@ pub struct FederationConfig {
     /// extension even when no member does yet, for catalogs that grow at run time (hot
     /// reload): capabilities are fixed when a client connects.
     pub advertise_all: bool,
+    /// Per-caller allow/deny rules over the catalog (open by default): hidden items are
+    /// not listed and answer as unknown ones, for the federation and every view.
+    pub policy: Policy,
 }
 
 /// The largest page a federation serves.
@@ -211,7 +215,14 @@ impl FederationConfig {
             retry_initial: Duration::from_secs(1),
             retry_max: Duration::from_secs(60),
             advertise_all: false,
+            policy: Policy::default(),
         }
+    }
+
+    /// Sets the policy.
+    pub fn policy(mut self, policy: Policy) -> FederationConfig {
+        self.policy = policy;
+        self
     }
 
     /// Adds a member (after the others).

@@ -21,8 +21,10 @@ use crate::config::{FailMode, FederationConfig, FederationError, Member};
 use crate::dispatch;
 use crate::listing::{self, Kind, ListLimits, Listing};
 use crate::pages;
+use crate::policy::Policy;
 use crate::pump::{self, Follow};
 use crate::report::{CatalogReport, MemberHealth};
+use crate::subset::Subsets;
 use crate::uri::member_tag;
 
 /// Events buffered for each subscriber (session) before the slowest loses old ones.
@@ -47,6 +49,10 @@ pub struct Federation {
     state: Mutex<State>,
     catalog: RwLock<Arc<Catalog>>,
     events: broadcast::Sender<BackendEvent>,
+    /// Who sees what (see `policed.rs`).
+    pub(crate) policy: Arc<Policy>,
+    /// The policy's subsets of the current catalog, per audience.
+    pub(crate) subsets: Subsets,
 }
 
 impl std::fmt::Debug for Federation {
@@ -158,6 +164,8 @@ impl Federation {
                 capabilities,
             },
             server_info: config.server_info,
+            policy: Arc::new(config.policy),
+            subsets: Subsets::default(),
             state: Mutex::new(State {
                 next_id: slots.len() as u64,
                 slots,
@@ -621,7 +629,11 @@ impl Backend for Federation {
         ctx: CallCtx,
         req: BackendRequest,
     ) -> BoxFuture<'static, Result<Reply, McpError>> {
-        dispatch::answer(self.catalog(), None, &Everything, ctx, req)
+        if self.policy.is_open() {
+            return dispatch::answer(self.catalog(), None, &Everything, ctx, req);
+        }
+        let s = self.policed(ctx.identity());
+        dispatch::answer(s.catalog.clone(), Some(&s.pages), &*s, ctx, req)
     }
 
     fn tool_routing(&self, name: &str) -> Option<Arc<ToolRouting>> {

@@ -69,8 +69,11 @@ mod glob;
 mod listing;
 mod naming;
 mod pages;
+mod policed;
+mod policy;
 mod pump;
 mod report;
+mod subset;
 mod uri;
 mod view;
 
@@ -81,5 +84,6 @@ pub use config::{
 pub use federation::Federation;
 pub use glob::{Glob, GlobError};
 pub use naming::{Collision, NAME_MAX, NameOrigin, is_valid_name};
+pub use policy::{Audience, Callers, Effect, Policy, PolicyItem, PolicyRule, Targets};
 pub use report::{CatalogReport, ExposedItem, KindCollision, MemberHealth, MemberReport};
 pub use view::View;

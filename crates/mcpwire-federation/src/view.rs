@@ -9,7 +9,7 @@
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
 use mcpwire_model::types::Implementation;
-use mcpwire_model::{BackendEvent, McpError, Raw, Reply};
+use mcpwire_model::{BackendEvent, McpError, Reply};
 use mcpwire_router::{Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ToolRouting};
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
@@ -21,8 +21,9 @@ use crate::dispatch;
 use crate::federation::{Federation, describe, instructions};
 use crate::glob::any_matches;
 use crate::listing::Kind;
-use crate::pages::{list_changes, paginate};
+use crate::pages::list_changes;
 use crate::report::CatalogReport;
+use crate::subset::{Subset, Subsets};
 
 /// Events buffered for each of the view's subscribers.
 const EVENT_CAPACITY: usize = 256;
@@ -33,7 +34,8 @@ pub struct View {
     fed: Arc<Federation>,
     spec: ViewSpec,
     info: BackendInfo,
-    current: Mutex<Option<Arc<ViewScope>>>,
+    current: Mutex<Option<Arc<Subset>>>,
+    subsets: Subsets,
     events: OnceLock<broadcast::Sender<BackendEvent>>,
     pump: Mutex<Option<AbortHandle>>,
 }
@@ -57,70 +59,23 @@ impl Drop for View {
     }
 }
 
-/// What the view sees of one catalog.
-pub(crate) struct ViewScope {
-    catalog: Arc<Catalog>,
-    visible: [Vec<bool>; 4],
-    members: Vec<bool>,
-    pages: [Arc<Vec<Raw>>; 4],
-}
-
-impl ViewScope {
-    fn new(catalog: Arc<Catalog>, spec: &ViewSpec, page_size: usize) -> ViewScope {
-        let whole: Vec<bool> = catalog
-            .members
-            .iter()
-            .map(|m| spec.members.contains(&m.name))
-            .collect();
-        let mut members = whole.clone();
-        let visible = Kind::ALL.map(|kind| {
-            let patterns = match kind {
-                Kind::Tools => &spec.tools,
-                Kind::Prompts => &spec.prompts,
-                Kind::Resources | Kind::Templates => &spec.resources,
-            };
-            catalog
-                .kind(kind)
-                .entries
-                .iter()
-                .map(|e| {
-                    let seen = whole[e.member] || any_matches(patterns, &e.exposed);
-                    members[e.member] |= seen;
-                    seen
-                })
-                .collect::<Vec<bool>>()
-        });
-        let pages = Kind::ALL.map(|kind| {
-            let entries = &catalog.kind(kind).entries;
-            let shown = entries
-                .iter()
-                .zip(&visible[kind.index()])
-                .filter(|(_, v)| **v)
-                .map(|(e, _)| &e.item);
-            paginate(kind.field(), shown, page_size)
-        });
-        ViewScope {
-            catalog,
-            visible,
-            members,
-            pages,
-        }
-    }
-}
-
-impl Scope for ViewScope {
-    fn is_everything(&self) -> bool {
-        false
-    }
-    fn sees(&self, kind: Kind, entry: usize) -> bool {
-        self.visible[kind.index()]
-            .get(entry)
-            .copied()
-            .unwrap_or(false)
-    }
-    fn sees_member(&self, member: usize) -> bool {
-        self.members.get(member).copied().unwrap_or(false)
-    }
+/// What the view sees of one catalog: everything of its members, plus the items its
+/// globs name.
+fn view_subset(catalog: Arc<Catalog>, spec: &ViewSpec, page_size: usize) -> Subset {
+    let whole: Vec<bool> = catalog
+        .members
+        .iter()
+        .map(|m| spec.members.contains(&m.name))
+        .collect();
+    let seed = whole.clone();
+    Subset::build(catalog, page_size, seed, |kind, _, e| {
+        let patterns = match kind {
+            Kind::Tools => &spec.tools,
+            Kind::Prompts => &spec.prompts,
+            Kind::Resources | Kind::Templates => &spec.resources,
+        };
+        whole.get(e.member).copied().unwrap_or(false) || any_matches(patterns, &e.exposed)
+    })
 }
 
 impl Federation {
@@ -145,23 +100,34 @@ impl View {
             spec,
             info,
             current: Mutex::new(None),
+            subsets: Subsets::default(),
             events: OnceLock::new(),
             pump: Mutex::new(None),
         })
     }
 
-    /// What the view sees of the current catalog.
-    fn scope(&self) -> Arc<ViewScope> {
+    /// What the view sees of the current catalog (before the policy).
+    pub(crate) fn scope(&self) -> Arc<Subset> {
         let catalog = self.fed.catalog();
         let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
         match &*current {
             Some(s) if s.catalog.generation == catalog.generation => s.clone(),
             _ => {
-                let s = Arc::new(ViewScope::new(catalog, &self.spec, self.fed.page_size()));
+                let s = Arc::new(view_subset(catalog, &self.spec, self.fed.page_size()));
                 *current = Some(s.clone());
                 s
             }
         }
+    }
+
+    /// The federation the view shows part of.
+    pub(crate) fn federation(&self) -> &Federation {
+        &self.fed
+    }
+
+    /// The policy's subsets of the view, per audience.
+    pub(crate) fn subsets(&self) -> &Subsets {
+        &self.subsets
     }
 
     /// The view's spec.
@@ -200,7 +166,11 @@ impl Backend for View {
         ctx: CallCtx,
         req: BackendRequest,
     ) -> BoxFuture<'static, Result<Reply, McpError>> {
-        let s = self.scope();
+        let s = if self.fed.policy.is_open() {
+            self.scope()
+        } else {
+            self.policed(ctx.identity())
+        };
         dispatch::answer(s.catalog.clone(), Some(&s.pages), &*s, ctx, req)
     }
 
@@ -236,7 +206,7 @@ async fn pump(
     view: Weak<View>,
     mut rx: broadcast::Receiver<BackendEvent>,
     tx: broadcast::Sender<BackendEvent>,
-    first: Arc<ViewScope>,
+    first: Arc<Subset>,
 ) {
     let mut announced = first;
     loop {

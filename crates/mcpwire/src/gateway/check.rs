@@ -5,13 +5,62 @@
 use std::fmt;
 
 use mcpwire_federation::{CatalogReport, Federation};
+use mcpwire_router::Identity;
 use serde::Serialize;
 
 use super::config::{BackendSource, GatewayConfig};
 
+/// Whose catalog `--check` reports: everything, or what one caller may see and call
+/// (`--as`, `--as-key`, `--as-anonymous`) under `[policy]`.
+#[derive(Debug, Clone, Default)]
+pub enum CheckCaller {
+    /// The whole catalog, policy aside.
+    #[default]
+    Everything,
+    /// The anonymous caller (stdio, listeners without authentication).
+    Anonymous,
+    /// An authenticated caller.
+    Identity(Identity),
+}
+
+impl CheckCaller {
+    /// How the report names the caller (`None` for everything).
+    fn describe(&self) -> Option<String> {
+        match self {
+            CheckCaller::Everything => None,
+            CheckCaller::Anonymous => Some("the anonymous caller".into()),
+            CheckCaller::Identity(id) => {
+                let mut s = format!("`{}`", id.subject());
+                if !id.scopes().is_empty() {
+                    s.push_str(&format!(" with scopes {}", id.scopes().join(" ")));
+                }
+                for (k, v) in id.claims().iter().filter(|(k, _)| *k != "sub") {
+                    s.push_str(&format!(", {k} = {v}"));
+                }
+                Some(s)
+            }
+        }
+    }
+
+    /// The catalog `fed` (or one of its views) shows this caller.
+    fn report(
+        &self,
+        everything: CatalogReport,
+        as_caller: impl Fn(Option<&Identity>) -> CatalogReport,
+    ) -> CatalogReport {
+        match self {
+            CheckCaller::Everything => everything,
+            CheckCaller::Anonymous => as_caller(None),
+            CheckCaller::Identity(id) => as_caller(Some(id)),
+        }
+    }
+}
+
 /// The gateway as `--check` sees it.
 #[derive(Debug, Clone, Serialize)]
 pub struct CheckReport {
+    /// Whose catalog this is (`None`: the whole catalog, policy aside).
+    pub caller: Option<String>,
     /// Where it would listen.
     pub listeners: Vec<ListenerCheck>,
     /// What it serves, in catalog order.
@@ -64,6 +113,7 @@ impl CheckReport {
         config: &GatewayConfig,
         down: &[(String, String)],
         federation: Option<&Federation>,
+        caller: &CheckCaller,
     ) -> CheckReport {
         let listeners = config
             .listeners
@@ -99,7 +149,8 @@ impl CheckReport {
                 .views
                 .iter()
                 .map(|spec| {
-                    let r = fed.view(spec).report();
+                    let view = fed.view(spec);
+                    let r = caller.report(view.report(), |who| view.report_as(who));
                     let names = |items: &[mcpwire_federation::ExposedItem]| {
                         items.iter().map(|i| i.exposed.clone()).collect::<Vec<_>>()
                     };
@@ -116,9 +167,10 @@ impl CheckReport {
             None => Vec::new(),
         };
         CheckReport {
+            caller: caller.describe(),
             listeners,
             backends,
-            catalog: federation.map(Federation::report),
+            catalog: federation.map(|fed| caller.report(fed.report(), |who| fed.report_as(who))),
             views,
         }
     }
@@ -155,6 +207,9 @@ impl fmt::Display for CheckReport {
                 Some(e) => writeln!(f, "  NOT STARTED: {e}")?,
                 None => writeln!(f)?,
             }
+        }
+        if let Some(caller) = &self.caller {
+            writeln!(f, "as {caller} (what this caller may list and call):")?;
         }
         if let Some(catalog) = &self.catalog {
             write!(f, "{catalog}")?;

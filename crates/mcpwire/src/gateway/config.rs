@@ -30,6 +30,9 @@ pub struct GatewayConfig {
     pub views: Vec<ViewSpec>,
     /// Authentication for every network listener (`[auth]`, see `gateway/auth.rs`).
     pub auth: Option<crate::auth::AuthConfig>,
+    /// Who may see and call what (`[policy]`, see `gateway/policy.rs`); `None`: everyone
+    /// everything.
+    pub policy: Option<mcpwire_federation::Policy>,
 }
 
 /// How the gateway presents itself and bounds its clients (`[server]`).
@@ -270,6 +273,7 @@ impl GatewayConfig {
             backends,
             views: Vec::new(),
             auth: None,
+            policy: None,
         }
     }
 

@@ -57,6 +57,7 @@ struct RawFile {
     #[serde(default)]
     views: Ordered<RawView>,
     auth: Option<super::auth::RawAuth>,
+    policy: Option<super::policy::RawPolicy>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -273,6 +274,20 @@ impl GatewayConfig {
                 origin.error_at(&at, m)
             })?),
         };
+        let names: Vec<&str> = backends.iter().map(|b| b.name.as_str()).collect();
+        let policy = match raw.policy {
+            None => None,
+            Some(p) => Some(p.check(&names).map_err(|(key, m)| {
+                let mut at = root.key("policy");
+                for part in key.split('.') {
+                    at = match part.parse::<usize>() {
+                        Ok(i) => at.index(i),
+                        Err(_) => at.key(part),
+                    };
+                }
+                origin.error_at(&at, m)
+            })?),
+        };
         let config = GatewayConfig {
             origin,
             server,
@@ -280,6 +295,7 @@ impl GatewayConfig {
             backends,
             views,
             auth,
+            policy,
         };
         config.validate()?;
         Ok(config)
@@ -584,6 +600,14 @@ mcpb = "127.0.0.1:9000"
             (
                 "[backends.fs]\ncommand = \"npx x\"\nruntime = \"node\"\n",
                 "conf/mcpwire.toml:3:11: backends.fs.runtime: `runtime` is an option of process backends, not of command backends",
+            ),
+            (
+                "[backends.d]\nnative = \"x\"\n[policy]\n[[policy.rules]]\neffect = \"deny\"\nbackends = [\"gh\"]\n",
+                "conf/mcpwire.toml:6:12: policy.rules[0].backends: no backend is named `gh`",
+            ),
+            (
+                "[backends.d]\nnative = \"x\"\n[policy]\n[[policy.rules]]\neffect = \"maybe\"\n",
+                "conf/mcpwire.toml:5:10: policy.rules[0].effect: unknown variant `maybe`",
             ),
             (
                 "[backends.fs]\ncommand = \"npx x\"\nurl = \"http://x\"\n",

@@ -14,12 +14,13 @@ mod config;
 mod error;
 mod file;
 mod listen;
+mod policy;
 mod position;
 mod reload;
 mod serving;
 
 pub use backends::{Natives, StartFailure, Started, supported};
-pub use check::{BackendCheck, CheckReport, ListenerCheck, ViewCheck};
+pub use check::{BackendCheck, CheckCaller, CheckReport, ListenerCheck, ViewCheck};
 pub use reload::{ReloadPlan, plan};
 pub use serving::{Gateway, GatewayError};
 

@@ -89,6 +89,9 @@ pub fn plan(serving: &GatewayConfig, next: &GatewayConfig, down: &[String]) -> R
     if serving.auth != next.auth {
         plan.ignored.push("auth".into());
     }
+    if serving.policy != next.policy {
+        plan.ignored.push("policy".into());
+    }
     if serving.server != next.server {
         plan.ignored.push("[server] options".into());
     }

@@ -15,7 +15,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::backends::{self, Natives, StartFailure, Started};
-use super::check::CheckReport;
+use super::check::{CheckCaller, CheckReport};
 use super::config::{BackendSource, BackendSpec, FailMode, GatewayConfig, ServerOptions};
 use super::error::{ConfigError, KeyPath, Origin};
 use super::reload::{ReloadPlan, plan};
@@ -76,6 +76,7 @@ impl Gateway {
     pub async fn start(config: GatewayConfig, natives: Natives) -> Result<Gateway, GatewayError> {
         let federate = config.backends.len() > 1
             || !config.views.is_empty()
+            || config.policy.is_some()
             || matches!(config.origin, Origin::File { .. });
         Gateway::start_as(config, natives, federate).await
     }
@@ -86,8 +87,23 @@ impl Gateway {
         config: GatewayConfig,
         natives: Natives,
     ) -> Result<CheckReport, GatewayError> {
+        Gateway::check_as(config, natives, &CheckCaller::Everything).await
+    }
+
+    /// [`Gateway::check`] reporting what `caller` may see and call under `[policy]`
+    /// (`mcpwire serve --check --as SUBJECT`).
+    pub async fn check_as(
+        config: GatewayConfig,
+        natives: Natives,
+        caller: &CheckCaller,
+    ) -> Result<CheckReport, GatewayError> {
         let gateway = Gateway::start_as(config, natives, true).await?;
-        Ok(gateway.report())
+        Ok(CheckReport::new(
+            &gateway.config,
+            &gateway.down,
+            gateway.federation.as_deref(),
+            caller,
+        ))
     }
 
     async fn start_as(
@@ -145,6 +161,9 @@ impl Gateway {
         // Reloads may bring kinds no backend offers yet; capabilities are fixed per session.
         fc.advertise_all = matches!(self.config.origin, Origin::File { .. });
         fc.members = self.running.iter().map(member).collect();
+        if let Some(policy) = &self.config.policy {
+            fc.policy = policy.clone();
+        }
         Federation::new(fc)
             .await
             .map_err(|e| federation_error(&self.config, e))
@@ -225,7 +244,12 @@ impl Gateway {
 
     /// Listeners, backends (running or not, and why) and the merged catalog.
     pub fn report(&self) -> CheckReport {
-        CheckReport::new(&self.config, &self.down, self.federation.as_deref())
+        CheckReport::new(
+            &self.config,
+            &self.down,
+            self.federation.as_deref(),
+            &CheckCaller::Everything,
+        )
     }
 
     /// Serves every listener at once until the first ends (stdio: stdin closed) or fails,

@@ -1,0 +1,60 @@
+//! The [`Policy`](crate::Policy) applied to a caller: the federation's and each view's
+//! subset per audience (cached per catalog generation), and `--check --as`'s report.
+
+use std::sync::Arc;
+
+use mcpwire_router::Identity;
+
+use crate::catalog::Everything;
+use crate::federation::Federation;
+use crate::report::CatalogReport;
+use crate::subset::Subset;
+use crate::view::View;
+
+impl Federation {
+    /// What `who` (`None`: the anonymous caller) sees of the current catalog.
+    pub(crate) fn policed(&self, who: Option<&Identity>) -> Arc<Subset> {
+        let catalog = self.catalog();
+        let audience = self.policy.audience(who);
+        self.subsets.get(catalog.generation, &audience, || {
+            Subset::policed(
+                catalog.clone(),
+                &Everything,
+                &self.policy,
+                &audience,
+                self.page_size(),
+            )
+        })
+    }
+
+    /// The report of what `who` (`None`: the anonymous caller) may see and call.
+    pub fn report_as(&self, who: Option<&Identity>) -> CatalogReport {
+        let s = self.policed(who);
+        s.catalog.report(&*s)
+    }
+}
+
+impl View {
+    /// What `who` (`None`: the anonymous caller) sees of the view.
+    pub(crate) fn policed(&self, who: Option<&Identity>) -> Arc<Subset> {
+        let base = self.scope();
+        let fed = self.federation();
+        let audience = fed.policy.audience(who);
+        self.subsets().get(base.catalog.generation, &audience, || {
+            Subset::policed(
+                base.catalog.clone(),
+                &*base,
+                &fed.policy,
+                &audience,
+                fed.page_size(),
+            )
+        })
+    }
+
+    /// The report of what `who` (`None`: the anonymous caller) may see and call in the
+    /// view.
+    pub fn report_as(&self, who: Option<&Identity>) -> CatalogReport {
+        let s = self.policed(who);
+        s.catalog.report(&*s)
+    }
+}

@@ -1,0 +1,190 @@
+//! [`Subset`]: the part of one catalog a caller sees — a view's items, or those a
+//! [`Policy`] leaves an audience — with its own pages; and [`Subsets`], the bounded cache of
+//! one subset per audience for the current catalog.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use mcpwire_model::Raw;
+
+use crate::catalog::{Catalog, Entry, Scope};
+use crate::listing::Kind;
+use crate::pages::paginate;
+use crate::policy::{Audience, Policy, PolicyItem};
+
+/// Audiences whose subsets are kept per catalog; past that, one is dropped (and rebuilt
+/// when next needed).
+const MAX_AUDIENCES: usize = 64;
+
+/// The visible part of one catalog, paged.
+pub(crate) struct Subset {
+    pub catalog: Arc<Catalog>,
+    visible: [Vec<bool>; 4],
+    members: Vec<bool>,
+    pub pages: [Arc<Vec<Raw>>; 4],
+}
+
+impl Subset {
+    /// The entries `sees` (kind, index, entry) admits; a member is seen when `members` says so or one of its
+    /// entries is visible.
+    pub(crate) fn build(
+        catalog: Arc<Catalog>,
+        page_size: usize,
+        mut members: Vec<bool>,
+        sees: impl Fn(Kind, usize, &Entry) -> bool,
+    ) -> Subset {
+        let visible = Kind::ALL.map(|kind| {
+            catalog
+                .kind(kind)
+                .entries
+                .iter()
+                .enumerate()
+                .map(|(i, e)| {
+                    let seen = sees(kind, i, e);
+                    if seen && let Some(m) = members.get_mut(e.member) {
+                        *m = true;
+                    }
+                    seen
+                })
+                .collect::<Vec<bool>>()
+        });
+        let pages = Kind::ALL.map(|kind| {
+            let shown = catalog
+                .kind(kind)
+                .entries
+                .iter()
+                .zip(&visible[kind.index()])
+                .filter(|(_, v)| **v)
+                .map(|(e, _)| &e.item);
+            paginate(kind.field(), shown, page_size)
+        });
+        Subset {
+            catalog,
+            visible,
+            members,
+            pages,
+        }
+    }
+
+    /// What `base` shows of `catalog`, less what `policy` hides from `audience`.
+    pub(crate) fn policed(
+        catalog: Arc<Catalog>,
+        base: &dyn Scope,
+        policy: &Policy,
+        audience: &Audience,
+        page_size: usize,
+    ) -> Subset {
+        let members = catalog
+            .members
+            .iter()
+            .enumerate()
+            .map(|(i, m)| base.sees_member(i) && policy.admits_backend(audience, &m.name))
+            .collect();
+        let names: Vec<&str> = catalog.members.iter().map(|m| m.name.as_str()).collect();
+        let sees = |kind: Kind, i: usize, e: &Entry| {
+            let item = match kind {
+                Kind::Tools => PolicyItem::Tool,
+                Kind::Prompts => PolicyItem::Prompt,
+                Kind::Resources | Kind::Templates => PolicyItem::Resource,
+            };
+            base.sees(kind, i)
+                && names
+                    .get(e.member)
+                    .is_some_and(|m| policy.admits(audience, m, item, &e.exposed))
+        };
+        Subset::build(catalog.clone(), page_size, members, sees)
+    }
+}
+
+impl Scope for Subset {
+    fn is_everything(&self) -> bool {
+        false
+    }
+    fn sees(&self, kind: Kind, entry: usize) -> bool {
+        self.visible[kind.index()]
+            .get(entry)
+            .copied()
+            .unwrap_or(false)
+    }
+    fn sees_member(&self, member: usize) -> bool {
+        self.members.get(member).copied().unwrap_or(false)
+    }
+}
+
+/// One [`Subset`] per audience of the current catalog (at most [`MAX_AUDIENCES`]).
+#[derive(Default)]
+pub(crate) struct Subsets {
+    cache: Mutex<(u64, HashMap<Audience, Arc<Subset>>)>,
+}
+
+impl Subsets {
+    /// `audience`'s subset of catalog generation `generation`, built by `build` unless kept.
+    pub(crate) fn get(
+        &self,
+        generation: u64,
+        audience: &Audience,
+        build: impl FnOnce() -> Subset,
+    ) -> Arc<Subset> {
+        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        if cache.0 != generation {
+            *cache = (generation, HashMap::new());
+        }
+        if let Some(s) = cache.1.get(audience) {
+            return s.clone();
+        }
+        let s = Arc::new(build());
+        if cache.1.len() >= MAX_AUDIENCES
+            && let Some(old) = cache.1.keys().next().cloned()
+        {
+            cache.1.remove(&old);
+        }
+        cache.1.insert(audience.clone(), s.clone());
+        s
+    }
+
+    /// How many audiences are kept (for tests).
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .1
+            .len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::{Everything, Settings};
+    use crate::config::PrefixMode;
+
+    #[test]
+    fn one_subset_per_audience_and_generation_within_the_bound() {
+        let settings = Settings {
+            prefix: PrefixMode::Conditional,
+            separator: "_".into(),
+            page_size: 10,
+        };
+        let catalog = Arc::new(Catalog::build(1, &[], &settings));
+        let policy = Policy::default();
+        let subsets = Subsets::default();
+        let mut built = 0;
+        for i in 0..200u32 {
+            let audience = Audience::from_bits((0..8).map(|b| i & (1 << b) != 0).collect());
+            subsets.get(1, &audience, || {
+                built += 1;
+                Subset::policed(catalog.clone(), &Everything, &policy, &audience, 10)
+            });
+            assert!(subsets.len() <= MAX_AUDIENCES);
+        }
+        assert_eq!(built, 200);
+        let again = Audience::from_bits(vec![false; 8]);
+        let first = subsets.get(2, &again, || {
+            Subset::build(catalog.clone(), 10, vec![], |_, _, _| true)
+        });
+        let kept = subsets.get(2, &again, || unreachable!("kept for this generation"));
+        assert!(Arc::ptr_eq(&first, &kept));
+        assert_eq!(subsets.len(), 1, "a new generation starts afresh");
+    }
+}
