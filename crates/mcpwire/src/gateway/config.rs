@@ -189,7 +189,9 @@ pub struct UpstreamSpec {
     /// stateful downstream session (`Some(false)`, the default: the upstream sees each end
     /// client's session — its subscriptions, log level and asks — as it would directly).
     pub shared: Option<bool>,
-    /// Upstream sessions (children, for stdio) open at once besides the shared one.
+    /// Upstream sessions open at once besides the shared one: by default 64 for a stdio
+    /// command (each is a child process) and 4,096 for an HTTP URL or MCPB address (each
+    /// is a session id or a connection); beyond, calls are refused naming the key.
     pub max_sessions: usize,
     /// Which era to speak upstream (`era = "auto" | "handshake" | "stateless"`).
     pub era: EraChoice,
@@ -198,12 +200,17 @@ pub struct UpstreamSpec {
 impl UpstreamSpec {
     /// Defaults for `target`.
     pub fn new(target: Target) -> UpstreamSpec {
+        let max_sessions = if matches!(target, Target::Command { .. }) {
+            64
+        } else {
+            4096
+        };
         UpstreamSpec {
             target,
             handshake_timeout: Duration::from_secs(30),
             call_timeout: None,
             shared: None,
-            max_sessions: 64,
+            max_sessions,
             era: EraChoice::Auto,
         }
     }

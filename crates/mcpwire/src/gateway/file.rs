@@ -18,8 +18,8 @@
 //! [backends.fs]
 //! command = "npx -y @modelcontextprotocol/server-filesystem /srv"
 //! exclude = ["write_*"]
-//! shared = false               # a child per client session (the default for commands)
-//! max_sessions = 64            # children at once besides the shared one
+//! shared = false               # an upstream session per client session (the default)
+//! max_sessions = 64            # children at once besides the shared one (URLs: 4096)
 //! call_timeout_secs = 120      # a request without progress for this long times out
 //!
 //! [backends.remote]
