@@ -22,6 +22,7 @@ pub mod gateway;
 #[doc = include_str!("guide.md")]
 pub mod guide {}
 pub mod http;
+pub mod limits;
 pub mod mcpb;
 pub mod prelude;
 pub mod proto_mcp;

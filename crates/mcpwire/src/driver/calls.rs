@@ -103,6 +103,7 @@ pub(crate) struct Calls {
     /// Who is calling, as the wire's authentication established it (`None`: not
     /// authenticated); every call started from now on carries it.
     identity: Option<Identity>,
+    client_ip: Option<std::net::IpAddr>,
 }
 
 impl Drop for Calls {
@@ -149,12 +150,19 @@ impl Calls {
             detached: Vec::new(),
             session,
             identity: None,
+            client_ip: None,
         }
     }
 
     /// These calls, made by `identity`.
     pub(crate) fn with_identity(mut self, identity: Option<Identity>) -> Calls {
         self.identity = identity;
+        self
+    }
+
+    /// These calls come from `ip` (read by the rate limits, `crate::limits`).
+    pub(crate) fn with_client_ip(mut self, ip: Option<std::net::IpAddr>) -> Calls {
+        self.client_ip = ip;
         self
     }
 
@@ -314,7 +322,8 @@ impl Calls {
         )
         .with_progress_token(d.ctx.progress_token)
         .with_session(self.session.clone())
-        .with_identity(self.identity.clone());
+        .with_identity(self.identity.clone())
+        .with_client_ip(self.client_ip);
         let call = McpCall {
             method: d.method,
             params: d.params,
