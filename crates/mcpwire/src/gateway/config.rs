@@ -33,6 +33,8 @@ pub struct GatewayConfig {
     /// Who may see and call what (`[policy]`, see `gateway/policy.rs`); `None`: everyone
     /// everything.
     pub policy: Option<mcpwire_federation::Policy>,
+    /// Rate and connection limits (`[limits]`, see `gateway/limits.rs`); `None`: none.
+    pub limits: Option<super::limits::LimitsConfig>,
 }
 
 /// How the gateway presents itself and bounds its clients (`[server]`).
@@ -274,6 +276,7 @@ impl GatewayConfig {
             views: Vec::new(),
             auth: None,
             policy: None,
+            limits: None,
         }
     }
 

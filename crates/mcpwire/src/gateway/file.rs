@@ -58,6 +58,7 @@ struct RawFile {
     views: Ordered<RawView>,
     auth: Option<super::auth::RawAuth>,
     policy: Option<super::policy::RawPolicy>,
+    limits: Option<super::limits::RawLimits>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -288,6 +289,13 @@ impl GatewayConfig {
                 origin.error_at(&at, m)
             })?),
         };
+        let limits = match raw.limits {
+            None => None,
+            Some(l) => Some(
+                l.check()
+                    .map_err(|(key, m)| origin.error_at(&root.key("limits").key(&key), m))?,
+            ),
+        };
         let config = GatewayConfig {
             origin,
             server,
@@ -296,6 +304,7 @@ impl GatewayConfig {
             views,
             auth,
             policy,
+            limits,
         };
         config.validate()?;
         Ok(config)

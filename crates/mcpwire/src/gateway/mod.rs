@@ -13,6 +13,7 @@ mod check;
 mod config;
 mod error;
 mod file;
+mod limits;
 mod listen;
 mod policy;
 mod position;
@@ -29,4 +30,5 @@ pub use config::{
     ServerOptions, UpstreamSpec, mcpb_target,
 };
 pub use error::{ConfigError, KeyPath, Origin, Seg};
+pub use limits::LimitsConfig;
 pub use listen::{ListenOptions, ListenerSpec, Scheme};

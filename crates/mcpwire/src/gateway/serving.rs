@@ -20,6 +20,7 @@ use super::config::{BackendSource, BackendSpec, FailMode, GatewayConfig, ServerO
 use super::error::{ConfigError, KeyPath, Origin};
 use super::reload::{ReloadPlan, plan};
 use crate::Service;
+use crate::limits::{Limited, RateLimits, Rejections};
 
 /// Quiet time after an edit of the configuration file before it is read.
 const RELOAD_DEBOUNCE: Duration = Duration::from_millis(300);
@@ -56,6 +57,10 @@ pub struct Gateway {
     federation: Option<Arc<Federation>>,
     /// One service per listener, in listener order.
     services: Vec<Service>,
+    /// The call rate limits every listener shares (`[limits]`), if any.
+    rate_limits: Option<Arc<RateLimits>>,
+    /// Requests and connections refused by `[limits]`, for the metrics.
+    rejections: Arc<Rejections>,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -139,7 +144,23 @@ impl Gateway {
             down,
             federation: None,
             services: Vec::new(),
+            rate_limits: None,
+            rejections: Arc::new(Rejections::default()),
         };
+        gateway.rate_limits = gateway
+            .config
+            .limits
+            .as_ref()
+            .filter(|l| l.limits_calls())
+            .map(|l| {
+                Arc::new(RateLimits::new(
+                    l.per_identity,
+                    l.per_ip,
+                    l.per_tool,
+                    l.max_keys,
+                    gateway.rejections.clone(),
+                ))
+            });
         if federate {
             gateway.federation = Some(gateway.federate().await?);
         }
@@ -178,6 +199,7 @@ impl Gateway {
             })?;
             let service = service_over(
                 config,
+                self.rate_limits.as_ref(),
                 one.backend.clone(),
                 one.server_info.clone(),
                 one.instructions.clone(),
@@ -186,6 +208,7 @@ impl Gateway {
         };
         let all = service_over(
             config,
+            self.rate_limits.as_ref(),
             fed.clone(),
             fed.server_info(),
             Some(fed.instructions()),
@@ -212,6 +235,7 @@ impl Gateway {
             let view = fed.view(spec);
             let service = service_over(
                 config,
+                self.rate_limits.as_ref(),
                 view.clone(),
                 view.server_info(),
                 Some(view.instructions()),
@@ -220,6 +244,11 @@ impl Gateway {
             services.push(service);
         }
         Ok(services)
+    }
+
+    /// Requests and connections refused by `[limits]` so far.
+    pub fn rejections(&self) -> &Arc<Rejections> {
+        &self.rejections
     }
 
     /// The configuration as applied.
@@ -546,6 +575,7 @@ fn federation_error(config: &GatewayConfig, e: FederationError) -> GatewayError 
 /// The service over `backend`: tasks, limits and proto-mcp schemas from the server options.
 fn service_over(
     config: &GatewayConfig,
+    rate_limits: Option<&Arc<RateLimits>>,
     backend: Arc<dyn Backend>,
     info: Implementation,
     instructions: Option<String>,
@@ -558,6 +588,10 @@ fn service_over(
         schema_registry,
         ..
     } = &config.server;
+    let backend: Arc<dyn Backend> = match rate_limits {
+        Some(limits) => Arc::new(Limited::new(backend, limits.clone())),
+        None => backend,
+    };
     let router = Router::new(backend).with_tasks(TaskConfig::default());
     let mut service = Service::new(router, info, instructions);
     service.limits.max_message_bytes = *max_message_bytes;
