@@ -44,6 +44,11 @@ pub use sessions::HttpStats;
 use crate::Service;
 use sessions::Sessions;
 
+/// The address a request's connection came from (a request extension set per connection;
+/// read by the rate limits through `CallCtx::client_ip`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClientAddr(pub(crate) SocketAddr);
+
 /// The default [`HttpConfig::read_timeout`].
 pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -177,6 +182,7 @@ impl HttpServer {
                 router = router.route(&p, axum::routing::get(auth::metadata));
             }
         }
+        let connections = self.app.service.connections.clone();
         let router = router.with_state(self.app);
         loop {
             let (io, peer) = match self.listener.accept().await {
@@ -194,7 +200,16 @@ impl HttpServer {
             if let Err(e) = io.set_nodelay(true) {
                 tracing::debug!(%peer, error = %e, "could not set TCP_NODELAY");
             }
-            let service = TowerToHyperService::new(router.clone());
+            let permit = match connections.as_ref().map(|c| c.acquire(peer.ip())) {
+                Some(Err(refused)) => {
+                    tokio::spawn(refuse_connection(io, refused, read_timeout));
+                    continue;
+                }
+                Some(Ok(permit)) => Some(permit),
+                None => None,
+            };
+            let service =
+                TowerToHyperService::new(router.clone().layer(axum::Extension(ClientAddr(peer))));
             tokio::spawn(async move {
                 let conn = hyper::server::conn::http1::Builder::new()
                     .timer(TokioTimer::new())
@@ -203,7 +218,29 @@ impl HttpServer {
                 if let Err(e) = conn.await {
                     tracing::debug!(%peer, error = %e, "connection ended with an error");
                 }
+                drop(permit);
             });
         }
+    }
+}
+
+/// A connection over the per-IP limit: its first request is answered 429 with
+/// `Retry-After` and the JSON-RPC error, then the connection closes.
+async fn refuse_connection(
+    io: tokio::net::TcpStream,
+    refused: mcpwire_model::McpError,
+    read_timeout: Duration,
+) {
+    let answer = hyper::service::service_fn(move |_req| {
+        let response = reply::refuse(None, refused.clone());
+        async move { Ok::<_, std::convert::Infallible>(response) }
+    });
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(read_timeout)
+        .keep_alive(false)
+        .serve_connection(TokioIo::new(io), answer);
+    if let Err(e) = conn.await {
+        tracing::debug!(error = %e, "refused connection ended with an error");
     }
 }

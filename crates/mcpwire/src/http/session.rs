@@ -218,13 +218,16 @@ pub(crate) fn spawn(
     sessions: Arc<Sessions>,
     busy: Arc<Busy>,
     owner: Option<Identity>,
+    ip: Option<std::net::IpAddr>,
 ) -> SessionHandle {
     let (tx, cmds) = mpsc::channel(COMMAND_QUEUE);
     let close = CancellationToken::new();
     let task = SessionTask {
         core: ServerCore::new(
             ServerSession::new(service.config.clone()),
-            Calls::new(service.router.clone()).with_identity(owner.clone()),
+            Calls::new(service.router.clone())
+                .with_identity(owner.clone())
+                .with_client_ip(ip),
         ),
         cmds,
         close: close.clone(),

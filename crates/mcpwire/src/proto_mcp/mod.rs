@@ -11,6 +11,7 @@ use mcpwire_router::{CallCtx, McpCall, Router};
 use serde_json::{Value, json};
 
 pub mod grpc;
+mod grpc_conn;
 pub mod ws;
 
 /// Pages through the router's complete `tools/list` (bounded: 10 000 pages).
