@@ -20,7 +20,7 @@ use super::config::{BackendSource, BackendSpec, FailMode, GatewayConfig, ServerO
 use super::error::{ConfigError, KeyPath, Origin};
 use super::reload::{ReloadPlan, plan};
 use crate::Service;
-use crate::limits::{Limited, RateLimits, Rejections};
+use crate::limits::{ConnectionLimits, Limited, RateLimits, Rejections};
 
 /// Quiet time after an edit of the configuration file before it is read.
 const RELOAD_DEBOUNCE: Duration = Duration::from_millis(300);
@@ -166,8 +166,30 @@ impl Gateway {
         }
         let auth = super::auth::authenticator(&gateway.config).await?;
         let services = gateway.front()?;
-        gateway.services = super::auth::apply(&gateway.config, auth.as_ref(), services);
+        let services = super::auth::apply(&gateway.config, auth.as_ref(), services);
+        gateway.services = gateway.with_connection_limits(services);
         Ok(gateway)
+    }
+
+    /// `services` with the connections per IP limit (`[limits] connections_per_ip`), one
+    /// count shared by every network listener.
+    fn with_connection_limits(&self, services: Vec<Service>) -> Vec<Service> {
+        let Some(per_ip) = self
+            .config
+            .limits
+            .as_ref()
+            .and_then(|l| l.connections_per_ip)
+        else {
+            return services;
+        };
+        let limits = ConnectionLimits::new(per_ip, self.rejections.clone());
+        services
+            .into_iter()
+            .map(|mut s| {
+                s.connections = Some(limits.clone());
+                s
+            })
+            .collect()
     }
 
     /// The federation over the running backends.

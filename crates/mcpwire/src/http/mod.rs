@@ -49,6 +49,13 @@ use sessions::Sessions;
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ClientAddr(pub(crate) SocketAddr);
 
+/// A request refused before any session as a whole HTTP response: the error's status
+/// (429 with `Retry-After` for a rate limit) and its JSON-RPC body. For listeners that
+/// speak HTTP before their own protocol (the WebSocket upgrade).
+pub(crate) fn refusal(e: mcpwire_model::McpError) -> axum::response::Response {
+    reply::refuse(None, e)
+}
+
 /// The default [`HttpConfig::read_timeout`].
 pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(30);
 

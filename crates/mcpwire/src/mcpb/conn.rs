@@ -62,6 +62,9 @@ pub(crate) struct McpbConnection {
     identity: Option<Identity>,
     /// A token being verified (its signing keys are loading); no input is read meanwhile.
     verifying: Option<Verifying>,
+    /// Set when the connection is over the connections per IP limit: its first request
+    /// is answered with this, then it closes.
+    over_ip_limit: Option<McpError>,
 }
 
 /// A verification in progress and what it decides.
@@ -114,15 +117,24 @@ pub(crate) enum McpbWake {
 }
 
 /// Serves one accepted connection until it closes.
-pub(crate) async fn serve(listener: Arc<McpbListenerState>, stream: TcpStream) {
+pub(crate) async fn serve(
+    listener: Arc<McpbListenerState>,
+    stream: TcpStream,
+    peer: std::net::SocketAddr,
+) {
     let service = &listener.service;
+    let (permit, over_ip_limit) = match service.connections.as_ref().map(|c| c.acquire(peer.ip())) {
+        Some(Ok(p)) => (Some(p), None),
+        Some(Err(e)) => (None, Some(e)),
+        None => (None, None),
+    };
     let (r, w) = stream.into_split();
     let now = now();
     let handshake_by = now + listener.config.handshake_timeout;
     let conn = McpbConnection {
         core: ServerCore::new(
             ServerSession::new(service.config.clone()),
-            Calls::new(service.router.clone()),
+            Calls::new(service.router.clone()).with_client_ip(Some(peer.ip())),
         ),
         codec: McpbCodec::server(&service.limits),
         phase: Phase::Version,
@@ -139,6 +151,7 @@ pub(crate) async fn serve(listener: Arc<McpbListenerState>, stream: TcpStream) {
         auth_answer: None,
         identity: None,
         verifying: None,
+        over_ip_limit,
         listener: listener.clone(),
     };
     let codec = McpbCodec::server(&service.limits);
@@ -152,6 +165,7 @@ pub(crate) async fn serve(listener: Arc<McpbListenerState>, stream: TcpStream) {
         tracing::debug!(target: "mcpwire::mcpb", error = %e, "connection ended with an error");
     }
     listener.active.fetch_sub(1, Ordering::Relaxed);
+    drop(permit);
 }
 
 impl Endpoint for McpbConnection {
@@ -349,6 +363,19 @@ impl McpbConnection {
     /// `initialize`, if it sends one, is its real handshake). With authentication off, any
     /// MCP message may come first instead.
     fn on_auth(&mut self, out: &mut BytesMut, wrapper_token: Option<String>, msg: Decoded) {
+        if let Some(refused) = self.over_ip_limit.take() {
+            // Over the connections per IP limit: the first request is answered with the
+            // rate limit's JSON-RPC error, then the connection closes.
+            match &msg {
+                Ok(Message::Request(r)) => self.refuse(out, r.id.clone(), refused),
+                _ => self.write(
+                    out,
+                    McpbOut::Error("too many connections from this address"),
+                ),
+            }
+            self.closing = true;
+            return;
+        }
         let init = match &msg {
             Ok(Message::Request(r)) if r.method == Method::Initialize => Some(AuthInit::of(r)),
             _ => None,

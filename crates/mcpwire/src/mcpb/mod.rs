@@ -227,7 +227,7 @@ impl McpbServer {
             let shared = self.shared.clone();
             tracker.spawn(async move {
                 tracing::debug!(target: "mcpwire::mcpb", %peer, "mcp_gateway_tcp_connections_total");
-                conn::serve(shared, stream).await;
+                conn::serve(shared, stream, peer).await;
             });
         }
         tracker.close();

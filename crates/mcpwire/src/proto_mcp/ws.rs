@@ -11,11 +11,11 @@
 //! connection (1009, message too big) without buffering it. One session per connection,
 //! many requests in flight; calls still running when the peer closes are dropped.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-use axum::extract::State;
 use axum::extract::ws::{Message as WsMessage, WebSocket, WebSocketUpgrade};
+use axum::extract::{ConnectInfo, State};
 use axum::http::header::AUTHORIZATION;
 use axum::response::Response;
 use futures::SinkExt;
@@ -68,15 +68,28 @@ impl WsServer {
 
     /// Serves until the process ends.
     pub async fn serve(self) -> std::io::Result<()> {
-        axum::serve(self.listener, self.app).await
+        let app = self.app.into_make_service_with_connect_info::<SocketAddr>();
+        axum::serve(self.listener, app).await
     }
 }
 
 async fn upgrade(
     State(st): State<WsState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: axum::http::HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
+    // Over the connections per IP limit: 429 with `Retry-After`, not upgraded.
+    let permit = match st
+        .service
+        .connections
+        .as_ref()
+        .map(|c| c.acquire(peer.ip()))
+    {
+        Some(Err(refused)) => return crate::http::refusal(refused),
+        Some(Ok(permit)) => Some(permit),
+        None => None,
+    };
     let identity = match &st.service.auth {
         None => None,
         Some(auth) => {
@@ -97,10 +110,11 @@ async fn upgrade(
     ws.max_message_size(max.saturating_mul(2))
         .max_frame_size(max.saturating_mul(2))
         .on_upgrade(move |socket| async move {
-            if let Err(e) = WsConnection::new(&st, identity).run(socket).await {
+            let ip = Some(peer.ip());
+            if let Err(e) = WsConnection::new(&st, identity, ip).run(socket).await {
                 tracing::debug!(error = %e, "websocket connection ended");
             }
-            drop(slot);
+            drop((slot, permit));
         })
 }
 
@@ -145,11 +159,13 @@ impl Outbox {
 }
 
 impl WsConnection {
-    fn new(st: &WsState, identity: Option<Identity>) -> WsConnection {
+    fn new(st: &WsState, identity: Option<Identity>, ip: Option<IpAddr>) -> WsConnection {
         WsConnection {
             core: ServerCore::new(
                 ServerSession::new(st.service.config.clone()),
-                Calls::new(st.service.router.clone()).with_identity(identity),
+                Calls::new(st.service.router.clone())
+                    .with_identity(identity)
+                    .with_client_ip(ip),
             ),
             translator: Translator::new(st.service.proto.clone()),
             mode: Mode::Undecided,
