@@ -230,7 +230,8 @@ fn connections_per_ip_are_limited_on_every_wire() {
     until_http_serves(&http);
 
     // HTTP: one connection held, the next is answered 429 and closed.
-    let held = TcpStream::connect(&l.addrs[0]).expect("connect");
+    let host = l.addrs[0].split('/').next().expect("host:port");
+    let held = TcpStream::connect(host).expect("connect");
     let mut r = None;
     for _ in 0..100 {
         // The held connection is accepted before the next one (one accept loop, in order).
