@@ -10,6 +10,7 @@ use serde_json::Value;
 mod auth_args;
 mod check_as;
 mod exit;
+mod limits_args;
 mod process_cmd;
 mod schema_cmd;
 mod serve_cmd;
@@ -185,6 +186,8 @@ struct ServeArgs {
     mcpb: McpbArgs,
     #[command(flatten)]
     auth: auth_args::AuthArgs,
+    #[command(flatten)]
+    limits: limits_args::LimitsArgs,
 }
 
 /// Options of the MCPB binary TCP wire (it listens on --host/--port).

@@ -17,6 +17,7 @@ use mcpwire::gateway::{
 use crate::auth_args::AuthArgs;
 use crate::check_as::CheckAsArgs;
 use crate::exit::UsageError;
+use crate::limits_args::LimitsArgs;
 use crate::{ServeArgs, Transport};
 
 /// Options of `serve`.
@@ -56,6 +57,8 @@ pub struct ServeCmdArgs {
     json: bool,
     #[command(flatten)]
     auth: AuthArgs,
+    #[command(flatten)]
+    limits: LimitsArgs,
     /// Whose catalog `--check` prints.
     #[command(flatten)]
     pub check_as: CheckAsArgs,
@@ -100,6 +103,12 @@ pub fn config(args: &ServeCmdArgs, matches: Option<&ArgMatches>) -> Result<Gatew
         if args.auth.given() {
             return Err(UsageError(
                 "with --config, authentication is the file's [auth] section, not flags".into(),
+            )
+            .into());
+        }
+        if args.limits.given() {
+            return Err(UsageError(
+                "with --config, limits are the file's [limits] section, not flags".into(),
             )
             .into());
         }
@@ -163,6 +172,7 @@ pub fn config(args: &ServeCmdArgs, matches: Option<&ArgMatches>) -> Result<Gatew
         config.push_listener(ListenerSpec::parse("stdio").map_err(UsageError)?, "serve");
     }
     config.auth = args.auth.config()?;
+    config.limits = args.limits.config()?;
     config.validate()?;
     Ok(config)
 }
@@ -207,6 +217,7 @@ pub fn preset(serve: &ServeArgs, backend: BackendSpec, command: &str) -> Result<
         .map_err(|(option, e)| UsageError(format!("--{}: {e}", option.replace('_', "-"))))?;
     config.push_listener(listener, "--transport");
     config.auth = serve.auth.config()?;
+    config.limits = serve.limits.config()?;
     config.validate()?;
     Ok(config)
 }

@@ -8,7 +8,6 @@
 
 mod common;
 
-use std::net::TcpStream;
 use std::path::PathBuf;
 
 use common::http::{ACCEPT_BOTH, HttpServer};
@@ -211,91 +210,135 @@ fn a_caller_over_its_rate_is_refused_on_every_wire_and_others_go_on() {
     let _ = l.child.wait();
 }
 
-/// Polls (bounded) until a connection from this address is accepted again on HTTP.
-fn until_http_serves(http: &HttpServer) {
-    for _ in 0..100 {
-        if http.post_stateless(1, "ping", json!({})).status != 429 {
-            return;
+/// Tries `f` until it gives a value (bounded: a connection that just closed may still hold
+/// its slot for a moment, until the server has seen it close).
+fn eventually<T>(mut f: impl FnMut() -> Option<T>) -> T {
+    for _ in 0..200 {
+        if let Some(v) = f() {
+            return v;
         }
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    panic!("the connection slot was never given back");
+    panic!("never succeeded");
+}
+
+/// An MCPB connection whose `initialize` was answered: it holds a slot.
+fn mcpb_held(addr: &str) -> Conversation<Mcpb> {
+    eventually(|| {
+        let mut c = Conversation::new(Mcpb::connect(addr));
+        let r = c.request(1, "initialize", init_params());
+        r.get("result").is_some().then_some(c)
+    })
 }
 
 #[test]
 fn connections_per_ip_are_limited_on_every_wire() {
+    // One connection per address, counted across every listener: a connection held on one
+    // wire (and seen answered, so it is counted) makes the next one on any wire a refusal.
     let path = config("connections", "[limits]\nconnections_per_ip = 1\n");
     let mut l = start(&path);
     let http = HttpServer::at(&l.addrs[0]);
-    until_http_serves(&http);
+    let mut held = eventually(|| {
+        let mut c = Conversation::new(Ws::connect_with(&l.addrs[1], &[]).ok()?);
+        Some(c.request(1, "ping", json!({}))).filter(|r| r.get("result").is_some())?;
+        Some(c)
+    });
 
-    // HTTP: one connection held, the next is answered 429 and closed.
-    let host = l.addrs[0].split('/').next().expect("host:port");
-    let held = TcpStream::connect(host).expect("connect");
-    let mut r = None;
-    for _ in 0..100 {
-        // The held connection is accepted before the next one (one accept loop, in order).
-        let x = http.post_stateless(2, "ping", json!({}));
-        if x.status == 429 {
-            r = Some(x);
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let r = r.expect("a refusal while a connection is held");
+    // HTTP: 429 with Retry-After and the JSON-RPC error, then the connection closes.
+    let r = http.post_stateless(2, "ping", json!({}));
+    assert_eq!(r.status, 429);
     assert_eq!(r.header("retry-after"), Some("1"));
     assert_rate_limited(&r.json()["error"], "connections");
-    drop(held);
-    until_http_serves(&http);
 
-    // WebSocket: the upgrade is refused 429.
-    let first = Ws::connect(&l.addrs[1]);
-    match Ws::connect_with(&l.addrs[1], &[]) {
-        Err((status, _)) => assert_eq!(status, 429),
-        Ok(_) => panic!("a second connection was upgraded"),
-    }
-    drop(first);
-    until_http_serves(&http);
-
-    // gRPC: RPCs on a connection over the limit answer RESOURCE_EXHAUSTED.
-    let held = TcpStream::connect(&l.addrs[2]).expect("connect");
-    let mut refused = None;
-    for _ in 0..100 {
-        match grpc_call::<pb::ListToolsResponse>(
-            &l.addrs[2],
-            "ListTools",
-            &pb::ListToolsRequest::default(),
-        ) {
-            Err(e) if e.status == 8 => {
-                refused = Some(e);
-                break;
-            }
-            _ => std::thread::sleep(std::time::Duration::from_millis(20)),
-        }
-    }
-    let refused = refused.expect("RESOURCE_EXHAUSTED while a connection is held");
+    // gRPC: RESOURCE_EXHAUSTED with the error in the details.
+    let refused = grpc_call::<pb::ListToolsResponse>(
+        &l.addrs[2],
+        "ListTools",
+        &pb::ListToolsRequest::default(),
+    )
+    .expect_err("refused");
+    assert_eq!(refused.status, 8, "{refused:?}");
     assert!(
         format!("{:?}", refused.details).contains("connections"),
         "{refused:?}"
     );
-    drop(held);
-    until_http_serves(&http);
-    assert!(
-        grpc_call::<pb::ListToolsResponse>(
-            &l.addrs[2],
-            "ListTools",
-            &pb::ListToolsRequest::default()
-        )
-        .is_ok()
-    );
-    until_http_serves(&http);
 
     // MCPB: the first request is answered with the error, then the connection closes.
-    let held = Mcpb::connect(&l.addrs[3]);
     let mut c = Conversation::new(Mcpb::connect(&l.addrs[3]));
     let r = c.request(1, "initialize", init_params());
     assert_rate_limited(&r["error"], "connections");
+
+    // The held connection is still served; once it closes, its slot is given back.
+    assert!(held.request(2, "ping", json!({}))["result"].is_object());
     drop(held);
+    let held = mcpb_held(&l.addrs[3]);
+
+    // WebSocket: the upgrade is refused 429.
+    match Ws::connect_with(&l.addrs[1], &[]) {
+        Err((status, _)) => assert_eq!(status, 429),
+        Ok(_) => panic!("a second connection was upgraded"),
+    }
+    drop(held);
+    let ok = eventually(|| {
+        grpc_call::<pb::ListToolsResponse>(
+            &l.addrs[2],
+            "ListTools",
+            &pb::ListToolsRequest::default(),
+        )
+        .ok()
+    });
+    assert!(!ok.tools.is_empty());
     let _ = l.child.kill();
     let _ = l.child.wait();
+}
+
+#[test]
+fn stdio_is_the_anonymous_caller_and_tools_have_their_own_rate() {
+    let mut c = Conversation::new(common::Proc::spawn(&["demo", "--rate-per-tool", "2/h"]));
+    c.request(1, "initialize", init_params());
+    c.notify("notifications/initialized", json!({}));
+    let (ok, refusal) = calls_until_refused(|id| {
+        let r = c.request(id, "tools/call", echo());
+        r.get("error").map_or(Ok(()), |e| Err(e.clone()))
+    });
+    assert_eq!(ok, 2, "two calls of echo");
+    assert_rate_limited(&refusal, "tool");
+    // Another tool has its own rate.
+    let add = json!({"name": "add", "arguments": {"a": 1, "b": 2}});
+    let r = c.request(20, "tools/call", add);
+    assert!(r.get("result").is_some(), "{r}");
+
+    // The anonymous caller's own rate: every request that reaches the backend counts.
+    let mut c = Conversation::new(common::Proc::spawn(&["demo", "--rate-per-identity", "2/h"]));
+    c.request(1, "initialize", init_params());
+    c.notify("notifications/initialized", json!({}));
+    let (ok, refusal) = calls_until_refused(|id| {
+        let r = c.request(id, "tools/call", echo());
+        r.get("error").map_or(Ok(()), |e| Err(e.clone()))
+    });
+    assert_eq!(ok, 2, "the server's own tool listing is not counted");
+    assert_rate_limited(&refusal, "identity");
+}
+
+#[test]
+fn limits_errors_name_file_line_and_key() {
+    let path = config("bad", "[limits]\nper_ip = \"10/week\"\n");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcpwire"))
+        .args(["serve", "--config", path.to_str().expect("path"), "--check"])
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("mcpwire.toml:14:")
+            && err.contains("limits.per_ip")
+            && err.contains("unknown unit `week`"),
+        "{err}"
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcpwire"))
+        .args(["demo", "--rate-per-ip", "fast"])
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--rate-per-ip"));
 }

@@ -204,6 +204,12 @@ impl CallCtx {
         self
     }
 
+    /// Whether a client made this call (`false` for the server's own calls made with
+    /// [`CallCtx::detached`], which rate limits do not count).
+    pub fn has_client(&self) -> bool {
+        self.inner.peer.is_some()
+    }
+
     /// The network address the request came from: `None` on stdio and in-process calls.
     pub fn client_ip(&self) -> Option<std::net::IpAddr> {
         self.inner.client_ip

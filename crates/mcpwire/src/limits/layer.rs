@@ -11,7 +11,8 @@ use super::RateLimits;
 /// A backend whose every request first passes [`RateLimits`]: keyed by the caller's
 /// identity (`CallCtx::identity`, anonymous when none), the client IP
 /// (`CallCtx::client_ip`, none on stdio) and, for `tools/call`, the tool's exposed name.
-/// A refused request never reaches the inner backend.
+/// A refused request never reaches the inner backend. The server's own calls (no client:
+/// the proto-mcp tool schema listing) are not counted.
 pub struct Limited {
     inner: Arc<dyn Backend>,
     limits: Arc<RateLimits>,
@@ -38,7 +39,9 @@ impl Backend for Limited {
             BackendRequest::CallTool { name, .. } => Some(name.as_str()),
             _ => None,
         };
-        if let Err(refused) = self.limits.check(ctx.identity(), ctx.client_ip(), tool) {
+        if ctx.has_client()
+            && let Err(refused) = self.limits.check(ctx.identity(), ctx.client_ip(), tool)
+        {
             return Box::pin(std::future::ready(Err(refused)));
         }
         self.inner.call(ctx, req)
