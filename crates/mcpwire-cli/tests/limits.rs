@@ -10,7 +10,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::http::{ACCEPT_BOTH, HttpServer};
+use common::http::HttpServer;
 use common::listen;
 use common::wires::{Conversation, Mcpb, Ws, grpc_call, grpc_call_with};
 use mcpwire_wire::proto_mcp::pb;
@@ -84,25 +84,6 @@ fn calls_until_refused(mut call: impl FnMut(i64) -> Result<(), Value>) -> (usize
     panic!("no refusal within 10 calls");
 }
 
-fn http_post(
-    server: &HttpServer,
-    key: &str,
-    session: Option<&str>,
-    msg: &Value,
-) -> common::http::Exchange {
-    let bearer = format!("Bearer {key}");
-    let mut h = vec![
-        ("content-type", "application/json"),
-        ("accept", ACCEPT_BOTH),
-        ("authorization", bearer.as_str()),
-    ];
-    if let Some(s) = session {
-        h.push(("mcp-session-id", s));
-        h.push(("mcp-protocol-version", "2025-11-25"));
-    }
-    server.send("POST", &h, msg.to_string().as_bytes())
-}
-
 fn stateless_call(http: &HttpServer, id: i64, key: &str) -> common::http::Exchange {
     let bearer = format!("Bearer {key}");
     http.post_stateless_extra(
@@ -128,15 +109,15 @@ fn a_caller_over_its_rate_is_refused_on_every_wire_and_others_go_on() {
     // HTTP, a session of key 0: 429 with Retry-After and the JSON-RPC error.
     let http = HttpServer::at(&l.addrs[0]);
     let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":init_params()});
-    let r = http_post(&http, &key(0), None, &init);
+    let r = http.post_as(Some(&key(0)), None, &init);
     assert_eq!(r.status, 200);
     let sid = r.header("mcp-session-id").expect("session").to_owned();
     let note = json!({"jsonrpc":"2.0","method":"notifications/initialized"});
-    http_post(&http, &key(0), Some(&sid), &note);
+    http.post_as(Some(&key(0)), Some(&sid), &note);
     let mut retry_after = None;
     let (ok, refusal) = calls_until_refused(|id| {
         let msg = json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":echo()});
-        let r = http_post(&http, &key(0), Some(&sid), &msg);
+        let r = http.post_as(Some(&key(0)), Some(&sid), &msg);
         if r.status == 429 {
             retry_after = r.header("retry-after").map(str::to_owned);
             return Err(r.json()["error"].clone());
@@ -292,15 +273,25 @@ fn connections_per_ip_are_limited_on_every_wire() {
     let _ = l.child.wait();
 }
 
-#[test]
-fn stdio_is_the_anonymous_caller_and_tools_have_their_own_rate() {
-    let mut c = Conversation::new(common::Proc::spawn(&["demo", "--rate-per-tool", "2/h"]));
+/// `mcpwire demo FLAGS` over stdio, `echo` called until refused: the conversation, the
+/// calls that went through and the refusal.
+fn stdio_echo_until_refused(flags: &[&str]) -> (Conversation<common::Proc>, usize, Value) {
+    let args: Vec<&str> = std::iter::once("demo")
+        .chain(flags.iter().copied())
+        .collect();
+    let mut c = Conversation::new(common::Proc::spawn(&args));
     c.request(1, "initialize", init_params());
     c.notify("notifications/initialized", json!({}));
     let (ok, refusal) = calls_until_refused(|id| {
         let r = c.request(id, "tools/call", echo());
         r.get("error").map_or(Ok(()), |e| Err(e.clone()))
     });
+    (c, ok, refusal)
+}
+
+#[test]
+fn stdio_is_the_anonymous_caller_and_tools_have_their_own_rate() {
+    let (mut c, ok, refusal) = stdio_echo_until_refused(&["--rate-per-tool", "2/h"]);
     assert_eq!(ok, 2, "two calls of echo");
     assert_rate_limited(&refusal, "tool");
     // Another tool has its own rate.
@@ -309,13 +300,7 @@ fn stdio_is_the_anonymous_caller_and_tools_have_their_own_rate() {
     assert!(r.get("result").is_some(), "{r}");
 
     // The anonymous caller's own rate: every request that reaches the backend counts.
-    let mut c = Conversation::new(common::Proc::spawn(&["demo", "--rate-per-identity", "2/h"]));
-    c.request(1, "initialize", init_params());
-    c.notify("notifications/initialized", json!({}));
-    let (ok, refusal) = calls_until_refused(|id| {
-        let r = c.request(id, "tools/call", echo());
-        r.get("error").map_or(Ok(()), |e| Err(e.clone()))
-    });
+    let (_, ok, refusal) = stdio_echo_until_refused(&["--rate-per-identity", "2/h"]);
     assert_eq!(ok, 2, "the server's own tool listing is not counted");
     assert_rate_limited(&refusal, "identity");
 }
