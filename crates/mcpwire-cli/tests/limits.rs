@@ -84,6 +84,14 @@ fn calls_until_refused(mut call: impl FnMut(i64) -> Result<(), Value>) -> (usize
     panic!("no refusal within 10 calls");
 }
 
+/// Calls `echo` over a conversation until refused (see [`calls_until_refused`]).
+fn echo_until_refused<P: common::wires::Peer>(c: &mut Conversation<P>) -> (usize, Value) {
+    calls_until_refused(|id| {
+        let r = c.request(id, "tools/call", echo());
+        r.get("error").map_or(Ok(()), |e| Err(e.clone()))
+    })
+}
+
 fn stateless_call(http: &HttpServer, id: i64, key: &str) -> common::http::Exchange {
     let bearer = format!("Bearer {key}");
     http.post_stateless_extra(
@@ -139,10 +147,7 @@ fn a_caller_over_its_rate_is_refused_on_every_wire_and_others_go_on() {
     let mut c = Conversation::new(ws);
     c.request(1, "initialize", init_params());
     c.notify("notifications/initialized", json!({}));
-    let (ok, refusal) = calls_until_refused(|id| {
-        let r = c.request(id, "tools/call", echo());
-        r.get("error").map_or(Ok(()), |e| Err(e.clone()))
-    });
+    let (ok, refusal) = echo_until_refused(&mut c);
     assert_eq!(ok, 3);
     assert_rate_limited(&refusal, "identity");
     assert!(
@@ -177,10 +182,7 @@ fn a_caller_over_its_rate_is_refused_on_every_wire_and_others_go_on() {
     let r = c.request(1, "initialize", params);
     assert!(r["result"]["sessionId"].is_string(), "{r}");
     c.notify("notifications/initialized", json!({}));
-    let (ok, refusal) = calls_until_refused(|id| {
-        let r = c.request(id, "tools/call", echo());
-        r.get("error").map_or(Ok(()), |e| Err(e.clone()))
-    });
+    let (ok, refusal) = echo_until_refused(&mut c);
     assert_eq!(ok, 3);
     assert_rate_limited(&refusal, "identity");
 
@@ -282,10 +284,7 @@ fn stdio_echo_until_refused(flags: &[&str]) -> (Conversation<common::Proc>, usiz
     let mut c = Conversation::new(common::Proc::spawn(&args));
     c.request(1, "initialize", init_params());
     c.notify("notifications/initialized", json!({}));
-    let (ok, refusal) = calls_until_refused(|id| {
-        let r = c.request(id, "tools/call", echo());
-        r.get("error").map_or(Ok(()), |e| Err(e.clone()))
-    });
+    let (ok, refusal) = echo_until_refused(&mut c);
     (c, ok, refusal)
 }
 

@@ -113,3 +113,91 @@ fn connections_per_address_are_counted_and_given_back() {
     drop((_b, _c, _other));
     assert_eq!(limits.addresses(), 0);
 }
+
+mod layer {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use mcpwire_model::types::{ClientCapabilities, Implementation};
+    use mcpwire_model::{CallEvent, ClientAsk, McpError, Raw, Revision};
+    use mcpwire_router::{
+        Backend, BackendRequest, BoxFuture, CallCtx, NoArgs, Peer, ToolError, tool,
+    };
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::limits::Limited;
+
+    struct Client;
+
+    impl Peer for Client {
+        fn event(&self, _: CallEvent) {}
+        fn ask(&self, _: ClientAsk) -> BoxFuture<'static, Result<Raw, McpError>> {
+            Box::pin(async { Err(McpError::Internal("no asks here".into())) })
+        }
+    }
+
+    fn from_client(ip: u32) -> CallCtx {
+        CallCtx::new(
+            Revision::LATEST_STATEFUL,
+            Arc::new(ClientCapabilities::default()),
+            CancellationToken::new(),
+            Some(Arc::new(Client)),
+        )
+        .with_client_ip(Some(super::ip(ip)))
+    }
+
+    fn call(name: &str) -> BackendRequest {
+        BackendRequest::CallTool {
+            name: name.into(),
+            arguments: None,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn refused_requests_never_reach_the_backend_and_internal_calls_are_not_counted() {
+        let ran = Arc::new(AtomicUsize::new(0));
+        let counter = ran.clone();
+        let server = mcpwire_router::Server::builder(Implementation::new("t", "1"))
+            .tool(tool("count", move |_c: CallCtx, _: NoArgs| {
+                let counter = counter.clone();
+                async move {
+                    counter.fetch_add(1, Ordering::Relaxed);
+                    Ok::<_, ToolError>("counted")
+                }
+            }))
+            .build();
+        let limits = Arc::new(RateLimits::new(
+            None,
+            Some(rate(2, 60)),
+            None,
+            100,
+            Arc::new(Rejections::default()),
+        ));
+        let limited = Limited::new(server, limits);
+        // The server's own calls (no client) are not counted.
+        for _ in 0..5 {
+            assert!(
+                limited
+                    .call(CallCtx::detached(), call("count"))
+                    .await
+                    .is_ok()
+            );
+        }
+        assert!(limited.call(from_client(1), call("count")).await.is_ok());
+        assert!(limited.call(from_client(1), call("count")).await.is_ok());
+        let refused = limited.call(from_client(1), call("count")).await;
+        assert!(
+            matches!(refused, Err(McpError::RateLimited { .. })),
+            "{refused:?}"
+        );
+        assert_eq!(
+            ran.load(Ordering::Relaxed),
+            7,
+            "the refused call did not run"
+        );
+        // Another address is served.
+        assert!(limited.call(from_client(2), call("count")).await.is_ok());
+        tokio::time::advance(Duration::from_secs(30)).await;
+        assert!(limited.call(from_client(1), call("count")).await.is_ok());
+    }
+}
