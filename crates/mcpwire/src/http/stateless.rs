@@ -11,6 +11,7 @@ use mcpwire_session::ServerSession;
 use crate::Service;
 pub(crate) use crate::driver::Exchange;
 use crate::driver::{Calls, ServerCore};
+use crate::observe::Wire;
 
 impl Exchange {
     /// Hands `req`, made by `identity`, to a fresh session of `service`.
@@ -18,7 +19,8 @@ impl Exchange {
         // Only `subscriptions/listen` streams catalog changes (subscribing costs a lock on
         // the shared event channel).
         let listens = matches!(&req.method, Method::Other(m) if &**m == "subscriptions/listen");
-        let calls = Calls::stateless(service.router.clone(), listens).with_identity(identity);
+        let calls =
+            Calls::stateless(service.router.clone(), listens, Wire::Http).with_identity(identity);
         let core = ServerCore::new(ServerSession::new(service.config.clone()), calls);
         Exchange::new(core, req)
     }

@@ -28,6 +28,7 @@ use tonic::{Request, Response, Status};
 
 use crate::Service;
 use crate::driver::{Calls, Exchange, ServerCore};
+use crate::observe::Wire;
 
 /// The generated tonic server glue.
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
@@ -125,7 +126,8 @@ impl GrpcMcp {
             Inbound::Forward(_) => return internal("the request did not translate to a request"),
         };
         // Unary RPCs have no use for catalog changes: no backend event subscription.
-        let calls = Calls::stateless(self.service.router.clone(), false).with_identity(identity);
+        let calls = Calls::stateless(self.service.router.clone(), false, Wire::Grpc)
+            .with_identity(identity);
         let exchange = Exchange::new(ServerCore::new(session, calls), req);
         let Some(response) = exchange.response().await else {
             return internal("the request ended without an answer");

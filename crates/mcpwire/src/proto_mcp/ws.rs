@@ -30,6 +30,7 @@ use mcpwire_wire::proto_mcp::{decode_message, encode_message};
 use crate::Service;
 use crate::driver::framed::WRITE_HIGH_WATER;
 use crate::driver::{Calls, ServerCore};
+use crate::observe::Wire;
 
 #[derive(Clone)]
 struct WsState {
@@ -149,7 +150,7 @@ impl WsConnection {
         WsConnection {
             core: ServerCore::new(
                 ServerSession::new(st.service.config.clone()),
-                Calls::new(st.service.router.clone()).with_identity(identity),
+                Calls::new(st.service.router.clone(), Wire::WebSocket).with_identity(identity),
             ),
             translator: Translator::new(st.service.proto.clone()),
             mode: Mode::Undecided,
