@@ -58,6 +58,13 @@ struct RawFile {
     views: Ordered<RawView>,
     auth: Option<super::auth::RawAuth>,
     policy: Option<super::policy::RawPolicy>,
+    admin: Option<RawAdmin>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAdmin {
+    listen: std::net::SocketAddr,
 }
 
 #[derive(Debug, Deserialize)]
@@ -296,6 +303,9 @@ impl GatewayConfig {
             views,
             auth,
             policy,
+            admin: raw
+                .admin
+                .map(|a| super::config::AdminConfig { listen: a.listen }),
         };
         config.validate()?;
         Ok(config)
