@@ -61,7 +61,7 @@ pub struct AdminServer {
 impl AdminServer {
     /// Binds `addr` and installs the process's Prometheus recorder (from now on every
     /// listener records). `probe` tells backends' health; once `shutdown` is cancelled
-    /// `/readyz` answers 503 and the listener stops.
+    /// `/readyz` answers 503 (the listeners are draining: send no new clients).
     pub async fn bind(
         addr: SocketAddr,
         probe: HealthProbe,
@@ -84,10 +84,11 @@ impl AdminServer {
         self.listener.local_addr()
     }
 
-    /// Serves until shutdown. Folds histogram samples into their buckets every few
-    /// seconds meanwhile, so memory stays bounded when nobody scrapes.
+    /// Serves until dropped — past the shutdown signal, so scrapes and probes see the
+    /// drain (the gateway ends it once its listeners are done). Folds histogram samples
+    /// into their buckets every few seconds meanwhile, so memory stays bounded when nobody
+    /// scrapes.
     pub async fn serve(self) -> std::io::Result<()> {
-        let shutdown = self.state.shutdown.clone();
         let upkeep = async {
             let mut every = tokio::time::interval(UPKEEP_EVERY);
             loop {
@@ -102,8 +103,7 @@ impl AdminServer {
             .route("/healthz", get(healthz))
             .route("/readyz", get(readyz))
             .with_state(self.state);
-        let serving = axum::serve(self.listener, app)
-            .with_graceful_shutdown(async move { shutdown.cancelled().await });
+        let serving = axum::serve(self.listener, app);
         tokio::select! {
             served = serving => served,
             never = upkeep => never,
@@ -158,4 +158,82 @@ async fn readyz(State(st): State<AdminState>) -> Response {
     };
     let json = serde_json::to_string(&body).unwrap_or_default();
     (status, [(header::CONTENT_TYPE, "application/json")], json).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
+        let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        let req = format!("GET {path} HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+        s.write_all(req.as_bytes()).await.expect("write");
+        let mut text = String::new();
+        s.read_to_string(&mut text).await.expect("read");
+        let status = text[9..12].parse().expect("status");
+        let body = text
+            .split_once("\r\n\r\n")
+            .map_or("", |(_, b)| b)
+            .to_owned();
+        (status, body)
+    }
+
+    fn backend(name: &str, required: bool, up: bool) -> BackendHealth {
+        BackendHealth {
+            name: name.into(),
+            required,
+            up,
+            reason: (!up).then(|| "connection refused".into()),
+        }
+    }
+
+    #[tokio::test]
+    async fn ready_only_while_every_required_backend_is_up_and_not_shutting_down() {
+        let state = Arc::new(std::sync::Mutex::new(vec![
+            backend("fs", true, true),
+            backend("web", false, false),
+        ]));
+        let seen = state.clone();
+        let probe: HealthProbe = Arc::new(move || seen.lock().expect("lock").clone());
+        let shutdown = CancellationToken::new();
+        let server = AdminServer::bind(
+            "127.0.0.1:0".parse().expect("addr"),
+            probe,
+            shutdown.clone(),
+        )
+        .await
+        .expect("bind");
+        let addr = server.local_addr().expect("addr");
+        let served = tokio::spawn(server.serve());
+
+        // A fail-open backend down does not make the server unready.
+        let (status, body) = get(addr, "/readyz").await;
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains("\"ready\":true"), "{body}");
+        assert_eq!(get(addr, "/healthz").await.0, 200);
+
+        // A required one does.
+        state.lock().expect("lock")[0] = backend("fs", true, false);
+        let (status, body) = get(addr, "/readyz").await;
+        assert_eq!(status, 503, "{body}");
+        assert!(body.contains("a required backend is unavailable"), "{body}");
+        assert!(body.contains("connection refused"), "{body}");
+        let (status, text) = get(addr, "/metrics").await;
+        assert_eq!(status, 200);
+        assert!(
+            text.contains(r#"mcpwire_backend_up{backend="fs",fail="closed"} 0"#),
+            "{text}"
+        );
+
+        // Shutting down: alive, not ready.
+        state.lock().expect("lock")[0] = backend("fs", true, true);
+        assert_eq!(get(addr, "/readyz").await.0, 200);
+        shutdown.cancel();
+        let (status, body) = get(addr, "/readyz").await;
+        assert_eq!(status, 503, "{body}");
+        assert!(body.contains("shutting down"), "{body}");
+        assert_eq!(get(addr, "/healthz").await.0, 200);
+        served.abort();
+    }
 }
