@@ -176,6 +176,17 @@ impl Service {
 
     /// Serves Streamable HTTP with every option of `mcpwire demo --transport http`.
     pub async fn serve_http_with(&self, config: HttpConfig) -> io::Result<()> {
+        self.serve_http_until(config, CancellationToken::new())
+            .await
+    }
+
+    /// Serves Streamable HTTP until `shutdown` is cancelled, then drains it: requests
+    /// already read are answered (within [`crate::http::SHUTDOWN_GRACE`]).
+    pub async fn serve_http_until(
+        &self,
+        config: HttpConfig,
+        shutdown: CancellationToken,
+    ) -> io::Result<()> {
         if !config.bind.ip().is_loopback() && config.guard.allowed_hosts.is_none() {
             tracing::warn!(
                 "listening on {} but only loopback Host headers are accepted; allow others with \
@@ -189,7 +200,9 @@ impl Service {
             "mcpwire: listening on http://{}{path}",
             server.local_addr()?
         );
-        server.serve().await
+        server
+            .serve_until(shutdown, crate::http::SHUTDOWN_GRACE)
+            .await
     }
 
     /// Serves MCPB on `addr` with the default options until SIGTERM or Ctrl-C, then shuts
@@ -270,7 +283,13 @@ pub async fn serve_listeners(
         let label = wire.to_string();
         let serving: Serving = match wire {
             Wire::Stdio => Box::pin(async move { service.serve_stdio().await }),
-            Wire::Http(http) => Box::pin(async move { service.serve_http_with(http).await }),
+            Wire::Http(http) => {
+                let shutdown = shutdown.clone();
+                draining.push(labelled(label, async move {
+                    service.serve_http_until(http, shutdown).await
+                }));
+                continue;
+            }
             Wire::Grpc(addr) => Box::pin(async move { service.serve_grpc(addr).await }),
             Wire::Ws(ws) => Box::pin(async move { service.serve_ws(ws).await }),
             Wire::Mcpb(mut mcpb) => {

@@ -43,6 +43,11 @@ pub use sessions::HttpStats;
 
 use crate::Service;
 use sessions::Sessions;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// How long connections get to finish the requests they started once a shutdown began.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
 /// The default [`HttpConfig::read_timeout`].
 pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(30);
@@ -154,6 +159,19 @@ impl HttpServer {
     /// Serves until the process is stopped: one task per connection (HTTP/1.1), each with
     /// the header read timeout of [`HttpConfig::read_timeout`].
     pub async fn serve(self) -> std::io::Result<()> {
+        self.serve_until(CancellationToken::new(), SHUTDOWN_GRACE)
+            .await
+    }
+
+    /// Serves until `shutdown` is cancelled, then drains: no new connection is accepted,
+    /// idle keep-alive connections close, and every request already read is answered
+    /// (its response body — an SSE stream too — runs to its end) before its connection
+    /// closes; after `grace`, whatever is still open is dropped. Returns once drained.
+    pub async fn serve_until(
+        self,
+        shutdown: CancellationToken,
+        grace: Duration,
+    ) -> std::io::Result<()> {
         let endpoint: MethodRouter<Arc<App>> = axum::routing::post(post::handle)
             .get(get::open)
             .delete(get::delete);
@@ -178,8 +196,13 @@ impl HttpServer {
             }
         }
         let router = router.with_state(self.app);
+        let connections = TaskTracker::new();
         loop {
-            let (io, peer) = match self.listener.accept().await {
+            let accepted = tokio::select! {
+                a = self.listener.accept() => a,
+                _ = shutdown.cancelled() => break,
+            };
+            let (io, peer) = match accepted {
                 Ok(c) => c,
                 Err(e) => {
                     // Typically out of file descriptors: wait for connections to close
@@ -195,15 +218,33 @@ impl HttpServer {
                 tracing::debug!(%peer, error = %e, "could not set TCP_NODELAY");
             }
             let service = TowerToHyperService::new(router.clone());
-            tokio::spawn(async move {
+            let shutdown = shutdown.clone();
+            connections.spawn(async move {
                 let conn = hyper::server::conn::http1::Builder::new()
                     .timer(TokioTimer::new())
                     .header_read_timeout(read_timeout)
                     .serve_connection(TokioIo::new(io), service);
-                if let Err(e) = conn.await {
+                let mut conn = std::pin::pin!(conn);
+                let ended = tokio::select! {
+                    ended = conn.as_mut() => ended,
+                    _ = shutdown.cancelled() => {
+                        conn.as_mut().graceful_shutdown();
+                        conn.await
+                    }
+                };
+                if let Err(e) = ended {
                     tracing::debug!(%peer, error = %e, "connection ended with an error");
                 }
             });
         }
+        drop(self.listener);
+        connections.close();
+        if tokio::time::timeout(grace, connections.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("HTTP connections still open after the shutdown grace period");
+        }
+        Ok(())
     }
 }

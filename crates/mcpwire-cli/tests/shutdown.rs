@@ -1,0 +1,149 @@
+//! Graceful shutdown through the binary: SIGTERM while calls are in flight on HTTP and
+//! MCPB — every accepted call is answered, MCPB clients get the `shutdown` control frame,
+//! and the process exits by itself. The HTTP calls outlast the MCPB one, so the process must
+//! wait for HTTP to drain, not only for MCPB.
+
+mod common;
+
+use std::process::Command;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::http::HttpServer;
+use common::wires::{Mcpb, Peer};
+use mcpwire_wire::mcpb::frame_type;
+use serde_json::{Value, json};
+
+/// A `slow_compute` call of `seconds`, reporting progress with `token` as it starts.
+fn slow_call(id: i64, token: &str, seconds: f64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": "slow_compute", "arguments": {"seconds": seconds},
+                      "_meta": {"progressToken": token}}})
+}
+
+#[test]
+fn sigterm_answers_every_accepted_call_on_http_and_mcpb() {
+    let l = common::listen(
+        env!("CARGO_BIN_EXE_mcpwire"),
+        &[
+            "serve",
+            "--demo",
+            "--listen",
+            "http://127.0.0.1:0/mcp",
+            "--listen",
+            "mcpb://127.0.0.1:0",
+        ],
+        "warn",
+        &[
+            "mcpwire: listening on http://",
+            "mcpwire: listening on mcpb://",
+        ],
+        false,
+    );
+    let mut child = l.child;
+    let (http_url, mcpb_addr) = (l.addrs[0].clone(), l.addrs[1].clone());
+
+    // HTTP: two calls in flight, each seen started (its progress event arrived).
+    let http = HttpServer::at(&http_url);
+    let sid = http.initialize();
+    let (answers, answered) = mpsc::channel();
+    let (started_tx, started) = mpsc::channel();
+    for id in [10, 11] {
+        let (url, sid, answers, started_tx) = (
+            http_url.clone(),
+            sid.clone(),
+            answers.clone(),
+            started_tx.clone(),
+        );
+        std::thread::spawn(move || {
+            let http = HttpServer::at(&url);
+            let mut r = http.post(Some(&sid), &slow_call(id, &format!("h{id}"), 1.5));
+            assert_eq!(r.status, 200);
+            let (_, first) = r.next_event().expect("progress");
+            assert_eq!(first["method"], "notifications/progress", "{first}");
+            started_tx.send(()).expect("send");
+            while let Some((_, v)) = r.next_event() {
+                if v.get("id").is_some() {
+                    answers.send(v).expect("send");
+                    return;
+                }
+            }
+            panic!("HTTP call {id} was not answered");
+        });
+    }
+
+    // MCPB: a call in flight.
+    let mut mcpb = Mcpb::connect(&mcpb_addr);
+    mcpb.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                     "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                "clientInfo": {"name": "t", "version": "0"}}}));
+    let init = mcpb.recv();
+    assert!(init.get("result").is_some(), "{init}");
+    mcpb.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    mcpb.send(slow_call(2, "m2", 0.3));
+    let progress = mcpb.recv();
+    assert_eq!(progress["method"], "notifications/progress", "{progress}");
+    for _ in 0..2 {
+        started
+            .recv_timeout(Duration::from_secs(10))
+            .expect("HTTP call started");
+    }
+
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+
+    // MCPB: told to shut down, then the call's answer; a request sent now is refused.
+    let mut told = false;
+    let answer = loop {
+        match mcpb.next_frame() {
+            (frame_type::CONTROL, v) => {
+                assert_eq!(v["command"], "shutdown", "{v}");
+                told = true;
+                mcpb.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}));
+            }
+            (frame_type::RESPONSE, v) if v["id"] == 2 => break v,
+            (frame_type::RESPONSE, v) if v["id"] == 3 => {
+                assert!(v.get("error").is_some(), "accepted during shutdown: {v}");
+            }
+            (frame_type::RESPONSE | frame_type::HEALTH_CHECK, _) => {}
+            (kind, v) => panic!("unexpected frame {kind}: {v}"),
+        }
+    };
+    assert!(told, "no shutdown control frame before the answer");
+    assert!(
+        answer["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("computed after")),
+        "{answer}"
+    );
+    mcpb.frame(
+        frame_type::CONTROL,
+        &json!({"command": "shutdown_ack", "status": "ok"}),
+    );
+
+    // HTTP: both calls answered.
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let v = answered
+            .recv_timeout(Duration::from_secs(20))
+            .expect("an HTTP call answered after SIGTERM");
+        assert!(v.get("result").is_some(), "{v}");
+        ids.push(v["id"].as_i64().expect("id"));
+    }
+    ids.sort_unstable();
+    assert_eq!(ids, [10, 11]);
+
+    // The process ends by itself, successfully.
+    let until = Instant::now() + Duration::from_secs(20);
+    let exit = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(Instant::now() < until, "still running after the drain");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(exit.success(), "{exit}");
+}
