@@ -1,6 +1,6 @@
-//! Graceful shutdown through the binary: SIGTERM while calls are in flight on HTTP and
-//! MCPB — every accepted call is answered, MCPB clients get the `shutdown` control frame,
-//! and the process exits by itself. The HTTP calls outlast the MCPB one, so the process must
+//! Graceful shutdown through the binary: SIGTERM while calls are in flight on HTTP, MCPB
+//! and gRPC — every accepted call is answered, MCPB clients get the `shutdown` control
+//! frame, `/readyz` says 503 while draining, and the process exits by itself. The HTTP calls outlast the MCPB one, so the process must
 //! wait for HTTP to drain, not only for MCPB.
 
 mod common;
@@ -9,9 +9,10 @@ use std::process::Command;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::http::HttpServer;
-use common::wires::{Mcpb, Peer};
+use common::http::{Exchange, HttpServer};
+use common::wires::{Mcpb, Peer, grpc_call};
 use mcpwire_wire::mcpb::frame_type;
+use mcpwire_wire::proto_mcp::pb;
 use serde_json::{Value, json};
 
 /// A `slow_compute` call of `seconds`, reporting progress with `token` as it starts.
@@ -22,7 +23,7 @@ fn slow_call(id: i64, token: &str, seconds: f64) -> Value {
 }
 
 #[test]
-fn sigterm_answers_every_accepted_call_on_http_and_mcpb() {
+fn sigterm_answers_every_accepted_call_on_http_mcpb_and_grpc() {
     let l = common::listen(
         env!("CARGO_BIN_EXE_mcpwire"),
         &[
@@ -32,16 +33,54 @@ fn sigterm_answers_every_accepted_call_on_http_and_mcpb() {
             "http://127.0.0.1:0/mcp",
             "--listen",
             "mcpb://127.0.0.1:0",
+            "--listen",
+            "grpc://127.0.0.1:0",
+            "--metrics-listen",
+            "127.0.0.1:0",
         ],
         "warn",
         &[
             "mcpwire: listening on http://",
             "mcpwire: listening on mcpb://",
+            "mcpwire: listening on grpc://",
+            "mcpwire: admin on http://",
         ],
         false,
     );
     let mut child = l.child;
-    let (http_url, mcpb_addr) = (l.addrs[0].clone(), l.addrs[1].clone());
+    let (http_url, mcpb_addr, grpc_addr) =
+        (l.addrs[0].clone(), l.addrs[1].clone(), l.addrs[2].clone());
+    let admin = l.addrs[3].split(' ').next().unwrap_or_default().to_owned();
+
+    // gRPC: a call in flight (`test_slow`, its input message `{double seconds = 1;}`),
+    // outlasting the others, so the process must wait for gRPC to drain too.
+    let (grpc_tx, grpc_answer) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut input = vec![0x09];
+        input.extend_from_slice(&2.5f64.to_le_bytes());
+        let req = pb::CallToolRequest {
+            name: "test_slow".into(),
+            arguments: Some(prost_types::Any {
+                type_url: "type.googleapis.com/mcpwire.tools.test_slow.Input".into(),
+                value: input,
+            }),
+            ..Default::default()
+        };
+        let r = grpc_call::<pb::CallToolResponse>(&grpc_addr, "CallTool", &req);
+        grpc_tx.send(format!("{r:?}")).expect("send");
+    });
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = Exchange::get(&admin, "/metrics").text();
+        if text.contains(r#"mcpwire_requests_in_flight{wire="grpc"} 1"#) {
+            break;
+        }
+        assert!(
+            Instant::now() < until,
+            "the gRPC call did not start:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 
     // HTTP: two calls in flight, each seen started (its progress event arrived).
     let http = HttpServer::at(&http_url);
@@ -113,6 +152,8 @@ fn sigterm_answers_every_accepted_call_on_http_and_mcpb() {
         }
     };
     assert!(told, "no shutdown control frame before the answer");
+    let ready = Exchange::get(&admin, "/readyz");
+    assert_eq!(ready.status, 503, "ready while draining");
     assert!(
         answer["result"]["content"][0]["text"]
             .as_str()
@@ -135,6 +176,12 @@ fn sigterm_answers_every_accepted_call_on_http_and_mcpb() {
     }
     ids.sort_unstable();
     assert_eq!(ids, [10, 11]);
+
+    // gRPC: answered.
+    let grpc = grpc_answer
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the gRPC call answered after SIGTERM");
+    assert!(grpc.contains("Success") && grpc.contains("done"), "{grpc}");
 
     // The process ends by itself, successfully.
     let until = Instant::now() + Duration::from_secs(20);

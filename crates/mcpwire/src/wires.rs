@@ -290,7 +290,13 @@ pub async fn serve_listeners(
                 }));
                 continue;
             }
-            Wire::Grpc(addr) => Box::pin(async move { service.serve_grpc(addr).await }),
+            Wire::Grpc(addr) => {
+                let shutdown = shutdown.clone();
+                draining.push(labelled(label, async move {
+                    crate::proto_mcp::serve_grpc_until(service, addr, shutdown).await
+                }));
+                continue;
+            }
             Wire::Ws(ws) => Box::pin(async move { service.serve_ws(ws).await }),
             Wire::Mcpb(mut mcpb) => {
                 match &mcpb.shutdown {

@@ -7,7 +7,9 @@ use mcpwire_model::{McpError, Method, Raw, Reply};
 use mcpwire_router::McpReply;
 use serde::Deserialize;
 
-use super::{REQUEST_DURATION, REQUESTS_TOTAL, TOOL_CALL_DURATION, TOOL_CALLS_TOTAL};
+use super::{
+    REQUEST_DURATION, REQUESTS_IN_FLIGHT, REQUESTS_TOTAL, TOOL_CALL_DURATION, TOOL_CALLS_TOTAL,
+};
 
 /// Set once the Prometheus recorder is installed; until then nothing is measured.
 static ENABLED: AtomicBool = AtomicBool::new(false);
@@ -40,8 +42,11 @@ impl Wire {
     }
 }
 
-/// One request being measured, from its dispatch to its answer.
+/// One request being measured, from its dispatch to its answer. Dropped unanswered (its
+/// connection went away), it counts as `cancelled`.
 pub(crate) struct CallMetrics {
+    /// Whether the answer was recorded.
+    finished: bool,
     wire: Wire,
     started: Instant,
     /// The method's wire name; `other` for methods the model does not name (a client's
@@ -78,7 +83,9 @@ impl CallMetrics {
             Method::Other(_) => "other".to_owned(),
             m => m.as_str().to_owned(),
         };
+        metrics::gauge!(REQUESTS_IN_FLIGHT, "wire" => wire.as_str()).increment(1.0);
         Some(CallMetrics {
+            finished: false,
             wire,
             started: Instant::now(),
             method,
@@ -87,15 +94,20 @@ impl CallMetrics {
     }
 
     /// Records the answer (`None`: the call was cancelled).
-    pub(crate) fn finish(self, reply: Option<&McpReply>) {
+    pub(crate) fn finish(mut self, reply: Option<&McpReply>) {
+        self.record(reply);
+    }
+
+    fn record(&mut self, reply: Option<&McpReply>) {
+        self.finished = true;
         let seconds = self.started.elapsed().as_secs_f64();
         let outcome = outcome(reply);
         let wire = self.wire.as_str();
-        metrics::counter!(REQUESTS_TOTAL, "wire" => wire, "method" => self.method.clone(), "outcome" => outcome)
+        let method = std::mem::take(&mut self.method);
+        metrics::counter!(REQUESTS_TOTAL, "wire" => wire, "method" => method.clone(), "outcome" => outcome)
             .increment(1);
-        metrics::histogram!(REQUEST_DURATION, "wire" => wire, "method" => self.method)
-            .record(seconds);
-        let Some(tool) = self.tool else { return };
+        metrics::histogram!(REQUEST_DURATION, "wire" => wire, "method" => method).record(seconds);
+        let Some(tool) = self.tool.take() else { return };
         // Unknown (or hidden) tools share one series: names a client makes up must not
         // grow the registry.
         let tool = match reply {
@@ -109,6 +121,15 @@ impl CallMetrics {
         metrics::counter!(TOOL_CALLS_TOTAL, "wire" => wire, "tool" => tool.clone(), "outcome" => outcome)
             .increment(1);
         metrics::histogram!(TOOL_CALL_DURATION, "wire" => wire, "tool" => tool).record(seconds);
+    }
+}
+
+impl Drop for CallMetrics {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.record(None);
+        }
+        metrics::gauge!(REQUESTS_IN_FLIGHT, "wire" => self.wire.as_str()).decrement(1.0);
     }
 }
 

@@ -31,6 +31,8 @@ pub const TCP_PROTOCOL_ERRORS_TOTAL: &str = "mcp_gateway_tcp_protocol_errors_tot
 pub const TCP_MESSAGE_DURATION: &str = "mcp_gateway_tcp_message_duration_seconds";
 /// Requests answered, by `wire`, `method` and `outcome`.
 pub const REQUESTS_TOTAL: &str = "mcpwire_requests_total";
+/// Requests being answered now, by `wire`.
+pub const REQUESTS_IN_FLIGHT: &str = "mcpwire_requests_in_flight";
 /// Request durations, by `wire` and `method`.
 pub const REQUEST_DURATION: &str = "mcpwire_request_duration_seconds";
 /// Tool calls answered, by `wire`, `tool` and `outcome`.
@@ -88,6 +90,7 @@ fn describe() {
         REQUESTS_TOTAL,
         "Requests answered by wire, method and outcome"
     );
+    describe_gauge!(REQUESTS_IN_FLIGHT, "Requests being answered now by wire");
     describe_histogram!(
         REQUEST_DURATION,
         Unit::Seconds,

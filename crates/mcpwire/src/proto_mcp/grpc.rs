@@ -56,20 +56,42 @@ impl GrpcMcp {
         self,
         listener: tokio::net::TcpListener,
     ) -> Result<(), tonic::transport::Error> {
+        let never = tokio_util::sync::CancellationToken::new();
+        self.serve_until(listener, never, Duration::ZERO).await
+    }
+
+    /// Serves on `listener` until `shutdown` is cancelled, then drains: HTTP/2 `GOAWAY`, no
+    /// new connection or RPC, the RPCs in flight answered; after `grace` the rest is dropped.
+    pub async fn serve_until(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: tokio_util::sync::CancellationToken,
+        grace: Duration,
+    ) -> Result<(), tonic::transport::Error> {
         let max = self.service.limits.max_message_bytes;
         let in_flight = self.service.config.limits.max_in_flight;
         let svc = McpServiceServer::new(self)
             .max_decoding_message_size(max)
             .max_encoding_message_size(max.saturating_mul(4));
         let incoming = tokio_stream_compat(listener);
-        tonic::transport::Server::builder()
+        let serving = tonic::transport::Server::builder()
             .concurrency_limit_per_connection(in_flight)
             .max_concurrent_streams(u32::try_from(in_flight).ok())
             .http2_keepalive_interval(Some(std::time::Duration::from_secs(60)))
             .http2_keepalive_timeout(Some(std::time::Duration::from_secs(20)))
             .add_service(svc)
-            .serve_with_incoming(incoming)
-            .await
+            .serve_with_incoming_shutdown(incoming, shutdown.clone().cancelled_owned());
+        let overdue = async {
+            shutdown.cancelled().await;
+            tokio::time::sleep(grace).await;
+        };
+        tokio::select! {
+            served = serving => served,
+            _ = overdue => {
+                tracing::warn!("gRPC calls still running after the shutdown grace period");
+                Ok(())
+            }
+        }
     }
 
     /// Runs one request on a fresh session and returns its one answer (with the gRPC code

@@ -88,11 +88,21 @@ pub async fn serve_ws(
 
 /// Serves the gRPC `MCPService` on `addr` until the process ends.
 pub async fn serve_grpc(service: crate::Service, addr: SocketAddr) -> std::io::Result<()> {
+    serve_grpc_until(service, addr, tokio_util::sync::CancellationToken::new()).await
+}
+
+/// Serves the gRPC `MCPService` on `addr` until `shutdown` is cancelled, then drains it:
+/// RPCs in flight are answered (within [`crate::http::SHUTDOWN_GRACE`]).
+pub async fn serve_grpc_until(
+    service: crate::Service,
+    addr: SocketAddr,
+    shutdown: tokio_util::sync::CancellationToken,
+) -> std::io::Result<()> {
     keep_tool_schemas(service.router.clone(), service.proto.clone()).await;
     let listener = tokio::net::TcpListener::bind(addr).await?;
     eprintln!("mcpwire: listening on grpc://{}", listener.local_addr()?);
     grpc::GrpcMcp::new(service)
-        .serve(listener)
+        .serve_until(listener, shutdown, crate::http::SHUTDOWN_GRACE)
         .await
         .map_err(std::io::Error::other)
 }
