@@ -110,9 +110,10 @@ impl std::fmt::Display for Wire {
 pub struct ServeConfig {
     /// The listeners, any number of each wire (stdio at most once).
     pub wires: Vec<Wire>,
-    /// Cancelling it ends serving: MCPB connections shut down gracefully (their calls get
-    /// the grace period), the other listeners stop at once. `None`: the first SIGTERM or
-    /// Ctrl-C does.
+    /// Cancelling it ends serving: MCPB, HTTP and gRPC drain (no new connection, calls
+    /// already accepted are answered within their grace period; MCPB clients get the
+    /// `shutdown` control frame), WebSocket and stdio stop at once. `None`: the first
+    /// SIGTERM or Ctrl-C does.
     pub shutdown: Option<CancellationToken>,
 }
 
@@ -252,9 +253,10 @@ impl Service {
 
 /// Serves each listener with its own service, all at once. Returns when the first listener
 /// ends (stdio ends when stdin closes) or fails (the error names the listener), or on
-/// shutdown: when `shutdown` is cancelled (`None`: on the first SIGTERM or Ctrl-C) MCPB
-/// connections shut down gracefully, the other listeners stop, and it returns once the MCPB
-/// listeners are done. With no listener it returns at once; stdio may be served only once.
+/// shutdown: when `shutdown` is cancelled (`None`: on the first SIGTERM or Ctrl-C) MCPB,
+/// HTTP and gRPC listeners drain (calls already accepted are answered, within 30 s by
+/// default), WebSocket and stdio stop, and it returns once the draining listeners are
+/// done. With no listener it returns at once; stdio may be served only once.
 pub async fn serve_listeners(
     listeners: Vec<(Service, Wire)>,
     shutdown: Option<CancellationToken>,
