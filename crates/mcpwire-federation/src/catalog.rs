@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use mcpwire_model::Raw;
-use mcpwire_router::{Backend, TASKS_EXTENSION};
+use mcpwire_router::{Backend, offers_tasks_extension};
 use serde_json::Value;
 
 use crate::config::{FailMode, Member, PrefixMode};
@@ -141,11 +141,7 @@ impl Catalog {
             .iter()
             .map(|m| {
                 let caps = &m.member.backend.info().capabilities;
-                let offers_tasks = caps.tasks.is_some()
-                    || caps
-                        .extensions
-                        .as_ref()
-                        .is_some_and(|e| e.get(TASKS_EXTENSION).is_some());
+                let offers_tasks = caps.tasks.is_some() || offers_tasks_extension(caps);
                 CatalogMember {
                     name: m.member.name.clone(),
                     tag: m.tag.to_owned(),

@@ -188,9 +188,9 @@ pub struct FederationConfig {
     pub retry_initial: Duration,
     /// The longest delay between attempts to list an unavailable member.
     pub retry_max: Duration,
-    /// Offer tools, prompts, resources (with subscriptions) and completions even when no
-    /// member does yet, for catalogs that grow at run time (hot reload): capabilities are
-    /// fixed when a client connects.
+    /// Offer tools, prompts, resources (with subscriptions), completions and the tasks
+    /// extension even when no member does yet, for catalogs that grow at run time (hot
+    /// reload): capabilities are fixed when a client connects.
     pub advertise_all: bool,
     /// Per-caller allow/deny rules over the catalog (open by default): hidden items are
     /// not listed and answer as unknown ones, for the federation and every view.

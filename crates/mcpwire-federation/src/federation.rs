@@ -9,7 +9,9 @@ use mcpwire_model::types::{
     Implementation, ListChangedCapability, ResourcesCapability, ServerCapabilities,
 };
 use mcpwire_model::{BackendEvent, McpError, Reply};
-use mcpwire_router::{Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ToolRouting};
+use mcpwire_router::{
+    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, TASKS_EXTENSION, ToolRouting,
+};
 use serde_json::Value;
 use tokio::sync::broadcast;
 use tokio::task::AbortHandle;
@@ -519,8 +521,24 @@ fn merged_capabilities(members: &[Member], all: bool) -> ServerCapabilities {
         completions: any(&|c| c.completions.is_some()).then(|| Value::Object(Default::default())),
         tasks: caps.iter().find_map(|c| c.tasks.clone()),
         experimental: merge_objects(&|c| c.experimental.as_ref()),
-        extensions: merge_objects(&|c| c.extensions.as_ref()),
+        extensions: with_tasks_extension(merge_objects(&|c| c.extensions.as_ref()), all),
     }
+}
+
+/// `extensions`, with the tasks extension when `all` (a member that runs tasks itself may
+/// join later, and the router in front passes its tasks through only to a federation that
+/// offers the extension).
+fn with_tasks_extension(extensions: Option<Value>, all: bool) -> Option<Value> {
+    if !all {
+        return extensions;
+    }
+    let mut map = match extensions {
+        Some(Value::Object(map)) => map,
+        _ => serde_json::Map::new(),
+    };
+    map.entry(TASKS_EXTENSION)
+        .or_insert_with(|| Value::Object(Default::default()));
+    Some(Value::Object(map))
 }
 
 /// `info` with its description naming the members `scope` sees, unless already set.

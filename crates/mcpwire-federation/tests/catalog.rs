@@ -589,6 +589,20 @@ async fn capabilities_and_instructions_describe_the_members() {
     all.advertise_all = true;
     let fed = Federation::new(all).await.unwrap();
     assert!(fed.info().capabilities.prompts.is_some());
+    // Natives alone run no tasks of their own; offering everything includes the tasks
+    // extension (a member that runs its own may join), so a router passes ids it does not
+    // hold to the federation.
+    let natives = || config().member(Member::new("fs", server("fs", &["read"])));
+    let fed_natives = Federation::new(natives()).await.unwrap();
+    assert!(!mcpwire_router::offers_tasks_extension(
+        &fed_natives.info().capabilities
+    ));
+    let mut all = natives();
+    all.advertise_all = true;
+    let fed_natives = Federation::new(all).await.unwrap();
+    assert!(mcpwire_router::offers_tasks_extension(
+        &fed_natives.info().capabilities
+    ));
     let r = Router::new(fed);
     assert!(
         list_all(&r, "prompts/list", "prompts", "name")

@@ -28,6 +28,12 @@ pub struct BackendInfo {
 pub struct ToolRouting {
     /// Whether the tool may run as a task.
     pub task_support: TaskSupport,
+    /// The backend runs the tool's tasks itself (an upstream server that offers the tasks
+    /// extension): the router makes no task of its own around the call — the client's
+    /// opt-in goes to the backend with the call, the backend's `CreateTaskResult` comes
+    /// back as it is, and `tasks/*` for task ids the router does not hold go to the
+    /// backend. `false` (the default): the router runs the tool's tasks.
+    pub backend_runs_tasks: bool,
     /// Arguments mirrored in `Mcp-Param-{header}` HTTP headers (2026-07-28, SEP-2243).
     pub header_params: Vec<HeaderParam>,
 }
@@ -60,6 +66,7 @@ impl ToolRouting {
             .unwrap_or_default();
         ToolRouting {
             task_support,
+            backend_runs_tasks: false,
             header_params,
         }
     }

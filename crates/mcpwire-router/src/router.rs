@@ -14,7 +14,7 @@ use serde_json::value::RawValue;
 use tokio::sync::broadcast;
 
 use crate::input::InputRound;
-use crate::tasks::{self, TaskStore};
+use crate::tasks::{self, StoreAnswer, TaskStore};
 use crate::{
     Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, StateKey, TASKS_EXTENSION,
     TaskConfig, TaskSupport, ToolRouting,
@@ -107,13 +107,23 @@ impl Router {
             params,
             mut ctx,
         } = call;
+        ctx = ctx.with_meta(request_meta(params.as_deref()));
         if let (Method::Other(name), Some(store)) = (&method, &self.tasks)
             && name.starts_with("tasks/")
         {
-            let reply = store.handle(name, params.as_deref(), &ctx);
+            // The router's own tasks first; other ids are the backend's when it runs tasks.
+            let reply = match store.handle(name, params.as_deref(), &ctx) {
+                StoreAnswer::Answered(reply) => reply,
+                StoreAnswer::NotHeld(_)
+                    if tasks::offers_tasks_extension(&self.backend.info().capabilities) =>
+                {
+                    let req = BackendRequest::Other { method, params };
+                    return self.backend.call(ctx, req);
+                }
+                StoreAnswer::NotHeld(unknown) => Err(unknown),
+            };
             return Box::pin(std::future::ready(reply));
         }
-        ctx = ctx.with_meta(request_meta(params.as_deref()));
         let caps = &self.backend.info().capabilities;
         let stateless = ctx.revision().is_stateless();
         let parsed = match parse_request(&method, params, caps, stateless) {
@@ -123,15 +133,17 @@ impl Router {
         let (req, input_params) = parsed;
         let task_store = match (&req, &self.tasks) {
             (BackendRequest::CallTool { name, .. }, Some(store)) if stateless => {
-                let support = self
-                    .backend
-                    .tool_routing(name)
+                let routing = self.backend.tool_routing(name);
+                let support = routing
+                    .as_ref()
                     .map_or(TaskSupport::Forbidden, |r| r.task_support);
+                let backends_own = routing.as_ref().is_some_and(|r| r.backend_runs_tasks);
                 match support {
                     TaskSupport::Forbidden => None,
                     support => {
                         if tasks::client_supports_tasks(ctx.client_capabilities()) {
-                            Some(store.clone())
+                            // The backend's own task, or one of the router's.
+                            (!backends_own).then(|| store.clone())
                         } else if support == TaskSupport::Required {
                             return Box::pin(std::future::ready(Err(tasks::missing_extension())));
                         } else {

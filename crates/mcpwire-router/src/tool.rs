@@ -308,6 +308,7 @@ impl ToolDef {
             },
             routing: Arc::new(ToolRouting {
                 task_support: TaskSupport::Forbidden,
+                backend_runs_tasks: false,
                 header_params,
             }),
             validator,

@@ -4,17 +4,19 @@
 //! Every test runs on tokio's paused clock: the tools' sleeps and the polls' waits advance
 //! it only when nothing else can run, so timings (task TTLs included) are exact.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpwire_model::types::{ClientCapabilities, Implementation};
-use mcpwire_model::{ClientAsk, McpError, Method, Reply, Revision, to_raw};
+use mcpwire_model::types::Implementation;
+use mcpwire_model::{ClientAsk, Revision, to_raw};
 use mcpwire_router::{
-    CallCtx, McpCall, NoArgs, Router, Server, TASKS_EXTENSION, TaskConfig, TaskSupport, ToolError,
-    tool,
+    CallCtx, NoArgs, Router, Server, TASKS_EXTENSION, TaskConfig, TaskSupport, ToolError, tool,
 };
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
+
+use common::{call, code};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Millis {
@@ -75,40 +77,8 @@ fn server() -> Arc<Server> {
         .build()
 }
 
-fn caps(tasks: bool) -> Arc<ClientCapabilities> {
-    let mut c = ClientCapabilities {
-        elicitation: Some(json!({})),
-        ..Default::default()
-    };
-    if tasks {
-        c.extensions = Some(json!({ TASKS_EXTENSION: {} }));
-    }
-    Arc::new(c)
-}
-
 fn router(config: TaskConfig) -> Router {
     Router::new(server()).with_tasks(config)
-}
-
-async fn call(r: &Router, tasks: bool, method: &str, params: Value) -> Result<Value, McpError> {
-    let ctx = CallCtx::new(
-        Revision::V2026_07_28,
-        caps(tasks),
-        CancellationToken::new(),
-        None,
-    );
-    let reply = r
-        .call(McpCall {
-            method: Method::parse(method),
-            params: Some(to_raw(&params)),
-            ctx,
-        })
-        .await?;
-    match reply {
-        Reply::Complete(raw) | Reply::InputRequired(raw) => {
-            Ok(serde_json::from_str(raw.get()).unwrap())
-        }
-    }
 }
 
 async fn wait_for(r: &Router, id: &str, status: &str) -> Value {
@@ -122,10 +92,6 @@ async fn wait_for(r: &Router, id: &str, status: &str) -> Value {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     panic!("task {id} never reached {status}");
-}
-
-fn code(e: McpError) -> i64 {
-    e.to_wire(Revision::V2026_07_28).code
 }
 
 #[tokio::test(start_paused = true)]

@@ -8,17 +8,20 @@
 //!   `input_required` rounds become real requests to the downstream client, and the call is
 //!   retried upstream with the answers.
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use mcpwire::Service;
 use mcpwire::client::{EraChoice, Target};
-use mcpwire::http::{HttpConfig, HttpServer};
 use mcpwire::model::types::{ClientCapabilities, Implementation};
 use mcpwire::model::{CallEvent, ClientAsk, McpError, Method, Raw, Reply, Revision, to_raw};
 use mcpwire::router::{BoxFuture, CallCtx, McpCall, NoArgs, Peer, Router, Server, ToolError, tool};
 use mcpwire::upstream::{UpstreamBackend, UpstreamConfig};
 use serde_json::{Value, json};
+
+use common::serve_http;
 use tokio_util::sync::CancellationToken;
 
 /// A server whose tool `two_asks` lists the client's roots twice and counts its runs.
@@ -36,16 +39,6 @@ fn asking_server(runs: Arc<AtomicUsize>) -> Service {
         .build();
     let info = server.server_info().clone();
     Service::new(Router::new(server), info, None)
-}
-
-/// Serves `service` over HTTP on a free port; its URL.
-async fn serve_http(service: Service) -> String {
-    let server = HttpServer::bind(service, HttpConfig::default())
-        .await
-        .expect("bind");
-    let url = format!("http://{}/mcp", server.local_addr().expect("addr"));
-    tokio::spawn(server.serve());
-    url
 }
 
 async fn upstream(url: &str, era: EraChoice) -> Router {

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::FutureExt;
-use mcpwire_model::types::ClientCapabilities;
+use mcpwire_model::types::{ClientCapabilities, ServerCapabilities};
 use mcpwire_model::{McpError, Raw, Reply, Revision, to_raw};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -158,21 +158,21 @@ impl TaskStore {
         })
     }
 
-    /// Answers `tasks/get`, `tasks/update`, `tasks/cancel` (and refuses the methods the
-    /// extension removed).
+    /// Answers `tasks/get`, `tasks/update`, `tasks/cancel` for the tasks it holds (and
+    /// refuses the methods the extension removed, and clients that did not declare it).
     pub(crate) fn handle(
         &self,
         method: &str,
         params: Option<&RawValue>,
         ctx: &CallCtx,
-    ) -> Result<Reply, McpError> {
+    ) -> StoreAnswer {
         if !matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel")
             || !ctx.revision().is_stateless()
         {
-            return Err(McpError::MethodNotFound(method.to_owned()));
+            return StoreAnswer::Answered(Err(McpError::MethodNotFound(method.to_owned())));
         }
         if !client_supports_tasks(ctx.client_capabilities()) {
-            return Err(missing_extension());
+            return StoreAnswer::Answered(Err(missing_extension()));
         }
         #[derive(Deserialize)]
         struct Params {
@@ -181,27 +181,53 @@ impl TaskStore {
             #[serde(rename = "inputResponses", default)]
             input_responses: Option<BTreeMap<String, Raw>>,
         }
-        let p: Params = serde_json::from_str(params.map_or("{}", RawValue::get))
-            .map_err(|e| McpError::InvalidParams(e.to_string()))?;
-        let entry = self
-            .get(&p.task_id)
-            .ok_or_else(|| McpError::InvalidParams(format!("unknown task: {}", p.task_id)))?;
+        let p: Params = match serde_json::from_str(params.map_or("{}", RawValue::get)) {
+            Ok(p) => p,
+            Err(e) => return StoreAnswer::Answered(Err(McpError::InvalidParams(e.to_string()))),
+        };
+        let Some(entry) = self.get(&p.task_id) else {
+            return StoreAnswer::NotHeld(McpError::InvalidParams(format!(
+                "unknown task: {}",
+                p.task_id
+            )));
+        };
         let ack = || Reply::Complete(to_raw(&serde_json::json!({})));
-        match method {
+        StoreAnswer::Answered(match method {
             "tasks/get" => Ok(Reply::Complete(entry.detailed())),
-            "tasks/update" => {
-                let responses = p.input_responses.ok_or_else(|| {
-                    McpError::InvalidParams("tasks/update needs an inputResponses object".into())
-                })?;
-                entry.update(responses);
-                Ok(ack())
-            }
+            "tasks/update" => match p.input_responses {
+                Some(responses) => {
+                    entry.update(responses);
+                    Ok(ack())
+                }
+                None => Err(McpError::InvalidParams(
+                    "tasks/update needs an inputResponses object".into(),
+                )),
+            },
             _ => {
                 entry.cancel();
                 Ok(ack())
             }
-        }
+        })
     }
+}
+
+/// What the store made of a `tasks/*` request.
+pub(crate) enum StoreAnswer {
+    /// Answered (or refused) by the store.
+    Answered(Result<Reply, McpError>),
+    /// A well-formed request for a task id the store does not hold: the backend's, when
+    /// it runs tasks itself; otherwise the error to answer.
+    NotHeld(McpError),
+}
+
+/// Whether server capabilities offer the tasks extension — for a backend's own
+/// capabilities: it runs tasks itself, and `tasks/*` for ids the router does not hold are
+/// its.
+pub fn offers_tasks_extension(caps: &ServerCapabilities) -> bool {
+    caps.extensions
+        .as_ref()
+        .and_then(|e| e.get(TASKS_EXTENSION))
+        .is_some()
 }
 
 /// 128 random bits, hex.

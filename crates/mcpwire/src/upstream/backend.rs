@@ -3,9 +3,12 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use mcpwire_model::types::{ClientCapabilities, Implementation, LoggingLevel};
+use mcpwire_model::types::{ClientCapabilities, Implementation, LoggingLevel, ServerCapabilities};
 use mcpwire_model::{BackendEvent, McpError, Reply};
-use mcpwire_router::{Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ToolRouting};
+use mcpwire_router::{
+    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, TASKS_EXTENSION, ToolRouting,
+    offers_tasks_extension,
+};
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -120,13 +123,23 @@ impl std::fmt::Debug for UpstreamBackend {
 
 impl UpstreamBackend {
     /// Starts or reaches the server, negotiates, and returns the backend; its capabilities
-    /// are the server's (less tasks, which the gateway's router answers itself).
+    /// are the server's — the tasks extension only when the server runs tasks for the
+    /// gateway's clients itself (it offers the extension in the 2026-07-28 era), the
+    /// 2025-11-25 `tasks` capability never.
     pub async fn connect(config: UpstreamConfig) -> Result<Arc<UpstreamBackend>, ClientError> {
         let (events, _) = broadcast::channel(EVENTS_CAPACITY);
         let link = open(&config, false, &events).await?;
         let negotiated = link.client().negotiated();
         let mut capabilities = negotiated.capabilities.clone();
+        // The 2025-11-25 task surface is not spoken downstream. The tasks extension is
+        // kept when the upstream can run tasks for the gateway's stateless clients (whose
+        // requests use the shared session): those tasks are its own, passed through.
         capabilities.tasks = None;
+        let runs_tasks =
+            negotiated.era == ClientEra::Stateless && offers_tasks_extension(&capabilities);
+        if !runs_tasks {
+            drop_tasks_extension(&mut capabilities);
+        }
         if negotiated.era == ClientEra::Stateless
             && let Some(resources) = &mut capabilities.resources
         {
@@ -149,7 +162,7 @@ impl UpstreamBackend {
             stop: CancellationToken::new(),
             sessions: (!config.shared).then(|| Sessions::new(&config.name, config.max_sessions)),
             holder: Holder::new(MAX_HELD, config.hold_timeout),
-            routes: ToolRoutes::default(),
+            routes: ToolRoutes::new(runs_tasks),
             config,
         });
         tokio::spawn(supervise(Arc::downgrade(&inner), link, inner.stop.clone()));
@@ -192,7 +205,7 @@ async fn open(
 }
 
 /// Connects the upstream session of the stateful downstream session `ctx` came in: it
-/// declares that client's capabilities (less tasks), and — unless the configuration fixes
+/// declares that client's capabilities (less the 2025-11-25 `tasks`), and — unless the configuration fixes
 /// the era — speaks a handshake era when the upstream has one, as its client does: the
 /// upstream's asks then ride the call as they would directly, and subscriptions work
 /// (2026-07-28 has none without `subscriptions/listen`). An upstream that refuses
@@ -374,6 +387,16 @@ impl Inner {
             None => self.link_for(&ctx).await?,
         };
         call::run(link, ctx, fwd, &self.holder, resumed).await
+    }
+}
+
+/// `caps` without the tasks extension (and without `extensions` if it was the only one).
+fn drop_tasks_extension(caps: &mut ServerCapabilities) {
+    if let Some(serde_json::Value::Object(ext)) = &mut caps.extensions {
+        ext.remove(TASKS_EXTENSION);
+        if ext.is_empty() {
+            caps.extensions = None;
+        }
     }
 }
 

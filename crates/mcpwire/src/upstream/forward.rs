@@ -92,18 +92,14 @@ pub(crate) fn forwarded_meta(ctx: &CallCtx) -> Option<Map<String, Value>> {
     (!meta.is_empty()).then_some(meta)
 }
 
-/// The capabilities a request forwarded to a 2026-07-28 upstream declares: the downstream
-/// client's own, so the upstream asks only for what that client can answer — less tasks
-/// (the gateway's router runs tasks itself; the upstream's call runs inside one).
+/// The capabilities a request forwarded to an upstream declares: the downstream client's
+/// own, so the upstream asks only for what that client can answer, and runs a tool as a
+/// task of its own only for a client that opted into the tasks extension (the upstream's
+/// `CreateTaskResult` and its `tasks/*` pass through the gateway). Less the 2025-11-25
+/// `tasks` capability: the gateway does not speak that surface downstream.
 pub(crate) fn forwarded_capabilities(ctx: &CallCtx) -> ClientCapabilities {
     let mut caps = ctx.client_capabilities().clone();
     caps.tasks = None;
-    if let Some(Value::Object(ext)) = &mut caps.extensions {
-        ext.remove(mcpwire_router::TASKS_EXTENSION);
-        if ext.is_empty() {
-            caps.extensions = None;
-        }
-    }
     caps
 }
 

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use mcpwire_model::Reply;
-use mcpwire_router::ToolRouting;
+use mcpwire_router::{TaskSupport, ToolRouting};
 
 /// Tools remembered at most (an upstream listing more is served, but the routing of the
 /// tools past this bound is the default: no tasks, no header parameters).
@@ -15,10 +15,21 @@ const MAX_TOOLS: usize = 65_536;
 /// The routing of the tools the upstream listed last.
 #[derive(Debug, Default)]
 pub(super) struct ToolRoutes {
+    /// The upstream runs tasks itself (it offers the tasks extension in the era the gateway
+    /// speaks to it): its task-supporting tools are routed to its own tasks.
+    upstream_runs_tasks: bool,
     tools: Mutex<HashMap<String, Arc<ToolRouting>>>,
 }
 
 impl ToolRoutes {
+    /// Routes for an upstream that runs tasks itself (`true`) or leaves them to the router.
+    pub(super) fn new(upstream_runs_tasks: bool) -> ToolRoutes {
+        ToolRoutes {
+            upstream_runs_tasks,
+            tools: Mutex::default(),
+        }
+    }
+
     /// Learns from a `tools/list` page; a first page (no cursor) starts a new listing.
     pub(super) fn learn(&self, first_page: bool, reply: &Reply) {
         let Reply::Complete(raw) = reply else { return };
@@ -43,7 +54,9 @@ impl ToolRoutes {
             if tools.len() >= MAX_TOOLS && !tools.contains_key(name) {
                 break;
             }
-            let routing = ToolRouting::of_listed_tool(&tool);
+            let mut routing = ToolRouting::of_listed_tool(&tool);
+            routing.backend_runs_tasks =
+                self.upstream_runs_tasks && routing.task_support != TaskSupport::Forbidden;
             if routing != ToolRouting::default() {
                 tools.insert(name.to_owned(), Arc::new(routing));
             } else {
@@ -61,7 +74,6 @@ impl ToolRoutes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mcpwire_router::TaskSupport;
 
     fn page(json: serde_json::Value) -> Reply {
         Reply::Complete(mcpwire_model::to_raw(&json))
@@ -83,6 +95,7 @@ mod tests {
             routes.get("slow").map(|r| r.task_support),
             Some(TaskSupport::Optional)
         );
+        assert!(!routes.get("slow").unwrap().backend_runs_tasks);
         assert!(routes.get("plain").is_none());
         let region = routes.get("region").expect("header params");
         assert_eq!(region.header_params[0].header, "region");
@@ -95,5 +108,21 @@ mod tests {
         assert!(routes.get("slow").is_some(), "a later page adds");
         routes.learn(true, &page(serde_json::json!({"tools": []})));
         assert!(routes.get("slow").is_none() && routes.get("must").is_none());
+    }
+
+    #[test]
+    fn an_upstream_that_runs_tasks_keeps_its_task_supporting_tools_tasks() {
+        let routes = ToolRoutes::new(true);
+        routes.learn(
+            true,
+            &page(serde_json::json!({"tools": [
+                {"name": "slow", "execution": {"taskSupport": "required"}},
+                {"name": "plain", "execution": {"taskSupport": "forbidden"}},
+            ]})),
+        );
+        let slow = routes.get("slow").expect("task support");
+        assert_eq!(slow.task_support, TaskSupport::Required);
+        assert!(slow.backend_runs_tasks);
+        assert!(routes.get("plain").is_none());
     }
 }

@@ -1,0 +1,50 @@
+//! Helpers shared by the router's task tests: a 2026-07-28 caller with or without the
+//! tasks extension.
+
+use std::sync::Arc;
+
+use mcpwire_model::types::ClientCapabilities;
+use mcpwire_model::{McpError, Method, Reply, Revision, to_raw};
+use mcpwire_router::{CallCtx, McpCall, Router, TASKS_EXTENSION};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+/// A client offering elicitation, and the tasks extension when `tasks`.
+pub fn caps(tasks: bool) -> Arc<ClientCapabilities> {
+    let mut c = ClientCapabilities {
+        elicitation: Some(json!({})),
+        ..Default::default()
+    };
+    if tasks {
+        c.extensions = Some(json!({ TASKS_EXTENSION: {} }));
+    }
+    Arc::new(c)
+}
+
+/// Calls `method` on `r` as a 2026-07-28 request; the result (complete or
+/// `input_required`) as JSON.
+pub async fn call(r: &Router, tasks: bool, method: &str, params: Value) -> Result<Value, McpError> {
+    let ctx = CallCtx::new(
+        Revision::V2026_07_28,
+        caps(tasks),
+        CancellationToken::new(),
+        None,
+    );
+    let reply = r
+        .call(McpCall {
+            method: Method::parse(method),
+            params: Some(to_raw(&params)),
+            ctx,
+        })
+        .await?;
+    match reply {
+        Reply::Complete(raw) | Reply::InputRequired(raw) => {
+            Ok(serde_json::from_str(raw.get()).unwrap())
+        }
+    }
+}
+
+/// The wire code of `e` in 2026-07-28.
+pub fn code(e: McpError) -> i64 {
+    e.to_wire(Revision::V2026_07_28).code
+}
