@@ -584,6 +584,25 @@ mcpb = "127.0.0.1:9000"
         assert!(c.listeners[0].is_stdio());
     }
 
+    #[test]
+    fn admin_section_names_the_admin_listener() {
+        let c = load("[admin]\nlisten = \"127.0.0.1:9100\"\n[backends.d]\nnative = \"demo\"\n")
+            .unwrap();
+        let admin = c.admin.expect("an admin listener");
+        assert_eq!(admin.listen, "127.0.0.1:9100".parse().unwrap());
+        assert!(
+            load("[backends.d]\nnative = \"demo\"\n")
+                .unwrap()
+                .admin
+                .is_none()
+        );
+        let e = refused("[admin]\nlisten = \"localhost\"\n[backends.d]\nnative = \"demo\"\n");
+        assert!(
+            e.starts_with("conf/mcpwire.toml:2:10: admin.listen: invalid socket address"),
+            "{e}"
+        );
+    }
+
     fn refused(text: &str) -> String {
         load(text).unwrap_err().to_string()
     }
