@@ -1,6 +1,7 @@
-//! Graceful shutdown through the binary: SIGTERM while calls are in flight on HTTP, MCPB
-//! and gRPC — every accepted call is answered, MCPB clients get the `shutdown` control
-//! frame, `/readyz` says 503 while draining, and the process exits by itself. The HTTP calls outlast the MCPB one, so the process must
+//! Graceful shutdown through the binary: SIGTERM while calls are in flight on HTTP, MCPB,
+//! gRPC and WebSocket — every accepted call is answered, MCPB clients get the `shutdown`
+//! control frame, WebSocket clients a Close (1001), `/readyz` says 503 while draining, and
+//! the process exits by itself. The HTTP calls outlast the MCPB one, so the process must
 //! wait for HTTP to drain, not only for MCPB.
 
 mod common;
@@ -10,7 +11,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::http::{Exchange, HttpServer};
-use common::wires::{Mcpb, Peer, grpc_call};
+use common::wires::{Mcpb, Peer, Ws, grpc_call};
 use mcpwire_wire::mcpb::frame_type;
 use mcpwire_wire::proto_mcp::pb;
 use serde_json::{Value, json};
@@ -35,6 +36,8 @@ fn sigterm_answers_every_accepted_call_on_http_mcpb_and_grpc() {
             "mcpb://127.0.0.1:0",
             "--listen",
             "grpc://127.0.0.1:0",
+            "--listen",
+            "ws://127.0.0.1:0/ws",
             "--metrics-listen",
             "127.0.0.1:0",
         ],
@@ -43,6 +46,7 @@ fn sigterm_answers_every_accepted_call_on_http_mcpb_and_grpc() {
             "mcpwire: listening on http://",
             "mcpwire: listening on mcpb://",
             "mcpwire: listening on grpc://",
+            "mcpwire: listening on ws://",
             "mcpwire: admin on http://",
         ],
         false,
@@ -50,7 +54,8 @@ fn sigterm_answers_every_accepted_call_on_http_mcpb_and_grpc() {
     let mut child = l.child;
     let (http_url, mcpb_addr, grpc_addr) =
         (l.addrs[0].clone(), l.addrs[1].clone(), l.addrs[2].clone());
-    let admin = l.addrs[3].split(' ').next().unwrap_or_default().to_owned();
+    let ws_addr = l.addrs[3].clone();
+    let admin = l.addrs[4].split(' ').next().unwrap_or_default().to_owned();
 
     // gRPC: a call in flight (`test_slow`, its input message `{double seconds = 1;}`),
     // outlasting the others, so the process must wait for gRPC to drain too.
@@ -128,6 +133,18 @@ fn sigterm_answers_every_accepted_call_on_http_mcpb_and_grpc() {
             .expect("HTTP call started");
     }
 
+    // WebSocket: a call in flight.
+    let mut ws = Ws::connect(&ws_addr);
+    ws.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                   "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                              "clientInfo": {"name": "t", "version": "0"}}}));
+    let init = ws.recv();
+    assert!(init.get("result").is_some(), "{init}");
+    ws.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    ws.send(slow_call(5, "w5", 2.0));
+    let progress = ws.recv();
+    assert_eq!(progress["method"], "notifications/progress", "{progress}");
+
     let status = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -176,6 +193,12 @@ fn sigterm_answers_every_accepted_call_on_http_mcpb_and_grpc() {
     }
     ids.sort_unstable();
     assert_eq!(ids, [10, 11]);
+
+    // WebSocket: answered, then closed as going away.
+    let answer = ws.recv();
+    assert_eq!(answer["id"], 5, "{answer}");
+    assert!(answer.get("result").is_some(), "{answer}");
+    assert_eq!(ws.close_code(), Some(1001));
 
     // gRPC: answered.
     let grpc = grpc_answer

@@ -110,10 +110,10 @@ impl std::fmt::Display for Wire {
 pub struct ServeConfig {
     /// The listeners, any number of each wire (stdio at most once).
     pub wires: Vec<Wire>,
-    /// Cancelling it ends serving: MCPB, HTTP and gRPC drain (no new connection, calls
-    /// already accepted are answered within their grace period; MCPB clients get the
-    /// `shutdown` control frame), WebSocket and stdio stop at once. `None`: the first
-    /// SIGTERM or Ctrl-C does.
+    /// Cancelling it ends serving: MCPB, HTTP, gRPC and WebSocket drain (no new
+    /// connection, calls already accepted are answered within their grace period; MCPB
+    /// clients get the `shutdown` control frame, WebSocket ones a Close), stdio stops at
+    /// once. `None`: the first SIGTERM or Ctrl-C does.
     pub shutdown: Option<CancellationToken>,
 }
 
@@ -254,9 +254,8 @@ impl Service {
 /// Serves each listener with its own service, all at once. Returns when the first listener
 /// ends (stdio ends when stdin closes) or fails (the error names the listener), or on
 /// shutdown: when `shutdown` is cancelled (`None`: on the first SIGTERM or Ctrl-C) MCPB,
-/// HTTP and gRPC listeners drain (calls already accepted are answered, within 30 s by
-/// default), WebSocket and stdio stop, and it returns once the draining listeners are
-/// done. With no listener it returns at once; stdio may be served only once.
+/// HTTP, gRPC and WebSocket listeners drain (calls already accepted are answered, within
+/// 30 s by default), stdio stops, and it returns once the draining listeners are done. With no listener it returns at once; stdio may be served only once.
 pub async fn serve_listeners(
     listeners: Vec<(Service, Wire)>,
     shutdown: Option<CancellationToken>,
@@ -299,7 +298,14 @@ pub async fn serve_listeners(
                 }));
                 continue;
             }
-            Wire::Ws(ws) => Box::pin(async move { service.serve_ws(ws).await }),
+            Wire::Ws(ws) => {
+                let shutdown = shutdown.clone();
+                draining.push(labelled(label, async move {
+                    let (addr, path, max) = (ws.addr, ws.path, ws.max_connections);
+                    crate::proto_mcp::serve_ws_until(service, addr, &path, max, shutdown).await
+                }));
+                continue;
+            }
             Wire::Mcpb(mut mcpb) => {
                 match &mcpb.shutdown {
                     None => mcpb.shutdown = Some(shutdown.clone()),

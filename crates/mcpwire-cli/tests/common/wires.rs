@@ -142,6 +142,19 @@ impl Ws {
         }
     }
 
+    /// Reads until the server's Close frame; its code (`None`: closed without one).
+    pub fn close_code(&mut self) -> Option<u16> {
+        loop {
+            match self.0.read() {
+                Ok(tungstenite::Message::Close(frame)) => {
+                    return frame.map(|f| u16::from(f.code));
+                }
+                Ok(_) => continue,
+                Err(_) => return None,
+            }
+        }
+    }
+
     /// Sends a proto-mcp message (binary).
     pub fn send_proto(&mut self, msg: &McpMessage) {
         let bytes = msg.encode_to_vec();
