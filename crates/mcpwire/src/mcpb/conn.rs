@@ -401,6 +401,7 @@ impl McpbConnection {
         };
         if token.as_ref().is_some_and(|t| t.len() > MAX_TOKEN) {
             let too_long = AuthFailure::Malformed("token too long".into());
+            crate::observe::auth_failure(too_long.kind());
             return self.open(out, init, msg, Err(too_long));
         }
         match auth.check(token.as_deref()) {
@@ -476,7 +477,10 @@ impl McpbConnection {
         };
         let id = r.id.clone();
         let checked = match (token, &self.listener.auth) {
-            (None, _) if self.listener.config.per_message_auth => Err(AuthFailure::Missing),
+            (None, _) if self.listener.config.per_message_auth => {
+                crate::observe::auth_failure(AuthFailure::Missing.kind());
+                Err(AuthFailure::Missing)
+            }
             (Some(t), Some(auth)) => match auth.check(Some(&t)) {
                 Check::Done(r) => r,
                 Check::Wait(check) => {
