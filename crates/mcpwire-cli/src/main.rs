@@ -188,6 +188,10 @@ struct ServeArgs {
     auth: auth_args::AuthArgs,
     #[command(flatten)]
     limits: limits_args::LimitsArgs,
+    /// Serve Prometheus `/metrics`, `/healthz` and `/readyz` on this address (e.g.
+    /// 127.0.0.1:9100; port 0 picks a free one). Overrides a configuration file's `[admin]`.
+    #[arg(long, value_name = "ADDR", env = "MCPWIRE_METRICS_LISTEN")]
+    metrics_listen: Option<std::net::SocketAddr>,
 }
 
 /// Options of the MCPB binary TCP wire (it listens on --host/--port).

@@ -10,8 +10,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::ArgMatches;
 use mcpwire::gateway::{
-    BackendSource, BackendSpec, CheckCaller, Gateway, GatewayConfig, GatewayError, ListenOptions,
-    ListenerSpec, Natives, PrefixMode, ProcessSpec, ServerOptions, UpstreamSpec,
+    AdminConfig, BackendSource, BackendSpec, CheckCaller, Gateway, GatewayConfig, GatewayError,
+    ListenOptions, ListenerSpec, Natives, PrefixMode, ProcessSpec, ServerOptions, UpstreamSpec,
 };
 
 use crate::auth_args::AuthArgs;
@@ -55,6 +55,10 @@ pub struct ServeCmdArgs {
     /// With --check: print the report as JSON.
     #[arg(long, requires = "check")]
     json: bool,
+    /// Serve Prometheus `/metrics`, `/healthz` and `/readyz` on this address (e.g.
+    /// 127.0.0.1:9100; port 0 picks a free one). Overrides a configuration file's `[admin]`.
+    #[arg(long, value_name = "ADDR", env = "MCPWIRE_METRICS_LISTEN")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
     #[command(flatten)]
     auth: AuthArgs,
     #[command(flatten)]
@@ -112,6 +116,7 @@ pub fn config(args: &ServeCmdArgs, matches: Option<&ArgMatches>) -> Result<Gatew
             )
             .into());
         }
+        apply_metrics_listen(&mut config, args.metrics_listen);
         return Ok(config);
     }
     let mut config = GatewayConfig::new(Vec::new(), Vec::new());
@@ -173,8 +178,16 @@ pub fn config(args: &ServeCmdArgs, matches: Option<&ArgMatches>) -> Result<Gatew
     }
     config.auth = args.auth.config()?;
     config.limits = args.limits.config()?;
+    apply_metrics_listen(&mut config, args.metrics_listen);
     config.validate()?;
     Ok(config)
+}
+
+/// `--metrics-listen`: the admin listener, over the file's `[admin]`.
+fn apply_metrics_listen(config: &mut GatewayConfig, listen: Option<std::net::SocketAddr>) {
+    if let Some(listen) = listen {
+        config.admin = Some(AdminConfig { listen });
+    }
 }
 
 /// `NAME=VALUE`.
@@ -218,6 +231,7 @@ pub fn preset(serve: &ServeArgs, backend: BackendSpec, command: &str) -> Result<
     config.push_listener(listener, "--transport");
     config.auth = serve.auth.config()?;
     config.limits = serve.limits.config()?;
+    apply_metrics_listen(&mut config, serve.metrics_listen);
     config.validate()?;
     Ok(config)
 }

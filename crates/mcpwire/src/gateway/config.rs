@@ -35,6 +35,15 @@ pub struct GatewayConfig {
     pub policy: Option<mcpwire_federation::Policy>,
     /// Rate and connection limits (`[limits]`, see `gateway/limits.rs`); `None`: none.
     pub limits: Option<super::limits::LimitsConfig>,
+    /// The admin listener (`[admin]`: `/metrics`, `/healthz`, `/readyz`); `None`: none.
+    pub admin: Option<AdminConfig>,
+}
+
+/// The admin listener (`[admin]`, `--metrics-listen`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminConfig {
+    /// Where it listens (port 0 picks a free one; the bound address is printed).
+    pub listen: std::net::SocketAddr,
 }
 
 /// How the gateway presents itself and bounds its clients (`[server]`).
@@ -277,6 +286,7 @@ impl GatewayConfig {
             auth: None,
             policy: None,
             limits: None,
+            admin: None,
         }
     }
 

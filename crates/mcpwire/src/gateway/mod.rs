@@ -26,8 +26,8 @@ pub use reload::{ReloadPlan, plan};
 pub use serving::{Gateway, GatewayError};
 
 pub use config::{
-    BackendSource, BackendSpec, FailMode, GatewayConfig, MemberOptions, PrefixMode, ProcessSpec,
-    ServerOptions, UpstreamSpec, mcpb_target,
+    AdminConfig, BackendSource, BackendSpec, FailMode, GatewayConfig, MemberOptions, PrefixMode,
+    ProcessSpec, ServerOptions, UpstreamSpec, mcpb_target,
 };
 pub use error::{ConfigError, KeyPath, Origin, Seg};
 pub use limits::LimitsConfig;

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::join_all;
-use mcpwire_federation::{Federation, FederationConfig, FederationError, Member, MemberFilter};
+use mcpwire_federation::{
+    Federation, FederationConfig, FederationError, Member, MemberFilter, MemberHealth,
+};
 use mcpwire_model::types::Implementation;
 use mcpwire_proto_mcp::ProtoToolSchemas;
 use mcpwire_router::{Backend, Router, TaskConfig};
@@ -20,6 +22,7 @@ use super::config::{BackendSource, BackendSpec, FailMode, GatewayConfig, ServerO
 use super::error::{ConfigError, KeyPath, Origin};
 use super::reload::{ReloadPlan, plan};
 use crate::Service;
+use crate::admin::{AdminServer, BackendHealth, HealthProbe};
 use crate::limits::{ConnectionLimits, Limited, RateLimits, Rejections};
 
 /// Quiet time after an edit of the configuration file before it is read.
@@ -273,6 +276,48 @@ impl Gateway {
         &self.rejections
     }
 
+    /// Every backend's health, for the admin listener: the federation's members as they
+    /// last listed, or the one backend served directly (it started, so it is up).
+    fn health_probe(&self) -> HealthProbe {
+        match &self.federation {
+            Some(fed) => {
+                let fed = Arc::downgrade(fed);
+                Arc::new(move || {
+                    let Some(fed) = fed.upgrade() else {
+                        return Vec::new();
+                    };
+                    fed.report()
+                        .members
+                        .into_iter()
+                        .map(|m| BackendHealth {
+                            required: m.fail_mode == mcpwire_federation::FailMode::FailClosed,
+                            up: m.health.is_ok(),
+                            reason: match m.health {
+                                MemberHealth::Ok => None,
+                                MemberHealth::Unavailable { reason, .. } => Some(reason),
+                            },
+                            name: m.name,
+                        })
+                        .collect()
+                })
+            }
+            None => {
+                let names: Vec<String> = self.running.iter().map(|b| b.spec.name.clone()).collect();
+                Arc::new(move || {
+                    names
+                        .iter()
+                        .map(|name| BackendHealth {
+                            name: name.clone(),
+                            required: true,
+                            up: true,
+                            reason: None,
+                        })
+                        .collect()
+                })
+            }
+        }
+    }
+
     /// The configuration as applied.
     pub fn config(&self) -> &GatewayConfig {
         &self.config
@@ -313,6 +358,19 @@ impl Gateway {
             Some(token) => token,
             None => crate::wires::shutdown_on_signals().map_err(GatewayError::Serve)?,
         };
+        let admin = match &self.config.admin {
+            Some(admin) => {
+                let server = AdminServer::bind(admin.listen, self.health_probe(), shutdown.clone())
+                    .await
+                    .map_err(GatewayError::Serve)?;
+                eprintln!(
+                    "mcpwire: admin on http://{} (/metrics, /healthz, /readyz)",
+                    server.local_addr().map_err(GatewayError::Serve)?
+                );
+                Some(tokio::spawn(server.serve()))
+            }
+            None => None,
+        };
         let listeners: Vec<_> = self
             .config
             .listeners
@@ -337,6 +395,9 @@ impl Gateway {
             }
         };
         shutdown.cancel();
+        if let Some(admin) = admin {
+            admin.abort();
+        }
         let processes = self
             .running
             .iter()

@@ -31,6 +31,7 @@ use super::grpc_conn::{GrpcConn, GrpcConnInfo};
 use crate::Service;
 use crate::driver::{Calls, Exchange, ServerCore};
 use crate::limits::ConnectionLimits;
+use crate::observe::Wire;
 
 /// The generated tonic server glue.
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
@@ -58,6 +59,18 @@ impl GrpcMcp {
         self,
         listener: tokio::net::TcpListener,
     ) -> Result<(), tonic::transport::Error> {
+        let never = tokio_util::sync::CancellationToken::new();
+        self.serve_until(listener, never, Duration::ZERO).await
+    }
+
+    /// Serves on `listener` until `shutdown` is cancelled, then drains: HTTP/2 `GOAWAY`, no
+    /// new connection or RPC, the RPCs in flight answered; after `grace` the rest is dropped.
+    pub async fn serve_until(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: tokio_util::sync::CancellationToken,
+        grace: Duration,
+    ) -> Result<(), tonic::transport::Error> {
         let max = self.service.limits.max_message_bytes;
         let in_flight = self.service.config.limits.max_in_flight;
         let connections = self.service.connections.clone();
@@ -65,14 +78,24 @@ impl GrpcMcp {
             .max_decoding_message_size(max)
             .max_encoding_message_size(max.saturating_mul(4));
         let incoming = accepted(listener, connections);
-        tonic::transport::Server::builder()
+        let serving = tonic::transport::Server::builder()
             .concurrency_limit_per_connection(in_flight)
             .max_concurrent_streams(u32::try_from(in_flight).ok())
             .http2_keepalive_interval(Some(std::time::Duration::from_secs(60)))
             .http2_keepalive_timeout(Some(std::time::Duration::from_secs(20)))
             .add_service(svc)
-            .serve_with_incoming(incoming)
-            .await
+            .serve_with_incoming_shutdown(incoming, shutdown.clone().cancelled_owned());
+        let overdue = async {
+            shutdown.cancelled().await;
+            tokio::time::sleep(grace).await;
+        };
+        tokio::select! {
+            served = serving => served,
+            _ = overdue => {
+                tracing::warn!("gRPC calls still running after the shutdown grace period");
+                Ok(())
+            }
+        }
     }
 
     /// Runs one request on a fresh session and returns its one answer (with the gRPC code
@@ -141,7 +164,7 @@ impl GrpcMcp {
             Inbound::Forward(_) => return internal("the request did not translate to a request"),
         };
         // Unary RPCs have no use for catalog changes: no backend event subscription.
-        let calls = Calls::stateless(self.service.router.clone(), false)
+        let calls = Calls::stateless(self.service.router.clone(), false, Wire::Grpc)
             .with_identity(identity)
             .with_client_ip(ip);
         let exchange = Exchange::new(ServerCore::new(session, calls), req);
