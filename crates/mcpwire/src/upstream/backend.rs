@@ -85,6 +85,9 @@ impl UpstreamConfig {
         };
         o.era = self.era;
         o.log_level = Some(LoggingLevel::Debug);
+        // As the listeners do: an upstream's answer usually follows its request within
+        // microseconds, and waking an idle vCPU costs tens of them (docs/benchmarks.md).
+        o.busy_poll = crate::serve::DEFAULT_BUSY_POLL;
         o
     }
 }
