@@ -10,6 +10,7 @@ use serde_json::Value;
 mod auth_args;
 mod check_as;
 mod exit;
+mod limits_args;
 mod process_cmd;
 mod schema_cmd;
 mod serve_cmd;
@@ -185,6 +186,12 @@ struct ServeArgs {
     mcpb: McpbArgs,
     #[command(flatten)]
     auth: auth_args::AuthArgs,
+    #[command(flatten)]
+    limits: limits_args::LimitsArgs,
+    /// Serve Prometheus `/metrics`, `/healthz` and `/readyz` on this address (e.g.
+    /// 127.0.0.1:9100; port 0 picks a free one). Overrides a configuration file's `[admin]`.
+    #[arg(long, value_name = "ADDR", env = "MCPWIRE_METRICS_LISTEN")]
+    metrics_listen: Option<std::net::SocketAddr>,
 }
 
 /// Options of the MCPB binary TCP wire (it listens on --host/--port).

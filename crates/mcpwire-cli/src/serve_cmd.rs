@@ -10,13 +10,14 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::ArgMatches;
 use mcpwire::gateway::{
-    BackendSource, BackendSpec, CheckCaller, Gateway, GatewayConfig, GatewayError, ListenOptions,
-    ListenerSpec, Natives, PrefixMode, ProcessSpec, ServerOptions, UpstreamSpec,
+    AdminConfig, BackendSource, BackendSpec, CheckCaller, Gateway, GatewayConfig, GatewayError,
+    ListenOptions, ListenerSpec, Natives, PrefixMode, ProcessSpec, ServerOptions, UpstreamSpec,
 };
 
 use crate::auth_args::AuthArgs;
 use crate::check_as::CheckAsArgs;
 use crate::exit::UsageError;
+use crate::limits_args::LimitsArgs;
 use crate::{ServeArgs, Transport};
 
 /// Options of `serve`.
@@ -54,8 +55,14 @@ pub struct ServeCmdArgs {
     /// With --check: print the report as JSON.
     #[arg(long, requires = "check")]
     json: bool,
+    /// Serve Prometheus `/metrics`, `/healthz` and `/readyz` on this address (e.g.
+    /// 127.0.0.1:9100; port 0 picks a free one). Overrides a configuration file's `[admin]`.
+    #[arg(long, value_name = "ADDR", env = "MCPWIRE_METRICS_LISTEN")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
     #[command(flatten)]
     auth: AuthArgs,
+    #[command(flatten)]
+    limits: LimitsArgs,
     /// Whose catalog `--check` prints.
     #[command(flatten)]
     pub check_as: CheckAsArgs,
@@ -103,6 +110,13 @@ pub fn config(args: &ServeCmdArgs, matches: Option<&ArgMatches>) -> Result<Gatew
             )
             .into());
         }
+        if args.limits.given() {
+            return Err(UsageError(
+                "with --config, limits are the file's [limits] section, not flags".into(),
+            )
+            .into());
+        }
+        apply_metrics_listen(&mut config, args.metrics_listen);
         return Ok(config);
     }
     let mut config = GatewayConfig::new(Vec::new(), Vec::new());
@@ -163,8 +177,17 @@ pub fn config(args: &ServeCmdArgs, matches: Option<&ArgMatches>) -> Result<Gatew
         config.push_listener(ListenerSpec::parse("stdio").map_err(UsageError)?, "serve");
     }
     config.auth = args.auth.config()?;
+    config.limits = args.limits.config()?;
+    apply_metrics_listen(&mut config, args.metrics_listen);
     config.validate()?;
     Ok(config)
+}
+
+/// `--metrics-listen`: the admin listener, over the file's `[admin]`.
+fn apply_metrics_listen(config: &mut GatewayConfig, listen: Option<std::net::SocketAddr>) {
+    if let Some(listen) = listen {
+        config.admin = Some(AdminConfig { listen });
+    }
 }
 
 /// `NAME=VALUE`.
@@ -207,6 +230,8 @@ pub fn preset(serve: &ServeArgs, backend: BackendSpec, command: &str) -> Result<
         .map_err(|(option, e)| UsageError(format!("--{}: {e}", option.replace('_', "-"))))?;
     config.push_listener(listener, "--transport");
     config.auth = serve.auth.config()?;
+    config.limits = serve.limits.config()?;
+    apply_metrics_listen(&mut config, serve.metrics_listen);
     config.validate()?;
     Ok(config)
 }

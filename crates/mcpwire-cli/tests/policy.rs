@@ -9,7 +9,7 @@ mod common;
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::http::{ACCEPT_BOTH, HttpServer};
+use common::http::HttpServer;
 use common::wires::{Conversation, Mcpb, grpc_call_with};
 use common::{Proc, listen};
 use mcpwire_wire::proto_mcp::pb;
@@ -103,25 +103,6 @@ fn check_conversation(
     }
 }
 
-fn http_request(
-    server: &HttpServer,
-    key: &str,
-    session: Option<&str>,
-    msg: Value,
-) -> common::http::Exchange {
-    let bearer = format!("Bearer {key}");
-    let mut h = vec![
-        ("content-type", "application/json"),
-        ("accept", ACCEPT_BOTH),
-        ("authorization", bearer.as_str()),
-    ];
-    if let Some(s) = session {
-        h.push(("mcp-session-id", s));
-        h.push(("mcp-protocol-version", "2025-11-25"));
-    }
-    server.send("POST", &h, msg.to_string().as_bytes())
-}
-
 #[test]
 fn denied_tools_are_hidden_and_refused_on_http_grpc_and_mcpb() {
     let path = config(
@@ -144,15 +125,15 @@ fn denied_tools_are_hidden_and_refused_on_http_grpc_and_mcpb() {
     for (key, sees_echo) in [(GUEST, false), (CI, true)] {
         let init =
             json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":initialize_params()});
-        let r = http_request(&server, key, None, init);
+        let r = server.post_as(Some(key), None, &init);
         assert_eq!(r.status, 200);
         let session = r.header("mcp-session-id").expect("a session").to_owned();
         let note = json!({"jsonrpc":"2.0","method":"notifications/initialized"});
-        http_request(&server, key, Some(&session), note);
+        server.post_as(Some(key), Some(&session), &note);
         check_conversation(
             |id, method, params| {
                 let msg = json!({"jsonrpc":"2.0","id":id,"method":method,"params":params});
-                http_request(&server, key, Some(&session), msg).json()
+                server.post_as(Some(key), Some(&session), &msg).json()
             },
             sees_echo,
             &format!("http {key}"),

@@ -39,6 +39,8 @@ struct Inner {
     peer: Option<Arc<dyn Peer>>,
     session: Option<SessionScope>,
     identity: Option<Identity>,
+    /// The network address the request came from (`None` on stdio).
+    client_ip: Option<std::net::IpAddr>,
     /// The request's `_meta`, as the client sent it.
     meta: Option<Arc<RawValue>>,
     input: Option<Mutex<InputRound>>,
@@ -83,6 +85,7 @@ impl CallCtx {
                 peer,
                 session: None,
                 identity: None,
+                client_ip: None,
                 meta: None,
                 input: None,
                 task: OnceLock::new(),
@@ -110,6 +113,7 @@ impl CallCtx {
             peer: self.inner.peer.clone(),
             session: self.inner.session.clone(),
             identity: self.inner.identity.clone(),
+            client_ip: self.inner.client_ip,
             meta: self.inner.meta.clone(),
             input: Some(Mutex::new(round)),
             task: OnceLock::new(),
@@ -128,6 +132,7 @@ impl CallCtx {
             peer: self.inner.peer.clone(),
             session: self.inner.session.clone(),
             identity: self.inner.identity.clone(),
+            client_ip: self.inner.client_ip,
             meta: self.inner.meta.clone(),
             input: None,
             task: OnceLock::new(),
@@ -189,6 +194,25 @@ impl CallCtx {
             inner.identity = identity;
         }
         self
+    }
+
+    /// Sets the network address the request came from (done by the shell when dispatching).
+    pub fn with_client_ip(mut self, ip: Option<std::net::IpAddr>) -> CallCtx {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.client_ip = ip;
+        }
+        self
+    }
+
+    /// Whether a client made this call (`false` for the server's own calls made with
+    /// [`CallCtx::detached`], which rate limits do not count).
+    pub fn has_client(&self) -> bool {
+        self.inner.peer.is_some()
+    }
+
+    /// The network address the request came from: `None` on stdio and in-process calls.
+    pub fn client_ip(&self) -> Option<std::net::IpAddr> {
+        self.inner.client_ip
     }
 
     /// Sets the request's `_meta` (done by the router when it parses the request).

@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod admin;
 pub mod auth;
 pub mod client;
 mod driver;
@@ -22,7 +23,9 @@ pub mod gateway;
 #[doc = include_str!("guide.md")]
 pub mod guide {}
 pub mod http;
+pub mod limits;
 pub mod mcpb;
+pub mod observe;
 pub mod prelude;
 pub mod proto_mcp;
 pub mod serve;

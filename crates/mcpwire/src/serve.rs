@@ -33,6 +33,9 @@ pub struct Service {
     /// Authentication for the network listeners serving this service (HTTP, WebSocket,
     /// gRPC, MCPB; never stdio). `None`: they accept anyone (MCPB: its own static tokens).
     pub auth: Option<Arc<Authenticator>>,
+    /// Open connections per client IP on the network listeners serving this service
+    /// (`None`: unlimited). Shared by every listener of a gateway.
+    pub connections: Option<Arc<crate::limits::ConnectionLimits>>,
 }
 
 impl Service {
@@ -59,6 +62,7 @@ impl Service {
             busy_poll: DEFAULT_BUSY_POLL,
             proto: Arc::new(ProtoToolSchemas::new(crate::proto_mcp::default_converter())),
             auth: None,
+            connections: None,
         }
     }
 

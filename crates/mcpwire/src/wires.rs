@@ -110,9 +110,10 @@ impl std::fmt::Display for Wire {
 pub struct ServeConfig {
     /// The listeners, any number of each wire (stdio at most once).
     pub wires: Vec<Wire>,
-    /// Cancelling it ends serving: MCPB connections shut down gracefully (their calls get
-    /// the grace period), the other listeners stop at once. `None`: the first SIGTERM or
-    /// Ctrl-C does.
+    /// Cancelling it ends serving: MCPB, HTTP, gRPC and WebSocket drain (no new
+    /// connection, calls already accepted are answered within their grace period; MCPB
+    /// clients get the `shutdown` control frame, WebSocket ones a Close), stdio stops at
+    /// once. `None`: the first SIGTERM or Ctrl-C does.
     pub shutdown: Option<CancellationToken>,
 }
 
@@ -176,6 +177,17 @@ impl Service {
 
     /// Serves Streamable HTTP with every option of `mcpwire demo --transport http`.
     pub async fn serve_http_with(&self, config: HttpConfig) -> io::Result<()> {
+        self.serve_http_until(config, CancellationToken::new())
+            .await
+    }
+
+    /// Serves Streamable HTTP until `shutdown` is cancelled, then drains it: requests
+    /// already read are answered (within [`crate::http::SHUTDOWN_GRACE`]).
+    pub async fn serve_http_until(
+        &self,
+        config: HttpConfig,
+        shutdown: CancellationToken,
+    ) -> io::Result<()> {
         if !config.bind.ip().is_loopback() && config.guard.allowed_hosts.is_none() {
             tracing::warn!(
                 "listening on {} but only loopback Host headers are accepted; allow others with \
@@ -189,7 +201,9 @@ impl Service {
             "mcpwire: listening on http://{}{path}",
             server.local_addr()?
         );
-        server.serve().await
+        server
+            .serve_until(shutdown, crate::http::SHUTDOWN_GRACE)
+            .await
     }
 
     /// Serves MCPB on `addr` with the default options until SIGTERM or Ctrl-C, then shuts
@@ -239,9 +253,9 @@ impl Service {
 
 /// Serves each listener with its own service, all at once. Returns when the first listener
 /// ends (stdio ends when stdin closes) or fails (the error names the listener), or on
-/// shutdown: when `shutdown` is cancelled (`None`: on the first SIGTERM or Ctrl-C) MCPB
-/// connections shut down gracefully, the other listeners stop, and it returns once the MCPB
-/// listeners are done. With no listener it returns at once; stdio may be served only once.
+/// shutdown: when `shutdown` is cancelled (`None`: on the first SIGTERM or Ctrl-C) MCPB,
+/// HTTP, gRPC and WebSocket listeners drain (calls already accepted are answered, within
+/// 30 s by default), stdio stops, and it returns once the draining listeners are done. With no listener it returns at once; stdio may be served only once.
 pub async fn serve_listeners(
     listeners: Vec<(Service, Wire)>,
     shutdown: Option<CancellationToken>,
@@ -270,9 +284,28 @@ pub async fn serve_listeners(
         let label = wire.to_string();
         let serving: Serving = match wire {
             Wire::Stdio => Box::pin(async move { service.serve_stdio().await }),
-            Wire::Http(http) => Box::pin(async move { service.serve_http_with(http).await }),
-            Wire::Grpc(addr) => Box::pin(async move { service.serve_grpc(addr).await }),
-            Wire::Ws(ws) => Box::pin(async move { service.serve_ws(ws).await }),
+            Wire::Http(http) => {
+                let shutdown = shutdown.clone();
+                draining.push(labelled(label, async move {
+                    service.serve_http_until(http, shutdown).await
+                }));
+                continue;
+            }
+            Wire::Grpc(addr) => {
+                let shutdown = shutdown.clone();
+                draining.push(labelled(label, async move {
+                    crate::proto_mcp::serve_grpc_until(service, addr, shutdown).await
+                }));
+                continue;
+            }
+            Wire::Ws(ws) => {
+                let shutdown = shutdown.clone();
+                draining.push(labelled(label, async move {
+                    let (addr, path, max) = (ws.addr, ws.path, ws.max_connections);
+                    crate::proto_mcp::serve_ws_until(service, addr, &path, max, shutdown).await
+                }));
+                continue;
+            }
             Wire::Mcpb(mut mcpb) => {
                 match &mcpb.shutdown {
                     None => mcpb.shutdown = Some(shutdown.clone()),

@@ -65,10 +65,19 @@ impl HttpServer {
 
     /// POSTs a JSON-RPC message the way a well-behaved client does.
     pub fn post(&self, session: Option<&str>, msg: &Value) -> Exchange {
+        self.post_as(None, session, msg)
+    }
+
+    /// [`HttpServer::post`] with `Authorization: Bearer {key}` when a key is given.
+    pub fn post_as(&self, key: Option<&str>, session: Option<&str>, msg: &Value) -> Exchange {
+        let bearer = key.map(|k| format!("Bearer {k}"));
         let mut h = vec![
             ("content-type", "application/json"),
             ("accept", ACCEPT_BOTH),
         ];
+        if let Some(b) = &bearer {
+            h.push(("authorization", b.as_str()));
+        }
         if let Some(s) = session {
             h.push(("mcp-session-id", s));
             h.push(("mcp-protocol-version", "2025-11-25"));

@@ -142,6 +142,19 @@ impl Ws {
         }
     }
 
+    /// Reads until the server's Close frame; its code (`None`: closed without one).
+    pub fn close_code(&mut self) -> Option<u16> {
+        loop {
+            match self.0.read() {
+                Ok(tungstenite::Message::Close(frame)) => {
+                    return frame.map(|f| u16::from(f.code));
+                }
+                Ok(_) => continue,
+                Err(_) => return None,
+            }
+        }
+    }
+
     /// Sends a proto-mcp message (binary).
     pub fn send_proto(&mut self, msg: &McpMessage) {
         let bytes = msg.encode_to_vec();
@@ -198,7 +211,7 @@ impl Mcpb {
         c
     }
 
-    fn frame(&mut self, kind: u16, payload: &Value) {
+    pub fn frame(&mut self, kind: u16, payload: &Value) {
         let body = payload.to_string().into_bytes();
         let mut f = Vec::with_capacity(HEADER_LEN + body.len());
         f.extend_from_slice(&MAGIC.to_be_bytes());
@@ -209,7 +222,7 @@ impl Mcpb {
         self.stream.write_all(&f).expect("write");
     }
 
-    fn next_frame(&mut self) -> (u16, Value) {
+    pub fn next_frame(&mut self) -> (u16, Value) {
         loop {
             if self.buf.len() >= HEADER_LEN {
                 let len = u32::from_be_bytes([self.buf[8], self.buf[9], self.buf[10], self.buf[11]])

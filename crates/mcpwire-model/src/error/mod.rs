@@ -252,6 +252,17 @@ pub enum McpError {
     /// A configured limit was exceeded (−32600, message names the limit).
     #[error("Limit exceeded: {0}")]
     LimitExceeded(String),
+    /// A rate or connection limit refused the request: try again after `retry_after_secs`
+    /// (−32600 with `data.retryAfter`; HTTP 429 with `Retry-After`, gRPC
+    /// `RESOURCE_EXHAUSTED`). `limit` names the limit (`identity`, `ip`, `tool`,
+    /// `connections`).
+    #[error("Rate limited ({limit}): retry after {retry_after_secs} s")]
+    RateLimited {
+        /// Which limit refused the request.
+        limit: String,
+        /// Whole seconds until a retry can succeed (at least 1).
+        retry_after_secs: u64,
+    },
     /// The request took longer than its deadline (−32001; proto-mcp −33003; bb-1.0 −32603,
     /// since its −32001 means a tool threw).
     #[error("Request timed out")]

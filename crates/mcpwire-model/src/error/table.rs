@@ -120,7 +120,8 @@ impl McpError {
             | McpError::Unauthenticated(_)
             | McpError::InsufficientScope(_)
             | McpError::Unavailable(_)
-            | McpError::LimitExceeded(_) => INVALID_REQUEST,
+            | McpError::LimitExceeded(_)
+            | McpError::RateLimited { .. } => INVALID_REQUEST,
             McpError::InvalidParams(_) | McpError::PromptNotFound(_) => INVALID_PARAMS,
             McpError::MethodNotFound(_) => METHOD_NOT_FOUND,
             McpError::NotInitialized => NOT_INITIALIZED,
@@ -189,6 +190,13 @@ impl McpError {
             (McpError::MissingCapability { required, .. }, _) => {
                 Some(json!({ "requiredCapabilities": required }))
             }
+            (
+                McpError::RateLimited {
+                    limit,
+                    retry_after_secs,
+                },
+                _,
+            ) => Some(json!({ "limit": limit, "retryAfter": retry_after_secs })),
             _ => None,
         }
     }
@@ -218,6 +226,7 @@ impl McpError {
             McpError::Unauthenticated(_) => 401,
             McpError::Forbidden(_) | McpError::InsufficientScope(_) => 403,
             McpError::MethodNotFound(_) | McpError::SessionNotFound => 404,
+            McpError::RateLimited { .. } => 429,
             McpError::MethodNotAllowed(_) => 405,
             McpError::NotAcceptable(_) => 406,
             McpError::BodyTimeout { .. } => 408,
@@ -255,9 +264,9 @@ impl McpError {
             | McpError::PromptNotFound(_)
             | McpError::SessionNotFound => GrpcCode::NotFound,
             McpError::Forbidden(_) | McpError::InsufficientScope(_) => GrpcCode::PermissionDenied,
-            McpError::MessageTooLarge { .. } | McpError::LimitExceeded(_) => {
-                GrpcCode::ResourceExhausted
-            }
+            McpError::MessageTooLarge { .. }
+            | McpError::LimitExceeded(_)
+            | McpError::RateLimited { .. } => GrpcCode::ResourceExhausted,
             McpError::BodyTimeout { .. } | McpError::Timeout => GrpcCode::DeadlineExceeded,
             McpError::Unauthenticated(_) => GrpcCode::Unauthenticated,
             McpError::Unavailable(_) | McpError::ConnectionClosed(_) => GrpcCode::Unavailable,

@@ -244,6 +244,15 @@ fn table() -> Vec<Row> {
             ResourceExhausted,
         ),
         row(
+            McpError::RateLimited {
+                limit: s("ip"),
+                retry_after_secs: 1,
+            },
+            same("-32600 {limit,retryAfter}"),
+            429,
+            ResourceExhausted,
+        ),
+        row(
             McpError::Timeout,
             ["-32603", "-32001", "-32001", "-33003"],
             200,
@@ -325,10 +334,11 @@ fn variant(e: &McpError) -> (&'static str, usize) {
         McpError::ConnectionClosed(_) => ("ConnectionClosed", 33),
         McpError::BadPeerMessage(_) => ("BadPeerMessage", 34),
         McpError::InsufficientScope(_) => ("InsufficientScope", 35),
+        McpError::RateLimited { .. } => ("RateLimited", 36),
     }
 }
 
-const VARIANTS: usize = 36;
+const VARIANTS: usize = 37;
 
 /// Variants raised before a revision is known (codecs, HTTP handlers before a session):
 /// every revision must spell them the same.
@@ -349,6 +359,7 @@ fn unnegotiated(e: &McpError) -> bool {
             | McpError::Unauthenticated(_)
             | McpError::InsufficientScope(_)
             | McpError::Unavailable(_)
+            | McpError::RateLimited { .. }
             | McpError::Internal(_)
     )
 }

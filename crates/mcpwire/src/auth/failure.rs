@@ -49,6 +49,23 @@ pub enum AuthFailure {
 }
 
 impl AuthFailure {
+    /// A short name of the failure's kind (the metrics' `reason` label).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AuthFailure::Missing => "missing",
+            AuthFailure::Malformed(_) => "malformed",
+            AuthFailure::Unknown => "unknown",
+            AuthFailure::BadSignature => "bad_signature",
+            AuthFailure::UnknownKey(_) => "unknown_key",
+            AuthFailure::Expired => "expired",
+            AuthFailure::NotYetValid => "not_yet_valid",
+            AuthFailure::WrongIssuer => "wrong_issuer",
+            AuthFailure::WrongAudience => "wrong_audience",
+            AuthFailure::InsufficientScope { .. } => "insufficient_scope",
+            AuthFailure::KeysUnavailable(_) => "keys_unavailable",
+        }
+    }
+
     /// The error-table variant the wires answer with: 401 / `UNAUTHENTICATED` for a
     /// credential that is missing or invalid, 403 / `PERMISSION_DENIED` for a scope it
     /// lacks, 503 / `UNAVAILABLE` when the keys could not be loaded (not the client's

@@ -156,7 +156,15 @@ impl Authenticator {
 
     /// Checks `credential` (a bearer token or API key; `None`: none was sent) with what is
     /// at hand; only a token naming a signing key not loaded yet needs to wait.
+    /// Every refusal is counted (`mcpwire_auth_failures_total{reason}`).
     pub fn check(self: &Arc<Self>, credential: Option<&str>) -> Check {
+        match self.check_uncounted(credential) {
+            Check::Done(r) => Check::Done(counted(r)),
+            Check::Wait(f) => Check::Wait(Box::pin(async move { counted(f.await) })),
+        }
+    }
+
+    fn check_uncounted(self: &Arc<Self>, credential: Option<&str>) -> Check {
         let Some(token) = credential else {
             return Check::Done(Err(AuthFailure::Missing));
         };
@@ -230,6 +238,14 @@ impl Authenticator {
             })
         }
     }
+}
+
+/// `r`, its failure counted.
+fn counted(r: Result<Identity, AuthFailure>) -> Result<Identity, AuthFailure> {
+    if let Err(failure) = &r {
+        crate::observe::auth_failure(failure.kind());
+    }
+    r
 }
 
 /// The HTTP refusal of an upgrade or request (WebSocket) for `failure`: the variant's status

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::now;
+use crate::observe::{CallMetrics, Wire};
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use mcpwire_model::{BackendEvent, CallEvent, ClientAsk, McpError, Raw, RequestId};
@@ -103,6 +104,9 @@ pub(crate) struct Calls {
     /// Who is calling, as the wire's authentication established it (`None`: not
     /// authenticated); every call started from now on carries it.
     identity: Option<Identity>,
+    client_ip: Option<std::net::IpAddr>,
+    /// The wire these calls came in on (the metrics' `wire` label).
+    wire: Wire,
 }
 
 impl Drop for Calls {
@@ -114,28 +118,30 @@ impl Drop for Calls {
 }
 
 impl Calls {
-    /// The calls of a new stateful session; subscribed to the router's backend events.
-    pub(crate) fn new(router: Router) -> Calls {
+    /// The calls of a new stateful session on `wire`; subscribed to the router's backend
+    /// events.
+    pub(crate) fn new(router: Router, wire: Wire) -> Calls {
         let events = router.events();
-        Calls::with_events(router, events, Some(SessionScope::new()))
+        Calls::with_events(router, events, Some(SessionScope::new()), wire)
     }
 
     /// The calls of one stateless request (no session). Only a request that streams
     /// catalog changes subscribes to backend events (subscribing costs a lock on the shared
     /// event channel).
-    pub(crate) fn stateless(router: Router, streams_events: bool) -> Calls {
+    pub(crate) fn stateless(router: Router, streams_events: bool, wire: Wire) -> Calls {
         let events = if streams_events {
             router.events()
         } else {
             None
         };
-        Calls::with_events(router, events, None)
+        Calls::with_events(router, events, None, wire)
     }
 
     fn with_events(
         router: Router,
         events: Option<broadcast::Receiver<BackendEvent>>,
         session: Option<SessionScope>,
+        wire: Wire,
     ) -> Calls {
         let (peer_tx, peer_rx) = mpsc::channel(PEER_QUEUE);
         Calls {
@@ -149,12 +155,20 @@ impl Calls {
             detached: Vec::new(),
             session,
             identity: None,
+            client_ip: None,
+            wire,
         }
     }
 
     /// These calls, made by `identity`.
     pub(crate) fn with_identity(mut self, identity: Option<Identity>) -> Calls {
         self.identity = identity;
+        self
+    }
+
+    /// These calls come from `ip` (read by the rate limits, `crate::limits`).
+    pub(crate) fn with_client_ip(mut self, ip: Option<std::net::IpAddr>) -> Calls {
+        self.client_ip = ip;
         self
     }
 
@@ -314,7 +328,9 @@ impl Calls {
         )
         .with_progress_token(d.ctx.progress_token)
         .with_session(self.session.clone())
-        .with_identity(self.identity.clone());
+        .with_identity(self.identity.clone())
+        .with_client_ip(self.client_ip);
+        let measured = CallMetrics::start(self.wire, &d.method, d.params.as_ref());
         let call = McpCall {
             method: d.method,
             params: d.params,
@@ -331,14 +347,18 @@ impl Calls {
         let cancelled = token.clone();
         self.cancels.insert(id, token);
         self.calls.push(Box::pin(async move {
-            tokio::select! {
+            let reply = tokio::select! {
                 biased;
-                r = fut => (id, Some(r.unwrap_or_else(|_| {
+                r = fut => Some(r.unwrap_or_else(|_| {
                     tracing::error!("a call panicked");
                     Err(McpError::Internal("the tool panicked".into()))
-                }))),
-                _ = cancelled.cancelled() => (id, None),
+                })),
+                _ = cancelled.cancelled() => None,
+            };
+            if let Some(m) = measured {
+                m.finish(reply.as_ref());
             }
+            (id, reply)
         }));
     }
 }

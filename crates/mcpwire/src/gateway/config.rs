@@ -33,6 +33,17 @@ pub struct GatewayConfig {
     /// Who may see and call what (`[policy]`, see `gateway/policy.rs`); `None`: everyone
     /// everything.
     pub policy: Option<mcpwire_federation::Policy>,
+    /// Rate and connection limits (`[limits]`, see `gateway/limits.rs`); `None`: none.
+    pub limits: Option<super::limits::LimitsConfig>,
+    /// The admin listener (`[admin]`: `/metrics`, `/healthz`, `/readyz`); `None`: none.
+    pub admin: Option<AdminConfig>,
+}
+
+/// The admin listener (`[admin]`, `--metrics-listen`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminConfig {
+    /// Where it listens (port 0 picks a free one; the bound address is printed).
+    pub listen: std::net::SocketAddr,
 }
 
 /// How the gateway presents itself and bounds its clients (`[server]`).
@@ -281,6 +292,8 @@ impl GatewayConfig {
             views: Vec::new(),
             auth: None,
             policy: None,
+            limits: None,
+            admin: None,
         }
     }
 

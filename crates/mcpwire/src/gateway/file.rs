@@ -58,6 +58,14 @@ struct RawFile {
     views: Ordered<RawView>,
     auth: Option<super::auth::RawAuth>,
     policy: Option<super::policy::RawPolicy>,
+    limits: Option<super::limits::RawLimits>,
+    admin: Option<RawAdmin>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAdmin {
+    listen: std::net::SocketAddr,
 }
 
 #[derive(Debug, Deserialize)]
@@ -288,6 +296,13 @@ impl GatewayConfig {
                 origin.error_at(&at, m)
             })?),
         };
+        let limits = match raw.limits {
+            None => None,
+            Some(l) => Some(
+                l.check()
+                    .map_err(|(key, m)| origin.error_at(&root.key("limits").key(&key), m))?,
+            ),
+        };
         let config = GatewayConfig {
             origin,
             server,
@@ -296,6 +311,10 @@ impl GatewayConfig {
             views,
             auth,
             policy,
+            limits,
+            admin: raw
+                .admin
+                .map(|a| super::config::AdminConfig { listen: a.listen }),
         };
         config.validate()?;
         Ok(config)
@@ -572,6 +591,25 @@ mcpb = "127.0.0.1:9000"
         let c = load("[backends.d]\nnative = \"demo\"\n").unwrap();
         assert_eq!(c.listeners.len(), 1);
         assert!(c.listeners[0].is_stdio());
+    }
+
+    #[test]
+    fn admin_section_names_the_admin_listener() {
+        let c = load("[admin]\nlisten = \"127.0.0.1:9100\"\n[backends.d]\nnative = \"demo\"\n")
+            .unwrap();
+        let admin = c.admin.expect("an admin listener");
+        assert_eq!(admin.listen, "127.0.0.1:9100".parse().unwrap());
+        assert!(
+            load("[backends.d]\nnative = \"demo\"\n")
+                .unwrap()
+                .admin
+                .is_none()
+        );
+        let e = refused("[admin]\nlisten = \"localhost\"\n[backends.d]\nnative = \"demo\"\n");
+        assert!(
+            e.starts_with("conf/mcpwire.toml:2:10: admin.listen: invalid socket address"),
+            "{e}"
+        );
     }
 
     fn refused(text: &str) -> String {

@@ -13,6 +13,7 @@ mod check;
 mod config;
 mod error;
 mod file;
+mod limits;
 mod listen;
 mod policy;
 mod position;
@@ -25,8 +26,9 @@ pub use reload::{ReloadPlan, plan};
 pub use serving::{Gateway, GatewayError};
 
 pub use config::{
-    BackendSource, BackendSpec, FailMode, GatewayConfig, MemberOptions, PrefixMode, ProcessSpec,
-    ServerOptions, UpstreamSpec, mcpb_target,
+    AdminConfig, BackendSource, BackendSpec, FailMode, GatewayConfig, MemberOptions, PrefixMode,
+    ProcessSpec, ServerOptions, UpstreamSpec, mcpb_target,
 };
 pub use error::{ConfigError, KeyPath, Origin, Seg};
+pub use limits::LimitsConfig;
 pub use listen::{ListenOptions, ListenerSpec, Scheme};

@@ -92,6 +92,9 @@ pub fn plan(serving: &GatewayConfig, next: &GatewayConfig, down: &[String]) -> R
     if serving.policy != next.policy {
         plan.ignored.push("policy".into());
     }
+    if serving.limits != next.limits {
+        plan.ignored.push("limits".into());
+    }
     if serving.server != next.server {
         plan.ignored.push("[server] options".into());
     }

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::join_all;
-use mcpwire_federation::{Federation, FederationConfig, FederationError, Member, MemberFilter};
+use mcpwire_federation::{
+    Federation, FederationConfig, FederationError, Member, MemberFilter, MemberHealth,
+};
 use mcpwire_model::types::Implementation;
 use mcpwire_proto_mcp::ProtoToolSchemas;
 use mcpwire_router::{Backend, Router, TaskConfig};
@@ -20,6 +22,8 @@ use super::config::{BackendSource, BackendSpec, FailMode, GatewayConfig, ServerO
 use super::error::{ConfigError, KeyPath, Origin};
 use super::reload::{ReloadPlan, plan};
 use crate::Service;
+use crate::admin::{AdminServer, BackendHealth, HealthProbe};
+use crate::limits::{ConnectionLimits, Limited, RateLimits, Rejections};
 
 /// Quiet time after an edit of the configuration file before it is read.
 const RELOAD_DEBOUNCE: Duration = Duration::from_millis(300);
@@ -56,6 +60,10 @@ pub struct Gateway {
     federation: Option<Arc<Federation>>,
     /// One service per listener, in listener order.
     services: Vec<Service>,
+    /// The call rate limits every listener shares (`[limits]`), if any.
+    rate_limits: Option<Arc<RateLimits>>,
+    /// Requests and connections refused by `[limits]`, for the metrics.
+    rejections: Arc<Rejections>,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -139,14 +147,52 @@ impl Gateway {
             down,
             federation: None,
             services: Vec::new(),
+            rate_limits: None,
+            rejections: Arc::new(Rejections::default()),
         };
+        gateway.rate_limits = gateway
+            .config
+            .limits
+            .as_ref()
+            .filter(|l| l.limits_calls())
+            .map(|l| {
+                Arc::new(RateLimits::new(
+                    l.per_identity,
+                    l.per_ip,
+                    l.per_tool,
+                    l.max_keys,
+                    gateway.rejections.clone(),
+                ))
+            });
         if federate {
             gateway.federation = Some(gateway.federate().await?);
         }
         let auth = super::auth::authenticator(&gateway.config).await?;
         let services = gateway.front()?;
-        gateway.services = super::auth::apply(&gateway.config, auth.as_ref(), services);
+        let services = super::auth::apply(&gateway.config, auth.as_ref(), services);
+        gateway.services = gateway.with_connection_limits(services);
         Ok(gateway)
+    }
+
+    /// `services` with the connections per IP limit (`[limits] connections_per_ip`), one
+    /// count shared by every network listener.
+    fn with_connection_limits(&self, services: Vec<Service>) -> Vec<Service> {
+        let Some(per_ip) = self
+            .config
+            .limits
+            .as_ref()
+            .and_then(|l| l.connections_per_ip)
+        else {
+            return services;
+        };
+        let limits = ConnectionLimits::new(per_ip, self.rejections.clone());
+        services
+            .into_iter()
+            .map(|mut s| {
+                s.connections = Some(limits.clone());
+                s
+            })
+            .collect()
     }
 
     /// The federation over the running backends.
@@ -178,6 +224,7 @@ impl Gateway {
             })?;
             let service = service_over(
                 config,
+                self.rate_limits.as_ref(),
                 one.backend.clone(),
                 one.server_info.clone(),
                 one.instructions.clone(),
@@ -186,6 +233,7 @@ impl Gateway {
         };
         let all = service_over(
             config,
+            self.rate_limits.as_ref(),
             fed.clone(),
             fed.server_info(),
             Some(fed.instructions()),
@@ -212,6 +260,7 @@ impl Gateway {
             let view = fed.view(spec);
             let service = service_over(
                 config,
+                self.rate_limits.as_ref(),
                 view.clone(),
                 view.server_info(),
                 Some(view.instructions()),
@@ -220,6 +269,53 @@ impl Gateway {
             services.push(service);
         }
         Ok(services)
+    }
+
+    /// Requests and connections refused by `[limits]` so far.
+    pub fn rejections(&self) -> &Arc<Rejections> {
+        &self.rejections
+    }
+
+    /// Every backend's health, for the admin listener: the federation's members as they
+    /// last listed, or the one backend served directly (it started, so it is up).
+    fn health_probe(&self) -> HealthProbe {
+        match &self.federation {
+            Some(fed) => {
+                let fed = Arc::downgrade(fed);
+                Arc::new(move || {
+                    let Some(fed) = fed.upgrade() else {
+                        return Vec::new();
+                    };
+                    fed.report()
+                        .members
+                        .into_iter()
+                        .map(|m| BackendHealth {
+                            required: m.fail_mode == mcpwire_federation::FailMode::FailClosed,
+                            up: m.health.is_ok(),
+                            reason: match m.health {
+                                MemberHealth::Ok => None,
+                                MemberHealth::Unavailable { reason, .. } => Some(reason),
+                            },
+                            name: m.name,
+                        })
+                        .collect()
+                })
+            }
+            None => {
+                let names: Vec<String> = self.running.iter().map(|b| b.spec.name.clone()).collect();
+                Arc::new(move || {
+                    names
+                        .iter()
+                        .map(|name| BackendHealth {
+                            name: name.clone(),
+                            required: true,
+                            up: true,
+                            reason: None,
+                        })
+                        .collect()
+                })
+            }
+        }
     }
 
     /// The configuration as applied.
@@ -262,6 +358,19 @@ impl Gateway {
             Some(token) => token,
             None => crate::wires::shutdown_on_signals().map_err(GatewayError::Serve)?,
         };
+        let admin = match &self.config.admin {
+            Some(admin) => {
+                let server = AdminServer::bind(admin.listen, self.health_probe(), shutdown.clone())
+                    .await
+                    .map_err(GatewayError::Serve)?;
+                eprintln!(
+                    "mcpwire: admin on http://{} (/metrics, /healthz, /readyz)",
+                    server.local_addr().map_err(GatewayError::Serve)?
+                );
+                Some(tokio::spawn(server.serve()))
+            }
+            None => None,
+        };
         let listeners: Vec<_> = self
             .config
             .listeners
@@ -286,6 +395,9 @@ impl Gateway {
             }
         };
         shutdown.cancel();
+        if let Some(admin) = admin {
+            admin.abort();
+        }
         let processes = self
             .running
             .iter()
@@ -546,6 +658,7 @@ fn federation_error(config: &GatewayConfig, e: FederationError) -> GatewayError 
 /// The service over `backend`: tasks, limits and proto-mcp schemas from the server options.
 fn service_over(
     config: &GatewayConfig,
+    rate_limits: Option<&Arc<RateLimits>>,
     backend: Arc<dyn Backend>,
     info: Implementation,
     instructions: Option<String>,
@@ -558,6 +671,10 @@ fn service_over(
         schema_registry,
         ..
     } = &config.server;
+    let backend: Arc<dyn Backend> = match rate_limits {
+        Some(limits) => Arc::new(Limited::new(backend, limits.clone())),
+        None => backend,
+    };
     let router = Router::new(backend).with_tasks(TaskConfig::default());
     let mut service = Service::new(router, info, instructions);
     service.limits.max_message_bytes = *max_message_bytes;

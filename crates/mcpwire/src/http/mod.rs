@@ -43,6 +43,23 @@ pub use sessions::HttpStats;
 
 use crate::Service;
 use sessions::Sessions;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// How long connections get to finish the requests they started once a shutdown began.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
+/// The address a request's connection came from (a request extension set per connection;
+/// read by the rate limits through `CallCtx::client_ip`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClientAddr(pub(crate) SocketAddr);
+
+/// A request refused before any session as a whole HTTP response: the error's status
+/// (429 with `Retry-After` for a rate limit) and its JSON-RPC body. For listeners that
+/// speak HTTP before their own protocol (the WebSocket upgrade).
+pub(crate) fn refusal(e: mcpwire_model::McpError) -> axum::response::Response {
+    reply::refuse(None, e)
+}
 
 /// The default [`HttpConfig::read_timeout`].
 pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(30);
@@ -154,6 +171,19 @@ impl HttpServer {
     /// Serves until the process is stopped: one task per connection (HTTP/1.1), each with
     /// the header read timeout of [`HttpConfig::read_timeout`].
     pub async fn serve(self) -> std::io::Result<()> {
+        self.serve_until(CancellationToken::new(), SHUTDOWN_GRACE)
+            .await
+    }
+
+    /// Serves until `shutdown` is cancelled, then drains: no new connection is accepted,
+    /// idle keep-alive connections close, and every request already read is answered
+    /// (its response body — an SSE stream too — runs to its end) before its connection
+    /// closes; after `grace`, whatever is still open is dropped. Returns once drained.
+    pub async fn serve_until(
+        self,
+        shutdown: CancellationToken,
+        grace: Duration,
+    ) -> std::io::Result<()> {
         let endpoint: MethodRouter<Arc<App>> = axum::routing::post(post::handle)
             .get(get::open)
             .delete(get::delete);
@@ -177,9 +207,15 @@ impl HttpServer {
                 router = router.route(&p, axum::routing::get(auth::metadata));
             }
         }
+        let conn_limit = self.app.service.connections.clone();
         let router = router.with_state(self.app);
+        let connections = TaskTracker::new();
         loop {
-            let (io, peer) = match self.listener.accept().await {
+            let accepted = tokio::select! {
+                a = self.listener.accept() => a,
+                _ = shutdown.cancelled() => break,
+            };
+            let (io, peer) = match accepted {
                 Ok(c) => c,
                 Err(e) => {
                     // Typically out of file descriptors: wait for connections to close
@@ -194,16 +230,65 @@ impl HttpServer {
             if let Err(e) = io.set_nodelay(true) {
                 tracing::debug!(%peer, error = %e, "could not set TCP_NODELAY");
             }
-            let service = TowerToHyperService::new(router.clone());
-            tokio::spawn(async move {
+            let permit = match conn_limit.as_ref().map(|c| c.acquire(peer.ip())) {
+                Some(Err(refused)) => {
+                    tokio::spawn(refuse_connection(io, refused, read_timeout));
+                    continue;
+                }
+                Some(Ok(permit)) => Some(permit),
+                None => None,
+            };
+            let service =
+                TowerToHyperService::new(router.clone().layer(axum::Extension(ClientAddr(peer))));
+            let shutdown = shutdown.clone();
+            connections.spawn(async move {
                 let conn = hyper::server::conn::http1::Builder::new()
                     .timer(TokioTimer::new())
                     .header_read_timeout(read_timeout)
                     .serve_connection(TokioIo::new(io), service);
-                if let Err(e) = conn.await {
+                let mut conn = std::pin::pin!(conn);
+                let ended = tokio::select! {
+                    ended = conn.as_mut() => ended,
+                    _ = shutdown.cancelled() => {
+                        conn.as_mut().graceful_shutdown();
+                        conn.await
+                    }
+                };
+                if let Err(e) = ended {
                     tracing::debug!(%peer, error = %e, "connection ended with an error");
                 }
+                drop(permit);
             });
         }
+        drop(self.listener);
+        connections.close();
+        if tokio::time::timeout(grace, connections.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("HTTP connections still open after the shutdown grace period");
+        }
+        Ok(())
+    }
+}
+
+/// A connection over the per-IP limit: its first request is answered 429 with
+/// `Retry-After` and the JSON-RPC error, then the connection closes.
+async fn refuse_connection(
+    io: tokio::net::TcpStream,
+    refused: mcpwire_model::McpError,
+    read_timeout: Duration,
+) {
+    let answer = hyper::service::service_fn(move |_req| {
+        let response = reply::refuse(None, refused.clone());
+        async move { Ok::<_, std::convert::Infallible>(response) }
+    });
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(read_timeout)
+        .keep_alive(false)
+        .serve_connection(TokioIo::new(io), answer);
+    if let Err(e) = conn.await {
+        tracing::debug!(error = %e, "refused connection ended with an error");
     }
 }

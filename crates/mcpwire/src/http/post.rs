@@ -8,11 +8,12 @@
 //! the 2026-07-28 envelope or version header → a stateless exchange; `initialize` → a new
 //! session; anything else → 400.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::http::header::CONNECTION;
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::Response;
@@ -25,14 +26,16 @@ use mcpwire_router::Identity;
 use super::headers::{self, Accept, PROTOCOL_VERSION, SESSION_ID};
 use super::reply;
 use super::stateless::Exchange;
-use super::{App, auth, guard, route_headers};
+use super::{App, ClientAddr, auth, guard, route_headers};
 
 /// Handles a `POST` to the endpoint.
 pub(crate) async fn handle(
     State(app): State<Arc<App>>,
+    Extension(ClientAddr(peer)): Extension<ClientAddr>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
+    let ip = Some(peer.ip());
     if let Some(r) = guard::refuse(&app.config.guard, &headers) {
         return r;
     }
@@ -66,7 +69,7 @@ pub(crate) async fn handle(
     match headers::text(&headers, SESSION_ID) {
         Err(()) => bad_header(SESSION_ID),
         Ok(Some(sid)) => with_session(&app, sid, version, msg, identity.as_ref()).await,
-        Ok(None) => without_session(&app, &headers, version, msg, identity).await,
+        Ok(None) => without_session(&app, &headers, version, msg, identity, ip).await,
     }
 }
 
@@ -163,6 +166,7 @@ async fn without_session(
     version: Option<&str>,
     msg: Message,
     identity: Option<Identity>,
+    ip: Option<IpAddr>,
 ) -> Response {
     let enveloped = match &msg {
         Message::Request(r) => RequestMeta::from_params(r.params.as_deref())
@@ -172,7 +176,7 @@ async fn without_session(
         _ => false,
     };
     if enveloped || version == Some(Revision::STATELESS.as_str()) {
-        return stateless(app, headers, version, msg, identity).await;
+        return stateless(app, headers, version, msg, identity, ip).await;
     }
     if let Some(v) = version
         && Revision::parse(v).is_none()
@@ -181,17 +185,22 @@ async fn without_session(
     }
     match msg {
         Message::Request(req) if req.method == Method::Initialize => {
-            initialize(app, req, identity).await
+            initialize(app, req, identity, ip).await
         }
         Message::Request(req) => reply::refuse(Some(req.id), McpError::SessionRequired),
         _ => reply::refuse(None, McpError::SessionRequired),
     }
 }
 
-async fn initialize(app: &App, req: Request, identity: Option<Identity>) -> Response {
+async fn initialize(
+    app: &App,
+    req: Request,
+    identity: Option<Identity>,
+    ip: Option<IpAddr>,
+) -> Response {
     let created = app
         .sessions
-        .create(&app.service, app.config.session_idle, identity);
+        .create(&app.service, app.config.session_idle, identity, ip);
     let Ok((sid, session)) = created else {
         let e = McpError::Unavailable("every session is busy; try again later".into());
         return reply::refuse(Some(req.id), e);
@@ -231,6 +240,7 @@ async fn stateless(
     version: Option<&str>,
     msg: Message,
     identity: Option<Identity>,
+    ip: Option<IpAddr>,
 ) -> Response {
     // 2026-07-28 has no session to notify; notifications (cancel is the stream closing)
     // and stray responses have nothing to act on.
@@ -245,7 +255,7 @@ async fn stateless(
         let e = McpError::MethodNotFound("initialize (not in 2026-07-28)".into());
         return reply::error_object(Some(req.id), e.to_wire(Revision::STATELESS));
     }
-    let exchange = Exchange::start(&app.service, req, identity);
+    let exchange = Exchange::start(&app.service, req, identity, ip);
     let id = exchange.id().clone();
     match reply::answer(exchange.into_stream(), &id).await {
         Some(a) => a.response,

@@ -8,7 +8,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
 use axum::http::{HeaderName, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
@@ -45,12 +45,27 @@ pub(crate) fn json(status: StatusCode, msg: &Outbound) -> Response {
         tracing::error!(error = %e, "could not encode a message");
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     }
-    (
+    let mut response = (
         status,
         [(CONTENT_TYPE, HeaderValue::from_static("application/json"))],
         Body::from(body),
     )
-        .into_response()
+        .into_response();
+    if status == StatusCode::TOO_MANY_REQUESTS
+        && let Some(secs) = retry_after(msg)
+    {
+        response.headers_mut().insert(RETRY_AFTER, secs.into());
+    }
+    response
+}
+
+/// A rate limit's `data.retryAfter` (whole seconds), for the `Retry-After` header.
+fn retry_after(msg: &Outbound) -> Option<u64> {
+    let Outbound::Error { error, .. } = msg else {
+        return None;
+    };
+    let data: serde_json::Value = serde_json::from_str(error.data.as_ref()?.get()).ok()?;
+    data.get("retryAfter")?.as_u64()
 }
 
 /// `202 Accepted` with no body: what a POST of notifications or responses gets.
@@ -75,8 +90,14 @@ pub(crate) async fn answer_session(mut messages: RequestStream, id: &RequestId) 
     let first = match first {
         Delivery::Response(msg) => {
             let error = matches!(msg, Outbound::Error { .. }) && msg.response_id() == Some(id);
+            // A request a rate limit refused was not admitted: 429 with `Retry-After`, as
+            // outside a session; every other answer is 200.
+            let status = match &msg {
+                Outbound::Error { error: e, .. } if e.http_status() == 429 => status_of(e),
+                _ => StatusCode::OK,
+            };
             return Some(Answer {
-                response: json(StatusCode::OK, &msg),
+                response: json(status, &msg),
                 error,
             });
         }

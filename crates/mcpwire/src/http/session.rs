@@ -32,6 +32,7 @@ use super::sessions::{Busy, Sessions};
 use crate::Service;
 use crate::driver::calls::sleep_until;
 use crate::driver::{Calls, ServerCore, now};
+use crate::observe::Wire;
 
 /// Commands queued from handlers to one session before they wait.
 const COMMAND_QUEUE: usize = 64;
@@ -218,13 +219,16 @@ pub(crate) fn spawn(
     sessions: Arc<Sessions>,
     busy: Arc<Busy>,
     owner: Option<Identity>,
+    ip: Option<std::net::IpAddr>,
 ) -> SessionHandle {
     let (tx, cmds) = mpsc::channel(COMMAND_QUEUE);
     let close = CancellationToken::new();
     let task = SessionTask {
         core: ServerCore::new(
             ServerSession::new(service.config.clone()),
-            Calls::new(service.router.clone()).with_identity(owner.clone()),
+            Calls::new(service.router.clone(), Wire::Http)
+                .with_identity(owner.clone())
+                .with_client_ip(ip),
         ),
         cmds,
         close: close.clone(),

@@ -100,6 +100,7 @@ impl Sessions {
         service: &Service,
         idle: Duration,
         owner: Option<Identity>,
+        ip: Option<std::net::IpAddr>,
     ) -> Result<(String, SessionHandle), Full> {
         let mut table = self.lock();
         if table.map.len() >= self.max {
@@ -123,7 +124,15 @@ impl Sessions {
             }
         };
         let busy = Arc::new(Busy::default());
-        let handle = session::spawn(service, idle, id.clone(), self.clone(), busy.clone(), owner);
+        let handle = session::spawn(
+            service,
+            idle,
+            id.clone(),
+            self.clone(),
+            busy.clone(),
+            owner,
+            ip,
+        );
         let entry = Entry {
             handle: handle.clone(),
             busy,
@@ -210,8 +219,8 @@ mod tests {
     async fn idle_sessions_expire_and_busy_ones_stay() {
         let table = Arc::new(Sessions::new(2, Arc::default()));
         let idle = Duration::from_secs(60);
-        let (quiet, _) = table.create(&service(), idle, None).unwrap();
-        let (busy, handle) = table.create(&service(), idle, None).unwrap();
+        let (quiet, _) = table.create(&service(), idle, None, None).unwrap();
+        let (busy, handle) = table.create(&service(), idle, None, None).unwrap();
         let init = serde_json::json!({"protocolVersion": "2025-11-25", "capabilities": {},
                                       "clientInfo": {"name": "t", "version": "1"}});
         let mut answer = handle
@@ -242,10 +251,10 @@ mod tests {
         let stats = Arc::new(HttpStats::default());
         let table = Arc::new(Sessions::new(2, stats.clone()));
         let idle = Duration::from_secs(3600);
-        let (a, _) = table.create(&service, idle, None).unwrap();
-        let (b, _) = table.create(&service, idle, None).unwrap();
+        let (a, _) = table.create(&service, idle, None, None).unwrap();
+        let (b, _) = table.create(&service, idle, None, None).unwrap();
         assert!(table.get(&a).is_some()); // a was used after b
-        let (c, _) = table.create(&service, idle, None).unwrap();
+        let (c, _) = table.create(&service, idle, None, None).unwrap();
         assert!(table.get(&b).is_none(), "b was the least recently used");
         assert!(table.get(&a).is_some() && table.get(&c).is_some());
         assert_eq!(stats.sessions_evicted(), 1);
@@ -257,12 +266,12 @@ mod tests {
             e.busy.set(true);
         }
         assert!(
-            table.create(&service, idle, None).is_err(),
+            table.create(&service, idle, None, None).is_err(),
             "every session is busy"
         );
         assert_eq!(table.lock().map.len(), 2);
         table.lock().map[&a].busy.set(false);
-        let (_d, _) = table.create(&service, idle, None).unwrap();
+        let (_d, _) = table.create(&service, idle, None, None).unwrap();
         assert!(table.get(&a).is_none(), "a was the only idle session");
         assert!(table.get(&c).is_some());
         assert_eq!(stats.sessions_evicted(), 2);

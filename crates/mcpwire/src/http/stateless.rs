@@ -11,14 +11,22 @@ use mcpwire_session::ServerSession;
 use crate::Service;
 pub(crate) use crate::driver::Exchange;
 use crate::driver::{Calls, ServerCore};
+use crate::observe::Wire;
 
 impl Exchange {
     /// Hands `req`, made by `identity`, to a fresh session of `service`.
-    pub(crate) fn start(service: &Service, req: Request, identity: Option<Identity>) -> Exchange {
+    pub(crate) fn start(
+        service: &Service,
+        req: Request,
+        identity: Option<Identity>,
+        ip: Option<std::net::IpAddr>,
+    ) -> Exchange {
         // Only `subscriptions/listen` streams catalog changes (subscribing costs a lock on
         // the shared event channel).
         let listens = matches!(&req.method, Method::Other(m) if &**m == "subscriptions/listen");
-        let calls = Calls::stateless(service.router.clone(), listens).with_identity(identity);
+        let calls = Calls::stateless(service.router.clone(), listens, Wire::Http)
+            .with_identity(identity)
+            .with_client_ip(ip);
         let core = ServerCore::new(ServerSession::new(service.config.clone()), calls);
         Exchange::new(core, req)
     }

@@ -20,6 +20,7 @@ use super::McpbListenerState;
 use crate::auth::{AuthFailure, Check};
 use crate::driver::framed::output_full;
 use crate::driver::{Calls, Endpoint, FramedDriver, ServerCore, Status, Wake, now};
+use crate::observe::{Counted, Direction, McpbMetrics, ProtocolError, Wire};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -62,6 +63,9 @@ pub(crate) struct McpbConnection {
     identity: Option<Identity>,
     /// A token being verified (its signing keys are loading); no input is read meanwhile.
     verifying: Option<Verifying>,
+    /// Set when the connection is over the connections per IP limit: its first request
+    /// is answered with this, then it closes.
+    over_ip_limit: Option<McpError>,
 }
 
 /// A verification in progress and what it decides.
@@ -114,15 +118,31 @@ pub(crate) enum McpbWake {
 }
 
 /// Serves one accepted connection until it closes.
-pub(crate) async fn serve(listener: Arc<McpbListenerState>, stream: TcpStream) {
+pub(crate) async fn serve(
+    listener: Arc<McpbListenerState>,
+    stream: TcpStream,
+    peer: std::net::SocketAddr,
+) {
     let service = &listener.service;
+    let (permit, over_ip_limit) = match service.connections.as_ref().map(|c| c.acquire(peer.ip())) {
+        Some(Ok(p)) => (Some(p), None),
+        Some(Err(e)) => (None, Some(e)),
+        None => (None, None),
+    };
+    let metrics = &listener.metrics;
     let (r, w) = stream.into_split();
+    let (r, w) = (
+        Counted::new(r, metrics.bytes_in.clone()),
+        Counted::new(w, metrics.bytes_out.clone()),
+    );
+    metrics.connections.increment(1);
+    metrics.active.increment(1.0);
     let now = now();
     let handshake_by = now + listener.config.handshake_timeout;
     let conn = McpbConnection {
         core: ServerCore::new(
             ServerSession::new(service.config.clone()),
-            Calls::new(service.router.clone()),
+            Calls::new(service.router.clone(), Wire::Mcpb).with_client_ip(Some(peer.ip())),
         ),
         codec: McpbCodec::server(&service.limits),
         phase: Phase::Version,
@@ -139,6 +159,7 @@ pub(crate) async fn serve(listener: Arc<McpbListenerState>, stream: TcpStream) {
         auth_answer: None,
         identity: None,
         verifying: None,
+        over_ip_limit,
         listener: listener.clone(),
     };
     let codec = McpbCodec::server(&service.limits);
@@ -152,6 +173,8 @@ pub(crate) async fn serve(listener: Arc<McpbListenerState>, stream: TcpStream) {
         tracing::debug!(target: "mcpwire::mcpb", error = %e, "connection ended with an error");
     }
     listener.active.fetch_sub(1, Ordering::Relaxed);
+    drop(permit);
+    listener.metrics.active.decrement(1.0);
 }
 
 impl Endpoint for McpbConnection {
@@ -159,8 +182,14 @@ impl Endpoint for McpbConnection {
     type Wake = McpbWake;
 
     fn on_frame(&mut self, frame: Option<Result<McpbFrame, FramingError>>, out: &mut BytesMut) {
+        let started = Instant::now();
+        let measured = frame.is_some();
         self.take_frame(frame, out);
         self.rearm();
+        if measured {
+            let seconds = started.elapsed().as_secs_f64();
+            self.listener.metrics.frame_duration.record(seconds);
+        }
     }
 
     fn poll_ready(&mut self, out: &mut BytesMut) -> bool {
@@ -168,12 +197,13 @@ impl Endpoint for McpbConnection {
             self.begin_shutdown(out);
         }
         let (codec, shape, auth_answer) = (&mut self.codec, self.shape, &mut self.auth_answer);
+        let metrics = &self.listener.metrics;
         self.core.poll_ready(out, output_full, |out, t| {
             let msg = match auth_answer.take_if(|a| t.msg.response_id() == Some(&a.id)) {
                 Some(a) => a.add_to(t.msg),
                 None => t.msg,
             };
-            write_mcp(codec, shape, &msg, out);
+            write_mcp(codec, shape, &msg, out, metrics);
         })
     }
 
@@ -269,7 +299,8 @@ impl McpbConnection {
         let frame = match frame {
             Some(Ok(f)) => f,
             Some(Err(FramingError::Fatal(reason))) => {
-                tracing::debug!(target: "mcpwire::mcpb", %reason, "mcp_gateway_tcp_protocol_errors_total");
+                tracing::debug!(target: "mcpwire::mcpb", %reason, "protocol error");
+                self.listener.metrics.protocol_error(ProtocolError::Framing);
                 return self.fail(out, &reason);
             }
             Some(Err(e)) => {
@@ -286,6 +317,17 @@ impl McpbConnection {
         self.ping_outstanding = false;
         if let McpbFrame::Mcp { shape, .. } = &frame {
             self.shape.get_or_insert(*shape);
+        }
+        let metrics = &self.listener.metrics;
+        metrics.message(inbound_kind(&frame), Direction::Inbound);
+        match (&frame, self.phase) {
+            (McpbFrame::Refused(_), _) => metrics.protocol_error(ProtocolError::Refused),
+            (McpbFrame::PeerError(_), _) => metrics.protocol_error(ProtocolError::Peer),
+            (McpbFrame::Version(_) | McpbFrame::VersionAck(_), Phase::Auth | Phase::Ready)
+            | (McpbFrame::Mcp { .. } | McpbFrame::Control(_), Phase::Version) => {
+                metrics.protocol_error(ProtocolError::Sequence)
+            }
+            _ => {}
         }
         match (self.phase, frame) {
             (_, McpbFrame::Health(request)) => self.on_health(out, request, answers_our_ping),
@@ -349,6 +391,19 @@ impl McpbConnection {
     /// `initialize`, if it sends one, is its real handshake). With authentication off, any
     /// MCP message may come first instead.
     fn on_auth(&mut self, out: &mut BytesMut, wrapper_token: Option<String>, msg: Decoded) {
+        if let Some(refused) = self.over_ip_limit.take() {
+            // Over the connections per IP limit: the first request is answered with the
+            // rate limit's JSON-RPC error, then the connection closes.
+            match &msg {
+                Ok(Message::Request(r)) => self.refuse(out, r.id.clone(), refused),
+                _ => self.write(
+                    out,
+                    McpbOut::Error("too many connections from this address"),
+                ),
+            }
+            self.closing = true;
+            return;
+        }
         let init = match &msg {
             Ok(Message::Request(r)) if r.method == Method::Initialize => Some(AuthInit::of(r)),
             _ => None,
@@ -373,6 +428,7 @@ impl McpbConnection {
         };
         if token.as_ref().is_some_and(|t| t.len() > MAX_TOKEN) {
             let too_long = AuthFailure::Malformed("token too long".into());
+            crate::observe::auth_failure(too_long.kind());
             return self.open(out, init, msg, Err(too_long));
         }
         match auth.check(token.as_deref()) {
@@ -431,7 +487,13 @@ impl McpbConnection {
             id: init.id,
             result: to_raw(&fields),
         };
-        write_mcp(&mut self.codec, self.shape, &answer, out);
+        write_mcp(
+            &mut self.codec,
+            self.shape,
+            &answer,
+            out,
+            &self.listener.metrics,
+        );
     }
 
     /// An MCP message after authentication. A request's per-message token (required with
@@ -442,7 +504,10 @@ impl McpbConnection {
         };
         let id = r.id.clone();
         let checked = match (token, &self.listener.auth) {
-            (None, _) if self.listener.config.per_message_auth => Err(AuthFailure::Missing),
+            (None, _) if self.listener.config.per_message_auth => {
+                crate::observe::auth_failure(AuthFailure::Missing.kind());
+                Err(AuthFailure::Missing)
+            }
             (Some(t), Some(auth)) => match auth.check(Some(&t)) {
                 Check::Done(r) => r,
                 Check::Wait(check) => {
@@ -511,10 +576,24 @@ impl McpbConnection {
             id: Some(id),
             error,
         };
-        write_mcp(&mut self.codec, self.shape, &refusal, out);
+        write_mcp(
+            &mut self.codec,
+            self.shape,
+            &refusal,
+            out,
+            &self.listener.metrics,
+        );
     }
 
     fn write(&mut self, out: &mut BytesMut, frame: McpbOut<'_>) {
+        let kind = match &frame {
+            McpbOut::Mcp(m) | McpbOut::Envelope(m) | McpbOut::AuthMcp(m, _) => outbound_kind(m),
+            McpbOut::Control(_) => "control",
+            McpbOut::Health(_) => "health_check",
+            McpbOut::Version(_) | McpbOut::VersionAck(_) => "version",
+            McpbOut::Error(_) => "error",
+        };
+        self.listener.metrics.message(kind, Direction::Outbound);
         if let Err(e) = self.codec.encode(frame, out) {
             tracing::error!(error = %e, "could not encode an MCPB frame");
         }
@@ -522,7 +601,14 @@ impl McpbConnection {
 }
 
 /// Writes an MCP message in the client's shape.
-fn write_mcp(codec: &mut McpbCodec, shape: Option<McpbShape>, msg: &Outbound, out: &mut BytesMut) {
+fn write_mcp(
+    codec: &mut McpbCodec,
+    shape: Option<McpbShape>,
+    msg: &Outbound,
+    out: &mut BytesMut,
+    metrics: &McpbMetrics,
+) {
+    metrics.message(outbound_kind(msg), Direction::Outbound);
     let frame = match shape {
         Some(McpbShape::Envelope) => McpbOut::Envelope(msg),
         _ => McpbOut::Mcp(msg),
@@ -561,5 +647,31 @@ impl AuthInit {
             token: params["token"].as_str().map(str::to_owned),
             standard: params.get("protocolVersion").is_some(),
         }
+    }
+}
+
+/// The `type` label of an inbound frame.
+fn inbound_kind(frame: &McpbFrame) -> &'static str {
+    match frame {
+        McpbFrame::Mcp { msg, .. } => match msg {
+            Ok(Message::Request(_)) => "request",
+            Ok(Message::Notification(_)) => "notification",
+            Ok(_) => "response",
+            Err(_) => "invalid",
+        },
+        McpbFrame::Health(_) => "health_check",
+        McpbFrame::Version(_) | McpbFrame::VersionAck(_) => "version",
+        McpbFrame::Control(_) => "control",
+        McpbFrame::PeerError(_) => "error",
+        McpbFrame::Refused(_) => "refused",
+    }
+}
+
+/// The `type` label of an outbound MCP message.
+fn outbound_kind(msg: &Outbound) -> &'static str {
+    match msg {
+        Outbound::Response { .. } | Outbound::Error { .. } => "response",
+        Outbound::Notification { .. } => "notification",
+        Outbound::Request { .. } => "request",
     }
 }

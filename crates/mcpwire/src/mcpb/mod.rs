@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::Service;
 use crate::auth::{ApiKeyConfig, ApiKeySecret, AuthConfig, Authenticator};
+use crate::observe::McpbMetrics;
 
 pub use health::serve_health;
 
@@ -77,6 +78,8 @@ pub(crate) struct McpbListenerState {
     /// Verifies `initialize` tokens and per-message `auth_token`s (`None`: authentication
     /// is off).
     pub(crate) auth: Option<Arc<Authenticator>>,
+    /// What the listener records (`mcp_gateway_tcp_*`).
+    pub(crate) metrics: McpbMetrics,
 }
 
 impl McpbListenerState {
@@ -197,6 +200,7 @@ impl McpbServer {
             active: AtomicUsize::new(0),
             shutdown,
             auth,
+            metrics: McpbMetrics::new(),
         });
         Ok(McpbServer { listener, shared })
     }
@@ -226,8 +230,8 @@ impl McpbServer {
             let _ = stream.set_nodelay(true);
             let shared = self.shared.clone();
             tracker.spawn(async move {
-                tracing::debug!(target: "mcpwire::mcpb", %peer, "mcp_gateway_tcp_connections_total");
-                conn::serve(shared, stream).await;
+                tracing::debug!(target: "mcpwire::mcpb", %peer, "connection accepted");
+                conn::serve(shared, stream, peer).await;
             });
         }
         tracker.close();

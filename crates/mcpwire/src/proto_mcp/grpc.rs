@@ -16,6 +16,7 @@
 //! RPC ends DEADLINE_EXCEEDED with −33003 in its details. tonic's own deadline layer would
 //! answer CANCELLED without an MCP code.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcpwire_model::{GrpcCode, McpError, Message, Outbound, Revision};
@@ -26,8 +27,11 @@ use mcpwire_wire::proto_mcp::pb::{self, McpMessage, mcp_message::Payload};
 use prost::Message as _;
 use tonic::{Request, Response, Status};
 
+use super::grpc_conn::{GrpcConn, GrpcConnInfo};
 use crate::Service;
 use crate::driver::{Calls, Exchange, ServerCore};
+use crate::limits::ConnectionLimits;
+use crate::observe::Wire;
 
 /// The generated tonic server glue.
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
@@ -55,20 +59,43 @@ impl GrpcMcp {
         self,
         listener: tokio::net::TcpListener,
     ) -> Result<(), tonic::transport::Error> {
+        let never = tokio_util::sync::CancellationToken::new();
+        self.serve_until(listener, never, Duration::ZERO).await
+    }
+
+    /// Serves on `listener` until `shutdown` is cancelled, then drains: HTTP/2 `GOAWAY`, no
+    /// new connection or RPC, the RPCs in flight answered; after `grace` the rest is dropped.
+    pub async fn serve_until(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: tokio_util::sync::CancellationToken,
+        grace: Duration,
+    ) -> Result<(), tonic::transport::Error> {
         let max = self.service.limits.max_message_bytes;
         let in_flight = self.service.config.limits.max_in_flight;
+        let connections = self.service.connections.clone();
         let svc = McpServiceServer::new(self)
             .max_decoding_message_size(max)
             .max_encoding_message_size(max.saturating_mul(4));
-        let incoming = tokio_stream_compat(listener);
-        tonic::transport::Server::builder()
+        let incoming = accepted(listener, connections);
+        let serving = tonic::transport::Server::builder()
             .concurrency_limit_per_connection(in_flight)
             .max_concurrent_streams(u32::try_from(in_flight).ok())
             .http2_keepalive_interval(Some(std::time::Duration::from_secs(60)))
             .http2_keepalive_timeout(Some(std::time::Duration::from_secs(20)))
             .add_service(svc)
-            .serve_with_incoming(incoming)
-            .await
+            .serve_with_incoming_shutdown(incoming, shutdown.clone().cancelled_owned());
+        let overdue = async {
+            shutdown.cancelled().await;
+            tokio::time::sleep(grace).await;
+        };
+        tokio::select! {
+            served = serving => served,
+            _ = overdue => {
+                tracing::warn!("gRPC calls still running after the shutdown grace period");
+                Ok(())
+            }
+        }
     }
 
     /// Runs one request on a fresh session and returns its one answer (with the gRPC code
@@ -78,13 +105,13 @@ impl GrpcMcp {
         &self,
         payload: Payload,
         deadline: Option<Duration>,
-        identity: Option<Identity>,
+        caller: Caller,
     ) -> Answer {
         let Some(d) = deadline else {
-            return self.run(payload, identity).await;
+            return self.run(payload, caller).await;
         };
         let early = (d / 10).min(Duration::from_millis(100));
-        match tokio::time::timeout(d - early, self.run(payload, identity)).await {
+        match tokio::time::timeout(d - early, self.run(payload, caller)).await {
             Ok(answer) => answer,
             Err(_) => {
                 tracing::debug!(deadline = ?d, "gRPC deadline passed; call dropped");
@@ -93,7 +120,19 @@ impl GrpcMcp {
         }
     }
 
-    /// The caller of an RPC, from its `authorization` metadata: `Ok(None)` when the service
+    /// The caller of an RPC: its address, and its identity from its `authorization`
+    /// metadata (`None` when the service does not authenticate). A connection over the
+    /// per-IP limit answers `RESOURCE_EXHAUSTED`.
+    async fn admit<T>(&self, req: &Request<T>) -> Result<Caller, Status> {
+        let conn = req.extensions().get::<GrpcConnInfo>();
+        if let Some(refused) = conn.and_then(|c| c.refused.as_ref()) {
+            return Err(error_status(refused));
+        }
+        let ip = conn.and_then(|c| c.remote).map(|a| a.ip());
+        Ok((self.authenticate(req).await?, ip))
+    }
+
+    /// The caller's identity from its `authorization` metadata: `Ok(None)` when the service
     /// does not authenticate.
     async fn authenticate<T>(&self, req: &Request<T>) -> Result<Option<Identity>, Status> {
         let Some(auth) = &self.service.auth else {
@@ -110,7 +149,7 @@ impl GrpcMcp {
     }
 
     /// Runs one request on a fresh session and returns its one answer.
-    async fn run(&self, payload: Payload, identity: Option<Identity>) -> Answer {
+    async fn run(&self, payload: Payload, (identity, ip): Caller) -> Answer {
         let initialize = matches!(payload, Payload::InitializeRequest(_));
         let config = self.service.config.clone();
         let session = if initialize {
@@ -125,7 +164,9 @@ impl GrpcMcp {
             Inbound::Forward(_) => return internal("the request did not translate to a request"),
         };
         // Unary RPCs have no use for catalog changes: no backend event subscription.
-        let calls = Calls::stateless(self.service.router.clone(), false).with_identity(identity);
+        let calls = Calls::stateless(self.service.router.clone(), false, Wire::Grpc)
+            .with_identity(identity)
+            .with_client_ip(ip);
         let exchange = Exchange::new(ServerCore::new(session, calls), req);
         let Some(response) = exchange.response().await else {
             return internal("the request ended without an answer");
@@ -141,6 +182,9 @@ impl GrpcMcp {
         }
     }
 }
+
+/// Who makes an RPC: the identity its credential proved and the client's address.
+type Caller = (Option<Identity>, Option<std::net::IpAddr>);
 
 /// One RPC's answer and, when it is an error, its gRPC status code.
 type Answer = (McpMessage, GrpcCode);
@@ -216,9 +260,9 @@ fn deadline<T>(req: &Request<T>) -> Option<Duration> {
 macro_rules! rpc {
     ($self:ident, $req:ident, $in:ident, $out:ident) => {{
         let deadline = deadline(&$req);
-        let identity = $self.authenticate(&$req).await?;
+        let caller = $self.admit(&$req).await?;
         let (answer, code) = $self
-            .exchange(Payload::$in($req.into_inner()), deadline, identity)
+            .exchange(Payload::$in($req.into_inner()), deadline, caller)
             .await;
         match answer.payload {
             Some(Payload::$out(r)) => Ok(Response::new(r)),
@@ -249,13 +293,9 @@ impl McpService for GrpcMcp {
         req: Request<pb::CallToolRequest>,
     ) -> Result<Response<pb::CallToolResponse>, Status> {
         let deadline = deadline(&req);
-        let identity = self.authenticate(&req).await?;
+        let caller = self.admit(&req).await?;
         let (answer, code) = self
-            .exchange(
-                Payload::CallToolRequest(req.into_inner()),
-                deadline,
-                identity,
-            )
+            .exchange(Payload::CallToolRequest(req.into_inner()), deadline, caller)
             .await;
         match answer.payload {
             Some(Payload::CallToolResponse(pb::CallToolResponse {
@@ -283,16 +323,21 @@ impl McpService for GrpcMcp {
     }
 }
 
-/// Accepted connections as the stream tonic serves.
-fn tokio_stream_compat(
+/// Accepted connections as the stream tonic serves, each under the connections per IP
+/// limit when there is one.
+fn accepted(
     listener: tokio::net::TcpListener,
-) -> impl futures::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
-    futures::stream::unfold(listener, |l| async move {
-        let r = l.accept().await.map(|(s, _)| {
-            let _ = s.set_nodelay(true);
-            s
-        });
-        Some((r, l))
+    limits: Option<Arc<ConnectionLimits>>,
+) -> impl futures::Stream<Item = std::io::Result<GrpcConn>> {
+    futures::stream::unfold(listener, move |l| {
+        let limits = limits.clone();
+        async move {
+            let r = l.accept().await.map(|(s, peer)| {
+                let _ = s.set_nodelay(true);
+                GrpcConn::admit(s, peer, limits.as_ref())
+            });
+            Some((r, l))
+        }
     })
 }
 

@@ -11,6 +11,7 @@ use mcpwire_router::{CallCtx, McpCall, Router};
 use serde_json::{Value, json};
 
 pub mod grpc;
+mod grpc_conn;
 pub mod ws;
 
 /// Pages through the router's complete `tools/list` (bounded: 10 000 pages).
@@ -80,19 +81,44 @@ pub async fn serve_ws(
     path: &str,
     max_connections: usize,
 ) -> std::io::Result<()> {
+    let never = tokio_util::sync::CancellationToken::new();
+    serve_ws_until(service, addr, path, max_connections, never).await
+}
+
+/// [`serve_ws`] until `shutdown` is cancelled, then drained: each connection answers the
+/// calls it accepted and closes (within [`crate::http::SHUTDOWN_GRACE`]).
+pub async fn serve_ws_until(
+    service: crate::Service,
+    addr: SocketAddr,
+    path: &str,
+    max_connections: usize,
+    shutdown: tokio_util::sync::CancellationToken,
+) -> std::io::Result<()> {
     keep_tool_schemas(service.router.clone(), service.proto.clone()).await;
     let server = ws::WsServer::bind(service, addr, path, max_connections).await?;
     eprintln!("mcpwire: listening on ws://{}{path}", server.local_addr()?);
-    server.serve().await
+    server
+        .serve_until(shutdown, crate::http::SHUTDOWN_GRACE)
+        .await
 }
 
 /// Serves the gRPC `MCPService` on `addr` until the process ends.
 pub async fn serve_grpc(service: crate::Service, addr: SocketAddr) -> std::io::Result<()> {
+    serve_grpc_until(service, addr, tokio_util::sync::CancellationToken::new()).await
+}
+
+/// Serves the gRPC `MCPService` on `addr` until `shutdown` is cancelled, then drains it:
+/// RPCs in flight are answered (within [`crate::http::SHUTDOWN_GRACE`]).
+pub async fn serve_grpc_until(
+    service: crate::Service,
+    addr: SocketAddr,
+    shutdown: tokio_util::sync::CancellationToken,
+) -> std::io::Result<()> {
     keep_tool_schemas(service.router.clone(), service.proto.clone()).await;
     let listener = tokio::net::TcpListener::bind(addr).await?;
     eprintln!("mcpwire: listening on grpc://{}", listener.local_addr()?);
     grpc::GrpcMcp::new(service)
-        .serve(listener)
+        .serve_until(listener, shutdown, crate::http::SHUTDOWN_GRACE)
         .await
         .map_err(std::io::Error::other)
 }

@@ -10,12 +10,16 @@
 //! −32600 and the connection stays open; past twice that the WebSocket layer closes the
 //! connection (1009, message too big) without buffering it. One session per connection,
 //! many requests in flight; calls still running when the peer closes are dropped.
+//!
+//! Shutdown ([`WsServer::serve_until`]): no new upgrade; each connection stops reading,
+//! answers the calls it accepted, then sends a Close frame (1001, going away).
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::time::Duration;
 
-use axum::extract::State;
-use axum::extract::ws::{Message as WsMessage, WebSocket, WebSocketUpgrade};
+use axum::extract::ws::{CloseFrame, Message as WsMessage, WebSocket, WebSocketUpgrade};
+use axum::extract::{ConnectInfo, State};
 use axum::http::header::AUTHORIZATION;
 use axum::response::Response;
 use futures::SinkExt;
@@ -30,18 +34,27 @@ use mcpwire_wire::proto_mcp::{decode_message, encode_message};
 use crate::Service;
 use crate::driver::framed::WRITE_HIGH_WATER;
 use crate::driver::{Calls, ServerCore};
+use crate::observe::Wire;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 #[derive(Clone)]
 struct WsState {
     service: Service,
     /// Connections still allowed; an upgrade past the limit is refused with 503.
     slots: Arc<tokio::sync::Semaphore>,
+    /// Cancelled when the listener starts shutting down: connections drain.
+    shutdown: CancellationToken,
+    /// The upgraded connections (axum runs them on tasks of its own).
+    connections: TaskTracker,
 }
 
 /// A bound WebSocket listener.
 pub struct WsServer {
     listener: tokio::net::TcpListener,
     app: axum::Router,
+    shutdown: CancellationToken,
+    connections: TaskTracker,
 }
 
 impl WsServer {
@@ -55,10 +68,21 @@ impl WsServer {
     ) -> std::io::Result<WsServer> {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let slots = Arc::new(tokio::sync::Semaphore::new(max_connections));
+        let (shutdown, connections) = (CancellationToken::new(), TaskTracker::new());
         let app = axum::Router::new()
             .route(path, axum::routing::get(upgrade))
-            .with_state(WsState { service, slots });
-        Ok(WsServer { listener, app })
+            .with_state(WsState {
+                service,
+                slots,
+                shutdown: shutdown.clone(),
+                connections: connections.clone(),
+            });
+        Ok(WsServer {
+            listener,
+            app,
+            shutdown,
+            connections,
+        })
     }
 
     /// The bound address.
@@ -68,15 +92,54 @@ impl WsServer {
 
     /// Serves until the process ends.
     pub async fn serve(self) -> std::io::Result<()> {
-        axum::serve(self.listener, self.app).await
+        let never = CancellationToken::new();
+        self.serve_until(never, Duration::ZERO).await
+    }
+
+    /// Serves until `shutdown` is cancelled, then drains: no new upgrade, and every
+    /// connection answers the calls it accepted and closes (1001); after `grace` the rest
+    /// is dropped.
+    pub async fn serve_until(
+        self,
+        shutdown: CancellationToken,
+        grace: Duration,
+    ) -> std::io::Result<()> {
+        let draining = self.shutdown.clone();
+        let app = self.app.into_make_service_with_connect_info::<SocketAddr>();
+        axum::serve(self.listener, app)
+            .with_graceful_shutdown(async move {
+                shutdown.cancelled().await;
+                draining.cancel();
+            })
+            .await?;
+        self.connections.close();
+        if tokio::time::timeout(grace, self.connections.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("WebSocket connections still open after the shutdown grace period");
+        }
+        Ok(())
     }
 }
 
 async fn upgrade(
     State(st): State<WsState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: axum::http::HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
+    // Over the connections per IP limit: 429 with `Retry-After`, not upgraded.
+    let permit = match st
+        .service
+        .connections
+        .as_ref()
+        .map(|c| c.acquire(peer.ip()))
+    {
+        Some(Err(refused)) => return crate::http::refusal(refused),
+        Some(Ok(permit)) => Some(permit),
+        None => None,
+    };
     let identity = match &st.service.auth {
         None => None,
         Some(auth) => {
@@ -97,10 +160,16 @@ async fn upgrade(
     ws.max_message_size(max.saturating_mul(2))
         .max_frame_size(max.saturating_mul(2))
         .on_upgrade(move |socket| async move {
-            if let Err(e) = WsConnection::new(&st, identity).run(socket).await {
+            let ip = Some(peer.ip());
+            let _tracked = st.connections.token();
+            let shutdown = st.shutdown.clone();
+            if let Err(e) = WsConnection::new(&st, identity, ip)
+                .run(socket, shutdown)
+                .await
+            {
                 tracing::debug!(error = %e, "websocket connection ended");
             }
-            drop(slot);
+            drop((slot, permit));
         })
 }
 
@@ -145,11 +214,13 @@ impl Outbox {
 }
 
 impl WsConnection {
-    fn new(st: &WsState, identity: Option<Identity>) -> WsConnection {
+    fn new(st: &WsState, identity: Option<Identity>, ip: Option<IpAddr>) -> WsConnection {
         WsConnection {
             core: ServerCore::new(
                 ServerSession::new(st.service.config.clone()),
-                Calls::new(st.service.router.clone()).with_identity(identity),
+                Calls::new(st.service.router.clone(), Wire::WebSocket)
+                    .with_identity(identity)
+                    .with_client_ip(ip),
             ),
             translator: Translator::new(st.service.proto.clone()),
             mode: Mode::Undecided,
@@ -162,7 +233,12 @@ impl WsConnection {
     /// Serves until the client closes. Output goes out in batches of at most
     /// [`WRITE_HIGH_WATER`] bytes (flushed once per batch); nothing is read while a batch is
     /// being sent, so a client that does not read stops being read from (backpressure).
-    async fn run(mut self, mut socket: WebSocket) -> Result<(), axum::Error> {
+    async fn run(
+        mut self,
+        mut socket: WebSocket,
+        shutdown: CancellationToken,
+    ) -> Result<(), axum::Error> {
+        let mut draining = false;
         loop {
             loop {
                 self.poll_ready();
@@ -175,9 +251,21 @@ impl WsConnection {
                 self.out.bytes = 0;
                 socket.flush().await?;
             }
+            if draining && self.core.finished() {
+                let bye = CloseFrame {
+                    code: 1001,
+                    reason: "the server is shutting down".into(),
+                };
+                return socket.send(WsMessage::Close(Some(bye))).await;
+            }
             tokio::select! {
                 biased;
-                msg = socket.recv() => match msg {
+                _ = shutdown.cancelled(), if !draining => {
+                    // Nothing more is read: the calls already accepted are answered.
+                    draining = true;
+                    self.core.input_closed();
+                }
+                msg = socket.recv(), if !draining => match msg {
                     Some(Ok(m)) => self.on_message(m),
                     Some(Err(e)) => {
                         self.core.input_closed();

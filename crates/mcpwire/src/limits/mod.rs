@@ -1,0 +1,68 @@
+//! Rate and connection limits (issue 13, item 4; decisions in `docs/design/limits.md`).
+//!
+//! - [`RateLimits`]: GCRA limiters (`governor`) keyed per identity, per client IP and per
+//!   tool, each map bounded and pruned; applied to every call by [`Limited`], a layer over
+//!   any [`mcpwire_router::Backend`].
+//! - [`ConnectionLimits`]: connections per client IP, taken by every network listener at
+//!   accept time ([`ConnectionPermit`] gives the slot back on drop).
+//! - [`Rejections`]: what was refused, as plain atomics the metrics can read.
+//!
+//! A refusal is [`mcpwire_model::McpError::RateLimited`]: HTTP 429 with `Retry-After`,
+//! gRPC `RESOURCE_EXHAUSTED`, a JSON-RPC error elsewhere.
+
+mod clock;
+mod connections;
+mod layer;
+mod rate;
+
+pub use clock::TokioClock;
+pub use connections::{ConnectionLimits, ConnectionPermit};
+pub use layer::Limited;
+pub use rate::{ANONYMOUS, Rate, RateLimits};
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Requests and connections refused, by limit. Plain counters: the metrics endpoint reads
+/// them with [`Rejections::snapshot`].
+#[derive(Debug, Default)]
+pub struct Rejections {
+    /// Calls refused by the per-identity rate.
+    pub identity: AtomicU64,
+    /// Calls refused by the per-IP rate.
+    pub ip: AtomicU64,
+    /// Calls refused by the per-tool rate.
+    pub tool: AtomicU64,
+    /// Connections refused by the per-IP connection limit.
+    pub connections: AtomicU64,
+}
+
+/// The counters of [`Rejections`] at one moment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RejectionCounts {
+    /// Calls refused by the per-identity rate.
+    pub identity: u64,
+    /// Calls refused by the per-IP rate.
+    pub ip: u64,
+    /// Calls refused by the per-tool rate.
+    pub tool: u64,
+    /// Connections refused by the per-IP connection limit.
+    pub connections: u64,
+}
+
+impl Rejections {
+    /// The counters now.
+    pub fn snapshot(&self) -> RejectionCounts {
+        RejectionCounts {
+            identity: self.identity.load(Ordering::Relaxed),
+            ip: self.ip.load(Ordering::Relaxed),
+            tool: self.tool.load(Ordering::Relaxed),
+            connections: self.connections.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// The default bound on the keys one limiter keeps (identities, IPs or tools).
+pub const DEFAULT_MAX_KEYS: usize = 10_000;
+
+#[cfg(test)]
+mod tests;

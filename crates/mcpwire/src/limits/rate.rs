@@ -1,0 +1,225 @@
+//! GCRA rate limits per identity, per client IP and per tool, with bounded key maps.
+
+use std::hash::Hash;
+use std::net::IpAddr;
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use governor::clock::Clock;
+use governor::middleware::NoOpMiddleware;
+use governor::nanos::Nanos;
+use governor::state::keyed::HashMapStateStore;
+use governor::{Quota, RateLimiter};
+use mcpwire_model::McpError;
+use mcpwire_router::Identity;
+
+use super::{Rejections, TokioClock};
+
+/// A rate: `count` requests per `period`, in bursts of up to `burst` (GCRA: one request is
+/// replenished every `period / count`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
+    /// Requests per period.
+    pub count: NonZeroU32,
+    /// The period.
+    pub period: Duration,
+    /// Requests allowed at once (default: `count`).
+    pub burst: NonZeroU32,
+}
+
+impl Rate {
+    /// `count` per `period`, bursts of `count`.
+    pub fn new(count: NonZeroU32, period: Duration) -> Rate {
+        Rate {
+            count,
+            period,
+            burst: count,
+        }
+    }
+
+    /// Parses `N/s`, `N/min` or `N/h` (also `N/sec`, `N/second`, `N/minute`, `N/hour`).
+    pub fn parse(text: &str) -> Result<Rate, String> {
+        let (n, unit) = text
+            .split_once('/')
+            .ok_or_else(|| format!("`{text}`: expected a rate like `100/min`"))?;
+        let count: u32 = n
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{text}`: `{n}` is not a whole number"))?;
+        let count = NonZeroU32::new(count).ok_or_else(|| format!("`{text}`: a rate of 0"))?;
+        let period = match unit.trim() {
+            "s" | "sec" | "second" => Duration::from_secs(1),
+            "min" | "minute" => Duration::from_secs(60),
+            "h" | "hour" => Duration::from_secs(3600),
+            other => return Err(format!("`{text}`: unknown unit `{other}` (s, min or h)")),
+        };
+        Ok(Rate::new(count, period))
+    }
+
+    fn quota(&self) -> Quota {
+        let per_one = self.period / self.count.get();
+        Quota::with_period(per_one.max(Duration::from_nanos(1)))
+            .unwrap_or_else(|| Quota::per_second(self.count))
+            .allow_burst(self.burst)
+    }
+}
+
+/// One keyed GCRA limiter whose map holds at most `max_keys` keys: past that it first drops
+/// keys whose state is back to full, and keys that still do not fit share one overflow
+/// bucket (so rotating keys cannot grow memory, and costs only the overflow bucket).
+struct Keyed<K: Hash + Eq + Clone> {
+    limiter: RateLimiter<Slot<K>, HashMapStateStore<Slot<K>>, TokioClock, NoOpMiddleware<Nanos>>,
+    clock: TokioClock,
+    max_keys: usize,
+    /// When the map was last pruned (nanoseconds of `clock`), so a full map is pruned at
+    /// most once per replenish interval rather than on every new key.
+    last_prune: AtomicU64,
+    prune_every: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Slot<K> {
+    Key(K),
+    Overflow,
+}
+
+impl<K: Hash + Eq + Clone> Keyed<K> {
+    fn new(rate: Rate, max_keys: usize, clock: TokioClock) -> Keyed<K> {
+        Keyed {
+            limiter: RateLimiter::hashmap_with_clock(rate.quota(), clock),
+            clock,
+            // One place is kept for the overflow bucket.
+            max_keys: max_keys.max(2) - 1,
+            last_prune: AtomicU64::new(0),
+            prune_every: rate.quota().replenish_interval(),
+        }
+    }
+
+    /// `Ok` when `key` may go now, else how long until it may.
+    fn check(&self, key: K) -> Result<(), Duration> {
+        let slot = self.slot(key);
+        self.limiter
+            .check_key(&slot)
+            .map_err(|not_until| not_until.wait_time_from(self.clock.now()))
+    }
+
+    fn slot(&self, key: K) -> Slot<K> {
+        let slot = Slot::Key(key);
+        if self.limiter.len() < self.max_keys {
+            return slot;
+        }
+        let now: u64 = self.clock.now().into();
+        let last = self.last_prune.load(Ordering::Relaxed);
+        if now.saturating_sub(last) >= self.prune_every.as_nanos() as u64 {
+            self.last_prune.store(now, Ordering::Relaxed);
+            self.limiter.retain_recent();
+            self.limiter.shrink_to_fit();
+        }
+        // A known key keeps its own state; a new one fits only below the bound (the
+        // overflow bucket takes one place).
+        if self.limiter.len() < self.max_keys {
+            slot
+        } else {
+            Slot::Overflow
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.limiter.len()
+    }
+}
+
+/// The call rate limits of one gateway: each is optional; a call must pass every one that
+/// is configured.
+pub struct RateLimits {
+    identity: Option<Keyed<String>>,
+    ip: Option<Keyed<IpAddr>>,
+    tool: Option<Keyed<String>>,
+    rejections: std::sync::Arc<Rejections>,
+}
+
+impl std::fmt::Debug for RateLimits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RateLimits")
+            .field("identity", &self.identity.is_some())
+            .field("ip", &self.ip.is_some())
+            .field("tool", &self.tool.is_some())
+            .finish()
+    }
+}
+
+/// The key of the anonymous caller (stdio, listeners without `[auth]`): they share one
+/// per-identity bucket, and are told apart by the per-IP limit on the network.
+pub const ANONYMOUS: &str = "anonymous";
+
+impl RateLimits {
+    /// Limits per identity, per IP and per tool (any may be absent), each map holding at
+    /// most `max_keys` keys, counting refusals in `rejections`.
+    pub fn new(
+        identity: Option<Rate>,
+        ip: Option<Rate>,
+        tool: Option<Rate>,
+        max_keys: usize,
+        rejections: std::sync::Arc<Rejections>,
+    ) -> RateLimits {
+        let clock = TokioClock::new();
+        RateLimits {
+            identity: identity.map(|r| Keyed::new(r, max_keys, clock)),
+            ip: ip.map(|r| Keyed::new(r, max_keys, clock)),
+            tool: tool.map(|r| Keyed::new(r, max_keys, clock)),
+            rejections,
+        }
+    }
+
+    /// Whether a call by `identity` from `ip` (of `tool`, for `tools/call`) may go now;
+    /// else the refusal, naming the limit and when to retry. Checked in the order
+    /// IP, identity, tool; a refused call does not use up the later limits.
+    pub fn check(
+        &self,
+        identity: Option<&Identity>,
+        ip: Option<IpAddr>,
+        tool: Option<&str>,
+    ) -> Result<(), McpError> {
+        if let (Some(limiter), Some(ip)) = (&self.ip, ip) {
+            limiter
+                .check(ip)
+                .map_err(|wait| self.refuse("ip", &self.rejections.ip, wait))?;
+        }
+        if let Some(limiter) = &self.identity {
+            let key = identity.map_or(ANONYMOUS, Identity::subject).to_owned();
+            limiter
+                .check(key)
+                .map_err(|wait| self.refuse("identity", &self.rejections.identity, wait))?;
+        }
+        if let (Some(limiter), Some(tool)) = (&self.tool, tool) {
+            limiter
+                .check(tool.to_owned())
+                .map_err(|wait| self.refuse("tool", &self.rejections.tool, wait))?;
+        }
+        Ok(())
+    }
+
+    /// Keys held now by the identity, IP and tool maps (for tests and metrics).
+    pub fn keys_held(&self) -> (usize, usize, usize) {
+        (
+            self.identity.as_ref().map_or(0, Keyed::len),
+            self.ip.as_ref().map_or(0, Keyed::len),
+            self.tool.as_ref().map_or(0, Keyed::len),
+        )
+    }
+
+    fn refuse(&self, limit: &str, counter: &AtomicU64, wait: Duration) -> McpError {
+        counter.fetch_add(1, Ordering::Relaxed);
+        McpError::RateLimited {
+            limit: limit.to_owned(),
+            retry_after_secs: retry_after_secs(wait),
+        }
+    }
+}
+
+/// Whole seconds to wait, rounded up, at least 1 (`Retry-After` has no fractions).
+fn retry_after_secs(wait: Duration) -> u64 {
+    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    secs.max(1)
+}

@@ -1,0 +1,203 @@
+use std::net::{IpAddr, Ipv4Addr};
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpwire_model::McpError;
+use mcpwire_router::Identity;
+
+use super::{ConnectionLimits, Rate, RateLimits, Rejections};
+
+fn rate(n: u32, secs: u64) -> Rate {
+    Rate::new(NonZeroU32::new(n).unwrap(), Duration::from_secs(secs))
+}
+
+fn ip(n: u32) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + n))
+}
+
+fn retry(e: McpError) -> (String, u64) {
+    match e {
+        McpError::RateLimited {
+            limit,
+            retry_after_secs,
+        } => (limit, retry_after_secs),
+        other => panic!("not a rate limit: {other:?}"),
+    }
+}
+
+#[test]
+fn rates_parse_and_refuse_nonsense() {
+    assert_eq!(Rate::parse("100/min").unwrap(), rate(100, 60));
+    assert_eq!(Rate::parse("5/s").unwrap(), rate(5, 1));
+    assert_eq!(Rate::parse("2/hour").unwrap(), rate(2, 3600));
+    for bad in ["100", "0/s", "x/s", "5/week", "-1/s"] {
+        assert!(Rate::parse(bad).is_err(), "{bad}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_burst_then_one_per_interval_on_the_paused_clock() {
+    let rejections = Arc::new(Rejections::default());
+    let limits = RateLimits::new(Some(rate(2, 10)), None, None, 100, rejections.clone());
+    let alice = Identity::api_key("alice", vec![]);
+    assert!(limits.check(Some(&alice), None, None).is_ok());
+    assert!(limits.check(Some(&alice), None, None).is_ok());
+    let (limit, secs) = retry(limits.check(Some(&alice), None, None).unwrap_err());
+    assert_eq!((limit.as_str(), secs), ("identity", 5));
+    // Another caller has its own bucket; the anonymous caller shares one.
+    let bob = Identity::api_key("bob", vec![]);
+    assert!(limits.check(Some(&bob), None, None).is_ok());
+    assert!(limits.check(None, None, None).is_ok());
+    tokio::time::advance(Duration::from_millis(4_900)).await;
+    assert!(limits.check(Some(&alice), None, None).is_err());
+    tokio::time::advance(Duration::from_millis(100)).await;
+    assert!(limits.check(Some(&alice), None, None).is_ok());
+    assert!(limits.check(Some(&alice), None, None).is_err());
+    assert_eq!(rejections.snapshot().identity, 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn ip_and_tool_limits_name_themselves() {
+    let rejections = Arc::new(Rejections::default());
+    let limits = RateLimits::new(
+        None,
+        Some(rate(1, 1)),
+        Some(rate(1, 60)),
+        100,
+        rejections.clone(),
+    );
+    assert!(limits.check(None, Some(ip(1)), Some("echo")).is_ok());
+    assert_eq!(
+        retry(limits.check(None, Some(ip(1)), None).unwrap_err()).0,
+        "ip"
+    );
+    // Another address may call, but not the same tool within the minute.
+    let (limit, secs) = retry(limits.check(None, Some(ip(2)), Some("echo")).unwrap_err());
+    assert_eq!((limit.as_str(), secs), ("tool", 60));
+    assert!(limits.check(None, Some(ip(3)), Some("add")).is_ok());
+    // stdio has no address: the IP limit does not apply.
+    assert!(limits.check(None, None, None).is_ok());
+    let counts = rejections.snapshot();
+    assert_eq!((counts.ip, counts.tool), (1, 1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_flood_of_addresses_stays_within_the_key_bound() {
+    let rejections = Arc::new(Rejections::default());
+    let limits = RateLimits::new(None, Some(rate(1, 1)), None, 64, rejections.clone());
+    for round in 0..20u32 {
+        for n in 0..1_000u32 {
+            let _ = limits.check(None, Some(ip(round * 1_000 + n)), None);
+        }
+        assert!(limits.keys_held().1 <= 64, "{:?}", limits.keys_held());
+        tokio::time::advance(Duration::from_millis(500)).await;
+    }
+    // Once the flood is over and the buckets refilled, new addresses get their own keys again.
+    tokio::time::advance(Duration::from_secs(2)).await;
+    assert!(limits.check(None, Some(ip(999_999)), None).is_ok());
+    assert!(limits.keys_held().1 <= 64);
+}
+
+#[test]
+fn connections_per_address_are_counted_and_given_back() {
+    let rejections = Arc::new(Rejections::default());
+    let limits = ConnectionLimits::new(2, rejections.clone());
+    let a = limits.acquire(ip(1)).unwrap();
+    let _b = limits.acquire(ip(1)).unwrap();
+    assert_eq!(retry(limits.acquire(ip(1)).unwrap_err()).0, "connections");
+    let _other = limits.acquire(ip(2)).unwrap();
+    drop(a);
+    let _c = limits.acquire(ip(1)).unwrap();
+    assert_eq!(rejections.snapshot().connections, 1);
+    drop((_b, _c, _other));
+    assert_eq!(limits.addresses(), 0);
+}
+
+mod layer {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use mcpwire_model::types::{ClientCapabilities, Implementation};
+    use mcpwire_model::{CallEvent, ClientAsk, McpError, Raw, Revision};
+    use mcpwire_router::{
+        Backend, BackendRequest, BoxFuture, CallCtx, NoArgs, Peer, ToolError, tool,
+    };
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::limits::Limited;
+
+    struct Client;
+
+    impl Peer for Client {
+        fn event(&self, _: CallEvent) {}
+        fn ask(&self, _: ClientAsk) -> BoxFuture<'static, Result<Raw, McpError>> {
+            Box::pin(async { Err(McpError::Internal("no asks here".into())) })
+        }
+    }
+
+    fn from_client(ip: u32) -> CallCtx {
+        CallCtx::new(
+            Revision::LATEST_STATEFUL,
+            Arc::new(ClientCapabilities::default()),
+            CancellationToken::new(),
+            Some(Arc::new(Client)),
+        )
+        .with_client_ip(Some(super::ip(ip)))
+    }
+
+    fn call(name: &str) -> BackendRequest {
+        BackendRequest::CallTool {
+            name: name.into(),
+            arguments: None,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn refused_requests_never_reach_the_backend_and_internal_calls_are_not_counted() {
+        let ran = Arc::new(AtomicUsize::new(0));
+        let counter = ran.clone();
+        let server = mcpwire_router::Server::builder(Implementation::new("t", "1"))
+            .tool(tool("count", move |_c: CallCtx, _: NoArgs| {
+                let counter = counter.clone();
+                async move {
+                    counter.fetch_add(1, Ordering::Relaxed);
+                    Ok::<_, ToolError>("counted")
+                }
+            }))
+            .build();
+        let limits = Arc::new(RateLimits::new(
+            None,
+            Some(rate(2, 60)),
+            None,
+            100,
+            Arc::new(Rejections::default()),
+        ));
+        let limited = Limited::new(server, limits);
+        // The server's own calls (no client) are not counted.
+        for _ in 0..5 {
+            assert!(
+                limited
+                    .call(CallCtx::detached(), call("count"))
+                    .await
+                    .is_ok()
+            );
+        }
+        assert!(limited.call(from_client(1), call("count")).await.is_ok());
+        assert!(limited.call(from_client(1), call("count")).await.is_ok());
+        let refused = limited.call(from_client(1), call("count")).await;
+        assert!(
+            matches!(refused, Err(McpError::RateLimited { .. })),
+            "{refused:?}"
+        );
+        assert_eq!(
+            ran.load(Ordering::Relaxed),
+            7,
+            "the refused call did not run"
+        );
+        // Another address is served.
+        assert!(limited.call(from_client(2), call("count")).await.is_ok());
+        tokio::time::advance(Duration::from_secs(30)).await;
+        assert!(limited.call(from_client(1), call("count")).await.is_ok());
+    }
+}

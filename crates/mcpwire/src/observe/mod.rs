@@ -1,0 +1,115 @@
+//! Metrics: the names every listener records under, the Prometheus recorder behind the
+//! admin listener's `/metrics`, and the recording helpers the shell shares
+//! (`docs/design/operations.md`).
+//!
+//! Recording goes through the `metrics` facade: until [`prometheus`] installs the
+//! recorder (the admin listener does, once per process), every recording is a no-op, so a
+//! server without an admin listener pays nothing for it.
+
+mod calls;
+mod mcpb;
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+
+pub(crate) use calls::{CallMetrics, Wire};
+pub(crate) use mcpb::{Counted, Direction, McpbMetrics, ProtocolError};
+
+/// MCPB connections accepted (`mcp_gateway_tcp_connections_total`).
+pub const TCP_CONNECTIONS_TOTAL: &str = "mcp_gateway_tcp_connections_total";
+/// MCPB connections open now.
+pub const TCP_CONNECTIONS_ACTIVE: &str = "mcp_gateway_tcp_connections_active";
+/// MCPB frames by `type` and `direction`.
+pub const TCP_MESSAGES_TOTAL: &str = "mcp_gateway_tcp_messages_total";
+/// MCPB bytes by `direction`.
+pub const TCP_BYTES_TOTAL: &str = "mcp_gateway_tcp_bytes_total";
+/// MCPB protocol errors by `type`.
+pub const TCP_PROTOCOL_ERRORS_TOTAL: &str = "mcp_gateway_tcp_protocol_errors_total";
+/// Time an MCPB listener spends on one inbound frame.
+pub const TCP_MESSAGE_DURATION: &str = "mcp_gateway_tcp_message_duration_seconds";
+/// Requests answered, by `wire`, `method` and `outcome`.
+pub const REQUESTS_TOTAL: &str = "mcpwire_requests_total";
+/// Requests being answered now, by `wire`.
+pub const REQUESTS_IN_FLIGHT: &str = "mcpwire_requests_in_flight";
+/// Request durations, by `wire` and `method`.
+pub const REQUEST_DURATION: &str = "mcpwire_request_duration_seconds";
+/// Tool calls answered, by `wire`, `tool` and `outcome`.
+pub const TOOL_CALLS_TOTAL: &str = "mcpwire_tool_calls_total";
+/// Tool call durations, by `wire` and `tool`.
+pub const TOOL_CALL_DURATION: &str = "mcpwire_tool_call_duration_seconds";
+/// Refused credentials, by `reason`.
+pub const AUTH_FAILURES_TOTAL: &str = "mcpwire_auth_failures_total";
+/// Whether a backend answers its lists (1) or not (0), by `backend` and `fail`.
+pub const BACKEND_UP: &str = "mcpwire_backend_up";
+
+/// Histogram buckets for durations, in seconds: 100 µs to 60 s.
+const DURATION_BUCKETS: &[f64] = &[
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0, 30.0, 60.0,
+];
+
+/// How often histogram samples are folded into their buckets between scrapes (keeps the
+/// recorder's pending samples bounded when nobody scrapes).
+pub(crate) const UPKEEP_EVERY: Duration = Duration::from_secs(5);
+
+static RECORDER: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
+
+/// The process's Prometheus recorder, installed on first use (`None`: another global
+/// `metrics` recorder was installed first, e.g. by an embedding application).
+pub fn prometheus() -> Option<&'static PrometheusHandle> {
+    RECORDER
+        .get_or_init(|| {
+            let recorder = PrometheusBuilder::new()
+                .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), DURATION_BUCKETS)
+                .ok()?
+                .build_recorder();
+            let handle = recorder.handle();
+            metrics::set_global_recorder(recorder).ok()?;
+            describe();
+            calls::enable();
+            Some(handle)
+        })
+        .as_ref()
+}
+
+fn describe() {
+    use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
+    describe_counter!(TCP_CONNECTIONS_TOTAL, "MCPB connections accepted");
+    describe_gauge!(TCP_CONNECTIONS_ACTIVE, "MCPB connections open now");
+    describe_counter!(TCP_MESSAGES_TOTAL, "MCPB frames by type and direction");
+    describe_counter!(TCP_BYTES_TOTAL, Unit::Bytes, "MCPB bytes by direction");
+    describe_counter!(TCP_PROTOCOL_ERRORS_TOTAL, "MCPB protocol errors by type");
+    describe_histogram!(
+        TCP_MESSAGE_DURATION,
+        Unit::Seconds,
+        "Time the MCPB listener spends on one inbound frame"
+    );
+    describe_counter!(
+        REQUESTS_TOTAL,
+        "Requests answered by wire, method and outcome"
+    );
+    describe_gauge!(REQUESTS_IN_FLIGHT, "Requests being answered now by wire");
+    describe_histogram!(
+        REQUEST_DURATION,
+        Unit::Seconds,
+        "Request durations by wire and method"
+    );
+    describe_counter!(
+        TOOL_CALLS_TOTAL,
+        "Tool calls answered by wire, tool and outcome"
+    );
+    describe_histogram!(
+        TOOL_CALL_DURATION,
+        Unit::Seconds,
+        "Tool call durations by wire and tool"
+    );
+    describe_counter!(AUTH_FAILURES_TOTAL, "Refused credentials by reason");
+    describe_gauge!(BACKEND_UP, "1 when the backend answers its lists, else 0");
+}
+
+/// Counts one refused credential (`reason`: the failure's kind).
+pub(crate) fn auth_failure(reason: &'static str) {
+    metrics::counter!(AUTH_FAILURES_TOTAL, "reason" => reason).increment(1);
+}
