@@ -17,16 +17,14 @@ from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from peers import (
+    full_session,
     Notes,
     error_of,
     wait_until,
     SAMPLED,
     Recorder,
     auto_client_options,
-    elicitation_cb,
     exercise_stateless_client,
-    list_roots_cb,
-    sampling_cb,
     text_of,
 )
 
@@ -34,16 +32,7 @@ from peers import (
 async def legacy(url: str) -> None:
     rec, notes = Recorder(), Notes()
     async with streamable_http_client(url) as (read, write):
-        async with ClientSession(
-            read,
-            write,
-            read_timeout_seconds=10,
-            sampling_callback=sampling_cb,
-            elicitation_callback=elicitation_cb,
-            list_roots_callback=list_roots_cb,
-            logging_callback=rec.logging,
-            message_handler=notes.handler,
-        ) as s:
+        async with full_session(read, write, rec, notes, timeout=10) as s:
             init = await s.initialize()
             assert init.server_info.name == "mcpwire-gateway", init.server_info
             assert "everything, notes, extra" in (init.server_info.description or "")

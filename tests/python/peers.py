@@ -4,6 +4,7 @@ notifications, and the checks run against a client that negotiated 2026-07-28.""
 import anyio
 
 import mcp.types as types
+from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 from mcp.client.session import ClientRequestContext
 
@@ -38,6 +39,21 @@ class Recorder:
 
     async def on_progress(self, progress, total, message):
         self.progress.append((progress, total, message))
+
+
+def full_session(read, write, rec: "Recorder", notes: "Notes", timeout: float = 30) -> ClientSession:
+    """A legacy `ClientSession` offering sampling, elicitation and roots, recording logs in
+    `rec` and every notification in `notes`."""
+    return ClientSession(
+        read,
+        write,
+        read_timeout_seconds=timeout,
+        sampling_callback=sampling_cb,
+        elicitation_callback=elicitation_cb,
+        list_roots_callback=list_roots_cb,
+        logging_callback=rec.logging,
+        message_handler=notes.handler,
+    )
 
 
 def auto_client_options(rec: "Recorder") -> dict:

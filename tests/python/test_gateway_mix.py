@@ -16,19 +16,17 @@ import anyio
 import pytest
 
 import mcp.types as types
-from mcp import Client, ClientSession
+from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from peers import (
+    full_session,
     SAMPLED,
     Notes,
     Recorder,
     auto_client_options,
-    elicitation_cb,
     error_of,
-    list_roots_cb,
-    sampling_cb,
     text_of,
     wait_until,
 )
@@ -159,16 +157,7 @@ async def test_http_legacy_and_auto_over_four_backends(mcpwire_bin, tmp_path, fa
     try:
         notes, rec = Notes(), Recorder()
         async with streamable_http_client(served.url) as (read, write):
-            async with ClientSession(
-                read,
-                write,
-                read_timeout_seconds=60,
-                sampling_callback=sampling_cb,
-                elicitation_callback=elicitation_cb,
-                list_roots_callback=list_roots_cb,
-                logging_callback=rec.logging,
-                message_handler=notes.handler,
-            ) as s:
+            async with full_session(read, write, rec, notes, timeout=60) as s:
                 init = await s.initialize()
                 assert init.protocol_version == "2025-11-25"
                 assert "everything" in (init.instructions or ""), init.instructions
@@ -193,16 +182,7 @@ async def test_stdio_over_four_backends(mcpwire_bin, tmp_path, fastmcp_url):
     params = StdioServerParameters(command=mcpwire_bin, args=["serve", "--config", str(conf)], env=ENV)
     notes, rec = Notes(), Recorder()
     async with stdio_client(params) as (read, write):
-        async with ClientSession(
-            read,
-            write,
-            read_timeout_seconds=60,
-            sampling_callback=sampling_cb,
-            elicitation_callback=elicitation_cb,
-            list_roots_callback=list_roots_cb,
-            logging_callback=rec.logging,
-            message_handler=notes.handler,
-        ) as s:
+        async with full_session(read, write, rec, notes, timeout=60) as s:
             await s.initialize()
             await check_catalog(s)
             await check_features(s, notes, rec)

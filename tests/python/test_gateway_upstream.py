@@ -18,16 +18,14 @@ from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from peers import (
+    full_session,
     Notes,
     error_of,
     wait_until,
     SAMPLED,
     Recorder,
     auto_client_options,
-    elicitation_cb,
     exercise_stateless_client,
-    list_roots_cb,
-    sampling_cb,
     text_of,
 )
 from test_gateway_serve import Served
@@ -67,16 +65,7 @@ async def legacy(url: str, mcpwire_bin: str, per_session: bool) -> None:
     session's)."""
     rec, notes = Recorder(), Notes()
     async with streamable_http_client(url) as (read, write):
-        async with ClientSession(
-            read,
-            write,
-            read_timeout_seconds=30,
-            sampling_callback=sampling_cb,
-            elicitation_callback=elicitation_cb,
-            list_roots_callback=list_roots_cb,
-            logging_callback=rec.logging,
-            message_handler=notes.handler,
-        ) as s:
+        async with full_session(read, write, rec, notes, timeout=30) as s:
             init = await s.initialize()
             assert init.protocol_version == "2025-11-25"
             assert "`up`" in (init.instructions or ""), init.instructions
