@@ -53,6 +53,9 @@ pub struct UpstreamConfig {
     /// How long an upstream request that asked a stateless (2026-07-28) downstream client
     /// something waits for the client's retry with the answer before it is cancelled.
     pub hold_timeout: Duration,
+    /// How long an upstream connection keeps polling for the server's output before it
+    /// sleeps (the gateway's `busy_poll_us`, as its listeners do).
+    pub busy_poll: Duration,
 }
 
 impl UpstreamConfig {
@@ -67,6 +70,7 @@ impl UpstreamConfig {
             shared: true,
             max_sessions: 64,
             hold_timeout: Duration::from_secs(60),
+            busy_poll: crate::serve::DEFAULT_BUSY_POLL,
         }
     }
 
@@ -87,7 +91,7 @@ impl UpstreamConfig {
         o.log_level = Some(LoggingLevel::Debug);
         // As the listeners do: an upstream's answer usually follows its request within
         // microseconds, and waking an idle vCPU costs tens of them (docs/benchmarks.md).
-        o.busy_poll = crate::serve::DEFAULT_BUSY_POLL;
+        o.busy_poll = self.busy_poll;
         o
     }
 }
@@ -373,21 +377,24 @@ impl Inner {
     async fn forward(&self, ctx: CallCtx, req: BackendRequest) -> Result<Reply, McpError> {
         let out = outgoing(req)?;
         let resumed = self.holder.resume(&ctx);
+        let link = match &resumed {
+            Some(held) => held.round.link().clone(),
+            None => self.link_for(&ctx).await?,
+        };
+        // Only 2026-07-28 requests carry the client's capabilities (a handshake-era link
+        // declared them once, at `initialize`).
+        let stateless = link.client().negotiated().era == ClientEra::Stateless;
         let opts = RequestOptions {
             timeout: self.config.call_timeout,
             progress: ctx.progress_token().is_some(),
             reset_timeout_on_progress: true,
             meta: forwarded_meta(&ctx),
-            capabilities: Some(Arc::new(forwarded_capabilities(&ctx))),
+            capabilities: stateless.then(|| Arc::new(forwarded_capabilities(&ctx))),
         };
         let fwd = Forward {
             method: out.method,
             params: out.params,
             opts,
-        };
-        let link = match &resumed {
-            Some(held) => held.round.link().clone(),
-            None => self.link_for(&ctx).await?,
         };
         call::run(link, ctx, fwd, &self.holder, resumed).await
     }
