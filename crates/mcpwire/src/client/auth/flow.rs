@@ -1,0 +1,546 @@
+//! [`OAuthClient`]: the OAuth state of one upstream — registrations per authorization
+//! server, tokens per downstream identity — and the flows that fill it: discovery after a
+//! challenge, then refresh, client credentials or the authorization code with PKCE.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::challenge::Challenge;
+use super::consent::AuthorizationRequest;
+use super::discovery::{
+    ResourceMetadata, ServerMetadata, resource_covers, resource_metadata_urls,
+    server_metadata_urls, split,
+};
+use super::pkce::{Pkce, random_token};
+use super::scope;
+use super::token::{self, ClientMetadata, Registered, TokenRequest, TokenSet};
+use super::{OAuthConfig, OAuthGrant, form};
+use crate::client::ClientError;
+use crate::fetch::{Outgoing, send};
+
+/// Identities whose tokens are kept at once per upstream; beyond, an idle one is forgotten.
+const MAX_IDENTITIES: usize = 4096;
+
+/// Authorization servers whose registrations are kept at once.
+const MAX_REGISTRATIONS: usize = 16;
+
+/// A token this close to expiry is refreshed before it is sent.
+const REFRESH_MARGIN: Duration = Duration::from_secs(60);
+
+/// The largest metadata document read.
+const MAX_METADATA: usize = 256 * 1024;
+
+/// Whose tokens: a downstream subject, or `None` for the client itself.
+type Who = Option<Arc<str>>;
+
+/// The tokens of one identity, behind a lock held while they are being obtained.
+type Slot = Arc<tokio::sync::Mutex<Option<TokenSet>>>;
+
+/// The OAuth state of one upstream.
+pub(crate) struct OAuthClient {
+    config: OAuthConfig,
+    slots: Mutex<HashMap<Who, Slot>>,
+    /// Registrations by issuer: credentials from one server are never shown to another.
+    registrations: Mutex<HashMap<String, Registered>>,
+}
+
+/// What discovery found for one MCP endpoint.
+struct Found {
+    /// The authorization server.
+    server: ServerMetadata,
+    /// The `resource` to ask tokens for.
+    resource: Option<String>,
+    /// The protected resource's `scopes_supported`.
+    scopes_supported: Option<Vec<String>>,
+}
+
+impl OAuthClient {
+    pub(crate) fn new(config: OAuthConfig) -> OAuthClient {
+        OAuthClient {
+            config,
+            slots: Mutex::new(HashMap::new()),
+            registrations: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub(crate) fn config(&self) -> &OAuthConfig {
+        &self.config
+    }
+
+    /// The slot of `who`, made if new (an idle one is forgotten when the table is full).
+    fn slot(&self, who: Option<&Arc<str>>) -> Result<Slot, ClientError> {
+        let mut slots = lock(&self.slots);
+        if let Some(s) = slots.get(&who.cloned()) {
+            return Ok(s.clone());
+        }
+        if slots.len() >= MAX_IDENTITIES {
+            let idle = slots
+                .iter()
+                .find(|(_, s)| Arc::strong_count(s) == 1)
+                .map(|(k, _)| k.clone());
+            match idle {
+                Some(k) => {
+                    slots.remove(&k);
+                }
+                None => {
+                    return Err(ClientError::Auth(format!(
+                        "tokens for {MAX_IDENTITIES} identities are being obtained at once"
+                    )));
+                }
+            }
+        }
+        let s = Slot::default();
+        slots.insert(who.cloned(), s.clone());
+        Ok(s)
+    }
+
+    /// The access token to send for `who`: the current one, refreshed first when it is
+    /// about to expire; for client credentials with a known token endpoint, a new one.
+    pub(crate) async fn token(
+        &self,
+        who: Option<&Arc<str>>,
+    ) -> Result<Option<String>, ClientError> {
+        let slot = self.slot(who)?;
+        let mut tokens = slot.lock().await;
+        let now = Instant::now();
+        if let Some(t) = tokens.as_ref()
+            && t.expiring(now, REFRESH_MARGIN)
+        {
+            let old = tokens.take();
+            *tokens = match old {
+                Some(t) if t.refresh.is_some() => match self.refresh(&t).await {
+                    Ok(new) => Some(new),
+                    Err(e) => {
+                        tracing::info!(error = %e, "refreshing an upstream token failed");
+                        None
+                    }
+                },
+                _ => None,
+            };
+        }
+        if tokens.is_none()
+            && self.config.grant == OAuthGrant::ClientCredentials
+            && let Some(endpoint) = self.config.token_endpoint.clone()
+        {
+            let (origin, _) = split(&endpoint)?;
+            let server = ServerMetadata {
+                token_endpoint: endpoint,
+                ..ServerMetadata::legacy_defaults(&origin)
+            };
+            *tokens = Some(self.client_credentials(&server, None, None).await?);
+        }
+        Ok(tokens.as_ref().map(|t| t.access.clone()))
+    }
+
+    /// Obtains tokens after `server` answered `status` with `challenge` to a request that
+    /// carried `sent`. Returns at once when the tokens changed since (another request
+    /// already obtained new ones).
+    pub(crate) async fn challenged(
+        &self,
+        who: Option<&Arc<str>>,
+        status: u16,
+        challenge: Challenge,
+        sent: Option<&str>,
+        server: &str,
+    ) -> Result<(), ClientError> {
+        let slot = self.slot(who)?;
+        let mut tokens = slot.lock().await;
+        if tokens.as_ref().map(|t| t.access.as_str()) != sent {
+            return Ok(());
+        }
+        let prior = tokens.as_ref().and_then(|t| t.scope.clone());
+        let step_up = status == 403;
+        if step_up {
+            match challenge.scope.as_deref() {
+                Some(needed) if !scope::covers(prior.as_deref(), needed) => {}
+                Some(needed) => {
+                    return Err(ClientError::Auth(format!(
+                        "{server} refuses the token for want of scope `{needed}`, which was \
+                         already asked for: asking again would not help"
+                    )));
+                }
+                None => {
+                    return Err(ClientError::Auth(format!(
+                        "{server} answered 403 insufficient_scope without naming a scope"
+                    )));
+                }
+            }
+        }
+        let found = self.discover(&challenge, server).await?;
+        if !step_up
+            && let Some(t) = tokens.take()
+            && t.refresh.is_some()
+            && t.issuer == found.server.issuer
+        {
+            match self.refresh(&t).await {
+                Ok(new) => {
+                    *tokens = Some(new);
+                    return Ok(());
+                }
+                Err(e) => tracing::info!(error = %e, "refreshing an upstream token failed"),
+            }
+        }
+        let resource = self.config.resource.clone().or(found.resource);
+        let new = match self.config.grant {
+            OAuthGrant::ClientCredentials => {
+                let scope = scope::select(
+                    self.config.scope.as_deref(),
+                    challenge.scope.as_deref(),
+                    found.scopes_supported.as_deref(),
+                    prior.as_deref(),
+                    None,
+                );
+                self.client_credentials(&found.server, scope.as_deref(), resource.as_deref())
+                    .await?
+            }
+            OAuthGrant::AuthorizationCode => {
+                let scope = scope::select(
+                    self.config.scope.as_deref(),
+                    challenge.scope.as_deref(),
+                    found.scopes_supported.as_deref(),
+                    prior.as_deref(),
+                    found.server.scopes_supported.as_deref(),
+                );
+                self.authorization_code(who, &found.server, scope.as_deref(), resource.as_deref())
+                    .await?
+            }
+        };
+        *tokens = Some(new);
+        Ok(())
+    }
+
+    /// The authorization server and resource of the MCP endpoint `server`.
+    async fn discover(&self, challenge: &Challenge, server: &str) -> Result<Found, ClientError> {
+        let mut prm: Option<ResourceMetadata> = None;
+        for url in resource_metadata_urls(challenge.resource_metadata.as_deref(), server)? {
+            if let Some(m) = self.fetch_json::<ResourceMetadata>(&url).await? {
+                prm = Some(m);
+                break;
+            }
+        }
+        let Some(prm) = prm else {
+            // 2025-03-26: no protected-resource metadata; the server's origin is the
+            // authorization server, with default endpoints when it publishes no metadata.
+            let (origin, _) = split(server)?;
+            let issuer = self.config.issuer.clone().unwrap_or(origin);
+            let metadata = match self.server_metadata(&issuer).await? {
+                Some(m) => m,
+                None => ServerMetadata::legacy_defaults(&issuer),
+            };
+            return Ok(Found {
+                server: metadata,
+                resource: Some(server.split('#').next().unwrap_or(server).to_owned()),
+                scopes_supported: None,
+            });
+        };
+        if let Some(r) = &prm.resource
+            && !resource_covers(r, server)
+        {
+            return Err(ClientError::Auth(format!(
+                "the protected-resource metadata of {server} is for {r}, another resource: \
+                 no token is asked for it"
+            )));
+        }
+        let issuer = match (&self.config.issuer, prm.authorization_servers.first()) {
+            (Some(i), _) => i.clone(),
+            (None, Some(i)) => i.clone(),
+            (None, None) => {
+                return Err(ClientError::Auth(format!(
+                    "the protected-resource metadata of {server} names no authorization server"
+                )));
+            }
+        };
+        let metadata = self.server_metadata(&issuer).await?.ok_or_else(|| {
+            ClientError::Auth(format!(
+                "the authorization server {issuer} publishes no metadata at any of {}",
+                server_metadata_urls(&issuer).unwrap_or_default().join(", ")
+            ))
+        })?;
+        Ok(Found {
+            server: metadata,
+            resource: prm.resource,
+            scopes_supported: prm.scopes_supported,
+        })
+    }
+
+    /// The metadata of `issuer` from the first well-known URL that has it; metadata naming
+    /// another issuer is refused.
+    async fn server_metadata(&self, issuer: &str) -> Result<Option<ServerMetadata>, ClientError> {
+        for url in server_metadata_urls(issuer)? {
+            if let Some(m) = self.fetch_json::<ServerMetadata>(&url).await? {
+                if m.issuer != issuer {
+                    return Err(ClientError::Auth(format!(
+                        "the metadata at {url} names the issuer {}, not {issuer}: refused \
+                         (RFC 8414 §3.3)",
+                        m.issuer
+                    )));
+                }
+                return Ok(Some(m));
+            }
+        }
+        Ok(None)
+    }
+
+    /// GETs `url` as JSON: `None` when it is not there (any 4xx, or not the JSON sought).
+    async fn fetch_json<T: serde::de::DeserializeOwned>(
+        &self,
+        url: &str,
+    ) -> Result<Option<T>, ClientError> {
+        let answer = send(Outgoing::get(url), self.config.timeout, MAX_METADATA)
+            .await
+            .map_err(ClientError::Auth)?;
+        if !answer.status.is_success() {
+            tracing::debug!(%url, status = %answer.status, "no OAuth metadata here");
+            return Ok(None);
+        }
+        match serde_json::from_slice(&answer.body) {
+            Ok(v) => Ok(Some(v)),
+            Err(e) => {
+                tracing::debug!(%url, error = %e, "not the OAuth metadata sought");
+                Ok(None)
+            }
+        }
+    }
+
+    /// This client at `server`: pre-registered, its metadata document's URL, or
+    /// registered dynamically (once per issuer).
+    async fn registration(&self, server: &ServerMetadata) -> Result<Registered, ClientError> {
+        let accepts = |m: &str| server.accepts_auth(m);
+        if let Some(id) = &self.config.client_id {
+            return Ok(Registered::choose(
+                id.clone(),
+                self.config.client_secret.clone(),
+                accepts,
+            ));
+        }
+        if let Some(r) = lock(&self.registrations).get(&server.issuer) {
+            return Ok(r.clone());
+        }
+        let registered = if server.client_id_metadata_document_supported
+            && let Some(url) = &self.config.client_metadata_url
+        {
+            Registered::choose(url.clone(), None, accepts)
+        } else if let Some(endpoint) = &server.registration_endpoint {
+            let auth_method = if accepts("none") {
+                "none"
+            } else if accepts("client_secret_basic") {
+                "client_secret_basic"
+            } else {
+                "client_secret_post"
+            };
+            let meta = ClientMetadata {
+                name: &self.config.client_name,
+                redirect_uri: &self.config.redirect_uri,
+                auth_method,
+            };
+            token::register(endpoint, &meta, accepts, self.config.timeout).await?
+        } else {
+            return Err(ClientError::Auth(format!(
+                "{} offers neither dynamic registration nor client ID metadata documents \
+                 (that this client has one for): configure a client_id",
+                server.issuer
+            )));
+        };
+        let mut regs = lock(&self.registrations);
+        if regs.len() >= MAX_REGISTRATIONS {
+            regs.clear();
+        }
+        regs.insert(server.issuer.clone(), registered.clone());
+        Ok(registered)
+    }
+
+    async fn client_credentials(
+        &self,
+        server: &ServerMetadata,
+        scope: Option<&str>,
+        resource: Option<&str>,
+    ) -> Result<TokenSet, ClientError> {
+        let client = self.registration(server).await?;
+        let mut params = vec![("grant_type", "client_credentials")];
+        if let Some(a) = &self.config.audience {
+            params.push(("audience", a));
+        }
+        let scope = scope.or(self.config.scope.as_deref());
+        let resource = resource.or(self.config.resource.as_deref());
+        token::request(
+            &client,
+            TokenRequest {
+                endpoint: &server.token_endpoint,
+                issuer: &server.issuer,
+                params,
+                scope,
+                resource,
+            },
+            self.config.timeout,
+        )
+        .await
+    }
+
+    async fn authorization_code(
+        &self,
+        who: Option<&Arc<str>>,
+        server: &ServerMetadata,
+        scope: Option<&str>,
+        resource: Option<&str>,
+    ) -> Result<TokenSet, ClientError> {
+        let supports_s256 = server
+            .code_challenge_methods_supported
+            .as_ref()
+            .is_some_and(|m| m.iter().any(|m| m == "S256"));
+        if !supports_s256 {
+            return Err(ClientError::Auth(format!(
+                "{} does not offer PKCE with S256, which MCP requires: refused",
+                server.issuer
+            )));
+        }
+        let Some(endpoint) = &server.authorization_endpoint else {
+            return Err(ClientError::Auth(format!(
+                "{} has no authorization endpoint",
+                server.issuer
+            )));
+        };
+        let Some(consent) = &self.config.consent else {
+            return Err(ClientError::Auth(format!(
+                "{} needs a user's consent, and no way to ask for it is configured",
+                server.issuer
+            )));
+        };
+        let client = self.registration(server).await?;
+        let pkce = Pkce::new()?;
+        let state = random_token()?;
+        let redirect_uri = self.config.redirect_uri.as_str();
+        let mut params = vec![
+            ("response_type", "code"),
+            ("client_id", client.client_id.as_str()),
+            ("redirect_uri", redirect_uri),
+            ("code_challenge", pkce.challenge.as_str()),
+            ("code_challenge_method", "S256"),
+            ("state", state.as_str()),
+        ];
+        if let Some(s) = scope {
+            params.push(("scope", s));
+        }
+        if let Some(r) = resource {
+            params.push(("resource", r));
+        }
+        let url = form::with_query(endpoint, params);
+        let redirect = consent
+            .authorize(AuthorizationRequest {
+                url,
+                redirect_uri: redirect_uri.to_owned(),
+                identity: who.map(|w| w.to_string()),
+            })
+            .await?;
+        let code = read_redirect(&redirect, &state, server)?;
+        token::request(
+            &client,
+            TokenRequest {
+                endpoint: &server.token_endpoint,
+                issuer: &server.issuer,
+                params: vec![
+                    ("grant_type", "authorization_code"),
+                    ("code", code.as_str()),
+                    ("redirect_uri", redirect_uri),
+                    ("code_verifier", pkce.verifier.as_str()),
+                ],
+                scope: None,
+                resource,
+            },
+            self.config.timeout,
+        )
+        .await
+        .map(|mut t| {
+            // What was asked for counts as asked, whatever the answer lists.
+            t.scope = scope::select(None, scope, None, t.scope.as_deref(), None);
+            t
+        })
+    }
+
+    /// New tokens for `old` from its refresh token, at the server that issued it.
+    async fn refresh(&self, old: &TokenSet) -> Result<TokenSet, ClientError> {
+        let Some(refresh) = &old.refresh else {
+            return Err(ClientError::Auth("no refresh token".into()));
+        };
+        let client = match lock(&self.registrations).get(&old.issuer) {
+            Some(r) => r.clone(),
+            None => match &self.config.client_id {
+                Some(id) => {
+                    Registered::choose(id.clone(), self.config.client_secret.clone(), |m| {
+                        m == "client_secret_basic"
+                    })
+                }
+                None => return Err(ClientError::Auth("the client registration is gone".into())),
+            },
+        };
+        let mut new = token::request(
+            &client,
+            TokenRequest {
+                endpoint: &old.token_endpoint,
+                issuer: &old.issuer,
+                params: vec![("grant_type", "refresh_token"), ("refresh_token", refresh)],
+                scope: None,
+                resource: old.resource.as_deref(),
+            },
+            self.config.timeout,
+        )
+        .await?;
+        if new.refresh.is_none() {
+            new.refresh = old.refresh.clone();
+        }
+        if new.scope.is_none() {
+            new.scope = old.scope.clone();
+        }
+        Ok(new)
+    }
+}
+
+/// The code of an authorization response at `redirect`, after checking its `state` and —
+/// RFC 9207 — its `iss` (compared as a string; required when the server says it sends it).
+fn read_redirect(
+    redirect: &str,
+    state: &str,
+    server: &ServerMetadata,
+) -> Result<String, ClientError> {
+    let query = redirect
+        .split_once('?')
+        .map_or("", |(_, q)| q.split('#').next().unwrap_or(q));
+    let params = form::decode(query);
+    let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    if get("state") != Some(state) {
+        return Err(ClientError::Auth(
+            "the authorization response's state is not the one sent: refused".into(),
+        ));
+    }
+    match get("iss") {
+        Some(iss) if iss != server.issuer => {
+            return Err(ClientError::Auth(format!(
+                "the authorization response comes from issuer {iss}, not {}: refused (RFC 9207)",
+                server.issuer
+            )));
+        }
+        None if server.authorization_response_iss_parameter_supported => {
+            return Err(ClientError::Auth(format!(
+                "{} says its authorization responses carry `iss`, and this one does not: \
+                 refused (RFC 9207)",
+                server.issuer
+            )));
+        }
+        _ => {}
+    }
+    if let Some(error) = get("error") {
+        let detail = get("error_description").map_or(String::new(), |d| format!(" ({d})"));
+        return Err(ClientError::Auth(format!(
+            "the authorization was refused: {error}{detail}"
+        )));
+    }
+    get("code")
+        .map(str::to_owned)
+        .ok_or_else(|| ClientError::Auth("the authorization response has no code".into()))
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}

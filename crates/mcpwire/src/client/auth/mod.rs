@@ -1,0 +1,236 @@
+//! Credentials an HTTP upstream connection presents — never a downstream client's token
+//! (the MCP authorization spec forbids passing it through): static headers, a static
+//! bearer token, or OAuth 2.1 ([`OAuthConfig`]): the client-credentials grant, or the MCP
+//! authorization-code flow run when the server answers `401` (protected-resource and
+//! authorization-server metadata discovery, client ID metadata documents or dynamic
+//! registration, PKCE, scope selection and step-up on `403 insufficient_scope`, the
+//! `resource` parameter, refresh). OAuth tokens are kept per downstream identity
+//! ([`UpstreamAuth::for_identity`]), so one user's grant never serves another.
+//! Decisions: `docs/design/upstream-auth.md`.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::header::{AUTHORIZATION, HeaderName, HeaderValue};
+
+mod challenge;
+mod consent;
+mod discovery;
+mod flow;
+mod form;
+mod pkce;
+mod scope;
+mod token;
+
+pub use consent::{AuthorizationRequest, Consent, FollowRedirect};
+
+pub(crate) use challenge::Challenge;
+use flow::OAuthClient;
+
+use super::ClientError;
+
+/// Which OAuth grant obtains the tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OAuthGrant {
+    /// The client's own credentials (`client_credentials`): machine to machine, no user.
+    ClientCredentials,
+    /// A user's authorization (`authorization_code` with PKCE), obtained through a
+    /// [`Consent`].
+    AuthorizationCode,
+}
+
+/// How to obtain OAuth tokens for one upstream.
+#[derive(Clone)]
+pub struct OAuthConfig {
+    /// The grant.
+    pub grant: OAuthGrant,
+    /// A pre-registered client id (required for client credentials; otherwise a client ID
+    /// metadata document or dynamic registration is used when it is absent).
+    pub client_id: Option<String>,
+    /// The pre-registered client's secret.
+    pub client_secret: Option<String>,
+    /// This client's ID metadata document URL, used as its client id where the
+    /// authorization server accepts such documents.
+    pub client_metadata_url: Option<String>,
+    /// `client_name` in dynamic registration.
+    pub client_name: String,
+    /// Where the authorization server redirects after consent.
+    pub redirect_uri: String,
+    /// Scopes to ask for, overriding the selection from the server's challenge and metadata.
+    pub scope: Option<String>,
+    /// The `resource` to ask tokens for (RFC 8707), overriding the protected resource's.
+    pub resource: Option<String>,
+    /// An `audience` parameter for authorization servers that take one instead of
+    /// `resource` (sent only when set).
+    pub audience: Option<String>,
+    /// The token endpoint: with it, client credentials are exchanged before the first
+    /// request, without discovery.
+    pub token_endpoint: Option<String>,
+    /// The authorization server's issuer, overriding the protected resource's first.
+    pub issuer: Option<String>,
+    /// How the user consents (authorization code); `None` refuses that flow.
+    pub consent: Option<Arc<dyn Consent>>,
+    /// How long each request to the authorization server may take.
+    pub timeout: Duration,
+}
+
+impl OAuthConfig {
+    /// Defaults for `grant`: no client id (dynamic registration), redirect to
+    /// `http://localhost:3000/callback`, 30 s per request, no consent.
+    pub fn new(grant: OAuthGrant) -> OAuthConfig {
+        OAuthConfig {
+            grant,
+            client_id: None,
+            client_secret: None,
+            client_metadata_url: None,
+            client_name: "mcpwire".into(),
+            redirect_uri: "http://localhost:3000/callback".into(),
+            scope: None,
+            resource: None,
+            audience: None,
+            token_endpoint: None,
+            issuer: None,
+            consent: None,
+            timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+impl fmt::Debug for OAuthConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OAuthConfig")
+            .field("grant", &self.grant)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| "…"))
+            .field("scope", &self.scope)
+            .field("token_endpoint", &self.token_endpoint)
+            .field("issuer", &self.issuer)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What an HTTP upstream connection authenticates with. Cheap to clone: connections of
+/// one backend share its OAuth tokens (per identity).
+#[derive(Clone, Default)]
+pub struct UpstreamAuth {
+    headers: Vec<(HeaderName, HeaderValue)>,
+    oauth: Option<Arc<OAuthClient>>,
+    identity: Option<Arc<str>>,
+}
+
+impl fmt::Debug for UpstreamAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("UpstreamAuth")
+            .field("headers", &names)
+            .field("oauth", &self.oauth.as_ref().map(|o| o.config()))
+            .field("identity", &self.identity)
+            .finish()
+    }
+}
+
+impl UpstreamAuth {
+    /// Nothing yet.
+    pub fn new() -> UpstreamAuth {
+        UpstreamAuth::default()
+    }
+
+    /// Adds a header sent with every request (marked sensitive: never logged).
+    pub fn header(mut self, name: &str, value: &str) -> Result<UpstreamAuth, ClientError> {
+        let n = HeaderName::try_from(name)
+            .map_err(|e| ClientError::Target(format!("`{name}` is not a header name: {e}")))?;
+        let mut v = HeaderValue::try_from(value).map_err(|e| {
+            ClientError::Target(format!("the value of header `{name}` is not valid: {e}"))
+        })?;
+        v.set_sensitive(true);
+        if n == AUTHORIZATION && self.oauth.is_some() {
+            return Err(ClientError::Target(
+                "an Authorization header and OAuth exclude each other".into(),
+            ));
+        }
+        self.headers.retain(|(h, _)| *h != n);
+        self.headers.push((n, v));
+        Ok(self)
+    }
+
+    /// Sends `Authorization: Bearer TOKEN` with every request.
+    pub fn bearer(self, token: &str) -> Result<UpstreamAuth, ClientError> {
+        self.header("authorization", &format!("Bearer {}", token.trim()))
+    }
+
+    /// Obtains tokens with OAuth as `config` says.
+    pub fn oauth(mut self, config: OAuthConfig) -> Result<UpstreamAuth, ClientError> {
+        if self.headers.iter().any(|(n, _)| *n == AUTHORIZATION) {
+            return Err(ClientError::Target(
+                "an Authorization header and OAuth exclude each other".into(),
+            ));
+        }
+        if config.grant == OAuthGrant::ClientCredentials && config.client_id.is_none() {
+            return Err(ClientError::Target(
+                "the client-credentials grant needs a client_id".into(),
+            ));
+        }
+        self.oauth = Some(Arc::new(OAuthClient::new(config)));
+        Ok(self)
+    }
+
+    /// The same credentials acting for `identity` (a downstream subject): OAuth tokens are
+    /// obtained and kept for it alone.
+    pub fn for_identity(&self, identity: Option<&str>) -> UpstreamAuth {
+        UpstreamAuth {
+            identity: identity.map(Arc::from),
+            ..self.clone()
+        }
+    }
+
+    /// Whether OAuth is configured (challenges are answered).
+    pub fn has_oauth(&self) -> bool {
+        self.oauth.is_some()
+    }
+
+    /// The headers for the next request, and the access token among them (to tell a
+    /// later challenge whether the token has changed since).
+    pub(crate) async fn request_headers(
+        &self,
+    ) -> Result<(Vec<(HeaderName, HeaderValue)>, Option<String>), ClientError> {
+        let mut headers = self.headers.clone();
+        let mut sent = None;
+        if let Some(oauth) = &self.oauth
+            && let Some(token) = oauth.token(self.identity.as_ref()).await?
+        {
+            let mut v = HeaderValue::try_from(format!("Bearer {token}"))
+                .map_err(|e| ClientError::Auth(format!("the access token is not a header: {e}")))?;
+            v.set_sensitive(true);
+            headers.push((AUTHORIZATION, v));
+            sent = Some(token);
+        }
+        Ok((headers, sent))
+    }
+
+    /// Whether an answer with `status` and `challenge` is one OAuth may fix: `401`, or
+    /// `403` with `insufficient_scope`.
+    pub(crate) fn answers(&self, status: u16, challenge: &Challenge) -> bool {
+        self.oauth.is_some() && (status == 401 || (status == 403 && challenge.insufficient_scope()))
+    }
+
+    /// Obtains new tokens after `server` (the MCP endpoint) answered `status` with
+    /// `challenge` to a request that carried `sent`; on success the request is worth
+    /// sending again.
+    pub(crate) async fn challenged(
+        &self,
+        status: u16,
+        challenge: Challenge,
+        sent: Option<&str>,
+        server: &str,
+    ) -> Result<(), ClientError> {
+        let Some(oauth) = &self.oauth else {
+            return Err(ClientError::Auth(format!(
+                "{server} requires authorization and no OAuth is configured for it"
+            )));
+        };
+        oauth
+            .challenged(self.identity.as_ref(), status, challenge, sent, server)
+            .await
+    }
+}
