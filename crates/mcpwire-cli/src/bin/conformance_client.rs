@@ -13,7 +13,8 @@
 //! offers a client ID metadata document URL (`https://conformance-test.local/client-metadata.json`,
 //! used where the server accepts such documents), registers dynamically otherwise, and uses
 //! the pre-registered credentials the suite passes in `MCP_CONFORMANCE_CONTEXT` when there
-//! are (`client_id`, `client_secret`; the client-credentials scenarios use that grant).
+//! are (`client_id`, `client_secret` or `private_key_pem`; the client-credentials scenarios use
+//! that grant).
 //!
 //! The era follows `MCP_CONFORMANCE_PROTOCOL_VERSION` as the suite asks (2026-07-28: per-request
 //! `_meta`; earlier revisions: `initialize`); without it the client negotiates (`server/discover`
@@ -29,7 +30,9 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow, bail};
 use std::sync::Arc;
 
-use mcpwire::client::auth::{FollowRedirect, OAuthConfig, OAuthGrant, UpstreamAuth};
+use mcpwire::client::auth::{
+    ClientSigningKey, FollowRedirect, OAuthConfig, OAuthGrant, UpstreamAuth,
+};
 use mcpwire::client::{Client, ClientEvent, ClientEvents, ClientOptions, EraChoice, Target};
 use mcpwire_model::McpError;
 use mcpwire_model::types::{Implementation, LoggingLevel};
@@ -125,6 +128,10 @@ fn oauth(scenario: &str) -> Result<UpstreamAuth> {
     config.client_name = "mcpwire-conformance-client".into();
     config.client_id = text("client_id");
     config.client_secret = text("client_secret");
+    if let Some(pem) = text("private_key_pem") {
+        let alg = text("signing_algorithm").unwrap_or_else(|| "ES256".into());
+        config.signing_key = Some(ClientSigningKey::from_pem(&pem, &alg)?);
+    }
     config.client_metadata_url = Some(CLIENT_METADATA_URL.into());
     config.consent = Some(Arc::new(FollowRedirect::default()));
     Ok(UpstreamAuth::new().oauth(config)?)

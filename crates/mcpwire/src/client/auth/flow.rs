@@ -305,16 +305,22 @@ impl OAuthClient {
         }
     }
 
+    /// The pre-registered client, if one is configured: with its key, or its secret sent
+    /// as the server `accepts`.
+    fn preregistered(&self, accepts: impl Fn(&str) -> bool) -> Option<Registered> {
+        let id = self.config.client_id.clone()?;
+        Some(match &self.config.signing_key {
+            Some(key) => Registered::with_key(id, key.clone()),
+            None => Registered::choose(id, self.config.client_secret.clone(), accepts),
+        })
+    }
+
     /// This client at `server`: pre-registered, its metadata document's URL, or
     /// registered dynamically (once per issuer).
     async fn registration(&self, server: &ServerMetadata) -> Result<Registered, ClientError> {
         let accepts = |m: &str| server.accepts_auth(m);
-        if let Some(id) = &self.config.client_id {
-            return Ok(Registered::choose(
-                id.clone(),
-                self.config.client_secret.clone(),
-                accepts,
-            ));
+        if let Some(client) = self.preregistered(accepts) {
+            return Ok(client);
         }
         if let Some(r) = lock(&self.registrations).get(&server.issuer) {
             return Ok(r.clone());
@@ -466,14 +472,9 @@ impl OAuthClient {
         };
         let client = match lock(&self.registrations).get(&old.issuer) {
             Some(r) => r.clone(),
-            None => match &self.config.client_id {
-                Some(id) => {
-                    Registered::choose(id.clone(), self.config.client_secret.clone(), |m| {
-                        m == "client_secret_basic"
-                    })
-                }
-                None => return Err(ClientError::Auth("the client registration is gone".into())),
-            },
+            None => self
+                .preregistered(|m| m == "client_secret_basic")
+                .ok_or_else(|| ClientError::Auth("the client registration is gone".into()))?,
         };
         let mut new = token::request(
             &client,

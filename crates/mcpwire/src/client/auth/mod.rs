@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use hyper::header::{AUTHORIZATION, HeaderName, HeaderValue};
 
+mod assertion;
 mod challenge;
 mod consent;
 mod discovery;
@@ -23,6 +24,7 @@ mod pkce;
 mod scope;
 mod token;
 
+pub use assertion::ClientSigningKey;
 pub use consent::{AuthorizationRequest, Consent, FollowRedirect};
 
 pub(crate) use challenge::Challenge;
@@ -50,6 +52,9 @@ pub struct OAuthConfig {
     pub client_id: Option<String>,
     /// The pre-registered client's secret.
     pub client_secret: Option<String>,
+    /// The pre-registered client's private key: it authenticates with `private_key_jwt`
+    /// instead of a secret.
+    pub signing_key: Option<ClientSigningKey>,
     /// This client's ID metadata document URL, used as its client id where the
     /// authorization server accepts such documents.
     pub client_metadata_url: Option<String>,
@@ -83,6 +88,7 @@ impl OAuthConfig {
             grant,
             client_id: None,
             client_secret: None,
+            signing_key: None,
             client_metadata_url: None,
             client_name: "mcpwire".into(),
             redirect_uri: "http://localhost:3000/callback".into(),

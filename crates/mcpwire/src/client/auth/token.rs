@@ -11,6 +11,7 @@ use hyper::Method;
 use serde::Deserialize;
 use tokio::time::Instant;
 
+use super::assertion::{ASSERTION_TYPE, ClientSigningKey};
 use super::form;
 use crate::client::{ClientError, excerpt};
 use crate::fetch::{Fetched, Outgoing, send};
@@ -27,6 +28,8 @@ pub(crate) enum TokenAuth {
     Basic,
     /// `client_id` and `client_secret` in the body.
     Post,
+    /// A JWT signed with the client's key (`private_key_jwt`).
+    PrivateKeyJwt,
 }
 
 impl TokenAuth {
@@ -35,6 +38,7 @@ impl TokenAuth {
             "none" => Some(TokenAuth::None),
             "client_secret_basic" => Some(TokenAuth::Basic),
             "client_secret_post" => Some(TokenAuth::Post),
+            "private_key_jwt" => Some(TokenAuth::PrivateKeyJwt),
             _ => None,
         }
     }
@@ -49,6 +53,8 @@ pub(crate) struct Registered {
     pub(crate) secret: Option<String>,
     /// How it authenticates at the token endpoint.
     pub(crate) auth: TokenAuth,
+    /// Its signing key, for `private_key_jwt`.
+    pub(crate) key: Option<ClientSigningKey>,
 }
 
 impl Registered {
@@ -69,6 +75,17 @@ impl Registered {
             client_id,
             secret,
             auth,
+            key: None,
+        }
+    }
+
+    /// A client authenticating with `key` (`private_key_jwt`).
+    pub(crate) fn with_key(client_id: String, key: ClientSigningKey) -> Registered {
+        Registered {
+            client_id,
+            secret: None,
+            auth: TokenAuth::PrivateKeyJwt,
+            key: Some(key),
         }
     }
 }
@@ -142,7 +159,18 @@ pub(crate) async fn request(
         params.push(("resource", r));
     }
     let mut headers = Vec::new();
+    let assertion;
     match client.auth {
+        TokenAuth::PrivateKeyJwt => {
+            let Some(key) = &client.key else {
+                return Err(ClientError::Auth(
+                    "private_key_jwt needs a signing key, and none is configured".into(),
+                ));
+            };
+            assertion = key.assertion(&client.client_id, req.issuer)?;
+            params.push(("client_assertion_type", ASSERTION_TYPE));
+            params.push(("client_assertion", &assertion));
+        }
         TokenAuth::None => params.push(("client_id", &client.client_id)),
         TokenAuth::Post => {
             params.push(("client_id", &client.client_id));
