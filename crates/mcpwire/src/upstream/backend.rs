@@ -19,6 +19,7 @@ use super::link::Link;
 use super::restart::{Shared, reopen};
 use super::routes::ToolRoutes;
 use super::sessions::Sessions;
+use crate::client::auth::UpstreamAuth;
 use crate::client::{
     Client, ClientEra, ClientError, ClientOptions, EraChoice, RequestOptions, Target,
 };
@@ -53,6 +54,9 @@ pub struct UpstreamConfig {
     /// How long an upstream request that asked a stateless (2026-07-28) downstream client
     /// something waits for the client's retry with the answer before it is cancelled.
     pub hold_timeout: Duration,
+    /// HTTP: what the gateway authenticates with (its own credentials; OAuth tokens are
+    /// kept per downstream identity for the sessions opened for that identity).
+    pub auth: Option<UpstreamAuth>,
 }
 
 impl UpstreamConfig {
@@ -67,6 +71,7 @@ impl UpstreamConfig {
             shared: true,
             max_sessions: 64,
             hold_timeout: Duration::from_secs(60),
+            auth: None,
         }
     }
 
@@ -88,6 +93,7 @@ impl UpstreamConfig {
         // As the listeners do: an upstream's answer usually follows its request within
         // microseconds, and waking an idle vCPU costs tens of them (docs/benchmarks.md).
         o.busy_poll = crate::serve::DEFAULT_BUSY_POLL;
+        o.auth = self.auth.clone();
         o
     }
 }
@@ -220,6 +226,10 @@ async fn open_for_session(
 ) -> Result<Arc<Link>, ClientError> {
     let mut options = config.client_options();
     options.capabilities = forwarded_capabilities(ctx);
+    // The session acts for its caller: OAuth tokens obtained for it are that identity's.
+    options.auth = options
+        .auth
+        .map(|a| a.for_identity(ctx.identity().map(|i| i.subject())));
     if config.era != EraChoice::Auto || ctx.revision().is_stateless() {
         return connect(config, options, true, events).await;
     }
