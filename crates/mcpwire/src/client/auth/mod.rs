@@ -62,7 +62,8 @@ pub struct OAuthConfig {
     pub client_name: String,
     /// Where the authorization server redirects after consent.
     pub redirect_uri: String,
-    /// Scopes to ask for, overriding the selection from the server's challenge and metadata.
+    /// Scopes always asked for (with those a challenge names; the protected resource's
+    /// `scopes_supported` are then not used).
     pub scope: Option<String>,
     /// The `resource` to ask tokens for (RFC 8707), overriding the protected resource's.
     pub resource: Option<String>,

@@ -1,6 +1,6 @@
 //! Which scopes to ask for (MCP 2025-11-25 "Scope Selection Strategy", SEP-2350 and
-//! SEP-2207): the challenge's `scope`, else the protected resource's `scopes_supported`,
-//! else none; on re-authorization the union with what was asked before; `offline_access`
+//! SEP-2207): the configured ones and the challenge's `scope`, else the protected
+//! resource's `scopes_supported`, else none; on re-authorization the union with what was asked before; `offline_access`
 //! added when the authorization server lists it and a refresh token is wanted.
 
 /// The scope parameter to send, or `None` to leave it out.
@@ -12,13 +12,19 @@ pub(crate) fn select(
     server_supported: Option<&[String]>,
 ) -> Option<String> {
     let mut scopes: Vec<&str> = Vec::new();
-    let base = configured
+    let asked: Vec<&str> = configured
         .map(words)
-        .or_else(|| challenged.map(words))
-        .or_else(|| resource_supported.map(|s| s.iter().map(String::as_str).collect::<Vec<_>>()));
-    for s in base
         .into_iter()
         .flatten()
+        .chain(challenged.map(words).into_iter().flatten())
+        .collect();
+    let base = if asked.is_empty() {
+        resource_supported.map_or_else(Vec::new, |s| s.iter().map(String::as_str).collect())
+    } else {
+        asked
+    };
+    for s in base
+        .into_iter()
         .chain(prior.map(words).into_iter().flatten())
     {
         if !scopes.contains(&s) {
@@ -70,6 +76,10 @@ mod tests {
         assert_eq!(select(None, None, Some(&[]), None, None), None);
         assert_eq!(
             select(Some("fixed"), Some("mcp:basic"), Some(&prm), None, None).as_deref(),
+            Some("fixed mcp:basic")
+        );
+        assert_eq!(
+            select(Some("fixed"), None, Some(&prm), None, None).as_deref(),
             Some("fixed")
         );
     }
