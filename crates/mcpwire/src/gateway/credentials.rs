@@ -17,6 +17,7 @@
 //! grant = "client_credentials"                # or "authorization_code"
 //! client_id = "mcpwire-gateway"
 //! client_secret_env = "BILLING_SECRET"        # or client_secret_file, or private_key_file
+//! client_auth = "client_secret_post"          # default: basic (or as the metadata says)
 //! token_endpoint = "https://auth.internal/oauth/token"  # else discovered from the 401
 //! scope = "billing:read"
 //! resource = "https://billing.internal/mcp"   # RFC 8707 (default: the server's own)
@@ -53,6 +54,7 @@ pub(super) struct RawOAuth {
     client_id: Option<String>,
     client_secret_env: Option<String>,
     client_secret_file: Option<String>,
+    client_auth: Option<String>,
     private_key_file: Option<String>,
     signing_alg: Option<String>,
     client_metadata_url: Option<String>,
@@ -101,6 +103,8 @@ pub struct OAuthSpec {
     pub client_id: Option<String>,
     /// Its secret.
     pub client_secret: Option<String>,
+    /// `client_secret_basic` or `client_secret_post`.
+    pub client_auth: Option<String>,
     /// Its private key (PEM) and algorithm, for `private_key_jwt`.
     pub private_key: Option<(String, String)>,
     /// Client ID metadata document URL.
@@ -280,6 +284,7 @@ impl RawOAuth {
             client_credentials,
             client_id: self.client_id.clone(),
             client_secret: secret,
+            client_auth: self.client_auth.clone(),
             private_key,
             client_metadata_url: self.client_metadata_url.clone(),
             client_name: self.client_name.clone(),
@@ -319,6 +324,7 @@ impl CredentialsSpec {
             let mut c = OAuthConfig::new(grant);
             c.client_id = o.client_id.clone();
             c.client_secret = o.client_secret.clone();
+            c.client_auth = o.client_auth.clone();
             if let Some((pem, alg)) = &o.private_key {
                 c.signing_key =
                     Some(ClientSigningKey::from_pem(pem, alg).map_err(|e| e.to_string())?);
@@ -360,5 +366,112 @@ fn read(base: &Path, key: &'static str, file: &str) -> Result<String, Refusal> {
         Ok(v) if !v.trim().is_empty() => Ok(v.trim_end().to_owned()),
         Ok(_) => Err((key, format!("{} is empty", path.display()))),
         Err(e) => Err((key, format!("cannot read {}: {e}", path.display()))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::gateway::{BackendSource, ConfigError, GatewayConfig};
+
+    fn load(dir: &Path, backend: &str) -> Result<GatewayConfig, ConfigError> {
+        GatewayConfig::from_toml(
+            &dir.join("mcpwire.toml"),
+            &format!("[backends.up]\n{backend}"),
+        )
+    }
+
+    fn credentials(c: &GatewayConfig) -> &super::CredentialsSpec {
+        match &c.backends[0].source {
+            BackendSource::Upstream(u) => &u.credentials,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn dir(test: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("mcpwire-{test}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn headers_and_a_bearer_from_a_file() {
+        let d = dir("headers");
+        std::fs::write(d.join("token"), "abc123\n").unwrap();
+        let c = load(
+            &d,
+            "url = \"https://x.example/mcp\"\nbearer_file = \"token\"\nheaders = { \"X-Team\" = \"a\" }\n",
+        )
+        .unwrap();
+        let spec = credentials(&c);
+        assert_eq!(spec.bearer(), Some("abc123"));
+        assert!(spec.headers.contains(&("x-team".into(), "a".into())));
+        // Secrets stay out of what is printed.
+        assert!(!format!("{c:?}").contains("abc123"));
+        assert!(spec.to_auth().is_ok());
+    }
+
+    #[test]
+    fn refusals_name_the_key() {
+        let d = dir("refusals");
+        let refused = |backend: &str, key: &str, words: &str| {
+            let e = load(&d, backend).unwrap_err().to_string();
+            assert!(e.contains(key) && e.contains(words), "{e}");
+        };
+        refused(
+            "url = \"https://x/mcp\"\nbearer_env = \"MCPWIRE_TEST_SURELY_UNSET\"\n",
+            "bearer_env",
+            "is not set",
+        );
+        refused(
+            "url = \"https://x/mcp\"\nbearer_file = \"missing\"\n",
+            "bearer_file",
+            "cannot read",
+        );
+        refused(
+            "command = \"x\"\nheaders = { a = \"b\" }\n",
+            "headers",
+            "url backends",
+        );
+        refused(
+            "native = \"demo\"\nbearer_file = \"t\"\n",
+            "bearer_file",
+            "native backends",
+        );
+        refused(
+            "url = \"https://x/mcp\"\n[backends.up.oauth]\ngrant = \"client_credentials\"\n",
+            "oauth",
+            "needs client_id",
+        );
+        refused(
+            "url = \"https://x/mcp\"\n[backends.up.oauth]\ngrant = \"authorization_code\"\n",
+            "oauth",
+            "consent",
+        );
+        refused(
+            "url = \"https://x/mcp\"\n[backends.up.oauth]\ngrant = \"sideways\"\n",
+            "oauth",
+            "unknown variant",
+        );
+    }
+
+    #[test]
+    fn oauth_with_a_secret_file_and_an_mcpb_token() {
+        let d = dir("oauth");
+        std::fs::write(d.join("secret"), "s3cret\n").unwrap();
+        let c = load(
+            &d,
+            "url = \"https://x/mcp\"\n[backends.up.oauth]\ngrant = \"client_credentials\"\n\
+             client_id = \"gw\"\nclient_secret_file = \"secret\"\nclient_auth = \"client_secret_post\"\n\
+             token_endpoint = \"https://as.example/token\"\n",
+        )
+        .unwrap();
+        let o = credentials(&c).oauth.as_ref().unwrap();
+        assert_eq!(o.client_secret.as_deref(), Some("s3cret"));
+        assert!(credentials(&c).to_auth().unwrap().has_oauth());
+        std::fs::write(d.join("token"), "mcpb-token\n").unwrap();
+        let c = load(&d, "mcpb = \"127.0.0.1:9000\"\nbearer_file = \"token\"\n").unwrap();
+        assert_eq!(credentials(&c).bearer(), Some("mcpb-token"));
     }
 }

@@ -16,13 +16,13 @@ use super::discovery::{
 };
 use super::pkce::{Pkce, random_token};
 use super::scope;
-use super::token::{self, ClientMetadata, Registered, TokenRequest, TokenSet};
+use super::token::{self, ClientMetadata, Registered, TokenAuth, TokenRequest, TokenSet};
 use super::{OAuthConfig, OAuthGrant, form};
 use crate::client::ClientError;
 use crate::fetch::{Outgoing, send};
 
 /// Identities whose tokens are kept at once per upstream; beyond, an idle one is forgotten.
-const MAX_IDENTITIES: usize = 4096;
+pub(crate) const MAX_IDENTITIES: usize = 4096;
 
 /// Authorization servers whose registrations are kept at once.
 const MAX_REGISTRATIONS: usize = 16;
@@ -68,6 +68,19 @@ impl OAuthClient {
 
     pub(crate) fn config(&self) -> &OAuthConfig {
         &self.config
+    }
+
+    /// Identities whose tokens are kept now.
+    #[cfg(test)]
+    pub(crate) fn slot_count(&self) -> usize {
+        lock(&self.slots).len()
+    }
+
+    /// Makes `who`'s slot (as a request would) and returns how many are kept.
+    #[cfg(test)]
+    pub(crate) fn slot_count_after_touch(&self, who: &Arc<str>) -> usize {
+        let _ = self.slot(Some(who));
+        self.slot_count()
     }
 
     /// The slot of `who`, made if new (an idle one is forgotten when the table is full).
@@ -311,7 +324,19 @@ impl OAuthClient {
         let id = self.config.client_id.clone()?;
         Some(match &self.config.signing_key {
             Some(key) => Registered::with_key(id, key.clone()),
-            None => Registered::choose(id, self.config.client_secret.clone(), accepts),
+            None => {
+                let mut client = Registered::choose(id, self.config.client_secret.clone(), accepts);
+                if client.secret.is_some()
+                    && let Some(auth) = self
+                        .config
+                        .client_auth
+                        .as_deref()
+                        .and_then(TokenAuth::from_name)
+                {
+                    client.auth = auth;
+                }
+                client
+            }
         })
     }
 
@@ -470,14 +495,8 @@ impl OAuthClient {
         let Some(refresh) = &old.refresh else {
             return Err(ClientError::Auth("no refresh token".into()));
         };
-        let client = match lock(&self.registrations).get(&old.issuer) {
-            Some(r) => r.clone(),
-            None => self
-                .preregistered(|m| m == "client_secret_basic")
-                .ok_or_else(|| ClientError::Auth("the client registration is gone".into()))?,
-        };
         let mut new = token::request(
-            &client,
+            &old.client,
             TokenRequest {
                 endpoint: &old.token_endpoint,
                 issuer: &old.issuer,

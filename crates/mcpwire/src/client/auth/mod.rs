@@ -22,6 +22,8 @@ mod flow;
 mod form;
 mod pkce;
 mod scope;
+#[cfg(test)]
+mod tests;
 mod token;
 
 pub use assertion::ClientSigningKey;
@@ -52,6 +54,10 @@ pub struct OAuthConfig {
     pub client_id: Option<String>,
     /// The pre-registered client's secret.
     pub client_secret: Option<String>,
+    /// How the pre-registered client sends its secret: `client_secret_basic` or
+    /// `client_secret_post` (default: what the server's metadata accepts, basic first;
+    /// basic without metadata).
+    pub client_auth: Option<String>,
     /// The pre-registered client's private key: it authenticates with `private_key_jwt`
     /// instead of a secret.
     pub signing_key: Option<ClientSigningKey>,
@@ -89,6 +95,7 @@ impl OAuthConfig {
             grant,
             client_id: None,
             client_secret: None,
+            client_auth: None,
             signing_key: None,
             client_metadata_url: None,
             client_name: "mcpwire".into(),
@@ -172,6 +179,14 @@ impl UpstreamAuth {
             return Err(ClientError::Target(
                 "an Authorization header and OAuth exclude each other".into(),
             ));
+        }
+        if let Some(m) = &config.client_auth
+            && !matches!(m.as_str(), "client_secret_basic" | "client_secret_post")
+        {
+            return Err(ClientError::Target(format!(
+                "`{m}` is not a client authentication method (client_secret_basic, \
+                 client_secret_post)"
+            )));
         }
         if config.grant == OAuthGrant::ClientCredentials && config.client_id.is_none() {
             return Err(ClientError::Target(

@@ -33,7 +33,8 @@ pub(crate) enum TokenAuth {
 }
 
 impl TokenAuth {
-    fn from_name(name: &str) -> Option<TokenAuth> {
+    /// The method named `name` (RFC 8414's names).
+    pub(crate) fn from_name(name: &str) -> Option<TokenAuth> {
         match name {
             "none" => Some(TokenAuth::None),
             "client_secret_basic" => Some(TokenAuth::Basic),
@@ -107,6 +108,8 @@ pub(crate) struct TokenSet {
     pub(crate) token_endpoint: String,
     /// The `resource` they were asked for.
     pub(crate) resource: Option<String>,
+    /// The client they were issued to (a refresh authenticates as it).
+    pub(crate) client: Registered,
 }
 
 impl TokenSet {
@@ -238,6 +241,7 @@ pub(crate) async fn request(
         issuer: req.issuer.to_owned(),
         token_endpoint: req.endpoint.to_owned(),
         resource: req.resource.map(str::to_owned),
+        client: client.clone(),
     })
 }
 
