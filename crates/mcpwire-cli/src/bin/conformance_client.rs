@@ -14,7 +14,7 @@
 //! used where the server accepts such documents), registers dynamically otherwise, and uses
 //! the pre-registered credentials the suite passes in `MCP_CONFORMANCE_CONTEXT` when there
 //! are (`client_id`, `client_secret` or `private_key_pem`; the client-credentials scenarios use
-//! that grant).
+//! that grant; a `valid_jwt`, the workload identity scenario's, is a JWT-bearer assertion).
 //!
 //! The era follows `MCP_CONFORMANCE_PROTOCOL_VERSION` as the suite asks (2026-07-28: per-request
 //! `_meta`; earlier revisions: `initialize`); without it the client negotiates (`server/discover`
@@ -31,7 +31,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use std::sync::Arc;
 
 use mcpwire::client::auth::{
-    ClientSigningKey, FollowRedirect, OAuthConfig, OAuthGrant, UpstreamAuth,
+    Assertion, ClientSigningKey, FollowRedirect, OAuthConfig, OAuthGrant, UpstreamAuth,
 };
 use mcpwire::client::{Client, ClientEvent, ClientEvents, ClientOptions, EraChoice, Target};
 use mcpwire_model::McpError;
@@ -121,10 +121,13 @@ fn oauth(scenario: &str) -> Result<UpstreamAuth> {
     let text = |k: &str| context.get(k).and_then(Value::as_str).map(str::to_owned);
     let grant = if scenario.starts_with("auth/client-credentials") {
         OAuthGrant::ClientCredentials
+    } else if context.get("valid_jwt").is_some() {
+        OAuthGrant::JwtBearer
     } else {
         OAuthGrant::AuthorizationCode
     };
     let mut config = OAuthConfig::new(grant);
+    config.assertion = text("valid_jwt").map(Assertion::Value);
     config.client_name = "mcpwire-conformance-client".into();
     config.client_id = text("client_id");
     config.client_secret = text("client_secret");

@@ -14,7 +14,7 @@
 //! [backends.billing]
 //! url = "https://billing.internal/mcp"
 //! [backends.billing.oauth]
-//! grant = "client_credentials"                # or "authorization_code"
+//! grant = "client_credentials"                # or "jwt_bearer" (+ assertion_file), "authorization_code"
 //! client_id = "mcpwire-gateway"
 //! client_secret_env = "BILLING_SECRET"        # or client_secret_file, or private_key_file
 //! client_auth = "client_secret_post"          # default: basic (or as the metadata says)
@@ -33,7 +33,7 @@ use serde::Deserialize;
 
 use crate::client::Target;
 use crate::client::auth::{
-    ClientSigningKey, FollowRedirect, OAuthConfig, OAuthGrant, UpstreamAuth,
+    Assertion, ClientSigningKey, FollowRedirect, OAuthConfig, OAuthGrant, UpstreamAuth,
 };
 
 /// The credential keys of an upstream backend, as written (keys of the backend's table).
@@ -56,6 +56,7 @@ pub(super) struct RawOAuth {
     client_secret_file: Option<String>,
     client_auth: Option<String>,
     private_key_file: Option<String>,
+    assertion_file: Option<String>,
     signing_alg: Option<String>,
     client_metadata_url: Option<String>,
     client_name: Option<String>,
@@ -74,6 +75,7 @@ pub(super) struct RawOAuth {
 enum RawGrant {
     ClientCredentials,
     AuthorizationCode,
+    JwtBearer,
 }
 
 /// How consent for the authorization-code grant is obtained.
@@ -91,14 +93,16 @@ pub struct CredentialsSpec {
     /// Headers sent with every request (a bearer token is an `authorization` header).
     pub headers: Vec<(String, String)>,
     /// OAuth, if configured.
-    pub oauth: Option<OAuthSpec>,
+    pub oauth: Option<Box<OAuthSpec>>,
 }
 
 /// `[backends.NAME.oauth]`, secrets resolved.
 #[derive(Clone, PartialEq, Eq)]
 pub struct OAuthSpec {
-    /// `client_credentials` or `authorization_code`.
-    pub client_credentials: bool,
+    /// The grant.
+    pub grant: OAuthGrant,
+    /// The JWT-bearer grant's assertion file (read at each token request).
+    pub assertion_file: Option<std::path::PathBuf>,
     /// Pre-registered client id.
     pub client_id: Option<String>,
     /// Its secret.
@@ -173,12 +177,9 @@ impl RawCredentials<'_> {
         };
         let http = matches!(target, Target::Url(_));
         let mcpb = matches!(target, Target::Mcpb { .. });
-        if !http
-            && !(mcpb
-                && self.oauth.is_none()
-                && self.headers.is_empty()
-                && self.header_env.is_empty())
-        {
+        let only_a_token =
+            self.oauth.is_none() && self.headers.is_empty() && self.header_env.is_empty();
+        if !(http || (mcpb && only_a_token)) {
             let key = if self.oauth.is_some() {
                 "oauth"
             } else if !self.headers.is_empty() {
@@ -228,7 +229,7 @@ impl RawCredentials<'_> {
                             .into(),
                     ));
                 }
-                Some(o.resolve(base)?)
+                Some(Box::new(o.resolve(base)?))
             }
         };
         let spec = CredentialsSpec { headers, oauth };
@@ -257,7 +258,20 @@ impl RawOAuth {
             )),
             None => None,
         };
-        let client_credentials = matches!(self.grant, RawGrant::ClientCredentials);
+        let grant = match self.grant {
+            RawGrant::ClientCredentials => OAuthGrant::ClientCredentials,
+            RawGrant::AuthorizationCode => OAuthGrant::AuthorizationCode,
+            RawGrant::JwtBearer => OAuthGrant::JwtBearer,
+        };
+        let client_credentials = grant == OAuthGrant::ClientCredentials;
+        if grant == OAuthGrant::JwtBearer
+            && (self.client_id.is_none() || self.assertion_file.is_none())
+        {
+            return Err((
+                "oauth",
+                "the jwt_bearer grant needs client_id and assertion_file".into(),
+            ));
+        }
         if client_credentials
             && (self.client_id.is_none() || (secret.is_none() && private_key.is_none()))
         {
@@ -268,7 +282,7 @@ impl RawOAuth {
                     .into(),
             ));
         }
-        if !client_credentials && self.consent.is_none() {
+        if grant == OAuthGrant::AuthorizationCode && self.consent.is_none() {
             return Err((
                 "oauth",
                 "the authorization_code grant needs a user's consent: set consent = \
@@ -281,7 +295,8 @@ impl RawOAuth {
             return Err(("oauth", "`timeout_secs` must be at least 1".into()));
         }
         Ok(OAuthSpec {
-            client_credentials,
+            grant,
+            assertion_file: self.assertion_file.as_ref().map(|f| base.join(f)),
             client_id: self.client_id.clone(),
             client_secret: secret,
             client_auth: self.client_auth.clone(),
@@ -316,12 +331,8 @@ impl CredentialsSpec {
             auth = auth.header(name, value).map_err(|e| e.to_string())?;
         }
         if let Some(o) = &self.oauth {
-            let grant = if o.client_credentials {
-                OAuthGrant::ClientCredentials
-            } else {
-                OAuthGrant::AuthorizationCode
-            };
-            let mut c = OAuthConfig::new(grant);
+            let mut c = OAuthConfig::new(o.grant);
+            c.assertion = o.assertion_file.clone().map(Assertion::File);
             c.client_id = o.client_id.clone();
             c.client_secret = o.client_secret.clone();
             c.client_auth = o.client_auth.clone();

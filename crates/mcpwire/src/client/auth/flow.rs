@@ -33,6 +33,9 @@ const REFRESH_MARGIN: Duration = Duration::from_secs(60);
 /// The largest metadata document read.
 const MAX_METADATA: usize = 256 * 1024;
 
+/// The JWT-bearer grant type (RFC 7523 §2.1).
+const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+
 /// Whose tokens: a downstream subject, or `None` for the client itself.
 type Who = Option<Arc<str>>;
 
@@ -135,7 +138,7 @@ impl OAuthClient {
             };
         }
         if tokens.is_none()
-            && self.config.grant == OAuthGrant::ClientCredentials
+            && self.config.grant != OAuthGrant::AuthorizationCode
             && let Some(endpoint) = self.config.token_endpoint.clone()
         {
             let (origin, _) = split(&endpoint)?;
@@ -198,7 +201,7 @@ impl OAuthClient {
         }
         let resource = self.config.resource.clone().or(found.resource);
         let new = match self.config.grant {
-            OAuthGrant::ClientCredentials => {
+            OAuthGrant::ClientCredentials | OAuthGrant::JwtBearer => {
                 let scope = scope::select(
                     self.config.scope.as_deref(),
                     challenge.scope.as_deref(),
@@ -383,6 +386,8 @@ impl OAuthClient {
         Ok(registered)
     }
 
+    /// Tokens from a grant without a user: the client's credentials, or (RFC 7523 §2.1) a
+    /// JWT assertion of the workload's identity. Not retried on failure.
     async fn client_credentials(
         &self,
         server: &ServerMetadata,
@@ -390,7 +395,22 @@ impl OAuthClient {
         resource: Option<&str>,
     ) -> Result<TokenSet, ClientError> {
         let client = self.registration(server).await?;
-        let mut params = vec![("grant_type", "client_credentials")];
+        let assertion;
+        let mut params = match (&self.config.grant, &self.config.assertion) {
+            (OAuthGrant::JwtBearer, Some(source)) => {
+                assertion = source.read()?;
+                vec![
+                    ("grant_type", JWT_BEARER),
+                    ("assertion", assertion.as_str()),
+                ]
+            }
+            (OAuthGrant::JwtBearer, None) => {
+                return Err(ClientError::Auth(
+                    "the JWT-bearer grant needs an assertion, and none is configured".into(),
+                ));
+            }
+            _ => vec![("grant_type", "client_credentials")],
+        };
         if let Some(a) = &self.config.audience {
             params.push(("audience", a));
         }

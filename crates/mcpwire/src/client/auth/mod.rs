@@ -1,6 +1,7 @@
 //! Credentials an HTTP upstream connection presents — never a downstream client's token
 //! (the MCP authorization spec forbids passing it through): static headers, a static
-//! bearer token, or OAuth 2.1 ([`OAuthConfig`]): the client-credentials grant, or the MCP
+//! bearer token, or OAuth 2.1 ([`OAuthConfig`]): the client-credentials or JWT-bearer
+//! grant, or the MCP
 //! authorization-code flow run when the server answers `401` (protected-resource and
 //! authorization-server metadata discovery, client ID metadata documents or dynamic
 //! registration, PKCE, scope selection and step-up on `403 insufficient_scope`, the
@@ -42,6 +43,31 @@ pub enum OAuthGrant {
     /// A user's authorization (`authorization_code` with PKCE), obtained through a
     /// [`Consent`].
     AuthorizationCode,
+    /// A JWT asserting the workload's identity (RFC 7523 §2.1, workload identity
+    /// federation): [`OAuthConfig::assertion`], read afresh for every token request.
+    JwtBearer,
+}
+
+/// Where a JWT-bearer assertion comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Assertion {
+    /// This JWT.
+    Value(String),
+    /// The JWT in this file, read at each use (platforms rotate such tokens in place).
+    File(std::path::PathBuf),
+}
+
+impl Assertion {
+    fn read(&self) -> Result<String, ClientError> {
+        match self {
+            Assertion::Value(v) => Ok(v.trim().to_owned()),
+            Assertion::File(path) => std::fs::read_to_string(path)
+                .map(|v| v.trim().to_owned())
+                .map_err(|e| {
+                    ClientError::Auth(format!("reading the assertion {}: {e}", path.display()))
+                }),
+        }
+    }
 }
 
 /// How to obtain OAuth tokens for one upstream.
@@ -54,6 +80,8 @@ pub struct OAuthConfig {
     pub client_id: Option<String>,
     /// The pre-registered client's secret.
     pub client_secret: Option<String>,
+    /// The JWT-bearer grant's assertion.
+    pub assertion: Option<Assertion>,
     /// How the pre-registered client sends its secret: `client_secret_basic` or
     /// `client_secret_post` (default: what the server's metadata accepts, basic first;
     /// basic without metadata).
@@ -96,6 +124,7 @@ impl OAuthConfig {
             client_id: None,
             client_secret: None,
             client_auth: None,
+            assertion: None,
             signing_key: None,
             client_metadata_url: None,
             client_name: "mcpwire".into(),
@@ -188,9 +217,14 @@ impl UpstreamAuth {
                  client_secret_post)"
             )));
         }
-        if config.grant == OAuthGrant::ClientCredentials && config.client_id.is_none() {
+        if config.grant != OAuthGrant::AuthorizationCode && config.client_id.is_none() {
             return Err(ClientError::Target(
-                "the client-credentials grant needs a client_id".into(),
+                "the client-credentials and JWT-bearer grants need a client_id".into(),
+            ));
+        }
+        if config.grant == OAuthGrant::JwtBearer && config.assertion.is_none() {
+            return Err(ClientError::Target(
+                "the JWT-bearer grant needs an assertion".into(),
             ));
         }
         self.oauth = Some(Arc::new(OAuthClient::new(config)));
