@@ -90,7 +90,8 @@ if [ "$MODE" = direct ] || [ "$MODE" = client ]; then
     2025-03-26-oauth-endpoint-fallback resource-mismatch offline-access-scope \
     offline-access-not-supported authorization-server-migration iss-supported \
     iss-not-advertised iss-supported-missing iss-wrong-issuer iss-unexpected iss-normalized \
-    metadata-issuer-mismatch client-credentials-basic client-credentials-jwt wif-jwt-bearer; do
+    metadata-issuer-mismatch client-credentials-basic client-credentials-jwt wif-jwt-bearer \
+    enterprise-managed-authorization; do
     client_scenario "auth/$scenario"
   done
   # ... and the ones scored at both 2025-11-25 and 2026-07-28 again on the stateless wire.

@@ -14,7 +14,8 @@
 //! used where the server accepts such documents), registers dynamically otherwise, and uses
 //! the pre-registered credentials the suite passes in `MCP_CONFORMANCE_CONTEXT` when there
 //! are (`client_id`, `client_secret` or `private_key_pem`; the client-credentials scenarios use
-//! that grant; a `valid_jwt`, the workload identity scenario's, is a JWT-bearer assertion).
+//! that grant; a `valid_jwt`, the workload identity scenario's, is a JWT-bearer assertion, and
+//! an `idp_id_token` is exchanged at `idp_token_endpoint` for one: SEP-990).
 //!
 //! The era follows `MCP_CONFORMANCE_PROTOCOL_VERSION` as the suite asks (2026-07-28: per-request
 //! `_meta`; earlier revisions: `initialize`); without it the client negotiates (`server/discover`
@@ -121,13 +122,24 @@ fn oauth(scenario: &str) -> Result<UpstreamAuth> {
     let text = |k: &str| context.get(k).and_then(Value::as_str).map(str::to_owned);
     let grant = if scenario.starts_with("auth/client-credentials") {
         OAuthGrant::ClientCredentials
-    } else if context.get("valid_jwt").is_some() {
+    } else if context.get("valid_jwt").is_some() || context.get("idp_id_token").is_some() {
         OAuthGrant::JwtBearer
     } else {
         OAuthGrant::AuthorizationCode
     };
     let mut config = OAuthConfig::new(grant);
     config.assertion = text("valid_jwt").map(Assertion::Value);
+    if let (Some(endpoint), Some(idp_client), Some(id_token)) = (
+        text("idp_token_endpoint"),
+        text("idp_client_id"),
+        text("idp_id_token"),
+    ) {
+        config.assertion = Some(Assertion::IdJag {
+            token_endpoint: endpoint,
+            client_id: idp_client,
+            id_token: Box::new(Assertion::Value(id_token)),
+        });
+    }
     config.client_name = "mcpwire-conformance-client".into();
     config.client_id = text("client_id");
     config.client_secret = text("client_secret");

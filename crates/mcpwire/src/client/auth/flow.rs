@@ -395,10 +395,13 @@ impl OAuthClient {
         resource: Option<&str>,
     ) -> Result<TokenSet, ClientError> {
         let client = self.registration(server).await?;
+        let resource = resource.or(self.config.resource.as_deref());
         let assertion;
         let mut params = match (&self.config.grant, &self.config.assertion) {
             (OAuthGrant::JwtBearer, Some(source)) => {
-                assertion = source.read()?;
+                assertion = source
+                    .obtain(&server.issuer, resource, self.config.timeout)
+                    .await?;
                 vec![
                     ("grant_type", JWT_BEARER),
                     ("assertion", assertion.as_str()),
@@ -415,7 +418,6 @@ impl OAuthClient {
             params.push(("audience", a));
         }
         let scope = scope.or(self.config.scope.as_deref());
-        let resource = resource.or(self.config.resource.as_deref());
         token::request(
             &client,
             TokenRequest {

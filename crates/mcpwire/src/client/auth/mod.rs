@@ -55,10 +55,28 @@ pub enum Assertion {
     Value(String),
     /// The JWT in this file, read at each use (platforms rotate such tokens in place).
     File(std::path::PathBuf),
+    /// Enterprise-managed authorization (SEP-990): an identity assertion grant (ID-JAG)
+    /// obtained at each use from the enterprise identity provider by token exchange
+    /// (RFC 8693) for the user's ID token, with the authorization server's issuer as its
+    /// audience and the upstream as its resource.
+    IdJag {
+        /// The identity provider's token endpoint.
+        token_endpoint: String,
+        /// This client's id at the identity provider.
+        client_id: String,
+        /// The user's ID token there.
+        id_token: Box<Assertion>,
+    },
 }
 
 impl Assertion {
-    fn read(&self) -> Result<String, ClientError> {
+    /// The assertion for the authorization server `issuer` and `resource`.
+    async fn obtain(
+        &self,
+        issuer: &str,
+        resource: Option<&str>,
+        timeout: Duration,
+    ) -> Result<String, ClientError> {
         match self {
             Assertion::Value(v) => Ok(v.trim().to_owned()),
             Assertion::File(path) => std::fs::read_to_string(path)
@@ -66,6 +84,22 @@ impl Assertion {
                 .map_err(|e| {
                     ClientError::Auth(format!("reading the assertion {}: {e}", path.display()))
                 }),
+            Assertion::IdJag {
+                token_endpoint,
+                client_id,
+                id_token,
+            } => {
+                let id_token = Box::pin(id_token.obtain(issuer, resource, timeout)).await?;
+                token::exchange_for_id_jag(
+                    token_endpoint,
+                    client_id,
+                    &id_token,
+                    issuer,
+                    resource,
+                    timeout,
+                )
+                .await
+            }
         }
     }
 }

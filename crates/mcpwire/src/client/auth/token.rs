@@ -321,3 +321,57 @@ fn refusal(what: &str, endpoint: &str, answer: &Fetched) -> ClientError {
         answer.status
     ))
 }
+
+/// RFC 8693 token exchange at an identity provider: the user's `id_token` for an identity
+/// assertion grant (ID-JAG, SEP-990) meant for the authorization server `audience`.
+pub(crate) async fn exchange_for_id_jag(
+    endpoint: &str,
+    client_id: &str,
+    id_token: &str,
+    audience: &str,
+    resource: Option<&str>,
+    timeout: Duration,
+) -> Result<String, ClientError> {
+    let mut params = vec![
+        (
+            "grant_type",
+            "urn:ietf:params:oauth:grant-type:token-exchange",
+        ),
+        (
+            "requested_token_type",
+            "urn:ietf:params:oauth:token-type:id-jag",
+        ),
+        ("subject_token", id_token),
+        (
+            "subject_token_type",
+            "urn:ietf:params:oauth:token-type:id_token",
+        ),
+        ("audience", audience),
+        ("client_id", client_id),
+    ];
+    if let Some(r) = resource {
+        params.push(("resource", r));
+    }
+    let out = Outgoing {
+        method: Method::POST,
+        url: endpoint,
+        headers: Vec::new(),
+        body: Some((
+            "application/x-www-form-urlencoded",
+            Bytes::from(form::encode(params)),
+        )),
+    };
+    let answer = send(out, timeout, MAX_ANSWER)
+        .await
+        .map_err(ClientError::Auth)?;
+    if !answer.status.is_success() {
+        return Err(refusal("the token exchange", endpoint, &answer));
+    }
+    #[derive(Deserialize)]
+    struct Exchanged {
+        access_token: String,
+    }
+    serde_json::from_slice::<Exchanged>(&answer.body)
+        .map(|e| e.access_token)
+        .map_err(|e| ClientError::Auth(format!("{endpoint} answered the token exchange with {e}")))
+}
