@@ -91,7 +91,7 @@ if [ "$MODE" = direct ] || [ "$MODE" = client ]; then
     offline-access-not-supported authorization-server-migration iss-supported \
     iss-not-advertised iss-supported-missing iss-wrong-issuer iss-unexpected iss-normalized \
     metadata-issuer-mismatch client-credentials-basic client-credentials-jwt wif-jwt-bearer \
-    enterprise-managed-authorization; do
+    enterprise-managed-authorization dpop dpop-nonce; do
     client_scenario "auth/$scenario"
   done
   # ... and the ones scored at both 2025-11-25 and 2026-07-28 again on the stateless wire.

@@ -68,6 +68,7 @@ pub(super) struct RawOAuth {
     audience: Option<String>,
     consent: Option<RawConsent>,
     timeout_secs: Option<u64>,
+    dpop: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -131,6 +132,8 @@ pub struct OAuthSpec {
     pub follow_redirect: bool,
     /// Per request to the authorization server.
     pub timeout: Duration,
+    /// DPoP-bound tokens where the authorization server offers them.
+    pub dpop: bool,
 }
 
 impl fmt::Debug for CredentialsSpec {
@@ -311,6 +314,7 @@ impl RawOAuth {
             audience: self.audience.clone(),
             follow_redirect: self.consent == Some(RawConsent::FollowRedirect),
             timeout: Duration::from_secs(self.timeout_secs.unwrap_or(30)),
+            dpop: self.dpop.unwrap_or(true),
         })
     }
 }
@@ -354,6 +358,7 @@ impl CredentialsSpec {
             c.resource = o.resource.clone();
             c.audience = o.audience.clone();
             c.timeout = o.timeout;
+            c.dpop = o.dpop;
             if o.follow_redirect {
                 c.consent = Some(Arc::new(FollowRedirect { timeout: o.timeout }));
             }

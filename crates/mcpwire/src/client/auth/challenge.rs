@@ -1,4 +1,4 @@
-//! The `Bearer` challenge of a `401` or `403` answer (`WWW-Authenticate`, RFC 6750 §3 and
+//! The `Bearer` (or `DPoP`) challenge of a `401` or `403` answer (`WWW-Authenticate`, RFC 6750 §3 and
 //! RFC 9728 §5.1): where the protected-resource metadata is, which scope the request needs,
 //! and the error (`invalid_token`, `insufficient_scope`).
 
@@ -14,13 +14,14 @@ pub(crate) struct Challenge {
 }
 
 impl Challenge {
-    /// The `Bearer` challenge among `values` (each a `WWW-Authenticate` header value, which
-    /// may hold several challenges); the default when there is none.
+    /// The `Bearer` and `DPoP` (RFC 9449 §7.1) challenges among `values` (each a
+    /// `WWW-Authenticate` header value, which may hold several challenges), merged: the
+    /// first value of each parameter wins; the default when there is none.
     pub(crate) fn parse<'a>(values: impl IntoIterator<Item = &'a str>) -> Challenge {
         let mut found = Challenge::default();
         for value in values {
             for (scheme, params) in challenges(value) {
-                if !scheme.eq_ignore_ascii_case("bearer") {
+                if !(scheme.eq_ignore_ascii_case("bearer") || scheme.eq_ignore_ascii_case("dpop")) {
                     continue;
                 }
                 for (name, v) in params {
@@ -34,10 +35,14 @@ impl Challenge {
                         *slot = Some(v);
                     }
                 }
-                return found;
             }
         }
         found
+    }
+
+    /// Whether the server asks for a DPoP nonce (`error="use_dpop_nonce"`, RFC 9449 §9).
+    pub(crate) fn wants_dpop_nonce(&self) -> bool {
+        self.error.as_deref() == Some("use_dpop_nonce")
     }
 
     /// Whether this is a step-up challenge (`error="insufficient_scope"`).

@@ -47,6 +47,8 @@ pub(crate) struct ServerMetadata {
     /// RFC 9207: authorization responses carry `iss`.
     #[serde(default)]
     pub(crate) authorization_response_iss_parameter_supported: bool,
+    /// RFC 9449 §5.1: DPoP proof algorithms it takes.
+    pub(crate) dpop_signing_alg_values_supported: Option<Vec<String>>,
 }
 
 impl ServerMetadata {
@@ -62,6 +64,7 @@ impl ServerMetadata {
             token_endpoint_auth_methods_supported: None,
             client_id_metadata_document_supported: false,
             authorization_response_iss_parameter_supported: false,
+            dpop_signing_alg_values_supported: None,
         }
     }
 

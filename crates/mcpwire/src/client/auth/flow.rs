@@ -14,6 +14,7 @@ use super::discovery::{
     ResourceMetadata, ServerMetadata, resource_covers, resource_metadata_urls,
     server_metadata_urls, split,
 };
+use super::dpop::DpopKey;
 use super::pkce::{Pkce, random_token};
 use super::scope;
 use super::token::{self, ClientMetadata, Registered, TokenAuth, TokenRequest, TokenSet};
@@ -48,6 +49,8 @@ pub(crate) struct OAuthClient {
     slots: Mutex<HashMap<Who, Slot>>,
     /// Registrations by issuer: credentials from one server are never shown to another.
     registrations: Mutex<HashMap<String, Registered>>,
+    /// The DPoP key tokens are bound to where the authorization server offers it.
+    dpop: Option<DpopKey>,
 }
 
 /// What discovery found for one MCP endpoint.
@@ -62,10 +65,18 @@ struct Found {
 
 impl OAuthClient {
     pub(crate) fn new(config: OAuthConfig) -> OAuthClient {
+        let dpop = if config.dpop {
+            DpopKey::new()
+                .inspect_err(|e| tracing::warn!(error = %e, "no DPoP key: bearer tokens only"))
+                .ok()
+        } else {
+            None
+        };
         OAuthClient {
             config,
             slots: Mutex::new(HashMap::new()),
             registrations: Mutex::new(HashMap::new()),
+            dpop,
         }
     }
 
@@ -118,7 +129,7 @@ impl OAuthClient {
     pub(crate) async fn token(
         &self,
         who: Option<&Arc<str>>,
-    ) -> Result<Option<String>, ClientError> {
+    ) -> Result<Option<(String, bool)>, ClientError> {
         let slot = self.slot(who)?;
         let mut tokens = slot.lock().await;
         let now = Instant::now();
@@ -148,7 +159,22 @@ impl OAuthClient {
             };
             *tokens = Some(self.client_credentials(&server, None, None).await?);
         }
-        Ok(tokens.as_ref().map(|t| t.access.clone()))
+        Ok(tokens.as_ref().map(|t| (t.access.clone(), t.dpop)))
+    }
+
+    /// The DPoP key, when tokens from `server` are to be bound to it: DPoP is enabled and
+    /// the server takes ES256 proofs.
+    fn dpop_for(&self, server: &ServerMetadata) -> Option<&DpopKey> {
+        let offered = server
+            .dpop_signing_alg_values_supported
+            .as_ref()
+            .is_some_and(|a| a.iter().any(|a| a == "ES256"));
+        if offered { self.dpop.as_ref() } else { None }
+    }
+
+    /// The DPoP key (proofs toward the server for DPoP-bound tokens).
+    pub(crate) fn dpop(&self) -> Option<&DpopKey> {
+        self.dpop.as_ref()
     }
 
     /// Obtains tokens after `server` answered `status` with `challenge` to a request that
@@ -427,6 +453,7 @@ impl OAuthClient {
                 scope,
                 resource,
             },
+            self.dpop_for(server),
             self.config.timeout,
         )
         .await
@@ -502,6 +529,7 @@ impl OAuthClient {
                 scope: None,
                 resource,
             },
+            self.dpop_for(server),
             self.config.timeout,
         )
         .await
@@ -526,6 +554,7 @@ impl OAuthClient {
                 scope: None,
                 resource: old.resource.as_deref(),
             },
+            if old.dpop { self.dpop.as_ref() } else { None },
             self.config.timeout,
         )
         .await?;

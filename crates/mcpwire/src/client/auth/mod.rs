@@ -19,6 +19,7 @@ mod assertion;
 mod challenge;
 mod consent;
 mod discovery;
+mod dpop;
 mod flow;
 mod form;
 mod pkce;
@@ -147,6 +148,9 @@ pub struct OAuthConfig {
     pub consent: Option<Arc<dyn Consent>>,
     /// How long each request to the authorization server may take.
     pub timeout: Duration,
+    /// Ask for DPoP-bound tokens (RFC 9449) where the authorization server offers them
+    /// with ES256 (default: yes).
+    pub dpop: bool,
 }
 
 impl OAuthConfig {
@@ -170,6 +174,7 @@ impl OAuthConfig {
             issuer: None,
             consent: None,
             timeout: Duration::from_secs(30),
+            dpop: true,
         }
     }
 }
@@ -279,23 +284,43 @@ impl UpstreamAuth {
         self.oauth.is_some()
     }
 
-    /// The headers for the next request, and the access token among them (to tell a
-    /// later challenge whether the token has changed since).
+    /// The headers for a `method` request to `url`, and the access token among them (to
+    /// tell a later challenge whether the token has changed since). A DPoP-bound token goes
+    /// with a fresh proof.
     pub(crate) async fn request_headers(
         &self,
+        method: &str,
+        url: &str,
     ) -> Result<(Vec<(HeaderName, HeaderValue)>, Option<String>), ClientError> {
         let mut headers = self.headers.clone();
         let mut sent = None;
         if let Some(oauth) = &self.oauth
-            && let Some(token) = oauth.token(self.identity.as_ref()).await?
+            && let Some((token, bound)) = oauth.token(self.identity.as_ref()).await?
         {
-            let mut v = HeaderValue::try_from(format!("Bearer {token}"))
-                .map_err(|e| ClientError::Auth(format!("the access token is not a header: {e}")))?;
-            v.set_sensitive(true);
-            headers.push((AUTHORIZATION, v));
+            let scheme = if bound { "DPoP" } else { "Bearer" };
+            headers.push((AUTHORIZATION, sensitive(format!("{scheme} {token}"))?));
+            if bound && let Some(key) = oauth.dpop() {
+                let proof = key.resource_proof(method, url, &token)?;
+                headers.push((HeaderName::from_static("dpop"), sensitive(proof)?));
+            }
             sent = Some(token);
         }
         Ok((headers, sent))
+    }
+
+    /// Takes the nonce a server answering `use_dpop_nonce` gave; whether the request is worth
+    /// sending again with it.
+    pub(crate) fn dpop_nonce(&self, challenge: &Challenge, nonce: Option<&str>) -> bool {
+        match (&self.oauth, nonce) {
+            (Some(oauth), Some(n)) if challenge.wants_dpop_nonce() => match oauth.dpop() {
+                Some(key) => {
+                    key.set_resource_nonce(n);
+                    true
+                }
+                None => false,
+            },
+            _ => false,
+        }
     }
 
     /// Whether an answer with `status` and `challenge` is one OAuth may fix: `401`, or
@@ -323,4 +348,12 @@ impl UpstreamAuth {
             .challenged(self.identity.as_ref(), status, challenge, sent, server)
             .await
     }
+}
+
+/// A header value kept out of logs.
+fn sensitive(v: String) -> Result<HeaderValue, ClientError> {
+    let mut v = HeaderValue::try_from(v)
+        .map_err(|e| ClientError::Auth(format!("a credential is not a header value: {e}")))?;
+    v.set_sensitive(true);
+    Ok(v)
 }

@@ -139,10 +139,10 @@ async fn client_credentials_are_refreshed_before_they_expire() {
     let mut c = config(OAuthGrant::ClientCredentials);
     c.token_endpoint = Some(format!("{base}/token"));
     let auth = UpstreamAuth::new().oauth(c).unwrap();
-    let (h1, sent1) = auth.request_headers().await.unwrap();
+    let (h1, sent1) = auth.request_headers("POST", "http://x/mcp").await.unwrap();
     assert_eq!(bearer(&h1).as_deref(), Some("Bearer token-1"));
     assert_eq!(sent1.as_deref(), Some("token-1"));
-    let (h2, _) = auth.request_headers().await.unwrap();
+    let (h2, _) = auth.request_headers("POST", "http://x/mcp").await.unwrap();
     assert_eq!(bearer(&h2).as_deref(), Some("Bearer token-2"));
     assert_eq!(
         seen.lock().unwrap().grants,
@@ -150,8 +150,8 @@ async fn client_credentials_are_refreshed_before_they_expire() {
     );
     // A long-lived token is kept.
     seen.lock().unwrap().expires_in = 3600;
-    let (h3, _) = auth.request_headers().await.unwrap();
-    let (h4, _) = auth.request_headers().await.unwrap();
+    let (h3, _) = auth.request_headers("POST", "http://x/mcp").await.unwrap();
+    let (h4, _) = auth.request_headers("POST", "http://x/mcp").await.unwrap();
     assert_eq!(bearer(&h3), bearer(&h4));
 }
 
@@ -165,37 +165,80 @@ async fn a_401_refreshes_then_tokens_stay_per_identity() {
     let alice = auth.for_identity(Some("alice"));
     let bob = auth.for_identity(Some("bob"));
     // Nobody has a token until a challenge.
-    assert_eq!(alice.request_headers().await.unwrap().1, None);
+    assert_eq!(
+        alice
+            .request_headers("POST", "http://x/mcp")
+            .await
+            .unwrap()
+            .1,
+        None
+    );
     alice
         .challenged(401, Challenge::default(), None, &server)
         .await
         .unwrap();
-    let a1 = alice.request_headers().await.unwrap().1.unwrap();
+    let a1 = alice
+        .request_headers("POST", "http://x/mcp")
+        .await
+        .unwrap()
+        .1
+        .unwrap();
     assert_eq!(
-        bob.request_headers().await.unwrap().1,
+        bob.request_headers("POST", "http://x/mcp").await.unwrap().1,
         None,
         "bob has no token of alice's"
     );
-    assert_eq!(auth.request_headers().await.unwrap().1, None);
+    assert_eq!(
+        auth.request_headers("POST", "http://x/mcp")
+            .await
+            .unwrap()
+            .1,
+        None
+    );
     bob.challenged(401, Challenge::default(), None, &server)
         .await
         .unwrap();
-    let b1 = bob.request_headers().await.unwrap().1.unwrap();
+    let b1 = bob
+        .request_headers("POST", "http://x/mcp")
+        .await
+        .unwrap()
+        .1
+        .unwrap();
     assert_ne!(a1, b1);
     // Alice's token refused: her refresh token gets a new one.
     alice
         .challenged(401, Challenge::default(), Some(&a1), &server)
         .await
         .unwrap();
-    let a2 = alice.request_headers().await.unwrap().1.unwrap();
+    let a2 = alice
+        .request_headers("POST", "http://x/mcp")
+        .await
+        .unwrap()
+        .1
+        .unwrap();
     assert_ne!(a2, a1);
     // A challenge to a token already replaced does nothing (another request did the work).
     alice
         .challenged(401, Challenge::default(), Some(&a1), &server)
         .await
         .unwrap();
-    assert_eq!(alice.request_headers().await.unwrap().1.unwrap(), a2);
-    assert_eq!(bob.request_headers().await.unwrap().1.unwrap(), b1);
+    assert_eq!(
+        alice
+            .request_headers("POST", "http://x/mcp")
+            .await
+            .unwrap()
+            .1
+            .unwrap(),
+        a2
+    );
+    assert_eq!(
+        bob.request_headers("POST", "http://x/mcp")
+            .await
+            .unwrap()
+            .1
+            .unwrap(),
+        b1
+    );
     assert_eq!(
         seen.lock().unwrap().grants,
         ["authorization_code", "authorization_code", "refresh_token"]
@@ -217,7 +260,12 @@ async fn a_step_up_for_a_scope_already_asked_for_is_refused_without_a_request() 
     auth.challenged(401, scope("read"), None, &server)
         .await
         .unwrap();
-    let t = auth.request_headers().await.unwrap().1.unwrap();
+    let t = auth
+        .request_headers("POST", "http://x/mcp")
+        .await
+        .unwrap()
+        .1
+        .unwrap();
     let again = auth.challenged(403, scope("read"), Some(&t), &server).await;
     assert!(
         matches!(again, Err(crate::client::ClientError::Auth(_))),

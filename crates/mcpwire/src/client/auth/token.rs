@@ -12,6 +12,7 @@ use serde::Deserialize;
 use tokio::time::Instant;
 
 use super::assertion::{ASSERTION_TYPE, ClientSigningKey};
+use super::dpop::DpopKey;
 use super::form;
 use crate::client::{ClientError, excerpt};
 use crate::fetch::{Fetched, Outgoing, send};
@@ -110,6 +111,8 @@ pub(crate) struct TokenSet {
     pub(crate) resource: Option<String>,
     /// The client they were issued to (a refresh authenticates as it).
     pub(crate) client: Registered,
+    /// The access token is DPoP-bound (`Authorization: DPoP`, a proof with each request).
+    pub(crate) dpop: bool,
 }
 
 impl TokenSet {
@@ -148,10 +151,13 @@ pub(crate) struct TokenRequest<'a> {
     pub(crate) resource: Option<&'a str>,
 }
 
-/// Sends a token request as `client` and reads the tokens.
+/// Sends a token request as `client` and reads the tokens; with `dpop`, asks for
+/// DPoP-bound ones (a proof in the `DPoP` header, sent again once with the server's nonce
+/// when it answers `use_dpop_nonce`).
 pub(crate) async fn request(
     client: &Registered,
     req: TokenRequest<'_>,
+    dpop: Option<&DpopKey>,
     timeout: Duration,
 ) -> Result<TokenSet, ClientError> {
     let mut params = req.params.clone();
@@ -191,18 +197,43 @@ pub(crate) async fn request(
             headers.push(("authorization", format!("Basic {}", STANDARD.encode(pair))));
         }
     }
-    let out = Outgoing {
-        method: Method::POST,
-        url: req.endpoint,
-        headers,
-        body: Some((
-            "application/x-www-form-urlencoded",
-            Bytes::from(form::encode(params)),
-        )),
+    let body = Bytes::from(form::encode(params));
+    let mut answer = None;
+    for _ in 0..2 {
+        let mut headers = headers.clone();
+        if let Some(key) = dpop {
+            headers.push(("dpop", key.token_proof(req.endpoint)?));
+        }
+        let out = Outgoing {
+            method: Method::POST,
+            url: req.endpoint,
+            headers,
+            body: Some(("application/x-www-form-urlencoded", body.clone())),
+        };
+        let got = send(out, timeout, MAX_ANSWER)
+            .await
+            .map_err(ClientError::Auth)?;
+        let nonce = got
+            .headers
+            .get("dpop-nonce")
+            .and_then(|v| v.to_str().ok())
+            .filter(|_| matches!(got.status.as_u16(), 400 | 401))
+            .map(str::to_owned);
+        let retry = answer.is_none() && nonce.is_some() && dpop.is_some();
+        if let (true, Some(key), Some(n)) = (retry, dpop, nonce) {
+            key.set_server_nonce(&n);
+            answer = Some(got);
+            continue;
+        }
+        answer = Some(got);
+        break;
+    }
+    let Some(answer) = answer else {
+        return Err(ClientError::Auth(format!(
+            "{} did not answer",
+            req.endpoint
+        )));
     };
-    let answer = send(out, timeout, MAX_ANSWER)
-        .await
-        .map_err(ClientError::Auth)?;
     if !answer.status.is_success() {
         return Err(refusal("the token request", req.endpoint, &answer));
     }
@@ -212,9 +243,10 @@ pub(crate) async fn request(
             req.endpoint
         ))
     })?;
-    if !t.token_type.eq_ignore_ascii_case("bearer") {
+    let bound = t.token_type.eq_ignore_ascii_case("dpop");
+    if !(t.token_type.eq_ignore_ascii_case("bearer") || (bound && dpop.is_some())) {
         return Err(ClientError::Auth(format!(
-            "{} issued a `{}` token; this client uses bearer tokens only",
+            "{} issued a `{}` token, which this client cannot present",
             req.endpoint, t.token_type
         )));
     }
@@ -242,6 +274,7 @@ pub(crate) async fn request(
         token_endpoint: req.endpoint.to_owned(),
         resource: req.resource.map(str::to_owned),
         client: client.clone(),
+        dpop: bound,
     })
 }
 

@@ -118,11 +118,12 @@ impl HttpConn {
     async fn authenticate(
         &self,
         mut b: hyper::http::request::Builder,
+        method: &str,
     ) -> Result<(hyper::http::request::Builder, Option<String>), ClientError> {
         let Some(auth) = &self.auth else {
             return Ok((b, None));
         };
-        let (headers, sent) = auth.request_headers().await?;
+        let (headers, sent) = auth.request_headers(method, &self.url()).await?;
         for (k, v) in headers {
             b = b.header(k, v);
         }
@@ -147,7 +148,7 @@ impl HttpConn {
             for (k, v) in headers {
                 b = b.header(k.as_str(), v.as_str());
             }
-            let (b, sent) = self.authenticate(b).await?;
+            let (b, sent) = self.authenticate(b, "POST").await?;
             let req = b
                 .body(Full::new(body.clone()))
                 .map_err(|e| ClientError::Invalid(e.to_string()))?;
@@ -177,6 +178,15 @@ impl HttpConn {
                         .iter()
                         .filter_map(|v| v.to_str().ok()),
                 );
+                let nonce = response
+                    .headers()
+                    .get("dpop-nonce")
+                    .and_then(|v| v.to_str().ok());
+                if status == StatusCode::UNAUTHORIZED && auth.dpop_nonce(&challenge, nonce) {
+                    challenges += 1;
+                    let _ = read_limited(response.into_body(), 64 * 1024).await;
+                    continue;
+                }
                 if auth.answers(status.as_u16(), &challenge) {
                     challenges += 1;
                     let _ = read_limited(response.into_body(), 64 * 1024).await;
@@ -212,7 +222,7 @@ impl HttpConn {
         if let Some(id) = last_event_id {
             b = b.header(LAST_EVENT_ID, id);
         }
-        let (b, _) = self.authenticate(b).await?;
+        let (b, _) = self.authenticate(b, "GET").await?;
         let req = b
             .body(Full::new(Bytes::new()))
             .map_err(|e| ClientError::Invalid(e.to_string()))?;
@@ -229,7 +239,7 @@ impl HttpConn {
         if let Some(v) = lock(&self.version).as_deref() {
             b = b.header(PROTOCOL_VERSION, v);
         }
-        let Ok((b, _)) = self.authenticate(b).await else {
+        let Ok((b, _)) = self.authenticate(b, "DELETE").await else {
             return;
         };
         if let Ok(req) = b.body(Full::new(Bytes::new())) {
