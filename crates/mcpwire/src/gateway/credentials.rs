@@ -167,17 +167,11 @@ impl RawCredentials<'_> {
     /// Resolves the secrets (environment, files relative to `base`) and checks the
     /// combination for `target`.
     pub(super) fn resolve(&self, base: &Path, target: &Target) -> Result<CredentialsSpec, Refusal> {
-        let bearer = match (&self.bearer_env, &self.bearer_file) {
-            (Some(_), Some(_)) => {
-                return Err((
-                    "bearer_file",
-                    "give bearer_env or bearer_file, not both".into(),
-                ));
-            }
-            (Some(var), None) => Some(env("bearer_env", var)?),
-            (None, Some(file)) => Some(read(base, "bearer_file", file)?),
-            (None, None) => None,
-        };
+        let bearer = secret(
+            base,
+            ("bearer_env", self.bearer_env.map(String::as_str)),
+            ("bearer_file", self.bearer_file.map(String::as_str)),
+        )?;
         let http = matches!(target, Target::Url(_));
         let mcpb = matches!(target, Target::Mcpb { .. });
         let only_a_token =
@@ -243,17 +237,12 @@ impl RawCredentials<'_> {
 
 impl RawOAuth {
     fn resolve(&self, base: &Path) -> Result<OAuthSpec, Refusal> {
-        let secret = match (&self.client_secret_env, &self.client_secret_file) {
-            (Some(_), Some(_)) => {
-                return Err((
-                    "oauth",
-                    "give client_secret_env or client_secret_file, not both".into(),
-                ));
-            }
-            (Some(var), None) => Some(env("oauth", var)?),
-            (None, Some(file)) => Some(read(base, "oauth", file)?),
-            (None, None) => None,
-        };
+        let secret = secret(
+            base,
+            ("client_secret_env", self.client_secret_env.as_deref()),
+            ("client_secret_file", self.client_secret_file.as_deref()),
+        )
+        .map_err(|(_, m)| ("oauth", m))?;
         let private_key = match &self.private_key_file {
             Some(file) => Some((
                 read(base, "oauth", file)?,
@@ -365,6 +354,24 @@ impl CredentialsSpec {
             auth = auth.oauth(c).map_err(|e| e.to_string())?;
         }
         Ok(auth)
+    }
+}
+
+/// A secret from the environment variable `env.1` or the file `file.1` (one of them; the
+/// keys name them in refusals), or none.
+fn secret(
+    base: &Path,
+    env_key: (&'static str, Option<&str>),
+    file_key: (&'static str, Option<&str>),
+) -> Result<Option<String>, Refusal> {
+    match (env_key.1, file_key.1) {
+        (Some(_), Some(_)) => Err((
+            file_key.0,
+            format!("give {} or {}, not both", env_key.0, file_key.0),
+        )),
+        (Some(var), None) => env(env_key.0, var).map(Some),
+        (None, Some(file)) => read(base, file_key.0, file).map(Some),
+        (None, None) => Ok(None),
     }
 }
 

@@ -70,7 +70,9 @@ impl Consent for FollowRedirect {
                 .and_then(|v| v.to_str().ok())
                 .filter(|_| answer.status.is_redirection());
             match location {
-                Some(l) if l.starts_with(&request.redirect_uri) => Ok(l.to_owned()),
+                Some(l) if l.split(['?', '#']).next() == Some(request.redirect_uri.as_str()) => {
+                    Ok(l.to_owned())
+                }
                 Some(l) => Err(ClientError::Auth(format!(
                     "the authorization server redirected to {l}, not to the redirect URI {}",
                     request.redirect_uri
