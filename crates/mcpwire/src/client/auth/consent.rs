@@ -1,12 +1,15 @@
 //! How the user's consent is obtained in the authorization-code flow: the [`Consent`] the
 //! client is given sends the user (or an agent acting for them) to the authorization URL
-//! and hands back where the authorization server redirected to.
+//! and hands back where the authorization server redirected to, whose `state` and `iss`
+//! are then checked ([`read_response`]).
 
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use hyper::header::LOCATION;
 
+use super::discovery::ServerMetadata;
+use super::form;
 use crate::client::ClientError;
 use crate::fetch::{Outgoing, send};
 
@@ -85,4 +88,48 @@ impl Consent for FollowRedirect {
             }
         })
     }
+}
+
+/// The code of an authorization response at `redirect`, after checking its `state` and —
+/// RFC 9207 — its `iss` (compared as a string; required when the server says it sends it).
+pub(crate) fn read_response(
+    redirect: &str,
+    state: &str,
+    server: &ServerMetadata,
+) -> Result<String, ClientError> {
+    let query = redirect
+        .split_once('?')
+        .map_or("", |(_, q)| q.split('#').next().unwrap_or(q));
+    let params = form::decode(query);
+    let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    if get("state") != Some(state) {
+        return Err(ClientError::Auth(
+            "the authorization response's state is not the one sent: refused".into(),
+        ));
+    }
+    match get("iss") {
+        Some(iss) if iss != server.issuer => {
+            return Err(ClientError::Auth(format!(
+                "the authorization response comes from issuer {iss}, not {}: refused (RFC 9207)",
+                server.issuer
+            )));
+        }
+        None if server.authorization_response_iss_parameter_supported => {
+            return Err(ClientError::Auth(format!(
+                "{} says its authorization responses carry `iss`, and this one does not: \
+                 refused (RFC 9207)",
+                server.issuer
+            )));
+        }
+        _ => {}
+    }
+    if let Some(error) = get("error") {
+        let detail = get("error_description").map_or(String::new(), |d| format!(" ({d})"));
+        return Err(ClientError::Auth(format!(
+            "the authorization was refused: {error}{detail}"
+        )));
+    }
+    get("code")
+        .map(str::to_owned)
+        .ok_or_else(|| ClientError::Auth("the authorization response has no code".into()))
 }

@@ -7,10 +7,14 @@
 //! treated as 2025-03-26 did: its origin is the authorization server, with `/authorize`,
 //! `/token` and `/register` when it publishes no metadata either.
 
+use std::time::Duration;
+
 use hyper::Uri;
 use serde::Deserialize;
 
+use super::challenge::Challenge;
 use crate::client::ClientError;
+use crate::fetch::{Outgoing, send};
 
 /// Protected-resource metadata (RFC 9728 §2), the fields used.
 #[derive(Debug, Clone, Deserialize)]
@@ -142,6 +146,120 @@ pub(crate) fn resource_covers(resource: &str, server: &str) -> bool {
         return false;
     }
     s_path == r_path || s_path.starts_with(&format!("{r_path}/"))
+}
+
+/// What discovery found for one MCP endpoint.
+pub(crate) struct Found {
+    /// The authorization server.
+    pub(crate) server: ServerMetadata,
+    /// The `resource` to ask tokens for.
+    pub(crate) resource: Option<String>,
+    /// The protected resource's `scopes_supported`.
+    pub(crate) scopes_supported: Option<Vec<String>>,
+}
+
+/// The largest metadata document read.
+const MAX_METADATA: usize = 256 * 1024;
+
+/// The authorization server and resource of the MCP endpoint `server`.
+pub(crate) async fn discover(
+    challenge: &Challenge,
+    server: &str,
+    issuer_override: Option<&str>,
+    timeout: Duration,
+) -> Result<Found, ClientError> {
+    let mut prm: Option<ResourceMetadata> = None;
+    for url in resource_metadata_urls(challenge.resource_metadata.as_deref(), server)? {
+        if let Some(m) = fetch_json::<ResourceMetadata>(&url, timeout).await? {
+            prm = Some(m);
+            break;
+        }
+    }
+    let Some(prm) = prm else {
+        // 2025-03-26: no protected-resource metadata; the server's origin is the
+        // authorization server, with default endpoints when it publishes no metadata.
+        let (origin, _) = split(server)?;
+        let issuer = issuer_override.map_or(origin, str::to_owned);
+        let metadata = match server_metadata(&issuer, timeout).await? {
+            Some(m) => m,
+            None => ServerMetadata::legacy_defaults(&issuer),
+        };
+        return Ok(Found {
+            server: metadata,
+            resource: Some(server.split('#').next().unwrap_or(server).to_owned()),
+            scopes_supported: None,
+        });
+    };
+    if let Some(r) = &prm.resource
+        && !resource_covers(r, server)
+    {
+        return Err(ClientError::Auth(format!(
+            "the protected-resource metadata of {server} is for {r}, another resource: \
+             no token is asked for it"
+        )));
+    }
+    let issuer = match (issuer_override, prm.authorization_servers.first()) {
+        (Some(i), _) => i.to_owned(),
+        (None, Some(i)) => i.clone(),
+        (None, None) => {
+            return Err(ClientError::Auth(format!(
+                "the protected-resource metadata of {server} names no authorization server"
+            )));
+        }
+    };
+    let metadata = server_metadata(&issuer, timeout).await?.ok_or_else(|| {
+        ClientError::Auth(format!(
+            "the authorization server {issuer} publishes no metadata at any of {}",
+            server_metadata_urls(&issuer).unwrap_or_default().join(", ")
+        ))
+    })?;
+    Ok(Found {
+        server: metadata,
+        resource: prm.resource,
+        scopes_supported: prm.scopes_supported,
+    })
+}
+
+/// The metadata of `issuer` from the first well-known URL that has it; metadata naming
+/// another issuer is refused.
+async fn server_metadata(
+    issuer: &str,
+    timeout: Duration,
+) -> Result<Option<ServerMetadata>, ClientError> {
+    for url in server_metadata_urls(issuer)? {
+        if let Some(m) = fetch_json::<ServerMetadata>(&url, timeout).await? {
+            if m.issuer != issuer {
+                return Err(ClientError::Auth(format!(
+                    "the metadata at {url} names the issuer {}, not {issuer}: refused \
+                     (RFC 8414 §3.3)",
+                    m.issuer
+                )));
+            }
+            return Ok(Some(m));
+        }
+    }
+    Ok(None)
+}
+
+/// GETs `url` as JSON: `None` when it is not there (any 4xx, or not the JSON sought).
+async fn fetch_json<T: serde::de::DeserializeOwned>(
+    url: &str,
+    timeout: Duration,
+) -> Result<Option<T>, ClientError> {
+    let answer = send(Outgoing::get(url), timeout, MAX_METADATA)
+        .await
+        .map_err(ClientError::Auth)?;
+    if !answer.status.is_success() {
+        tracing::debug!(%url, status = %answer.status, "no OAuth metadata here");
+        return Ok(None);
+    }
+    match serde_json::from_slice(&answer.body) {
+        Ok(v) => Ok(Some(v)),
+        Err(e) => {
+            tracing::debug!(%url, error = %e, "not the OAuth metadata sought");
+            Ok(None)
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! [`OAuthClient`]: the OAuth state of one upstream — registrations per authorization
 //! server, tokens per downstream identity — and the flows that fill it: discovery after a
-//! challenge, then refresh, client credentials or the authorization code with PKCE.
+//! challenge (`discovery.rs`), then refresh, client credentials, a JWT-bearer assertion or the
+//! authorization code with PKCE.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -9,18 +10,14 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::challenge::Challenge;
-use super::consent::AuthorizationRequest;
-use super::discovery::{
-    ResourceMetadata, ServerMetadata, resource_covers, resource_metadata_urls,
-    server_metadata_urls, split,
-};
+use super::consent::{AuthorizationRequest, read_response};
+use super::discovery::{ServerMetadata, discover, split};
 use super::dpop::DpopKey;
 use super::pkce::{Pkce, random_token};
 use super::scope;
 use super::token::{self, ClientMetadata, Registered, TokenAuth, TokenRequest, TokenSet};
 use super::{OAuthConfig, OAuthGrant, form};
 use crate::client::ClientError;
-use crate::fetch::{Outgoing, send};
 
 /// Identities whose tokens are kept at once per upstream; beyond, an idle one is forgotten.
 pub(crate) const MAX_IDENTITIES: usize = 4096;
@@ -30,9 +27,6 @@ const MAX_REGISTRATIONS: usize = 16;
 
 /// A token this close to expiry is refreshed before it is sent.
 const REFRESH_MARGIN: Duration = Duration::from_secs(60);
-
-/// The largest metadata document read.
-const MAX_METADATA: usize = 256 * 1024;
 
 /// The JWT-bearer grant type (RFC 7523 §2.1).
 const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
@@ -51,16 +45,6 @@ pub(crate) struct OAuthClient {
     registrations: Mutex<HashMap<String, Registered>>,
     /// The DPoP key tokens are bound to where the authorization server offers it.
     dpop: Option<DpopKey>,
-}
-
-/// What discovery found for one MCP endpoint.
-struct Found {
-    /// The authorization server.
-    server: ServerMetadata,
-    /// The `resource` to ask tokens for.
-    resource: Option<String>,
-    /// The protected resource's `scopes_supported`.
-    scopes_supported: Option<Vec<String>>,
 }
 
 impl OAuthClient {
@@ -211,7 +195,13 @@ impl OAuthClient {
                 }
             }
         }
-        let found = self.discover(&challenge, server).await?;
+        let found = discover(
+            &challenge,
+            server,
+            self.config.issuer.as_deref(),
+            self.config.timeout,
+        )
+        .await?;
         if !step_up
             && let Some(t) = tokens.take()
             && t.refresh.is_some()
@@ -252,99 +242,6 @@ impl OAuthClient {
         };
         *tokens = Some(new);
         Ok(())
-    }
-
-    /// The authorization server and resource of the MCP endpoint `server`.
-    async fn discover(&self, challenge: &Challenge, server: &str) -> Result<Found, ClientError> {
-        let mut prm: Option<ResourceMetadata> = None;
-        for url in resource_metadata_urls(challenge.resource_metadata.as_deref(), server)? {
-            if let Some(m) = self.fetch_json::<ResourceMetadata>(&url).await? {
-                prm = Some(m);
-                break;
-            }
-        }
-        let Some(prm) = prm else {
-            // 2025-03-26: no protected-resource metadata; the server's origin is the
-            // authorization server, with default endpoints when it publishes no metadata.
-            let (origin, _) = split(server)?;
-            let issuer = self.config.issuer.clone().unwrap_or(origin);
-            let metadata = match self.server_metadata(&issuer).await? {
-                Some(m) => m,
-                None => ServerMetadata::legacy_defaults(&issuer),
-            };
-            return Ok(Found {
-                server: metadata,
-                resource: Some(server.split('#').next().unwrap_or(server).to_owned()),
-                scopes_supported: None,
-            });
-        };
-        if let Some(r) = &prm.resource
-            && !resource_covers(r, server)
-        {
-            return Err(ClientError::Auth(format!(
-                "the protected-resource metadata of {server} is for {r}, another resource: \
-                 no token is asked for it"
-            )));
-        }
-        let issuer = match (&self.config.issuer, prm.authorization_servers.first()) {
-            (Some(i), _) => i.clone(),
-            (None, Some(i)) => i.clone(),
-            (None, None) => {
-                return Err(ClientError::Auth(format!(
-                    "the protected-resource metadata of {server} names no authorization server"
-                )));
-            }
-        };
-        let metadata = self.server_metadata(&issuer).await?.ok_or_else(|| {
-            ClientError::Auth(format!(
-                "the authorization server {issuer} publishes no metadata at any of {}",
-                server_metadata_urls(&issuer).unwrap_or_default().join(", ")
-            ))
-        })?;
-        Ok(Found {
-            server: metadata,
-            resource: prm.resource,
-            scopes_supported: prm.scopes_supported,
-        })
-    }
-
-    /// The metadata of `issuer` from the first well-known URL that has it; metadata naming
-    /// another issuer is refused.
-    async fn server_metadata(&self, issuer: &str) -> Result<Option<ServerMetadata>, ClientError> {
-        for url in server_metadata_urls(issuer)? {
-            if let Some(m) = self.fetch_json::<ServerMetadata>(&url).await? {
-                if m.issuer != issuer {
-                    return Err(ClientError::Auth(format!(
-                        "the metadata at {url} names the issuer {}, not {issuer}: refused \
-                         (RFC 8414 §3.3)",
-                        m.issuer
-                    )));
-                }
-                return Ok(Some(m));
-            }
-        }
-        Ok(None)
-    }
-
-    /// GETs `url` as JSON: `None` when it is not there (any 4xx, or not the JSON sought).
-    async fn fetch_json<T: serde::de::DeserializeOwned>(
-        &self,
-        url: &str,
-    ) -> Result<Option<T>, ClientError> {
-        let answer = send(Outgoing::get(url), self.config.timeout, MAX_METADATA)
-            .await
-            .map_err(ClientError::Auth)?;
-        if !answer.status.is_success() {
-            tracing::debug!(%url, status = %answer.status, "no OAuth metadata here");
-            return Ok(None);
-        }
-        match serde_json::from_slice(&answer.body) {
-            Ok(v) => Ok(Some(v)),
-            Err(e) => {
-                tracing::debug!(%url, error = %e, "not the OAuth metadata sought");
-                Ok(None)
-            }
-        }
     }
 
     /// The pre-registered client, if one is configured: with its key, or its secret sent
@@ -514,7 +411,7 @@ impl OAuthClient {
                 identity: who.map(|w| w.to_string()),
             })
             .await?;
-        let code = read_redirect(&redirect, &state, server)?;
+        let code = read_response(&redirect, &state, server)?;
         token::request(
             &client,
             TokenRequest {
@@ -566,50 +463,6 @@ impl OAuthClient {
         }
         Ok(new)
     }
-}
-
-/// The code of an authorization response at `redirect`, after checking its `state` and —
-/// RFC 9207 — its `iss` (compared as a string; required when the server says it sends it).
-fn read_redirect(
-    redirect: &str,
-    state: &str,
-    server: &ServerMetadata,
-) -> Result<String, ClientError> {
-    let query = redirect
-        .split_once('?')
-        .map_or("", |(_, q)| q.split('#').next().unwrap_or(q));
-    let params = form::decode(query);
-    let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
-    if get("state") != Some(state) {
-        return Err(ClientError::Auth(
-            "the authorization response's state is not the one sent: refused".into(),
-        ));
-    }
-    match get("iss") {
-        Some(iss) if iss != server.issuer => {
-            return Err(ClientError::Auth(format!(
-                "the authorization response comes from issuer {iss}, not {}: refused (RFC 9207)",
-                server.issuer
-            )));
-        }
-        None if server.authorization_response_iss_parameter_supported => {
-            return Err(ClientError::Auth(format!(
-                "{} says its authorization responses carry `iss`, and this one does not: \
-                 refused (RFC 9207)",
-                server.issuer
-            )));
-        }
-        _ => {}
-    }
-    if let Some(error) = get("error") {
-        let detail = get("error_description").map_or(String::new(), |d| format!(" ({d})"));
-        return Err(ClientError::Auth(format!(
-            "the authorization was refused: {error}{detail}"
-        )));
-    }
-    get("code")
-        .map(str::to_owned)
-        .ok_or_else(|| ClientError::Auth("the authorization response has no code".into()))
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
