@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
-use mcpwire::client::auth::UpstreamAuth;
+use mcpwire::client::auth::{LoopbackConsent, OAuthConfig, OAuthGrant, UpstreamAuth};
 use mcpwire::client::{Client, ClientOptions, Target};
 use serde_json::Value;
 
@@ -134,6 +134,15 @@ pub struct ConnectArgs {
     /// variable (never from the command line, where other users could read it).
     #[arg(long = "bearer-env", value_name = "VAR")]
     bearer_env: Option<String>,
+    /// HTTP: authorize with OAuth when the server asks (the MCP authorization flow): the
+    /// authorization URL is printed, and the browser's redirect comes back to a loopback
+    /// port this command listens on.
+    #[arg(long, conflicts_with = "bearer_env")]
+    oauth: bool,
+    /// With --oauth: a client id registered with the authorization server beforehand
+    /// (default: dynamic registration).
+    #[arg(long = "oauth-client-id", value_name = "ID", requires = "oauth")]
+    oauth_client_id: Option<String>,
 }
 
 /// A usage error (exit status 2).
@@ -144,7 +153,7 @@ fn usage(message: String) -> anyhow::Error {
 impl ConnectArgs {
     /// The credentials `--header` and `--bearer-env` give, if any.
     fn credentials(&self) -> Result<Option<UpstreamAuth>> {
-        if self.headers.is_empty() && self.bearer_env.is_none() {
+        if self.headers.is_empty() && self.bearer_env.is_none() && !self.oauth {
             return Ok(None);
         }
         let mut auth = UpstreamAuth::new();
@@ -164,6 +173,16 @@ impl ConnectArgs {
                     ))
                 })?;
             auth = auth.bearer(&token)?;
+        }
+        if self.oauth {
+            let consent = LoopbackConsent::bind(std::time::Duration::from_secs(300), |url| {
+                eprintln!("mcpwire: the server asks for authorization; open this URL:\n  {url}");
+            })?;
+            let mut config = OAuthConfig::new(OAuthGrant::AuthorizationCode);
+            config.client_id = self.oauth_client_id.clone();
+            config.redirect_uri = consent.redirect_uri();
+            config.consent = Some(std::sync::Arc::new(consent));
+            auth = auth.oauth(config)?;
         }
         Ok(Some(auth))
     }
@@ -450,7 +469,7 @@ async fn connect_to(connect: &ConnectArgs) -> Result<Client> {
     options.auth = connect.credentials()?;
     if options.auth.is_some() && !matches!(target, Target::Url(_)) {
         return Err(usage(
-            "--header and --bearer-env are for http(s):// targets".into(),
+            "--header, --bearer-env and --oauth are for http(s):// targets".into(),
         ));
     }
     let (client, events) = Client::connect(&target, &options).await?;

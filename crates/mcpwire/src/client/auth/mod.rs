@@ -22,6 +22,7 @@ mod discovery;
 mod dpop;
 mod flow;
 mod form;
+mod loopback;
 mod pkce;
 mod scope;
 #[cfg(test)]
@@ -30,6 +31,7 @@ mod token;
 
 pub use assertion::ClientSigningKey;
 pub use consent::{AuthorizationRequest, Consent, FollowRedirect};
+pub use loopback::LoopbackConsent;
 
 pub(crate) use challenge::Challenge;
 use flow::OAuthClient;

@@ -291,3 +291,50 @@ async fn the_identity_table_is_bounded() {
     }
     assert!(oauth.slot_count() <= super::flow::MAX_IDENTITIES);
 }
+
+#[tokio::test]
+async fn consent_in_a_browser_through_a_loopback_redirect() {
+    let (base, seen) = start().await;
+    let server = format!("{base}/mcp");
+    // The "browser": opens the authorization URL, follows the server's redirect to the
+    // loopback address.
+    let consent = super::LoopbackConsent::bind(std::time::Duration::from_secs(10), |url| {
+        let url = url.to_owned();
+        tokio::spawn(async move {
+            let timeout = std::time::Duration::from_secs(5);
+            let answer = crate::fetch::send(crate::fetch::Outgoing::get(&url), timeout, 65536)
+                .await
+                .unwrap();
+            let location = answer.headers[header::LOCATION]
+                .to_str()
+                .unwrap()
+                .to_owned();
+            // A stray request (a favicon) is answered 404 and the wait goes on.
+            let stray = location.replace("/callback", "/favicon.ico");
+            let got = crate::fetch::send(crate::fetch::Outgoing::get(&stray), timeout, 65536)
+                .await
+                .unwrap();
+            assert_eq!(got.status, StatusCode::NOT_FOUND);
+            let back = crate::fetch::send(crate::fetch::Outgoing::get(&location), timeout, 65536)
+                .await
+                .unwrap();
+            assert_eq!(back.status, StatusCode::OK);
+        });
+    })
+    .unwrap();
+    let mut c = config(OAuthGrant::AuthorizationCode);
+    c.redirect_uri = consent.redirect_uri();
+    c.consent = Some(Arc::new(consent));
+    let auth = UpstreamAuth::new().oauth(c).unwrap();
+    auth.challenged(401, Challenge::default(), None, &server)
+        .await
+        .unwrap();
+    assert!(
+        auth.request_headers("POST", &server)
+            .await
+            .unwrap()
+            .1
+            .is_some()
+    );
+    assert_eq!(seen.lock().unwrap().grants, ["authorization_code"]);
+}
