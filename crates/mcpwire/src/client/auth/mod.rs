@@ -51,8 +51,8 @@ pub enum OAuthGrant {
     JwtBearer,
 }
 
-/// Where a JWT-bearer assertion comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where a JWT-bearer assertion comes from (printed without the tokens).
+#[derive(Clone, PartialEq, Eq)]
 pub enum Assertion {
     /// This JWT.
     Value(String),
@@ -70,6 +70,18 @@ pub enum Assertion {
         /// The user's ID token there.
         id_token: Box<Assertion>,
     },
+}
+
+impl fmt::Debug for Assertion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Assertion::Value(_) => f.write_str("Assertion::Value(…)"),
+            Assertion::File(path) => write!(f, "Assertion::File({})", path.display()),
+            Assertion::IdJag { token_endpoint, .. } => {
+                write!(f, "Assertion::IdJag({token_endpoint})")
+            }
+        }
+    }
 }
 
 impl Assertion {
