@@ -29,6 +29,7 @@ use std::time::Duration;
 use mcpwire_model::types::{ClientCapabilities, Implementation, LoggingLevel};
 use serde_json::{Value, json};
 
+pub mod auth;
 mod core;
 mod error;
 mod handle;
@@ -76,6 +77,8 @@ pub struct ClientOptions {
     pub mcpb_per_message_auth: bool,
     /// Framed wires (stdio, MCPB): keep polling this long after activity before sleeping.
     pub busy_poll: Duration,
+    /// HTTP: the credentials sent to the server (static headers, bearer token, OAuth).
+    pub auth: Option<auth::UpstreamAuth>,
 }
 
 impl Default for ClientOptions {
@@ -90,6 +93,7 @@ impl Default for ClientOptions {
             mcpb_token: None,
             mcpb_per_message_auth: false,
             busy_poll: Duration::ZERO,
+            auth: None,
         }
     }
 }

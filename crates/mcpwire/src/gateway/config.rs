@@ -206,6 +206,8 @@ pub struct UpstreamSpec {
     pub max_sessions: usize,
     /// Which era to speak upstream (`era = "auto" | "handshake" | "stateless"`).
     pub era: EraChoice,
+    /// What the gateway authenticates with toward it (`bearer_*`, `headers`, `oauth`).
+    pub credentials: super::credentials::CredentialsSpec,
 }
 
 impl UpstreamSpec {
@@ -223,6 +225,7 @@ impl UpstreamSpec {
             shared: None,
             max_sessions,
             era: EraChoice::Auto,
+            credentials: Default::default(),
         }
     }
 

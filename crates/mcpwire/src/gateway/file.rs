@@ -25,6 +25,7 @@
 //! [backends.remote]
 //! url = "https://example.com/mcp"
 //! era = "auto"                 # auto | handshake | stateless
+//! bearer_env = "REMOTE_TOKEN"  # credentials toward it: see `credentials.rs`
 //! ```
 
 use std::collections::BTreeMap;
@@ -41,6 +42,7 @@ use super::config::{
     BackendSource, BackendSpec, FailMode, GatewayConfig, MemberOptions, PrefixMode, ProcessSpec,
     ServerOptions, UpstreamSpec, mcpb_target,
 };
+use super::credentials::{CredentialsSpec, RawCredentials};
 use super::error::{ConfigError, KeyPath, Origin};
 use super::listen::{ListenOptions, ListenerSpec};
 use crate::client::{EraChoice, Target};
@@ -111,6 +113,13 @@ struct RawBackend {
     shared: Option<bool>,
     max_sessions: Option<usize>,
     era: Option<RawEra>,
+    bearer_env: Option<String>,
+    bearer_file: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    #[serde(default)]
+    header_env: BTreeMap<String, String>,
+    oauth: Option<super::credentials::RawOAuth>,
     #[serde(default)]
     include: Vec<Glob>,
     #[serde(default)]
@@ -421,6 +430,22 @@ fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSource, Refusa
         ("era", raw.era.is_some()),
     ];
     let upstream = raw.command.is_some() || raw.url.is_some() || raw.mcpb.is_some();
+    let credential_keys = [
+        ("bearer_env", raw.bearer_env.is_some()),
+        ("bearer_file", raw.bearer_file.is_some()),
+        ("headers", !raw.headers.is_empty()),
+        ("header_env", !raw.header_env.is_empty()),
+        ("oauth", raw.oauth.is_some()),
+    ];
+    if !upstream && let Some((key, _)) = credential_keys.iter().find(|(_, set)| *set) {
+        return Err((
+            key,
+            format!(
+                "`{key}` is an option of url (and, for a token, mcpb) backends, not of {} backends",
+                kinds[0]
+            ),
+        ));
+    }
     if !upstream && let Some((key, _)) = upstream_only.iter().find(|(_, set)| *set) {
         return Err((
             key,
@@ -499,8 +524,21 @@ fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSource, Refusa
         (_, _, Some(addr)) => mcpb_target(addr).map_err(|e| ("mcpb", e))?,
         _ => unreachable!("one kind was found above"),
     };
+    let credentials = RawCredentials {
+        bearer_env: raw.bearer_env.as_ref(),
+        bearer_file: raw.bearer_file.as_ref(),
+        headers: &raw.headers,
+        header_env: &raw.header_env,
+        oauth: raw.oauth.as_ref(),
+    };
+    let credentials = if credentials.is_set() {
+        credentials.resolve(base, &target)?
+    } else {
+        CredentialsSpec::default()
+    };
     let d = UpstreamSpec::new(target);
     Ok(BackendSource::Upstream(UpstreamSpec {
+        credentials,
         handshake_timeout: raw
             .handshake_timeout_secs
             .map_or(d.handshake_timeout, Duration::from_secs),

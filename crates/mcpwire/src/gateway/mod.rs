@@ -11,6 +11,7 @@ mod auth;
 mod backends;
 mod check;
 mod config;
+mod credentials;
 mod error;
 mod file;
 mod limits;
@@ -29,6 +30,7 @@ pub use config::{
     AdminConfig, BackendSource, BackendSpec, FailMode, GatewayConfig, MemberOptions, PrefixMode,
     ProcessSpec, ServerOptions, UpstreamSpec, mcpb_target,
 };
+pub use credentials::{CredentialsSpec, OAuthSpec};
 pub use error::{ConfigError, KeyPath, Origin, Seg};
 pub use limits::LimitsConfig;
 pub use listen::{ListenOptions, ListenerSpec, Scheme};

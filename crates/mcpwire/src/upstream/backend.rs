@@ -19,6 +19,7 @@ use super::link::Link;
 use super::restart::{Shared, reopen};
 use super::routes::ToolRoutes;
 use super::sessions::Sessions;
+use crate::client::auth::UpstreamAuth;
 use crate::client::{
     Client, ClientEra, ClientError, ClientOptions, EraChoice, RequestOptions, Target,
 };
@@ -56,6 +57,9 @@ pub struct UpstreamConfig {
     /// How long an upstream connection keeps polling for the server's output before it
     /// sleeps (the gateway's `busy_poll_us`, as its listeners do).
     pub busy_poll: Duration,
+    /// HTTP: what the gateway authenticates with (its own credentials; OAuth tokens are
+    /// kept per downstream identity for the sessions opened for that identity).
+    pub auth: Option<UpstreamAuth>,
 }
 
 impl UpstreamConfig {
@@ -71,6 +75,7 @@ impl UpstreamConfig {
             max_sessions: 64,
             hold_timeout: Duration::from_secs(60),
             busy_poll: crate::serve::DEFAULT_BUSY_POLL,
+            auth: None,
         }
     }
 
@@ -92,6 +97,7 @@ impl UpstreamConfig {
         // As the listeners do: an upstream's answer usually follows its request within
         // microseconds, and waking an idle vCPU costs tens of them (docs/benchmarks.md).
         o.busy_poll = self.busy_poll;
+        o.auth = self.auth.clone();
         o
     }
 }
@@ -224,6 +230,10 @@ async fn open_for_session(
 ) -> Result<Arc<Link>, ClientError> {
     let mut options = config.client_options();
     options.capabilities = forwarded_capabilities(ctx);
+    // The session acts for its caller: OAuth tokens obtained for it are that identity's.
+    options.auth = options
+        .auth
+        .map(|a| a.for_identity(ctx.identity().map(|i| i.subject())));
     if config.era != EraChoice::Auto || ctx.revision().is_stateless() {
         return connect(config, options, true, events).await;
     }
