@@ -1,0 +1,41 @@
+//! [`Store`]: the shared state every replica of a gateway reads and writes — small values
+//! with a time to live, and atomic rate checks. Every value expires: nothing is kept
+//! forever, whichever store holds it.
+
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+
+use crate::{Gcra, RateDecision, StoreError};
+
+/// Shared state with expiry. Object-safe (`Arc<dyn Store>`); every operation is one round
+/// trip at most and fails with [`StoreError::Unavailable`] rather than waiting forever.
+pub trait Store: Send + Sync + 'static {
+    /// The value under `key`, if it is there and has not expired.
+    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Vec<u8>>, StoreError>>;
+
+    /// Sets `key` to `value` for `ttl` (replacing any value and expiry).
+    fn put<'a>(
+        &'a self,
+        key: &'a str,
+        value: &'a [u8],
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Gives `key` a new time to live from now; whether it was there.
+    fn touch<'a>(&'a self, key: &'a str, ttl: Duration) -> BoxFuture<'a, Result<bool, StoreError>>;
+
+    /// Removes `key`; whether it was there.
+    fn remove<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
+
+    /// One GCRA check of `key` against `limit`, atomic across every client of the store:
+    /// counted when allowed. The key expires once its bucket is full again.
+    fn rate<'a>(
+        &'a self,
+        key: &'a str,
+        limit: Gcra,
+    ) -> BoxFuture<'a, Result<RateDecision, StoreError>>;
+
+    /// What the store is, for logs (an address without credentials).
+    fn describe(&self) -> String;
+}
