@@ -127,16 +127,33 @@ impl RedisStore {
 
     /// Runs one command with the operation deadline.
     async fn run<T: redis::FromRedisValue>(&self, cmd: redis::Cmd) -> Result<T, StoreError> {
-        let mut conn = self.conn.clone();
-        self.deadline(async move { cmd.query_async::<T>(&mut conn).await })
-            .await
+        self.deadline(|mut conn| {
+            let cmd = cmd.clone();
+            async move { cmd.query_async::<T>(&mut conn).await }
+        })
+        .await
     }
 
-    async fn deadline<T>(
-        &self,
-        op: impl Future<Output = Result<T, RedisError>>,
-    ) -> Result<T, StoreError> {
-        match tokio::time::timeout(self.config.op_timeout, op).await {
+    /// Runs `op` on the connection within [`RedisConfig::op_timeout`]. A connection that
+    /// broke since its last use (the server restarted while this replica was quiet) fails
+    /// the first attempt and starts a reconnect: the operation is tried once more on the new
+    /// connection, so the first request after an outage does not fail needlessly. (A rate
+    /// check retried that way may count twice, once.)
+    async fn deadline<T, F, Fut>(&self, op: F) -> Result<T, StoreError>
+    where
+        F: Fn(ConnectionManager) -> Fut,
+        Fut: Future<Output = Result<T, RedisError>>,
+    {
+        let attempts = async {
+            match op(self.conn.clone()).await {
+                Err(e) if e.is_connection_dropped() || e.is_io_error() => {
+                    tracing::debug!(store = %self.describe, error = %e, "store connection broke; retrying once");
+                    op(self.conn.clone()).await
+                }
+                other => other,
+            }
+        };
+        match tokio::time::timeout(self.config.op_timeout, attempts).await {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => Err(classify(&self.describe, &e)),
             Err(_) => Err(StoreError::Unavailable {
@@ -191,13 +208,16 @@ impl Store for RedisStore {
         limit: Gcra,
     ) -> BoxFuture<'a, Result<RateDecision, StoreError>> {
         Box::pin(async move {
-            let mut conn = self.conn.clone();
-            let mut invocation = self.gcra.key(self.key(key));
-            invocation
-                .arg(limit.interval_us())
-                .arg(limit.tolerance_us());
-            let (allowed, wait_us): (i64, i64) =
-                self.deadline(invocation.invoke_async(&mut conn)).await?;
+            let key = self.key(key);
+            let (allowed, wait_us): (i64, i64) = self
+                .deadline(|mut conn| {
+                    let mut invocation = self.gcra.key(&key);
+                    invocation
+                        .arg(limit.interval_us())
+                        .arg(limit.tolerance_us());
+                    async move { invocation.invoke_async(&mut conn).await }
+                })
+                .await?;
             match (allowed, wait_us) {
                 (1, _) => Ok(RateDecision::Allowed),
                 (0, w) if w >= 0 => Ok(RateDecision::Refused {

@@ -36,6 +36,9 @@ pub struct Service {
     /// Open connections per client IP on the network listeners serving this service
     /// (`None`: unlimited). Shared by every listener of a gateway.
     pub connections: Option<Arc<crate::limits::ConnectionLimits>>,
+    /// The replica set this service is one of (`[cluster]`): sealed session ids and the
+    /// shared store. `None`: one process, sessions in memory.
+    pub cluster: Option<Arc<crate::cluster::Cluster>>,
 }
 
 impl Service {
@@ -63,6 +66,7 @@ impl Service {
             proto: Arc::new(ProtoToolSchemas::new(crate::proto_mcp::default_converter())),
             auth: None,
             connections: None,
+            cluster: None,
         }
     }
 
