@@ -34,6 +34,15 @@ impl Gcra {
     }
 }
 
+/// One key to check against one limit ([`crate::Store::rate`] takes several, in order).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RateCheck {
+    /// The key (the store adds its namespace).
+    pub key: String,
+    /// Its limit.
+    pub limit: Gcra,
+}
+
 /// What a rate check decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RateDecision {
@@ -42,6 +51,21 @@ pub enum RateDecision {
     /// Refused; the earliest moment it would be allowed.
     Refused {
         /// How long until then.
+        retry_after: Duration,
+    },
+}
+
+/// What checking several keys in order decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RateOutcome {
+    /// Every key allowed the request; each counted it.
+    Allowed,
+    /// The check at `index` refused it (the keys before it counted it, the ones after were
+    /// not checked).
+    Refused {
+        /// Which check refused.
+        index: usize,
+        /// How long until that key would allow it.
         retry_after: Duration,
     },
 }

@@ -20,7 +20,7 @@ mod store;
 pub mod testing;
 
 pub use error::StoreError;
-pub use gcra::{Gcra, RateDecision, step as gcra_step};
+pub use gcra::{Gcra, RateCheck, RateDecision, RateOutcome, step as gcra_step};
 pub use memory::MemoryStore;
 #[cfg(feature = "redis")]
 pub use redis_store::{RedisConfig, RedisStore};

@@ -11,7 +11,7 @@ use futures::future::BoxFuture;
 use tokio::time::Instant;
 
 use crate::gcra::step;
-use crate::{Gcra, RateDecision, Store, StoreError};
+use crate::{Gcra, RateCheck, RateDecision, RateOutcome, Store, StoreError};
 
 /// The rate key that keys past the bound share.
 const OVERFLOW: &str = "\0overflow";
@@ -153,10 +153,16 @@ impl Store for MemoryStore {
 
     fn rate<'a>(
         &'a self,
-        key: &'a str,
-        limit: Gcra,
-    ) -> BoxFuture<'a, Result<RateDecision, StoreError>> {
-        Box::pin(std::future::ready(Ok(self.rate_now(key, &limit))))
+        checks: &'a [RateCheck],
+    ) -> BoxFuture<'a, Result<RateOutcome, StoreError>> {
+        let mut outcome = RateOutcome::Allowed;
+        for (index, check) in checks.iter().enumerate() {
+            if let RateDecision::Refused { retry_after } = self.rate_now(&check.key, &check.limit) {
+                outcome = RateOutcome::Refused { index, retry_after };
+                break;
+            }
+        }
+        Box::pin(std::future::ready(Ok(outcome)))
     }
 
     fn describe(&self) -> String {
@@ -199,12 +205,12 @@ mod tests {
         // Rate keys past the bound share the overflow bucket: memory stays bounded.
         let limit = Gcra::new(1, Duration::from_secs(3600), 1);
         for i in 0..100 {
-            let _ = s.rate(&format!("k{i}"), limit).await.unwrap();
+            let _ = s.rate(&[check(&format!("k{i}"), limit)]).await.unwrap();
         }
         assert!(s.len().1 <= 3);
         assert!(matches!(
-            s.rate("k99", limit).await.unwrap(),
-            RateDecision::Refused { .. }
+            s.rate(&[check("k99", limit)]).await.unwrap(),
+            RateOutcome::Refused { .. }
         ));
     }
 
@@ -212,12 +218,24 @@ mod tests {
     async fn rates_follow_the_clock() {
         let s = MemoryStore::new(8);
         let limit = Gcra::new(1, Duration::from_secs(1), 1);
-        assert_eq!(s.rate("k", limit).await.unwrap(), RateDecision::Allowed);
+        let roomy = Gcra::new(100, Duration::from_secs(1), 100);
+        let both = [check("wide", roomy), check("k", limit)];
+        assert_eq!(s.rate(&both).await.unwrap(), RateOutcome::Allowed);
         assert!(matches!(
-            s.rate("k", limit).await.unwrap(),
-            RateDecision::Refused { .. }
+            s.rate(&both).await.unwrap(),
+            RateOutcome::Refused { index: 1, .. }
         ));
         tokio::time::advance(Duration::from_secs(1)).await;
-        assert_eq!(s.rate("k", limit).await.unwrap(), RateDecision::Allowed);
+        assert_eq!(
+            s.rate(&[check("k", limit)]).await.unwrap(),
+            RateOutcome::Allowed
+        );
+    }
+
+    fn check(key: &str, limit: Gcra) -> RateCheck {
+        RateCheck {
+            key: key.to_owned(),
+            limit,
+        }
     }
 }

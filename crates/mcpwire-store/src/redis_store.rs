@@ -17,25 +17,29 @@ use futures::future::BoxFuture;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, RedisError, Script};
 
-use crate::{Gcra, RateDecision, Store, StoreError};
+use crate::{RateCheck, RateOutcome, Store, StoreError};
 
-/// GCRA as in `gcra.rs`, atomically: ARGV = interval µs, tolerance µs. Returns
-/// `{1, 0}` (allowed) or `{0, retry_after_µs}`. Numbers are doubles in Lua: µs since the
-/// epoch stay exact (< 2^53) and are written with `%.0f` (the default formatting would round).
+/// GCRA as in `gcra.rs`, atomically, over every key in order: ARGV holds an interval and
+/// a tolerance (µs) per key. Returns `{0, 0}` (allowed by all) or `{i, retry_after_µs}`
+/// for the first key (1-based) that refused; the keys before it counted the request. On
+/// the server's clock. Numbers are doubles in Lua: µs since the epoch stay exact (< 2^53)
+/// and are written with `%.0f` (the default formatting would round them).
 const GCRA_LUA: &str = r"
-local interval = tonumber(ARGV[1])
-local tolerance = tonumber(ARGV[2])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local tat = tonumber(redis.call('GET', KEYS[1]) or now)
-if tat < now then tat = now end
-if tat - now > tolerance then
-  return {0, tat - tolerance - now}
+for i = 1, #KEYS do
+  local interval = tonumber(ARGV[2 * i - 1])
+  local tolerance = tonumber(ARGV[2 * i])
+  local tat = tonumber(redis.call('GET', KEYS[i]) or now)
+  if tat < now then tat = now end
+  if tat - now > tolerance then
+    return {i, tat - tolerance - now}
+  end
+  local new = tat + interval
+  local ttl = math.max(1, math.ceil((new - now) / 1000))
+  redis.call('SET', KEYS[i], string.format('%.0f', new), 'PX', ttl)
 end
-local new = tat + interval
-local ttl = math.max(1, math.ceil((new - now) / 1000))
-redis.call('SET', KEYS[1], string.format('%.0f', new), 'PX', ttl)
-return {1, 0}
+return {0, 0}
 ";
 
 /// How to reach Redis.
@@ -204,25 +208,32 @@ impl Store for RedisStore {
 
     fn rate<'a>(
         &'a self,
-        key: &'a str,
-        limit: Gcra,
-    ) -> BoxFuture<'a, Result<RateDecision, StoreError>> {
+        checks: &'a [RateCheck],
+    ) -> BoxFuture<'a, Result<RateOutcome, StoreError>> {
         Box::pin(async move {
-            let key = self.key(key);
-            let (allowed, wait_us): (i64, i64) = self
+            if checks.is_empty() {
+                return Ok(RateOutcome::Allowed);
+            }
+            let (index, wait_us): (i64, i64) = self
                 .deadline(|mut conn| {
-                    let mut invocation = self.gcra.key(&key);
-                    invocation
-                        .arg(limit.interval_us())
-                        .arg(limit.tolerance_us());
+                    let mut invocation = self.gcra.prepare_invoke();
+                    for c in checks {
+                        invocation
+                            .key(self.key(&c.key))
+                            .arg(c.limit.interval_us())
+                            .arg(c.limit.tolerance_us());
+                    }
                     async move { invocation.invoke_async(&mut conn).await }
                 })
                 .await?;
-            match (allowed, wait_us) {
-                (1, _) => Ok(RateDecision::Allowed),
-                (0, w) if w >= 0 => Ok(RateDecision::Refused {
-                    retry_after: Duration::from_micros(w as u64),
-                }),
+            match (index, wait_us) {
+                (0, _) => Ok(RateOutcome::Allowed),
+                (i, w) if i >= 1 && (i as usize) <= checks.len() && w >= 0 => {
+                    Ok(RateOutcome::Refused {
+                        index: i as usize - 1,
+                        retry_after: Duration::from_micros(w as u64),
+                    })
+                }
                 other => Err(StoreError::Protocol(format!(
                     "rate script answered {other:?}"
                 ))),

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 
-use crate::{Gcra, RateDecision, StoreError};
+use crate::{RateCheck, RateOutcome, StoreError};
 
 /// Shared state with expiry. Object-safe (`Arc<dyn Store>`); every operation is one round
 /// trip at most and fails with [`StoreError::Unavailable`] rather than waiting forever.
@@ -28,13 +28,14 @@ pub trait Store: Send + Sync + 'static {
     /// Removes `key`; whether it was there.
     fn remove<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
 
-    /// One GCRA check of `key` against `limit`, atomic across every client of the store:
-    /// counted when allowed. The key expires once its bucket is full again.
+    /// GCRA checks of several keys, in order, as one atomic step across every client of the
+    /// store: the first refusal stops, and the keys before it count the request (as
+    /// separate limits checked one after the other would). A key expires once its bucket is
+    /// full again.
     fn rate<'a>(
         &'a self,
-        key: &'a str,
-        limit: Gcra,
-    ) -> BoxFuture<'a, Result<RateDecision, StoreError>>;
+        checks: &'a [RateCheck],
+    ) -> BoxFuture<'a, Result<RateOutcome, StoreError>>;
 
     /// What the store is, for logs (an address without credentials).
     fn describe(&self) -> String;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpwire_store::testing::RedisServer;
-use mcpwire_store::{Gcra, RateDecision, RedisConfig, RedisStore, Store, StoreError};
+use mcpwire_store::{Gcra, RateCheck, RateOutcome, RedisConfig, RedisStore, Store, StoreError};
 
 async fn store(server: &RedisServer, prefix: &str) -> RedisStore {
     let mut config = RedisConfig::new(server.url());
@@ -54,20 +54,54 @@ async fn one_budget_across_two_replicas_even_when_they_race() {
     let mut checks = Vec::new();
     for i in 0..40 {
         let s = if i % 2 == 0 { a.clone() } else { b.clone() };
-        checks.push(tokio::spawn(async move { s.rate("k", limit).await }));
+        checks.push(tokio::spawn(
+            async move { s.rate(&[check("k", limit)]).await },
+        ));
     }
     let mut allowed = 0;
     for c in checks {
         match c.await.unwrap().unwrap() {
-            RateDecision::Allowed => allowed += 1,
-            RateDecision::Refused { retry_after } => {
+            RateOutcome::Allowed => allowed += 1,
+            RateOutcome::Refused { index, retry_after } => {
+                assert_eq!(index, 0);
                 assert!(retry_after > Duration::ZERO && retry_after <= Duration::from_secs(360));
             }
         }
     }
     assert_eq!(allowed, 10, "exactly the burst, whichever replica asked");
     // Another key has its own budget.
-    assert_eq!(b.rate("other", limit).await.unwrap(), RateDecision::Allowed);
+    assert_eq!(
+        b.rate(&[check("other", limit)]).await.unwrap(),
+        RateOutcome::Allowed
+    );
+    // Several keys in one step: the first refusal names its key; the earlier keys counted.
+    let tight = Gcra::new(1, Duration::from_secs(3600), 1);
+    let pair = [check("wide", limit), check("tight", tight)];
+    assert_eq!(a.rate(&pair).await.unwrap(), RateOutcome::Allowed);
+    assert!(matches!(
+        b.rate(&pair).await.unwrap(),
+        RateOutcome::Refused { index: 1, .. }
+    ));
+    for _ in 0..8 {
+        assert_eq!(
+            a.rate(&[check("wide", limit)]).await.unwrap(),
+            RateOutcome::Allowed
+        );
+    }
+    assert!(
+        matches!(
+            a.rate(&[check("wide", limit)]).await.unwrap(),
+            RateOutcome::Refused { .. }
+        ),
+        "wide counted 2 (the refused pair too) + 8: its burst of 10 is spent"
+    );
+}
+
+fn check(key: &str, limit: Gcra) -> RateCheck {
+    RateCheck {
+        key: key.to_owned(),
+        limit,
+    }
 }
 
 #[tokio::test]
@@ -78,14 +112,17 @@ async fn an_outage_fails_clearly_and_heals_without_a_restart() {
     let s = store(&server, "o:").await;
     s.put("a", b"1", Duration::from_secs(60)).await.unwrap();
     let limit = Gcra::new(100, Duration::from_secs(1), 100);
-    assert_eq!(s.rate("k", limit).await.unwrap(), RateDecision::Allowed);
+    assert_eq!(
+        s.rate(&[check("k", limit)]).await.unwrap(),
+        RateOutcome::Allowed
+    );
 
     server.stop();
     let down = s.get("a").await.unwrap_err();
     assert!(matches!(down, StoreError::Unavailable { .. }), "{down:?}");
     assert!(down.is_transient());
     assert!(down.to_string().contains("unavailable"), "{down}");
-    let down = s.rate("k", limit).await.unwrap_err();
+    let down = s.rate(&[check("k", limit)]).await.unwrap_err();
     assert!(matches!(down, StoreError::Unavailable { .. }), "{down:?}");
 
     server.start_again().unwrap();
@@ -101,7 +138,10 @@ async fn an_outage_fails_clearly_and_heals_without_a_restart() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(healed, "the store reconnected");
-    assert_eq!(s.rate("k", limit).await.unwrap(), RateDecision::Allowed);
+    assert_eq!(
+        s.rate(&[check("k", limit)]).await.unwrap(),
+        RateOutcome::Allowed
+    );
 }
 
 #[tokio::test]
