@@ -75,6 +75,8 @@ struct Key {
 /// The keys that open tokens (newest first); the newest seals.
 pub struct SealKeys {
     keys: Vec<Key>,
+    /// SHA-256 of a label and the newest key: what [`SealKeys::derive`] starts from.
+    derive_base: [u8; 32],
 }
 
 impl std::fmt::Debug for SealKeys {
@@ -115,7 +117,24 @@ impl SealKeys {
                 key: LessSafeKey::new(unbound),
             });
         }
-        Ok(SealKeys { keys })
+        let mut base = Sha256::new();
+        base.update(b"mcpwire derive v1\0");
+        base.update(raw[0]);
+        Ok(SealKeys {
+            keys,
+            derive_base: base.finalize().into(),
+        })
+    }
+
+    /// A 32-byte key for `purpose`, derived from the newest key: the same on every process
+    /// configured with the same newest key, unrelated to it and to other purposes (for
+    /// secrets that must agree across replicas, such as the HMAC key of 2026-07-28
+    /// `requestState`).
+    pub fn derive(&self, purpose: &str) -> [u8; KEY_LEN] {
+        let mut h = Sha256::new();
+        h.update(self.derive_base);
+        h.update(purpose.as_bytes());
+        h.finalize().into()
     }
 
     /// Keys written as base64 (standard or URL-safe, padding optional), newest first.
@@ -287,6 +306,19 @@ mod tests {
         assert_eq!(k.open(CTX, "not base64!"), Err(SealError::Malformed));
         assert_eq!(k.open(CTX, "AAAA"), Err(SealError::Malformed));
         assert!(k.open(CTX, &token[..token.len() - 4]).is_err(), "truncated");
+    }
+
+    #[test]
+    fn derived_keys_follow_the_newest_key_and_the_purpose() {
+        let a = SealKeys::new(&[keys(1), keys(2)]).unwrap();
+        let b = SealKeys::new(&[keys(1)]).unwrap();
+        assert_eq!(a.derive("x"), b.derive("x"));
+        assert_ne!(a.derive("x"), a.derive("y"));
+        assert_ne!(
+            a.derive("x"),
+            SealKeys::new(&[keys(2)]).unwrap().derive("x")
+        );
+        assert_ne!(a.derive("x"), keys(1));
     }
 
     #[test]

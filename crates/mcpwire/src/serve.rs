@@ -70,6 +70,14 @@ impl Service {
         }
     }
 
+    /// This service as one replica of `cluster`: sealed session ids any replica continues,
+    /// session records in the shared store, and the `requestState` key every replica shares.
+    pub fn in_cluster(mut self, cluster: Arc<crate::cluster::Cluster>) -> Service {
+        self.router = self.router.with_state_key(cluster.state_key());
+        self.cluster = Some(cluster);
+        self
+    }
+
     /// This service with every network listener requiring a credential `auth` accepts.
     pub fn with_auth(mut self, auth: Arc<Authenticator>) -> Service {
         self.auth = Some(auth);

@@ -67,7 +67,7 @@ async fn replica(cluster: Arc<Cluster>, auth: bool) -> String {
     if auth {
         service = service.with_auth(authenticator());
     }
-    service.cluster = Some(cluster);
+    let service = service.in_cluster(cluster);
     let server = HttpServer::bind(service, HttpConfig::default())
         .await
         .expect("bind");

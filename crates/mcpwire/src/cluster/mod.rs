@@ -162,6 +162,12 @@ impl Cluster {
         &self.store
     }
 
+    /// The HMAC key of 2026-07-28 `requestState`, the same on every replica (derived from
+    /// the newest session key), so an `input_required` round trip may finish on any replica.
+    pub fn state_key(&self) -> mcpwire_router::StateKey {
+        mcpwire_router::StateKey::from_bytes(self.keys.derive("mcpwire requestState v1"))
+    }
+
     pub(crate) fn keys(&self) -> &SealKeys {
         &self.keys
     }

@@ -225,10 +225,7 @@ impl Gateway {
         };
         services
             .into_iter()
-            .map(|mut s| {
-                s.cluster = Some(cluster.clone());
-                s
-            })
+            .map(|s| s.in_cluster(cluster.clone()))
             .collect()
     }
 
