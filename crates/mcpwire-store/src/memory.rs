@@ -3,7 +3,7 @@
 //! rate keys) expired ones are dropped first; a value that still does not fit is refused
 //! ([`StoreError::Full`]) and rate keys that do not fit share one overflow bucket.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -28,6 +28,8 @@ struct Maps {
     values: HashMap<String, (Vec<u8>, Instant)>,
     /// Rate key → (TAT in µs since the epoch, when it may be forgotten).
     rates: HashMap<String, (u64, Instant)>,
+    /// Lists (message queues) and when each expires.
+    lists: HashMap<String, (VecDeque<Vec<u8>>, Instant)>,
 }
 
 impl MemoryStore {
@@ -101,6 +103,46 @@ impl MemoryStore {
         }
     }
 
+    fn push_now(
+        &self,
+        key: &str,
+        value: &[u8],
+        max_len: usize,
+        ttl: Duration,
+    ) -> Result<(), StoreError> {
+        let mut maps = self.lock();
+        let now = Instant::now();
+        if !maps.lists.contains_key(key) && maps.lists.len() >= self.max_entries {
+            maps.lists.retain(|_, (_, until)| *until > now);
+            if maps.lists.len() >= self.max_entries {
+                return Err(StoreError::Full {
+                    max: self.max_entries,
+                });
+            }
+        }
+        let (list, until) = maps
+            .lists
+            .entry(key.to_owned())
+            .or_insert_with(|| (VecDeque::new(), now));
+        if *until <= now {
+            list.clear();
+        }
+        list.push_back(value.to_vec());
+        while list.len() > max_len.max(1) {
+            list.pop_front();
+        }
+        *until = now + ttl;
+        Ok(())
+    }
+
+    fn take_now(&self, key: &str) -> Vec<Vec<u8>> {
+        let mut maps = self.lock();
+        match maps.lists.remove(key) {
+            Some((list, until)) if until > Instant::now() => list.into(),
+            _ => Vec::new(),
+        }
+    }
+
     fn rate_now(&self, key: &str, limit: &Gcra) -> RateDecision {
         let mut maps = self.lock();
         let now = Instant::now();
@@ -149,6 +191,20 @@ impl Store for MemoryStore {
     fn remove<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
         let removed = self.lock().values.remove(key).is_some();
         Box::pin(std::future::ready(Ok(removed)))
+    }
+
+    fn push<'a>(
+        &'a self,
+        key: &'a str,
+        value: &'a [u8],
+        max_len: usize,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(std::future::ready(self.push_now(key, value, max_len, ttl)))
+    }
+
+    fn take<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Vec<Vec<u8>>, StoreError>> {
+        Box::pin(std::future::ready(Ok(self.take_now(key))))
     }
 
     fn rate<'a>(
@@ -212,6 +268,22 @@ mod tests {
             s.rate(&[check("k99", limit)]).await.unwrap(),
             RateOutcome::Refused { .. }
         ));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn lists_keep_their_newest_entries_until_they_expire() {
+        let s = MemoryStore::new(8);
+        for v in [b"1", b"2", b"3"] {
+            s.push("q", v, 2, Duration::from_secs(5)).await.unwrap();
+        }
+        assert_eq!(
+            s.take("q").await.unwrap(),
+            vec![b"2".to_vec(), b"3".to_vec()]
+        );
+        assert!(s.take("q").await.unwrap().is_empty());
+        s.push("q", b"4", 2, Duration::from_secs(5)).await.unwrap();
+        tokio::time::advance(Duration::from_secs(6)).await;
+        assert!(s.take("q").await.unwrap().is_empty(), "expired");
     }
 
     #[tokio::test(start_paused = true)]

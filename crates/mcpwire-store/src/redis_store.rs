@@ -206,6 +206,59 @@ impl Store for RedisStore {
         })
     }
 
+    fn push<'a>(
+        &'a self,
+        key: &'a str,
+        value: &'a [u8],
+        max_len: usize,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let key = self.key(key);
+            let keep = -(max_len.max(1) as i64);
+            self.deadline(|mut conn| {
+                let mut pipe = redis::pipe();
+                pipe.atomic()
+                    .cmd("RPUSH")
+                    .arg(&key)
+                    .arg(value)
+                    .ignore()
+                    .cmd("LTRIM")
+                    .arg(&key)
+                    .arg(keep)
+                    .arg(-1)
+                    .ignore()
+                    .cmd("PEXPIRE")
+                    .arg(&key)
+                    .arg(millis(ttl))
+                    .ignore();
+                async move { pipe.query_async::<()>(&mut conn).await }
+            })
+            .await
+        })
+    }
+
+    fn take<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Vec<Vec<u8>>, StoreError>> {
+        Box::pin(async move {
+            let key = self.key(key);
+            let (entries,): (Vec<Vec<u8>>,) = self
+                .deadline(|mut conn| {
+                    let mut pipe = redis::pipe();
+                    pipe.atomic()
+                        .cmd("LRANGE")
+                        .arg(&key)
+                        .arg(0)
+                        .arg(-1)
+                        .cmd("DEL")
+                        .arg(&key)
+                        .ignore();
+                    async move { pipe.query_async(&mut conn).await }
+                })
+                .await?;
+            Ok(entries)
+        })
+    }
+
     fn rate<'a>(
         &'a self,
         checks: &'a [RateCheck],

@@ -28,6 +28,20 @@ pub trait Store: Send + Sync + 'static {
     /// Removes `key`; whether it was there.
     fn remove<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
 
+    /// Appends `value` to the list under `key`, keeping its newest `max_len` entries, and
+    /// gives the list `ttl` to live (a queue of messages for one reader).
+    fn push<'a>(
+        &'a self,
+        key: &'a str,
+        value: &'a [u8],
+        max_len: usize,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Takes every entry of the list under `key`, oldest first, leaving it empty (atomic:
+    /// an entry pushed meanwhile is taken now or next time, never lost or taken twice).
+    fn take<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Vec<Vec<u8>>, StoreError>>;
+
     /// GCRA checks of several keys, in order, as one atomic step across every client of the
     /// store: the first refusal stops, and the keys before it count the request (as
     /// separate limits checked one after the other would). A key expires once its bucket is

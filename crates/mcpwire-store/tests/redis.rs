@@ -36,6 +36,15 @@ async fn values_live_until_their_expiry() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert_eq!(s.get("b").await.unwrap(), None);
+    // Lists: the newest entries, taken once.
+    for v in [b"1", b"2", b"3"] {
+        s.push("q", v, 2, Duration::from_secs(60)).await.unwrap();
+    }
+    assert_eq!(
+        s.take("q").await.unwrap(),
+        vec![b"2".to_vec(), b"3".to_vec()]
+    );
+    assert!(s.take("q").await.unwrap().is_empty());
     // Another prefix is another namespace.
     s.put("c", b"1", Duration::from_secs(60)).await.unwrap();
     assert_eq!(store(&server, "t2:").await.get("c").await.unwrap(), None);

@@ -5,12 +5,15 @@
 //!
 //! - `session_id.rs`: what a sealed `Mcp-Session-Id` holds, sealing and opening it, and the
 //!   identity binding.
+//! - `tasks.rs`: tasks any replica answers (the router's `TaskShare` over the store), with
+//!   executor heartbeats.
 //! - Session records: one store key per live session (`s:{sid}`), written when `initialize`
 //!   succeeds, expiring after the session's idle time unless a replica serving it refreshes
 //!   it, removed by `DELETE`. A replica rebuilds a session it has never seen only while its
 //!   record exists, so a deleted or expired session stays ended on every replica.
 
 pub(crate) mod session_id;
+mod tasks;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,6 +28,12 @@ pub const SESSION_KEYS_ENV: &str = "MCPWIRE_SESSION_KEYS";
 /// The default [`Cluster::recheck`].
 pub const DEFAULT_RECHECK: Duration = Duration::from_secs(5);
 
+/// How often a replica running tasks proves itself alive and takes relayed requests.
+pub const TASK_HEARTBEAT: Duration = Duration::from_millis(250);
+
+/// How long without a heartbeat before a replica's running tasks are answered `failed`.
+pub const TASK_EXECUTOR_TIMEOUT: Duration = Duration::from_secs(3);
+
 /// The record a session's capabilities are not in (they are sealed in its id).
 const SEALED: &[u8] = b"1";
 
@@ -33,6 +42,8 @@ pub struct Cluster {
     store: Arc<dyn Store>,
     keys: SealKeys,
     recheck: Duration,
+    /// Task heartbeat interval and executor timeout.
+    task_timing: (Duration, Duration),
 }
 
 impl std::fmt::Debug for Cluster {
@@ -41,6 +52,7 @@ impl std::fmt::Debug for Cluster {
             .field("store", &self.store.describe())
             .field("keys", &self.keys)
             .field("recheck", &self.recheck)
+            .field("task_timing", &self.task_timing)
             .finish()
     }
 }
@@ -126,7 +138,26 @@ impl Cluster {
             store,
             keys,
             recheck: DEFAULT_RECHECK,
+            task_timing: (TASK_HEARTBEAT, TASK_EXECUTOR_TIMEOUT),
         }
+    }
+
+    /// How often a replica running tasks heartbeats, and how long without one before its
+    /// running tasks are answered `failed` (defaults: [`TASK_HEARTBEAT`],
+    /// [`TASK_EXECUTOR_TIMEOUT`]).
+    pub fn with_task_timing(mut self, heartbeat: Duration, timeout: Duration) -> Cluster {
+        self.task_timing = (heartbeat, timeout.max(heartbeat * 2));
+        self
+    }
+
+    /// A fresh executor's share of the cluster's tasks (one per router task store).
+    pub fn task_share(&self) -> Arc<dyn mcpwire_router::TaskShare> {
+        let (heartbeat, timeout) = self.task_timing;
+        Arc::new(tasks::StoreTasks::new(
+            self.store.clone(),
+            heartbeat,
+            timeout,
+        ))
     }
 
     /// How often a replica re-checks a session it holds (zero: on every request).

@@ -1,0 +1,233 @@
+//! [`StoreTasks`]: the router's [`TaskShare`] over the cluster store, so a task created on
+//! one replica is answered by any (`docs/design/scale-out.md` § 4).
+//!
+//! Keys (all expiring):
+//! - `t:{task}` — the task's last published `tasks/get` answer, its executor and whether it
+//!   is still running; kept for the task's `ttlMs` after each change (running tasks are
+//!   refreshed by their executor).
+//! - `hb:{executor}` — the executor is alive; refreshed every `interval`, expires after
+//!   `alive_for`. A running task whose executor's key is gone is answered `failed` by
+//!   whichever replica is asked (and recorded so), so no task stays `working` forever.
+//! - `q:{executor}` — `tasks/update` and `tasks/cancel` relayed to the executor (at most
+//!   [`MAX_RELAYED`] waiting), taken at its next heartbeat.
+//!
+//! An executor is one router's task store: a process serving several listeners has one per
+//! listener, each with its own id.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpwire_model::{McpError, Raw, Reply, Revision, to_raw};
+use mcpwire_router::{BoxFuture, RemoteTask, TaskCommand, TaskShare, TaskSnapshot};
+use mcpwire_store::{Store, StoreError};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Relayed requests waiting for one executor, at most (older ones are dropped).
+pub(crate) const MAX_RELAYED: usize = 1024;
+
+/// What `t:{task}` holds.
+#[derive(Serialize, Deserialize)]
+struct Published {
+    /// The executor's id.
+    owner: String,
+    /// Still running there.
+    live: bool,
+    /// The `tasks/get` answer.
+    task: Raw,
+}
+
+/// What `q:{executor}` holds, one per entry.
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+enum Relayed {
+    Cancel {
+        task: String,
+    },
+    Update {
+        task: String,
+        responses: BTreeMap<String, Raw>,
+    },
+}
+
+/// One executor's share of the cluster's tasks.
+pub(crate) struct StoreTasks {
+    store: Arc<dyn Store>,
+    /// This executor's id: 64 random bits, hex.
+    executor: String,
+    interval: Duration,
+    alive_for: Duration,
+}
+
+impl StoreTasks {
+    /// An executor with a fresh id, heartbeating every `interval`, presumed dead after
+    /// `alive_for` without one.
+    pub(crate) fn new(store: Arc<dyn Store>, interval: Duration, alive_for: Duration) -> Self {
+        let mut id = [0u8; 8];
+        if let Err(e) = getrandom::fill(&mut id) {
+            panic!("the OS random number generator failed: {e}");
+        }
+        StoreTasks {
+            store,
+            executor: id.iter().map(|b| format!("{b:02x}")).collect(),
+            interval,
+            alive_for,
+        }
+    }
+
+    async fn answer(&self, req: RemoteTask) -> Result<Option<Reply>, StoreError> {
+        let key = format!("t:{}", req.task_id);
+        let Some(bytes) = self.store.get(&key).await? else {
+            return Ok(None);
+        };
+        let Ok(mut published) = serde_json::from_slice::<Published>(&bytes) else {
+            return Err(StoreError::Protocol(format!(
+                "{key} is not a published task"
+            )));
+        };
+        if published.live && !self.alive(&published.owner).await? {
+            // The executor died with the task running: it will never finish. Record it
+            // failed so every replica answers the same from now on.
+            published.task = failed(&published.task);
+            published.live = false;
+            let ttl = ttl_of(&published.task);
+            let value = serde_json::to_vec(&published).unwrap_or_default();
+            self.store.put(&key, &value, ttl).await?;
+            tracing::warn!(task = %req.task_id, executor = %published.owner, "task failed: its executor stopped");
+        }
+        let ack = || Reply::Complete(to_raw(&serde_json::json!({})));
+        Ok(Some(match req.method.as_str() {
+            "tasks/get" => Reply::Complete(published.task),
+            "tasks/cancel" => {
+                if published.live {
+                    self.relay(&published.owner, &Relayed::Cancel { task: req.task_id })
+                        .await?;
+                }
+                ack()
+            }
+            _ => {
+                // `tasks/update` (the store refused every other method before).
+                // Checked by `remote` before: an update carries its answers.
+                let responses = req.input_responses.unwrap_or_default();
+                if published.live {
+                    let relayed = Relayed::Update {
+                        task: req.task_id,
+                        responses,
+                    };
+                    self.relay(&published.owner, &relayed).await?;
+                }
+                ack()
+            }
+        }))
+    }
+
+    async fn alive(&self, executor: &str) -> Result<bool, StoreError> {
+        if executor == self.executor {
+            return Ok(true);
+        }
+        Ok(self.store.get(&format!("hb:{executor}")).await?.is_some())
+    }
+
+    async fn relay(&self, executor: &str, what: &Relayed) -> Result<(), StoreError> {
+        let value = serde_json::to_vec(what).unwrap_or_default();
+        // Kept a little longer than an executor lives without a heartbeat: a queue nobody
+        // takes disappears with its executor.
+        let ttl = self.alive_for * 2;
+        self.store
+            .push(&format!("q:{executor}"), &value, MAX_RELAYED, ttl)
+            .await
+    }
+}
+
+impl TaskShare for StoreTasks {
+    fn interval(&self) -> Duration {
+        self.interval
+    }
+
+    fn publish<'a>(&'a self, tasks: &'a [TaskSnapshot]) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            for t in tasks {
+                let published = Published {
+                    owner: self.executor.clone(),
+                    live: t.live,
+                    task: t.detailed.clone(),
+                };
+                let value = serde_json::to_vec(&published).unwrap_or_default();
+                let ttl = t.ttl.max(Duration::from_secs(1));
+                if let Err(e) = self.store.put(&format!("t:{}", t.id), &value, ttl).await {
+                    tracing::warn!(task = %t.id, error = %e, "could not publish a task's state");
+                }
+            }
+        })
+    }
+
+    fn heartbeat(&self) -> BoxFuture<'_, Vec<TaskCommand>> {
+        Box::pin(async move {
+            let hb = format!("hb:{}", self.executor);
+            if let Err(e) = self.store.put(&hb, b"1", self.alive_for).await {
+                tracing::warn!(error = %e, "task heartbeat failed");
+                return Vec::new();
+            }
+            let taken = match self.store.take(&format!("q:{}", self.executor)).await {
+                Ok(t) => t,
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not take relayed task requests");
+                    return Vec::new();
+                }
+            };
+            taken
+                .iter()
+                .filter_map(|bytes| serde_json::from_slice::<Relayed>(bytes).ok())
+                .map(|r| match r {
+                    Relayed::Cancel { task } => TaskCommand::Cancel { task_id: task },
+                    Relayed::Update { task, responses } => TaskCommand::Update {
+                        task_id: task,
+                        responses,
+                    },
+                })
+                .collect()
+        })
+    }
+
+    fn remote(&self, request: RemoteTask) -> BoxFuture<'_, Result<Option<Reply>, McpError>> {
+        Box::pin(async move {
+            if request.method == "tasks/update" && request.input_responses.is_none() {
+                return Err(McpError::InvalidParams(
+                    "tasks/update needs an inputResponses object".into(),
+                ));
+            }
+            self.answer(request).await.map_err(|e| {
+                tracing::warn!(error = %e, "could not read a shared task");
+                McpError::Unavailable("shared task state is unavailable; try again shortly".into())
+            })
+        })
+    }
+}
+
+/// `task` (a `tasks/get` answer) as failed because its executor stopped.
+fn failed(task: &Raw) -> Raw {
+    let mut v: Value =
+        serde_json::from_str(task.get()).unwrap_or_else(|_| Value::Object(Default::default()));
+    if let Some(m) = v.as_object_mut() {
+        let message = "the replica running this task stopped; run the tool again";
+        m.insert("status".into(), Value::from("failed"));
+        m.insert("statusMessage".into(), Value::from(message));
+        m.remove("inputRequests");
+        m.remove("result");
+        let error = McpError::Internal(message.into()).to_wire(Revision::STATELESS);
+        m.insert(
+            "error".into(),
+            serde_json::to_value(error).unwrap_or_default(),
+        );
+    }
+    to_raw(&v)
+}
+
+/// How long to keep a task's state: its `ttlMs`, else 10 minutes.
+fn ttl_of(task: &Raw) -> Duration {
+    serde_json::from_str::<Value>(task.get())
+        .ok()
+        .and_then(|v| v.get("ttlMs").and_then(Value::as_u64))
+        .map_or(Duration::from_secs(600), Duration::from_millis)
+}
