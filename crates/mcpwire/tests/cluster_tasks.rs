@@ -4,34 +4,22 @@
 //! Two HTTP listeners in one cluster (an in-memory store shared in this process), a
 //! 2026-07-28 client declaring the tasks extension per replica.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use mcpwire::Service;
-use mcpwire::client::{Client, ClientOptions, EraChoice, Target};
 use mcpwire::cluster::Cluster;
 use mcpwire::http::{HttpConfig, HttpServer};
-use mcpwire::model::types::{ClientCapabilities, Implementation};
-use mcpwire::router::{CallCtx, NoArgs, Server, TASKS_EXTENSION, TaskSupport, ToolError, tool};
+use mcpwire::model::types::Implementation;
+use mcpwire::router::{CallCtx, NoArgs, Server, TaskSupport, ToolError, tool};
 use mcpwire_store::{MemoryStore, SealKeys, Store};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-/// How long any one step may take before the test gives up (a bound, not a timing).
-const STEP: Duration = Duration::from_secs(20);
-
-/// Notifies when dropped with its call cancelled: the tool ended because of the
-/// cancellation (its future is dropped once it is cancelled).
-struct EndsOnCancel(CallCtx, Arc<Notify>);
-
-impl Drop for EndsOnCancel {
-    fn drop(&mut self) {
-        if self.0.is_cancelled() {
-            self.1.notify_one();
-        }
-    }
-}
+use common::tasks::{EndsOnCancel, STEP, client, request, wait_for};
 
 /// `job` becomes a task and finishes once `release` is notified; `wait` becomes a task and
 /// runs until cancelled (then notifies `cancelled`).
@@ -80,39 +68,6 @@ async fn replica(server: Arc<Server>, cluster: Arc<Cluster>, stop: CancellationT
     let url = format!("http://{}/mcp", http.local_addr().expect("addr"));
     tokio::spawn(http.serve_until(stop, Duration::from_millis(100)));
     url
-}
-
-async fn client(url: &str) -> Client {
-    let mut opts = ClientOptions::with_handshake_timeout(STEP);
-    opts.era = EraChoice::Stateless;
-    opts.capabilities = ClientCapabilities {
-        extensions: Some(json!({ TASKS_EXTENSION: {} })),
-        ..ClientCapabilities::default()
-    };
-    let (c, _events) = Client::connect(&Target::Url(url.to_owned()), &opts)
-        .await
-        .expect("connect");
-    c
-}
-
-async fn request(c: &Client, method: &str, params: Value) -> Value {
-    tokio::time::timeout(STEP, c.request(method, params))
-        .await
-        .unwrap_or_else(|_| panic!("{method} was not answered"))
-        .unwrap_or_else(|e| panic!("{method}: {e}"))
-}
-
-/// Polls `tasks/get` until the task is in `status` (bounded: 400 polls).
-async fn wait_for(c: &Client, id: &str, status: &str) -> Value {
-    let mut last = Value::Null;
-    for _ in 0..400 {
-        last = request(c, "tasks/get", json!({ "taskId": id })).await;
-        if last["status"] == status {
-            return last;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("task {id} never reached {status}: {last}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
