@@ -2,7 +2,9 @@
 //! `redis-server`, skipped with a message when it is not installed and failing under CI):
 //! a session opened on one continues on the other with requests alternating, bound to the
 //! identity that opened it, and a `[limits]` rate holds across both (one budget, not one per
-//! replica). Rates are per hour, so nothing refills during the test.
+//! replica; rates are per hour, so nothing refills during the test). A task created on one
+//! replica waits for input, is answered and completes through the other; a replica killed
+//! with SIGKILL leaves its running task `failed`, not `working` forever.
 
 mod common;
 
@@ -17,8 +19,8 @@ use serde_json::{Value, json};
 const ALICE: &str = "replica-key-alice-0123456789";
 const BOB: &str = "replica-key-bob-0123456789ab";
 
-fn config(redis: &RedisServer, key: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("replicas");
+fn config(redis: &RedisServer, key: &str, name: &str, rest: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("replicas-{name}"));
     std::fs::create_dir_all(&dir).expect("dir");
     let path = dir.join("mcpwire.toml");
     let text = format!(
@@ -28,20 +30,12 @@ url = "http://127.0.0.1:0/mcp"
 [backends.demo]
 native = "demo"
 
-[[auth.api_keys]]
-name = "alice"
-key = "{ALICE}"
-[[auth.api_keys]]
-name = "bob"
-key = "{BOB}"
-
-[limits]
-per_identity = "8/h"
-
 [cluster]
 store = "{}"
 session_keys = ["{key}"]
 recheck_secs = 0
+
+{rest}
 "#,
         redis.url()
     );
@@ -69,7 +63,12 @@ fn a_session_and_a_rate_limit_span_two_replicas() {
     let Some(redis) = RedisServer::start() else {
         return;
     };
-    let path = config(&redis, &SealKeys::generate());
+    let rest = format!(
+        "[[auth.api_keys]]\nname = \"alice\"\nkey = \"{ALICE}\"\n\
+         [[auth.api_keys]]\nname = \"bob\"\nkey = \"{BOB}\"\n\
+         [limits]\nper_identity = \"8/h\"\n"
+    );
+    let path = config(&redis, &SealKeys::generate(), "session", &rest);
     let mut a = replica(&path);
     let mut b = replica(&path);
     let replicas = [HttpServer::at(&a.addrs[0]), HttpServer::at(&b.addrs[0])];
@@ -127,4 +126,80 @@ fn a_session_and_a_rate_limit_span_two_replicas() {
         let _ = l.child.kill();
         let _ = l.child.wait();
     }
+}
+
+/// The client capabilities of a 2026-07-28 client declaring the tasks extension (and
+/// elicitation, which `confirm_delete` asks for).
+fn with_tasks() -> Value {
+    json!({"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}})
+}
+
+/// `tasks/get` on `replica` until the task is in `status` (bounded: 400 polls).
+fn wait_for(replica: &HttpServer, id: &str, status: &str) -> Value {
+    let mut last = Value::Null;
+    for n in 0..400 {
+        let r =
+            replica.post_stateless_with(1000 + n, "tasks/get", json!({"taskId": id}), with_tasks());
+        assert_eq!(r.status, 200);
+        last = r.json();
+        if last["result"]["status"] == status {
+            return last["result"].clone();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    panic!("task {id} never reached {status}: {last}");
+}
+
+/// `confirm_delete` (a task asking for confirmation) started on `replica`; its task id.
+fn start_confirm(replica: &HttpServer, id: i64) -> String {
+    let call = json!({"name": "confirm_delete", "arguments": {"filename": "notes.txt"}});
+    let r = replica.post_stateless_with(id, "tools/call", call, with_tasks());
+    assert_eq!(r.status, 200);
+    let created = r.json();
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    created["result"]["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_owned()
+}
+
+#[test]
+fn tasks_are_answered_by_any_replica_and_a_killed_one_fails_its_own() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let path = config(&redis, &SealKeys::generate(), "tasks", "");
+    let mut a = replica(&path);
+    let mut b = replica(&path);
+    let (on_a, on_b) = (HttpServer::at(&a.addrs[0]), HttpServer::at(&b.addrs[0]));
+
+    // Created on A; B sees it wait for input, relays the answer, and reads the result.
+    let task = start_confirm(&on_a, 1);
+    let waiting = wait_for(&on_b, &task, "input_required");
+    assert!(waiting["inputRequests"]["confirm"].is_object(), "{waiting}");
+    let answer = json!({"taskId": task, "inputResponses": {
+        "confirm": {"action": "accept", "content": {"confirm": true}}}});
+    let r = on_b.post_stateless_with(2, "tasks/update", answer, with_tasks());
+    assert_eq!(r.status, 200);
+    let done = wait_for(&on_b, &task, "completed");
+    assert_eq!(
+        done["result"]["content"][0]["text"], "Deleted notes.txt",
+        "{done}"
+    );
+
+    // Another task waits on A; A is killed: B answers it failed within the executor
+    // timeout (the polling is bounded, not timed).
+    let task = start_confirm(&on_a, 3);
+    wait_for(&on_b, &task, "input_required");
+    let _ = a.child.kill();
+    let _ = a.child.wait();
+    let failed = wait_for(&on_b, &task, "failed");
+    assert!(
+        failed["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("stopped")),
+        "{failed}"
+    );
+    let _ = b.child.kill();
+    let _ = b.child.wait();
 }

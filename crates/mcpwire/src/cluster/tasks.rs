@@ -38,17 +38,27 @@ struct Published {
     task: Raw,
 }
 
-/// What `q:{executor}` holds, one per entry.
+/// What `q:{executor}` holds, one per entry: a cancel, or an update with its answers. (A
+/// plain struct: an internally tagged enum would buffer the raw answers, which `RawValue`
+/// cannot be read back from.)
 #[derive(Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
-enum Relayed {
-    Cancel {
-        task: String,
-    },
-    Update {
-        task: String,
-        responses: BTreeMap<String, Raw>,
-    },
+struct Relayed {
+    task: String,
+    /// `inputResponses` of an update; `None`: a cancel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    responses: Option<BTreeMap<String, Raw>>,
+}
+
+impl Relayed {
+    fn into_command(self) -> TaskCommand {
+        match self.responses {
+            Some(responses) => TaskCommand::Update {
+                task_id: self.task,
+                responses,
+            },
+            None => TaskCommand::Cancel { task_id: self.task },
+        }
+    }
 }
 
 /// One executor's share of the cluster's tasks.
@@ -101,8 +111,11 @@ impl StoreTasks {
             "tasks/get" => Reply::Complete(published.task),
             "tasks/cancel" => {
                 if published.live {
-                    self.relay(&published.owner, &Relayed::Cancel { task: req.task_id })
-                        .await?;
+                    let cancel = Relayed {
+                        task: req.task_id,
+                        responses: None,
+                    };
+                    self.relay(&published.owner, &cancel).await?;
                 }
                 ack()
             }
@@ -111,9 +124,9 @@ impl StoreTasks {
                 // Checked by `remote` before: an update carries its answers.
                 let responses = req.input_responses.unwrap_or_default();
                 if published.live {
-                    let relayed = Relayed::Update {
+                    let relayed = Relayed {
                         task: req.task_id,
-                        responses,
+                        responses: Some(responses),
                     };
                     self.relay(&published.owner, &relayed).await?;
                 }
@@ -178,13 +191,12 @@ impl TaskShare for StoreTasks {
             };
             taken
                 .iter()
-                .filter_map(|bytes| serde_json::from_slice::<Relayed>(bytes).ok())
-                .map(|r| match r {
-                    Relayed::Cancel { task } => TaskCommand::Cancel { task_id: task },
-                    Relayed::Update { task, responses } => TaskCommand::Update {
-                        task_id: task,
-                        responses,
-                    },
+                .filter_map(|bytes| match serde_json::from_slice::<Relayed>(bytes) {
+                    Ok(r) => Some(r.into_command()),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "dropped an unreadable relayed task request");
+                        None
+                    }
                 })
                 .collect()
         })
@@ -230,4 +242,51 @@ fn ttl_of(task: &Raw) -> Duration {
         .ok()
         .and_then(|v| v.get("ttlMs").and_then(Value::as_u64))
         .map_or(Duration::from_secs(600), Duration::from_millis)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relayed_requests_read_back_with_their_raw_answers() {
+        let mut responses = BTreeMap::new();
+        responses.insert(
+            "confirm".to_owned(),
+            to_raw(&serde_json::json!({"action": "accept"})),
+        );
+        let update = Relayed {
+            task: "t1".into(),
+            responses: Some(responses),
+        };
+        let bytes = serde_json::to_vec(&update).unwrap();
+        let back: Relayed = serde_json::from_slice(&bytes).unwrap();
+        match back.into_command() {
+            TaskCommand::Update { task_id, responses } => {
+                assert_eq!(task_id, "t1");
+                assert_eq!(responses["confirm"].get(), r#"{"action":"accept"}"#);
+            }
+            other => panic!("{other:?}"),
+        }
+        let cancel = serde_json::to_vec(&Relayed {
+            task: "t2".into(),
+            responses: None,
+        })
+        .unwrap();
+        let back: Relayed = serde_json::from_slice(&cancel).unwrap();
+        assert!(matches!(back.into_command(), TaskCommand::Cancel { task_id } if task_id == "t2"));
+    }
+
+    #[test]
+    fn a_dead_executors_task_reads_failed() {
+        let working = to_raw(
+            &serde_json::json!({"taskId": "t", "status": "input_required",
+            "inputRequests": {"a": {}}, "ttlMs": 5000}),
+        );
+        let f: Value = serde_json::from_str(failed(&working).get()).unwrap();
+        assert_eq!(f["status"], "failed");
+        assert!(f.get("inputRequests").is_none());
+        assert_eq!(f["error"]["code"], -32603);
+        assert_eq!(ttl_of(&working), Duration::from_secs(5));
+    }
 }
