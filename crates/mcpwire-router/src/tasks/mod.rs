@@ -173,6 +173,7 @@ impl TaskStore {
             tasks.insert(id, entry.clone());
             Some(entry)
         })
+        .inspect(|_| self.changed.notify_one())
     }
 
     fn get(&self, id: &str) -> Option<Arc<TaskEntry>> {

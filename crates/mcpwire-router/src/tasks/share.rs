@@ -68,7 +68,8 @@ pub trait TaskShare: Send + Sync + 'static {
     fn interval(&self) -> Duration;
 
     /// Publishes the state of tasks held here (failures are logged, not returned: the next
-    /// change or refresh publishes again).
+    /// change or refresh publishes again). Publishing a running task also proves this
+    /// executor alive (its first heartbeat may not have happened yet).
     fn publish<'a>(&'a self, tasks: &'a [TaskSnapshot]) -> BoxFuture<'a, ()>;
 
     /// Proves this replica alive and takes the requests relayed to it.
@@ -100,7 +101,11 @@ pub(crate) async fn sync_loop(
         let Some(held) = store.upgrade() else {
             return;
         };
-        let beat = tokio::time::Instant::now() >= next_beat;
+        // Only a replica running tasks heartbeats (nobody relays to one that runs none, and
+        // a task's first publication proves its executor alive): idle replicas cost the
+        // store nothing.
+        let running = held.has_live();
+        let beat = running && tokio::time::Instant::now() >= next_beat;
         let snapshots = held.changed_snapshots(&mut published, interval, beat);
         drop(held);
         if !snapshots.is_empty() {
@@ -116,14 +121,28 @@ pub(crate) async fn sync_loop(
                 held.apply(command);
             }
         }
+        let wake = running.then_some(next_beat);
         tokio::select! {
             _ = changed.notified() => {}
-            _ = tokio::time::sleep_until(next_beat) => {}
+            _ = sleep_until(wake) => {}
         }
     }
 }
 
+/// Sleeps until `at`, or forever when there is no `at`.
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
 impl TaskStore {
+    /// Whether any task held here is still running.
+    fn has_live(&self) -> bool {
+        self.with_tasks(|tasks| tasks.values().any(|t| t.is_live()))
+    }
+
     /// Snapshots of the tasks that changed since last published, and (on a heartbeat) of
     /// live tasks whose published state is halfway to expiring. Forgets tasks no longer
     /// held, so `published` is bounded by the store.

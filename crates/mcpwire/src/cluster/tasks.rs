@@ -5,8 +5,9 @@
 //! - `t:{task}` — the task's last published `tasks/get` answer, its executor and whether it
 //!   is still running; kept for the task's `ttlMs` after each change (running tasks are
 //!   refreshed by their executor).
-//! - `hb:{executor}` — the executor is alive; refreshed every `interval`, expires after
-//!   `alive_for`. A running task whose executor's key is gone is answered `failed` by
+//! - `hb:{executor}` — the executor is alive; refreshed every `interval` while it runs tasks
+//!   (and whenever it publishes a running one), expires after `alive_for`; a replica running
+//!   no task writes nothing. A running task whose executor's key is gone is answered `failed` by
 //!   whichever replica is asked (and recorded so), so no task stays `working` forever.
 //! - `q:{executor}` — `tasks/update` and `tasks/cancel` relayed to the executor (at most
 //!   [`MAX_RELAYED`] waiting), taken at its next heartbeat.
@@ -135,6 +136,18 @@ impl StoreTasks {
         }))
     }
 
+    /// Refreshes this executor's heartbeat key; whether that worked.
+    async fn prove_alive(&self) -> bool {
+        let hb = format!("hb:{}", self.executor);
+        match self.store.put(&hb, b"1", self.alive_for).await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(error = %e, "task heartbeat failed");
+                false
+            }
+        }
+    }
+
     async fn alive(&self, executor: &str) -> Result<bool, StoreError> {
         if executor == self.executor {
             return Ok(true);
@@ -160,6 +173,9 @@ impl TaskShare for StoreTasks {
 
     fn publish<'a>(&'a self, tasks: &'a [TaskSnapshot]) -> BoxFuture<'a, ()> {
         Box::pin(async move {
+            if tasks.iter().any(|t| t.live) {
+                self.prove_alive().await;
+            }
             for t in tasks {
                 let published = Published {
                     owner: self.executor.clone(),
@@ -177,9 +193,7 @@ impl TaskShare for StoreTasks {
 
     fn heartbeat(&self) -> BoxFuture<'_, Vec<TaskCommand>> {
         Box::pin(async move {
-            let hb = format!("hb:{}", self.executor);
-            if let Err(e) = self.store.put(&hb, b"1", self.alive_for).await {
-                tracing::warn!(error = %e, "task heartbeat failed");
+            if !self.prove_alive().await {
                 return Vec::new();
             }
             let taken = match self.store.take(&format!("q:{}", self.executor)).await {
