@@ -10,7 +10,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::http::HttpServer;
+use common::http::{Exchange, HttpServer};
 use common::listen;
 use mcpwire_store::SealKeys;
 use mcpwire_store::testing::RedisServer;
@@ -44,13 +44,34 @@ recheck_secs = 0
 }
 
 fn replica(path: &std::path::Path) -> common::Listening {
+    start(path, &["mcpwire: listening on http://"])
+}
+
+/// A replica with an admin listener: `addrs[1]` is its admin address.
+fn replica_with_admin(path: &std::path::Path) -> common::Listening {
+    let mut l = start(
+        path,
+        &["mcpwire: listening on http://", "mcpwire: admin on http://"],
+    );
+    l.addrs[1] = l.addrs[1].split(' ').next().unwrap_or_default().to_owned();
+    l
+}
+
+fn start(path: &std::path::Path, prefixes: &[&str]) -> common::Listening {
     listen(
         env!("CARGO_BIN_EXE_mcpwire"),
         &["serve", "--config", path.to_str().expect("path")],
         "warn",
-        &["mcpwire: listening on http://"],
+        prefixes,
         false,
     )
+}
+
+/// The value of `metric` (with its labels, as Prometheus prints them) in a scrape.
+fn metric(admin: &str, metric: &str) -> Option<u64> {
+    let text = Exchange::get(admin, "/metrics").text();
+    text.lines()
+        .find_map(|l| l.strip_prefix(metric)?.trim().parse().ok())
 }
 
 fn echo(id: i64) -> Value {
@@ -66,11 +87,11 @@ fn a_session_and_a_rate_limit_span_two_replicas() {
     let rest = format!(
         "[[auth.api_keys]]\nname = \"alice\"\nkey = \"{ALICE}\"\n\
          [[auth.api_keys]]\nname = \"bob\"\nkey = \"{BOB}\"\n\
-         [limits]\nper_identity = \"8/h\"\n"
+         [limits]\nper_identity = \"8/h\"\n[admin]\nlisten = \"127.0.0.1:0\"\n"
     );
     let path = config(&redis, &SealKeys::generate(), "session", &rest);
-    let mut a = replica(&path);
-    let mut b = replica(&path);
+    let mut a = replica_with_admin(&path);
+    let mut b = replica_with_admin(&path);
     let replicas = [HttpServer::at(&a.addrs[0]), HttpServer::at(&b.addrs[0])];
 
     let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
@@ -121,6 +142,17 @@ fn a_session_and_a_rate_limit_span_two_replicas() {
     // Bob has a budget of his own, on either replica.
     let r = replicas[1].post_as(Some(BOB), None, &init);
     assert_eq!(r.status, 200);
+
+    // What each replica counted: A minted alice's id; B continued it once and refused it
+    // to bob; B minted bob's.
+    let sessions = |l: &common::Listening, event: &str| {
+        let name = format!("mcpwire_cluster_sessions_total{{event=\"{event}\"}}");
+        metric(&l.addrs[1], &name)
+    };
+    assert_eq!(sessions(&a, "started"), Some(1));
+    assert_eq!(sessions(&b, "resumed"), Some(1));
+    assert_eq!(sessions(&b, "started"), Some(1));
+    assert!(sessions(&b, "refused").is_some_and(|n| n >= 1));
 
     for l in [&mut a, &mut b] {
         let _ = l.child.kill();

@@ -20,6 +20,7 @@ use super::App;
 use super::session::SessionHandle;
 use crate::cluster::Cluster;
 use crate::cluster::session_id::SessionClaims;
+use crate::observe;
 
 /// A session found (or rebuilt) for a request.
 pub(crate) struct Located {
@@ -60,6 +61,7 @@ pub(crate) async fn locate(
                     return Err(McpError::SessionNotFound);
                 }
                 Err(e) => {
+                    observe::store_error("session");
                     tracing::warn!(session = %sid, error = %e, "could not refresh a session's record; serving it from this replica");
                 }
             }
@@ -80,6 +82,7 @@ pub(crate) async fn locate(
         .resume(&app.service, idle, &sid, state, caller.cloned(), ip)
         .map_err(|_| McpError::Unavailable("every session is busy; try again later".into()))?;
     tracing::debug!(session = %sid, "session continued on this replica");
+    observe::cluster_session("resumed");
     Ok(Located { key: sid, handle })
 }
 
@@ -104,6 +107,7 @@ pub(crate) async fn mint(
         .register(sid, spilled.as_ref(), app.config.session_idle)
         .await
         .map_err(|e| unavailable(&e))?;
+    observe::cluster_session("started");
     Ok(id)
 }
 
@@ -121,8 +125,14 @@ pub(crate) async fn end(app: &App, id: &str, caller: Option<&Identity>) -> Resul
     let claims = open(cluster, id, caller)?;
     let here = app.sessions.remove(&claims.sid);
     match cluster.end(&claims.sid).await {
-        Ok(true) => Ok(()),
-        Ok(false) if here => Ok(()),
+        Ok(true) => {
+            observe::cluster_session("ended");
+            Ok(())
+        }
+        Ok(false) if here => {
+            observe::cluster_session("ended");
+            Ok(())
+        }
         Ok(false) => Err(McpError::SessionNotFound),
         Err(e) => Err(unavailable(&e)),
     }
@@ -133,10 +143,12 @@ pub(crate) async fn end(app: &App, id: &str, caller: Option<&Identity>) -> Resul
 fn open(cluster: &Cluster, id: &str, caller: Option<&Identity>) -> Result<SessionClaims, McpError> {
     let claims = SessionClaims::open(cluster.keys(), id).map_err(|e| {
         tracing::debug!(error = %e, "session id refused");
+        observe::cluster_session("refused");
         McpError::SessionNotFound
     })?;
     if !claims.allows(caller) {
         tracing::debug!(session = %claims.sid, "session id presented by another caller; refused");
+        observe::cluster_session("refused");
         return Err(McpError::SessionNotFound);
     }
     Ok(claims)
@@ -144,6 +156,7 @@ fn open(cluster: &Cluster, id: &str, caller: Option<&Identity>) -> Result<Sessio
 
 fn unavailable(e: &StoreError) -> McpError {
     tracing::warn!(error = %e, "cluster store unavailable");
+    observe::store_error("session");
     // The store's address and error stay in the log: the client learns only to retry.
     McpError::Unavailable("shared session state is unavailable; try again shortly".into())
 }
