@@ -18,9 +18,17 @@ use mcpwire_store::{SealError, SealKeys};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-/// What sealed session ids are sealed for (the AEAD's associated data): a token sealed for
-/// another purpose never opens as a session id.
+/// What sealed session ids are sealed for (the AEAD's associated data, followed by the
+/// listener's endpoint path): a token sealed for another purpose — or by another endpoint
+/// of the cluster, such as a view on its own path — never opens as a session id here.
 const CONTEXT: &[u8] = b"mcpwire session id v1";
+
+fn context(endpoint: &str) -> Vec<u8> {
+    let mut c = CONTEXT.to_vec();
+    c.push(0);
+    c.extend_from_slice(endpoint.as_bytes());
+    c
+}
 
 /// The largest sealed id issued, in characters. Past it (a client declaring very large
 /// capabilities) the capabilities go to the session's store record instead: proxies
@@ -84,20 +92,31 @@ impl SessionClaims {
         }
     }
 
-    /// The sealed id; when it would be longer than [`MAX_SEALED_ID`], the capabilities are
-    /// left out of it and returned to be kept in the store record.
-    pub(crate) fn seal(mut self, keys: &SealKeys) -> (String, Option<ClientCapabilities>) {
-        let id = keys.seal(CONTEXT, &self.to_json());
+    /// The sealed id for the listener at `endpoint` (its path); when it would be longer than
+    /// [`MAX_SEALED_ID`], the capabilities are left out of it and returned to be kept in the
+    /// store record.
+    pub(crate) fn seal(
+        mut self,
+        keys: &SealKeys,
+        endpoint: &str,
+    ) -> (String, Option<ClientCapabilities>) {
+        let context = context(endpoint);
+        let id = keys.seal(&context, &self.to_json());
         if id.len() <= MAX_SEALED_ID {
             return (id, None);
         }
         let caps = self.caps.take();
-        (keys.seal(CONTEXT, &self.to_json()), caps)
+        (keys.seal(&context, &self.to_json()), caps)
     }
 
-    /// The claims sealed in `id`, if one of `keys` sealed it and nothing was changed.
-    pub(crate) fn open(keys: &SealKeys, id: &str) -> Result<SessionClaims, SealError> {
-        let plain = keys.open(CONTEXT, id)?;
+    /// The claims sealed in `id` for the listener at `endpoint`, if one of `keys` sealed it
+    /// there and nothing was changed.
+    pub(crate) fn open(
+        keys: &SealKeys,
+        endpoint: &str,
+        id: &str,
+    ) -> Result<SessionClaims, SealError> {
+        let plain = keys.open(&context(endpoint), id)?;
         serde_json::from_slice(&plain).map_err(|_| SealError::Malformed)
     }
 
@@ -151,10 +170,15 @@ mod tests {
     fn round_trip_binds_the_owner() {
         let alice = Identity::api_key("alice", vec![]);
         let claims = SessionClaims::new("00ff", &state(), Some(&alice));
-        let (id, spilled) = claims.clone().seal(&keys(1));
+        let (id, spilled) = claims.clone().seal(&keys(1), "/mcp");
         assert!(spilled.is_none());
         assert!(id.len() < 400, "a small header: {}", id.len());
-        let opened = SessionClaims::open(&keys(1), &id).unwrap();
+        assert_eq!(
+            SessionClaims::open(&keys(1), "/public", &id),
+            Err(SealError::Forged),
+            "another endpoint's id"
+        );
+        let opened = SessionClaims::open(&keys(1), "/mcp", &id).unwrap();
         assert_eq!(opened, claims);
         assert_eq!(opened.handshake(None), Some(state()));
         assert!(opened.allows(Some(&alice)));
@@ -167,7 +191,7 @@ mod tests {
         );
         assert!(!opened.allows(None));
         assert_eq!(
-            SessionClaims::open(&keys(2), &id),
+            SessionClaims::open(&keys(2), "/mcp", &id),
             Err(SealError::UnknownKey)
         );
     }
@@ -176,10 +200,10 @@ mod tests {
     fn large_capabilities_spill_to_the_store() {
         let mut big = state();
         big.client_capabilities.experimental = Some(serde_json::json!({"x": "y".repeat(4000)}));
-        let (id, spilled) = SessionClaims::new("00ff", &big, None).seal(&keys(1));
+        let (id, spilled) = SessionClaims::new("00ff", &big, None).seal(&keys(1), "/mcp");
         assert!(id.len() <= MAX_SEALED_ID);
         let caps = spilled.expect("spilled");
-        let opened = SessionClaims::open(&keys(1), &id).unwrap();
+        let opened = SessionClaims::open(&keys(1), "/mcp", &id).unwrap();
         assert!(opened.caps.is_none());
         assert_eq!(opened.handshake(Some(caps)), Some(big));
     }

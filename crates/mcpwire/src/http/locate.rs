@@ -48,7 +48,7 @@ pub(crate) async fn locate(
             })
             .ok_or(McpError::SessionNotFound);
     };
-    let claims = open(cluster, id, caller)?;
+    let claims = open(app, cluster, id, caller)?;
     let idle = app.config.session_idle;
     let sid = claims.sid.clone();
     if let Some(handle) = app.sessions.get(&sid).filter(|s| s.opened_by(caller)) {
@@ -102,7 +102,8 @@ pub(crate) async fn mint(
             "the session ended during its handshake".into(),
         ));
     };
-    let (id, spilled) = SessionClaims::new(sid, &state, owner).seal(cluster.keys());
+    let (id, spilled) =
+        SessionClaims::new(sid, &state, owner).seal(cluster.keys(), &app.config.path);
     cluster
         .register(sid, spilled.as_ref(), app.config.session_idle)
         .await
@@ -122,7 +123,7 @@ pub(crate) async fn end(app: &App, id: &str, caller: Option<&Identity>) -> Resul
             Err(McpError::SessionNotFound)
         };
     };
-    let claims = open(cluster, id, caller)?;
+    let claims = open(app, cluster, id, caller)?;
     let here = app.sessions.remove(&claims.sid);
     match cluster.end(&claims.sid).await {
         Ok(true) => {
@@ -138,10 +139,15 @@ pub(crate) async fn end(app: &App, id: &str, caller: Option<&Identity>) -> Resul
     }
 }
 
-/// The claims sealed in `id` if they open and bind `caller`; otherwise the session does
-/// not exist for this request.
-fn open(cluster: &Cluster, id: &str, caller: Option<&Identity>) -> Result<SessionClaims, McpError> {
-    let claims = SessionClaims::open(cluster.keys(), id).map_err(|e| {
+/// The claims sealed in `id` if they open (for this listener's endpoint) and bind
+/// `caller`; otherwise the session does not exist for this request.
+fn open(
+    app: &App,
+    cluster: &Cluster,
+    id: &str,
+    caller: Option<&Identity>,
+) -> Result<SessionClaims, McpError> {
+    let claims = SessionClaims::open(cluster.keys(), &app.config.path, id).map_err(|e| {
         tracing::debug!(error = %e, "session id refused");
         observe::cluster_session("refused");
         McpError::SessionNotFound
