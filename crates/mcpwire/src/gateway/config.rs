@@ -37,6 +37,9 @@ pub struct GatewayConfig {
     pub limits: Option<super::limits::LimitsConfig>,
     /// The admin listener (`[admin]`: `/metrics`, `/healthz`, `/readyz`); `None`: none.
     pub admin: Option<AdminConfig>,
+    /// One replica of several sharing a store (`[cluster]`, see `gateway/cluster.rs`);
+    /// `None`: a single process with its state in memory.
+    pub cluster: Option<crate::cluster::ClusterConfig>,
 }
 
 /// The admin listener (`[admin]`, `--metrics-listen`).
@@ -297,6 +300,7 @@ impl GatewayConfig {
             policy: None,
             limits: None,
             admin: None,
+            cluster: None,
         }
     }
 

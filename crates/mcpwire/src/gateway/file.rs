@@ -62,6 +62,7 @@ struct RawFile {
     policy: Option<super::policy::RawPolicy>,
     limits: Option<super::limits::RawLimits>,
     admin: Option<RawAdmin>,
+    cluster: Option<super::cluster::RawCluster>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -312,8 +313,16 @@ impl GatewayConfig {
                     .map_err(|(key, m)| origin.error_at(&root.key("limits").key(&key), m))?,
             ),
         };
+        let cluster = match raw.cluster {
+            None => None,
+            Some(c) => Some(
+                c.check()
+                    .map_err(|(key, m)| origin.error_at(&root.key("cluster").key(&key), m))?,
+            ),
+        };
         let config = GatewayConfig {
             origin,
+            cluster,
             server,
             listeners,
             backends,

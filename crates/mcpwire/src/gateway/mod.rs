@@ -10,6 +10,7 @@
 mod auth;
 mod backends;
 mod check;
+mod cluster;
 mod config;
 mod credentials;
 mod error;

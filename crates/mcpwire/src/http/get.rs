@@ -6,22 +6,27 @@
 
 use std::sync::Arc;
 
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::http::header::ALLOW;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use mcpwire_model::McpError;
 
 use super::headers::{self, Accept, LAST_EVENT_ID, SESSION_ID};
+use super::locate::{end, locate};
 use super::replay::{EventId, StreamItem, StreamKind};
 use super::session::ResumeError;
-use super::{App, auth, guard, reply};
+use super::{App, ClientAddr, auth, guard, reply};
 
 /// Opens the standalone SSE stream of a session (server notifications and requests that
 /// relate to no open `POST`; a newer stream replaces an older one), or, with
 /// `Last-Event-ID`, resumes the stream that event belongs to (a request's or the standalone
 /// one).
-pub(crate) async fn open(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+pub(crate) async fn open(
+    State(app): State<Arc<App>>,
+    Extension(ClientAddr(peer)): Extension<ClientAddr>,
+    headers: HeaderMap,
+) -> Response {
     if let Some(r) = guard::refuse(&app.config.guard, &headers) {
         return r;
     }
@@ -38,12 +43,9 @@ pub(crate) async fn open(State(app): State<Arc<App>>, headers: HeaderMap) -> Res
         let e = McpError::NotAcceptable("Accept must list text/event-stream".into());
         return reply::refuse(None, e);
     }
-    let Some(session) = app
-        .sessions
-        .get(sid)
-        .filter(|s| s.opened_by(identity.as_ref()))
-    else {
-        return not_found();
+    let session = match locate(&app, sid, identity.as_ref(), Some(peer.ip())).await {
+        Ok(found) => found.handle,
+        Err(e) => return reply::refuse(None, e),
     };
     let last = match headers::text(&headers, LAST_EVENT_ID) {
         Ok(None) => None,
@@ -78,17 +80,14 @@ pub(crate) async fn delete(State(app): State<Arc<App>>, headers: HeaderMap) -> R
         Ok(id) => id,
         Err(r) => return r,
     };
-    let owned = |sid: &str| {
-        app.sessions
-            .get(sid)
-            .is_some_and(|s| s.opened_by(identity.as_ref()))
-    };
     match headers::text(&headers, SESSION_ID) {
-        Ok(Some(sid)) if owned(sid) && app.sessions.remove(sid) => {
-            tracing::debug!(session = %sid, "session deleted by the client");
-            StatusCode::OK.into_response()
-        }
-        Ok(Some(_)) => not_found(),
+        Ok(Some(sid)) => match end(&app, sid, identity.as_ref()).await {
+            Ok(()) => {
+                tracing::debug!("session deleted by the client");
+                StatusCode::OK.into_response()
+            }
+            Err(e) => reply::refuse(None, e),
+        },
         Ok(None) => not_allowed(),
         Err(()) => bad("invalid Mcp-Session-Id header"),
     }
