@@ -147,3 +147,55 @@ async def test_the_auto_client_round_trips_input_across_replicas(replicas):
             r = await client.call_tool("test_input_required_result_multi_round", {})
             assert "Multi-round complete" in text_of(r)
     assert min(rr.served) >= 3, rr.served
+
+
+class Recording(RoundRobin):
+    """Round robin that remembers which replica each JSON-RPC message was POSTed to."""
+
+    def __init__(self, urls):
+        super().__init__(urls)
+        self.posted = []  # (replica index, message)
+
+    async def handle_async_request(self, request):
+        if request.method == "POST":
+            import json
+
+            try:
+                self.posted.append((self.sent % len(self.targets), json.loads(request.content)))
+            except (ValueError, httpx2.RequestNotRead):
+                pass
+        return await super().handle_async_request(request)
+
+
+async def test_asks_are_answered_through_another_replica(replicas):
+    """Legacy sessions: a tool's elicitation / sampling / roots request goes out on the
+    stream of the replica running the call; the client's answer is POSTed to the next
+    replica, which relays it (docs/design/scale-out.md, "Asks across replicas")."""
+    from peers import SAMPLED, full_session
+
+    rr = Recording(replicas)
+    rec = Recorder()
+
+    class Notes:
+        async def handler(self, message):
+            pass
+
+    async with httpx2.AsyncClient(transport=rr, timeout=30) as http:
+        async with streamable_http_client(replicas[0], http_client=http) as (read, write):
+            async with full_session(read, write, rec, Notes(), timeout=20) as s:
+                await s.initialize()
+                for _ in range(3):
+                    r = await s.call_tool("test_elicitation", {"message": "hello?"})
+                    assert "accept" in text_of(r), text_of(r)
+                    r = await s.call_tool("test_sampling", {"prompt": "hi"})
+                    assert SAMPLED in text_of(r), text_of(r)
+    # One answer per call, in order (the calls run one after the other).
+    call_replicas = [i for i, m in rr.posted if m.get("method") == "tools/call"]
+    answers = [(i, m) for i, m in rr.posted if "result" in m and "method" not in m]
+    assert len(answers) == len(call_replicas) == 6, rr.posted
+    # Server ask ids name the replica's endpoint (unique across replicas).
+    assert all(isinstance(m["id"], str) for _, m in answers), answers
+    assert len({m["id"] for _, m in answers}) == 6, answers
+    # The round robin sent answers to another replica than the call that asked them.
+    moved = sum(1 for n, (i, _) in enumerate(answers) if call_replicas[n] != i)
+    assert moved >= 3, (call_replicas, [i for i, _ in answers])

@@ -213,6 +213,32 @@ fn asks_need_the_capability_and_time_out() {
 }
 
 #[test]
+fn asks_of_a_replica_carry_its_prefix_and_are_answered_by_it() {
+    let mut h = Harness::new();
+    h.s = std::mem::replace(&mut h.s, Harness::new().s).with_ask_id_prefix("r7-".into());
+    h.initialize("2025-11-25", json!({"elicitation": {}}));
+    h.send(json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}));
+    let d = h.dispatches().remove(0);
+    let elicit = || ClientAsk {
+        method: "elicitation/create".into(),
+        params: Some(to_raw(
+            &json!({"message": "ok?", "requestedSchema": {"type": "object"}}),
+        )),
+    };
+    let first = h.s.start_ask(h.now, d.id, elicit());
+    let second = h.s.start_ask(h.now, d.id, elicit());
+    let out = h.out();
+    assert_eq!(out[0]["id"], "r7-1");
+    assert_eq!(out[1]["id"], "r7-2");
+    // A number where the string was sent answers nothing; the string answers its ask.
+    h.send(json!({"jsonrpc":"2.0","id": 2, "result": {"action": "accept"}}));
+    assert!(h.s.poll_event().is_none());
+    h.send(json!({"jsonrpc":"2.0","id": "r7-2", "result": {"action": "accept"}}));
+    assert!(matches!(h.s.poll_event(), Some(SessionEvent::AskDone(id, Ok(_))) if id == second));
+    assert_ne!(first, second);
+}
+
+#[test]
 fn logging_level_filters_and_list_changes_reach_the_client() {
     let mut h = Harness::new();
     h.initialize("2025-11-25", json!({}));

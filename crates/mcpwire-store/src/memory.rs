@@ -11,7 +11,8 @@ use futures::future::BoxFuture;
 use tokio::time::Instant;
 
 use crate::gcra::step;
-use crate::{Gcra, RateCheck, RateDecision, RateOutcome, Store, StoreError};
+use crate::pubsub::Hub;
+use crate::{Gcra, RateCheck, RateDecision, RateOutcome, Store, StoreError, Subscription};
 
 /// The rate key that keys past the bound share.
 const OVERFLOW: &str = "\0overflow";
@@ -21,6 +22,7 @@ pub struct MemoryStore {
     inner: Mutex<Maps>,
     max_entries: usize,
     epoch: Instant,
+    hub: Hub,
 }
 
 #[derive(Default)]
@@ -39,6 +41,7 @@ impl MemoryStore {
             inner: Mutex::new(Maps::default()),
             max_entries: max_entries.max(2),
             epoch: Instant::now(),
+            hub: Hub::new(),
         }
     }
 
@@ -207,6 +210,21 @@ impl Store for MemoryStore {
         Box::pin(std::future::ready(Ok(self.take_now(key))))
     }
 
+    fn publish<'a>(
+        &'a self,
+        channel: &'a str,
+        payload: &'a [u8],
+    ) -> BoxFuture<'a, Result<usize, StoreError>> {
+        Box::pin(std::future::ready(Ok(self.hub.publish(channel, payload))))
+    }
+
+    fn subscribe<'a>(
+        &'a self,
+        channels: &'a [String],
+    ) -> BoxFuture<'a, Result<Subscription, StoreError>> {
+        Box::pin(std::future::ready(Ok(self.hub.subscribe(channels))))
+    }
+
     fn rate<'a>(
         &'a self,
         checks: &'a [RateCheck],
@@ -284,6 +302,34 @@ mod tests {
         s.push("q", b"4", 2, Duration::from_secs(5)).await.unwrap();
         tokio::time::advance(Duration::from_secs(6)).await;
         assert!(s.take("q").await.unwrap().is_empty(), "expired");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn published_messages_reach_the_subscribers_of_their_channel() {
+        let s = MemoryStore::new(8);
+        let mut mine = s
+            .subscribe(&["a".to_owned(), "all".to_owned()])
+            .await
+            .unwrap();
+        let mut other = s.subscribe(&["b".to_owned()]).await.unwrap();
+        s.publish("a", b"1").await.unwrap();
+        s.publish("b", b"2").await.unwrap();
+        s.publish("all", b"3").await.unwrap();
+        assert_eq!(mine.recv().await.unwrap(), b"1");
+        assert_eq!(mine.recv().await.unwrap(), b"3");
+        assert_eq!(other.recv().await.unwrap(), b"2");
+        // A subscriber that does not read loses what is past its bound, and no more.
+        for i in 0..crate::SUBSCRIPTION_BOUND + 10 {
+            s.publish("b", i.to_string().as_bytes()).await.unwrap();
+            tokio::task::yield_now().await;
+        }
+        drop(mine);
+        let mut got = 0;
+        while let Ok(Some(_)) = tokio::time::timeout(Duration::from_millis(50), other.recv()).await
+        {
+            got += 1;
+        }
+        assert!(got <= crate::SUBSCRIPTION_BOUND, "bounded: {got}");
     }
 
     #[tokio::test(start_paused = true)]

@@ -13,11 +13,13 @@
 
 use std::time::Duration;
 
+use futures::StreamExt;
 use futures::future::BoxFuture;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, RedisError, Script};
 
-use crate::{RateCheck, RateOutcome, Store, StoreError};
+use crate::pubsub::offer;
+use crate::{RateCheck, RateOutcome, Store, StoreError, Subscription};
 
 /// GCRA as in `gcra.rs`, atomically, over every key in order: ARGV holds an interval and
 /// a tolerance (µs) per key. Returns `{0, 0}` (allowed by all) or `{i, retry_after_µs}`
@@ -70,6 +72,9 @@ impl RedisConfig {
 /// A store in Redis. Cheap to share (`Arc<dyn Store>`); one connection per instance.
 pub struct RedisStore {
     conn: ConnectionManager,
+    /// For subscriptions: each has a connection of its own (a subscribed connection can
+    /// run no other command).
+    client: Client,
     config: RedisConfig,
     describe: String,
     gcra: Script,
@@ -106,7 +111,7 @@ impl RedisStore {
             .set_number_of_retries(3)
             .set_min_delay(Duration::from_millis(100))
             .set_max_delay(Duration::from_secs(2));
-        let connecting = ConnectionManager::new_with_config(client, manager);
+        let connecting = ConnectionManager::new_with_config(client.clone(), manager);
         let conn = match tokio::time::timeout(config.connect_timeout, connecting).await {
             Ok(Ok(c)) => c,
             Ok(Err(e)) => return Err(unavailable(&describe, &e)),
@@ -119,6 +124,7 @@ impl RedisStore {
         };
         Ok(RedisStore {
             conn,
+            client,
             config,
             describe,
             gcra: Script::new(GCRA_LUA),
@@ -259,6 +265,73 @@ impl Store for RedisStore {
         })
     }
 
+    fn publish<'a>(
+        &'a self,
+        channel: &'a str,
+        payload: &'a [u8],
+    ) -> BoxFuture<'a, Result<usize, StoreError>> {
+        Box::pin(async move {
+            let mut cmd = redis::cmd("PUBLISH");
+            cmd.arg(self.key(channel)).arg(payload);
+            Ok(self.run::<i64>(cmd).await?.max(0) as usize)
+        })
+    }
+
+    fn subscribe<'a>(
+        &'a self,
+        channels: &'a [String],
+    ) -> BoxFuture<'a, Result<Subscription, StoreError>> {
+        Box::pin(async move {
+            let channels: Vec<String> = channels.iter().map(|c| self.key(c)).collect();
+            // The first connection is made now, so a caller learns of a server it cannot
+            // reach; later ones by the task, with backoff, for as long as it is wanted.
+            let first = self.listen(&channels).await?;
+            let (tx, sub) = Subscription::channel();
+            let client = self.client.clone();
+            let config = self.config.clone();
+            let describe = self.describe.clone();
+            tokio::spawn(async move {
+                let mut pubsub = Some(first);
+                let mut backoff = Duration::from_millis(100);
+                loop {
+                    if let Some(mut conn) = pubsub.take() {
+                        backoff = Duration::from_millis(100);
+                        let mut messages = conn.on_message();
+                        loop {
+                            tokio::select! {
+                                () = tx.closed() => return,
+                                m = messages.next() => match m {
+                                    Some(m) => {
+                                        if !offer(&tx, m.get_payload_bytes().to_vec()) {
+                                            return;
+                                        }
+                                    }
+                                    None => break,
+                                },
+                            }
+                        }
+                        tracing::warn!(store = %describe, "subscription connection lost; reconnecting");
+                    }
+                    tokio::select! {
+                        () = tx.closed() => return,
+                        () = tokio::time::sleep(backoff) => {}
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                    match subscribe_on(&client, &config, &channels).await {
+                        Ok(conn) => {
+                            tracing::info!(store = %describe, "subscription restored");
+                            pubsub = Some(conn);
+                        }
+                        Err(e) => {
+                            tracing::debug!(store = %describe, error = %e, "could not subscribe yet");
+                        }
+                    }
+                }
+            });
+            Ok(sub)
+        })
+    }
+
     fn rate<'a>(
         &'a self,
         checks: &'a [RateCheck],
@@ -296,6 +369,35 @@ impl Store for RedisStore {
 
     fn describe(&self) -> String {
         self.describe.clone()
+    }
+}
+
+impl RedisStore {
+    /// A subscribed connection to `channels` (already prefixed), within the connect timeout.
+    async fn listen(&self, channels: &[String]) -> Result<redis::aio::PubSub, StoreError> {
+        subscribe_on(&self.client, &self.config, channels)
+            .await
+            .map_err(|e| unavailable(&self.describe, &e))
+    }
+}
+
+/// Opens a connection of its own and subscribes it to `channels`.
+async fn subscribe_on(
+    client: &Client,
+    config: &RedisConfig,
+    channels: &[String],
+) -> Result<redis::aio::PubSub, RedisError> {
+    let connect = async {
+        let mut pubsub = client.get_async_pubsub().await?;
+        pubsub.subscribe(channels).await?;
+        Ok(pubsub)
+    };
+    match tokio::time::timeout(config.connect_timeout, connect).await {
+        Ok(r) => r,
+        Err(_) => Err(RedisError::from(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "no subscription within the connect timeout",
+        ))),
     }
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 
-use crate::{RateCheck, RateOutcome, StoreError};
+use crate::{RateCheck, RateOutcome, StoreError, Subscription};
 
 /// Shared state with expiry. Object-safe (`Arc<dyn Store>`); every operation is one round
 /// trip at most and fails with [`StoreError::Unavailable`] rather than waiting forever.
@@ -41,6 +41,22 @@ pub trait Store: Send + Sync + 'static {
     /// Takes every entry of the list under `key`, oldest first, leaving it empty (atomic:
     /// an entry pushed meanwhile is taken now or next time, never lost or taken twice).
     fn take<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Vec<Vec<u8>>, StoreError>>;
+
+    /// Publishes `payload` on `channel` to every replica subscribed to it now (at most
+    /// once, not kept for later subscribers); how many subscriptions it reached.
+    fn publish<'a>(
+        &'a self,
+        channel: &'a str,
+        payload: &'a [u8],
+    ) -> BoxFuture<'a, Result<usize, StoreError>>;
+
+    /// Subscribes to `channels`: what is published on them from now on, bounded (see
+    /// [`Subscription`]). A store that loses its connection reconnects and subscribes again
+    /// by itself; what was published meanwhile is lost. Needs a tokio runtime.
+    fn subscribe<'a>(
+        &'a self,
+        channels: &'a [String],
+    ) -> BoxFuture<'a, Result<Subscription, StoreError>>;
 
     /// GCRA checks of several keys, in order, as one atomic step across every client of the
     /// store: the first refusal stops, and the keys before it count the request (as

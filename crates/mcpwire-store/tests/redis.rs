@@ -170,3 +170,36 @@ async fn a_server_that_is_not_there_is_a_clear_startup_error() {
         .unwrap_err();
     assert!(matches!(e, StoreError::Config(_)), "{e:?}");
 }
+
+/// Two replicas' stores: what one publishes reaches the other's subscription (on its
+/// channel only), and a subscription survives a Redis restart by subscribing again.
+#[tokio::test]
+async fn published_messages_cross_replicas_and_subscriptions_survive_a_restart() {
+    let Some(mut server) = RedisServer::start() else {
+        return;
+    };
+    let a = store(&server, "p:").await;
+    let b = store(&server, "p:").await;
+    let mut on_b = b.subscribe(&["to-b".to_owned()]).await.unwrap();
+    assert_eq!(a.publish("to-c", b"nobody").await.unwrap(), 0);
+    assert_eq!(a.publish("to-b", b"hello").await.unwrap(), 1);
+    assert_eq!(on_b.recv().await.unwrap(), b"hello");
+
+    server.stop();
+    assert!(matches!(
+        a.publish("to-b", b"lost").await,
+        Err(StoreError::Unavailable { .. })
+    ));
+    server.start_again().unwrap();
+    // Bounded: 200 tries until the subscription is back and a message gets through.
+    let mut delivered = false;
+    for _ in 0..200 {
+        if a.publish("to-b", b"again").await.unwrap_or(0) == 1 {
+            delivered = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(delivered, "the subscription came back by itself");
+    assert_eq!(on_b.recv().await.unwrap(), b"again");
+}

@@ -142,6 +142,8 @@ pub struct ServerSession {
     next_dispatch: u64,
     next_ask: u64,
     next_out_id: i64,
+    /// Prepended to the ids of asks (`{prefix}{n}`, strings); `None`: plain numbers.
+    ask_id_prefix: Option<Arc<str>>,
     inflight: HashMap<DispatchId, InFlight>,
     by_request: HashMap<RequestId, DispatchId>,
     asks: HashMap<RequestId, AskEntry>,
@@ -171,6 +173,7 @@ impl ServerSession {
             next_dispatch: 0,
             next_ask: 0,
             next_out_id: 0,
+            ask_id_prefix: None,
             inflight: HashMap::new(),
             by_request: HashMap::new(),
             asks: HashMap::new(),
@@ -218,6 +221,15 @@ impl ServerSession {
         s.client_capabilities = Arc::new(state.client_capabilities);
         s.client_info = state.client_info;
         s
+    }
+
+    /// This session numbering its asks `{prefix}1`, `{prefix}2`, … (string ids) instead of
+    /// `1`, `2`, …: a gateway replica puts its own name there, so the asks of one session
+    /// served by several replicas never share an id, and the replica that sent an ask can
+    /// be told from its answer's id.
+    pub fn with_ask_id_prefix(mut self, prefix: Arc<str>) -> ServerSession {
+        self.ask_id_prefix = Some(prefix);
+        self
     }
 
     // ----- getters -----
@@ -392,7 +404,10 @@ impl ServerSession {
             return ask_id;
         }
         self.next_out_id += 1;
-        let out_id = RequestId::Int(self.next_out_id);
+        let out_id = match &self.ask_id_prefix {
+            Some(prefix) => RequestId::Str(format!("{prefix}{}", self.next_out_id).into()),
+            None => RequestId::Int(self.next_out_id),
+        };
         let deadline = now + self.config.limits.ask_timeout;
         self.timers.insert(deadline, TimerKey::Ask(ask_id.0));
         self.asks.insert(

@@ -5,6 +5,8 @@
 //!
 //! - `session_id.rs`: what a sealed `Mcp-Session-Id` holds, sealing and opening it, and the
 //!   identity binding.
+//! - `relay.rs`: a client's answer to an ask (and its cancellations) POSTed to another
+//!   replica than the one running the request, relayed there through the store.
 //! - `tasks.rs`: tasks any replica answers (the router's `TaskShare` over the store), with
 //!   executor heartbeats.
 //! - Session records: one store key per live session (`s:{sid}`), written when `initialize`
@@ -12,6 +14,7 @@
 //!   it, removed by `DELETE`. A replica rebuilds a session it has never seen only while its
 //!   record exists, so a deleted or expired session stays ended on every replica.
 
+pub(crate) mod relay;
 pub(crate) mod session_id;
 mod tasks;
 
@@ -44,6 +47,8 @@ pub struct Cluster {
     recheck: Duration,
     /// Task heartbeat interval and executor timeout.
     task_timing: (Duration, Duration),
+    /// Client messages relayed to the replica holding their request.
+    relay: relay::Relay,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -135,6 +140,7 @@ impl Cluster {
     /// A cluster over `store`, sealing with `keys`.
     pub fn new(store: Arc<dyn Store>, keys: SealKeys) -> Cluster {
         Cluster {
+            relay: relay::Relay::new(store.clone()),
             store,
             keys,
             recheck: DEFAULT_RECHECK,
@@ -197,6 +203,10 @@ impl Cluster {
     /// the newest session key), so an `input_required` round trip may finish on any replica.
     pub fn state_key(&self) -> mcpwire_router::StateKey {
         mcpwire_router::StateKey::from_bytes(self.keys.derive("mcpwire requestState v1"))
+    }
+
+    pub(crate) fn relay(&self) -> &relay::Relay {
+        &self.relay
     }
 
     pub(crate) fn keys(&self) -> &SealKeys {

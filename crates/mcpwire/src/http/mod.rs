@@ -149,6 +149,16 @@ impl HttpServer {
         });
         let stats = Arc::new(HttpStats::default());
         let sessions = Arc::new(Sessions::new(config.max_sessions, stats.clone()));
+        if let Some(cluster) = &service.cluster {
+            let target: std::sync::Weak<dyn crate::cluster::relay::RelayTarget> =
+                Arc::downgrade(&sessions) as _;
+            let name = cluster
+                .relay()
+                .attach(target)
+                .await
+                .map_err(std::io::Error::other)?;
+            sessions.set_relay_name(name);
+        }
         Ok(HttpServer {
             listener,
             app: Arc::new(App {

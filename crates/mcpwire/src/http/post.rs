@@ -28,6 +28,7 @@ use super::locate::{Located, locate, mint};
 use super::reply;
 use super::stateless::Exchange;
 use super::{App, ClientAddr, auth, guard, route_headers};
+use crate::cluster::relay::Relay;
 
 /// Handles a `POST` to the endpoint.
 pub(crate) async fn handle(
@@ -69,7 +70,10 @@ pub(crate) async fn handle(
     };
     match headers::text(&headers, SESSION_ID) {
         Err(()) => bad_header(SESSION_ID),
-        Ok(Some(sid)) => with_session(&app, sid, version, msg, identity.as_ref(), ip).await,
+        Ok(Some(sid)) => {
+            let sent = Sent { msg, bytes: &bytes };
+            with_session(&app, sid, version, sent, identity.as_ref(), ip).await
+        }
         Ok(None) => without_session(&app, &headers, version, msg, identity, ip).await,
     }
 }
@@ -124,11 +128,18 @@ fn session_not_found() -> Response {
     reply::refuse(None, McpError::SessionNotFound)
 }
 
+/// A client's message, decoded and as it sent it (the bytes are what is relayed to
+/// another replica).
+struct Sent<'a> {
+    msg: Message,
+    bytes: &'a [u8],
+}
+
 async fn with_session(
     app: &App,
     sid: &str,
     version: Option<&str>,
-    msg: Message,
+    sent: Sent<'_>,
     identity: Option<&Identity>,
     ip: Option<IpAddr>,
 ) -> Response {
@@ -146,7 +157,10 @@ async fn with_session(
     {
         return unsupported_version(v);
     }
-    match msg {
+    if let Some(answered) = relay(app, sid, &sent).await {
+        return answered;
+    }
+    match sent.msg {
         Message::Request(req) => {
             let id = req.id.clone();
             let Ok(stream) = session.request(req).await else {
@@ -164,6 +178,42 @@ async fn with_session(
             Ok(()) => reply::accepted(),
             Err(_) => session_not_found(),
         },
+    }
+}
+
+/// In a replica set, sends what belongs to a request held by another replica there
+/// ([`crate::cluster::relay`]): the answer to another endpoint's ask is relayed (202, or 503
+/// while the store is down) and not delivered here (`Some`); a cancellation is relayed to
+/// every replica and still delivered here (`None`).
+async fn relay(app: &App, sid: &str, sent: &Sent<'_>) -> Option<Response> {
+    let cluster = app.service.cluster.as_ref()?;
+    let me = app.sessions.relay_name()?;
+    let relay = cluster.relay();
+    match &sent.msg {
+        Message::Response(r) => {
+            let owner = Relay::asked_elsewhere(me, &r.id)?;
+            Some(
+                match relay.publish(me, Some(owner), sid, sent.bytes).await {
+                    Ok(()) => reply::accepted(),
+                    Err(e) => {
+                        crate::observe::store_error("relay");
+                        tracing::warn!(error = %e, "could not relay an answer to another replica");
+                        let e = McpError::Unavailable(
+                            "shared session state is unavailable; try again shortly".into(),
+                        );
+                        reply::refuse(None, e)
+                    }
+                },
+            )
+        }
+        Message::Notification(n) if n.method == Method::NotificationsCancelled => {
+            if let Err(e) = relay.publish(me, None, sid, sent.bytes).await {
+                crate::observe::store_error("relay");
+                tracing::warn!(error = %e, "could not relay a cancellation to the other replicas");
+            }
+            None
+        }
+        _ => None,
     }
 }
 

@@ -228,6 +228,8 @@ pub(crate) struct Origin {
     /// A handshake made on another replica, to continue from (`None`: a new session that
     /// waits for `initialize`).
     pub(crate) handshake: Option<HandshakeState>,
+    /// In a replica set: what its asks' ids start with (this endpoint's relay name).
+    pub(crate) ask_prefix: Option<Arc<str>>,
 }
 
 /// Starts the task of session `id`; it removes itself from `sessions` when it ends, and
@@ -244,12 +246,17 @@ pub(crate) fn spawn(
         owner,
         ip,
         handshake,
+        ask_prefix,
     } = origin;
     let (tx, cmds) = mpsc::channel(COMMAND_QUEUE);
     let close = CancellationToken::new();
     let session = match handshake {
         Some(state) => ServerSession::resumed(service.config.clone(), state),
         None => ServerSession::new(service.config.clone()),
+    };
+    let session = match ask_prefix {
+        Some(prefix) => session.with_ask_id_prefix(prefix),
+        None => session,
     };
     let task = SessionTask {
         core: ServerCore::new(

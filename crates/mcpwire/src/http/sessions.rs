@@ -8,14 +8,18 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use mcpwire_router::Identity;
 use mcpwire_session::HandshakeState;
 
+use futures::future::BoxFuture;
+use mcpwire_model::Message;
+
 use super::session::{self, SessionHandle};
 use crate::Service;
+use crate::cluster::relay::{Relay, RelayTarget};
 
 /// Counters of a Streamable HTTP server, readable while it serves.
 #[derive(Debug, Default)]
@@ -74,6 +78,9 @@ pub(crate) struct Sessions {
     table: Mutex<Table>,
     max: usize,
     stats: Arc<HttpStats>,
+    /// In a replica set: this endpoint's name for relayed messages (its sessions' asks are
+    /// numbered under it).
+    relay_name: OnceLock<Arc<str>>,
 }
 
 /// The table is at its bound and every session in it is busy.
@@ -87,7 +94,19 @@ impl Sessions {
             table: Mutex::new(Table::default()),
             max,
             stats,
+            relay_name: OnceLock::new(),
         }
+    }
+
+    /// Names this endpoint for relayed messages (once; sessions started later number their
+    /// asks under the name).
+    pub(crate) fn set_relay_name(&self, name: Arc<str>) {
+        let _ = self.relay_name.set(name);
+    }
+
+    /// This endpoint's name for relayed messages, in a replica set.
+    pub(crate) fn relay_name(&self) -> Option<&str> {
+        self.relay_name.get().map(|n| &**n)
     }
 
     fn lock(&self) -> MutexGuard<'_, Table> {
@@ -176,6 +195,7 @@ impl Sessions {
                 owner,
                 ip,
                 handshake,
+                ask_prefix: self.relay_name.get().map(|n| Relay::ask_prefix(n)),
             },
         );
         let entry = Entry {
@@ -226,6 +246,18 @@ impl Sessions {
     /// Unregisters a session whose task ended by itself.
     pub(crate) fn forget(&self, id: &str) {
         self.lock().map.remove(id);
+    }
+}
+
+impl RelayTarget for Sessions {
+    fn deliver(&self, sid: &str, msg: Message) -> BoxFuture<'static, bool> {
+        let running = self.lock().map.get(sid).map(|e| e.handle.clone());
+        Box::pin(async move {
+            match running {
+                Some(handle) => handle.message(msg).await.is_ok(),
+                None => false,
+            }
+        })
     }
 }
 

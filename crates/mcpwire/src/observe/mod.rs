@@ -49,8 +49,12 @@ pub const BACKEND_UP: &str = "mcpwire_backend_up";
 /// sealed id that did not open or named another caller), `ended` (`DELETE`).
 pub const CLUSTER_SESSIONS_TOTAL: &str = "mcpwire_cluster_sessions_total";
 /// Cluster store operations that failed (`mcpwire_cluster_store_errors_total`), by `use`
-/// (`session`, `rate`, `task`).
+/// (`session`, `rate`, `task`, `relay`).
 pub const CLUSTER_STORE_ERRORS_TOTAL: &str = "mcpwire_cluster_store_errors_total";
+/// Client messages relayed between replicas (`mcpwire_cluster_relayed_total`), by `event`:
+/// `sent` (published for another replica), `delivered` (taken from another replica into a
+/// session held here).
+pub const CLUSTER_RELAYED_TOTAL: &str = "mcpwire_cluster_relayed_total";
 
 /// Histogram buckets for durations, in seconds: 100 µs to 60 s.
 const DURATION_BUCKETS: &[f64] = &[
@@ -123,11 +127,20 @@ fn describe() {
         CLUSTER_STORE_ERRORS_TOTAL,
         "Shared store operations that failed, by use"
     );
+    describe_counter!(
+        CLUSTER_RELAYED_TOTAL,
+        "Client messages relayed to or from another replica, by event (sent, delivered)"
+    );
 }
 
 /// Counts one replica-set session event (see [`CLUSTER_SESSIONS_TOTAL`]).
 pub(crate) fn cluster_session(event: &'static str) {
     metrics::counter!(CLUSTER_SESSIONS_TOTAL, "event" => event).increment(1);
+}
+
+/// Counts one relayed client message (see [`CLUSTER_RELAYED_TOTAL`]).
+pub(crate) fn cluster_relayed(event: &'static str) {
+    metrics::counter!(CLUSTER_RELAYED_TOTAL, "event" => event).increment(1);
 }
 
 /// Counts one failed store operation (see [`CLUSTER_STORE_ERRORS_TOTAL`]).

@@ -1,0 +1,221 @@
+//! [`Relay`]: messages a client sent to one replica for a session request running on
+//! another (`docs/design/scale-out.md` § "Asks across replicas").
+//!
+//! In a stateful session a server→client request (sampling, elicitation, roots) goes out on
+//! the stream of the replica running the call; the client POSTs its answer separately and,
+//! behind a round-robin balancer, that POST may land on any replica. Every endpoint (one
+//! HTTP listener in a replica set) has a name of its own, and its sessions number their
+//! asks `{endpoint}-{n}` ([`Relay::ask_prefix`]). So the replica receiving an answer
+//! knows, from its id alone, which endpoint asked: its own (delivered as always) or
+//! another's — then it publishes the answer on the cluster's relay channel and the
+//! endpoint that asked feeds it to its session as if the client had POSTed it there.
+//! A `notifications/cancelled` names a client request, which any replica may be running:
+//! it is delivered locally and published to every endpoint; one holding that session
+//! applies it (a session ignores cancellations of requests it does not run).
+//!
+//! One channel (`relay`, under the store's prefix) and one subscription per cluster: a
+//! message reaches every replica, each keeping what is for its endpoints. Relayed messages
+//! are rare (answers to asks, cancellations), so the fan-out costs little, and no list of
+//! live replicas is needed. Delivery is at most once (pub/sub): a message relayed while the
+//! asking replica is reconnecting to the store is lost, and its ask ends at its own
+//! deadline, as when a client never answers. A replica never rebuilds a session to deliver
+//! a relayed message: a session it does not hold has nothing waiting for it.
+
+use std::sync::{Arc, Mutex, Weak};
+
+use futures::future::BoxFuture;
+use mcpwire_model::jsonrpc::decode;
+use mcpwire_model::{Message, RequestId};
+use mcpwire_store::{Store, StoreError};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+/// The relay channel, under the store's key prefix.
+const CHANNEL: &str = "relay";
+
+/// Where relayed messages are delivered: one endpoint's sessions (the HTTP session table).
+pub(crate) trait RelayTarget: Send + Sync + 'static {
+    /// Feeds `msg` to session `sid` if this endpoint holds it (never rebuilding it);
+    /// whether it did.
+    fn deliver(&self, sid: &str, msg: Message) -> BoxFuture<'static, bool>;
+}
+
+/// One relayed message on the wire.
+#[derive(Serialize, Deserialize)]
+struct Envelope<'a> {
+    /// The endpoint that should take it (`None`: every endpoint holding the session).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    to: Option<&'a str>,
+    /// The endpoint that received it from the client (it does not take it again).
+    from: &'a str,
+    /// The session's local name (the sealed id's `sid`).
+    sid: &'a str,
+    /// The client's JSON-RPC message, as it sent it.
+    #[serde(borrow)]
+    msg: &'a RawValue,
+}
+
+struct Endpoint {
+    name: Arc<str>,
+    target: Weak<dyn RelayTarget>,
+}
+
+/// The cluster's relay: the endpoints of this process and the subscription feeding them.
+pub(crate) struct Relay {
+    store: Arc<dyn Store>,
+    endpoints: Arc<Mutex<Vec<Endpoint>>>,
+    /// The subscription's task, started with the first endpoint.
+    listening: tokio::sync::OnceCell<()>,
+}
+
+impl Relay {
+    pub(crate) fn new(store: Arc<dyn Store>) -> Relay {
+        Relay {
+            store,
+            endpoints: Arc::default(),
+            listening: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    /// Registers an endpoint's sessions under a fresh name (64 random bits, hex), and
+    /// starts listening for relayed messages if this is the first. Dropping the target
+    /// unregisters it.
+    pub(crate) async fn attach(
+        &self,
+        target: Weak<dyn RelayTarget>,
+    ) -> Result<Arc<str>, StoreError> {
+        let name: Arc<str> = Arc::from(random_name());
+        {
+            let mut endpoints = lock(&self.endpoints);
+            endpoints.retain(|e| e.target.strong_count() > 0);
+            endpoints.push(Endpoint {
+                name: name.clone(),
+                target,
+            });
+        }
+        self.listening
+            .get_or_try_init(|| async {
+                let mut sub = self.store.subscribe(&[CHANNEL.to_owned()]).await?;
+                let endpoints = Arc::downgrade(&self.endpoints);
+                tokio::spawn(async move {
+                    while let Some(payload) = sub.recv().await {
+                        let Some(endpoints) = endpoints.upgrade() else {
+                            return;
+                        };
+                        receive(&endpoints, &payload).await;
+                    }
+                });
+                Ok::<(), StoreError>(())
+            })
+            .await?;
+        Ok(name)
+    }
+
+    /// What an endpoint's sessions put before the number of each ask.
+    pub(crate) fn ask_prefix(endpoint: &str) -> Arc<str> {
+        Arc::from(format!("{endpoint}-"))
+    }
+
+    /// The endpoint that sent the ask `id` answers, when it is another than `endpoint`
+    /// (an id numbered by another endpoint's sessions).
+    pub(crate) fn asked_elsewhere<'a>(endpoint: &str, id: &'a RequestId) -> Option<&'a str> {
+        let RequestId::Str(id) = id else {
+            return None;
+        };
+        let (owner, n) = id.split_once('-')?;
+        let ours = owner.len() == NAME_LEN
+            && owner.bytes().all(|b| b.is_ascii_hexdigit())
+            && n.bytes().all(|b| b.is_ascii_digit());
+        (ours && owner != endpoint).then_some(owner)
+    }
+
+    /// Publishes the client's message `msg` (its JSON as received) for session `sid`, to
+    /// endpoint `to` or (`None`) to every endpoint holding the session but `from`.
+    pub(crate) async fn publish(
+        &self,
+        from: &str,
+        to: Option<&str>,
+        sid: &str,
+        msg: &[u8],
+    ) -> Result<(), StoreError> {
+        let text = std::str::from_utf8(msg)
+            .map_err(|_| StoreError::Protocol("a relayed message is not UTF-8".into()))?;
+        let raw: &RawValue = serde_json::from_str(text)
+            .map_err(|e| StoreError::Protocol(format!("a relayed message is not JSON: {e}")))?;
+        let envelope = Envelope {
+            to,
+            from,
+            sid,
+            msg: raw,
+        };
+        let payload = serde_json::to_vec(&envelope).unwrap_or_default();
+        let reached = self.store.publish(CHANNEL, &payload).await?;
+        tracing::debug!(session = %sid, to = ?to, reached, "relayed a client message");
+        crate::observe::cluster_relayed("sent");
+        Ok(())
+    }
+}
+
+/// Hands one relayed message to the endpoint(s) of this process it is for.
+async fn receive(endpoints: &Mutex<Vec<Endpoint>>, payload: &[u8]) {
+    let Ok(envelope) = serde_json::from_slice::<Envelope<'_>>(payload) else {
+        tracing::warn!("dropped an unreadable relayed message");
+        return;
+    };
+    let targets: Vec<Arc<dyn RelayTarget>> = lock(endpoints)
+        .iter()
+        .filter(|e| match envelope.to {
+            Some(to) => *e.name == *to,
+            None => *e.name != *envelope.from,
+        })
+        .filter_map(|e| e.target.upgrade())
+        .collect();
+    for target in targets {
+        let Ok(msg) = decode(envelope.msg.get().as_bytes()) else {
+            tracing::warn!("dropped a relayed message that is not JSON-RPC");
+            return;
+        };
+        if target.deliver(envelope.sid, msg).await {
+            tracing::debug!(session = %envelope.sid, "relayed message delivered");
+            crate::observe::cluster_relayed("delivered");
+        }
+    }
+}
+
+/// Hex digits in an endpoint's name.
+const NAME_LEN: usize = 16;
+
+fn random_name() -> String {
+    let mut id = [0u8; NAME_LEN / 2];
+    if let Err(e) = getrandom::fill(&mut id) {
+        panic!("the OS random number generator failed: {e}");
+    }
+    id.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn lock(m: &Mutex<Vec<Endpoint>>) -> std::sync::MutexGuard<'_, Vec<Endpoint>> {
+    // Every update is one push or retain: a poisoned list is still consistent.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answers_id_names_the_endpoint_that_asked() {
+        let me = "00112233445566aa";
+        let other = "ffeeddccbbaa9988";
+        let id = |s: &str| RequestId::Str(s.into());
+        assert_eq!(
+            Relay::asked_elsewhere(me, &id(&format!("{other}-3"))),
+            Some(other)
+        );
+        assert_eq!(Relay::asked_elsewhere(me, &id(&format!("{me}-3"))), None);
+        // Ids numbered by one process alone, or by a client, are local.
+        assert_eq!(Relay::asked_elsewhere(me, &RequestId::Int(3)), None);
+        assert_eq!(Relay::asked_elsewhere(me, &id("abc-3")), None);
+        assert_eq!(Relay::asked_elsewhere(me, &id(&format!("{other}-x"))), None);
+        assert_eq!(*Relay::ask_prefix(me), format!("{me}-"));
+    }
+}

@@ -1,0 +1,231 @@
+//! Asks across replicas (issue 14 item 4, `docs/design/scale-out.md`): a call running on
+//! replica A asks the client (elicitation); the client POSTs its answer to replica B — as a
+//! round-robin balancer would — and B relays it to A through the store, where the call gets
+//! it and finishes. A `notifications/cancelled` POSTed to B cancels a call running on A.
+//! Both with an in-memory store (two listeners of one process) and with a real
+//! `redis-server` (two clusters, as two processes would have).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use mcpwire::Service;
+use mcpwire::cluster::Cluster;
+use mcpwire::http::{HttpConfig, HttpServer};
+use mcpwire::model::ClientAsk;
+use mcpwire::model::types::Implementation;
+use mcpwire::router::{CallCtx, NoArgs, Server, ToolError, tool};
+use mcpwire_store::testing::RedisServer;
+use mcpwire_store::{MemoryStore, RedisConfig, RedisStore, SealKeys, Store};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+/// `confirm` elicits a yes/no and answers with what the user said; `wait` runs until it is
+/// cancelled and reports that on `cancelled`.
+fn server(cancelled: mpsc::Sender<()>) -> Arc<Server> {
+    let confirm = tool("confirm", |ctx: CallCtx, _: NoArgs| async move {
+        let params = json!({"message": "Delete it?",
+            "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}});
+        let ask = ClientAsk {
+            method: "elicitation/create".into(),
+            params: Some(mcpwire::model::to_raw(&params)),
+        };
+        let answer = ctx
+            .ask(ask)
+            .await
+            .map_err(|e| ToolError::new(e.to_string()))?;
+        Ok::<_, ToolError>(format!("user said {}", answer.get()))
+    });
+    let wait = tool("wait", move |ctx: CallCtx, _: NoArgs| {
+        let cancelled = cancelled.clone();
+        async move {
+            ctx.cancelled().await;
+            let _ = cancelled.send(()).await;
+            Ok::<_, ToolError>("cancelled".to_owned())
+        }
+    });
+    Server::builder(Implementation::new("asks", "1"))
+        .tool(confirm)
+        .tool(wait)
+        .build()
+}
+
+/// A replica over `cluster`; its address.
+async fn replica(cluster: Arc<Cluster>, cancelled: mpsc::Sender<()>) -> String {
+    let service = Service::from_server(server(cancelled)).in_cluster(cluster);
+    let server = HttpServer::bind(service, HttpConfig::default())
+        .await
+        .expect("bind");
+    let addr = server.local_addr().expect("addr").to_string();
+    tokio::spawn(server.serve());
+    addr
+}
+
+fn keys() -> SealKeys {
+    SealKeys::new(&[[7u8; 32]]).expect("keys")
+}
+
+/// One POST to `addr/mcp`; the response (its body not read yet).
+async fn post(addr: &str, sid: Option<&str>, body: Value) -> hyper::Response<Incoming> {
+    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
+            .await
+            .expect("handshake");
+    tokio::spawn(conn);
+    let mut req = hyper::Request::builder()
+        .method("POST")
+        .uri("/mcp")
+        .header("host", addr)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18");
+    if let Some(sid) = sid {
+        req = req.header("mcp-session-id", sid);
+    }
+    let req = req
+        .body(Full::new(Bytes::from(body.to_string())))
+        .expect("request");
+    sender.send_request(req).await.expect("response")
+}
+
+/// The next JSON-RPC message of an SSE (or JSON) response body.
+async fn next_message(body: &mut Incoming, pending: &mut String) -> Value {
+    loop {
+        if let Some(end) = pending.find("\n\n") {
+            let event: String = pending.drain(..end + 2).collect();
+            if let Some(data) = event.lines().find_map(|l| l.strip_prefix("data: "))
+                && !data.is_empty()
+            {
+                return serde_json::from_str(data).expect("JSON data");
+            }
+            continue;
+        }
+        let frame = tokio::time::timeout(Duration::from_secs(20), body.frame())
+            .await
+            .expect("the stream went on within 20 s")
+            .expect("the stream did not end")
+            .expect("a frame");
+        if let Ok(data) = frame.into_data() {
+            pending.push_str(&String::from_utf8_lossy(&data));
+        }
+    }
+}
+
+/// A session opened on `addr` declaring elicitation; its id.
+async fn open(addr: &str) -> String {
+    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},
+        "clientInfo":{"name":"t","version":"1"}}});
+    let resp = post(addr, None, init).await;
+    assert_eq!(resp.status(), 200);
+    let sid = resp.headers()["mcp-session-id"]
+        .to_str()
+        .expect("id")
+        .to_owned();
+    let done = json!({"jsonrpc":"2.0","method":"notifications/initialized"});
+    assert_eq!(post(addr, Some(&sid), done).await.status(), 202);
+    sid
+}
+
+/// The elicitation asked on `a` is answered through `b`; the call on `a` gets the answer.
+/// Then a call on `a` is cancelled through `b`.
+async fn answered_and_cancelled_through_the_other_replica(
+    a: &str,
+    b: &str,
+    cancelled: &mut mpsc::Receiver<()>,
+) {
+    let sid = open(a).await;
+    for round in 0..3 {
+        let call = json!({"jsonrpc":"2.0","id": 10 + round,"method":"tools/call",
+                          "params":{"name":"confirm","arguments":{}}});
+        let mut stream = post(a, Some(&sid), call).await.into_body();
+        let mut pending = String::new();
+        let ask = next_message(&mut stream, &mut pending).await;
+        assert_eq!(ask["method"], "elicitation/create", "{ask}");
+        let ask_id = ask["id"].clone();
+        assert!(ask_id.is_string(), "a replica's ask id names it: {ask_id}");
+        let answer = json!({"jsonrpc":"2.0","id": ask_id,
+                            "result":{"action":"accept","content":{"ok": round % 2 == 0}}});
+        let relayed = post(b, Some(&sid), answer).await;
+        assert_eq!(
+            relayed.status(),
+            202,
+            "the answer was taken on the other replica"
+        );
+        let result = next_message(&mut stream, &mut pending).await;
+        assert_eq!(result["id"], 10 + round, "{result}");
+        let text = result["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a tool result: {result}"));
+        assert!(
+            text.contains(&format!("\"ok\":{}", round % 2 == 0)),
+            "the call on A got B's answer: {text}"
+        );
+    }
+
+    let call = json!({"jsonrpc":"2.0","id": 20,"method":"tools/call",
+                      "params":{"name":"wait","arguments":{}}});
+    let a_owned = a.to_owned();
+    let sid_owned = sid.clone();
+    let running = tokio::spawn(async move {
+        let resp = post(&a_owned, Some(&sid_owned), call).await;
+        resp.into_body().collect().await.map(|b| b.to_bytes())
+    });
+    // The call must be running on A before it is cancelled: retry the (idempotent)
+    // cancellation until the tool reports it, bounded.
+    let cancel = json!({"jsonrpc":"2.0","method":"notifications/cancelled",
+                        "params":{"requestId": 20, "reason": "user"}});
+    let mut seen = false;
+    for _ in 0..50 {
+        assert_eq!(post(b, Some(&sid), cancel.clone()).await.status(), 202);
+        if tokio::time::timeout(Duration::from_millis(200), cancelled.recv())
+            .await
+            .is_ok()
+        {
+            seen = true;
+            break;
+        }
+    }
+    assert!(seen, "the call on A was cancelled through B");
+    // The cancelled request's stream ends without an answer.
+    let body = tokio::time::timeout(Duration::from_secs(20), running)
+        .await
+        .expect("the cancelled call's stream ended")
+        .expect("task")
+        .expect("body");
+    assert!(
+        !String::from_utf8_lossy(&body).contains("\"id\":20"),
+        "a cancelled request is not answered"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn asks_are_answered_through_another_replica_in_memory() {
+    let (tx, mut cancelled) = mpsc::channel(4);
+    let cluster = Arc::new(Cluster::new(Arc::new(MemoryStore::new(1000)), keys()));
+    let a = replica(cluster.clone(), tx.clone()).await;
+    let b = replica(cluster, tx).await;
+    answered_and_cancelled_through_the_other_replica(&a, &b, &mut cancelled).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn asks_are_answered_through_another_replica_over_redis() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let connect = || async {
+        let store = RedisStore::connect(RedisConfig::new(server.url()))
+            .await
+            .expect("redis");
+        let store: Arc<dyn Store> = Arc::new(store);
+        Arc::new(Cluster::new(store, keys()))
+    };
+    let (tx, mut cancelled) = mpsc::channel(4);
+    let a = replica(connect().await, tx.clone()).await;
+    let b = replica(connect().await, tx).await;
+    answered_and_cancelled_through_the_other_replica(&a, &b, &mut cancelled).await;
+    // And the other way round, in a new session.
+    answered_and_cancelled_through_the_other_replica(&b, &a, &mut cancelled).await;
+}
