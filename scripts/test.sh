@@ -13,13 +13,18 @@ if [ ! -x "$VENV/bin/python" ] || ! cmp -s tests/python/requirements.txt "$VENV/
   cp tests/python/requirements.txt "$VENV/requirements.installed"
 fi
 
-# Redis for the scale-out tests (crates/mcpwire-store, the gateway's replica tests): the
-# distribution's package, started by each test on a loopback port of its own.
-if ! command -v redis-server > /dev/null; then
-  echo "== installing redis-server"
+# Redis and HAProxy for the scale-out tests (crates/mcpwire-store, the gateway's replica
+# tests, tests/python/test_deploy.py running deploy/): the distribution's packages, started by
+# each test on loopback ports of its own.
+MISSING=""
+command -v redis-server > /dev/null || MISSING="$MISSING redis-server"
+command -v haproxy > /dev/null || [ -x /usr/sbin/haproxy ] || MISSING="$MISSING haproxy"
+if [ -n "$MISSING" ]; then
+  echo "== installing$MISSING"
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
-  { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq redis-server > /dev/null; } \
-    || echo "!! installing redis-server failed; the tests that need it will fail"
+  # shellcheck disable=SC2086 # one word per package
+  { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq $MISSING > /dev/null; } \
+    || echo "!! installing$MISSING failed; the tests that need them will fail"
 fi
 
 # A failed install does not stop the run: under CI the tests that need these peers then fail

@@ -74,13 +74,13 @@ async def test_stdio_gateway_from_quick_flags(mcpwire_bin):
 class Served:
     """`mcpwire serve --config FILE` listening on HTTP; its stderr lines kept."""
 
-    def __init__(self, mcpwire_bin, config: pathlib.Path):
+    def __init__(self, mcpwire_bin, config: pathlib.Path, env: dict | None = None):
         self.proc = subprocess.Popen(
             [mcpwire_bin, "serve", "--config", str(config)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
-            env=ENV,
+            env=dict(ENV, **(env or {})),
             text=True,
         )
         self.lines = []
