@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Usage: scripts/conformance.sh [direct|gateway-stdio|gateway-http|client]
+# Usage: scripts/conformance.sh [direct|gateway-stdio|gateway-http|cluster|client]
 # Runs the official MCP conformance suite against `mcpwire demo --transport http` (direct,
 # the default), or against `mcpwire serve` listening on HTTP in front of `mcpwire demo` as its
 # only upstream, started as a stdio child (gateway-stdio) or reached over Streamable HTTP
-# (gateway-http); one backend, so names are served without a prefix. The same runs:
+# (gateway-http); one backend, so names are served without a prefix. cluster: the topology of
+# deploy/ (docs/deploy.md) — HAProxy (deploy/haproxy.cfg, round robin, no affinity) in front of
+# three `mcpwire serve` replicas (deploy/mcpwire.toml without [auth], the native demo backend)
+# sharing one redis-server, all on loopback ports. The same runs:
 #   0.1.16          server --url URL                         (its active suite)
 #   0.2.0-alpha.12  server --url URL --requirements 2025-11-25
 #   0.2.0-alpha.12  server --url URL --requirements 2026-07-28
@@ -48,13 +51,13 @@ cargo build -p mcpwire-cli
 MODE=${1:-direct}
 case $MODE in
   direct|client) PREFIX= ;;
-  gateway-stdio|gateway-http) PREFIX="$MODE:" ;;
-  *) echo "conformance: unknown mode $MODE (direct, gateway-stdio, gateway-http, client)" >&2; exit 2 ;;
+  gateway-stdio|gateway-http|cluster) PREFIX="$MODE:" ;;
+  *) echo "conformance: unknown mode $MODE (direct, gateway-stdio, gateway-http, cluster, client)" >&2; exit 2 ;;
 esac
 # Through the gateway, failures we accept for now are listed apart (the direct list stays
 # empty): tests/conformance/expected-failures-gateway.yml.
 case $MODE in
-  gateway-*) EXPECTED=$CONF/expected-failures-gateway.yml ;;
+  gateway-*|cluster) EXPECTED=$CONF/expected-failures-gateway.yml ;;
 esac
 MCPWIRE=$ROOT/target/debug/mcpwire
 LOGS=$WORK/runs/$MODE
@@ -128,6 +131,48 @@ start_http() { # $1 = log name, rest = command
   STARTED=$addr
 }
 
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# deploy/: redis-server, three replicas, HAProxy in front; sets STARTED to HAProxy's address.
+start_cluster() {
+  local redis_port lb_port data n conf admin
+  command -v redis-server >/dev/null || { echo "conformance: cluster needs redis-server" >&2; exit 2; }
+  local haproxy
+  haproxy=$(command -v haproxy || echo /usr/sbin/haproxy)
+  [ -x "$haproxy" ] || { echo "conformance: cluster needs haproxy" >&2; exit 2; }
+  redis_port=$(free_port)
+  data=$LOGS/redis
+  mkdir -p "$data"
+  redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --dir "$data" \
+    </dev/null >"$LOGS/redis.log" 2>&1 &
+  PIDS+=("$!")
+  MCPWIRE_SESSION_KEYS=$(head -c 32 /dev/urandom | base64)
+  export MCPWIRE_SESSION_KEYS
+  local lb_env=()
+  for n in 1 2 3; do
+    conf=$LOGS/replica$n.toml
+    # The suite sends no credentials: the file without its [auth] section.
+    sed -e '/^\[auth\]/,/^$/d' -e "s|@LISTEN@|127.0.0.1:0|; s|@ADMIN@|127.0.0.1:0|" \
+      -e "s|@REDIS@|redis://127.0.0.1:$redis_port/0|; s|@PUBLIC_HOST@|localhost|" \
+      deploy/mcpwire.toml >"$conf"
+    start_http "replica$n" "$MCPWIRE" serve --config "$conf"
+    admin=$(sed -n 's|^mcpwire: admin on http://\([^ /]*\).*|\1|p' "$LOGS/replica$n.log" | head -n1)
+    lb_env+=("MCPWIRE_$n=$STARTED" "MCPWIRE_ADMIN_${n}_PORT=${admin##*:}")
+  done
+  lb_port=$(free_port)
+  env "${lb_env[@]}" LB_BIND="127.0.0.1:$lb_port" "$haproxy" -db -f deploy/haproxy.cfg \
+    </dev/null >/dev/null 2>"$LOGS/haproxy.log" &
+  PIDS+=("$!")
+  for _ in $(seq 1 100); do
+    curl -s -o /dev/null "http://127.0.0.1:$lb_port/mcp" && break
+    sleep 0.1
+  done
+  sleep 2 # every replica's first health check
+  STARTED=127.0.0.1:$lb_port
+}
+
 case $MODE in
   direct)
     start_http server "$MCPWIRE" demo --transport http --port 0 ;;
@@ -138,6 +183,8 @@ case $MODE in
     start_http upstream "$MCPWIRE" demo --transport http --port 0
     start_http gateway "$MCPWIRE" serve --upstream "demo=http://$STARTED/mcp" \
       --listen http://127.0.0.1:0/mcp ;;
+  cluster)
+    start_cluster ;;
 esac
 ADDR=$STARTED
 # The dns-rebinding scenario needs a localhost URL; the server listens on loopback.

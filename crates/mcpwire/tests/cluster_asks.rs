@@ -229,3 +229,55 @@ async fn asks_are_answered_through_another_replica_over_redis() {
     // And the other way round, in a new session.
     answered_and_cancelled_through_the_other_replica(&b, &a, &mut cancelled).await;
 }
+
+/// `DELETE` on one replica ends the session on a replica holding it at once (published on
+/// the relay channel), not at that replica's next record check — an hour away here.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_session_ends_on_the_replicas_holding_it() {
+    let (tx, _cancelled) = mpsc::channel(4);
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new(1000));
+    let hourly =
+        || Arc::new(Cluster::new(store.clone(), keys()).with_recheck(Duration::from_secs(3600)));
+    let a = replica(hourly(), tx.clone()).await;
+    let b = replica(hourly(), tx).await;
+    let sid = open(&a).await;
+    let list = |id: i64| json!({"jsonrpc":"2.0","id": id,"method":"tools/list"});
+    assert_eq!(
+        post(&b, Some(&sid), list(1)).await.status(),
+        200,
+        "B holds it now"
+    );
+
+    let tcp = tokio::net::TcpStream::connect(&a).await.expect("connect");
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
+            .await
+            .expect("handshake");
+    tokio::spawn(conn);
+    let delete = hyper::Request::builder()
+        .method("DELETE")
+        .uri("/mcp")
+        .header("host", &a)
+        .header("mcp-session-id", &sid)
+        .body(Full::new(Bytes::new()))
+        .expect("request");
+    assert_eq!(
+        sender
+            .send_request(delete)
+            .await
+            .expect("response")
+            .status(),
+        200
+    );
+
+    // Bounded: the message crosses in well under a second; B never re-checks by itself.
+    let mut ended = false;
+    for i in 0..100 {
+        if post(&b, Some(&sid), list(10 + i)).await.status() == 404 {
+            ended = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(ended, "B ended the session deleted on A");
+}

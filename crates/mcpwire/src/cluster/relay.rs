@@ -38,6 +38,9 @@ pub(crate) trait RelayTarget: Send + Sync + 'static {
     /// Feeds `msg` to session `sid` if this endpoint holds it (never rebuilding it);
     /// whether it did.
     fn deliver(&self, sid: &str, msg: Message) -> BoxFuture<'static, bool>;
+
+    /// Ends session `sid` here if this endpoint holds it (`DELETE` on another replica).
+    fn end(&self, sid: &str);
 }
 
 /// One relayed message on the wire.
@@ -50,9 +53,10 @@ struct Envelope<'a> {
     from: &'a str,
     /// The session's local name (the sealed id's `sid`).
     sid: &'a str,
-    /// The client's JSON-RPC message, as it sent it.
-    #[serde(borrow)]
-    msg: &'a RawValue,
+    /// The client's JSON-RPC message, as it sent it; `None`: the session was ended
+    /// (`DELETE`) and every endpoint holding it ends it too.
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    msg: Option<&'a RawValue>,
 }
 
 struct Endpoint {
@@ -146,12 +150,26 @@ impl Relay {
             to,
             from,
             sid,
-            msg: raw,
+            msg: Some(raw),
         };
         let payload = serde_json::to_vec(&envelope).unwrap_or_default();
         let reached = self.store.publish(CHANNEL, &payload).await?;
         tracing::debug!(session = %sid, to = ?to, reached, "relayed a client message");
         crate::observe::cluster_relayed("sent");
+        Ok(())
+    }
+
+    /// Tells every other endpoint that session `sid` was ended (`DELETE` on `from`), so
+    /// replicas holding it end it at once rather than at their next record check.
+    pub(crate) async fn publish_end(&self, from: &str, sid: &str) -> Result<(), StoreError> {
+        let envelope = Envelope {
+            to: None,
+            from,
+            sid,
+            msg: None,
+        };
+        let payload = serde_json::to_vec(&envelope).unwrap_or_default();
+        self.store.publish(CHANNEL, &payload).await?;
         Ok(())
     }
 }
@@ -170,8 +188,14 @@ async fn receive(endpoints: &Mutex<Vec<Endpoint>>, payload: &[u8]) {
         })
         .filter_map(|e| e.target.upgrade())
         .collect();
+    let Some(msg) = envelope.msg else {
+        for target in targets {
+            target.end(envelope.sid);
+        }
+        return;
+    };
     for target in targets {
-        let Ok(msg) = decode(envelope.msg.get().as_bytes()) else {
+        let Ok(msg) = decode(msg.get().as_bytes()) else {
             tracing::warn!("dropped a relayed message that is not JSON-RPC");
             return;
         };

@@ -125,7 +125,15 @@ pub(crate) async fn end(app: &App, id: &str, caller: Option<&Identity>) -> Resul
     };
     let claims = open(app, cluster, id, caller)?;
     let here = app.sessions.remove(&claims.sid);
-    match cluster.end(&claims.sid).await {
+    let ended = cluster.end(&claims.sid).await;
+    if ended.is_ok()
+        && let Some(me) = app.sessions.relay_name()
+        && let Err(e) = cluster.relay().publish_end(me, &claims.sid).await
+    {
+        // The others end it at their next record check instead.
+        tracing::debug!(error = %e, "could not tell the other replicas a session ended");
+    }
+    match ended {
         Ok(true) => {
             observe::cluster_session("ended");
             Ok(())

@@ -259,6 +259,12 @@ impl RelayTarget for Sessions {
             }
         })
     }
+
+    fn end(&self, sid: &str) {
+        if self.remove(sid) {
+            tracing::debug!(session = %sid, "session ended on another replica; ended here");
+        }
+    }
 }
 
 /// The id of the idle session used longest ago, if any session is idle.
