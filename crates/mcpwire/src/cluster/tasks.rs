@@ -125,6 +125,16 @@ impl StoreTasks {
                 // Checked by `remote` before: an update carries its answers.
                 let responses = req.input_responses.unwrap_or_default();
                 if published.live {
+                    // What the executor will publish once it takes the update (within a
+                    // heartbeat), published now so a `tasks/get` right after — on any
+                    // replica — no longer lists the answered requests.
+                    if let Some(task) = answered(&published.task, responses.keys()) {
+                        published.task = task;
+                        let value = serde_json::to_vec(&published).unwrap_or_default();
+                        self.store
+                            .put(&key, &value, ttl_of(&published.task))
+                            .await?;
+                    }
                     let relayed = Relayed {
                         task: req.task_id,
                         responses: Some(responses),
@@ -253,6 +263,28 @@ fn failed(task: &Raw) -> Raw {
     to_raw(&v)
 }
 
+/// `task` (a `tasks/get` answer) without the input requests `keys` answer: `working` once
+/// none is left. `None` when it asked none of them.
+fn answered<'k>(task: &Raw, keys: impl Iterator<Item = &'k String>) -> Option<Raw> {
+    let mut v: Value = serde_json::from_str(task.get()).ok()?;
+    let m = v.as_object_mut()?;
+    let requests = m.get_mut("inputRequests")?.as_object_mut()?;
+    let before = requests.len();
+    for k in keys {
+        requests.remove(k);
+    }
+    if requests.len() == before {
+        return None;
+    }
+    if requests.is_empty() {
+        m.remove("inputRequests");
+        if m.get("status").and_then(Value::as_str) == Some("input_required") {
+            m.insert("status".into(), Value::from("working"));
+        }
+    }
+    Some(to_raw(&v))
+}
+
 /// How long to keep a task's state: its `ttlMs`, else 10 minutes.
 fn ttl_of(task: &Raw) -> Duration {
     serde_json::from_str::<Value>(task.get())
@@ -292,6 +324,25 @@ mod tests {
         .unwrap();
         let back: Relayed = serde_json::from_slice(&cancel).unwrap();
         assert!(matches!(back.into_command(), TaskCommand::Cancel { task_id } if task_id == "t2"));
+    }
+
+    #[test]
+    fn answered_requests_leave_the_published_task_at_once() {
+        let waiting = to_raw(
+            &serde_json::json!({"taskId": "t", "status": "input_required",
+            "inputRequests": {"a": {}, "b": {}}}),
+        );
+        let keys = ["a".to_owned(), "zzz".to_owned()];
+        let partly: Value =
+            serde_json::from_str(answered(&waiting, keys.iter()).unwrap().get()).unwrap();
+        assert_eq!(partly["status"], "input_required");
+        assert_eq!(partly["inputRequests"], serde_json::json!({"b": {}}));
+        let all = ["a".to_owned(), "b".to_owned()];
+        let done: Value =
+            serde_json::from_str(answered(&waiting, all.iter()).unwrap().get()).unwrap();
+        assert_eq!(done["status"], "working");
+        assert!(done.get("inputRequests").is_none());
+        assert!(answered(&waiting, ["x".to_owned()].iter()).is_none());
     }
 
     #[test]
