@@ -76,6 +76,8 @@ pub struct ClientOptions {
     pub mcpb_per_message_auth: bool,
     /// Framed wires (stdio, MCPB): keep polling this long after activity before sleeping.
     pub busy_poll: Duration,
+    /// `https://` and `mcpbs://`: which CA to trust and which certificate to present.
+    pub tls: crate::tls::ClientTls,
 }
 
 impl Default for ClientOptions {
@@ -90,6 +92,7 @@ impl Default for ClientOptions {
             mcpb_token: None,
             mcpb_per_message_auth: false,
             busy_poll: Duration::ZERO,
+            tls: crate::tls::ClientTls::default(),
         }
     }
 }
@@ -113,7 +116,9 @@ impl Client {
         match target {
             Target::Command { argv } => stdio::connect(argv, opts).await,
             Target::Url(url) => http::connect(url, opts).await,
-            Target::Mcpb { addr, token } => mcpb::connect(addr, token.as_deref(), opts).await,
+            Target::Mcpb { addr, token, tls } => {
+                mcpb::connect(addr, token.as_deref(), *tls, opts).await
+            }
         }
     }
 

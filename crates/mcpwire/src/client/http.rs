@@ -48,7 +48,11 @@ pub(crate) async fn connect(
     url: &str,
     opts: &ClientOptions,
 ) -> Result<(Client, ClientEvents), ClientError> {
-    let conn = Arc::new(HttpConn::new(url, opts.limits.handshake_timeout)?);
+    let conn = Arc::new(HttpConn::new(
+        url,
+        opts.limits.handshake_timeout,
+        opts.tls.clone(),
+    )?);
     let parts = parts(opts, url);
     let (inbound_tx, inbound_rx) = mpsc::channel(INBOUND_QUEUE);
     let (stream_ready, stream_ready_rx) = oneshot::channel();

@@ -171,6 +171,7 @@ pub async fn start(
             config.era = up.era;
             config.shared = up.is_shared();
             config.max_sessions = up.max_sessions;
+            config.tls = up.tls.clone();
             let backend = UpstreamBackend::connect(config)
                 .await
                 .map_err(|e| fail(format!("connecting to the upstream server: {e}"), false))?;

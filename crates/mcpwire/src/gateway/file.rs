@@ -9,6 +9,11 @@
 //! [[listen]]
 //! url = "http://127.0.0.1:8000/mcp"
 //!
+//! [[listen]]                   # TLS: https://, wss://, grpcs://, mcpbs:// (tcps://)
+//! url = "https://0.0.0.0:8443/mcp"
+//! tls = { cert = "cert.pem", key = "key.pem" }   # re-read when they change
+//! # tls.client_ca = "clients.pem"                # mTLS; client_auth = "optional"
+//!
 //! [backends.demo]
 //! native = "demo"
 //!
@@ -25,6 +30,7 @@
 //! [backends.remote]
 //! url = "https://example.com/mcp"
 //! era = "auto"                 # auto | handshake | stateless
+//! ca = "internal-ca.pem"       # trust this CA (not the system's); client_cert/client_key
 //! ```
 
 use std::collections::BTreeMap;
@@ -44,6 +50,7 @@ use super::config::{
 use super::error::{ConfigError, KeyPath, Origin};
 use super::listen::{ListenOptions, ListenerSpec};
 use crate::client::{EraChoice, Target};
+use crate::tls::ClientTls;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -111,6 +118,9 @@ struct RawBackend {
     shared: Option<bool>,
     max_sessions: Option<usize>,
     era: Option<RawEra>,
+    ca: Option<PathBuf>,
+    client_cert: Option<PathBuf>,
+    client_key: Option<PathBuf>,
     #[serde(default)]
     include: Vec<Glob>,
     #[serde(default)]
@@ -227,8 +237,9 @@ impl GatewayConfig {
         let server = server_options(raw.server, &base)
             .map_err(|(key, m)| origin.error_at(&root.key("server").key(key), m))?;
         let mut listeners = Vec::new();
-        for (i, entry) in raw.listen.into_iter().enumerate() {
+        for (i, mut entry) in raw.listen.into_iter().enumerate() {
             let key = root.key("listen").index(i);
+            entry.tls = entry.tls.map(|t| t.relative_to(&base));
             let mut spec = ListenerSpec::with_options(entry)
                 .map_err(|(option, m)| origin.error_at(&key.key(option), m))?;
             spec.key = key;
@@ -419,6 +430,9 @@ fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSource, Refusa
         ("shared", raw.shared.is_some()),
         ("max_sessions", raw.max_sessions.is_some()),
         ("era", raw.era.is_some()),
+        ("ca", raw.ca.is_some()),
+        ("client_cert", raw.client_cert.is_some()),
+        ("client_key", raw.client_key.is_some()),
     ];
     let upstream = raw.command.is_some() || raw.url.is_some() || raw.mcpb.is_some();
     if !upstream && let Some((key, _)) = upstream_only.iter().find(|(_, set)| *set) {
@@ -499,8 +513,10 @@ fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSource, Refusa
         (_, _, Some(addr)) => mcpb_target(addr).map_err(|e| ("mcpb", e))?,
         _ => unreachable!("one kind was found above"),
     };
+    let tls = upstream_tls(raw, &target, base)?;
     let d = UpstreamSpec::new(target);
     Ok(BackendSource::Upstream(UpstreamSpec {
+        tls,
         handshake_timeout: raw
             .handshake_timeout_secs
             .map_or(d.handshake_timeout, Duration::from_secs),
@@ -510,6 +526,53 @@ fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSource, Refusa
         era: raw.era.map_or(d.era, EraChoice::from),
         ..d
     }))
+}
+
+/// An upstream's `ca`, `client_cert` and `client_key`: for TLS targets only, the two
+/// halves of a client certificate together.
+fn upstream_tls(raw: &RawBackend, target: &Target, base: &Path) -> Result<ClientTls, Refusal> {
+    let tls = ClientTls {
+        ca: raw.ca.as_ref().map(|p| base.join(p)),
+        cert: raw.client_cert.as_ref().map(|p| base.join(p)),
+        key: raw.client_key.as_ref().map(|p| base.join(p)),
+    };
+    if tls == ClientTls::default() {
+        return Ok(tls);
+    }
+    let secure = match target {
+        Target::Url(url) => url.to_ascii_lowercase().starts_with("https://"),
+        Target::Mcpb { tls, .. } => *tls,
+        Target::Command { .. } => false,
+    };
+    let key = if raw.ca.is_some() {
+        "ca"
+    } else if raw.client_cert.is_some() {
+        "client_cert"
+    } else {
+        "client_key"
+    };
+    if !secure {
+        return Err((
+            key,
+            format!(
+                "`{key}` is for TLS upstreams (url = \"https://…\", mcpb = \"mcpbs://…\"), not {target}"
+            ),
+        ));
+    }
+    if tls.cert.is_some() != tls.key.is_some() {
+        let missing = if tls.cert.is_some() {
+            "client_key"
+        } else {
+            "client_cert"
+        };
+        return Err((
+            missing,
+            format!(
+                "a client certificate needs both client_cert and client_key: `{missing}` is missing"
+            ),
+        ));
+    }
+    Ok(tls)
 }
 
 #[cfg(test)]

@@ -31,4 +31,4 @@ pub use config::{
 };
 pub use error::{ConfigError, KeyPath, Origin, Seg};
 pub use limits::LimitsConfig;
-pub use listen::{ListenOptions, ListenerSpec, Scheme};
+pub use listen::{ListenOptions, ListenerSpec, Scheme, TlsOptions};

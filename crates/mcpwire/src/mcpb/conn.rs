@@ -13,7 +13,7 @@ use mcpwire_session::ServerSession;
 use mcpwire_wire::mcpb::{MAX_TOKEN, McpbCodec, McpbFrame, McpbOut, McpbShape, VersionAck};
 use mcpwire_wire::{Decoded, FramingError};
 use serde_json::{Value, json};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::Encoder;
 
 use super::McpbListenerState;
@@ -117,12 +117,16 @@ pub(crate) enum McpbWake {
     Verified(Result<Identity, AuthFailure>),
 }
 
-/// Serves one accepted connection until it closes.
-pub(crate) async fn serve(
+/// Serves one accepted connection (its two halves) until it closes.
+pub(crate) async fn serve<R, W>(
     listener: Arc<McpbListenerState>,
-    stream: TcpStream,
+    r: R,
+    w: W,
     peer: std::net::SocketAddr,
-) {
+) where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
     let service = &listener.service;
     let (permit, over_ip_limit) = match service.connections.as_ref().map(|c| c.acquire(peer.ip())) {
         Some(Ok(p)) => (Some(p), None),
@@ -130,7 +134,6 @@ pub(crate) async fn serve(
         None => (None, None),
     };
     let metrics = &listener.metrics;
-    let (r, w) = stream.into_split();
     let (r, w) = (
         Counted::new(r, metrics.bytes_in.clone()),
         Counted::new(w, metrics.bytes_out.clone()),

@@ -60,14 +60,15 @@ impl GrpcMcp {
         listener: tokio::net::TcpListener,
     ) -> Result<(), tonic::transport::Error> {
         let never = tokio_util::sync::CancellationToken::new();
+        let listener = crate::tls::Incoming::plain(listener);
         self.serve_until(listener, never, Duration::ZERO).await
     }
 
     /// Serves on `listener` until `shutdown` is cancelled, then drains: HTTP/2 `GOAWAY`, no
     /// new connection or RPC, the RPCs in flight answered; after `grace` the rest is dropped.
-    pub async fn serve_until(
+    pub(crate) async fn serve_until(
         self,
-        listener: tokio::net::TcpListener,
+        listener: crate::tls::Incoming,
         shutdown: tokio_util::sync::CancellationToken,
         grace: Duration,
     ) -> Result<(), tonic::transport::Error> {
@@ -326,17 +327,14 @@ impl McpService for GrpcMcp {
 /// Accepted connections as the stream tonic serves, each under the connections per IP
 /// limit when there is one.
 fn accepted(
-    listener: tokio::net::TcpListener,
+    listener: crate::tls::Incoming,
     limits: Option<Arc<ConnectionLimits>>,
 ) -> impl futures::Stream<Item = std::io::Result<GrpcConn>> {
-    futures::stream::unfold(listener, move |l| {
+    futures::stream::unfold(listener, move |mut l| {
         let limits = limits.clone();
         async move {
-            let r = l.accept().await.map(|(s, peer)| {
-                let _ = s.set_nodelay(true);
-                GrpcConn::admit(s, peer, limits.as_ref())
-            });
-            Some((r, l))
+            let (s, peer) = l.next().await;
+            Some((Ok(GrpcConn::admit(s, peer, limits.as_ref())), l))
         }
     })
 }

@@ -53,6 +53,8 @@ pub struct UpstreamConfig {
     /// How long an upstream request that asked a stateless (2026-07-28) downstream client
     /// something waits for the client's retry with the answer before it is cancelled.
     pub hold_timeout: Duration,
+    /// `https://` and `mcpbs://` targets: which CA to trust, which certificate to present.
+    pub tls: crate::tls::ClientTls,
 }
 
 impl UpstreamConfig {
@@ -67,6 +69,7 @@ impl UpstreamConfig {
             shared: true,
             max_sessions: 64,
             hold_timeout: Duration::from_secs(60),
+            tls: crate::tls::ClientTls::default(),
         }
     }
 
@@ -84,6 +87,7 @@ impl UpstreamConfig {
             ..ClientCapabilities::default()
         };
         o.era = self.era;
+        o.tls = self.tls.clone();
         o.log_level = Some(LoggingLevel::Debug);
         // As the listeners do: an upstream's answer usually follows its request within
         // microseconds, and waking an idle vCPU costs tens of them (docs/benchmarks.md).

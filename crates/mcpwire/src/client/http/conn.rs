@@ -36,11 +36,17 @@ pub(super) struct HttpConn {
     idle: Mutex<Vec<SendRequest<Full<Bytes>>>>,
     /// How long a TCP connect plus TLS handshake may take.
     connect_timeout: Duration,
+    /// `https`: which CA to trust, which certificate to present.
+    tls: tls::ClientTls,
 }
 
 impl HttpConn {
     /// The endpoint at `url` (`http(s)://host[:port]/path`).
-    pub(super) fn new(url: &str, connect_timeout: Duration) -> Result<HttpConn, ClientError> {
+    pub(super) fn new(
+        url: &str,
+        connect_timeout: Duration,
+        tls: tls::ClientTls,
+    ) -> Result<HttpConn, ClientError> {
         let uri: Uri = url
             .parse()
             .map_err(|e| ClientError::Target(format!("`{url}` is not a valid URL: {e}")))?;
@@ -55,6 +61,7 @@ impl HttpConn {
             version: Mutex::new(None),
             idle: Mutex::new(Vec::new()),
             connect_timeout,
+            tls,
         })
     }
 
@@ -291,7 +298,7 @@ impl HttpConn {
                 .map_err(|e| e.to_string())?;
             let _ = tcp.set_nodelay(true);
             if https {
-                let tls = tls::connect(host, tcp).await?;
+                let tls = tls::connect_with(host, tcp, &self.tls, tls::alpn::HTTP1).await?;
                 handshake(tls).await
             } else {
                 handshake(tcp).await
