@@ -15,6 +15,7 @@ mod process_cmd;
 mod schema_cmd;
 mod serve_cmd;
 mod synthetic_tools;
+mod tls_args;
 mod tokens;
 
 use exit::UsageError;
@@ -188,6 +189,8 @@ struct ServeArgs {
     auth: auth_args::AuthArgs,
     #[command(flatten)]
     limits: limits_args::LimitsArgs,
+    #[command(flatten)]
+    tls: tls_args::TlsArgs,
     /// Serve Prometheus `/metrics`, `/healthz` and `/readyz` on this address (e.g.
     /// 127.0.0.1:9100; port 0 picks a free one). Overrides a configuration file's `[admin]`.
     #[arg(long, value_name = "ADDR", env = "MCPWIRE_METRICS_LISTEN")]

@@ -172,6 +172,12 @@ impl ListenerSpec {
         .map_err(|(_, message)| message)
     }
 
+    /// Whether `url` names a TLS listener (`https://`, `wss://`, `grpcs://`, `mcpbs://`,
+    /// `tcps://`); false for anything that is not a listener URL.
+    pub fn is_tls_url(url: &str) -> bool {
+        parse_url(url).is_ok_and(|(_, secure, _, _)| secure)
+    }
+
     /// A listener from its entry; on error, the option at fault (`url` or another) and why.
     pub fn with_options(options: ListenOptions) -> Result<ListenerSpec, (&'static str, String)> {
         let (scheme, secure, addr, path) = parse_url(&options.url).map_err(|m| ("url", m))?;
