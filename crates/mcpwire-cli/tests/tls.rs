@@ -1,0 +1,211 @@
+//! TLS on the WebSocket and gRPC wires of the binary, with clients that share no code with
+//! the server: tungstenite over rustls (`wss://`, JSON-RPC text messages) and hyper's HTTP/2
+//! client over tokio-rustls with ALPN `h2` (`grpcs://`). The listeners come from `serve
+//! --listen wss://… --listen grpcs://… --tls-cert … --tls-key …` and from `demo --transport
+//! ws --tls-cert …`; certificates are made by rcgen at test time.
+
+mod common;
+#[path = "../../mcpwire/tests/pki/mod.rs"]
+mod pki;
+
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::listen;
+use common::wires::{Conversation, Peer, grpc_call_over};
+use mcpwire_wire::proto_mcp::pb;
+use pki::{Ca, dir, write};
+use rustls::pki_types::pem::PemObject;
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_mcpwire");
+
+/// A client configuration trusting only `ca`, offering `alpn`.
+fn client_config(ca: &Ca, alpn: &[&[u8]]) -> Arc<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    let der = rustls::pki_types::CertificateDer::from_pem_slice(ca.pem().as_bytes());
+    roots.add(der.expect("CA")).expect("root");
+    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("versions")
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Arc::new(config)
+}
+
+type TlsSocket = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
+
+/// A `wss://` connection (tungstenite over rustls) speaking JSON-RPC text messages.
+struct Wss(tungstenite::WebSocket<TlsSocket>);
+
+impl Wss {
+    fn connect(addr: &str, path: &str, ca: &Ca) -> Wss {
+        let port = addr.rsplit_once(':').expect("port").1;
+        let tcp = TcpStream::connect(addr).expect("connect");
+        tcp.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
+        let conn = rustls::ClientConnection::new(client_config(ca, &[b"http/1.1"]), name)
+            .expect("TLS client");
+        let url = format!("wss://localhost:{port}{path}");
+        let (socket, _) =
+            tungstenite::client(url.as_str(), rustls::StreamOwned::new(conn, tcp)).expect("wss");
+        Wss(socket)
+    }
+}
+
+impl Peer for Wss {
+    fn send(&mut self, msg: Value) {
+        self.0
+            .send(tungstenite::Message::Text(msg.to_string().into()))
+            .expect("send");
+    }
+    fn recv(&mut self) -> Value {
+        loop {
+            match self.0.read().expect("a message within 10 s") {
+                tungstenite::Message::Text(t) => return serde_json::from_str(&t).expect("JSON"),
+                _ => continue,
+            }
+        }
+    }
+}
+
+fn initialize_params() -> Value {
+    json!({"protocolVersion": "2025-06-18", "capabilities": {},
+           "clientInfo": {"name": "wss-test", "version": "1"}})
+}
+
+/// `initialize`, then a tool call over `peer`.
+fn echo_over(peer: impl Peer) {
+    let mut c = Conversation::new(peer);
+    let init = c.request(1, "initialize", initialize_params());
+    assert!(init["result"]["serverInfo"].is_object(), "{init}");
+    c.notify("notifications/initialized", json!({}));
+    let r = c.request(
+        2,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "over TLS"}}),
+    );
+    assert_eq!(r["result"]["content"][0]["text"], "over TLS", "{r}");
+}
+
+#[test]
+fn serve_terminates_tls_on_websocket_and_grpc() {
+    let d = dir("cli-wss-grpcs");
+    let ca = Ca::new("test CA");
+    let (cert, key) = write(&d, "server", &ca.leaf("server", 1));
+    let (cert, key) = (cert.to_str().expect("utf-8"), key.to_str().expect("utf-8"));
+    let mut l = listen(
+        BIN,
+        &[
+            "serve",
+            "--demo",
+            "--listen",
+            "wss://127.0.0.1:0/mcp",
+            "--listen",
+            "grpcs://127.0.0.1:0",
+            "--tls-cert",
+            cert,
+            "--tls-key",
+            key,
+        ],
+        "warn",
+        &[
+            "mcpwire: listening on wss://",
+            "mcpwire: listening on grpcs://",
+        ],
+        false,
+    );
+    let wss = l.addrs[0].trim_end_matches("/mcp").to_owned();
+    let grpcs = l.addrs[1].clone();
+
+    echo_over(Wss::connect(&wss, "/mcp", &ca));
+
+    let tools: pb::ListToolsResponse = grpc_call_over(
+        &grpcs,
+        "ListTools",
+        &pb::ListToolsRequest::default(),
+        &[],
+        Some(client_config(&ca, &[b"h2"])),
+    )
+    .expect("ListTools over grpcs");
+    assert!(tools.tools.iter().any(|t| t.name == "echo"), "{tools:?}");
+
+    // A plaintext gRPC client on the TLS port fails; the TLS one is still served after it.
+    let plain = std::panic::catch_unwind(|| {
+        grpc_call_over::<pb::ListToolsResponse>(
+            &grpcs,
+            "ListTools",
+            &pb::ListToolsRequest::default(),
+            &[],
+            None,
+        )
+    });
+    assert!(
+        !matches!(plain, Ok(Ok(_))),
+        "a plaintext call is not answered"
+    );
+    let again: pb::ListToolsResponse = grpc_call_over(
+        &grpcs,
+        "ListTools",
+        &pb::ListToolsRequest::default(),
+        &[],
+        Some(client_config(&ca, &[b"h2"])),
+    )
+    .expect("still served");
+    assert_eq!(again.tools.len(), tools.tools.len());
+    let _ = l.child.kill();
+    let _ = l.child.wait();
+}
+
+#[test]
+fn demo_transport_ws_with_a_certificate_is_wss() {
+    let d = dir("cli-demo-wss");
+    let ca = Ca::new("test CA");
+    let (cert, key) = write(&d, "server", &ca.leaf("server", 1));
+    let (cert, key) = (cert.to_str().expect("utf-8"), key.to_str().expect("utf-8"));
+    let mut l = listen(
+        BIN,
+        &[
+            "demo",
+            "--transport",
+            "ws",
+            "--port",
+            "0",
+            "--tls-cert",
+            cert,
+            "--tls-key",
+            key,
+        ],
+        "warn",
+        &["mcpwire: listening on wss://"],
+        false,
+    );
+    let addr = l.addrs[0].trim_end_matches("/mcp").to_owned();
+    echo_over(Wss::connect(&addr, "/mcp", &ca));
+    let _ = l.child.kill();
+    let _ = l.child.wait();
+}
+
+#[test]
+fn tls_flags_without_a_tls_listener_are_refused() {
+    let out = std::process::Command::new(BIN)
+        .args(["serve", "--demo", "--listen", "https://127.0.0.1:0/mcp"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("tls = { cert"), "{err}");
+    let out = std::process::Command::new(BIN)
+        .args(["serve", "--demo", "--listen", "http://127.0.0.1:0/mcp"])
+        .args(["--tls-cert", "c.pem", "--tls-key", "k.pem"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--listen https://"), "{err}");
+}
