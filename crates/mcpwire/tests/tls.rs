@@ -334,3 +334,31 @@ async fn a_replaced_certificate_serves_new_handshakes_and_old_connections_go_on(
         "the old connection"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_clients_of_one_address_hold_only_their_share_of_handshakes() {
+    let d = dir("per-ip");
+    let ca = Ca::new("CA");
+    let ca_file = write_ca(&d, "ca", &ca);
+    let (cert, key) = write(&d, "server", &ca.leaf("server", 1));
+    let http = serve_https(TlsConfig::new(&cert, &key)).await;
+    let https = format!("https://localhost:{}/mcp", http.port());
+
+    let mut silent = Vec::new();
+    for _ in 0..mcpwire::tls::MAX_HANDSHAKES_PER_IP {
+        silent.push(TcpStream::connect(http).await.expect("connect"));
+    }
+    // One more handshake from the same address is closed at once, not queued.
+    let refused = ping(&https, trusting(&ca_file)).await.unwrap_err();
+    assert!(refused.contains("TLS handshake failed"), "{refused}");
+
+    // Once they go, the address may handshake again (the server notices their closes
+    // asynchronously: a bounded number of attempts).
+    drop(silent);
+    let mut attempts = 0;
+    while let Err(e) = ping(&https, trusting(&ca_file)).await {
+        attempts += 1;
+        assert!(attempts < 100, "still refused: {e}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -1,14 +1,18 @@
 //! [`Incoming`]: the one accept loop of every network listener — TCP, or TCP then a TLS
 //! handshake — yielding [`ServerStream`]s.
 //!
-//! Handshakes run on tasks of their own (at most [`MAX_HANDSHAKES`] at once, each within
-//! [`HANDSHAKE_TIMEOUT`]), so a slow or silent client never holds up the others. A failed
+//! Handshakes run on tasks of their own (at most [`MAX_HANDSHAKES`] at once and
+//! [`MAX_HANDSHAKES_PER_IP`] from one address — a connection beyond that is closed at once —
+//! each within [`HANDSHAKE_TIMEOUT`]), so slow or silent clients never hold up the others,
+//! and one address cannot take every slot. A failed
 //! handshake — a plaintext client, an untrusted or missing client certificate, a timeout —
 //! closes that connection (rustls sends its alert) and is logged at debug; nothing else
 //! notices. [`Incoming::accept`] is cancel-safe: handshakes in progress are kept.
 
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -29,6 +33,9 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// TLS handshakes in progress at once per listener; beyond, accepting waits.
 pub const MAX_HANDSHAKES: usize = 256;
 
+/// TLS handshakes in progress at once from one IP address; a connection beyond is closed.
+pub const MAX_HANDSHAKES_PER_IP: usize = 16;
+
 /// How long to wait after a failed `accept` (typically out of file descriptors).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
@@ -46,8 +53,14 @@ pub(crate) mod alpn {
 pub(crate) struct Incoming {
     tcp: TcpListener,
     tls: Option<Arc<ServerTls>>,
-    handshakes: JoinSet<Option<(TlsStream<TcpStream>, SocketAddr)>>,
+    handshakes: JoinSet<Handshake>,
+    /// Handshakes in progress per address (an entry per address with at least one, so
+    /// at most [`MAX_HANDSHAKES`] entries).
+    per_ip: HashMap<IpAddr, usize>,
 }
+
+/// A finished handshake: the stream when it succeeded, and where it came from.
+type Handshake = (Option<TlsStream<TcpStream>>, SocketAddr);
 
 impl Incoming {
     /// Accepts on `tcp`, terminating TLS with `tls` (offering `alpn`) when given. Fails if
@@ -65,6 +78,7 @@ impl Incoming {
             tcp,
             tls,
             handshakes: JoinSet::new(),
+            per_ip: HashMap::new(),
         })
     }
 
@@ -74,6 +88,7 @@ impl Incoming {
             tcp,
             tls: None,
             handshakes: JoinSet::new(),
+            per_ip: HashMap::new(),
         }
     }
 
@@ -108,11 +123,26 @@ impl Incoming {
             tokio::select! {
                 accepted = self.tcp.accept(), if self.handshakes.len() < MAX_HANDSHAKES => {
                     let (tcp, peer) = accepted?;
+                    let from_ip = self.per_ip.entry(peer.ip()).or_default();
+                    if *from_ip >= MAX_HANDSHAKES_PER_IP {
+                        tracing::debug!(%peer, "too many TLS handshakes from this address; closed");
+                        continue;
+                    }
+                    *from_ip += 1;
                     let _ = tcp.set_nodelay(true);
                     self.handshakes.spawn(handshake(tls.acceptor(), tcp, peer));
                 }
                 Some(done) = self.handshakes.join_next() => {
-                    if let Ok(Some((stream, peer))) = done {
+                    // A handshake task cannot panic (rustls returns errors), so every entry
+                    // is given back here.
+                    let Ok((stream, peer)) = done else { continue };
+                    if let Entry::Occupied(mut n) = self.per_ip.entry(peer.ip()) {
+                        *n.get_mut() -= 1;
+                        if *n.get() == 0 {
+                            n.remove();
+                        }
+                    }
+                    if let Some(stream) = stream {
                         return Ok((ServerStream::Tls(Box::new(stream)), peer));
                     }
                 }
@@ -134,21 +164,21 @@ impl Incoming {
     }
 }
 
-/// One TLS handshake, bounded in time; `None` when it failed.
+/// One TLS handshake, bounded in time; no stream when it failed.
 async fn handshake(
     acceptor: tokio_rustls::TlsAcceptor,
     tcp: TcpStream,
     peer: SocketAddr,
-) -> Option<(TlsStream<TcpStream>, SocketAddr)> {
+) -> Handshake {
     match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-        Ok(Ok(stream)) => Some((stream, peer)),
+        Ok(Ok(stream)) => (Some(stream), peer),
         Ok(Err(e)) => {
             tracing::debug!(%peer, error = %e, "TLS handshake failed");
-            None
+            (None, peer)
         }
         Err(_) => {
             tracing::debug!(%peer, "TLS handshake not finished in time");
-            None
+            (None, peer)
         }
     }
 }
