@@ -2,9 +2,11 @@
 //! the server: tungstenite over rustls (`wss://`, JSON-RPC text messages) and hyper's HTTP/2
 //! client over tokio-rustls with ALPN `h2` (`grpcs://`). The listeners come from `serve
 //! --listen wss://… --listen grpcs://… --tls-cert … --tls-key …` and from `demo --transport
-//! ws --tls-cert …`; certificates are made by rcgen at test time.
+//! ws --tls-cert …`; certificates are made by rcgen at test time. And the gateway fronting
+//! TLS upstreams: an mTLS `https://` one and an `mcpbs://` one, trusted through `ca`.
 
 mod common;
+mod peers;
 #[path = "../../mcpwire/tests/pki/mod.rs"]
 mod pki;
 
@@ -15,7 +17,7 @@ use std::time::Duration;
 use common::listen;
 use common::wires::{Conversation, Peer, grpc_call_over};
 use mcpwire_wire::proto_mcp::pb;
-use pki::{Ca, dir, write};
+use pki::{Ca, dir, write, write_ca};
 use rustls::pki_types::pem::PemObject;
 use serde_json::{Value, json};
 
@@ -208,4 +210,107 @@ fn tls_flags_without_a_tls_listener_are_refused() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--listen https://"), "{err}");
+}
+
+#[test]
+fn the_gateway_fronts_tls_upstreams_over_tls() {
+    let d = dir("cli-gateway");
+    let ca = Ca::new("test CA");
+    let ca_file = write_ca(&d, "ca", &ca);
+    let (cert, key) = write(&d, "server", &ca.leaf("server", 1));
+    let clients = Ca::new("client CA");
+    let clients_file = write_ca(&d, "clients", &clients);
+    write(&d, "gateway", &clients.leaf("gateway", 2));
+    let s = |p: &std::path::Path| p.to_str().expect("utf-8").to_owned();
+    let (cert, key, clients_file) = (s(&cert), s(&key), s(&clients_file));
+
+    // An upstream requiring client certificates, and an MCPB one over TLS.
+    let mut https_up = listen(
+        BIN,
+        &[
+            "demo",
+            "--transport",
+            "http",
+            "--port",
+            "0",
+            "--tls-cert",
+            &cert,
+            "--tls-key",
+            &key,
+            "--tls-client-ca",
+            &clients_file,
+        ],
+        "warn",
+        &["mcpwire: listening on https://127.0.0.1:"],
+        false,
+    );
+    let mut mcpbs_up = listen(
+        BIN,
+        &[
+            "demo",
+            "--transport",
+            "mcpb",
+            "--port",
+            "0",
+            "--tls-cert",
+            &cert,
+            "--tls-key",
+            &key,
+        ],
+        "error",
+        &["mcpwire: listening on mcpbs://127.0.0.1:"],
+        false,
+    );
+    let https_port = https_up.addrs[0].trim_end_matches("/mcp").to_owned();
+    let config = d.join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+[server]
+prefix = "always"
+
+[[listen]]
+url = "https://127.0.0.1:0/mcp"
+tls = {{ cert = "server.crt", key = "server.key" }}
+
+[backends.web]
+url = "https://localhost:{https_port}/mcp"
+ca = "ca.pem"
+client_cert = "gateway.crt"
+client_key = "gateway.key"
+
+[backends.bin]
+mcpb = "tcps://localhost:{}"
+ca = "ca.pem"
+"#,
+            mcpbs_up.addrs[0]
+        ),
+    )
+    .expect("config");
+    let mut gateway = listen(
+        BIN,
+        &["serve", "--config", &s(&config)],
+        "warn",
+        &["mcpwire: listening on https://127.0.0.1:"],
+        false,
+    );
+    let url = format!("https://localhost:{}", gateway.addrs[0]);
+    let trust = [("SSL_CERT_FILE", ca_file.to_str().expect("utf-8"))];
+    for tool in ["web_echo", "bin_echo"] {
+        let called = peers::run_env(
+            &["call", &url, tool, "--args", r#"{"text":"through TLS"}"#],
+            &trust,
+        );
+        assert_eq!(called.code, Some(0), "{tool}: {}", called.stderr);
+        assert!(
+            called.stdout.contains("through TLS"),
+            "{tool}: {}",
+            called.stdout
+        );
+    }
+    for child in [&mut gateway.child, &mut https_up.child, &mut mcpbs_up.child] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
 }
