@@ -94,8 +94,9 @@ fn parse_mcpb(rest: &str, tls: bool) -> Result<Target, ClientError> {
         None => (None, rest),
     };
     if !looks_like_address(addr) || addr.contains('/') {
+        let s = if tls { "s" } else { "" };
         return Err(ClientError::Target(format!(
-            "`mcpb://{addr}`: an MCPB target is mcpb://[TOKEN@]host:port"
+            "`mcpb{s}://{addr}`: an MCPB target is mcpb{s}://[TOKEN@]host:port"
         )));
     }
     Ok(Target::Mcpb {

@@ -675,6 +675,63 @@ mcpb = "127.0.0.1:9000"
         );
     }
 
+    #[test]
+    fn tls_listeners_and_upstreams() {
+        let c = load(
+            r#"
+[[listen]]
+url = "tcps://127.0.0.1:9443"
+tls = { cert = "c.pem", key = "/etc/k.pem", client_ca = "ca.pem", client_auth = "optional" }
+
+[backends.web]
+url = "https://example.com/mcp"
+ca = "internal.pem"
+"#,
+        )
+        .unwrap();
+        let l = &c.listeners[0];
+        assert_eq!(l.url(), "mcpbs://127.0.0.1:9443");
+        let tls = l.tls.as_ref().expect("tls");
+        assert_eq!(tls.cert, Path::new("conf/c.pem"), "relative to the file");
+        assert_eq!(tls.key, Path::new("/etc/k.pem"));
+        assert_eq!(tls.client_ca.as_deref(), Some(Path::new("conf/ca.pem")));
+        assert_eq!(tls.client_auth, crate::tls::ClientAuth::Optional);
+        let BackendSource::Upstream(up) = &c.backends[0].source else {
+            panic!("an upstream")
+        };
+        assert_eq!(up.tls.ca.as_deref(), Some(Path::new("conf/internal.pem")));
+
+        for (text, says) in [
+            (
+                "[[listen]]\nurl = \"http://127.0.0.1:1/mcp\"\ntls = { cert = \"c\", key = \"k\" }\n",
+                "listen[0].tls: `tls` is set but `http://127.0.0.1:1/mcp` is not a TLS URL: write https://",
+            ),
+            (
+                "[[listen]]\nurl = \"wss://127.0.0.1:1/mcp\"\ntls = { cert = \"c\", key = \"k\", client_auth = \"optional\" }\n",
+                "listen[0].tls: `tls.client_auth` needs `tls.client_ca`",
+            ),
+            (
+                "[[listen]]\nurl = \"grpcs://127.0.0.1:1\"\ntls = { cert = \"c\" }\n",
+                "listen[0].tls: missing field `key`",
+            ),
+            (
+                "[backends.w]\nurl = \"http://example.com/mcp\"\nca = \"ca.pem\"\n",
+                "backends.w.ca: `ca` is for TLS upstreams",
+            ),
+            (
+                "[backends.w]\nmcpb = \"mcpbs://gw.local:1\"\nclient_cert = \"c.pem\"\n",
+                "backends.w.client_key: a client certificate needs both",
+            ),
+            (
+                "[backends.w]\nnative = \"demo\"\nca = \"ca.pem\"\n",
+                "backends.w.ca: `ca` is an option of upstream backends",
+            ),
+        ] {
+            let e = refused(&format!("{text}[backends.d]\nnative = \"demo\"\n"));
+            assert!(e.contains(says), "{says}\n{e}");
+        }
+    }
+
     fn refused(text: &str) -> String {
         load(text).unwrap_err().to_string()
     }
@@ -692,7 +749,7 @@ mcpb = "127.0.0.1:9000"
             ),
             (
                 "[[listen]]\nurl = \"https://127.0.0.1:1/mcp\"\n[backends.d]\nnative = \"x\"\n",
-                "conf/mcpwire.toml:2:7: listen[0].url: `https://127.0.0.1:1/mcp`: mcpwire does not terminate TLS",
+                "conf/mcpwire.toml:2:7: listen[0].url: `https://127.0.0.1:1/mcp` is a TLS listener: give its certificate and key",
             ),
             (
                 "[[listen]]\nurl = \"grpc://127.0.0.1:1\"\ntokens = [\"x\"]\n[backends.d]\nnative = \"x\"\n",
