@@ -17,7 +17,7 @@ use std::time::Duration;
 use common::listen;
 use common::wires::{Conversation, Peer, grpc_call_over};
 use mcpwire_wire::proto_mcp::pb;
-use pki::{Ca, dir, write, write_ca};
+use pki::{Ca, Setup, write, write_ca};
 use rustls::pki_types::pem::PemObject;
 use serde_json::{Value, json};
 
@@ -97,24 +97,13 @@ fn echo_over(peer: impl Peer) {
 
 #[test]
 fn serve_terminates_tls_on_websocket_and_grpc() {
-    let d = dir("cli-wss-grpcs");
-    let ca = Ca::new("test CA");
-    let (cert, key) = write(&d, "server", &ca.leaf("server", 1));
-    let (cert, key) = (cert.to_str().expect("utf-8"), key.to_str().expect("utf-8"));
+    let setup = Setup::new("cli-wss-grpcs");
+    let (ca, flags) = (&setup.ca, setup.flags());
+    let mut args = vec!["serve", "--demo", "--listen", "wss://127.0.0.1:0/mcp"];
+    args.extend(["--listen", "grpcs://127.0.0.1:0"]);
     let mut l = listen(
         BIN,
-        &[
-            "serve",
-            "--demo",
-            "--listen",
-            "wss://127.0.0.1:0/mcp",
-            "--listen",
-            "grpcs://127.0.0.1:0",
-            "--tls-cert",
-            cert,
-            "--tls-key",
-            key,
-        ],
+        &[args, flags.iter().map(String::as_str).collect()].concat(),
         "warn",
         &[
             "mcpwire: listening on wss://",
@@ -125,14 +114,14 @@ fn serve_terminates_tls_on_websocket_and_grpc() {
     let wss = l.addrs[0].trim_end_matches("/mcp").to_owned();
     let grpcs = l.addrs[1].clone();
 
-    echo_over(Wss::connect(&wss, "/mcp", &ca));
+    echo_over(Wss::connect(&wss, "/mcp", ca));
 
     let tools: pb::ListToolsResponse = grpc_call_over(
         &grpcs,
         "ListTools",
         &pb::ListToolsRequest::default(),
         &[],
-        Some(client_config(&ca, &[b"h2"])),
+        Some(client_config(ca, &[b"h2"])),
     )
     .expect("ListTools over grpcs");
     assert!(tools.tools.iter().any(|t| t.name == "echo"), "{tools:?}");
@@ -156,7 +145,7 @@ fn serve_terminates_tls_on_websocket_and_grpc() {
         "ListTools",
         &pb::ListToolsRequest::default(),
         &[],
-        Some(client_config(&ca, &[b"h2"])),
+        Some(client_config(ca, &[b"h2"])),
     )
     .expect("still served");
     assert_eq!(again.tools.len(), tools.tools.len());
@@ -164,31 +153,24 @@ fn serve_terminates_tls_on_websocket_and_grpc() {
     let _ = l.child.wait();
 }
 
+/// `mcpwire demo --transport TRANSPORT --port 0` with `setup`'s certificate and `extra`
+/// flags, once it printed `mcpwire: listening on {scheme}://127.0.0.1:`; `addrs[0]` is what
+/// follows (the port and path).
+fn demo_tls(setup: &Setup, transport: &str, scheme: &str, extra: &[&str]) -> common::Listening {
+    let flags = setup.flags();
+    let mut args = vec!["demo", "--transport", transport, "--port", "0"];
+    args.extend(flags.iter().map(String::as_str));
+    args.extend(extra);
+    let prefix = format!("mcpwire: listening on {scheme}://127.0.0.1:");
+    listen(BIN, &args, "warn", &[prefix.as_str()], false)
+}
+
 #[test]
 fn demo_transport_ws_with_a_certificate_is_wss() {
-    let d = dir("cli-demo-wss");
-    let ca = Ca::new("test CA");
-    let (cert, key) = write(&d, "server", &ca.leaf("server", 1));
-    let (cert, key) = (cert.to_str().expect("utf-8"), key.to_str().expect("utf-8"));
-    let mut l = listen(
-        BIN,
-        &[
-            "demo",
-            "--transport",
-            "ws",
-            "--port",
-            "0",
-            "--tls-cert",
-            cert,
-            "--tls-key",
-            key,
-        ],
-        "warn",
-        &["mcpwire: listening on wss://"],
-        false,
-    );
-    let addr = l.addrs[0].trim_end_matches("/mcp").to_owned();
-    echo_over(Wss::connect(&addr, "/mcp", &ca));
+    let setup = Setup::new("cli-demo-wss");
+    let mut l = demo_tls(&setup, "ws", "wss", &[]);
+    let addr = format!("127.0.0.1:{}", l.addrs[0].trim_end_matches("/mcp"));
+    echo_over(Wss::connect(&addr, "/mcp", &setup.ca));
     let _ = l.child.kill();
     let _ = l.child.wait();
 }
@@ -214,53 +196,16 @@ fn tls_flags_without_a_tls_listener_are_refused() {
 
 #[test]
 fn the_gateway_fronts_tls_upstreams_over_tls() {
-    let d = dir("cli-gateway");
-    let ca = Ca::new("test CA");
-    let ca_file = write_ca(&d, "ca", &ca);
-    let (cert, key) = write(&d, "server", &ca.leaf("server", 1));
+    let setup = Setup::new("cli-gateway");
+    let d = &setup.dir;
     let clients = Ca::new("client CA");
-    let clients_file = write_ca(&d, "clients", &clients);
-    write(&d, "gateway", &clients.leaf("gateway", 2));
-    let s = |p: &std::path::Path| p.to_str().expect("utf-8").to_owned();
-    let (cert, key, clients_file) = (s(&cert), s(&key), s(&clients_file));
+    let clients_file = write_ca(d, "clients", &clients);
+    write(d, "gateway", &clients.leaf("gateway", 2));
+    let clients_file = clients_file.to_str().expect("utf-8");
 
     // An upstream requiring client certificates, and an MCPB one over TLS.
-    let mut https_up = listen(
-        BIN,
-        &[
-            "demo",
-            "--transport",
-            "http",
-            "--port",
-            "0",
-            "--tls-cert",
-            &cert,
-            "--tls-key",
-            &key,
-            "--tls-client-ca",
-            &clients_file,
-        ],
-        "warn",
-        &["mcpwire: listening on https://127.0.0.1:"],
-        false,
-    );
-    let mut mcpbs_up = listen(
-        BIN,
-        &[
-            "demo",
-            "--transport",
-            "mcpb",
-            "--port",
-            "0",
-            "--tls-cert",
-            &cert,
-            "--tls-key",
-            &key,
-        ],
-        "error",
-        &["mcpwire: listening on mcpbs://127.0.0.1:"],
-        false,
-    );
+    let mut https_up = demo_tls(&setup, "http", "https", &["--tls-client-ca", clients_file]);
+    let mut mcpbs_up = demo_tls(&setup, "mcpb", "mcpbs", &[]);
     let https_port = https_up.addrs[0].trim_end_matches("/mcp").to_owned();
     let config = d.join("gateway.toml");
     std::fs::write(
@@ -290,13 +235,13 @@ ca = "ca.pem"
     .expect("config");
     let mut gateway = listen(
         BIN,
-        &["serve", "--config", &s(&config)],
+        &["serve", "--config", config.to_str().expect("utf-8")],
         "warn",
         &["mcpwire: listening on https://127.0.0.1:"],
         false,
     );
     let url = format!("https://localhost:{}", gateway.addrs[0]);
-    let trust = [("SSL_CERT_FILE", ca_file.to_str().expect("utf-8"))];
+    let trust = [("SSL_CERT_FILE", setup.ca_file.to_str().expect("utf-8"))];
     for tool in ["web_echo", "bin_echo"] {
         let called = peers::run_env(
             &["call", &url, tool, "--args", r#"{"text":"through TLS"}"#],

@@ -21,7 +21,7 @@ use mcpwire::mcpb::{McpbConfig, McpbServer};
 use mcpwire::model::types::Implementation;
 use mcpwire::router::{CallCtx, NoArgs, Server, ToolError, tool};
 use mcpwire::tls::{ClientAuth, ClientTls, TlsConfig};
-use pki::{Ca, dir, write, write_ca};
+use pki::{Ca, Setup, dir, write, write_ca};
 use rustls::pki_types::pem::PemObject;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -99,10 +99,9 @@ async fn ping(target: &str, tls: ClientTls) -> Result<(), String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn https_and_mcpbs_serve_a_client_trusting_their_ca() {
-    let d = dir("custom-ca");
-    let ca = Ca::new("test CA");
-    let ca_file = write_ca(&d, "ca", &ca);
-    let (cert, key) = write(&d, "server", &ca.leaf("server", 1));
+    let Setup {
+        ca_file, cert, key, ..
+    } = Setup::new("custom-ca");
     let http = serve_https(TlsConfig::new(&cert, &key)).await;
     let mcpb = serve_mcpbs(TlsConfig::new(&cert, &key)).await;
 
@@ -123,10 +122,9 @@ async fn https_and_mcpbs_serve_a_client_trusting_their_ca() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plaintext_and_silent_clients_on_a_tls_listener_fail_alone() {
-    let d = dir("plaintext");
-    let ca = Ca::new("test CA");
-    let ca_file = write_ca(&d, "ca", &ca);
-    let (cert, key) = write(&d, "server", &ca.leaf("server", 1));
+    let Setup {
+        ca_file, cert, key, ..
+    } = Setup::new("plaintext");
     let http = serve_https(TlsConfig::new(&cert, &key)).await;
     let mcpb = serve_mcpbs(TlsConfig::new(&cert, &key)).await;
 
@@ -164,10 +162,13 @@ async fn plaintext_and_silent_clients_on_a_tls_listener_fail_alone() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutual_tls_refuses_clients_without_a_good_certificate() {
-    let d = dir("mtls");
-    let ca = Ca::new("server CA");
-    let ca_file = write_ca(&d, "ca", &ca);
-    let (cert, key) = write(&d, "server", &ca.leaf("server", 1));
+    let Setup {
+        dir: d,
+        ca_file,
+        cert,
+        key,
+        ..
+    } = Setup::new("mtls");
     let clients = Ca::new("client CA");
     let clients_file = write_ca(&d, "clients", &clients);
     let (good_cert, good_key) = write(&d, "alice", &clients.leaf("alice", 7));
@@ -337,10 +338,9 @@ async fn a_replaced_certificate_serves_new_handshakes_and_old_connections_go_on(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn silent_clients_of_one_address_hold_only_their_share_of_handshakes() {
-    let d = dir("per-ip");
-    let ca = Ca::new("CA");
-    let ca_file = write_ca(&d, "ca", &ca);
-    let (cert, key) = write(&d, "server", &ca.leaf("server", 1));
+    let Setup {
+        ca_file, cert, key, ..
+    } = Setup::new("per-ip");
     let http = serve_https(TlsConfig::new(&cert, &key)).await;
     let https = format!("https://localhost:{}/mcp", http.port());
 

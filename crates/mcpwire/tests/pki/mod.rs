@@ -83,3 +83,41 @@ pub fn write_ca(dir: &Path, name: &str, ca: &Ca) -> PathBuf {
     std::fs::write(&path, ca.pem()).expect("write CA");
     path
 }
+
+/// What most TLS tests start from: a directory of their own holding a CA (`ca.pem`) and a
+/// server certificate for `localhost` it signed (`server.crt`, `server.key`).
+pub struct Setup {
+    pub dir: PathBuf,
+    pub ca: Ca,
+    pub ca_file: PathBuf,
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+impl Setup {
+    /// The files for the test `test`.
+    pub fn new(test: &str) -> Setup {
+        let dir = dir(test);
+        let ca = Ca::new("test CA");
+        let ca_file = write_ca(&dir, "ca", &ca);
+        let (cert, key) = write(&dir, "server", &ca.leaf("server", 1));
+        Setup {
+            dir,
+            ca,
+            ca_file,
+            cert,
+            key,
+        }
+    }
+
+    /// `--tls-cert CERT --tls-key KEY`.
+    pub fn flags(&self) -> Vec<String> {
+        let path = |p: &Path| p.to_str().expect("a UTF-8 path").to_owned();
+        vec![
+            "--tls-cert".into(),
+            path(&self.cert),
+            "--tls-key".into(),
+            path(&self.key),
+        ]
+    }
+}
