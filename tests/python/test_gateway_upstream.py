@@ -314,7 +314,7 @@ async def test_a_hanging_upstream_times_out(mcpwire_bin, tmp_path):
 
 
 async def test_a_flooding_upstream(mcpwire_bin, tmp_path):
-    """Thousands of logs and progress updates around one call: the call is answered and the
+    """Five thousand logs and progress updates around one call: the call is answered and the
     session stays usable (what a slow client cannot take is dropped, not queued)."""
     served = Served(mcpwire_bin, gateway_config(tmp_path, faulty_backend()))
     try:
@@ -324,8 +324,8 @@ async def test_a_flooding_upstream(mcpwire_bin, tmp_path):
             async def on_progress(progress, total, message):
                 seen.append(progress)
 
-            r = await s.call_tool("flood", {"count": 20000}, progress_callback=on_progress)
-            assert text_of(r) == "flooded 20000"
+            r = await s.call_tool("flood", {"count": 5000}, progress_callback=on_progress)
+            assert text_of(r) == "flooded 5000"
             assert seen and seen == sorted(seen), "progress in order"
             r = await s.call_tool("echo", {"text": "after the flood"})
             assert text_of(r) == "after the flood"
