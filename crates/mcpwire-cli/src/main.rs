@@ -123,10 +123,13 @@ enum Command {
 /// A server to talk to, and how long to wait for it.
 #[derive(clap::Args, Debug)]
 pub struct ConnectArgs {
-    /// Command line of a stdio MCP server, or an http:// or https:// URL.
+    /// Command line of a stdio MCP server, an http:// or https:// URL, or an MCPB address
+    /// (mcpb://HOST:PORT, over TLS mcpbs://HOST:PORT).
     target: String,
     #[command(flatten)]
     timeout: TimeoutArg,
+    #[command(flatten)]
+    tls: tls_args::ClientTlsArgs,
 }
 
 /// `--timeout`, shared by every command that connects to a server.
@@ -408,7 +411,9 @@ async fn run(cli: Cli) -> Result<ExitCode> {
 /// stderr.
 async fn connect_to(connect: &ConnectArgs) -> Result<Client> {
     let target = Target::parse(&connect.target)?;
-    let (client, events) = Client::connect(&target, &connect.timeout.options()).await?;
+    let mut options = connect.timeout.options();
+    options.tls = connect.tls.client();
+    let (client, events) = Client::connect(&target, &options).await?;
     events.print_logs();
     Ok(client)
 }

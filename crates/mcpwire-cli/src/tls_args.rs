@@ -1,9 +1,37 @@
 //! `--tls-cert`, `--tls-key`, `--tls-client-ca`, `--tls-client-auth`: TLS for the listener of
-//! `demo|run|dev --transport …` and for every TLS `--listen` URL of `serve`.
+//! `demo|run|dev --transport …` and for every TLS `--listen` URL of `serve`; `--ca`,
+//! `--client-cert`, `--client-key`: how `list` and `call` check a TLS server.
 
 use std::path::PathBuf;
 
 use mcpwire::gateway::TlsOptions;
+use mcpwire::tls::ClientTls;
+
+/// How `list` and `call` check an `https://` or `mcpbs://` server and prove themselves.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ClientTlsArgs {
+    /// Trust only the CA certificates of this PEM file (default: the system's roots; also
+    /// `SSL_CERT_FILE`).
+    #[arg(long, value_name = "FILE")]
+    ca: Option<PathBuf>,
+    /// Present this client certificate (PEM) to servers that ask for one (mTLS).
+    #[arg(long, value_name = "FILE", requires = "client_key")]
+    client_cert: Option<PathBuf>,
+    /// The private key of --client-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "client_cert")]
+    client_key: Option<PathBuf>,
+}
+
+impl ClientTlsArgs {
+    /// The client's TLS settings.
+    pub fn client(&self) -> ClientTls {
+        ClientTls {
+            ca: self.ca.clone(),
+            cert: self.client_cert.clone(),
+            key: self.client_key.clone(),
+        }
+    }
+}
 
 /// TLS options shared by every serving command.
 #[derive(clap::Args, Debug, Clone, Default)]

@@ -217,7 +217,7 @@ prefix = "always"
 
 [[listen]]
 url = "https://127.0.0.1:0/mcp"
-tls = {{ cert = "server.crt", key = "server.key" }}
+tls = {{ cert = "server.crt", key = "server.key", client_ca = "clients.pem" }}
 
 [backends.web]
 url = "https://localhost:{https_port}/mcp"
@@ -240,12 +240,37 @@ ca = "ca.pem"
         &["mcpwire: listening on https://127.0.0.1:"],
         false,
     );
+    // The gateway's own listener wants a client certificate too: `call` presents one.
     let url = format!("https://localhost:{}", gateway.addrs[0]);
-    let trust = [("SSL_CERT_FILE", setup.ca_file.to_str().expect("utf-8"))];
+    let path = |name: &str| d.join(name).to_str().expect("utf-8").to_owned();
+    let (ca, cert, key) = (path("ca.pem"), path("gateway.crt"), path("gateway.key"));
+    let args = r#"{"text":"through TLS"}"#;
+    let without = peers::run_env(
+        &["call", &url, "web_echo", "--args", args, "--ca", &ca],
+        &[],
+    );
+    assert_eq!(
+        without.code,
+        Some(3),
+        "no client certificate: {}",
+        without.stderr
+    );
     for tool in ["web_echo", "bin_echo"] {
         let called = peers::run_env(
-            &["call", &url, tool, "--args", r#"{"text":"through TLS"}"#],
-            &trust,
+            &[
+                "call",
+                &url,
+                tool,
+                "--args",
+                args,
+                "--ca",
+                &ca,
+                "--client-cert",
+                &cert,
+                "--client-key",
+                &key,
+            ],
+            &[],
         );
         assert_eq!(called.code, Some(0), "{tool}: {}", called.stderr);
         assert!(
