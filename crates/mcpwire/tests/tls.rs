@@ -28,13 +28,25 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
+/// `ping` answers `pong`; `whoami` the caller's subject (or `anonymous`).
 fn service() -> Service {
     let ping = tool("ping", |_ctx: CallCtx, _: NoArgs| async move {
         Ok::<_, ToolError>("pong".to_owned())
     });
+    let whoami = tool("whoami", |ctx: CallCtx, _: NoArgs| async move {
+        let who = ctx.identity().map_or("anonymous".to_owned(), |id| {
+            format!(
+                "{} {}",
+                id.subject(),
+                serde_json::Value::Object(id.claims().clone())
+            )
+        });
+        Ok::<_, ToolError>(who)
+    });
     Service::from_server(
         Server::builder(Implementation::new("tls-test", "1"))
             .tool(ping)
+            .tool(whoami)
             .build(),
     )
 }
@@ -88,7 +100,7 @@ async fn ping(target: &str, tls: ClientTls) -> Result<(), String> {
         .await
         .map_err(|e| e.to_string())?;
     let tools = client.list_tools().await.map_err(|e| e.to_string())?;
-    assert_eq!(tools.len(), 1);
+    assert_eq!(tools.len(), 2);
     let result = client
         .request("tools/call", json!({"name": "ping", "arguments": {}}))
         .await
@@ -360,5 +372,58 @@ async fn silent_clients_of_one_address_hold_only_their_share_of_handshakes() {
         attempts += 1;
         assert!(attempts < 100, "still refused: {e}");
         tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Who `whoami` says the caller is, over `target`.
+async fn whoami(target: &str, tls: ClientTls) -> String {
+    let target = Target::parse(target).expect("target");
+    let (client, _events) = Client::connect(&target, &options(tls))
+        .await
+        .expect("connect");
+    let result = client
+        .request("tools/call", json!({"name": "whoami", "arguments": {}}))
+        .await
+        .expect("whoami");
+    client.close().await.expect("close");
+    result["content"][0]["text"]
+        .as_str()
+        .expect("text")
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_certificate_names_the_caller_when_nothing_else_does() {
+    let Setup {
+        dir: d,
+        ca_file,
+        cert,
+        key,
+        ..
+    } = Setup::new("mtls-identity");
+    let clients = Ca::new("client CA");
+    let (alice_cert, alice_key) = write(&d, "alice", &clients.client("spiffe://test/alice", 9));
+    let tls = TlsConfig {
+        client_ca: Some(write_ca(&d, "clients", &clients)),
+        client_auth: ClientAuth::Optional,
+        ..TlsConfig::new(&cert, &key)
+    };
+    let alice = ClientTls {
+        cert: Some(alice_cert),
+        key: Some(alice_key),
+        ..trusting(&ca_file)
+    };
+    let http = serve_https(tls.clone()).await;
+    let mcpb = serve_mcpbs(tls).await;
+    for url in [
+        format!("https://localhost:{}/mcp", http.port()),
+        format!("mcpbs://localhost:{}", mcpb.port()),
+    ] {
+        let who = whoami(&url, alice.clone()).await;
+        assert_eq!(
+            who, r#"cert:spiffe://test/alice {"dns":[],"uri":["spiffe://test/alice"]}"#,
+            "{url}"
+        );
+        assert_eq!(whoami(&url, trusting(&ca_file)).await, "anonymous", "{url}");
     }
 }

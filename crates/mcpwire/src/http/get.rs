@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::http::header::ALLOW;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -15,17 +15,21 @@ use mcpwire_model::McpError;
 use super::headers::{self, Accept, LAST_EVENT_ID, SESSION_ID};
 use super::replay::{EventId, StreamItem, StreamKind};
 use super::session::ResumeError;
-use super::{App, auth, guard, reply};
+use super::{App, ClientAddr, auth, guard, reply};
 
 /// Opens the standalone SSE stream of a session (server notifications and requests that
 /// relate to no open `POST`; a newer stream replaces an older one), or, with
 /// `Last-Event-ID`, resumes the stream that event belongs to (a request's or the standalone
 /// one).
-pub(crate) async fn open(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+pub(crate) async fn open(
+    State(app): State<Arc<App>>,
+    Extension(client): Extension<ClientAddr>,
+    headers: HeaderMap,
+) -> Response {
     if let Some(r) = guard::refuse(&app.config.guard, &headers) {
         return r;
     }
-    let identity = match auth::authenticate(&app, &headers).await {
+    let identity = match auth::authenticate(&app, &headers, &client).await {
         Ok(id) => id,
         Err(r) => return r,
     };
@@ -70,11 +74,15 @@ pub(crate) async fn open(State(app): State<Arc<App>>, headers: HeaderMap) -> Res
 }
 
 /// Ends a session: its calls are dropped and its id answers 404 from now on.
-pub(crate) async fn delete(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+pub(crate) async fn delete(
+    State(app): State<Arc<App>>,
+    Extension(client): Extension<ClientAddr>,
+    headers: HeaderMap,
+) -> Response {
     if let Some(r) = guard::refuse(&app.config.guard, &headers) {
         return r;
     }
-    let identity = match auth::authenticate(&app, &headers).await {
+    let identity = match auth::authenticate(&app, &headers, &client).await {
         Ok(id) => id,
         Err(r) => return r,
     };

@@ -50,10 +50,15 @@ use tokio_util::task::TaskTracker;
 /// How long connections get to finish the requests they started once a shutdown began.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
-/// The address a request's connection came from (a request extension set per connection;
-/// read by the rate limits through `CallCtx::client_ip`).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct ClientAddr(pub(crate) SocketAddr);
+/// Where a request's connection came from (a request extension set per connection): its
+/// address (read by the rate limits through `CallCtx::client_ip`) and the caller its
+/// verified TLS client certificate names (the identity when the service has no
+/// authentication of its own).
+#[derive(Debug, Clone)]
+pub(crate) struct ClientAddr {
+    pub(crate) addr: SocketAddr,
+    pub(crate) certificate: Option<mcpwire_router::Identity>,
+}
 
 /// A request refused before any session as a whole HTTP response: the error's status
 /// (429 with `Retry-After` for a rate limit) and its JSON-RPC body. For listeners that
@@ -233,8 +238,11 @@ impl HttpServer {
                 Some(Ok(permit)) => Some(permit),
                 None => None,
             };
-            let service =
-                TowerToHyperService::new(router.clone().layer(axum::Extension(ClientAddr(peer))));
+            let client = ClientAddr {
+                addr: peer,
+                certificate: io.certificate_identity(),
+            };
+            let service = TowerToHyperService::new(router.clone().layer(axum::Extension(client)));
             let shutdown = shutdown.clone();
             connections.spawn(async move {
                 let conn = hyper::server::conn::http1::Builder::new()

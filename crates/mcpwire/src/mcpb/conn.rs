@@ -61,6 +61,9 @@ pub(crate) struct McpbConnection {
     auth_answer: Option<AuthAnswer>,
     /// Who authenticated (`None`: authentication is off); every call carries it.
     identity: Option<Identity>,
+    /// Who the client's TLS certificate names (mTLS): the identity when the listener has
+    /// no authentication of its own.
+    certificate: Option<Identity>,
     /// A token being verified (its signing keys are loading); no input is read meanwhile.
     verifying: Option<Verifying>,
     /// Set when the connection is over the connections per IP limit: its first request
@@ -117,12 +120,14 @@ pub(crate) enum McpbWake {
     Verified(Result<Identity, AuthFailure>),
 }
 
-/// Serves one accepted connection (its two halves) until it closes.
+/// Serves one accepted connection (its two halves; `certificate`: who its TLS client
+/// certificate names) until it closes.
 pub(crate) async fn serve<R, W>(
     listener: Arc<McpbListenerState>,
     r: R,
     w: W,
     peer: std::net::SocketAddr,
+    certificate: Option<Identity>,
 ) where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
@@ -145,7 +150,9 @@ pub(crate) async fn serve<R, W>(
     let conn = McpbConnection {
         core: ServerCore::new(
             ServerSession::new(service.config.clone()),
-            Calls::new(service.router.clone(), Wire::Mcpb).with_client_ip(Some(peer.ip())),
+            Calls::new(service.router.clone(), Wire::Mcpb)
+                .with_client_ip(Some(peer.ip()))
+                .with_identity(certificate.clone().filter(|_| listener.auth.is_none())),
         ),
         codec: McpbCodec::server(&service.limits),
         phase: Phase::Version,
@@ -160,7 +167,8 @@ pub(crate) async fn serve<R, W>(
         edge_armed: handshake_by,
         shape: None,
         auth_answer: None,
-        identity: None,
+        identity: certificate.clone().filter(|_| listener.auth.is_none()),
+        certificate,
         verifying: None,
         over_ip_limit,
         listener: listener.clone(),
@@ -456,7 +464,7 @@ impl McpbConnection {
         checked: Result<Option<Identity>, AuthFailure>,
     ) {
         let identity = match checked {
-            Ok(id) => id,
+            Ok(id) => id.or_else(|| self.certificate.clone()),
             Err(failure) => {
                 tracing::debug!(target: "mcpwire::mcpb", %failure, "authentication failed");
                 self.refuse(out, init.id, failure.to_mcp_error());

@@ -235,14 +235,15 @@ impl McpbServer {
             let shared = self.shared.clone();
             tracker.spawn(async move {
                 tracing::debug!(target: "mcpwire::mcpb", %peer, "connection accepted");
+                let certificate = stream.certificate_identity();
                 match stream {
                     ServerStream::Plain(tcp) => {
                         let (r, w) = tcp.into_split();
-                        conn::serve(shared, r, w, peer).await;
+                        conn::serve(shared, r, w, peer, certificate).await;
                     }
                     ServerStream::Tls(tls) => {
                         let (r, w) = tokio::io::split(tls);
-                        conn::serve(shared, r, w, peer).await;
+                        conn::serve(shared, r, w, peer, certificate).await;
                     }
                 }
             });

@@ -130,14 +130,19 @@ impl GrpcMcp {
             return Err(error_status(refused));
         }
         let ip = conn.and_then(|c| c.remote).map(|a| a.ip());
-        Ok((self.authenticate(req).await?, ip))
+        let certificate = conn.and_then(|c| c.certificate.clone());
+        Ok((self.authenticate(req, certificate).await?, ip))
     }
 
-    /// The caller's identity from its `authorization` metadata: `Ok(None)` when the service
-    /// does not authenticate.
-    async fn authenticate<T>(&self, req: &Request<T>) -> Result<Option<Identity>, Status> {
+    /// The caller's identity from its `authorization` metadata; when the service does not
+    /// authenticate, the one its TLS client certificate names, if any.
+    async fn authenticate<T>(
+        &self,
+        req: &Request<T>,
+        certificate: Option<Identity>,
+    ) -> Result<Option<Identity>, Status> {
         let Some(auth) = &self.service.auth else {
-            return Ok(None);
+            return Ok(certificate);
         };
         let header = req.metadata().get("authorization").map(|v| v.as_bytes());
         match auth.verify_header(header).await {

@@ -25,6 +25,8 @@ pub(crate) struct GrpcConnInfo {
     pub(crate) remote: Option<SocketAddr>,
     /// Set when the connection is over the per-IP limit: every RPC answers this.
     pub(crate) refused: Option<McpError>,
+    /// The caller the client's verified TLS certificate names (mTLS).
+    pub(crate) certificate: Option<mcpwire_router::Identity>,
 }
 
 /// An accepted connection (TCP or TLS) holding its connection slot (given back when tonic drops it).
@@ -53,11 +55,12 @@ impl GrpcConn {
             .is_some()
             .then(|| Box::pin(tokio::time::sleep(REFUSED_LINGER)));
         GrpcConn {
-            stream,
             info: GrpcConnInfo {
                 remote: Some(remote),
                 refused,
+                certificate: stream.certificate_identity(),
             },
+            stream,
             _permit: permit,
             closes,
         }

@@ -133,7 +133,10 @@ impl WsServer {
 
 async fn upgrade(
     State(st): State<WsState>,
-    ConnectInfo(PeerAddr(peer)): ConnectInfo<PeerAddr>,
+    ConnectInfo(PeerAddr {
+        addr: peer,
+        certificate,
+    }): ConnectInfo<PeerAddr>,
     headers: axum::http::HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
@@ -149,7 +152,7 @@ async fn upgrade(
         None => None,
     };
     let identity = match &st.service.auth {
-        None => None,
+        None => certificate,
         Some(auth) => {
             let header = headers.get(AUTHORIZATION).map(|v| v.as_bytes());
             match auth.verify_header(header).await {

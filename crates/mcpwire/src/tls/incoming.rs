@@ -183,9 +183,15 @@ async fn handshake(
     }
 }
 
-/// The address a connection came from, as axum's connect info (WebSocket).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct PeerAddr(pub(crate) SocketAddr);
+/// Where a connection came from, as axum's connect info (WebSocket): the address, and the
+/// caller its client certificate names (mTLS).
+#[derive(Debug, Clone)]
+pub(crate) struct PeerAddr {
+    /// The client's address.
+    pub(crate) addr: SocketAddr,
+    /// The caller its verified client certificate names, if it presented one.
+    pub(crate) certificate: Option<mcpwire_router::Identity>,
+}
 
 impl axum::serve::Listener for Incoming {
     type Io = ServerStream;
@@ -204,7 +210,10 @@ impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, Inco
     for PeerAddr
 {
     fn connect_info(stream: axum::serve::IncomingStream<'_, Incoming>) -> PeerAddr {
-        PeerAddr(*stream.remote_addr())
+        PeerAddr {
+            addr: *stream.remote_addr(),
+            certificate: stream.io().certificate_identity(),
+        }
     }
 }
 
@@ -214,6 +223,17 @@ pub(crate) enum ServerStream {
     Plain(TcpStream),
     /// TLS, handshake done.
     Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl ServerStream {
+    /// The caller the client's verified certificate names (mTLS), if it presented one.
+    pub(crate) fn certificate_identity(&self) -> Option<mcpwire_router::Identity> {
+        let ServerStream::Tls(tls) = self else {
+            return None;
+        };
+        let leaf = tls.get_ref().1.peer_certificates()?.first()?;
+        Some(super::identity::certificate_identity(leaf))
+    }
 }
 
 impl AsyncRead for ServerStream {

@@ -10,6 +10,7 @@
 //! Decisions: `docs/design/tls.md`. A leaf: depends on nothing else in the crate.
 
 mod client;
+mod identity;
 mod incoming;
 mod pem;
 mod reload;

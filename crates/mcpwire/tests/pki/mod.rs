@@ -7,7 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, SerialNumber,
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, SanType,
+    SerialNumber,
 };
 
 /// A certificate authority.
@@ -42,6 +43,25 @@ impl Ca {
         params.serial_number = Some(SerialNumber::from(serial));
         let key = KeyPair::generate().expect("key");
         let cert = params.signed_by(&key, &self.issuer).expect("leaf");
+        Leaf {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+            der: cert.der().to_vec(),
+        }
+    }
+}
+
+impl Ca {
+    /// A client certificate whose only name is the URI subject alternative name `uri`
+    /// (e.g. a SPIFFE id), signed by this CA.
+    pub fn client(&self, uri: &str, serial: u64) -> Leaf {
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
+        params.subject_alt_names = vec![SanType::URI(uri.try_into().expect("an IA5 URI"))];
+        params.serial_number = Some(SerialNumber::from(serial));
+        let key = KeyPair::generate().expect("key");
+        let cert = params
+            .signed_by(&key, &self.issuer)
+            .expect("client certificate");
         Leaf {
             cert_pem: cert.pem(),
             key_pem: key.serialize_pem(),
