@@ -25,16 +25,37 @@ const BIN: &str = env!("CARGO_BIN_EXE_mcpwire");
 
 /// A client configuration trusting only `ca`, offering `alpn`.
 fn client_config(ca: &Ca, alpn: &[&[u8]]) -> Arc<rustls::ClientConfig> {
+    client_config_as(ca, alpn, None)
+}
+
+/// [`client_config`], presenting `certificate` when the server asks for one.
+fn client_config_as(
+    ca: &Ca,
+    alpn: &[&[u8]],
+    certificate: Option<&pki::Leaf>,
+) -> Arc<rustls::ClientConfig> {
     let mut roots = rustls::RootCertStore::empty();
     let der = rustls::pki_types::CertificateDer::from_pem_slice(ca.pem().as_bytes());
     roots.add(der.expect("CA")).expect("root");
-    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
     .with_safe_default_protocol_versions()
     .expect("versions")
-    .with_root_certificates(roots)
-    .with_no_client_auth();
+    .with_root_certificates(roots);
+    let mut config = match certificate {
+        None => config.with_no_client_auth(),
+        Some(leaf) => {
+            let chain = rustls::pki_types::CertificateDer::pem_slice_iter(leaf.cert_pem.as_bytes())
+                .collect::<Result<Vec<_>, _>>()
+                .expect("chain");
+            let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(leaf.key_pem.as_bytes())
+                .expect("key");
+            config
+                .with_client_auth_cert(chain, key)
+                .expect("client certificate")
+        }
+    };
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     Arc::new(config)
 }
@@ -46,13 +67,16 @@ struct Wss(tungstenite::WebSocket<TlsSocket>);
 
 impl Wss {
     fn connect(addr: &str, path: &str, ca: &Ca) -> Wss {
+        Wss::connect_with(addr, path, client_config(ca, &[b"http/1.1"]))
+    }
+
+    fn connect_with(addr: &str, path: &str, config: Arc<rustls::ClientConfig>) -> Wss {
         let port = addr.rsplit_once(':').expect("port").1;
         let tcp = TcpStream::connect(addr).expect("connect");
         tcp.set_read_timeout(Some(Duration::from_secs(10)))
             .expect("timeout");
         let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
-        let conn = rustls::ClientConnection::new(client_config(ca, &[b"http/1.1"]), name)
-            .expect("TLS client");
+        let conn = rustls::ClientConnection::new(config, name).expect("TLS client");
         let url = format!("wss://localhost:{port}{path}");
         let (socket, _) =
             tungstenite::client(url.as_str(), rustls::StreamOwned::new(conn, tcp)).expect("wss");
@@ -283,4 +307,82 @@ ca = "ca.pem"
         let _ = child.kill();
         let _ = child.wait();
     }
+}
+
+#[test]
+fn client_certificates_name_callers_for_the_policy_on_websocket_and_grpc() {
+    let setup = Setup::new("cli-cert-policy");
+    let clients = Ca::new("client CA");
+    write_ca(&setup.dir, "clients", &clients);
+    let alice = clients.client("spiffe://test/alice", 5);
+    let config = setup.dir.join("gateway.toml");
+    let tls = r#"tls = { cert = "server.crt", key = "server.key", client_ca = "clients.pem", client_auth = "optional" }"#;
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+[[listen]]
+url = "wss://127.0.0.1:0/mcp"
+{tls}
+
+[[listen]]
+url = "grpcs://127.0.0.1:0"
+{tls}
+
+[backends.demo]
+native = "demo"
+
+[[policy.rules]]
+effect = "allow"
+subjects = ["cert:spiffe://test/alice"]
+
+[[policy.rules]]
+effect = "deny"
+tools = ["echo"]
+"#
+        ),
+    )
+    .expect("config");
+    let mut l = listen(
+        BIN,
+        &["serve", "--config", config.to_str().expect("utf-8")],
+        "warn",
+        &[
+            "mcpwire: listening on wss://",
+            "mcpwire: listening on grpcs://",
+        ],
+        false,
+    );
+    let wss = l.addrs[0].trim_end_matches("/mcp").to_owned();
+    let grpcs = l.addrs[1].clone();
+    let sees_echo = |certificate: Option<&pki::Leaf>| {
+        let config = client_config_as(&setup.ca, &[b"http/1.1"], certificate);
+        let mut c = Conversation::new(Wss::connect_with(&wss, "/mcp", config));
+        c.request(1, "initialize", initialize_params());
+        c.notify("notifications/initialized", json!({}));
+        let listed = c.request(2, "tools/list", json!({}));
+        let over_ws = listed["result"]["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .any(|t| t["name"] == "echo");
+        let tools: pb::ListToolsResponse = grpc_call_over(
+            &grpcs,
+            "ListTools",
+            &pb::ListToolsRequest::default(),
+            &[],
+            Some(client_config_as(&setup.ca, &[b"h2"], certificate)),
+        )
+        .expect("ListTools");
+        let over_grpc = tools.tools.iter().any(|t| t.name == "echo");
+        (over_ws, over_grpc)
+    };
+    assert_eq!(
+        sees_echo(Some(&alice)),
+        (true, true),
+        "alice, by her certificate"
+    );
+    assert_eq!(sees_echo(None), (false, false), "no certificate: anonymous");
+    let _ = l.child.kill();
+    let _ = l.child.wait();
 }
