@@ -6,8 +6,8 @@
 //! each within [`HANDSHAKE_TIMEOUT`]), so slow or silent clients never hold up the others,
 //! and one address cannot take every slot. A failed
 //! handshake — a plaintext client, an untrusted or missing client certificate, a timeout —
-//! closes that connection (rustls sends its alert) and is logged at debug; nothing else
-//! notices. [`Incoming::accept`] is cancel-safe: handshakes in progress are kept.
+//! closes that connection (rustls sends its alert), is logged at debug and counted
+//! (`mcpwire_tls_handshake_failures_total{reason}`); nothing else notices. [`Incoming::accept`] is cancel-safe: handshakes in progress are kept.
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -126,6 +126,7 @@ impl Incoming {
                     let from_ip = self.per_ip.entry(peer.ip()).or_default();
                     if *from_ip >= MAX_HANDSHAKES_PER_IP {
                         tracing::debug!(%peer, "too many TLS handshakes from this address; closed");
+                        crate::observe::tls_handshake_failure("per_ip");
                         continue;
                     }
                     *from_ip += 1;
@@ -174,10 +175,12 @@ async fn handshake(
         Ok(Ok(stream)) => (Some(stream), peer),
         Ok(Err(e)) => {
             tracing::debug!(%peer, error = %e, "TLS handshake failed");
+            crate::observe::tls_handshake_failure("error");
             (None, peer)
         }
         Err(_) => {
             tracing::debug!(%peer, "TLS handshake not finished in time");
+            crate::observe::tls_handshake_failure("timeout");
             (None, peer)
         }
     }

@@ -7,7 +7,8 @@
 //! - the client: [`ClientTls`] (custom CA, client certificate) for `https://` and
 //!   `mcpbs://` targets and JWKS URLs (`client.rs`).
 //!
-//! Decisions: `docs/design/tls.md`. A leaf: depends on nothing else in the crate.
+//! Decisions: `docs/design/tls.md`. Depends on nothing else in the crate but `observe` (a
+//! leaf) for its one counter.
 
 mod client;
 mod identity;
