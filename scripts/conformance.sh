@@ -8,10 +8,11 @@
 #   0.2.0-alpha.12  server --url URL --requirements 2025-11-25
 #   0.2.0-alpha.12  server --url URL --requirements 2026-07-28
 #   0.2.0-alpha.12  server --url URL --scenario S --spec-version V --force   (unscored ones)
-# With direct (and with client, alone) also its client scenarios that need no OAuth against the
-# library client, through the harness `mcpwire-conformance-client`
-# (crates/mcpwire-cli/src/bin/conformance_client.rs):
-#   0.2.0-alpha.12  client --command HARNESS --scenario S
+# With direct (and with client, alone) also its client scenarios against the library client,
+# through the harness `mcpwire-conformance-client` (crates/mcpwire-cli/src/bin/conformance_client.rs):
+#   0.2.0-alpha.12  client --command HARNESS --scenario S [--spec-version V]
+# among them every auth/* scenario (the upstream OAuth client, docs/design/upstream-auth.md),
+# the dual-revision ones at both 2025-11-25 and 2026-07-28.
 # Installs the pinned suites (tests/conformance/v*/package{,-lock}.json) into target/conformance
 # when missing. Exits non-zero if a scored scenario fails and is not listed in
 # tests/conformance/expected-failures.yml (see tests/conformance/evaluate.mjs).
@@ -67,18 +68,38 @@ trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/
 # harness with its URL (and MCP_CONFORMANCE_SCENARIO / MCP_CONFORMANCE_PROTOCOL_VERSION), and
 # scores what the server saw. A client run fails on a failed check, a warning, or the harness
 # failing.
-client_scenario() { # $1 = scenario
-  local label="client@$1"
-  local log=$LOGS/$label.log out=$LOGS/$label
+client_scenario() { # $1 = scenario, $2 = spec version (optional: the suite's choice)
+  local label="client@$1${2:+@$2}"
+  local log=$LOGS/${label//\//-}.log out=$LOGS/${label//\//-}
   node --import "$ROOT/$CONF/node20-register.mjs" "$WORK/v0200a12/node_modules/.bin/conformance" \
-    client --command "$ROOT/target/debug/mcpwire-conformance-client" --scenario "$1" -o "$out" \
-    >"$log" 2>&1 || true
+    client --command "$ROOT/target/debug/mcpwire-conformance-client" --scenario "$1" \
+    ${2:+--spec-version "$2"} -o "$out" >"$log" 2>&1 || true
   echo "== conformance $label: $(grep -m1 '^Passed:' "$log" || echo 'no result')"
   RUNS+=("$label=$log=$out")
 }
 if [ "$MODE" = direct ] || [ "$MODE" = client ]; then
   for scenario in initialize tools_call elicitation-sep1034-client-defaults sse-retry request-metadata; do
     client_scenario "$scenario"
+  done
+  # OAuth toward upstreams. At the suite's default revision (2025-11-25; the 2026-07-28-only
+  # ones at that; the 2025-03-26 back-compat ones at theirs; extensions at 2025-11-25) ...
+  for scenario in metadata-default metadata-var1 metadata-var2 metadata-var3 basic-cimd \
+    scope-from-www-authenticate scope-from-scopes-supported scope-omitted-when-undefined \
+    scope-step-up scope-retry-limit token-endpoint-auth-basic token-endpoint-auth-post \
+    token-endpoint-auth-none pre-registration 2025-03-26-oauth-metadata-backcompat \
+    2025-03-26-oauth-endpoint-fallback resource-mismatch offline-access-scope \
+    offline-access-not-supported authorization-server-migration iss-supported \
+    iss-not-advertised iss-supported-missing iss-wrong-issuer iss-unexpected iss-normalized \
+    metadata-issuer-mismatch client-credentials-basic client-credentials-jwt wif-jwt-bearer \
+    enterprise-managed-authorization dpop dpop-nonce; do
+    client_scenario "auth/$scenario"
+  done
+  # ... and the ones scored at both 2025-11-25 and 2026-07-28 again on the stateless wire.
+  for scenario in metadata-default metadata-var1 metadata-var2 metadata-var3 basic-cimd \
+    scope-from-www-authenticate scope-from-scopes-supported scope-omitted-when-undefined \
+    scope-step-up scope-retry-limit token-endpoint-auth-basic token-endpoint-auth-post \
+    token-endpoint-auth-none pre-registration; do
+    client_scenario "auth/$scenario" 2026-07-28
   done
 fi
 if [ "$MODE" = client ]; then

@@ -13,6 +13,15 @@ if [ ! -x "$VENV/bin/python" ] || ! cmp -s tests/python/requirements.txt "$VENV/
   cp tests/python/requirements.txt "$VENV/requirements.installed"
 fi
 
+# Redis for the scale-out tests (crates/mcpwire-store, the gateway's replica tests): the
+# distribution's package, started by each test on a loopback port of its own.
+if ! command -v redis-server > /dev/null; then
+  echo "== installing redis-server"
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq redis-server > /dev/null; } \
+    || echo "!! installing redis-server failed; the tests that need it will fail"
+fi
+
 # A failed install does not stop the run: under CI the tests that need these peers then fail
 # and say so (locally they skip with a message).
 ./scripts/npm-peers.sh || echo "!! installing the npm test peers failed; the tests that need them will fail"

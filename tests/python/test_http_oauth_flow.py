@@ -145,3 +145,41 @@ async def test_the_oauth_flow_then_tools(oauth_servers):
     assert q["scope"] == [SCOPE]
     assert q["code_challenge_method"] == ["S256"]
     assert storage.tokens is not None and storage.tokens.access_token
+
+
+def test_mcpwire_list_with_oauth_in_a_browser(mcpwire_bin, oauth_servers):
+    """`mcpwire list URL --oauth`: mcpwire's own client runs the MCP authorization flow,
+    prints the authorization URL, and takes the browser's redirect on a loopback port. The
+    "browser" here opens the URL and follows the authorization server's redirect."""
+    import httpx2
+
+    issuer, url = oauth_servers
+    proc = subprocess.Popen(
+        [mcpwire_bin, "list", url, "--oauth", "--oauth-client-id", "mcpwire-cli-test",
+         "--timeout", "20"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={"MCPWIRE_LOG": "warn", "PATH": os.environ.get("PATH", "")},
+    )
+    try:
+        authorize = None
+        for line in proc.stderr:
+            if line.startswith("  http"):
+                authorize = line.strip()
+                break
+        assert authorize and authorize.startswith(f"{issuer}/authorize?"), authorize
+        query = parse_qs(urlparse(authorize).query)
+        assert query["code_challenge_method"] == ["S256"]
+        assert query["resource"] == [url]
+        assert query["scope"] == [SCOPE]
+        with httpx2.Client(follow_redirects=False, timeout=10) as browser:
+            r = browser.get(authorize)
+            assert r.status_code in (301, 302, 303, 307, 308), r.text
+            back = browser.get(r.headers["location"])
+            assert back.status_code == 200, back.text
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0, err
+        assert "echo" in out
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+use mcpwire::client::auth::{LoopbackConsent, OAuthConfig, OAuthGrant, UpstreamAuth};
 use mcpwire::client::{Client, ClientOptions, Target};
 use serde_json::Value;
 
@@ -130,6 +131,65 @@ pub struct ConnectArgs {
     timeout: TimeoutArg,
     #[command(flatten)]
     tls: tls_args::ClientTlsArgs,
+    /// HTTP: a header sent with every request, `NAME: VALUE` (repeatable).
+    #[arg(long = "header", value_name = "NAME: VALUE")]
+    headers: Vec<String>,
+    /// HTTP: send `Authorization: Bearer TOKEN`, the token read from this environment
+    /// variable (never from the command line, where other users could read it).
+    #[arg(long = "bearer-env", value_name = "VAR")]
+    bearer_env: Option<String>,
+    /// HTTP: authorize with OAuth when the server asks (the MCP authorization flow): the
+    /// authorization URL is printed, and the browser's redirect comes back to a loopback
+    /// port this command listens on.
+    #[arg(long, conflicts_with = "bearer_env")]
+    oauth: bool,
+    /// With --oauth: a client id registered with the authorization server beforehand
+    /// (default: dynamic registration).
+    #[arg(long = "oauth-client-id", value_name = "ID", requires = "oauth")]
+    oauth_client_id: Option<String>,
+}
+
+/// A usage error (exit status 2).
+fn usage(message: String) -> anyhow::Error {
+    mcpwire::client::ClientError::Target(message).into()
+}
+
+impl ConnectArgs {
+    /// The credentials `--header` and `--bearer-env` give, if any.
+    fn credentials(&self) -> Result<Option<UpstreamAuth>> {
+        if self.headers.is_empty() && self.bearer_env.is_none() && !self.oauth {
+            return Ok(None);
+        }
+        let mut auth = UpstreamAuth::new();
+        for h in &self.headers {
+            let Some((name, value)) = h.split_once(':') else {
+                return Err(usage(format!("--header `{h}`: write it as `NAME: VALUE`")));
+            };
+            auth = auth.header(name.trim(), value.trim())?;
+        }
+        if let Some(var) = &self.bearer_env {
+            let token = std::env::var(var)
+                .ok()
+                .filter(|t| !t.trim().is_empty())
+                .ok_or_else(|| {
+                    usage(format!(
+                        "--bearer-env: the environment variable {var} is not set"
+                    ))
+                })?;
+            auth = auth.bearer(&token)?;
+        }
+        if self.oauth {
+            let consent = LoopbackConsent::bind(std::time::Duration::from_secs(300), |url| {
+                eprintln!("mcpwire: the server asks for authorization; open this URL:\n  {url}");
+            })?;
+            let mut config = OAuthConfig::new(OAuthGrant::AuthorizationCode);
+            config.client_id = self.oauth_client_id.clone();
+            config.redirect_uri = consent.redirect_uri();
+            config.consent = Some(std::sync::Arc::new(consent));
+            auth = auth.oauth(config)?;
+        }
+        Ok(Some(auth))
+    }
 }
 
 /// `--timeout`, shared by every command that connects to a server.
@@ -413,6 +473,12 @@ async fn connect_to(connect: &ConnectArgs) -> Result<Client> {
     let target = Target::parse(&connect.target)?;
     let mut options = connect.timeout.options();
     options.tls = connect.tls.client();
+    options.auth = connect.credentials()?;
+    if options.auth.is_some() && !matches!(target, Target::Url(_)) {
+        return Err(usage(
+            "--header, --bearer-env and --oauth are for http(s):// targets".into(),
+        ));
+    }
     let (client, events) = Client::connect(&target, &options).await?;
     events.print_logs();
     Ok(client)

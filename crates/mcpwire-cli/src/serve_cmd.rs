@@ -61,6 +61,11 @@ pub struct ServeCmdArgs {
     /// 127.0.0.1:9100; port 0 picks a free one). Overrides a configuration file's `[admin]`.
     #[arg(long, value_name = "ADDR", env = "MCPWIRE_METRICS_LISTEN")]
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Microseconds a connection (listener or upstream) keeps polling for input before it
+    /// sleeps (0 disables; default 100). Overrides a configuration file's
+    /// `[server] busy_poll_us`.
+    #[arg(long, value_name = "US", env = "MCPWIRE_BUSY_POLL_US")]
+    busy_poll_us: Option<u64>,
     #[command(flatten)]
     auth: AuthArgs,
     #[command(flatten)]
@@ -127,9 +132,11 @@ pub fn config(args: &ServeCmdArgs, matches: Option<&ArgMatches>) -> Result<Gatew
             .into());
         }
         apply_metrics_listen(&mut config, args.metrics_listen);
+        apply_busy_poll(&mut config, args.busy_poll_us);
         return Ok(config);
     }
     let mut config = GatewayConfig::new(Vec::new(), Vec::new());
+    apply_busy_poll(&mut config, args.busy_poll_us);
     if let Some(prefix) = &args.prefix {
         config.server.prefix = match prefix.as_str() {
             "always" => PrefixMode::Always,
@@ -221,6 +228,13 @@ fn split_named<'a>(flag: &'a str, shown: &str) -> Result<(&'a str, &'a str)> {
             Ok((name.trim(), value.trim()))
         }
         _ => Err(UsageError(format!("{shown}: give NAME=VALUE, e.g. fs='npx -y @modelcontextprotocol/server-filesystem /srv'")).into()),
+    }
+}
+
+/// `--busy-poll-us`, when given, for every listener and upstream.
+fn apply_busy_poll(config: &mut GatewayConfig, us: Option<u64>) {
+    if let Some(us) = us {
+        config.server.busy_poll = Duration::from_micros(us);
     }
 }
 

@@ -642,3 +642,45 @@ issuers = ["{ISSUER}"]
     let _ = l.child.kill();
     let _ = l.child.wait();
 }
+
+/// `mcpwire list URL --bearer-env VAR` (and `--header`): the client presents the credential;
+/// without it, or with a wrong one, the server's refusal says what to configure.
+#[test]
+fn the_client_sends_a_bearer_from_the_environment() {
+    let flags = auth_flags("client-bearer");
+    let server = HttpServer::start(&strs(&flags));
+    let url = format!("http://{}{}", server.addr, server.path);
+    let list = |env: &[(&str, &str)], extra: &[&str]| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_mcpwire"));
+        cmd.args(["list", &url, "--timeout", "10"]).args(extra);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.output().expect("run mcpwire list")
+    };
+    let ok = list(
+        &[("UPSTREAM_TOKEN", API_KEY)],
+        &["--bearer-env", "UPSTREAM_TOKEN"],
+    );
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert!(String::from_utf8_lossy(&ok.stdout).contains("echo"));
+    let header = format!("Authorization: Bearer {API_KEY}");
+    let ok = list(&[], &["--header", &header]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let refused = list(
+        &[("UPSTREAM_TOKEN", "wrong")],
+        &["--bearer-env", "UPSTREAM_TOKEN"],
+    );
+    assert!(!refused.status.success());
+    let missing = list(&[], &["--bearer-env", "SURELY_NOT_SET_ANYWHERE"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("SURELY_NOT_SET_ANYWHERE"));
+}

@@ -64,7 +64,10 @@ pub use router::{McpCall, McpReply, Router};
 pub use server::{CatalogEdit, Server, ServerBuilder};
 pub use session_scope::SessionScope;
 pub use state_key::StateKey;
-pub use tasks::{TASKS_EXTENSION, TaskConfig, TaskSupport, offers_tasks_extension};
+pub use tasks::{
+    RemoteTask, TASKS_EXTENSION, TaskCommand, TaskConfig, TaskShare, TaskSnapshot, TaskSupport,
+    offers_tasks_extension,
+};
 pub use tool::{IntoToolResult, Json, NoArgs, ToolDef, ToolError, tool};
 pub use uri_template::UriTemplate;
 

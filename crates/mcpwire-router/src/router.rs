@@ -14,7 +14,7 @@ use serde_json::value::RawValue;
 use tokio::sync::broadcast;
 
 use crate::input::InputRound;
-use crate::tasks::{self, StoreAnswer, TaskStore};
+use crate::tasks::{self, StoreAnswer, TaskShare, TaskStore};
 use crate::{
     Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, StateKey, TASKS_EXTENSION,
     TaskConfig, TaskSupport, ToolRouting,
@@ -79,6 +79,13 @@ impl Router {
         self
     }
 
+    /// Shares this router's tasks with the other replicas of a replica set through `share`
+    /// (a task created here answered by any replica; see [`TaskShare`]). False when the
+    /// router runs no tasks or already shares them.
+    pub fn share_tasks(&self, share: Arc<dyn TaskShare>) -> bool {
+        self.tasks.as_ref().is_some_and(|t| t.set_share(share))
+    }
+
     /// Uses `key` to seal 2026-07-28 `requestState` (share it between replicas).
     pub fn with_state_key(mut self, key: StateKey) -> Router {
         self.state_key = key;
@@ -112,17 +119,28 @@ impl Router {
             && name.starts_with("tasks/")
         {
             // The router's own tasks first; other ids are the backend's when it runs tasks.
-            let reply = match store.handle(name, params.as_deref(), &ctx) {
-                StoreAnswer::Answered(reply) => reply,
-                StoreAnswer::NotHeld(_)
-                    if tasks::offers_tasks_extension(&self.backend.info().capabilities) =>
-                {
-                    let req = BackendRequest::Other { method, params };
-                    return self.backend.call(ctx, req);
-                }
-                StoreAnswer::NotHeld(unknown) => Err(unknown),
+            let (unknown, remote) = match store.handle(name, params.as_deref(), &ctx) {
+                StoreAnswer::Answered(reply) => return Box::pin(std::future::ready(reply)),
+                StoreAnswer::NotHeld { unknown, remote } => (unknown, remote),
             };
-            return Box::pin(std::future::ready(reply));
+            let backend = tasks::offers_tasks_extension(&self.backend.info().capabilities)
+                .then(|| self.backend.clone());
+            let Some(share) = store.share().cloned() else {
+                return match backend {
+                    Some(b) => b.call(ctx, BackendRequest::Other { method, params }),
+                    None => Box::pin(std::future::ready(Err(unknown))),
+                };
+            };
+            // Another replica's task, else the backend's, else unknown.
+            return Box::pin(async move {
+                match share.remote(remote).await? {
+                    Some(reply) => Ok(reply),
+                    None => match backend {
+                        Some(b) => b.call(ctx, BackendRequest::Other { method, params }).await,
+                        None => Err(unknown),
+                    },
+                }
+            });
         }
         let caps = &self.backend.info().capabilities;
         let stateless = ctx.revision().is_stateless();

@@ -37,5 +37,6 @@ pub use client::{
 };
 pub use config::{SessionConfig, SessionLimits};
 pub use server::{
-    AskId, Dispatch, DispatchCtx, DispatchId, Era, ServerSession, SessionEvent, Transmit,
+    AskId, Dispatch, DispatchCtx, DispatchId, Era, HandshakeState, ServerSession, SessionEvent,
+    Transmit,
 };

@@ -496,6 +496,45 @@ fn requests_time_out_and_the_server_is_told() {
 }
 
 #[test]
+fn requests_go_out_under_ids_the_caller_chose_above_the_minted_ones() {
+    let mut h = Harness::new(EraChoice::Auto);
+    h.handshake();
+    let floor = h.s.minted();
+    assert!(floor >= 2, "the probe and `initialize` used ids");
+    let call = |h: &mut Harness, n: u64| {
+        let params = Some(to_raw(&json!({"name": "echo"})));
+        h.s.request_as(
+            h.now,
+            ClientRequestId::new(n),
+            Method::parse("tools/call"),
+            params,
+            RequestOptions::default(),
+        )
+    };
+    // Ids the session used, and ids in flight, are refused.
+    assert!(matches!(
+        call(&mut h, floor),
+        Err(McpError::InvalidRequest(_))
+    ));
+    call(&mut h, floor + 2).expect("a fresh id");
+    assert!(matches!(
+        call(&mut h, floor + 2),
+        Err(McpError::InvalidRequest(_))
+    ));
+    // Out of order is fine (two handles racing to the connection).
+    call(&mut h, floor + 1).expect("a lower fresh id");
+    let ids: Vec<Value> = h.sent().into_iter().map(|m| m["id"].clone()).collect();
+    assert_eq!(ids, vec![json!(floor + 2), json!(floor + 1)]);
+    h.recv(json!({"jsonrpc":"2.0","id":floor + 1,"result":{"content":[]}}));
+    let (id, r) = response(h.events().remove(0));
+    assert_eq!(id, ClientRequestId::new(floor + 1));
+    assert_eq!(complete(r), json!({"content":[]}));
+    // The session's own ids go above every chosen one.
+    let minted = h.request("tools/list", json!({}));
+    assert_eq!(minted, ClientRequestId::new(floor + 3));
+}
+
+#[test]
 fn cancel_tells_the_server_and_ends_the_request() {
     let mut h = Harness::new(EraChoice::Auto);
     h.discover();

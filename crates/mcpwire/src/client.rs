@@ -29,6 +29,7 @@ use std::time::Duration;
 use mcpwire_model::types::{ClientCapabilities, Implementation, LoggingLevel};
 use serde_json::{Value, json};
 
+pub mod auth;
 mod core;
 mod error;
 mod handle;
@@ -78,6 +79,8 @@ pub struct ClientOptions {
     pub busy_poll: Duration,
     /// `https://` and `mcpbs://`: which CA to trust and which certificate to present.
     pub tls: crate::tls::ClientTls,
+    /// HTTP: the credentials sent to the server (static headers, bearer token, OAuth).
+    pub auth: Option<auth::UpstreamAuth>,
 }
 
 impl Default for ClientOptions {
@@ -93,6 +96,7 @@ impl Default for ClientOptions {
             mcpb_per_message_auth: false,
             busy_poll: Duration::ZERO,
             tls: crate::tls::ClientTls::default(),
+            auth: None,
         }
     }
 }

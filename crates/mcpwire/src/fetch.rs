@@ -1,21 +1,73 @@
-//! One plain `GET` of a small document (a JWKS, metadata), `http` or `https`, bounded in
-//! size and time: what the authentication layer fetches. Not MCP, so none of the MCP
-//! client's session handling (a leaf beside it, so `auth` does not depend on `client`).
+//! One plain HTTP exchange for a small document (a JWKS, OAuth metadata, a token endpoint's
+//! answer), `http` or `https`, bounded in size and time: what the authentication layers
+//! fetch. Not MCP, so none of the MCP client's session handling (a leaf beside it, so
+//! `auth` does not depend on `client`). No redirects are followed: a key set or an OAuth
+//! document must come from where it was named, and a redirect is itself an answer to read.
 
 use std::time::Duration;
 
 use axum::body::Bytes;
-use http_body_util::{BodyExt, Empty, Limited};
-use hyper::header::{ACCEPT, HOST};
-use hyper::{Request, Uri};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::header::{ACCEPT, CONTENT_TYPE, HOST, HeaderMap};
+use hyper::{Method, Request, StatusCode, Uri};
 use hyper_util::rt::TokioIo;
 
 use crate::tls;
 
+/// What came back: status, headers and (at most `max` bytes of) body.
+#[derive(Debug)]
+pub(crate) struct Fetched {
+    /// The status.
+    pub(crate) status: StatusCode,
+    /// The headers.
+    pub(crate) headers: HeaderMap,
+    /// The body.
+    pub(crate) body: Bytes,
+}
+
+/// One request to send: method, URL, extra headers and an optional body with its type.
+pub(crate) struct Outgoing<'a> {
+    /// The method.
+    pub(crate) method: Method,
+    /// An absolute `http(s)` URL.
+    pub(crate) url: &'a str,
+    /// Extra headers (`Authorization`, …).
+    pub(crate) headers: Vec<(&'static str, String)>,
+    /// The body and its content type.
+    pub(crate) body: Option<(&'static str, Bytes)>,
+}
+
+impl<'a> Outgoing<'a> {
+    /// A `GET` of `url` accepting JSON.
+    pub(crate) fn get(url: &'a str) -> Outgoing<'a> {
+        Outgoing {
+            method: Method::GET,
+            url,
+            headers: Vec::new(),
+            body: None,
+        }
+    }
+}
+
 /// GETs `url` within `timeout` and returns its body if the status is 2xx and the body is at
-/// most `max` bytes; the error says what failed. No redirects are followed (a key set must
-/// come from where it was configured).
+/// most `max` bytes; the error says what failed.
 pub(crate) async fn get(url: &str, timeout: Duration, max: usize) -> Result<Bytes, String> {
+    let fetched = send(Outgoing::get(url), timeout, max).await?;
+    if !fetched.status.is_success() {
+        return Err(format!("GET {url}: status {}", fetched.status));
+    }
+    Ok(fetched.body)
+}
+
+/// Sends `out` within `timeout`; any status is an answer. A body over `max` bytes is an
+/// error.
+pub(crate) async fn send(
+    out: Outgoing<'_>,
+    timeout: Duration,
+    max: usize,
+) -> Result<Fetched, String> {
+    let url = out.url;
+    let what = format!("{} {url}", out.method);
     let uri: Uri = url.parse().map_err(|e| format!("`{url}`: {e}"))?;
     let https = match uri.scheme_str() {
         Some("https") => true,
@@ -28,40 +80,52 @@ pub(crate) async fn get(url: &str, timeout: Duration, max: usize) -> Result<Byte
         .trim_end_matches(']')
         .to_owned();
     let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
-    let request = Request::get(uri.path_and_query().map_or("/", |p| p.as_str()))
+    let mut b = Request::builder()
+        .method(out.method)
+        .uri(uri.path_and_query().map_or("/", |p| p.as_str()))
         .header(HOST, uri.authority().map_or("", |a| a.as_str()))
-        .header(ACCEPT, "application/json")
-        .body(Empty::<Bytes>::new())
-        .map_err(|e| e.to_string())?;
+        .header(ACCEPT, "application/json");
+    for (k, v) in &out.headers {
+        b = b.header(*k, v.as_str());
+    }
+    let body = match out.body {
+        Some((content_type, body)) => {
+            b = b.header(CONTENT_TYPE, content_type);
+            body
+        }
+        None => Bytes::new(),
+    };
+    let request = b.body(Full::new(body)).map_err(|e| e.to_string())?;
     let exchange = async {
         let tcp = tokio::net::TcpStream::connect((host.as_str(), port))
             .await
             .map_err(|e| e.to_string())?;
         let response = if https {
-            send(tls::connect(&host, tcp).await?, request).await?
+            exchange(tls::connect(&host, tcp).await?, request).await?
         } else {
-            send(tcp, request).await?
+            exchange(tcp, request).await?
         };
-        let status = response.status();
-        let body = Limited::new(response.into_body(), max)
+        let (parts, body) = response.into_parts();
+        let body = Limited::new(body, max)
             .collect()
             .await
             .map_err(|e| format!("reading the body: {e}"))?
             .to_bytes();
-        if !status.is_success() {
-            return Err(format!("status {status}"));
-        }
-        Ok(body)
+        Ok(Fetched {
+            status: parts.status,
+            headers: parts.headers,
+            body,
+        })
     };
     match tokio::time::timeout(timeout, exchange).await {
-        Ok(r) => r.map_err(|e| format!("GET {url}: {e}")),
-        Err(_) => Err(format!("GET {url}: no answer within {timeout:?}")),
+        Ok(r) => r.map_err(|e: String| format!("{what}: {e}")),
+        Err(_) => Err(format!("{what}: no answer within {timeout:?}")),
     }
 }
 
-async fn send<IO>(
+async fn exchange<IO>(
     io: IO,
-    request: Request<Empty<Bytes>>,
+    request: Request<Full<Bytes>>,
 ) -> Result<hyper::Response<hyper::body::Incoming>, String>
 where
     IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,

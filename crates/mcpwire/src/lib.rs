@@ -17,6 +17,7 @@
 pub mod admin;
 pub mod auth;
 pub mod client;
+pub mod cluster;
 mod driver;
 mod fetch;
 pub mod gateway;

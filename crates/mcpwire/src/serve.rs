@@ -36,6 +36,9 @@ pub struct Service {
     /// Open connections per client IP on the network listeners serving this service
     /// (`None`: unlimited). Shared by every listener of a gateway.
     pub connections: Option<Arc<crate::limits::ConnectionLimits>>,
+    /// The replica set this service is one of (`[cluster]`): sealed session ids and the
+    /// shared store. `None`: one process, sessions in memory.
+    pub cluster: Option<Arc<crate::cluster::Cluster>>,
 }
 
 impl Service {
@@ -63,7 +66,18 @@ impl Service {
             proto: Arc::new(ProtoToolSchemas::new(crate::proto_mcp::default_converter())),
             auth: None,
             connections: None,
+            cluster: None,
         }
+    }
+
+    /// This service as one replica of `cluster`: sealed session ids any replica continues,
+    /// session records in the shared store, the `requestState` key every replica shares,
+    /// and its tasks answered by any replica.
+    pub fn in_cluster(mut self, cluster: Arc<crate::cluster::Cluster>) -> Service {
+        self.router = self.router.with_state_key(cluster.state_key());
+        self.router.share_tasks(cluster.task_share());
+        self.cluster = Some(cluster);
+        self
     }
 
     /// This service with every network listener requiring a credential `auth` accepts.

@@ -13,33 +13,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpwire::Service;
-use mcpwire::client::{Client, ClientError, ClientOptions, EraChoice, Target};
+use mcpwire::client::{Client, ClientError, Target};
 use mcpwire::gateway::{
     BackendSource, BackendSpec, Gateway, GatewayConfig, ListenerSpec, Natives, UpstreamSpec,
 };
-use mcpwire::model::types::{ClientCapabilities, Implementation};
-use mcpwire::router::{
-    CallCtx, NoArgs, Router, Server, TASKS_EXTENSION, TaskConfig, TaskSupport, ToolError, tool,
-};
-use serde_json::{Value, json};
+use mcpwire::model::types::Implementation;
+use mcpwire::router::{CallCtx, NoArgs, Router, Server, TaskConfig, TaskSupport, ToolError, tool};
+use serde_json::json;
 
 use common::serve_http;
+use common::tasks::{EndsOnCancel, STEP, client, request, wait_for};
 use tokio::sync::Notify;
-
-/// How long any one step may take before the test gives up (a bound, not a timing).
-const STEP: Duration = Duration::from_secs(20);
-
-/// Notifies when dropped with its call cancelled: the tool ended because of the
-/// cancellation (its future is dropped, or returns, once it is cancelled).
-struct EndsOnCancel(CallCtx, Arc<Notify>);
-
-impl Drop for EndsOnCancel {
-    fn drop(&mut self) {
-        if self.0.is_cancelled() {
-            self.1.notify_one();
-        }
-    }
-}
 
 /// An upstream running tasks itself: `wait` becomes a task at once and runs until it is
 /// cancelled (then notifies `cancelled`); `job` becomes a task and finishes.
@@ -94,39 +78,6 @@ async fn gateway(config: GatewayConfig) -> (String, Gateway) {
     let g = Gateway::start(config, natives()).await.expect("starts");
     let url = serve_http(g.service(0).expect("a listener").clone()).await;
     (url, g)
-}
-
-/// A 2026-07-28 client declaring the tasks extension.
-async fn client(url: &str) -> Client {
-    let mut opts = ClientOptions::with_handshake_timeout(STEP);
-    opts.era = EraChoice::Stateless;
-    opts.capabilities = ClientCapabilities {
-        extensions: Some(json!({ TASKS_EXTENSION: {} })),
-        ..ClientCapabilities::default()
-    };
-    let (c, _events) = Client::connect(&Target::Url(url.to_owned()), &opts)
-        .await
-        .expect("connect");
-    c
-}
-
-async fn request(c: &Client, method: &str, params: Value) -> Value {
-    tokio::time::timeout(STEP, c.request(method, params))
-        .await
-        .unwrap_or_else(|_| panic!("{method} was not answered"))
-        .unwrap_or_else(|e| panic!("{method}: {e}"))
-}
-
-/// Polls `tasks/get` until the task is in `status` (bounded).
-async fn wait_for(c: &Client, id: &str, status: &str) -> Value {
-    for _ in 0..400 {
-        let t = request(c, "tasks/get", json!({ "taskId": id })).await;
-        if t["status"] == status {
-            return t;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("task {id} never reached {status}");
 }
 
 /// Creates, polls and cancels upstream tasks through the gateway at `url`, whose tools

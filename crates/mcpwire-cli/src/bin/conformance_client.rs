@@ -3,8 +3,19 @@
 //! (`npx @modelcontextprotocol/conformance client --command … --scenario S`) starts a scenario
 //! server, then runs this command with the server's URL as its last argument and
 //! `MCP_CONFORMANCE_SCENARIO=S` (plus `MCP_CONFORMANCE_PROTOCOL_VERSION`, the revision it
-//! tests) in the environment, and scores what the server saw. `scripts/conformance.sh` runs
-//! the scenarios that need no OAuth.
+//! tests) in the environment, and scores what the server saw. `scripts/conformance.sh client`
+//! runs them, the `auth/*` ones included.
+//!
+//! `auth/*` scenarios: the server answers `401` and the library's OAuth client
+//! (`mcpwire::client::auth`) runs the MCP authorization flow. Consent is obtained as the
+//! suite's own harness does it: the authorization URL is fetched and its redirect read
+//! (`FollowRedirect`; the suite's authorization server approves everything). The client
+//! offers a client ID metadata document URL (`https://conformance-test.local/client-metadata.json`,
+//! used where the server accepts such documents), registers dynamically otherwise, and uses
+//! the pre-registered credentials the suite passes in `MCP_CONFORMANCE_CONTEXT` when there
+//! are (`client_id`, `client_secret` or `private_key_pem`; the client-credentials scenarios use
+//! that grant; a `valid_jwt`, the workload identity scenario's, is a JWT-bearer assertion, and
+//! an `idp_id_token` is exchanged at `idp_token_endpoint` for one: SEP-990).
 //!
 //! The era follows `MCP_CONFORMANCE_PROTOCOL_VERSION` as the suite asks (2026-07-28: per-request
 //! `_meta`; earlier revisions: `initialize`); without it the client negotiates (`server/discover`
@@ -18,6 +29,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
+use std::sync::Arc;
+
+use mcpwire::client::auth::{
+    Assertion, ClientSigningKey, FollowRedirect, OAuthConfig, OAuthGrant, UpstreamAuth,
+};
 use mcpwire::client::{Client, ClientEvent, ClientEvents, ClientOptions, EraChoice, Target};
 use mcpwire_model::McpError;
 use mcpwire_model::types::{Implementation, LoggingLevel};
@@ -63,7 +79,10 @@ async fn run() -> Result<()> {
         "scenario {scenario:?} at {url} (revision {})",
         version.as_deref().unwrap_or("negotiated")
     );
-    let opts = options(version.as_deref());
+    let mut opts = options(version.as_deref());
+    if scenario.starts_with("auth/") {
+        opts.auth = Some(oauth(&scenario)?);
+    }
     tokio::time::timeout(FLOW_TIMEOUT, flow(&scenario, &url, &opts))
         .await
         .map_err(|_| anyhow!("the {scenario:?} flow did not finish in {FLOW_TIMEOUT:?}"))?
@@ -89,6 +108,50 @@ fn options(version: Option<&str>) -> ClientOptions {
     opts
 }
 
+/// The client id offered where the authorization server accepts client ID metadata
+/// documents (the URL the suite's CIMD scenario expects).
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// OAuth as the `auth/*` scenarios need it: the authorization code with consent by
+/// following the redirect, or client credentials when the suite's context holds them.
+fn oauth(scenario: &str) -> Result<UpstreamAuth> {
+    let context: Value = match std::env::var("MCP_CONFORMANCE_CONTEXT") {
+        Ok(text) => serde_json::from_str(&text).context("MCP_CONFORMANCE_CONTEXT is not JSON")?,
+        Err(_) => json!({}),
+    };
+    let text = |k: &str| context.get(k).and_then(Value::as_str).map(str::to_owned);
+    let grant = if scenario.starts_with("auth/client-credentials") {
+        OAuthGrant::ClientCredentials
+    } else if context.get("valid_jwt").is_some() || context.get("idp_id_token").is_some() {
+        OAuthGrant::JwtBearer
+    } else {
+        OAuthGrant::AuthorizationCode
+    };
+    let mut config = OAuthConfig::new(grant);
+    config.assertion = text("valid_jwt").map(Assertion::Value);
+    if let (Some(endpoint), Some(idp_client), Some(id_token)) = (
+        text("idp_token_endpoint"),
+        text("idp_client_id"),
+        text("idp_id_token"),
+    ) {
+        config.assertion = Some(Assertion::IdJag {
+            token_endpoint: endpoint,
+            client_id: idp_client,
+            id_token: Box::new(Assertion::Value(id_token)),
+        });
+    }
+    config.client_name = "mcpwire-conformance-client".into();
+    config.client_id = text("client_id");
+    config.client_secret = text("client_secret");
+    if let Some(pem) = text("private_key_pem") {
+        let alg = text("signing_algorithm").unwrap_or_else(|| "ES256".into());
+        config.signing_key = Some(ClientSigningKey::from_pem(&pem, &alg)?);
+    }
+    config.client_metadata_url = Some(CLIENT_METADATA_URL.into());
+    config.consent = Some(Arc::new(FollowRedirect::default()));
+    Ok(UpstreamAuth::new().oauth(config)?)
+}
+
 /// Connects, runs the scenario's steps, and closes.
 async fn flow(scenario: &str, url: &str, opts: &ClientOptions) -> Result<()> {
     let target = Target::parse(url)?;
@@ -109,6 +172,9 @@ async fn flow(scenario: &str, url: &str, opts: &ClientOptions) -> Result<()> {
             call_named(&client, "test_client_elicitation_defaults").await
         }
         "sse-retry" => call_named(&client, "test_reconnection").await,
+        // The protected server lists `test-tool`; listing and calling it may each need
+        // (more) authorization.
+        auth if auth.starts_with("auth/") => call_first_tool(&client, json!({})).await,
         other => Err(anyhow!(
             "scenario {other:?} is not one this harness runs (initialize, tools_call, \
              elicitation-sep1034-client-defaults, sse-retry, request-metadata)"

@@ -1,14 +1,15 @@
 //! One task: its status, its outcome, and the input it waits for.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
 use mcpwire_model::{ClientAsk, ErrorObject, McpError, Raw, Reply, Revision, to_raw};
 use serde_json::{Map, Value};
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 use tokio_util::sync::CancellationToken;
 
 /// Where a task is in its life (SEP-2663 `status`).
@@ -68,6 +69,10 @@ pub(crate) struct TaskEntry {
     revision: Revision,
     cancel: CancellationToken,
     state: Mutex<State>,
+    /// Bumped on every change, so a replica set can publish what changed.
+    version: AtomicU64,
+    /// Told on every change (the store's, shared by its tasks).
+    changed: Arc<Notify>,
 }
 
 impl TaskEntry {
@@ -77,6 +82,7 @@ impl TaskEntry {
         ttl: Duration,
         poll_interval: Duration,
         cancel: CancellationToken,
+        changed: Arc<Notify>,
     ) -> TaskEntry {
         let now = SystemTime::now();
         TaskEntry {
@@ -95,7 +101,32 @@ impl TaskEntry {
                 inputs: BTreeMap::new(),
                 next_key: 0,
             }),
+            version: AtomicU64::new(1),
+            changed,
         }
+    }
+
+    /// Records that the task changed now (times, version, the store's notification).
+    fn changed_now(&self, s: &mut State) {
+        s.updated = SystemTime::now();
+        s.touched = Instant::now();
+        self.version.fetch_add(1, Ordering::Relaxed);
+        self.changed.notify_one();
+    }
+
+    /// How many changes the task has seen (for publishing only what changed).
+    pub(crate) fn version(&self) -> u64 {
+        self.version.load(Ordering::Relaxed)
+    }
+
+    /// Whether the task is still running (working or waiting for input).
+    pub(crate) fn is_live(&self) -> bool {
+        self.with_state(|s| !s.status.is_terminal())
+    }
+
+    /// How long the task stays readable after its last change.
+    pub(crate) fn ttl(&self) -> Duration {
+        self.ttl
     }
 
     fn with_state<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
@@ -131,8 +162,7 @@ impl TaskEntry {
             }
             s.inputs.insert(k, PendingInput { ask, answer: tx });
             s.status = Status::InputRequired;
-            s.updated = SystemTime::now();
-            s.touched = Instant::now();
+            self.changed_now(s);
             Ok(())
         })?;
         tokio::select! {
@@ -147,8 +177,7 @@ impl TaskEntry {
             self.with_state(|s| {
                 if !s.status.is_terminal() {
                     s.message = Some(m);
-                    s.updated = SystemTime::now();
-                    s.touched = Instant::now();
+                    self.changed_now(s);
                 }
             });
         }
@@ -165,8 +194,7 @@ impl TaskEntry {
             if s.inputs.is_empty() && s.status == Status::InputRequired {
                 s.status = Status::Working;
             }
-            s.updated = SystemTime::now();
-            s.touched = Instant::now();
+            self.changed_now(s);
         });
     }
 
@@ -178,8 +206,7 @@ impl TaskEntry {
             }
             s.status = Status::Cancelled;
             s.inputs.clear();
-            s.updated = SystemTime::now();
-            s.touched = Instant::now();
+            self.changed_now(s);
             true
         });
         if cancelled {
@@ -205,8 +232,7 @@ impl TaskEntry {
                 Err(McpError::Cancelled) => {
                     s.status = Status::Cancelled;
                     s.inputs.clear();
-                    s.updated = SystemTime::now();
-                    s.touched = Instant::now();
+                    self.changed_now(s);
                     return;
                 }
                 Err(e) if e.is_tool_result_error(self.revision.dialect()) => {
@@ -217,8 +243,7 @@ impl TaskEntry {
             s.status = status;
             s.outcome = Some(outcome);
             s.inputs.clear();
-            s.updated = SystemTime::now();
-            s.touched = Instant::now();
+            self.changed_now(s);
         });
     }
 

@@ -14,10 +14,11 @@
 //! runs to completion in its request, which the extension allows.
 
 mod entry;
+mod share;
 
 use std::collections::{BTreeMap, HashMap};
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -25,9 +26,11 @@ use mcpwire_model::types::{ClientCapabilities, ServerCapabilities};
 use mcpwire_model::{McpError, Raw, Reply, Revision, to_raw};
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use entry::TaskEntry;
+pub use share::{RemoteTask, TaskCommand, TaskShare, TaskSnapshot};
 
 use crate::{BoxFuture, CallCtx};
 
@@ -102,6 +105,10 @@ pub(crate) fn missing_extension() -> McpError {
 pub(crate) struct TaskStore {
     config: TaskConfig,
     tasks: Mutex<HashMap<String, Arc<TaskEntry>>>,
+    /// Told whenever a task changes (what a [`TaskShare`] publishes).
+    changed: Arc<Notify>,
+    /// Where a replica set shares its tasks, once set.
+    share: OnceLock<Arc<dyn TaskShare>>,
 }
 
 impl TaskStore {
@@ -109,7 +116,27 @@ impl TaskStore {
         TaskStore {
             config,
             tasks: Mutex::new(HashMap::new()),
+            changed: Arc::new(Notify::new()),
+            share: OnceLock::new(),
         }
+    }
+
+    /// Shares this store's tasks through `share` (once: false if already shared), starting
+    /// the loop that publishes changes and takes relayed requests while the store lives.
+    pub(crate) fn set_share(self: &Arc<Self>, share: Arc<dyn TaskShare>) -> bool {
+        if self.share.set(share.clone()).is_err() {
+            return false;
+        }
+        tokio::spawn(share::sync_loop(
+            Arc::downgrade(self),
+            self.changed.clone(),
+            share,
+        ));
+        true
+    }
+
+    pub(crate) fn share(&self) -> Option<&Arc<dyn TaskShare>> {
+        self.share.get()
     }
 
     pub(crate) fn config(&self) -> &TaskConfig {
@@ -133,6 +160,7 @@ impl TaskStore {
             self.config.ttl,
             self.config.poll_interval,
             cancel,
+            self.changed.clone(),
         ));
         self.with_tasks(|tasks| {
             if tasks.len() >= self.config.max_tasks {
@@ -145,6 +173,7 @@ impl TaskStore {
             tasks.insert(id, entry.clone());
             Some(entry)
         })
+        .inspect(|_| self.changed.notify_one())
     }
 
     fn get(&self, id: &str) -> Option<Arc<TaskEntry>> {
@@ -186,10 +215,14 @@ impl TaskStore {
             Err(e) => return StoreAnswer::Answered(Err(McpError::InvalidParams(e.to_string()))),
         };
         let Some(entry) = self.get(&p.task_id) else {
-            return StoreAnswer::NotHeld(McpError::InvalidParams(format!(
-                "unknown task: {}",
-                p.task_id
-            )));
+            return StoreAnswer::NotHeld {
+                unknown: McpError::InvalidParams(format!("unknown task: {}", p.task_id)),
+                remote: RemoteTask {
+                    method: method.to_owned(),
+                    task_id: p.task_id,
+                    input_responses: p.input_responses,
+                },
+            };
         };
         let ack = || Reply::Complete(to_raw(&serde_json::json!({})));
         StoreAnswer::Answered(match method {
@@ -215,9 +248,15 @@ impl TaskStore {
 pub(crate) enum StoreAnswer {
     /// Answered (or refused) by the store.
     Answered(Result<Reply, McpError>),
-    /// A well-formed request for a task id the store does not hold: the backend's, when
-    /// it runs tasks itself; otherwise the error to answer.
-    NotHeld(McpError),
+    /// A well-formed request for a task id the store does not hold: another replica's
+    /// (through the [`TaskShare`]), the backend's when it runs tasks itself; otherwise
+    /// `unknown` is the answer.
+    NotHeld {
+        /// The error when nobody holds it.
+        unknown: McpError,
+        /// The request, for the share.
+        remote: RemoteTask,
+    },
 }
 
 /// Whether server capabilities offer the tasks extension — for a backend's own
@@ -272,6 +311,17 @@ pub(crate) fn run_call(
         };
         ctx.attach_task(entry.clone());
         let created = entry.create_result();
+        if let Some(share) = store.share() {
+            // Published before the client learns the id: its next `tasks/get` may reach
+            // another replica.
+            let snapshot = TaskSnapshot {
+                id: entry.id.clone(),
+                detailed: entry.detailed(),
+                live: true,
+                ttl: entry.ttl(),
+            };
+            share.publish(std::slice::from_ref(&snapshot)).await;
+        }
         tracing::debug!(task = %entry.id, "call continues as a task");
         tokio::spawn(async move {
             let r = tokio::select! {

@@ -55,6 +55,12 @@ use crate::timers::{TimerKey, Timers};
 pub struct ClientRequestId(u64);
 
 impl ClientRequestId {
+    /// The id `n` (for [`ClientSession::request_as`]: ids above
+    /// [`ClientSession::minted`] are the caller's to choose).
+    pub fn new(n: u64) -> ClientRequestId {
+        ClientRequestId(n)
+    }
+
     /// The JSON-RPC id the request went out with.
     pub fn wire_id(self) -> RequestId {
         RequestId::Int(self.0 as i64)
@@ -110,6 +116,8 @@ pub struct ClientSession {
     rounds: u8,
     closed: bool,
     next_id: u64,
+    /// The highest id a caller chose ([`ClientSession::request_as`]); minted ids go above.
+    chosen_max: u64,
     inflight: HashMap<u64, Pending>,
     /// Requests made before negotiation ended, in order.
     queued: VecDeque<u64>,
@@ -153,6 +161,7 @@ impl ClientSession {
             rounds: 0,
             closed: false,
             next_id: 0,
+            chosen_max: 0,
             inflight: HashMap::new(),
             queued: VecDeque::new(),
             next_server_request: 0,
@@ -238,6 +247,45 @@ impl ClientSession {
         params: Option<Raw>,
         opts: RequestOptions,
     ) -> Result<ClientRequestId, McpError> {
+        self.check_request(&method, &params)?;
+        let id = ClientRequestId(self.mint());
+        self.enqueue(now, id.0, method, params, opts);
+        Ok(id)
+    }
+
+    /// The highest id the session minted itself. It mints ids only for negotiation and
+    /// [`ClientSession::request`]; a caller that sends every request after negotiation
+    /// with [`ClientSession::request_as`] may hand out ids above this one on its own (an
+    /// async handle does, so a request needs no round trip to learn its id).
+    pub fn minted(&self) -> u64 {
+        self.next_id
+    }
+
+    /// [`ClientSession::request`] under the caller's id `id`, which must be above
+    /// [`ClientSession::minted`] and not in flight. Ids minted afterwards go above every
+    /// chosen one; a caller that mixes both must not choose ids it has not reserved.
+    pub fn request_as(
+        &mut self,
+        now: Instant,
+        id: ClientRequestId,
+        method: Method,
+        params: Option<Raw>,
+        opts: RequestOptions,
+    ) -> Result<(), McpError> {
+        self.check_request(&method, &params)?;
+        if id.0 <= self.next_id || self.inflight.contains_key(&id.0) {
+            return Err(McpError::InvalidRequest(format!(
+                "request id {id} is taken"
+            )));
+        }
+        self.chosen_max = self.chosen_max.max(id.0);
+        self.enqueue(now, id.0, method, params, opts);
+        Ok(())
+    }
+
+    /// Whether a request may be sent now: the connection is up, `method` is not the
+    /// session's own, `params` is an object, and there is room in flight.
+    fn check_request(&self, method: &Method, params: &Option<Raw>) -> Result<(), McpError> {
         if self.closed {
             return Err(McpError::ConnectionClosed(
                 "the connection to the server is closed".into(),
@@ -255,7 +303,7 @@ impl ClientSession {
                 "{method} is sent by the session itself"
             )));
         }
-        if let Some(p) = &params
+        if let Some(p) = params
             && !p.get().trim_start().starts_with('{')
         {
             return Err(McpError::InvalidParams(
@@ -268,7 +316,17 @@ impl ClientSession {
                 self.config.limits.max_in_flight
             )));
         }
-        let id = self.mint();
+        Ok(())
+    }
+
+    fn enqueue(
+        &mut self,
+        now: Instant,
+        id: u64,
+        method: Method,
+        params: Option<Raw>,
+        opts: RequestOptions,
+    ) {
         let deadline = opts
             .timeout
             .or(self.config.limits.request_timeout)
@@ -291,7 +349,6 @@ impl ClientSession {
         } else {
             self.queued.push_back(id);
         }
-        Ok(ClientRequestId(id))
     }
 
     /// Stops waiting for request `id`: the server is told (`notifications/cancelled` with
@@ -522,7 +579,7 @@ impl ClientSession {
     // ----- requests -----
 
     fn mint(&mut self) -> u64 {
-        self.next_id += 1;
+        self.next_id = self.next_id.max(self.chosen_max) + 1;
         self.next_id
     }
 

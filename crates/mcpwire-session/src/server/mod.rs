@@ -117,6 +117,19 @@ struct Listen {
     uris: HashSet<String>,
 }
 
+/// What a stateful session agreed with its client in `initialize`: all another process
+/// needs to continue it ([`ServerSession::resumed`]) — a gateway replica that never saw the
+/// handshake, rebuilding the session from a sealed `Mcp-Session-Id`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HandshakeState {
+    /// The negotiated revision (a handshake one).
+    pub revision: Revision,
+    /// The client's capabilities as it declared them.
+    pub client_capabilities: ClientCapabilities,
+    /// The client's `clientInfo`.
+    pub client_info: Option<Implementation>,
+}
+
 /// The protocol state of one client connection. See the crate docs for the drive order.
 #[derive(Debug)]
 pub struct ServerSession {
@@ -196,6 +209,17 @@ impl ServerSession {
         s
     }
 
+    /// A session continuing one whose handshake happened elsewhere: initialized in
+    /// `state.revision` with the client's capabilities and info. What the first session
+    /// held beyond the handshake (log level, subscriptions, requests in flight) is not
+    /// carried: the client starts afresh on those.
+    pub fn resumed(config: Arc<SessionConfig>, state: HandshakeState) -> ServerSession {
+        let mut s = ServerSession::preinitialized(config, state.revision);
+        s.client_capabilities = Arc::new(state.client_capabilities);
+        s.client_info = state.client_info;
+        s
+    }
+
     // ----- getters -----
 
     /// The era this session settled on.
@@ -206,6 +230,19 @@ impl ServerSession {
     /// The client's info from `initialize`, if any.
     pub fn client_info(&self) -> Option<&Implementation> {
         self.client_info.as_ref()
+    }
+
+    /// The handshake this session completed (`None` before `initialize` succeeded, for a
+    /// provisional session and in 2026-07-28, where there is none).
+    pub fn handshake_state(&self) -> Option<HandshakeState> {
+        match self.era {
+            Era::Handshake(revision) if !self.provisional => Some(HandshakeState {
+                revision,
+                client_capabilities: (*self.client_capabilities).clone(),
+                client_info: self.client_info.clone(),
+            }),
+            _ => None,
+        }
     }
 
     /// The client's id of the request dispatched as `id`, while it is in flight.

@@ -13,6 +13,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use mcpwire_model::{McpError, Method, Raw};
@@ -41,12 +42,13 @@ pub(crate) type Settled = Result<Arc<Negotiated>, (Method, Failure)>;
 
 /// What a handle asks of the wire's task.
 pub(crate) enum Command {
-    /// Send a request; say its id on `accepted`, its end on `reply`.
+    /// Send a request under the id the handle chose (from [`RequestIds`]); say its end
+    /// (or why it was not sent) on `reply`.
     Request {
+        id: ClientRequestId,
         method: Method,
         params: Option<Raw>,
         opts: RequestOptions,
-        accepted: oneshot::Sender<Result<ClientRequestId, McpError>>,
         reply: oneshot::Sender<Outcome>,
     },
     /// Answer a server request.
@@ -66,7 +68,48 @@ pub(crate) struct CoreChannels {
     pub(crate) cancels: mpsc::UnboundedReceiver<(ClientRequestId, String)>,
     pub(crate) events: mpsc::Sender<ClientEvent>,
     pub(crate) settled: oneshot::Sender<Settled>,
+    pub(crate) ids: RequestIds,
+    pub(crate) backlog: EventBacklog,
 }
+
+/// The ids handles give their requests: above every id the session minted for
+/// negotiation (set when it settles), so `send` needs no round trip to learn its id.
+#[derive(Clone, Default)]
+pub(crate) struct RequestIds(Arc<AtomicU64>);
+
+impl RequestIds {
+    /// The next id.
+    pub(crate) fn next(&self) -> ClientRequestId {
+        ClientRequestId::new(self.0.fetch_add(1, Ordering::Relaxed) + 1)
+    }
+}
+
+/// Events handed to the owner's [`ClientEvents`](super::ClientEvents) and not yet done
+/// with (an event counts until the owner asks for the next one), so an owner that must
+/// see every event sent before an answer can tell when there is nothing left to wait
+/// for.
+#[derive(Clone, Default)]
+pub(crate) struct EventBacklog(Arc<AtomicUsize>);
+
+impl EventBacklog {
+    /// Whether every event handed over so far is done with.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.load(Ordering::Acquire) == 0
+    }
+
+    fn add(&self) {
+        self.0.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// One event is done with.
+    pub(crate) fn done(&self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Cancellations of requests not taken yet remembered, so the request is not sent when
+/// its command arrives after its cancellation.
+const EARLY_CANCELS: usize = 64;
 
 /// What [`ClientCore::wait`] woke up for.
 pub(crate) enum CoreWake {
@@ -94,6 +137,11 @@ pub(crate) struct ClientCore {
     /// The transport's account of requests it failed, until their end is routed.
     transport_errors: HashMap<ClientRequestId, ClientError>,
     close_requested: bool,
+    ids: RequestIds,
+    backlog: EventBacklog,
+    /// Cancelled ids the session did not know (their command may still come), newest
+    /// last, at most [`EARLY_CANCELS`].
+    early_cancels: VecDeque<ClientRequestId>,
 }
 
 impl ClientCore {
@@ -113,6 +161,9 @@ impl ClientCore {
             settled: Some(ch.settled),
             transport_errors: HashMap::new(),
             close_requested: false,
+            ids: ch.ids,
+            backlog: ch.backlog,
+            early_cancels: VecDeque::new(),
         }
     }
 
@@ -128,7 +179,7 @@ impl ClientCore {
         let mut did = false;
         if self.cancels_open {
             while let Ok((id, reason)) = self.cancels.try_recv() {
-                self.session.cancel(id, &reason);
+                self.cancel(id, &reason);
                 did = true;
             }
         }
@@ -177,9 +228,7 @@ impl ClientCore {
                 self.commands_open = false;
                 self.close_requested = true;
             }
-            CoreWake::Cancel(Some((id, reason))) => {
-                self.session.cancel(id, &reason);
-            }
+            CoreWake::Cancel(Some((id, reason))) => self.cancel(id, &reason),
             CoreWake::Cancel(None) => self.cancels_open = false,
             CoreWake::Capacity(Some(permit)) => {
                 if let Some(e) = self.held.pop_front() {
@@ -217,24 +266,29 @@ impl ClientCore {
     fn take(&mut self, now: Instant, c: Command) {
         match c {
             Command::Request {
+                id,
                 method,
                 params,
                 opts,
-                accepted,
                 reply,
-            } => match self.session.request(now, method, params, opts) {
-                Ok(id) => {
-                    if accepted.send(Ok(id)).is_err() {
-                        // The caller gave up before it learned the id.
-                        self.session.cancel(id, "caller cancelled");
-                    } else {
+            } => {
+                let early = self.early_cancels.iter().position(|c| *c == id);
+                if let Some(i) = early {
+                    self.early_cancels.remove(i);
+                }
+                if early.is_some() || reply.is_closed() {
+                    // The caller gave up before the request went out.
+                    return;
+                }
+                match self.session.request_as(now, id, method, params, opts) {
+                    Ok(()) => {
                         self.waiters.insert(id, reply);
                     }
+                    Err(e) => {
+                        let _ = reply.send(Err(Failure::Session(e)));
+                    }
                 }
-                Err(e) => {
-                    let _ = accepted.send(Err(e));
-                }
-            },
+            }
             Command::Answer { id, result } => {
                 self.session.answer(id, result);
             }
@@ -244,6 +298,16 @@ impl ClientCore {
                 }
             }
             Command::Close => self.close_requested = true,
+        }
+    }
+
+    /// Cancels request `id`; remembers it when its command has not been taken yet.
+    fn cancel(&mut self, id: ClientRequestId, reason: &str) {
+        if !self.session.cancel(id, reason) && !self.waiters.contains_key(&id) {
+            if self.early_cancels.len() >= EARLY_CANCELS {
+                self.early_cancels.pop_front();
+            }
+            self.early_cancels.push_back(id);
         }
     }
 
@@ -265,6 +329,8 @@ impl ClientCore {
                 }
                 ClientEvent::Ready(n) => {
                     self.transport_errors.clear();
+                    // Handles number their requests from here on.
+                    self.ids.0.store(self.session.minted(), Ordering::Relaxed);
                     if let Some(s) = self.settled.take() {
                         let _ = s.send(Ok(n));
                     }
@@ -289,11 +355,14 @@ impl ClientCore {
         let Some(tx) = &self.events else {
             return self.unheard(e);
         };
+        // Counted before the owner can see it (and take it off the count).
+        self.backlog.add();
         if self.held.is_empty() {
             match tx.try_send(e) {
                 Ok(()) => return,
                 Err(mpsc::error::TrySendError::Full(e)) => return self.hold(e),
                 Err(mpsc::error::TrySendError::Closed(e)) => {
+                    self.backlog.done();
                     self.owner_gone();
                     return self.unheard(e);
                 }
@@ -302,11 +371,13 @@ impl ClientCore {
         self.hold(e);
     }
 
+    /// Keeps a counted event until the owner has room.
     fn hold(&mut self, e: ClientEvent) {
         if self.held.len() < self.max_held {
             self.held.push_back(e);
         } else {
             tracing::warn!("the owner is not taking client events; one dropped");
+            self.backlog.done();
             self.unheard(e);
         }
     }

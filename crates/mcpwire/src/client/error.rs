@@ -100,6 +100,10 @@ pub enum ClientError {
     /// Talking to the server failed.
     #[error("{0}")]
     Io(String),
+    /// The server requires authorization and this client could not obtain it (no
+    /// credentials configured, discovery, registration, consent or a token request failed).
+    #[error("authorization: {0}")]
+    Auth(String),
 }
 
 impl From<std::io::Error> for ClientError {

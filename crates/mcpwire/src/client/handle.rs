@@ -16,7 +16,9 @@ use mcpwire_session::{
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use super::core::{ClientCore, Command, CoreChannels, Failure, Outcome, Settled};
+use super::core::{
+    ClientCore, Command, CoreChannels, EventBacklog, Failure, Outcome, RequestIds, Settled,
+};
 use super::{ClientError, ClientOptions};
 
 /// Commands a handle may queue before `send` waits for the wire's task.
@@ -38,6 +40,8 @@ struct Inner {
     server: Value,
     peer: Arc<str>,
     request_timeout: Option<Duration>,
+    ids: RequestIds,
+    backlog: EventBacklog,
 }
 
 /// What the server sends unasked: server→client requests (answer each with
@@ -47,12 +51,21 @@ struct Inner {
 /// server request from then on. Ends (`None`) when the connection closes.
 pub struct ClientEvents {
     rx: mpsc::Receiver<ClientEvent>,
+    backlog: EventBacklog,
+    /// An event was taken and is counted until the next `recv`.
+    taken: bool,
 }
 
 impl ClientEvents {
-    /// The next event; `None` once the connection has closed.
+    /// The next event; `None` once the connection has closed. The previous event counts
+    /// as done with from this call on ([`Client::events_done`]).
     pub async fn recv(&mut self) -> Option<ClientEvent> {
-        self.rx.recv().await
+        if std::mem::take(&mut self.taken) {
+            self.backlog.done();
+        }
+        let event = self.rx.recv().await;
+        self.taken = event.is_some();
+        event
     }
 
     /// Prints the server's log notifications on stderr (`[level] data`) until the
@@ -86,6 +99,8 @@ pub(crate) struct PendingClient {
     peer: Arc<str>,
     request_timeout: Option<Duration>,
     handshake_timeout: Duration,
+    ids: RequestIds,
+    backlog: EventBacklog,
 }
 
 /// A session configured by `opts` and the channels around it; `peer` names the server in
@@ -102,6 +117,8 @@ pub(crate) fn parts(opts: &ClientOptions, peer: &str) -> Parts {
     let (cancels, cancels_rx) = mpsc::unbounded_channel();
     let (events_tx, events) = mpsc::channel(opts.events_capacity.max(1));
     let (settled_tx, settled) = oneshot::channel();
+    let ids = RequestIds::default();
+    let backlog = EventBacklog::default();
     let core = ClientCore::new(
         ClientSession::new(config),
         CoreChannels {
@@ -109,6 +126,8 @@ pub(crate) fn parts(opts: &ClientOptions, peer: &str) -> Parts {
             cancels: cancels_rx,
             events: events_tx,
             settled: settled_tx,
+            ids: ids.clone(),
+            backlog: backlog.clone(),
         },
         opts.limits.max_events,
     );
@@ -122,6 +141,8 @@ pub(crate) fn parts(opts: &ClientOptions, peer: &str) -> Parts {
             peer: peer.into(),
             request_timeout: opts.limits.request_timeout,
             handshake_timeout: opts.limits.handshake_timeout,
+            ids,
+            backlog,
         },
     }
 }
@@ -154,9 +175,16 @@ impl PendingClient {
                 server,
                 peer,
                 request_timeout: self.request_timeout,
+                ids: self.ids,
+                backlog: self.backlog.clone(),
             }),
         };
-        Ok((client, ClientEvents { rx: self.events }))
+        let events = ClientEvents {
+            rx: self.events,
+            backlog: self.backlog,
+            taken: false,
+        };
+        Ok((client, events))
     }
 }
 
@@ -177,35 +205,38 @@ impl Client {
         &self.inner.peer
     }
 
-    /// Sends a request; resolves once the session took it (the returned
-    /// [`PendingRequest`] then resolves to its answer). `params` must be a JSON object; the
-    /// session adds `_meta` (progress token, 2026-07-28 envelope).
+    /// Whether every event the connection handed to [`ClientEvents`] so far is done with
+    /// (the owner asked for the next one): an owner that must route the events a server
+    /// sent before an answer can skip waiting when this is true.
+    pub fn events_done(&self) -> bool {
+        self.inner.backlog.is_empty()
+    }
+
+    /// Sends a request; resolves once it is queued for the connection (waiting while the
+    /// queue is full); the returned [`PendingRequest`] resolves to its answer, or to why
+    /// it was not sent (too many in flight, connection closed). `params` must be a JSON
+    /// object; the session adds `_meta` (progress token, 2026-07-28 envelope).
     pub async fn send(
         &self,
         method: &str,
         params: Option<Raw>,
         opts: RequestOptions,
     ) -> Result<PendingRequest, ClientError> {
-        let (accepted, accepted_rx) = oneshot::channel();
         let (reply, reply_rx) = oneshot::channel();
         let timeout = opts.timeout.or(self.inner.request_timeout);
+        let id = self.inner.ids.next();
         let command = Command::Request {
+            id,
             method: Method::parse(method),
             params,
             opts,
-            accepted,
             reply,
         };
-        let gone = || self.gone(method);
         self.inner
             .commands
             .send(command)
             .await
-            .map_err(|_| gone())?;
-        let id = accepted_rx
-            .await
-            .map_err(|_| gone())?
-            .map_err(|e| ClientError::from_session(method, e, &self.inner.peer, timeout, ""))?;
+            .map_err(|_| self.gone(method))?;
         Ok(PendingRequest {
             id,
             method: method.into(),

@@ -52,6 +52,7 @@ pub(crate) async fn connect(
         url,
         opts.limits.handshake_timeout,
         opts.tls.clone(),
+        opts.auth.clone(),
     )?);
     let parts = parts(opts, url);
     let (inbound_tx, inbound_rx) = mpsc::channel(INBOUND_QUEUE);

@@ -10,6 +10,7 @@ use mcpwire_process::{Launch, ProcessBackend, ProcessConfig};
 use mcpwire_router::{Backend, Server};
 
 use super::config::{BackendSource, BackendSpec, ServerOptions};
+use crate::client::Target;
 use crate::upstream::{UpstreamBackend, UpstreamConfig};
 
 type MakeServer = Arc<dyn Fn() -> Arc<Server> + Send + Sync>;
@@ -165,13 +166,29 @@ pub async fn start(
             })
         }
         BackendSource::Upstream(up) => {
-            let mut config = UpstreamConfig::new(spec.name.clone(), up.target.clone());
+            let mut target = up.target.clone();
+            if let (Target::Mcpb { token, .. }, Some(bearer)) =
+                (&mut target, up.credentials.bearer())
+            {
+                *token = Some(bearer.to_owned());
+            }
+            let mut config = UpstreamConfig::new(spec.name.clone(), target);
+            if matches!(up.target, Target::Url(_))
+                && (!up.credentials.headers.is_empty() || up.credentials.oauth.is_some())
+            {
+                let auth = up
+                    .credentials
+                    .to_auth()
+                    .map_err(|e| fail(format!("its credentials: {e}"), false))?;
+                config.auth = Some(auth);
+            }
             config.handshake_timeout = up.handshake_timeout;
             config.call_timeout = up.call_timeout;
             config.era = up.era;
             config.shared = up.is_shared();
             config.max_sessions = up.max_sessions;
             config.tls = up.tls.clone();
+            config.busy_poll = server.busy_poll;
             let backend = UpstreamBackend::connect(config)
                 .await
                 .map_err(|e| fail(format!("connecting to the upstream server: {e}"), false))?;

@@ -38,6 +38,9 @@ pub struct GatewayConfig {
     pub limits: Option<super::limits::LimitsConfig>,
     /// The admin listener (`[admin]`: `/metrics`, `/healthz`, `/readyz`); `None`: none.
     pub admin: Option<AdminConfig>,
+    /// One replica of several sharing a store (`[cluster]`, see `gateway/cluster.rs`);
+    /// `None`: a single process with its state in memory.
+    pub cluster: Option<crate::cluster::ClusterConfig>,
 }
 
 /// The admin listener (`[admin]`, `--metrics-listen`).
@@ -210,6 +213,8 @@ pub struct UpstreamSpec {
     /// `https://` and `mcpbs://` upstreams: the CA to trust instead of the system's, and a
     /// client certificate to present (`ca`, `client_cert`, `client_key`).
     pub tls: ClientTls,
+    /// What the gateway authenticates with toward it (`bearer_*`, `headers`, `oauth`).
+    pub credentials: super::credentials::CredentialsSpec,
 }
 
 impl UpstreamSpec {
@@ -228,6 +233,7 @@ impl UpstreamSpec {
             max_sessions,
             era: EraChoice::Auto,
             tls: ClientTls::default(),
+            credentials: Default::default(),
         }
     }
 
@@ -305,6 +311,7 @@ impl GatewayConfig {
             policy: None,
             limits: None,
             admin: None,
+            cluster: None,
         }
     }
 

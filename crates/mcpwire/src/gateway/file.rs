@@ -31,6 +31,7 @@
 //! url = "https://example.com/mcp"
 //! era = "auto"                 # auto | handshake | stateless
 //! ca = "internal-ca.pem"       # trust this CA (not the system's); client_cert/client_key
+//! bearer_env = "REMOTE_TOKEN"  # credentials toward it: see `credentials.rs`
 //! ```
 
 use std::collections::BTreeMap;
@@ -47,6 +48,7 @@ use super::config::{
     BackendSource, BackendSpec, FailMode, GatewayConfig, MemberOptions, PrefixMode, ProcessSpec,
     ServerOptions, UpstreamSpec, mcpb_target,
 };
+use super::credentials::{CredentialsSpec, RawCredentials};
 use super::error::{ConfigError, KeyPath, Origin};
 use super::listen::{ListenOptions, ListenerSpec};
 use crate::client::{EraChoice, Target};
@@ -67,6 +69,7 @@ struct RawFile {
     policy: Option<super::policy::RawPolicy>,
     limits: Option<super::limits::RawLimits>,
     admin: Option<RawAdmin>,
+    cluster: Option<super::cluster::RawCluster>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -121,6 +124,13 @@ struct RawBackend {
     ca: Option<PathBuf>,
     client_cert: Option<PathBuf>,
     client_key: Option<PathBuf>,
+    bearer_env: Option<String>,
+    bearer_file: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    #[serde(default)]
+    header_env: BTreeMap<String, String>,
+    oauth: Option<super::credentials::RawOAuth>,
     #[serde(default)]
     include: Vec<Glob>,
     #[serde(default)]
@@ -314,8 +324,16 @@ impl GatewayConfig {
                     .map_err(|(key, m)| origin.error_at(&root.key("limits").key(&key), m))?,
             ),
         };
+        let cluster = match raw.cluster {
+            None => None,
+            Some(c) => Some(
+                c.check()
+                    .map_err(|(key, m)| origin.error_at(&root.key("cluster").key(&key), m))?,
+            ),
+        };
         let config = GatewayConfig {
             origin,
+            cluster,
             server,
             listeners,
             backends,
@@ -435,6 +453,22 @@ fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSource, Refusa
         ("client_key", raw.client_key.is_some()),
     ];
     let upstream = raw.command.is_some() || raw.url.is_some() || raw.mcpb.is_some();
+    let credential_keys = [
+        ("bearer_env", raw.bearer_env.is_some()),
+        ("bearer_file", raw.bearer_file.is_some()),
+        ("headers", !raw.headers.is_empty()),
+        ("header_env", !raw.header_env.is_empty()),
+        ("oauth", raw.oauth.is_some()),
+    ];
+    if !upstream && let Some((key, _)) = credential_keys.iter().find(|(_, set)| *set) {
+        return Err((
+            key,
+            format!(
+                "`{key}` is an option of url (and, for a token, mcpb) backends, not of {} backends",
+                kinds[0]
+            ),
+        ));
+    }
     if !upstream && let Some((key, _)) = upstream_only.iter().find(|(_, set)| *set) {
         return Err((
             key,
@@ -514,9 +548,22 @@ fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSource, Refusa
         _ => unreachable!("one kind was found above"),
     };
     let tls = upstream_tls(raw, &target, base)?;
+    let credentials = RawCredentials {
+        bearer_env: raw.bearer_env.as_ref(),
+        bearer_file: raw.bearer_file.as_ref(),
+        headers: &raw.headers,
+        header_env: &raw.header_env,
+        oauth: raw.oauth.as_ref(),
+    };
+    let credentials = if credentials.is_set() {
+        credentials.resolve(base, &target)?
+    } else {
+        CredentialsSpec::default()
+    };
     let d = UpstreamSpec::new(target);
     Ok(BackendSource::Upstream(UpstreamSpec {
         tls,
+        credentials,
         handshake_timeout: raw
             .handshake_timeout_secs
             .map_or(d.handshake_timeout, Duration::from_secs),

@@ -10,7 +10,9 @@
 mod auth;
 mod backends;
 mod check;
+mod cluster;
 mod config;
+mod credentials;
 mod error;
 mod file;
 mod limits;
@@ -29,6 +31,7 @@ pub use config::{
     AdminConfig, BackendSource, BackendSpec, FailMode, GatewayConfig, MemberOptions, PrefixMode,
     ProcessSpec, ServerOptions, UpstreamSpec, mcpb_target,
 };
+pub use credentials::{CredentialsSpec, OAuthSpec};
 pub use error::{ConfigError, KeyPath, Origin, Seg};
 pub use limits::LimitsConfig;
 pub use listen::{ListenOptions, ListenerSpec, Scheme, TlsOptions};

@@ -92,6 +92,9 @@ pub fn plan(serving: &GatewayConfig, next: &GatewayConfig, down: &[String]) -> R
     if serving.policy != next.policy {
         plan.ignored.push("policy".into());
     }
+    if serving.cluster != next.cluster {
+        plan.ignored.push("cluster".into());
+    }
     if serving.limits != next.limits {
         plan.ignored.push("limits".into());
     }

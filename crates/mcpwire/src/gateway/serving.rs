@@ -23,6 +23,7 @@ use super::error::{ConfigError, KeyPath, Origin};
 use super::reload::{ReloadPlan, plan};
 use crate::Service;
 use crate::admin::{AdminServer, BackendHealth, HealthProbe};
+use crate::cluster::Cluster;
 use crate::limits::{ConnectionLimits, Limited, RateLimits, Rejections};
 
 /// Quiet time after an edit of the configuration file before it is read.
@@ -41,6 +42,9 @@ pub enum GatewayError {
     /// A listener could not listen, or failed.
     #[error("{0}")]
     Serve(#[source] std::io::Error),
+    /// `[cluster]`: the store could not be reached, or the session keys are unusable.
+    #[error("cluster: {0}")]
+    Cluster(#[from] crate::cluster::ClusterError),
 }
 
 /// A started gateway: its backends running and a service in front of them per listener.
@@ -64,6 +68,8 @@ pub struct Gateway {
     rate_limits: Option<Arc<RateLimits>>,
     /// Requests and connections refused by `[limits]`, for the metrics.
     rejections: Arc<Rejections>,
+    /// The replica set this gateway is one of (`[cluster]`), if any.
+    cluster: Option<Arc<Cluster>>,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -149,20 +155,35 @@ impl Gateway {
             services: Vec::new(),
             rate_limits: None,
             rejections: Arc::new(Rejections::default()),
+            cluster: None,
         };
+        if let Some(c) = &gateway.config.cluster {
+            gateway.cluster = Some(Arc::new(Cluster::connect(c).await?));
+        }
         gateway.rate_limits = gateway
             .config
             .limits
             .as_ref()
             .filter(|l| l.limits_calls())
             .map(|l| {
-                Arc::new(RateLimits::new(
-                    l.per_identity,
-                    l.per_ip,
-                    l.per_tool,
-                    l.max_keys,
-                    gateway.rejections.clone(),
-                ))
+                let rejections = gateway.rejections.clone();
+                // In a replica set the rates live in the shared store: one budget for all.
+                Arc::new(match &gateway.cluster {
+                    Some(c) => RateLimits::in_store(
+                        l.per_identity,
+                        l.per_ip,
+                        l.per_tool,
+                        c.store().clone(),
+                        rejections,
+                    ),
+                    None => RateLimits::new(
+                        l.per_identity,
+                        l.per_ip,
+                        l.per_tool,
+                        l.max_keys,
+                        rejections,
+                    ),
+                })
             });
         if federate {
             gateway.federation = Some(gateway.federate().await?);
@@ -170,7 +191,8 @@ impl Gateway {
         let auth = super::auth::authenticator(&gateway.config).await?;
         let services = gateway.front()?;
         let services = super::auth::apply(&gateway.config, auth.as_ref(), services);
-        gateway.services = gateway.with_connection_limits(services);
+        let services = gateway.with_connection_limits(services);
+        gateway.services = gateway.in_cluster(services);
         Ok(gateway)
     }
 
@@ -192,6 +214,18 @@ impl Gateway {
                 s.connections = Some(limits.clone());
                 s
             })
+            .collect()
+    }
+
+    /// `services` as replicas of the cluster (`[cluster]`): sealed session ids, shared
+    /// session records.
+    fn in_cluster(&self, services: Vec<Service>) -> Vec<Service> {
+        let Some(cluster) = &self.cluster else {
+            return services;
+        };
+        services
+            .into_iter()
+            .map(|s| s.in_cluster(cluster.clone()))
             .collect()
     }
 

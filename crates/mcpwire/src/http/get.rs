@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use mcpwire_model::McpError;
 
 use super::headers::{self, Accept, LAST_EVENT_ID, SESSION_ID};
+use super::locate::{end, locate};
 use super::replay::{EventId, StreamItem, StreamKind};
 use super::session::ResumeError;
 use super::{App, ClientAddr, auth, guard, reply};
@@ -42,12 +43,9 @@ pub(crate) async fn open(
         let e = McpError::NotAcceptable("Accept must list text/event-stream".into());
         return reply::refuse(None, e);
     }
-    let Some(session) = app
-        .sessions
-        .get(sid)
-        .filter(|s| s.opened_by(identity.as_ref()))
-    else {
-        return not_found();
+    let session = match locate(&app, sid, identity.as_ref(), Some(client.addr.ip())).await {
+        Ok(found) => found.handle,
+        Err(e) => return reply::refuse(None, e),
     };
     let last = match headers::text(&headers, LAST_EVENT_ID) {
         Ok(None) => None,
@@ -86,17 +84,14 @@ pub(crate) async fn delete(
         Ok(id) => id,
         Err(r) => return r,
     };
-    let owned = |sid: &str| {
-        app.sessions
-            .get(sid)
-            .is_some_and(|s| s.opened_by(identity.as_ref()))
-    };
     match headers::text(&headers, SESSION_ID) {
-        Ok(Some(sid)) if owned(sid) && app.sessions.remove(sid) => {
-            tracing::debug!(session = %sid, "session deleted by the client");
-            StatusCode::OK.into_response()
-        }
-        Ok(Some(_)) => not_found(),
+        Ok(Some(sid)) => match end(&app, sid, identity.as_ref()).await {
+            Ok(()) => {
+                tracing::debug!("session deleted by the client");
+                StatusCode::OK.into_response()
+            }
+            Err(e) => reply::refuse(None, e),
+        },
         Ok(None) => not_allowed(),
         Err(()) => bad("invalid Mcp-Session-Id header"),
     }

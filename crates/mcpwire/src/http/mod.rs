@@ -13,6 +13,8 @@
 //! - [`client`] is the small client behind `mcpwire list|call http://…`.
 //! - [`reply`] turns a request's messages into `application/json` (only the response) or
 //!   `text/event-stream` (anything came before the response), and builds error replies.
+//! - [`locate`] finds the session an `Mcp-Session-Id` names: in the table, or — in a
+//!   replica set — rebuilt from the sealed id ([`crate::cluster`]).
 //! - [`replay`] numbers a session's SSE events and keeps the recent ones, so a client can
 //!   resume a stream with `Last-Event-ID` (including one the server closed on purpose).
 //!
@@ -22,6 +24,7 @@ pub(crate) mod auth;
 mod get;
 mod guard;
 pub(crate) mod headers;
+mod locate;
 mod post;
 mod replay;
 mod reply;

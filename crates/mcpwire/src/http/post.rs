@@ -24,6 +24,7 @@ use mcpwire_model::{McpError, Message, Method, Request, Revision};
 use mcpwire_router::Identity;
 
 use super::headers::{self, Accept, PROTOCOL_VERSION, SESSION_ID};
+use super::locate::{Located, locate, mint};
 use super::reply;
 use super::stateless::Exchange;
 use super::{App, ClientAddr, auth, guard, route_headers};
@@ -68,7 +69,7 @@ pub(crate) async fn handle(
     };
     match headers::text(&headers, SESSION_ID) {
         Err(()) => bad_header(SESSION_ID),
-        Ok(Some(sid)) => with_session(&app, sid, version, msg, identity.as_ref()).await,
+        Ok(Some(sid)) => with_session(&app, sid, version, msg, identity.as_ref(), ip).await,
         Ok(None) => without_session(&app, &headers, version, msg, identity, ip).await,
     }
 }
@@ -129,11 +130,17 @@ async fn with_session(
     version: Option<&str>,
     msg: Message,
     identity: Option<&Identity>,
+    ip: Option<IpAddr>,
 ) -> Response {
     // A session answers only the caller that opened it: to anyone else it does not exist.
-    let Some(session) = app.sessions.get(sid).filter(|s| s.opened_by(identity)) else {
-        return session_not_found();
+    let Located {
+        key: sid,
+        handle: session,
+    } = match locate(app, sid, identity, ip).await {
+        Ok(found) => found,
+        Err(e) => return reply::refuse(None, e),
     };
+    let sid = sid.as_str();
     if let Some(v) = version
         && Revision::parse(v).is_none()
     {
@@ -200,7 +207,7 @@ async fn initialize(
 ) -> Response {
     let created = app
         .sessions
-        .create(&app.service, app.config.session_idle, identity, ip);
+        .create(&app.service, app.config.session_idle, identity.clone(), ip);
     let Ok((sid, session)) = created else {
         let e = McpError::Unavailable("every session is busy; try again later".into());
         return reply::refuse(Some(req.id), e);
@@ -212,8 +219,15 @@ async fn initialize(
     };
     match answer {
         Some(a) if !a.error => {
+            let public = match mint(app, &sid, &session, identity.as_ref()).await {
+                Ok(public) => public,
+                Err(e) => {
+                    app.sessions.remove(&sid);
+                    return reply::refuse(Some(id), e);
+                }
+            };
             let mut response = a.response;
-            if let Ok(v) = HeaderValue::from_str(&sid) {
+            if let Ok(v) = HeaderValue::from_str(&public) {
                 response.headers_mut().insert(SESSION_ID, v);
             }
             tracing::debug!(session = %sid, "session started");

@@ -22,7 +22,7 @@ use futures::Stream;
 use mcpwire_model::types::CancelledParams;
 use mcpwire_model::{McpError, Message, Method, Outbound, Request, RequestId};
 use mcpwire_router::Identity;
-use mcpwire_session::{ServerSession, Transmit};
+use mcpwire_session::{HandshakeState, ServerSession, Transmit};
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -78,6 +78,8 @@ enum Command {
     Standalone(mpsc::Sender<StreamItem>, u64),
     /// Resume a stream after an event id; answers whether the stream is known.
     Resume(EventId, mpsc::Sender<StreamItem>, oneshot::Sender<bool>),
+    /// What the session agreed in its handshake (to seal into a cluster session id).
+    Handshake(oneshot::Sender<Option<HandshakeState>>),
 }
 
 /// A handler's way into a running session.
@@ -197,6 +199,13 @@ impl SessionHandle {
         }
     }
 
+    /// The handshake the session completed, if it did.
+    pub(crate) async fn handshake(&self) -> Option<HandshakeState> {
+        let (tx, rx) = oneshot::channel();
+        self.send(Command::Handshake(tx)).await.ok()?;
+        rx.await.ok().flatten()
+    }
+
     /// Ends the session: running calls are dropped, open streams end.
     pub(crate) fn close(&self) {
         self.close.cancel();
@@ -210,6 +219,17 @@ impl SessionHandle {
     }
 }
 
+/// Who a session is for and where it starts.
+pub(crate) struct Origin {
+    /// Who opened it (its calls carry this identity).
+    pub(crate) owner: Option<Identity>,
+    /// The client's address.
+    pub(crate) ip: Option<std::net::IpAddr>,
+    /// A handshake made on another replica, to continue from (`None`: a new session that
+    /// waits for `initialize`).
+    pub(crate) handshake: Option<HandshakeState>,
+}
+
 /// Starts the task of session `id`; it removes itself from `sessions` when it ends, and
 /// keeps `busy` up to date (the table evicts idle sessions only).
 pub(crate) fn spawn(
@@ -218,14 +238,22 @@ pub(crate) fn spawn(
     id: String,
     sessions: Arc<Sessions>,
     busy: Arc<Busy>,
-    owner: Option<Identity>,
-    ip: Option<std::net::IpAddr>,
+    origin: Origin,
 ) -> SessionHandle {
+    let Origin {
+        owner,
+        ip,
+        handshake,
+    } = origin;
     let (tx, cmds) = mpsc::channel(COMMAND_QUEUE);
     let close = CancellationToken::new();
+    let session = match handshake {
+        Some(state) => ServerSession::resumed(service.config.clone(), state),
+        None => ServerSession::new(service.config.clone()),
+    };
     let task = SessionTask {
         core: ServerCore::new(
-            ServerSession::new(service.config.clone()),
+            session,
             Calls::new(service.router.clone(), Wire::Http)
                 .with_identity(owner.clone())
                 .with_client_ip(ip),
@@ -361,6 +389,9 @@ impl SessionTask {
             }
             Command::Resume(last, tx, known) => {
                 let _ = known.send(self.resume(last, tx));
+            }
+            Command::Handshake(tx) => {
+                let _ = tx.send(self.core.session.handshake_state());
             }
         }
     }

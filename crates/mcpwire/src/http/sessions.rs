@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use mcpwire_router::Identity;
+use mcpwire_session::HandshakeState;
 
 use super::session::{self, SessionHandle};
 use crate::Service;
@@ -50,6 +51,8 @@ struct Entry {
     busy: Arc<Busy>,
     /// When a request last named this session, on the table's use counter.
     last_used: u64,
+    /// When this replica last checked the session's record in the cluster store.
+    checked: std::time::Instant,
 }
 
 /// The map and a logical clock of uses (no wall clock needed to order them).
@@ -102,7 +105,43 @@ impl Sessions {
         owner: Option<Identity>,
         ip: Option<std::net::IpAddr>,
     ) -> Result<(String, SessionHandle), Full> {
+        self.start(service, idle, None, owner, ip)
+    }
+
+    /// The session `sid` continued on this replica from a handshake made on another (or
+    /// the one already running here under that id), evicting as [`Sessions::create`] does.
+    pub(crate) fn resume(
+        self: &Arc<Self>,
+        service: &Service,
+        idle: Duration,
+        sid: &str,
+        state: HandshakeState,
+        owner: Option<Identity>,
+        ip: Option<std::net::IpAddr>,
+    ) -> Result<SessionHandle, Full> {
+        if let Some(running) = self.get(sid) {
+            return Ok(running);
+        }
+        let resumed = Some((sid.to_owned(), state));
+        self.start(service, idle, resumed, owner, ip)
+            .map(|(_, handle)| handle)
+    }
+
+    fn start(
+        self: &Arc<Self>,
+        service: &Service,
+        idle: Duration,
+        resumed: Option<(String, HandshakeState)>,
+        owner: Option<Identity>,
+        ip: Option<std::net::IpAddr>,
+    ) -> Result<(String, SessionHandle), Full> {
         let mut table = self.lock();
+        if let Some((sid, _)) = &resumed
+            && let Some(running) = table.map.get(sid)
+        {
+            // Another request rebuilt it meanwhile.
+            return Ok((sid.clone(), running.handle.clone()));
+        }
         if table.map.len() >= self.max {
             let Some(victim) = least_recently_used_idle(&table.map) else {
                 return Err(Full);
@@ -117,11 +156,14 @@ impl Sessions {
                 );
             }
         }
-        let id = loop {
-            let id = new_id();
-            if !table.map.contains_key(&id) {
-                break id;
-            }
+        let (id, handshake) = match resumed {
+            Some((sid, state)) => (sid, Some(state)),
+            None => loop {
+                let id = new_id();
+                if !table.map.contains_key(&id) {
+                    break (id, None);
+                }
+            },
         };
         let busy = Arc::new(Busy::default());
         let handle = session::spawn(
@@ -130,16 +172,34 @@ impl Sessions {
             id.clone(),
             self.clone(),
             busy.clone(),
-            owner,
-            ip,
+            session::Origin {
+                owner,
+                ip,
+                handshake,
+            },
         );
         let entry = Entry {
             handle: handle.clone(),
             busy,
             last_used: table.tick(),
+            checked: crate::driver::now(),
         };
         table.map.insert(id.clone(), entry);
         Ok((id, handle))
+    }
+
+    /// Whether this replica should check session `id`'s cluster record now (last checked
+    /// `every` ago or more); if so, counts the check as done.
+    pub(crate) fn due_for_check(&self, id: &str, every: Duration) -> bool {
+        let mut table = self.lock();
+        let now = crate::driver::now();
+        match table.map.get_mut(id) {
+            Some(e) if now.duration_since(e.checked) >= every => {
+                e.checked = now;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// The session named `id`, if it is alive; counts as a use.

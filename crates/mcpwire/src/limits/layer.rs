@@ -39,6 +39,18 @@ impl Backend for Limited {
             BackendRequest::CallTool { name, .. } => Some(name.as_str()),
             _ => None,
         };
+        if ctx.has_client() && self.limits.is_stored() {
+            // Shared across replicas: one round trip to the store before the call.
+            let (limits, inner) = (self.limits.clone(), self.inner.clone());
+            let tool = tool.map(str::to_owned);
+            return Box::pin(async move {
+                let (identity, ip) = (ctx.identity().cloned(), ctx.client_ip());
+                limits
+                    .check_stored(identity.as_ref(), ip, tool.as_deref())
+                    .await?;
+                inner.call(ctx, req).await
+            });
+        }
         if ctx.has_client()
             && let Err(refused) = self.limits.check(ctx.identity(), ctx.client_ip(), tool)
         {

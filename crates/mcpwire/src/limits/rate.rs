@@ -3,6 +3,7 @@
 use std::hash::Hash;
 use std::net::IpAddr;
 use std::num::NonZeroU32;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -13,6 +14,7 @@ use governor::state::keyed::HashMapStateStore;
 use governor::{Quota, RateLimiter};
 use mcpwire_model::McpError;
 use mcpwire_router::Identity;
+use mcpwire_store::{Gcra, RateCheck, RateOutcome, Store};
 
 use super::{Rejections, TokioClock};
 
@@ -55,6 +57,11 @@ impl Rate {
             other => return Err(format!("`{text}`: unknown unit `{other}` (s, min or h)")),
         };
         Ok(Rate::new(count, period))
+    }
+
+    /// The same rate for the shared store's GCRA.
+    fn gcra(&self) -> Gcra {
+        Gcra::new(self.count.get(), self.period, self.burst.get())
     }
 
     fn quota(&self) -> Quota {
@@ -131,12 +138,22 @@ impl<K: Hash + Eq + Clone> Keyed<K> {
 }
 
 /// The call rate limits of one gateway: each is optional; a call must pass every one that
-/// is configured.
+/// is configured. Kept in this process ([`RateLimits::new`]), or in a store every replica
+/// shares ([`RateLimits::in_store`]) so a limit holds across replicas.
 pub struct RateLimits {
     identity: Option<Keyed<String>>,
     ip: Option<Keyed<IpAddr>>,
     tool: Option<Keyed<String>>,
+    stored: Option<StoredRates>,
     rejections: std::sync::Arc<Rejections>,
+}
+
+/// The limits kept in a shared store: one atomic step per call checks every one.
+struct StoredRates {
+    store: Arc<dyn Store>,
+    identity: Option<Gcra>,
+    ip: Option<Gcra>,
+    tool: Option<Gcra>,
 }
 
 impl std::fmt::Debug for RateLimits {
@@ -145,6 +162,7 @@ impl std::fmt::Debug for RateLimits {
             .field("identity", &self.identity.is_some())
             .field("ip", &self.ip.is_some())
             .field("tool", &self.tool.is_some())
+            .field("store", &self.stored.as_ref().map(|s| s.store.describe()))
             .finish()
     }
 }
@@ -168,7 +186,91 @@ impl RateLimits {
             identity: identity.map(|r| Keyed::new(r, max_keys, clock)),
             ip: ip.map(|r| Keyed::new(r, max_keys, clock)),
             tool: tool.map(|r| Keyed::new(r, max_keys, clock)),
+            stored: None,
             rejections,
+        }
+    }
+
+    /// Limits per identity, per IP and per tool kept in `store` (GCRA, atomic in the
+    /// store, on its clock): every replica sharing the store shares each budget. Checked
+    /// with [`RateLimits::check_stored`]; the store bounds its keys (each expires once its
+    /// bucket is full again).
+    pub fn in_store(
+        identity: Option<Rate>,
+        ip: Option<Rate>,
+        tool: Option<Rate>,
+        store: Arc<dyn Store>,
+        rejections: Arc<Rejections>,
+    ) -> RateLimits {
+        RateLimits {
+            identity: None,
+            ip: None,
+            tool: None,
+            stored: Some(StoredRates {
+                store,
+                identity: identity.map(|r| r.gcra()),
+                ip: ip.map(|r| r.gcra()),
+                tool: tool.map(|r| r.gcra()),
+            }),
+            rejections,
+        }
+    }
+
+    /// Whether the limits are kept in a shared store (check them with
+    /// [`RateLimits::check_stored`]; [`RateLimits::check`] passes everything).
+    pub fn is_stored(&self) -> bool {
+        self.stored.is_some()
+    }
+
+    /// [`RateLimits::check`] against the shared store: one round trip for every limit.
+    /// While the store cannot be reached calls are refused as unavailable (retryable):
+    /// a limit that cannot be checked is not silently lifted.
+    pub async fn check_stored(
+        &self,
+        identity: Option<&Identity>,
+        ip: Option<IpAddr>,
+        tool: Option<&str>,
+    ) -> Result<(), McpError> {
+        let Some(stored) = &self.stored else {
+            return Ok(());
+        };
+        let mut checks = Vec::with_capacity(3);
+        let mut which: Vec<(&str, &AtomicU64)> = Vec::with_capacity(3);
+        if let (Some(limit), Some(ip)) = (stored.ip, ip) {
+            checks.push(RateCheck {
+                key: format!("rl:ip:{ip}"),
+                limit,
+            });
+            which.push(("ip", &self.rejections.ip));
+        }
+        if let Some(limit) = stored.identity {
+            let subject = identity.map_or(ANONYMOUS, Identity::subject);
+            checks.push(RateCheck {
+                key: format!("rl:id:{}", bounded_key(subject)),
+                limit,
+            });
+            which.push(("identity", &self.rejections.identity));
+        }
+        if let (Some(limit), Some(tool)) = (stored.tool, tool) {
+            checks.push(RateCheck {
+                key: format!("rl:tool:{}", bounded_key(tool)),
+                limit,
+            });
+            which.push(("tool", &self.rejections.tool));
+        }
+        match stored.store.rate(&checks).await {
+            Ok(RateOutcome::Allowed) => Ok(()),
+            Ok(RateOutcome::Refused { index, retry_after }) => {
+                let (limit, counter) = which[index.min(which.len() - 1)];
+                Err(self.refuse(limit, counter, retry_after))
+            }
+            Err(e) => {
+                crate::observe::store_error("rate");
+                tracing::warn!(error = %e, "rate limits could not be checked");
+                Err(McpError::Unavailable(
+                    "rate limits cannot be checked right now; try again shortly".into(),
+                ))
+            }
         }
     }
 
@@ -216,6 +318,18 @@ impl RateLimits {
             retry_after_secs: retry_after_secs(wait),
         }
     }
+}
+
+/// A store key part from caller-chosen text: as it is when short, else its SHA-256 (so a
+/// subject or tool name cannot make keys of any length).
+fn bounded_key(text: &str) -> String {
+    use sha2::Digest;
+    if text.len() <= 128 {
+        return text.to_owned();
+    }
+    let digest = sha2::Sha256::digest(text.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
 }
 
 /// Whole seconds to wait, rounded up, at least 1 (`Retry-After` has no fractions).

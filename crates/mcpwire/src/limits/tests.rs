@@ -201,3 +201,51 @@ mod layer {
         assert!(limited.call(from_client(1), call("count")).await.is_ok());
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn limits_in_a_shared_store_are_one_budget_for_every_holder() {
+    let store: Arc<dyn mcpwire_store::Store> = Arc::new(mcpwire_store::MemoryStore::new(100));
+    let rejections = Arc::new(Rejections::default());
+    // Two replicas' limits over one store.
+    let a = RateLimits::in_store(
+        Some(rate(2, 60)),
+        Some(rate(100, 60)),
+        Some(rate(3, 60)),
+        store.clone(),
+        rejections.clone(),
+    );
+    let b = RateLimits::in_store(
+        Some(rate(2, 60)),
+        Some(rate(100, 60)),
+        Some(rate(3, 60)),
+        store,
+        rejections.clone(),
+    );
+    assert!(a.is_stored());
+    let alice = Identity::api_key("alice", vec![]);
+    let bob = Identity::api_key("bob", vec![]);
+    a.check_stored(Some(&alice), Some(ip(1)), Some("t"))
+        .await
+        .unwrap();
+    b.check_stored(Some(&alice), Some(ip(2)), Some("t"))
+        .await
+        .unwrap();
+    let refused = a.check_stored(Some(&alice), Some(ip(1)), None).await;
+    let (limit, secs) = retry(refused.unwrap_err());
+    assert_eq!(limit, "identity");
+    assert!((1..=30).contains(&secs), "{secs}");
+    // The tool's budget is shared by every caller: bob uses its last call.
+    b.check_stored(Some(&bob), None, Some("t")).await.unwrap();
+    let (limit, _) = retry(
+        a.check_stored(Some(&bob), None, Some("t"))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(limit, "tool");
+    let counts = rejections.snapshot();
+    assert_eq!((counts.identity, counts.tool, counts.ip), (1, 1, 0));
+    // The synchronous local check has nothing to say about stored limits.
+    assert!(a.check(Some(&alice), Some(ip(1)), None).is_ok());
+    tokio::time::advance(Duration::from_secs(30)).await;
+    a.check_stored(Some(&alice), None, None).await.unwrap();
+}

@@ -47,6 +47,14 @@ pub const TLS_HANDSHAKE_FAILURES_TOTAL: &str = "mcpwire_tls_handshake_failures_t
 /// Whether a backend answers its lists (1) or not (0), by `backend` and `fail`.
 pub const BACKEND_UP: &str = "mcpwire_backend_up";
 
+/// Cluster session events by `event` (`mcpwire_cluster_sessions_total`): `started` (a sealed
+/// id minted here), `resumed` (a session continued here from a sealed id), `refused` (a
+/// sealed id that did not open or named another caller), `ended` (`DELETE`).
+pub const CLUSTER_SESSIONS_TOTAL: &str = "mcpwire_cluster_sessions_total";
+/// Cluster store operations that failed (`mcpwire_cluster_store_errors_total`), by `use`
+/// (`session`, `rate`, `task`).
+pub const CLUSTER_STORE_ERRORS_TOTAL: &str = "mcpwire_cluster_store_errors_total";
+
 /// Histogram buckets for durations, in seconds: 100 µs to 60 s.
 const DURATION_BUCKETS: &[f64] = &[
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
@@ -114,6 +122,24 @@ fn describe() {
         "Failed TLS handshakes on the listeners by reason"
     );
     describe_gauge!(BACKEND_UP, "1 when the backend answers its lists, else 0");
+    describe_counter!(
+        CLUSTER_SESSIONS_TOTAL,
+        "Replica-set session events by event (started, resumed, refused, ended)"
+    );
+    describe_counter!(
+        CLUSTER_STORE_ERRORS_TOTAL,
+        "Shared store operations that failed, by use"
+    );
+}
+
+/// Counts one replica-set session event (see [`CLUSTER_SESSIONS_TOTAL`]).
+pub(crate) fn cluster_session(event: &'static str) {
+    metrics::counter!(CLUSTER_SESSIONS_TOTAL, "event" => event).increment(1);
+}
+
+/// Counts one failed store operation (see [`CLUSTER_STORE_ERRORS_TOTAL`]).
+pub(crate) fn store_error(used_for: &'static str) {
+    metrics::counter!(CLUSTER_STORE_ERRORS_TOTAL, "use" => used_for).increment(1);
 }
 
 /// Counts one failed TLS handshake (`reason`: `error`, `timeout` or `per_ip`).

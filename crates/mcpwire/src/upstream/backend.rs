@@ -19,6 +19,7 @@ use super::link::Link;
 use super::restart::{Shared, reopen};
 use super::routes::ToolRoutes;
 use super::sessions::Sessions;
+use crate::client::auth::UpstreamAuth;
 use crate::client::{
     Client, ClientEra, ClientError, ClientOptions, EraChoice, RequestOptions, Target,
 };
@@ -55,6 +56,12 @@ pub struct UpstreamConfig {
     pub hold_timeout: Duration,
     /// `https://` and `mcpbs://` targets: which CA to trust, which certificate to present.
     pub tls: crate::tls::ClientTls,
+    /// How long an upstream connection keeps polling for the server's output before it
+    /// sleeps (the gateway's `busy_poll_us`, as its listeners do).
+    pub busy_poll: Duration,
+    /// HTTP: what the gateway authenticates with (its own credentials; OAuth tokens are
+    /// kept per downstream identity for the sessions opened for that identity).
+    pub auth: Option<UpstreamAuth>,
 }
 
 impl UpstreamConfig {
@@ -70,6 +77,8 @@ impl UpstreamConfig {
             max_sessions: 64,
             hold_timeout: Duration::from_secs(60),
             tls: crate::tls::ClientTls::default(),
+            busy_poll: crate::serve::DEFAULT_BUSY_POLL,
+            auth: None,
         }
     }
 
@@ -91,7 +100,8 @@ impl UpstreamConfig {
         o.log_level = Some(LoggingLevel::Debug);
         // As the listeners do: an upstream's answer usually follows its request within
         // microseconds, and waking an idle vCPU costs tens of them (docs/benchmarks.md).
-        o.busy_poll = crate::serve::DEFAULT_BUSY_POLL;
+        o.busy_poll = self.busy_poll;
+        o.auth = self.auth.clone();
         o
     }
 }
@@ -224,6 +234,10 @@ async fn open_for_session(
 ) -> Result<Arc<Link>, ClientError> {
     let mut options = config.client_options();
     options.capabilities = forwarded_capabilities(ctx);
+    // The session acts for its caller: OAuth tokens obtained for it are that identity's.
+    options.auth = options
+        .auth
+        .map(|a| a.for_identity(ctx.identity().map(|i| i.subject())));
     if config.era != EraChoice::Auto || ctx.revision().is_stateless() {
         return connect(config, options, true, events).await;
     }
@@ -377,21 +391,24 @@ impl Inner {
     async fn forward(&self, ctx: CallCtx, req: BackendRequest) -> Result<Reply, McpError> {
         let out = outgoing(req)?;
         let resumed = self.holder.resume(&ctx);
+        let link = match &resumed {
+            Some(held) => held.round.link().clone(),
+            None => self.link_for(&ctx).await?,
+        };
+        // Only 2026-07-28 requests carry the client's capabilities (a handshake-era link
+        // declared them once, at `initialize`).
+        let stateless = link.client().negotiated().era == ClientEra::Stateless;
         let opts = RequestOptions {
             timeout: self.config.call_timeout,
             progress: ctx.progress_token().is_some(),
             reset_timeout_on_progress: true,
             meta: forwarded_meta(&ctx),
-            capabilities: Some(Arc::new(forwarded_capabilities(&ctx))),
+            capabilities: stateless.then(|| Arc::new(forwarded_capabilities(&ctx))),
         };
         let fwd = Forward {
             method: out.method,
             params: out.params,
             opts,
-        };
-        let link = match &resumed {
-            Some(held) => held.round.link().clone(),
-            None => self.link_for(&ctx).await?,
         };
         call::run(link, ctx, fwd, &self.holder, resumed).await
     }

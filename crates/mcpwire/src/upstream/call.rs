@@ -13,11 +13,10 @@ use futures::stream::{AbortHandle, Abortable, FuturesUnordered};
 use futures::{FutureExt, StreamExt};
 use mcpwire_model::{ClientAsk, McpError, Raw, Reply};
 use mcpwire_router::{BoxFuture, CallCtx};
-use tokio::sync::mpsc;
 
 use super::forward::undecorated;
 use super::hold::{Held, Holder, Waiting};
-use super::link::{Link, ToCall};
+use super::link::{CallInbox, Link, ToCall};
 use crate::client::{
     Answer, ClientEra, ClientRequestId, InputRequired, PendingRequest, RequestOptions,
     ServerRequestId,
@@ -59,7 +58,7 @@ type AskFuture = BoxFuture<'static, Result<Asked, ()>>;
 pub(crate) struct Round {
     link: Arc<Link>,
     pending: PendingRequest,
-    from_link: mpsc::Receiver<ToCall>,
+    from_link: CallInbox,
     _registered: Registered,
     /// Names the round's asks under a stateless downstream client (`None`: by order).
     hold_id: Option<u64>,
@@ -205,7 +204,7 @@ impl Round {
                     self.link.flush().await;
                     return answer.map_err(|e| e.to_mcp());
                 }
-                Some(msg) = self.from_link.recv() => match msg {
+                Some(msg) = self.from_link.next() => match msg {
                     ToCall::Ask(req) => {
                         let (handle, reg) = AbortHandle::new_pair();
                         aborts.push((req.id, handle));

@@ -42,10 +42,14 @@ pub(crate) enum ToCall {
     Withdrawn(ServerRequestId),
 }
 
+/// What a call receives from the link (a `futures` channel: it allocates per message,
+/// not a block of slots per call as tokio's does — most calls receive nothing).
+pub(crate) type CallInbox = futures::channel::mpsc::Receiver<ToCall>;
+
 /// A downstream call waiting on the link.
 struct Slot {
     ctx: CallCtx,
-    tx: mpsc::Sender<ToCall>,
+    tx: futures::channel::mpsc::Sender<ToCall>,
 }
 
 #[derive(Default)]
@@ -106,6 +110,10 @@ impl Link {
     /// request's answer came, before handing the answer on: progress and logs sent before
     /// it go first).
     pub(crate) async fn flush(&self) {
+        if self.client.events_done() {
+            // Nothing the upstream sent is waiting to be routed (the usual case).
+            return;
+        }
         let (done, routed) = oneshot::channel();
         if self.flush.send(done).await.is_ok() {
             let _ = routed.await;
@@ -129,8 +137,8 @@ impl Link {
 
     /// Registers a call in flight under its upstream request id; returns what the link
     /// will send it.
-    pub(crate) fn register(&self, id: ClientRequestId, ctx: CallCtx) -> mpsc::Receiver<ToCall> {
-        let (tx, rx) = mpsc::channel(CALL_QUEUE);
+    pub(crate) fn register(&self, id: ClientRequestId, ctx: CallCtx) -> CallInbox {
+        let (tx, rx) = futures::channel::mpsc::channel(CALL_QUEUE);
         let mut refused = Vec::new();
         let mut early = Vec::new();
         if let Ok(mut t) = self.table.lock() {
@@ -166,8 +174,8 @@ impl Link {
 
     /// Gives the call under `id` a new context (a held call resumed by the downstream
     /// client's retry); returns what the link will send it from now on.
-    pub(crate) fn reattach(&self, id: ClientRequestId, ctx: CallCtx) -> mpsc::Receiver<ToCall> {
-        let (tx, rx) = mpsc::channel(CALL_QUEUE);
+    pub(crate) fn reattach(&self, id: ClientRequestId, ctx: CallCtx) -> CallInbox {
+        let (tx, rx) = futures::channel::mpsc::channel(CALL_QUEUE);
         if let Ok(mut t) = self.table.lock() {
             t.calls.insert(id, Slot { ctx, tx });
         }
@@ -246,7 +254,7 @@ impl Link {
                 let Ok(mut t) = self.table.lock() else { return };
                 t.orphans.retain(|r| r.id != id);
                 if let Some(owner) = t.asked.remove(&id)
-                    && let Some(slot) = t.calls.get(&owner)
+                    && let Some(slot) = t.calls.get_mut(&owner)
                 {
                     let _ = slot.tx.try_send(ToCall::Withdrawn(id));
                 }
@@ -330,7 +338,7 @@ impl Table {
             Some(id) => Some(id),
             None => self.calls.keys().next().copied(),
         };
-        let Some((owner, slot)) = owner.and_then(|o| self.calls.get(&o).map(|s| (o, s))) else {
+        let Some((owner, slot)) = owner.and_then(|o| self.calls.get_mut(&o).map(|s| (o, s))) else {
             return Some((
                 req.id,
                 McpError::Unavailable(format!(

@@ -1,7 +1,8 @@
 //! [`HttpConn`]: one Streamable HTTP endpoint as the client sees it — its URL (redirects
 //! followed and kept), the MCP session id and protocol version it sends, a small pool of
-//! idle HTTP/1.1 connections (TLS for `https`), and the errors for statuses that are not an
-//! MCP answer.
+//! idle HTTP/1.1 connections (TLS for `https`), the credentials it presents (a `401`, or a
+//! `403 insufficient_scope`, runs the OAuth flow and the request is sent again), and the
+//! errors for statuses that are not an MCP answer.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -10,10 +11,11 @@ use axum::body::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
-use hyper::header::{ACCEPT, CONTENT_TYPE, HOST, LOCATION};
+use hyper::header::{ACCEPT, CONTENT_TYPE, HOST, LOCATION, WWW_AUTHENTICATE};
 use hyper::{Method, Request, Response, StatusCode, Uri};
 use hyper_util::rt::TokioIo;
 
+use crate::client::auth::{Challenge, UpstreamAuth};
 use crate::client::{ClientError, excerpt};
 use crate::http::headers::{LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
 use crate::tls;
@@ -23,6 +25,10 @@ const MAX_REDIRECTS: usize = 5;
 
 /// Idle connections kept for reuse.
 const MAX_IDLE: usize = 16;
+
+/// Authorization challenges one request answers before its refusal stands: a `401`, then a
+/// step-up `403` (a server that keeps refusing does not loop the client).
+const MAX_CHALLENGES: usize = 2;
 
 /// Extra headers of one request (`Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`, the revision).
 pub(super) type Headers = Vec<(String, String)>;
@@ -38,6 +44,8 @@ pub(super) struct HttpConn {
     connect_timeout: Duration,
     /// `https`: which CA to trust, which certificate to present.
     tls: tls::ClientTls,
+    /// What requests authenticate with.
+    auth: Option<UpstreamAuth>,
 }
 
 impl HttpConn {
@@ -46,6 +54,7 @@ impl HttpConn {
         url: &str,
         connect_timeout: Duration,
         tls: tls::ClientTls,
+        auth: Option<UpstreamAuth>,
     ) -> Result<HttpConn, ClientError> {
         let uri: Uri = url
             .parse()
@@ -62,6 +71,7 @@ impl HttpConn {
             idle: Mutex::new(Vec::new()),
             connect_timeout,
             tls,
+            auth,
         })
     }
 
@@ -108,6 +118,22 @@ impl HttpConn {
         b
     }
 
+    /// Adds the credentials to a request; also returns the access token sent, if any.
+    async fn authenticate(
+        &self,
+        mut b: hyper::http::request::Builder,
+        method: &str,
+    ) -> Result<(hyper::http::request::Builder, Option<String>), ClientError> {
+        let Some(auth) = &self.auth else {
+            return Ok((b, None));
+        };
+        let (headers, sent) = auth.request_headers(method, &self.url()).await?;
+        for (k, v) in headers {
+            b = b.header(k, v);
+        }
+        Ok((b, sent))
+    }
+
     /// POSTs `body`, following redirects (the new URL is kept for later requests). Answers
     /// with any success status or a JSON body (a JSON-RPC error); other statuses are
     /// [`ClientError::Http`].
@@ -117,6 +143,7 @@ impl HttpConn {
         headers: &Headers,
     ) -> Result<Response<Incoming>, ClientError> {
         let mut redirects = 0;
+        let mut challenges = 0;
         loop {
             let uri = self.uri();
             let mut b = self
@@ -125,6 +152,7 @@ impl HttpConn {
             for (k, v) in headers {
                 b = b.header(k.as_str(), v.as_str());
             }
+            let (b, sent) = self.authenticate(b, "POST").await?;
             let req = b
                 .body(Full::new(body.clone()))
                 .map_err(|e| ClientError::Invalid(e.to_string()))?;
@@ -143,6 +171,34 @@ impl HttpConn {
                 }
                 *lock(&self.uri) = next;
                 continue;
+            }
+            if let Some(auth) = &self.auth
+                && challenges < MAX_CHALLENGES
+            {
+                let challenge = Challenge::parse(
+                    response
+                        .headers()
+                        .get_all(WWW_AUTHENTICATE)
+                        .iter()
+                        .filter_map(|v| v.to_str().ok()),
+                );
+                let nonce = response
+                    .headers()
+                    .get("dpop-nonce")
+                    .and_then(|v| v.to_str().ok());
+                if status == StatusCode::UNAUTHORIZED && auth.dpop_nonce(&challenge, nonce) {
+                    challenges += 1;
+                    let _ = read_limited(response.into_body(), 64 * 1024).await;
+                    continue;
+                }
+                if auth.answers(status.as_u16(), &challenge) {
+                    challenges += 1;
+                    let _ = read_limited(response.into_body(), 64 * 1024).await;
+                    tracing::info!(url = %uri, %status, "authorizing with the upstream");
+                    auth.challenged(status.as_u16(), challenge, sent.as_deref(), &self.url())
+                        .await?;
+                    continue;
+                }
             }
             let is_json = response
                 .headers()
@@ -170,6 +226,7 @@ impl HttpConn {
         if let Some(id) = last_event_id {
             b = b.header(LAST_EVENT_ID, id);
         }
+        let (b, _) = self.authenticate(b, "GET").await?;
         let req = b
             .body(Full::new(Bytes::new()))
             .map_err(|e| ClientError::Invalid(e.to_string()))?;
@@ -186,6 +243,9 @@ impl HttpConn {
         if let Some(v) = lock(&self.version).as_deref() {
             b = b.header(PROTOCOL_VERSION, v);
         }
+        let Ok((b, _)) = self.authenticate(b, "DELETE").await else {
+            return;
+        };
         if let Ok(req) = b.body(Full::new(Bytes::new())) {
             let _ = self.send(&uri, req).await;
         }
@@ -233,8 +293,12 @@ impl HttpConn {
             StatusCode::METHOD_NOT_ALLOWED => {
                 "this URL does not accept MCP's POST requests (is it the MCP endpoint?)"
             }
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN if self.auth.is_some() => {
+                "the server refuses the credentials this client sends"
+            }
             StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
-                "the server requires authorization, which this client does not send"
+                "the server requires authorization, which this client does not send \
+                 (configure credentials for it)"
             }
             s if s.is_redirection() => "a redirect without a usable Location",
             s if s.is_server_error() => "the server failed",

@@ -1,6 +1,9 @@
-//! A provisional session (MCPB's token `initialize` stands in for the handshake): requests
-//! are served at once in the newest handshake revision, and the client's own `initialize` is
-//! still its real handshake — once.
+//! Sessions that start already initialized:
+//! - a provisional session (MCPB's token `initialize` stands in for the handshake): requests
+//!   are served at once in the newest handshake revision, and the client's own `initialize`
+//!   is still its real handshake — once;
+//! - a resumed session (a gateway replica continuing a session whose handshake another
+//!   replica made): the same revision and client capabilities, no second `initialize`.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -11,8 +14,8 @@ use mcpwire_model::{Method, Revision};
 use mcpwire_session::{Era, ServerSession, SessionConfig};
 use serde_json::{Value, json};
 
-fn session() -> ServerSession {
-    let config = SessionConfig {
+fn config() -> Arc<SessionConfig> {
+    Arc::new(SessionConfig {
         server_info: Implementation::new("test", "1.0"),
         capabilities: ServerCapabilities {
             tools: Some(ListChangedCapability {
@@ -22,8 +25,11 @@ fn session() -> ServerSession {
         },
         instructions: None,
         limits: Default::default(),
-    };
-    ServerSession::provisional(Arc::new(config))
+    })
+}
+
+fn session() -> ServerSession {
+    ServerSession::provisional(config())
 }
 
 fn send(s: &mut ServerSession, v: Value) {
@@ -90,4 +96,35 @@ fn a_later_initialize_is_the_real_handshake_once() {
     // Now initialized for real: another initialize is refused.
     send(&mut s, initialize(5, "2025-11-25"));
     assert_eq!(out(&mut s)[0]["error"]["code"], -32600);
+}
+
+#[test]
+fn the_handshake_moves_and_nothing_else_is_needed() {
+    let mut first = ServerSession::new(config());
+    assert!(first.handshake_state().is_none(), "no handshake yet");
+    assert!(
+        session().handshake_state().is_none(),
+        "a provisional one is not moved"
+    );
+    send(&mut first, initialize(0, "2025-06-18"));
+    assert_eq!(out(&mut first).len(), 1);
+    let state = first.handshake_state().expect("initialized");
+    assert_eq!(state.revision, Revision::V2025_06_18);
+
+    let mut second = ServerSession::resumed(config(), state.clone());
+    assert_eq!(second.era(), Era::Handshake(Revision::V2025_06_18));
+    assert_eq!(second.client_info().map(|c| c.name.as_str()), Some("c"));
+    assert_eq!(second.handshake_state(), Some(state));
+    send(
+        &mut second,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    );
+    let d = second.poll_dispatch().expect("served without initialize");
+    assert_eq!(d.method, Method::ToolsList);
+    assert_eq!(d.ctx.revision, Revision::V2025_06_18);
+    assert!(d.ctx.client_capabilities.sampling.is_some());
+    // It is not provisional: a second initialize is refused as on the first replica.
+    send(&mut second, initialize(2, "2025-06-18"));
+    let refused = out(&mut second);
+    assert!(refused[0].get("error").is_some(), "{refused:?}");
 }

@@ -1,0 +1,316 @@
+//! Sessions that move between replicas (issue 14, `docs/design/scale-out.md`): two HTTP
+//! listeners sharing one cluster — an in-memory store, and a real `redis-server` — serve one
+//! session with requests alternating between them. A sealed id opens only with a listed
+//! key (rotation: the newest seals, every listed key opens), only unchanged, only for the
+//! identity that opened it, and only while its record lives (`DELETE` on one replica ends
+//! it on the other). Redis going down fails requests with a retryable 503, and coming back
+//! heals without restarting anything.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use mcpwire::Service;
+use mcpwire::auth::{ApiKeyConfig, ApiKeySecret, AuthConfig, Authenticator};
+use mcpwire::cluster::Cluster;
+use mcpwire::http::{HttpConfig, HttpServer};
+use mcpwire::model::types::Implementation;
+use mcpwire::router::{CallCtx, NoArgs, Server, ToolError, tool};
+use mcpwire_store::testing::RedisServer;
+use mcpwire_store::{MemoryStore, RedisConfig, RedisStore, SealKeys, Store};
+use serde_json::{Value, json};
+
+const ALICE: &str = "alice-0123456789abcdef0123";
+const BOB: &str = "bob-0123456789abcdef012345";
+
+/// `whoami`: the caller, and what the session agreed in its handshake.
+fn server() -> Arc<Server> {
+    let whoami = tool("whoami", |ctx: CallCtx, _: NoArgs| async move {
+        Ok::<_, ToolError>(
+            json!({
+                "subject": ctx.identity().map(|i| i.subject().to_owned()),
+                "revision": ctx.revision().as_str(),
+                "sampling": ctx.client_capabilities().sampling.is_some(),
+            })
+            .to_string(),
+        )
+    });
+    Server::builder(Implementation::new("replica", "1"))
+        .tool(whoami)
+        .build()
+}
+
+fn authenticator() -> Arc<Authenticator> {
+    let key = |name: &str, secret: &str| ApiKeyConfig {
+        name: name.into(),
+        secret: ApiKeySecret::Plain(secret.into()),
+        scopes: None,
+    };
+    Arc::new(
+        Authenticator::new(AuthConfig {
+            api_keys: vec![key("alice", ALICE), key("bob", BOB)],
+            ..AuthConfig::default()
+        })
+        .expect("auth config"),
+    )
+}
+
+fn keys(list: &[u8]) -> SealKeys {
+    let raw: Vec<[u8; 32]> = list.iter().map(|n| [*n; 32]).collect();
+    SealKeys::new(&raw).expect("keys")
+}
+
+/// A replica: an HTTP listener over the same server, in `cluster`; its address.
+async fn replica(cluster: Arc<Cluster>, auth: bool) -> String {
+    let mut service = Service::from_server(server());
+    if auth {
+        service = service.with_auth(authenticator());
+    }
+    let service = service.in_cluster(cluster);
+    let server = HttpServer::bind(service, HttpConfig::default())
+        .await
+        .expect("bind");
+    let addr = server.local_addr().expect("addr").to_string();
+    tokio::spawn(server.serve());
+    addr
+}
+
+fn cluster(store: Arc<dyn Store>, key_list: &[u8]) -> Arc<Cluster> {
+    Arc::new(Cluster::new(store, keys(key_list)).with_recheck(Duration::ZERO))
+}
+
+struct Answer {
+    status: u16,
+    session: Option<String>,
+    retry_after: Option<String>,
+    body: String,
+}
+
+/// One request to `addr/mcp` with these headers.
+async fn send(addr: &str, method: &str, headers: &[(&str, &str)], body: Option<Value>) -> Answer {
+    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
+            .await
+            .expect("handshake");
+    tokio::spawn(conn);
+    let mut req = hyper::Request::builder()
+        .method(method)
+        .uri("/mcp")
+        .header("host", addr)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    let req = req.body(Full::new(Bytes::from(body))).expect("request");
+    let resp = sender.send_request(req).await.expect("response");
+    let header = |name: &str| {
+        resp.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let (status, session, retry_after) = (
+        resp.status().as_u16(),
+        header("mcp-session-id"),
+        header("retry-after"),
+    );
+    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+    Answer {
+        status,
+        session,
+        retry_after,
+        body: String::from_utf8_lossy(&bytes).into_owned(),
+    }
+}
+
+fn bearer(secret: Option<&str>) -> Option<String> {
+    secret.map(|s| format!("Bearer {s}"))
+}
+
+/// `initialize` (declaring sampling) on `addr` as `who`; the answer.
+async fn initialize(addr: &str, who: Option<&str>) -> Answer {
+    let auth = bearer(who);
+    let mut h = Vec::new();
+    if let Some(a) = &auth {
+        h.push(("authorization", a.as_str()));
+    }
+    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-06-18","capabilities":{"sampling":{}},
+        "clientInfo":{"name":"t","version":"1"}}});
+    send(addr, "POST", &h, Some(init)).await
+}
+
+/// `tools/call whoami` in session `sid` on `addr` as `who`.
+async fn whoami(addr: &str, sid: &str, who: Option<&str>, id: i64) -> Answer {
+    let auth = bearer(who);
+    let mut h = vec![
+        ("mcp-session-id", sid),
+        ("mcp-protocol-version", "2025-06-18"),
+    ];
+    if let Some(a) = &auth {
+        h.push(("authorization", a.as_str()));
+    }
+    let call = json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+                      "params":{"name":"whoami","arguments":{}}});
+    send(addr, "POST", &h, Some(call)).await
+}
+
+/// The `whoami` JSON of a successful call.
+fn seen(a: &Answer) -> Value {
+    assert_eq!(a.status, 200, "{}", a.body);
+    let text = a
+        .body
+        .lines()
+        .find_map(|l| l.strip_prefix("data: "))
+        .unwrap_or(&a.body);
+    let answer: Value = serde_json::from_str(text).expect("JSON");
+    let inner = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a tool result: {answer}"));
+    serde_json::from_str(inner).expect("whoami JSON")
+}
+
+async fn delete(addr: &str, sid: &str, who: Option<&str>) -> Answer {
+    let auth = bearer(who);
+    let mut h = vec![("mcp-session-id", sid)];
+    if let Some(a) = &auth {
+        h.push(("authorization", a.as_str()));
+    }
+    send(addr, "DELETE", &h, None).await
+}
+
+/// Alternates `rounds` calls between the replicas; each sees the same session.
+async fn alternate(replicas: &[&str], sid: &str, who: Option<&str>, rounds: i64) {
+    for i in 0..rounds {
+        let addr = replicas[i as usize % replicas.len()];
+        let me = seen(&whoami(addr, sid, who, i + 1).await);
+        assert_eq!(me["revision"], "2025-06-18", "round {i} on {addr}");
+        assert_eq!(me["sampling"], true, "the client's capabilities moved too");
+        let subject = who.map(|_| "key:alice");
+        assert_eq!(me["subject"], json!(subject));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_moves_between_replicas_and_stays_bound_to_its_caller() {
+    let shared = cluster(Arc::new(MemoryStore::new(1000)), &[1]);
+    let a = replica(shared.clone(), true).await;
+    let b = replica(shared.clone(), true).await;
+    let init = initialize(&a, Some(ALICE)).await;
+    assert_eq!(init.status, 200, "{}", init.body);
+    let sid = init.session.expect("a session id");
+    assert!(sid.len() > 64, "sealed, not a bare random id: {sid}");
+    alternate(&[&a, &b], &sid, Some(ALICE), 6).await;
+
+    // Another identity presenting the id: the session does not exist for it, on either
+    // replica — and without a credential neither.
+    for addr in [&a, &b] {
+        assert_eq!(whoami(addr, &sid, Some(BOB), 50).await.status, 404);
+        assert_eq!(whoami(addr, &sid, None, 51).await.status, 401);
+    }
+    // A tampered id is unknown.
+    let mut forged = sid.clone().into_bytes();
+    let mid = forged.len() / 2;
+    forged[mid] = if forged[mid] == b'A' { b'B' } else { b'A' };
+    let forged = String::from_utf8(forged).unwrap();
+    for addr in [&a, &b] {
+        let r = whoami(addr, &forged, Some(ALICE), 52).await;
+        assert_eq!(r.status, 404, "{}", r.body);
+    }
+    // Still fine for its owner.
+    alternate(&[&b, &a], &sid, Some(ALICE), 2).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_on_one_replica_ends_the_session_on_every_replica() {
+    let shared = cluster(Arc::new(MemoryStore::new(1000)), &[1]);
+    let a = replica(shared.clone(), false).await;
+    let b = replica(shared.clone(), false).await;
+    let sid = initialize(&a, None).await.session.expect("id");
+    alternate(&[&a, &b], &sid, None, 2).await; // both replicas now hold it
+    assert_eq!(delete(&a, &sid, None).await.status, 200);
+    assert_eq!(whoami(&b, &sid, None, 9).await.status, 404);
+    assert_eq!(whoami(&a, &sid, None, 10).await.status, 404);
+    assert_eq!(delete(&b, &sid, None).await.status, 404);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rotated_keys_keep_old_sessions_and_seal_new_ones_with_the_newest() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new(1000));
+    let old = replica(cluster(store.clone(), &[1]), false).await;
+    let rotated = replica(cluster(store.clone(), &[2, 1]), false).await;
+    let retired = replica(cluster(store.clone(), &[2]), false).await;
+
+    let before = initialize(&old, None).await.session.expect("id");
+    alternate(&[&old, &rotated], &before, None, 2).await;
+    assert_eq!(
+        whoami(&retired, &before, None, 5).await.status,
+        404,
+        "its key was retired"
+    );
+
+    let after = initialize(&rotated, None).await.session.expect("id");
+    alternate(&[&rotated, &retired], &after, None, 2).await;
+    assert_eq!(
+        whoami(&old, &after, None, 6).await.status,
+        404,
+        "sealed with the new key"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_share_sessions_through_redis_and_survive_its_restart() {
+    let Some(mut redis) = RedisServer::start() else {
+        return;
+    };
+    let connect = || async {
+        let store = RedisStore::connect(RedisConfig::new(redis.url()))
+            .await
+            .expect("redis");
+        Arc::new(store) as Arc<dyn Store>
+    };
+    // Each replica has its own connection, as separate processes would.
+    let a = replica(cluster(connect().await, &[1]), true).await;
+    let b = replica(cluster(connect().await, &[1]), true).await;
+    let sid = initialize(&a, Some(ALICE)).await.session.expect("id");
+    alternate(&[&a, &b], &sid, Some(ALICE), 4).await;
+    assert_eq!(whoami(&b, &sid, Some(BOB), 20).await.status, 404);
+
+    redis.stop();
+    // Down: a new session cannot be recorded — a clear, retryable refusal.
+    let refused = initialize(&b, Some(ALICE)).await;
+    assert_eq!(refused.status, 503, "{}", refused.body);
+    assert_eq!(refused.retry_after.as_deref(), Some("1"));
+    assert!(refused.body.contains("try again"), "{}", refused.body);
+    assert!(
+        !refused.body.contains("redis://"),
+        "no internals: {}",
+        refused.body
+    );
+
+    redis.start_again().expect("restart");
+    // Back (empty: nothing was persisted, so the old session is gone and the client
+    // starts a new one, as after any 404): no replica was restarted. Bounded wait for
+    // the reconnect.
+    let mut fresh = None;
+    for _ in 0..100 {
+        let r = initialize(&b, Some(ALICE)).await;
+        if r.status == 200 {
+            fresh = r.session;
+            break;
+        }
+        assert_eq!(r.status, 503, "{}", r.body);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let fresh = fresh.expect("initialize succeeds once Redis is back");
+    alternate(&[&a, &b], &fresh, Some(ALICE), 4).await;
+    assert_eq!(
+        whoami(&a, &sid, Some(ALICE), 30).await.status,
+        404,
+        "lost with the data"
+    );
+}
