@@ -107,6 +107,45 @@ impl Router {
         self.backend.events()
     }
 
+    /// `tasks/*`: the router's own tasks first; other ids are another replica's (through
+    /// the share), else the backend's when it runs tasks, else unknown.
+    fn tasks_call(
+        &self,
+        store: &Arc<TaskStore>,
+        method: Method,
+        params: Option<Raw>,
+        ctx: CallCtx,
+    ) -> BoxFuture<'static, McpReply> {
+        let Method::Other(name) = &method else {
+            return Box::pin(std::future::ready(Err(McpError::MethodNotFound(
+                method.as_str().to_owned(),
+            ))));
+        };
+        // The router's own tasks first; other ids are the backend's when it runs tasks.
+        let (unknown, remote) = match store.handle(name, params.as_deref(), &ctx) {
+            StoreAnswer::Answered(reply) => return Box::pin(std::future::ready(reply)),
+            StoreAnswer::NotHeld { unknown, remote } => (unknown, remote),
+        };
+        let backend = tasks::offers_tasks_extension(&self.backend.info().capabilities)
+            .then(|| self.backend.clone());
+        let Some(share) = store.share().cloned() else {
+            return match backend {
+                Some(b) => b.call(ctx, BackendRequest::Other { method, params }),
+                None => Box::pin(std::future::ready(Err(unknown))),
+            };
+        };
+        // Another replica's task, else the backend's, else unknown.
+        Box::pin(async move {
+            match share.remote(remote).await? {
+                Some(reply) => Ok(reply),
+                None => match backend {
+                    Some(b) => b.call(ctx, BackendRequest::Other { method, params }).await,
+                    None => Err(unknown),
+                },
+            }
+        })
+    }
+
     /// Answers one request.
     pub fn call(&self, call: McpCall) -> BoxFuture<'static, McpReply> {
         let McpCall {
@@ -118,29 +157,18 @@ impl Router {
         if let (Method::Other(name), Some(store)) = (&method, &self.tasks)
             && name.starts_with("tasks/")
         {
-            // The router's own tasks first; other ids are the backend's when it runs tasks.
-            let (unknown, remote) = match store.handle(name, params.as_deref(), &ctx) {
-                StoreAnswer::Answered(reply) => return Box::pin(std::future::ready(reply)),
-                StoreAnswer::NotHeld { unknown, remote } => (unknown, remote),
-            };
-            let backend = tasks::offers_tasks_extension(&self.backend.info().capabilities)
-                .then(|| self.backend.clone());
-            let Some(share) = store.share().cloned() else {
-                return match backend {
-                    Some(b) => b.call(ctx, BackendRequest::Other { method, params }),
-                    None => Box::pin(std::future::ready(Err(unknown))),
-                };
-            };
-            // Another replica's task, else the backend's, else unknown.
-            return Box::pin(async move {
-                match share.remote(remote).await? {
-                    Some(reply) => Ok(reply),
-                    None => match backend {
-                        Some(b) => b.call(ctx, BackendRequest::Other { method, params }).await,
-                        None => Err(unknown),
-                    },
-                }
-            });
+            // In a replica set, an executor running tasks first takes what other replicas
+            // relayed to it (a `tasks/update` sent through another replica just before), so
+            // its `tasks/get` answer reflects it rather than waiting for the next heartbeat.
+            if &**name == "tasks/get" && store.takes_relayed() {
+                let (this, store) = (self.clone(), store.clone());
+                return Box::pin(async move {
+                    store.take_relayed().await;
+                    this.tasks_call(&store, method, params, ctx).await
+                });
+            }
+            let store = store.clone();
+            return self.tasks_call(&store, method, params, ctx);
         }
         let caps = &self.backend.info().capabilities;
         let stateless = ctx.revision().is_stateless();

@@ -105,6 +105,10 @@ async fn a_task_created_on_one_replica_is_answered_and_cancelled_by_another() {
     let id = created["taskId"].as_str().expect("taskId").to_owned();
     let ack = request(&on_b, "tasks/cancel", json!({"taskId": id})).await;
     assert!(ack.get("status").is_none(), "an empty ack: {ack}");
+    // The executor takes relayed requests before answering `tasks/get` about a running
+    // task: asked right away, it no longer says `working`.
+    let at_once = request(&on_a, "tasks/get", json!({"taskId": id})).await;
+    assert_eq!(at_once["status"], "cancelled", "{at_once}");
     tokio::time::timeout(STEP, cancelled.notified())
         .await
         .expect("the tool on A saw the cancellation relayed from B");

@@ -138,6 +138,23 @@ async fn sleep_until(at: Option<tokio::time::Instant>) {
 }
 
 impl TaskStore {
+    /// Whether [`TaskStore::take_relayed`] has anything to do: the store is shared and runs
+    /// a task (nobody relays to an executor running none).
+    pub(crate) fn takes_relayed(&self) -> bool {
+        self.share().is_some() && self.has_live()
+    }
+
+    /// Applies the requests other replicas relayed to this executor now rather than at its
+    /// next heartbeat (a heartbeat of its own: one store write and one take).
+    pub(crate) async fn take_relayed(&self) {
+        let Some(share) = self.share().cloned() else {
+            return;
+        };
+        for command in share.heartbeat().await {
+            self.apply(command);
+        }
+    }
+
     /// Whether any task held here is still running.
     fn has_live(&self) -> bool {
         self.with_tasks(|tasks| tasks.values().any(|t| t.is_live()))
