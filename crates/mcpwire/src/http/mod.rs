@@ -45,6 +45,7 @@ pub use guard::Guard;
 pub use sessions::HttpStats;
 
 use crate::Service;
+use crate::observe::Wire;
 use sessions::Sessions;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -233,7 +234,7 @@ impl HttpServer {
             if let Err(e) = io.set_nodelay(true) {
                 tracing::debug!(%peer, error = %e, "could not set TCP_NODELAY");
             }
-            let permit = match conn_limit.as_ref().map(|c| c.acquire(peer.ip())) {
+            let permit = match conn_limit.as_ref().map(|c| c.admit(peer.ip(), Wire::Http)) {
                 Some(Err(refused)) => {
                     tokio::spawn(refuse_connection(io, refused, read_timeout));
                     continue;

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use mcpwire_model::McpError;
 
 use super::Rejections;
+use crate::observe::Wire;
 
 /// At most `per_ip` open connections from one IP address. The map holds only addresses
 /// with a connection open (an entry goes when its last connection closes), so its size is
@@ -57,6 +58,20 @@ impl ConnectionLimits {
             limits: self.clone(),
             ip,
         })
+    }
+
+    /// [`ConnectionLimits::acquire`] for a connection accepted on `wire`, a refusal counted
+    /// in `mcpwire_rate_limited_total{wire, limit="connections"}`.
+    pub(crate) fn admit(
+        self: &Arc<Self>,
+        ip: IpAddr,
+        wire: Wire,
+    ) -> Result<ConnectionPermit, McpError> {
+        let admitted = self.acquire(ip);
+        if admitted.is_err() {
+            crate::observe::rate_limited(wire, "connections");
+        }
+        admitted
     }
 
     /// Connections open from `ip` now.

@@ -124,7 +124,11 @@ pub(crate) async fn serve(
     peer: std::net::SocketAddr,
 ) {
     let service = &listener.service;
-    let (permit, over_ip_limit) = match service.connections.as_ref().map(|c| c.acquire(peer.ip())) {
+    let (permit, over_ip_limit) = match service
+        .connections
+        .as_ref()
+        .map(|c| c.admit(peer.ip(), Wire::Mcpb))
+    {
         Some(Ok(p)) => (Some(p), None),
         Some(Err(e)) => (None, Some(e)),
         None => (None, None),

@@ -107,6 +107,9 @@ impl CallMetrics {
         metrics::counter!(REQUESTS_TOTAL, "wire" => wire, "method" => method.clone(), "outcome" => outcome)
             .increment(1);
         metrics::histogram!(REQUEST_DURATION, "wire" => wire, "method" => method).record(seconds);
+        if let Some(Err(McpError::RateLimited { limit, .. })) = reply {
+            super::rate_limited(self.wire, limit);
+        }
         let Some(tool) = self.tool.take() else { return };
         // Unknown (or hidden) tools share one series: names a client makes up must not
         // grow the registry.

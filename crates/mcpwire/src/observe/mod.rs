@@ -41,6 +41,9 @@ pub const TOOL_CALLS_TOTAL: &str = "mcpwire_tool_calls_total";
 pub const TOOL_CALL_DURATION: &str = "mcpwire_tool_call_duration_seconds";
 /// Refused credentials, by `reason`.
 pub const AUTH_FAILURES_TOTAL: &str = "mcpwire_auth_failures_total";
+/// Requests and connections a limit refused, by `wire` and `limit` (`identity`, `ip`,
+/// `tool`, `connections`).
+pub const RATE_LIMITED_TOTAL: &str = "mcpwire_rate_limited_total";
 /// Whether a backend answers its lists (1) or not (0), by `backend` and `fail`.
 pub const BACKEND_UP: &str = "mcpwire_backend_up";
 
@@ -114,6 +117,10 @@ fn describe() {
         "Tool call durations by wire and tool"
     );
     describe_counter!(AUTH_FAILURES_TOTAL, "Refused credentials by reason");
+    describe_counter!(
+        RATE_LIMITED_TOTAL,
+        "Requests and connections refused by a limit, by wire and limit"
+    );
     describe_gauge!(BACKEND_UP, "1 when the backend answers its lists, else 0");
     describe_counter!(
         CLUSTER_SESSIONS_TOTAL,
@@ -138,4 +145,17 @@ pub(crate) fn store_error(used_for: &'static str) {
 /// Counts one refused credential (`reason`: the failure's kind).
 pub(crate) fn auth_failure(reason: &'static str) {
     metrics::counter!(AUTH_FAILURES_TOTAL, "reason" => reason).increment(1);
+}
+
+/// Counts one refusal by a rate or connection limit (see [`RATE_LIMITED_TOTAL`]); `limit`
+/// is the refusal's `data.limit`, any other text counts as `other`.
+pub(crate) fn rate_limited(wire: Wire, limit: &str) {
+    let limit = match limit {
+        "identity" => "identity",
+        "ip" => "ip",
+        "tool" => "tool",
+        "connections" => "connections",
+        _ => "other",
+    };
+    metrics::counter!(RATE_LIMITED_TOTAL, "wire" => wire.as_str(), "limit" => limit).increment(1);
 }

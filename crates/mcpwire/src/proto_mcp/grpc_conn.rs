@@ -13,6 +13,7 @@ use tokio::net::TcpStream;
 use tonic::transport::server::Connected;
 
 use crate::limits::{ConnectionLimits, ConnectionPermit};
+use crate::observe::Wire;
 
 /// How long a connection over the limit is kept to answer its RPCs `RESOURCE_EXHAUSTED`
 /// before it is closed.
@@ -44,7 +45,7 @@ impl GrpcConn {
         remote: SocketAddr,
         limits: Option<&Arc<ConnectionLimits>>,
     ) -> GrpcConn {
-        let (permit, refused) = match limits.map(|l| l.acquire(remote.ip())) {
+        let (permit, refused) = match limits.map(|l| l.admit(remote.ip(), Wire::Grpc)) {
             Some(Ok(p)) => (Some(p), None),
             Some(Err(e)) => (None, Some(e)),
             None => (None, None),
