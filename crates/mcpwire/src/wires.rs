@@ -197,10 +197,10 @@ impl Service {
         }
         let path = config.path.clone();
         let server = HttpServer::bind(self.clone(), config).await?;
-        eprintln!(
+        crate::observe::announce(format_args!(
             "mcpwire: listening on http://{}{path}",
             server.local_addr()?
-        );
+        ));
         server
             .serve_until(shutdown, crate::http::SHUTDOWN_GRACE)
             .await
@@ -223,12 +223,15 @@ impl Service {
             None => shutdown_on_signals()?,
         };
         let server = McpbServer::bind(self.clone(), wire.addr, wire.config, shutdown).await?;
-        eprintln!("mcpwire: listening on mcpb://{}", server.local_addr()?);
+        crate::observe::announce(format_args!(
+            "mcpwire: listening on mcpb://{}",
+            server.local_addr()?
+        ));
         if let Some(at) = wire.health {
             let (bound, health) = serve_health(&server, at)
                 .await
                 .map_err(|e| io::Error::new(e.kind(), format!("health port {at}: {e}")))?;
-            eprintln!("mcpwire: health checks on mcpb://{bound}");
+            crate::observe::announce(format_args!("mcpwire: health checks on mcpb://{bound}"));
             tokio::spawn(health);
         }
         server.serve().await

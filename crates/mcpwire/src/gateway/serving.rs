@@ -397,10 +397,10 @@ impl Gateway {
                 let server = AdminServer::bind(admin.listen, self.health_probe(), shutdown.clone())
                     .await
                     .map_err(GatewayError::Serve)?;
-                eprintln!(
+                crate::observe::announce(format_args!(
                     "mcpwire: admin on http://{} (/metrics, /healthz, /readyz)",
                     server.local_addr().map_err(GatewayError::Serve)?
-                );
+                ));
                 Some(tokio::spawn(server.serve()))
             }
             None => None,
@@ -492,7 +492,7 @@ impl Gateway {
         };
         match self.reload().await {
             Ok(plan) => {
-                eprintln!("mcpwire: reloaded {file}: {plan}");
+                crate::observe::announce(format_args!("mcpwire: reloaded {file}: {plan}"));
                 if !plan.ignored.is_empty() {
                     tracing::warn!(
                         "{file}: changed {} are applied at the next start only",

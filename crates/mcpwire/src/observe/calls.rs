@@ -73,12 +73,7 @@ impl CallMetrics {
         if !ENABLED.load(Ordering::Relaxed) {
             return None;
         }
-        let tool = match method {
-            Method::ToolsCall => params
-                .and_then(|p| serde_json::from_str::<ToolName>(p.get()).ok())
-                .map(|t| t.name),
-            _ => None,
-        };
+        let tool = tool_name(method, params);
         let method = match method {
             Method::Other(_) => "other".to_owned(),
             m => m.as_str().to_owned(),
@@ -136,9 +131,19 @@ impl Drop for CallMetrics {
     }
 }
 
+/// The tool a `tools/call` names (`None` for other methods or unreadable params).
+pub(super) fn tool_name(method: &Method, params: Option<&Raw>) -> Option<String> {
+    match method {
+        Method::ToolsCall => params
+            .and_then(|p| serde_json::from_str::<ToolName>(p.get()).ok())
+            .map(|t| t.name),
+        _ => None,
+    }
+}
+
 /// `ok`, `tool_error` (a result with `isError: true`), `input_required`, `error` (a
 /// JSON-RPC error) or `cancelled`.
-fn outcome(reply: Option<&McpReply>) -> &'static str {
+pub(super) fn outcome(reply: Option<&McpReply>) -> &'static str {
     match reply {
         None => "cancelled",
         Some(Err(_)) => "error",

@@ -7,7 +7,9 @@
 //! server without an admin listener pays nothing for it.
 
 mod calls;
+mod logs;
 mod mcpb;
+mod spans;
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -15,7 +17,12 @@ use std::time::Duration;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 pub(crate) use calls::{CallMetrics, Wire};
+pub use logs::{
+    ANNOUNCE_DIRECTIVE, ANNOUNCE_TARGET, LogFormat, announce, log_format, set_log_format,
+};
 pub(crate) use mcpb::{Counted, Direction, McpbMetrics, ProtocolError};
+pub use spans::REQUEST_TARGET;
+pub(crate) use spans::{finish_span, request_span};
 
 /// MCPB connections accepted (`mcp_gateway_tcp_connections_total`).
 pub const TCP_CONNECTIONS_TOTAL: &str = "mcp_gateway_tcp_connections_total";

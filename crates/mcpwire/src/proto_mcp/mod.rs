@@ -96,7 +96,10 @@ pub async fn serve_ws_until(
 ) -> std::io::Result<()> {
     keep_tool_schemas(service.router.clone(), service.proto.clone()).await;
     let server = ws::WsServer::bind(service, addr, path, max_connections).await?;
-    eprintln!("mcpwire: listening on ws://{}{path}", server.local_addr()?);
+    crate::observe::announce(format_args!(
+        "mcpwire: listening on ws://{}{path}",
+        server.local_addr()?
+    ));
     server
         .serve_until(shutdown, crate::http::SHUTDOWN_GRACE)
         .await
@@ -116,7 +119,10 @@ pub async fn serve_grpc_until(
 ) -> std::io::Result<()> {
     keep_tool_schemas(service.router.clone(), service.proto.clone()).await;
     let listener = tokio::net::TcpListener::bind(addr).await?;
-    eprintln!("mcpwire: listening on grpc://{}", listener.local_addr()?);
+    crate::observe::announce(format_args!(
+        "mcpwire: listening on grpc://{}",
+        listener.local_addr()?
+    ));
     grpc::GrpcMcp::new(service)
         .serve_until(listener, shutdown, crate::http::SHUTDOWN_GRACE)
         .await
