@@ -166,7 +166,7 @@ impl Backend for View {
         ctx: CallCtx,
         req: BackendRequest,
     ) -> BoxFuture<'static, Result<Reply, McpError>> {
-        let s = if self.fed.policy.is_open() {
+        let s = if self.fed.policy().is_open() {
             self.scope()
         } else {
             self.policed(ctx.identity())
@@ -209,10 +209,26 @@ async fn pump(
     first: Arc<Subset>,
 ) {
     let mut announced = first;
+    let mut epoch = view.upgrade().map_or(0, |v| v.federation().policy_epoch());
     loop {
         let event = rx.recv().await;
         let Some(view) = view.upgrade() else { return };
         let s = view.scope();
+        // The policy was replaced: what each caller sees may have changed whatever the
+        // view's own lists did, so every list is announced.
+        let now = view.federation().policy_epoch();
+        if now != epoch && matches!(event, Ok(BackendEvent::ToolsListChanged)) {
+            epoch = now;
+            for event in [
+                BackendEvent::ToolsListChanged,
+                BackendEvent::PromptsListChanged,
+                BackendEvent::ResourcesListChanged,
+            ] {
+                let _ = tx.send(event);
+            }
+            announced = s;
+            continue;
+        }
         let forward = match event {
             Err(RecvError::Closed) => return,
             Ok(

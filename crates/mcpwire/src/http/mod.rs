@@ -145,8 +145,8 @@ impl HttpServer {
         let listener = socket.listen(LISTEN_BACKLOG)?;
         let url = format!("http://{}{}", listener.local_addr()?, config.path);
         let auth = service.auth.clone().map(|authenticator| auth::HttpAuth {
-            resource: authenticator.resource_server(&url),
             authenticator,
+            url: url.clone(),
         });
         let stats = Arc::new(HttpStats::default());
         let sessions = Arc::new(Sessions::new(config.max_sessions, stats.clone()));
@@ -198,7 +198,7 @@ impl HttpServer {
             // and at the root one for clients that look there.
             let mut paths = vec![
                 crate::auth::resource::WELL_KNOWN.to_owned(),
-                auth.resource.metadata_path(),
+                auth.resource().metadata_path(),
                 format!(
                     "{}{}",
                     crate::auth::resource::WELL_KNOWN,
