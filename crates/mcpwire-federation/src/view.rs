@@ -191,7 +191,8 @@ impl Backend for View {
             // The pump starts with the first subscriber, inside the runtime serving it.
             if let Ok(rt) = tokio::runtime::Handle::try_current() {
                 let rx = self.fed.subscribe();
-                let task = rt.spawn(pump(self.me.clone(), rx, tx.clone(), self.scope()));
+                let first = (self.scope(), self.fed.policy_epoch());
+                let task = rt.spawn(pump(self.me.clone(), rx, tx.clone(), first));
                 *self.pump.lock().unwrap_or_else(PoisonError::into_inner) =
                     Some(task.abort_handle());
             }
@@ -201,15 +202,15 @@ impl Backend for View {
     }
 }
 
-/// Filters the federation's events for the view.
+/// Filters the federation's events for the view, starting from what was announced when
+/// the first session subscribed (`first`: the view's scope and the policy epoch then).
 async fn pump(
     view: Weak<View>,
     mut rx: broadcast::Receiver<BackendEvent>,
     tx: broadcast::Sender<BackendEvent>,
-    first: Arc<Subset>,
+    first: (Arc<Subset>, u64),
 ) {
-    let mut announced = first;
-    let mut epoch = view.upgrade().map_or(0, |v| v.federation().policy_epoch());
+    let (mut announced, mut epoch) = first;
     loop {
         let event = rx.recv().await;
         let Some(view) = view.upgrade() else { return };
