@@ -14,9 +14,12 @@
 //! `--connections N` drives MCPB over N connections at once (K in flight on each; `-n` calls
 //! in total, split between them) against one server; `--mcpb-args` are the arguments that
 //! make the server listen (`mcpwire_echo`: `--mcpb 0`; `mcpwire demo`: `--transport mcpb
-//! --port 0 --mcpb-token bench`).
+//! --port 0 --mcpb-token bench`). The wire `mcpbs` is MCPB over TLS: the server gets
+//! `--mcpbs-args` (e.g. `--mcpb 0 --tls-cert c.pem --tls-key k.pem`) and the client trusts
+//! `--tls-ca`.
 
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -60,6 +63,13 @@ struct Args {
     /// `listening on [mcpb://]ADDR` on stderr and accept the token `bench`).
     #[arg(long, default_value = "--mcpb 0", allow_hyphen_values = true)]
     mcpb_args: String,
+    /// Arguments added to the server command line for MCPB over TLS (`mcpbs`).
+    #[arg(long, default_value = "", allow_hyphen_values = true)]
+    mcpbs_args: String,
+    /// `mcpbs`: the CA (PEM) the server's certificate is signed by; its name must be
+    /// `localhost`.
+    #[arg(long, value_name = "FILE")]
+    tls_ca: Option<std::path::PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -67,6 +77,15 @@ enum Wire {
     Json,
     Proto,
     Mcpb,
+    /// MCPB over TLS.
+    Mcpbs,
+}
+
+impl Wire {
+    /// Whether it is MCPB over TCP (with or without TLS).
+    fn is_mcpb(self) -> bool {
+        matches!(self, Wire::Mcpb | Wire::Mcpbs)
+    }
 }
 
 /// An MCPB frame header for a Request frame of `len` payload bytes.
@@ -96,11 +115,12 @@ struct Server {
 
 impl Server {
     async fn start(cmd: &str, wire: Wire, mcpb_args: &str) -> Result<Server> {
+        // `mcpb_args`: the listening arguments of this wire (MCPB or MCPBS).
         let argv = shlex::split(cmd).ok_or_else(|| anyhow!("bad command line {cmd:?}"))?;
         let (prog, rest) = argv.split_first().ok_or_else(|| anyhow!("empty command"))?;
         let mut command = Command::new(prog);
         command.args(rest).kill_on_drop(true);
-        if wire == Wire::Mcpb {
+        if wire.is_mcpb() {
             let extra =
                 shlex::split(mcpb_args).ok_or_else(|| anyhow!("bad --mcpb-args {mcpb_args:?}"))?;
             command
@@ -116,7 +136,7 @@ impl Server {
         }
         let mut child = command.spawn().with_context(|| format!("starting {cmd}"))?;
         let mut addr = None;
-        if wire == Wire::Mcpb {
+        if wire.is_mcpb() {
             let stderr = child.stderr.take().ok_or_else(|| anyhow!("no stderr"))?;
             let mut lines = tokio::io::BufReader::new(stderr).lines();
             while addr.is_none() {
@@ -125,7 +145,11 @@ impl Server {
                     .await?
                     .ok_or_else(|| anyhow!("the server exited before listening"))?;
                 if let Some((_, a)) = line.split_once("listening on ") {
-                    addr = Some(a.trim().trim_start_matches("mcpb://").to_owned());
+                    let a = a.trim();
+                    let a = a
+                        .trim_start_matches("mcpbs://")
+                        .trim_start_matches("mcpb://");
+                    addr = Some(a.to_owned());
                 }
             }
             // Keep reading, so the server never blocks on a full pipe.
@@ -155,15 +179,32 @@ struct Conn {
 impl Conn {
     /// A connection to `server` (its stdio, taken once; or a new TCP connection), after the
     /// wire's handshake.
-    async fn open(server: &mut Server, wire: Wire, text: &str) -> Result<Conn> {
+    async fn open(
+        server: &mut Server,
+        wire: Wire,
+        text: &str,
+        tls: Option<&Arc<rustls::ClientConfig>>,
+    ) -> Result<Conn> {
         let (stdin, stdout): (
             Box<dyn AsyncWrite + Unpin + Send>,
             Box<dyn AsyncRead + Unpin + Send>,
         ) = if let Some(addr) = &server.addr {
             let tcp = tokio::net::TcpStream::connect(addr).await?;
             tcp.set_nodelay(true)?;
-            let (r, w) = tcp.into_split();
-            (Box::new(w), Box::new(r))
+            match tls {
+                Some(config) if wire == Wire::Mcpbs => {
+                    let name = rustls::pki_types::ServerName::try_from("localhost")?;
+                    let stream = tokio_rustls::TlsConnector::from(config.clone())
+                        .connect(name, tcp)
+                        .await?;
+                    let (r, w) = tokio::io::split(stream);
+                    (Box::new(w), Box::new(r))
+                }
+                _ => {
+                    let (r, w) = tcp.into_split();
+                    (Box::new(w), Box::new(r))
+                }
+            }
         } else {
             let stdin = server
                 .child
@@ -185,7 +226,7 @@ impl Conn {
             template: (Vec::new(), Vec::new()),
         };
         match wire {
-            Wire::Json | Wire::Mcpb => c.json_handshake(text).await?,
+            Wire::Json | Wire::Mcpb | Wire::Mcpbs => c.json_handshake(text).await?,
             Wire::Proto => c.proto_handshake(text).await?,
         }
         Ok(c)
@@ -194,7 +235,7 @@ impl Conn {
     async fn json_handshake(&mut self, text: &str) -> Result<()> {
         let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"proto_loadgen","version":"1"}}}"#;
         let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-        if self.wire == Wire::Mcpb {
+        if self.wire.is_mcpb() {
             let mut out = Vec::new();
             let version = br#"{"min_version":1,"max_version":1,"preferred_version":1,"supported_versions":[1]}"#;
             out.extend_from_slice(b"MCPB\0\x01\0\x06");
@@ -299,7 +340,7 @@ impl Conn {
                 out.extend_from_slice(id.to_string().as_bytes());
                 out.extend_from_slice(&self.template.1);
             }
-            Wire::Mcpb => {
+            Wire::Mcpb | Wire::Mcpbs => {
                 let id = id.to_string();
                 let len = self.template.0.len() + id.len() + self.template.1.len();
                 mcpb_header(len, out);
@@ -359,7 +400,7 @@ impl Conn {
     /// The id of the next response, or why it is not a successful call result.
     async fn next_id(&mut self) -> Result<Result<u64, String>> {
         match self.wire {
-            Wire::Mcpb => loop {
+            Wire::Mcpb | Wire::Mcpbs => loop {
                 let (kind, body) = self.read_mcpb().await?;
                 if kind != 2 {
                     continue; // a health ping or control frame
@@ -424,10 +465,20 @@ struct Sample {
 /// One run: a server, `conns` connections (one for the stdio wires), warm-up, then the
 /// measured calls split between the connections, driven at once.
 async fn run_once(args: &Args, cmd: &str, wire: Wire, k: usize, conns: usize) -> Result<Sample> {
-    let mut server = Server::start(cmd, wire, &args.mcpb_args).await?;
+    let listen_args = if wire == Wire::Mcpbs {
+        &args.mcpbs_args
+    } else {
+        &args.mcpb_args
+    };
+    let tls = match (&args.tls_ca, wire) {
+        (Some(ca), Wire::Mcpbs) => Some(client_config(ca)?),
+        (None, Wire::Mcpbs) => bail!("the wire mcpbs needs --tls-ca"),
+        _ => None,
+    };
+    let mut server = Server::start(cmd, wire, listen_args).await?;
     let mut cs = Vec::with_capacity(conns);
     for _ in 0..conns {
-        cs.push(Conn::open(&mut server, wire, &args.text).await?);
+        cs.push(Conn::open(&mut server, wire, &args.text, tls.as_ref()).await?);
     }
     let per = |total: usize| total.div_ceil(conns);
     let warm = per(args.warmup).max(1);
@@ -488,7 +539,8 @@ fn main() -> Result<()> {
             "json" => Ok(Wire::Json),
             "proto" => Ok(Wire::Proto),
             "mcpb" => Ok(Wire::Mcpb),
-            other => Err(anyhow!("unknown wire {other:?} (json, proto, mcpb)")),
+            "mcpbs" => Ok(Wire::Mcpbs),
+            other => Err(anyhow!("unknown wire {other:?} (json, proto, mcpb, mcpbs)")),
         })
         .collect::<Result<Vec<_>>>()?;
     if wires.is_empty() {
@@ -498,11 +550,7 @@ fn main() -> Result<()> {
         let mut res: Vec<(Wire, Vec<Sample>)> = wires.iter().map(|&w| (w, vec![])).collect();
         for _ in 0..args.runs {
             for (wire, samples) in res.iter_mut() {
-                let conns = if *wire == Wire::Mcpb {
-                    args.connections
-                } else {
-                    1
-                };
+                let conns = if wire.is_mcpb() { args.connections } else { 1 };
                 samples.push(rt.block_on(run_once(&args, &cmd, *wire, k, conns))?);
             }
         }
@@ -510,11 +558,7 @@ fn main() -> Result<()> {
         for (wire, samples) in &res {
             let rate = median(samples.iter().map(|s| s.calls_per_s).collect());
             rates.push(rate);
-            let conns = if *wire == Wire::Mcpb {
-                args.connections
-            } else {
-                1
-            };
+            let conns = if wire.is_mcpb() { args.connections } else { 1 };
             println!(
                 "{:<6} {:>5} {:>4} {:>12.0} {:>8} {:>8}",
                 format!("{wire:?}").to_lowercase(),
@@ -535,4 +579,19 @@ fn main() -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A TLS client configuration trusting only the CA certificates of `ca` (PEM).
+fn client_config(ca: &std::path::Path) -> Result<Arc<rustls::ClientConfig>> {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls::pki_types::CertificateDer::pem_file_iter(ca)? {
+        roots.add(cert?)?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Arc::new(config))
 }

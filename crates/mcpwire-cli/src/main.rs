@@ -18,6 +18,7 @@ mod process_cmd;
 mod schema_cmd;
 mod serve_cmd;
 mod synthetic_tools;
+mod tls_args;
 mod tokens;
 
 use exit::UsageError;
@@ -130,10 +131,13 @@ enum Command {
 /// A server to talk to, and how long to wait for it.
 #[derive(clap::Args, Debug)]
 pub struct ConnectArgs {
-    /// Command line of a stdio MCP server, or an http:// or https:// URL.
+    /// Command line of a stdio MCP server, an http:// or https:// URL, or an MCPB address
+    /// (mcpb://HOST:PORT, over TLS mcpbs://HOST:PORT).
     target: String,
     #[command(flatten)]
     timeout: TimeoutArg,
+    #[command(flatten)]
+    tls: tls_args::ClientTlsArgs,
     /// HTTP: a header sent with every request, `NAME: VALUE` (repeatable).
     #[arg(long = "header", value_name = "NAME: VALUE")]
     headers: Vec<String>,
@@ -255,6 +259,8 @@ struct ServeArgs {
     auth: auth_args::AuthArgs,
     #[command(flatten)]
     limits: limits_args::LimitsArgs,
+    #[command(flatten)]
+    tls: tls_args::TlsArgs,
     /// Serve Prometheus `/metrics`, `/healthz` and `/readyz` on this address (e.g.
     /// 127.0.0.1:9100; port 0 picks a free one). Overrides a configuration file's `[admin]`.
     #[arg(long, value_name = "ADDR", env = "MCPWIRE_METRICS_LISTEN")]
@@ -475,6 +481,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
 async fn connect_to(connect: &ConnectArgs) -> Result<Client> {
     let target = Target::parse(&connect.target)?;
     let mut options = connect.timeout.options();
+    options.tls = connect.tls.client();
     options.auth = connect.credentials()?;
     if options.auth.is_some() && !matches!(target, Target::Url(_)) {
         return Err(usage(

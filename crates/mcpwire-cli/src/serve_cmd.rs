@@ -18,6 +18,7 @@ use crate::auth_args::AuthArgs;
 use crate::check_as::CheckAsArgs;
 use crate::exit::UsageError;
 use crate::limits_args::LimitsArgs;
+use crate::tls_args::TlsArgs;
 use crate::{ServeArgs, Transport};
 
 /// Options of `serve`.
@@ -38,7 +39,8 @@ pub struct ServeCmdArgs {
     #[arg(long)]
     demo: bool,
     /// Where to listen (repeatable): stdio, http://HOST:PORT/PATH, ws://HOST:PORT/PATH,
-    /// grpc://HOST:PORT or mcpb://HOST:PORT (port 0 picks a free one). Default: stdio.
+    /// grpc://HOST:PORT or mcpb://HOST:PORT (port 0 picks a free one), or with TLS
+    /// (--tls-cert, --tls-key) https://, wss://, grpcs:// or mcpbs://. Default: stdio.
     #[arg(long, value_name = "URL")]
     listen: Vec<String>,
     /// When tool and prompt names get their backend's name as a prefix.
@@ -68,6 +70,8 @@ pub struct ServeCmdArgs {
     auth: AuthArgs,
     #[command(flatten)]
     limits: LimitsArgs,
+    #[command(flatten)]
+    tls: TlsArgs,
     /// Whose catalog `--check` prints.
     #[command(flatten)]
     pub check_as: CheckAsArgs,
@@ -118,6 +122,12 @@ pub fn config(args: &ServeCmdArgs, matches: Option<&ArgMatches>) -> Result<Gatew
         if args.limits.given() {
             return Err(UsageError(
                 "with --config, limits are the file's [limits] section, not flags".into(),
+            )
+            .into());
+        }
+        if args.tls.given() {
+            return Err(UsageError(
+                "with --config, TLS is each [[listen]] entry's `tls`, not flags".into(),
             )
             .into());
         }
@@ -175,9 +185,23 @@ pub fn config(args: &ServeCmdArgs, matches: Option<&ArgMatches>) -> Result<Gatew
     for (_, shown, spec) in backends {
         config.push_backend(spec, shown);
     }
+    if args.tls.given() && !args.listen.iter().any(|u| ListenerSpec::is_tls_url(u)) {
+        return Err(UsageError(
+            "--tls-cert is for TLS listeners: give --listen https://…, wss://…, grpcs://… or \
+             mcpbs://…"
+                .into(),
+        )
+        .into());
+    }
     for url in &args.listen {
         let shown = format!("--listen {url}");
-        let spec = ListenerSpec::parse(url).map_err(|e| UsageError(format!("{shown}: {e}")))?;
+        let options = ListenOptions {
+            url: url.clone(),
+            tls: args.tls.options().filter(|_| ListenerSpec::is_tls_url(url)),
+            ..ListenOptions::default()
+        };
+        let spec = ListenerSpec::with_options(options)
+            .map_err(|(_, e)| UsageError(format!("{shown}: {e}")))?;
         config.push_listener(spec, shown);
     }
     if config.listeners.is_empty() {
@@ -240,7 +264,7 @@ pub fn preset(serve: &ServeArgs, backend: BackendSpec, command: &str) -> Result<
         config.note_flag(&key, "--schema-registry".into());
     }
     config.push_backend(backend, command);
-    let listener = ListenerSpec::with_options(listen_options(serve))
+    let listener = ListenerSpec::with_options(listen_options(serve)?)
         .map_err(|(option, e)| UsageError(format!("--{}: {e}", option.replace('_', "-"))))?;
     config.push_listener(listener, "--transport");
     config.auth = serve.auth.config()?;
@@ -250,8 +274,17 @@ pub fn preset(serve: &ServeArgs, backend: BackendSpec, command: &str) -> Result<
     Ok(config)
 }
 
-/// The listener `--transport`, `--host`, `--port`, `--path` and the wire's options name.
-fn listen_options(serve: &ServeArgs) -> ListenOptions {
+/// The listener `--transport`, `--host`, `--port`, `--path`, the TLS flags and the wire's
+/// options name.
+fn listen_options(serve: &ServeArgs) -> Result<ListenOptions> {
+    let tls = serve.tls.options();
+    let s = if tls.is_some() { "s" } else { "" };
+    if tls.is_some() && matches!(serve.transport, Transport::Stdio) {
+        return Err(UsageError(
+            "--tls-cert needs a network --transport (http, ws, grpc or mcpb)".into(),
+        )
+        .into());
+    }
     let h = &serve.http;
     let addr = std::net::SocketAddr::new(h.host, h.port);
     let path = if h.path.starts_with('/') {
@@ -259,13 +292,14 @@ fn listen_options(serve: &ServeArgs) -> ListenOptions {
     } else {
         format!("/{}", h.path)
     };
-    match serve.transport {
+    Ok(match serve.transport {
         Transport::Stdio => ListenOptions {
             url: "stdio".into(),
             ..ListenOptions::default()
         },
         Transport::Http => ListenOptions {
-            url: format!("http://{addr}{path}"),
+            url: format!("http{s}://{addr}{path}"),
+            tls,
             allowed_origins: h.allowed_origins.clone(),
             allowed_hosts: h.allowed_hosts.clone(),
             max_sessions: Some(h.max_sessions),
@@ -274,18 +308,21 @@ fn listen_options(serve: &ServeArgs) -> ListenOptions {
             ..ListenOptions::default()
         },
         Transport::Ws => ListenOptions {
-            url: format!("ws://{addr}{path}"),
+            url: format!("ws{s}://{addr}{path}"),
+            tls,
             max_connections: Some(h.max_sessions),
             ..ListenOptions::default()
         },
         Transport::Grpc => ListenOptions {
-            url: format!("grpc://{addr}"),
+            url: format!("grpc{s}://{addr}"),
+            tls,
             ..ListenOptions::default()
         },
         Transport::Mcpb => {
             let m = &serve.mcpb;
             ListenOptions {
-                url: format!("mcpb://{addr}"),
+                url: format!("mcpb{s}://{addr}"),
+                tls,
                 tokens: Some(m.tokens.clone()),
                 per_message_auth: Some(m.per_message_auth),
                 health_port: m.health_port,
@@ -297,7 +334,7 @@ fn listen_options(serve: &ServeArgs) -> ListenOptions {
                 ..ListenOptions::default()
             }
         }
-    }
+    })
 }
 
 /// Whether serving `config` wants every core: anything but stdio alone serves many

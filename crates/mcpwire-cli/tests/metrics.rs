@@ -3,6 +3,8 @@
 //! clients call; auth failures are counted; `/healthz` and `/readyz` answer.
 
 mod common;
+#[path = "../../mcpwire/tests/pki/mod.rs"]
+mod pki;
 
 use common::http::{Exchange, HttpServer};
 use common::wires::{Conversation, Mcpb};
@@ -324,4 +326,53 @@ fn rate_and_connection_refusals_are_counted() {
         1.0,
         "{after}"
     );
+}
+
+#[test]
+fn failed_tls_handshakes_are_counted() {
+    use std::io::{Read, Write};
+    let setup = pki::Setup::new("metrics-tls");
+    let flags = setup.flags();
+    let mut args = vec!["serve", "--demo", "--listen", "https://127.0.0.1:0/mcp"];
+    args.extend(["--metrics-listen", "127.0.0.1:0"]);
+    args.extend(flags.iter().map(String::as_str));
+    let mut l = common::listen(
+        env!("CARGO_BIN_EXE_mcpwire"),
+        &args,
+        "warn",
+        &[
+            "mcpwire: listening on https://",
+            "mcpwire: admin on http://",
+        ],
+        false,
+    );
+    let _child = ChildGuard(l.child);
+    let https = l.addrs.remove(0);
+    let https = https.trim_end_matches("/mcp");
+    let admin = l.addrs.remove(0);
+    let admin = admin.split(' ').next().unwrap_or_default();
+    let failures = || {
+        let r = Exchange::get(admin, "/metrics");
+        let l = [("reason", "error")];
+        sample(&r.text(), "mcpwire_tls_handshake_failures_total", &l)
+    };
+    let before = failures();
+
+    // Plaintext HTTP on the TLS port: the handshake fails and the connection closes.
+    let mut plain = std::net::TcpStream::connect(https).expect("connect");
+    plain
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .expect("timeout");
+    plain
+        .write_all(b"GET /mcp HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .expect("write");
+    let _ = plain.read_to_end(&mut Vec::new());
+
+    // The server counts right after closing: a bounded number of scrapes.
+    let mut scrapes = 0;
+    while failures() < before + 1.0 {
+        scrapes += 1;
+        assert!(scrapes < 100, "the failed handshake was not counted");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }

@@ -297,7 +297,7 @@ fn configuration_errors_name_the_file_line_and_key() {
         ),
         (
             "[[listen]]\nurl = \"https://127.0.0.1:8443/mcp\"\n[backends.demo]\nnative = \"demo\"\n",
-            ":2:7: listen[0].url: `https://127.0.0.1:8443/mcp`: mcpwire does not terminate TLS",
+            ":2:7: listen[0].url: `https://127.0.0.1:8443/mcp` is a TLS listener: give its certificate and key",
         ),
         (
             "[backends.demo]\nnative = \"demo\"\n[backends.tools]\nprocess = \"t.py\"\nfail = \"sometimes\"\n",

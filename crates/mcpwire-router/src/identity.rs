@@ -17,6 +17,9 @@ pub enum Credential {
         /// Its `iss` claim, if it had one.
         issuer: Option<String>,
     },
+    /// A TLS client certificate the listener verified against its client CA (mTLS), on a
+    /// listener with no other authentication.
+    ClientCertificate,
 }
 
 /// An authenticated caller: a subject, how it authenticated, its scopes and (for a JWT) its
@@ -66,7 +69,25 @@ impl Identity {
         }
     }
 
-    /// Who the caller is: a token's `sub`, or `key:NAME` for an API key.
+    /// The holder of a verified TLS client certificate: `cert:NAME` (its first URI
+    /// subject alternative name, else its first DNS name, else `sha256:` and its
+    /// fingerprint), with the names as claims (`uri`, `dns`: arrays of strings).
+    pub fn client_certificate(
+        subject: impl Into<String>,
+        claims: serde_json::Map<String, serde_json::Value>,
+    ) -> Identity {
+        Identity {
+            inner: Arc::new(IdentityInner {
+                subject: subject.into(),
+                credential: Credential::ClientCertificate,
+                scopes: Vec::new(),
+                claims,
+            }),
+        }
+    }
+
+    /// Who the caller is: a token's `sub`, `key:NAME` for an API key, `cert:NAME` for a
+    /// client certificate.
     pub fn subject(&self) -> &str {
         &self.inner.subject
     }
@@ -80,7 +101,7 @@ impl Identity {
     pub fn key_name(&self) -> Option<&str> {
         match &self.inner.credential {
             Credential::ApiKey { name } => Some(name),
-            Credential::Bearer { .. } => None,
+            Credential::Bearer { .. } | Credential::ClientCertificate => None,
         }
     }
 

@@ -77,6 +77,8 @@ pub struct ClientOptions {
     pub mcpb_per_message_auth: bool,
     /// Framed wires (stdio, MCPB): keep polling this long after activity before sleeping.
     pub busy_poll: Duration,
+    /// `https://` and `mcpbs://`: which CA to trust and which certificate to present.
+    pub tls: crate::tls::ClientTls,
     /// HTTP: the credentials sent to the server (static headers, bearer token, OAuth).
     pub auth: Option<auth::UpstreamAuth>,
 }
@@ -93,6 +95,7 @@ impl Default for ClientOptions {
             mcpb_token: None,
             mcpb_per_message_auth: false,
             busy_poll: Duration::ZERO,
+            tls: crate::tls::ClientTls::default(),
             auth: None,
         }
     }
@@ -117,7 +120,9 @@ impl Client {
         match target {
             Target::Command { argv } => stdio::connect(argv, opts).await,
             Target::Url(url) => http::connect(url, opts).await,
-            Target::Mcpb { addr, token } => mcpb::connect(addr, token.as_deref(), opts).await,
+            Target::Mcpb { addr, token, tls } => {
+                mcpb::connect(addr, token.as_deref(), *tls, opts).await
+            }
         }
     }
 

@@ -31,12 +31,12 @@ pub mod prelude;
 pub mod proto_mcp;
 pub mod serve;
 pub mod stdio;
-mod tls;
+pub mod tls;
 pub mod upstream;
 pub mod wires;
 
 pub use serve::Service;
-pub use wires::{McpbWire, Serve, ServeConfig, Wire, WsWire, serve_listeners};
+pub use wires::{GrpcWire, McpbWire, Serve, ServeConfig, Wire, WsWire, serve_listeners};
 
 pub use mcpwire_model as model;
 pub use mcpwire_router as router;

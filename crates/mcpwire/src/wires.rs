@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 use crate::Service;
 use crate::http::{HttpConfig, HttpServer};
 use crate::mcpb::{McpbConfig, McpbServer, serve_health};
+use crate::tls::TlsConfig;
 
 /// How to serve MCPB: the listener's options, an optional health-check port and what
 /// starts a graceful shutdown.
@@ -63,6 +64,8 @@ pub struct WsWire {
     pub path: String,
     /// Connections served at once.
     pub max_connections: usize,
+    /// Serve `wss://`: TLS with this certificate (and optional client CA).
+    pub tls: Option<TlsConfig>,
 }
 
 impl WsWire {
@@ -72,6 +75,26 @@ impl WsWire {
             addr: addr.into(),
             path: path.into(),
             max_connections: 1024,
+            tls: None,
+        }
+    }
+}
+
+/// How to serve gRPC proto-mcp (`buf.mcp.v1.MCPService`).
+#[derive(Debug, Clone)]
+pub struct GrpcWire {
+    /// Address to listen on.
+    pub addr: SocketAddr,
+    /// Serve `grpcs://`: TLS (ALPN `h2`) with this certificate (and optional client CA).
+    pub tls: Option<TlsConfig>,
+}
+
+impl GrpcWire {
+    /// gRPC on `addr`, without TLS.
+    pub fn new(addr: impl Into<SocketAddr>) -> GrpcWire {
+        GrpcWire {
+            addr: addr.into(),
+            tls: None,
         }
     }
 }
@@ -85,22 +108,23 @@ pub enum Wire {
     Http(HttpConfig),
     /// MCPB, the binary TCP framing.
     Mcpb(McpbWire),
-    /// gRPC proto-mcp (`buf.mcp.v1.MCPService`) on this address.
-    Grpc(SocketAddr),
+    /// gRPC proto-mcp (`buf.mcp.v1.MCPService`).
+    Grpc(GrpcWire),
     /// WebSocket.
     Ws(WsWire),
 }
 
 impl std::fmt::Display for Wire {
-    /// The listener as a URL (`stdio`, `http://127.0.0.1:8000/mcp`, `mcpb://…`), as it was
-    /// asked for (port 0 stays 0).
+    /// The listener as a URL (`stdio`, `http://127.0.0.1:8000/mcp`, `mcpbs://…`), as it
+    /// was asked for (port 0 stays 0).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = |tls: &Option<TlsConfig>| if tls.is_some() { "s" } else { "" };
         match self {
             Wire::Stdio => f.write_str("stdio"),
-            Wire::Http(c) => write!(f, "http://{}{}", c.bind, c.path),
-            Wire::Mcpb(w) => write!(f, "mcpb://{}", w.addr),
-            Wire::Grpc(addr) => write!(f, "grpc://{addr}"),
-            Wire::Ws(w) => write!(f, "ws://{}{}", w.addr, w.path),
+            Wire::Http(c) => write!(f, "http{}://{}{}", s(&c.tls), c.bind, c.path),
+            Wire::Mcpb(w) => write!(f, "mcpb{}://{}", s(&w.config.tls), w.addr),
+            Wire::Grpc(g) => write!(f, "grpc{}://{}", s(&g.tls), g.addr),
+            Wire::Ws(w) => write!(f, "ws{}://{}{}", s(&w.tls), w.addr, w.path),
         }
     }
 }
@@ -144,9 +168,9 @@ impl ServeConfig {
         self.wire(Wire::Mcpb(wire))
     }
 
-    /// Adds a gRPC proto-mcp listener.
+    /// Adds a gRPC proto-mcp listener (without TLS) on `addr`.
     pub fn grpc(self, addr: impl Into<SocketAddr>) -> ServeConfig {
-        self.wire(Wire::Grpc(addr.into()))
+        self.wire(Wire::Grpc(GrpcWire::new(addr)))
     }
 
     /// Adds a WebSocket listener.
@@ -196,9 +220,14 @@ impl Service {
             );
         }
         let path = config.path.clone();
+        let scheme = if config.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
         let server = HttpServer::bind(self.clone(), config).await?;
         crate::observe::announce(format_args!(
-            "mcpwire: listening on http://{}{path}",
+            "mcpwire: listening on {scheme}://{}{path}",
             server.local_addr()?
         ));
         server
@@ -224,7 +253,8 @@ impl Service {
         };
         let server = McpbServer::bind(self.clone(), wire.addr, wire.config, shutdown).await?;
         crate::observe::announce(format_args!(
-            "mcpwire: listening on mcpb://{}",
+            "mcpwire: listening on {}://{}",
+            server.scheme(),
             server.local_addr()?
         ));
         if let Some(at) = wire.health {
@@ -239,12 +269,12 @@ impl Service {
 
     /// Serves the gRPC proto-mcp service on `addr` until the process ends.
     pub async fn serve_grpc(&self, addr: impl Into<SocketAddr>) -> io::Result<()> {
-        crate::proto_mcp::serve_grpc(self.clone(), addr.into()).await
+        crate::proto_mcp::serve_grpc(self.clone(), &GrpcWire::new(addr)).await
     }
 
-    /// Serves WebSocket at `ws://addr/path` until the process ends.
+    /// Serves WebSocket at `ws://addr/path` (`wss://` with TLS) until the process ends.
     pub async fn serve_ws(&self, wire: WsWire) -> io::Result<()> {
-        crate::proto_mcp::serve_ws(self.clone(), wire.addr, &wire.path, wire.max_connections).await
+        crate::proto_mcp::serve_ws(self.clone(), &wire).await
     }
 
     /// Serves every listener of `config` at once (see [`serve_listeners`]).
@@ -294,18 +324,17 @@ pub async fn serve_listeners(
                 }));
                 continue;
             }
-            Wire::Grpc(addr) => {
+            Wire::Grpc(grpc) => {
                 let shutdown = shutdown.clone();
                 draining.push(labelled(label, async move {
-                    crate::proto_mcp::serve_grpc_until(service, addr, shutdown).await
+                    crate::proto_mcp::serve_grpc_until(service, &grpc, shutdown).await
                 }));
                 continue;
             }
             Wire::Ws(ws) => {
                 let shutdown = shutdown.clone();
                 draining.push(labelled(label, async move {
-                    let (addr, path, max) = (ws.addr, ws.path, ws.max_connections);
-                    crate::proto_mcp::serve_ws_until(service, addr, &path, max, shutdown).await
+                    crate::proto_mcp::serve_ws_until(service, &ws, shutdown).await
                 }));
                 continue;
             }

@@ -281,13 +281,42 @@ pub fn grpc_call_with<R: prost::Message + Default>(
     request: &impl prost::Message,
     metadata: &[(&str, &str)],
 ) -> Result<R, GrpcError> {
+    grpc_call_over(addr, rpc, request, metadata, None)
+}
+
+/// What a gRPC call may run over: TCP, or TLS over TCP.
+trait GrpcIo: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static> GrpcIo for T {}
+
+/// [`grpc_call_with`], over TLS (ALPN `h2`) with `tls` when given, connecting to
+/// `localhost` at `addr`'s port.
+pub fn grpc_call_over<R: prost::Message + Default>(
+    addr: &str,
+    rpc: &str,
+    request: &impl prost::Message,
+    metadata: &[(&str, &str)],
+    tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+) -> Result<R, GrpcError> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
     rt.block_on(async {
         let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
-        let io = hyper_util::rt::TokioIo::new(tcp);
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let stream: Box<dyn GrpcIo> = match tls {
+            None => Box::new(tcp),
+            Some(config) => {
+                let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
+                let tls = tokio_rustls::TlsConnector::from(config)
+                    .connect(name, tcp)
+                    .await
+                    .expect("TLS handshake");
+                assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]), "ALPN h2");
+                Box::new(tls)
+            }
+        };
+        let io = hyper_util::rt::TokioIo::new(stream);
         let (mut send, conn) =
             hyper::client::conn::http2::handshake(hyper_util::rt::TokioExecutor::new(), io)
                 .await
@@ -298,9 +327,10 @@ pub fn grpc_call_with<R: prost::Message + Default>(
         body.push(0);
         body.extend_from_slice(&(msg.len() as u32).to_be_bytes());
         body.extend_from_slice(&msg);
-        let mut req = hyper::Request::post(format!("http://{addr}/buf.mcp.v1.MCPService/{rpc}"))
-            .header("content-type", "application/grpc")
-            .header("te", "trailers");
+        let mut req =
+            hyper::Request::post(format!("{scheme}://{addr}/buf.mcp.v1.MCPService/{rpc}"))
+                .header("content-type", "application/grpc")
+                .header("te", "trailers");
         for (k, v) in metadata {
             req = req.header(*k, *v);
         }

@@ -51,6 +51,7 @@ pub(crate) async fn connect(
     let conn = Arc::new(HttpConn::new(
         url,
         opts.limits.handshake_timeout,
+        opts.tls.clone(),
         opts.auth.clone(),
     )?);
     let parts = parts(opts, url);

@@ -1,4 +1,5 @@
-//! The MCPB client wire (`mcpb://[TOKEN@]host:port`): a TCP connection in MCPB frames
+//! The MCPB client wire (`mcpb://[TOKEN@]host:port`; `mcpbs://` or `tcps://` over TLS): a
+//! TCP connection in MCPB frames
 //! (`mcpwire_wire::mcpb`), run by the driver core's [`FramedDriver`] with an
 //! [`McpbEndpoint`]. The connection offers its versions, then — with a token — authenticates
 //! with `initialize {token}` (the gateway's own request, id `mcpb-auth`), then speaks MCP
@@ -13,8 +14,8 @@ use mcpwire_session::TransmitKind;
 use mcpwire_wire::mcpb::{McpbCodec, McpbFrame, McpbOut, VersionOffer};
 use mcpwire_wire::{FramingError, Limits};
 use serde_json::json;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio_util::codec::Encoder;
 
 use super::core::{ClientCore, CoreWake};
@@ -25,23 +26,31 @@ use crate::driver::{Endpoint, FramedDriver, Status, framed::output_full, now};
 /// The id of the authenticating `initialize` (MCPB string ids are `[A-Za-z0-9_-]`).
 const AUTH_ID: &str = "mcpb-auth";
 
-/// Reaches the MCPB server at `addr` (`host:port`), authenticates with `token` (the target's,
-/// else the options'), and negotiates within `opts.limits.handshake_timeout`.
+/// Reaches the MCPB server at `addr` (`host:port`; over TLS when `tls`), authenticates with
+/// `token` (the target's, else the options'), and negotiates within
+/// `opts.limits.handshake_timeout`.
 pub(crate) async fn connect(
     addr: &str,
     token: Option<&str>,
+    tls: bool,
     opts: &ClientOptions,
 ) -> Result<(Client, ClientEvents), ClientError> {
-    let url = format!("mcpb://{addr}");
+    let url = format!("mcpb{}://{addr}", if tls { "s" } else { "" });
     let timeout = opts.limits.handshake_timeout;
-    let tcp = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
-        Ok(Ok(tcp)) => tcp,
-        Ok(Err(e)) => {
-            return Err(ClientError::Connect {
-                url,
-                reason: e.to_string(),
-            });
+    let reach = async {
+        let tcp = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+        let _ = tcp.set_nodelay(true);
+        if !tls {
+            return Ok(Stream::Plain(tcp));
         }
+        let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let stream = crate::tls::connect_with(host, tcp, &opts.tls, crate::tls::alpn::NONE).await?;
+        Ok(Stream::Tls(Box::new(stream)))
+    };
+    let stream = match tokio::time::timeout(timeout, reach).await {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(reason)) => return Err(ClientError::Connect { url, reason }),
         Err(_) => {
             return Err(ClientError::Timeout {
                 awaited: "connection".into(),
@@ -51,8 +60,6 @@ pub(crate) async fn connect(
             });
         }
     };
-    let _ = tcp.set_nodelay(true);
-    let (r, w) = tcp.into_split();
     let token = token.map(str::to_owned).or_else(|| opts.mcpb_token.clone());
     let parts = parts(opts, &url);
     let endpoint = McpbEndpoint {
@@ -63,12 +70,36 @@ pub(crate) async fn connect(
         token,
         done: false,
     };
+    match stream {
+        Stream::Plain(tcp) => {
+            let (r, w) = tcp.into_split();
+            start(r, w, endpoint, opts);
+        }
+        Stream::Tls(tls) => {
+            let (r, w) = tokio::io::split(tls);
+            start(r, w, endpoint, opts);
+        }
+    }
+    parts.pending.settle("").await
+}
+
+/// A connection to an MCPB server.
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+/// Offers our versions and runs the connection on a task of its own.
+fn start<R, W>(r: R, w: W, endpoint: McpbEndpoint, opts: &ClientOptions)
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let mut driver =
         FramedDriver::new(r, McpbCodec::client(&limits()), w, endpoint, opts.busy_poll);
     let (ep, out) = driver.endpoint_mut();
     ep.write(out, McpbOut::Version(&VersionOffer::ours()));
     tokio::spawn(run(driver));
-    parts.pending.settle("").await
 }
 
 fn limits() -> Limits {
@@ -78,7 +109,11 @@ fn limits() -> Limits {
     }
 }
 
-async fn run(mut driver: FramedDriver<OwnedReadHalf, OwnedWriteHalf, McpbEndpoint>) {
+async fn run<R, W>(mut driver: FramedDriver<R, W, McpbEndpoint>)
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
     let result = driver.drive().await;
     let mut ep = driver.into_endpoint();
     if !ep.done {

@@ -14,12 +14,15 @@ pub enum Target {
     },
     /// An `http://` or `https://` URL of a Streamable HTTP endpoint.
     Url(String),
-    /// An MCPB server (`mcpb://[TOKEN@]host:port`).
+    /// An MCPB server (`mcpb://[TOKEN@]host:port`, over TLS `mcpbs://…` or the MCPB
+    /// spec's `tcps://…`).
     Mcpb {
         /// `host:port`.
         addr: String,
         /// The token to authenticate with, if the URL carries one.
         token: Option<String>,
+        /// Whether the connection is TLS (`mcpbs://`, `tcps://`).
+        tls: bool,
     },
 }
 
@@ -33,8 +36,10 @@ impl Target {
         if lower.starts_with("http://") || lower.starts_with("https://") {
             return Ok(Target::Url(text.to_owned()));
         }
-        if lower.starts_with("mcpb://") {
-            return parse_mcpb(&text["mcpb://".len()..]);
+        for (scheme, tls) in [("mcpb://", false), ("mcpbs://", true), ("tcps://", true)] {
+            if lower.starts_with(scheme) {
+                return parse_mcpb(&text[scheme.len()..], tls);
+            }
         }
         if let Some((scheme, _)) = text.split_once("://")
             && !scheme.is_empty()
@@ -74,26 +79,30 @@ impl fmt::Display for Target {
             ),
             Target::Url(url) => f.write_str(url),
             // The token stays out of what is printed.
-            Target::Mcpb { addr, .. } => write!(f, "mcpb://{addr}"),
+            Target::Mcpb { addr, tls, .. } => {
+                write!(f, "mcpb{}://{addr}", if *tls { "s" } else { "" })
+            }
         }
     }
 }
 
-/// `[TOKEN@]host:port` after `mcpb://`.
-fn parse_mcpb(rest: &str) -> Result<Target, ClientError> {
+/// `[TOKEN@]host:port` after `mcpb://` (`mcpbs://` or `tcps://` when `tls`).
+fn parse_mcpb(rest: &str, tls: bool) -> Result<Target, ClientError> {
     let rest = rest.trim_end_matches('/');
     let (token, addr) = match rest.rsplit_once('@') {
         Some((t, a)) => (Some(t.to_owned()).filter(|t| !t.is_empty()), a),
         None => (None, rest),
     };
     if !looks_like_address(addr) || addr.contains('/') {
+        let s = if tls { "s" } else { "" };
         return Err(ClientError::Target(format!(
-            "`mcpb://{addr}`: an MCPB target is mcpb://[TOKEN@]host:port"
+            "`mcpb{s}://{addr}`: an MCPB target is mcpb{s}://[TOKEN@]host:port"
         )));
     }
     Ok(Target::Mcpb {
         addr: addr.to_owned(),
         token,
+        tls,
     })
 }
 
@@ -154,9 +163,16 @@ mod tests {
             Target::parse("mcpb://s3cret@127.0.0.1:9000").unwrap(),
             Target::Mcpb {
                 addr: "127.0.0.1:9000".into(),
-                token: Some("s3cret".into())
+                token: Some("s3cret".into()),
+                tls: false,
             }
         );
+        for tls in ["mcpbs://localhost:9443", "TCPS://localhost:9443"] {
+            assert_eq!(
+                Target::parse(tls).unwrap().to_string(),
+                "mcpbs://localhost:9443"
+            );
+        }
         assert_eq!(
             Target::parse("mcpb://s3cret@localhost:9000")
                 .unwrap()

@@ -187,6 +187,7 @@ pub async fn start(
             config.era = up.era;
             config.shared = up.is_shared();
             config.max_sessions = up.max_sessions;
+            config.tls = up.tls.clone();
             config.busy_poll = server.busy_poll;
             let backend = UpstreamBackend::connect(config)
                 .await

@@ -14,6 +14,7 @@ pub use mcpwire_federation::PrefixMode;
 use super::error::{ConfigError, KeyPath, Origin};
 use super::listen::ListenerSpec;
 use crate::client::{EraChoice, Target};
+use crate::tls::ClientTls;
 
 /// Everything `mcpwire serve` needs: listeners, backends and server options.
 #[derive(Debug, Clone, PartialEq)]
@@ -213,6 +214,9 @@ pub struct UpstreamSpec {
     pub max_sessions: usize,
     /// Which era to speak upstream (`era = "auto" | "handshake" | "stateless"`).
     pub era: EraChoice,
+    /// `https://` and `mcpbs://` upstreams: the CA to trust instead of the system's, and a
+    /// client certificate to present (`ca`, `client_cert`, `client_key`).
+    pub tls: ClientTls,
     /// What the gateway authenticates with toward it (`bearer_*`, `headers`, `oauth`).
     pub credentials: super::credentials::CredentialsSpec,
 }
@@ -232,6 +236,7 @@ impl UpstreamSpec {
             shared: None,
             max_sessions,
             era: EraChoice::Auto,
+            tls: ClientTls::default(),
             credentials: Default::default(),
         }
     }
@@ -250,14 +255,20 @@ impl UpstreamSpec {
     }
 }
 
-/// An MCPB address, `host:port` or `mcpb://[TOKEN@]host:port`, as a target.
+/// An MCPB address, `host:port` or `mcpb://[TOKEN@]host:port` (TLS: `mcpbs://…` or
+/// `tcps://…`), as a target.
 pub fn mcpb_target(address: &str) -> Result<Target, String> {
     let text = address.trim();
-    let full = match text.get(..7) {
-        Some(s) if s.eq_ignore_ascii_case("mcpb://") => text.to_owned(),
-        _ => format!("mcpb://{text}"),
+    let lower = text.to_ascii_lowercase();
+    let full = if ["mcpb://", "mcpbs://", "tcps://"]
+        .iter()
+        .any(|s| lower.starts_with(s))
+    {
+        text.to_owned()
+    } else {
+        format!("mcpb://{text}")
     };
-    let bare = &full[7..];
+    let bare = full.split_once("://").map_or("", |(_, b)| b);
     let addr = bare.rsplit_once('@').map_or(bare, |(_, a)| a);
     let valid = addr.rsplit_once(':').is_some_and(|(host, port)| {
         !host.is_empty()
@@ -478,7 +489,8 @@ mod tests {
             target("MCPB://gw.local:9000").unwrap(),
             Target::Mcpb {
                 addr: "gw.local:9000".into(),
-                token: None
+                token: None,
+                tls: false,
             }
         );
         assert_eq!(

@@ -10,6 +10,11 @@
 //! [[listen]]
 //! url = "http://127.0.0.1:8000/mcp"
 //!
+//! [[listen]]                   # TLS: https://, wss://, grpcs://, mcpbs:// (tcps://)
+//! url = "https://0.0.0.0:8443/mcp"
+//! tls = { cert = "cert.pem", key = "key.pem" }   # re-read when they change
+//! # tls.client_ca = "clients.pem"                # mTLS; client_auth = "optional"
+//!
 //! [backends.demo]
 //! native = "demo"
 //!
@@ -26,6 +31,7 @@
 //! [backends.remote]
 //! url = "https://example.com/mcp"
 //! era = "auto"                 # auto | handshake | stateless
+//! ca = "internal-ca.pem"       # trust this CA (not the system's); client_cert/client_key
 //! bearer_env = "REMOTE_TOKEN"  # credentials toward it: see `credentials.rs`
 //! ```
 
@@ -47,6 +53,7 @@ use super::credentials::{CredentialsSpec, RawCredentials};
 use super::error::{ConfigError, KeyPath, Origin};
 use super::listen::{ListenOptions, ListenerSpec};
 use crate::client::{EraChoice, Target};
+use crate::tls::ClientTls;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -116,6 +123,9 @@ struct RawBackend {
     shared: Option<bool>,
     max_sessions: Option<usize>,
     era: Option<RawEra>,
+    ca: Option<PathBuf>,
+    client_cert: Option<PathBuf>,
+    client_key: Option<PathBuf>,
     bearer_env: Option<String>,
     bearer_file: Option<String>,
     #[serde(default)]
@@ -239,8 +249,9 @@ impl GatewayConfig {
         let server = server_options(raw.server, &base)
             .map_err(|(key, m)| origin.error_at(&root.key("server").key(key), m))?;
         let mut listeners = Vec::new();
-        for (i, entry) in raw.listen.into_iter().enumerate() {
+        for (i, mut entry) in raw.listen.into_iter().enumerate() {
             let key = root.key("listen").index(i);
+            entry.tls = entry.tls.map(|t| t.relative_to(&base));
             let mut spec = ListenerSpec::with_options(entry)
                 .map_err(|(option, m)| origin.error_at(&key.key(option), m))?;
             spec.key = key;
@@ -440,6 +451,9 @@ fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSource, Refusa
         ("shared", raw.shared.is_some()),
         ("max_sessions", raw.max_sessions.is_some()),
         ("era", raw.era.is_some()),
+        ("ca", raw.ca.is_some()),
+        ("client_cert", raw.client_cert.is_some()),
+        ("client_key", raw.client_key.is_some()),
     ];
     let upstream = raw.command.is_some() || raw.url.is_some() || raw.mcpb.is_some();
     let credential_keys = [
@@ -536,6 +550,7 @@ fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSource, Refusa
         (_, _, Some(addr)) => mcpb_target(addr).map_err(|e| ("mcpb", e))?,
         _ => unreachable!("one kind was found above"),
     };
+    let tls = upstream_tls(raw, &target, base)?;
     let credentials = RawCredentials {
         bearer_env: raw.bearer_env.as_ref(),
         bearer_file: raw.bearer_file.as_ref(),
@@ -550,6 +565,7 @@ fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSource, Refusa
     };
     let d = UpstreamSpec::new(target);
     Ok(BackendSource::Upstream(UpstreamSpec {
+        tls,
         credentials,
         handshake_timeout: raw
             .handshake_timeout_secs
@@ -560,6 +576,53 @@ fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSource, Refusa
         era: raw.era.map_or(d.era, EraChoice::from),
         ..d
     }))
+}
+
+/// An upstream's `ca`, `client_cert` and `client_key`: for TLS targets only, the two
+/// halves of a client certificate together.
+fn upstream_tls(raw: &RawBackend, target: &Target, base: &Path) -> Result<ClientTls, Refusal> {
+    let tls = ClientTls {
+        ca: raw.ca.as_ref().map(|p| base.join(p)),
+        cert: raw.client_cert.as_ref().map(|p| base.join(p)),
+        key: raw.client_key.as_ref().map(|p| base.join(p)),
+    };
+    if tls == ClientTls::default() {
+        return Ok(tls);
+    }
+    let secure = match target {
+        Target::Url(url) => url.to_ascii_lowercase().starts_with("https://"),
+        Target::Mcpb { tls, .. } => *tls,
+        Target::Command { .. } => false,
+    };
+    let key = if raw.ca.is_some() {
+        "ca"
+    } else if raw.client_cert.is_some() {
+        "client_cert"
+    } else {
+        "client_key"
+    };
+    if !secure {
+        return Err((
+            key,
+            format!(
+                "`{key}` is for TLS upstreams (url = \"https://…\", mcpb = \"mcpbs://…\"), not {target}"
+            ),
+        ));
+    }
+    if tls.cert.is_some() != tls.key.is_some() {
+        let missing = if tls.cert.is_some() {
+            "client_key"
+        } else {
+            "client_cert"
+        };
+        return Err((
+            missing,
+            format!(
+                "a client certificate needs both client_cert and client_key: `{missing}` is missing"
+            ),
+        ));
+    }
+    Ok(tls)
 }
 
 #[cfg(test)]
@@ -662,6 +725,63 @@ mcpb = "127.0.0.1:9000"
         );
     }
 
+    #[test]
+    fn tls_listeners_and_upstreams() {
+        let c = load(
+            r#"
+[[listen]]
+url = "tcps://127.0.0.1:9443"
+tls = { cert = "c.pem", key = "/etc/k.pem", client_ca = "ca.pem", client_auth = "optional" }
+
+[backends.web]
+url = "https://example.com/mcp"
+ca = "internal.pem"
+"#,
+        )
+        .unwrap();
+        let l = &c.listeners[0];
+        assert_eq!(l.url(), "mcpbs://127.0.0.1:9443");
+        let tls = l.tls.as_ref().expect("tls");
+        assert_eq!(tls.cert, Path::new("conf/c.pem"), "relative to the file");
+        assert_eq!(tls.key, Path::new("/etc/k.pem"));
+        assert_eq!(tls.client_ca.as_deref(), Some(Path::new("conf/ca.pem")));
+        assert_eq!(tls.client_auth, crate::tls::ClientAuth::Optional);
+        let BackendSource::Upstream(up) = &c.backends[0].source else {
+            panic!("an upstream")
+        };
+        assert_eq!(up.tls.ca.as_deref(), Some(Path::new("conf/internal.pem")));
+
+        for (text, says) in [
+            (
+                "[[listen]]\nurl = \"http://127.0.0.1:1/mcp\"\ntls = { cert = \"c\", key = \"k\" }\n",
+                "listen[0].tls: `tls` is set but `http://127.0.0.1:1/mcp` is not a TLS URL: write https://",
+            ),
+            (
+                "[[listen]]\nurl = \"wss://127.0.0.1:1/mcp\"\ntls = { cert = \"c\", key = \"k\", client_auth = \"optional\" }\n",
+                "listen[0].tls: `tls.client_auth` needs `tls.client_ca`",
+            ),
+            (
+                "[[listen]]\nurl = \"grpcs://127.0.0.1:1\"\ntls = { cert = \"c\" }\n",
+                "listen[0].tls: missing field `key`",
+            ),
+            (
+                "[backends.w]\nurl = \"http://example.com/mcp\"\nca = \"ca.pem\"\n",
+                "backends.w.ca: `ca` is for TLS upstreams",
+            ),
+            (
+                "[backends.w]\nmcpb = \"mcpbs://gw.local:1\"\nclient_cert = \"c.pem\"\n",
+                "backends.w.client_key: a client certificate needs both",
+            ),
+            (
+                "[backends.w]\nnative = \"demo\"\nca = \"ca.pem\"\n",
+                "backends.w.ca: `ca` is an option of upstream backends",
+            ),
+        ] {
+            let e = refused(&format!("{text}[backends.d]\nnative = \"demo\"\n"));
+            assert!(e.contains(says), "{says}\n{e}");
+        }
+    }
+
     fn refused(text: &str) -> String {
         load(text).unwrap_err().to_string()
     }
@@ -679,7 +799,7 @@ mcpb = "127.0.0.1:9000"
             ),
             (
                 "[[listen]]\nurl = \"https://127.0.0.1:1/mcp\"\n[backends.d]\nnative = \"x\"\n",
-                "conf/mcpwire.toml:2:7: listen[0].url: `https://127.0.0.1:1/mcp`: mcpwire does not terminate TLS",
+                "conf/mcpwire.toml:2:7: listen[0].url: `https://127.0.0.1:1/mcp` is a TLS listener: give its certificate and key",
             ),
             (
                 "[[listen]]\nurl = \"grpc://127.0.0.1:1\"\ntokens = [\"x\"]\n[backends.d]\nnative = \"x\"\n",

@@ -1,8 +1,11 @@
 //! Listeners as the configuration names them: a URL (`stdio`, `http://HOST:PORT/PATH`,
-//! `ws://…`, `grpc://HOST:PORT`, `mcpb://HOST:PORT`) and the options of its wire, checked
-//! (an option of another wire is refused), turned into a [`Wire`].
+//! `ws://…`, `grpc://HOST:PORT`, `mcpb://HOST:PORT`, and with TLS `https://`, `wss://`,
+//! `grpcs://`, `mcpbs://` — or the MCPB spec's `tcps://`) and the options of its wire,
+//! checked (an option of another wire is refused; a TLS URL needs `tls`, and `tls` needs a
+//! TLS URL), turned into a [`Wire`].
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -10,7 +13,8 @@ use serde::Deserialize;
 use super::error::KeyPath;
 use crate::http::{Guard, HttpConfig};
 use crate::mcpb::McpbConfig;
-use crate::wires::{McpbWire, Wire, WsWire};
+use crate::tls::{ClientAuth, TlsConfig};
+use crate::wires::{GrpcWire, McpbWire, Wire, WsWire};
 
 /// The wire of a listener URL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +82,67 @@ pub struct ListenOptions {
     pub shutdown_grace_secs: Option<u64>,
     /// MCPB and WebSocket: connections served at once.
     pub max_connections: Option<usize>,
+    /// TLS, for `https://`, `wss://`, `grpcs://` and `mcpbs://` (`tcps://`) URLs.
+    pub tls: Option<TlsOptions>,
+}
+
+/// A listener's `tls = { cert = "…", key = "…" }` as written.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsOptions {
+    /// The certificate chain, leaf first (PEM).
+    pub cert: PathBuf,
+    /// Its private key (PEM).
+    pub key: PathBuf,
+    /// Clients must present a certificate signed by a CA of this file (PEM).
+    pub client_ca: Option<PathBuf>,
+    /// With `client_ca`: `"required"` (the default) or `"optional"`.
+    pub client_auth: Option<String>,
+    /// Seconds between checks of the files for a new certificate (default 10).
+    pub reload_secs: Option<u64>,
+}
+
+impl TlsOptions {
+    /// The same, with relative paths made relative to `base` (the configuration file's
+    /// directory).
+    pub fn relative_to(mut self, base: &Path) -> TlsOptions {
+        self.cert = base.join(&self.cert);
+        self.key = base.join(&self.key);
+        self.client_ca = self.client_ca.map(|p| base.join(p));
+        self
+    }
+
+    /// The library's TLS configuration; the error names the option at fault.
+    fn check(&self) -> Result<TlsConfig, String> {
+        let client_auth = match self.client_auth.as_deref() {
+            None | Some("required") => ClientAuth::Required,
+            Some("optional") => ClientAuth::Optional,
+            Some(other) => {
+                return Err(format!(
+                    "`tls.client_auth` is \"required\" or \"optional\", not {other:?}"
+                ));
+            }
+        };
+        if self.client_auth.is_some() && self.client_ca.is_none() {
+            return Err(
+                "`tls.client_auth` needs `tls.client_ca` (the CA client certificates \
+                        must be signed by)"
+                    .into(),
+            );
+        }
+        if self.reload_secs == Some(0) {
+            return Err("`tls.reload_secs` must be at least 1".into());
+        }
+        Ok(TlsConfig {
+            cert: self.cert.clone(),
+            key: self.key.clone(),
+            client_ca: self.client_ca.clone(),
+            client_auth,
+            reload_every: self
+                .reload_secs
+                .map_or(crate::tls::DEFAULT_RELOAD_EVERY, Duration::from_secs),
+        })
+    }
 }
 
 /// A listener, checked: where it listens and with which options.
@@ -89,6 +154,8 @@ pub struct ListenerSpec {
     pub addr: Option<SocketAddr>,
     /// The endpoint's path (HTTP and WebSocket).
     pub path: Option<String>,
+    /// TLS, checked (set exactly when the URL's scheme is a TLS one).
+    pub tls: Option<TlsConfig>,
     /// The entry as written.
     pub options: ListenOptions,
     /// Where it was declared (`listen[N]`), for messages.
@@ -105,9 +172,40 @@ impl ListenerSpec {
         .map_err(|(_, message)| message)
     }
 
+    /// Whether `url` names a TLS listener (`https://`, `wss://`, `grpcs://`, `mcpbs://`,
+    /// `tcps://`); false for anything that is not a listener URL.
+    pub fn is_tls_url(url: &str) -> bool {
+        parse_url(url).is_ok_and(|(_, secure, _, _)| secure)
+    }
+
     /// A listener from its entry; on error, the option at fault (`url` or another) and why.
     pub fn with_options(options: ListenOptions) -> Result<ListenerSpec, (&'static str, String)> {
-        let (scheme, addr, path) = parse_url(&options.url).map_err(|m| ("url", m))?;
+        let (scheme, secure, addr, path) = parse_url(&options.url).map_err(|m| ("url", m))?;
+        let tls = match (&options.tls, secure) {
+            (Some(t), true) => Some(t.check().map_err(|m| ("tls", m))?),
+            (None, false) => None,
+            (None, true) => {
+                return Err((
+                    "url",
+                    format!(
+                        "`{}` is a TLS listener: give its certificate and key, \
+                         tls = {{ cert = \"cert.pem\", key = \"key.pem\" }} \
+                         (--tls-cert and --tls-key on the command line)",
+                        options.url.trim()
+                    ),
+                ));
+            }
+            (Some(_), false) => {
+                return Err((
+                    "tls",
+                    format!(
+                        "`tls` is set but `{}` is not a TLS URL: write {}",
+                        options.url.trim(),
+                        tls_schemes(scheme)
+                    ),
+                ));
+            }
+        };
         for (option, set, applies) in option_table(&options) {
             if set && !applies.contains(&scheme) {
                 let wires: Vec<String> =
@@ -137,18 +235,20 @@ impl ListenerSpec {
             scheme,
             addr,
             path,
+            tls,
             options,
             key: KeyPath::root(),
         })
     }
 
-    /// The URL, normalized (`http://127.0.0.1:8000/mcp`).
+    /// The URL, normalized (`http://127.0.0.1:8000/mcp`, `mcpbs://127.0.0.1:9443`).
     pub fn url(&self) -> String {
         match (self.scheme, self.addr) {
             (Scheme::Stdio, _) | (_, None) => "stdio".into(),
             (scheme, Some(addr)) => format!(
-                "{}://{addr}{}",
+                "{}{}://{addr}{}",
                 scheme.name(),
+                if self.tls.is_some() { "s" } else { "" },
                 self.path.as_deref().unwrap_or("")
             ),
         }
@@ -198,13 +298,18 @@ impl ListenerSpec {
                     read_timeout: o
                         .read_timeout_secs
                         .map_or(d.read_timeout, Duration::from_secs),
+                    tls: self.tls.clone(),
                 })
             }
             Scheme::Ws => Wire::Ws(WsWire {
                 max_connections: o.max_connections.unwrap_or(1024),
+                tls: self.tls.clone(),
                 ..WsWire::new(addr, path)
             }),
-            Scheme::Grpc => Wire::Grpc(addr),
+            Scheme::Grpc => Wire::Grpc(GrpcWire {
+                addr,
+                tls: self.tls.clone(),
+            }),
             Scheme::Mcpb => {
                 let d = McpbConfig::default();
                 let config = McpbConfig {
@@ -227,6 +332,7 @@ impl ListenerSpec {
                         .shutdown_grace_secs
                         .map_or(d.shutdown_grace, Duration::from_secs),
                     max_connections: o.max_connections.unwrap_or(d.max_connections),
+                    tls: self.tls.clone(),
                 };
                 Wire::Mcpb(McpbWire {
                     config,
@@ -274,29 +380,42 @@ fn scheme_words(scheme: Scheme) -> String {
     }
 }
 
-const EXAMPLES: &str = "stdio, http://127.0.0.1:8000/mcp, ws://127.0.0.1:8001/mcp, \
-                        grpc://127.0.0.1:50051 or mcpb://127.0.0.1:9000";
+/// The TLS spelling(s) of a wire's URL.
+fn tls_schemes(scheme: Scheme) -> &'static str {
+    match scheme {
+        Scheme::Stdio => "a network listener (stdio has no TLS)",
+        Scheme::Http => "https://",
+        Scheme::Ws => "wss://",
+        Scheme::Grpc => "grpcs://",
+        Scheme::Mcpb => "mcpbs:// (or tcps://)",
+    }
+}
 
-/// Reads a listener URL: its wire, address and path.
-fn parse_url(url: &str) -> Result<(Scheme, Option<SocketAddr>, Option<String>), String> {
+const EXAMPLES: &str = "stdio, http://127.0.0.1:8000/mcp, ws://127.0.0.1:8001/mcp, \
+                        grpc://127.0.0.1:50051 or mcpb://127.0.0.1:9000 (with TLS: https://, \
+                        wss://, grpcs://, mcpbs://)";
+
+/// A listener URL read: its wire, whether it is TLS, its address and path.
+type ParsedUrl = (Scheme, bool, Option<SocketAddr>, Option<String>);
+
+/// Reads a listener URL: its wire, whether it is TLS, address and path.
+fn parse_url(url: &str) -> Result<ParsedUrl, String> {
     let text = url.trim();
     if text.eq_ignore_ascii_case("stdio") {
-        return Ok((Scheme::Stdio, None, None));
+        return Ok((Scheme::Stdio, false, None, None));
     }
     let Some((scheme, rest)) = text.split_once("://") else {
         return Err(format!("`{text}` is not a listener URL: give {EXAMPLES}"));
     };
-    let scheme = match scheme.to_ascii_lowercase().as_str() {
-        "http" => Scheme::Http,
-        "ws" => Scheme::Ws,
-        "grpc" => Scheme::Grpc,
-        "mcpb" => Scheme::Mcpb,
-        "https" | "wss" | "grpcs" => {
-            return Err(format!(
-                "`{text}`: mcpwire does not terminate TLS; listen on {}:// behind a TLS proxy",
-                scheme.trim_end_matches('s')
-            ));
-        }
+    let (scheme, secure) = match scheme.to_ascii_lowercase().as_str() {
+        "http" => (Scheme::Http, false),
+        "ws" => (Scheme::Ws, false),
+        "grpc" => (Scheme::Grpc, false),
+        "mcpb" => (Scheme::Mcpb, false),
+        "https" => (Scheme::Http, true),
+        "wss" => (Scheme::Ws, true),
+        "grpcs" => (Scheme::Grpc, true),
+        "mcpbs" | "tcps" => (Scheme::Mcpb, true),
         other => {
             return Err(format!(
                 "`{text}`: {other}:// is not a wire mcpwire listens on: give {EXAMPLES}"
@@ -326,7 +445,7 @@ fn parse_url(url: &str) -> Result<(Scheme, Option<SocketAddr>, Option<String>), 
             ));
         }
     };
-    Ok((scheme, Some(addr), path))
+    Ok((scheme, secure, Some(addr), path))
 }
 
 /// `HOST:PORT` where HOST is an IP address (IPv6 in brackets) or `localhost`.
@@ -375,7 +494,8 @@ mod tests {
             "mcpb://127.0.0.1:9000"
         );
         for (bad, says) in [
-            ("https://127.0.0.1:1/mcp", "TLS"),
+            ("https://127.0.0.1:1/mcp", "tls = { cert"),
+            ("tcps://127.0.0.1:1", "tls = { cert"),
             ("127.0.0.1:8000", "not a listener URL"),
             ("ftp://127.0.0.1:1", "not a wire"),
             ("http://127.0.0.1/mcp", "give the port"),

@@ -34,4 +34,4 @@ pub use config::{
 pub use credentials::{CredentialsSpec, OAuthSpec};
 pub use error::{ConfigError, KeyPath, Origin, Seg};
 pub use limits::LimitsConfig;
-pub use listen::{ListenOptions, ListenerSpec, Scheme};
+pub use listen::{ListenOptions, ListenerSpec, Scheme, TlsOptions};

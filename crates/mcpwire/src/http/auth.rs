@@ -12,7 +12,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use mcpwire_router::Identity;
 
-use super::{App, reply};
+use super::{App, ClientAddr, reply};
 use crate::auth::{AuthFailure, Authenticator, ResourceServer};
 
 /// Authentication of one HTTP listener.
@@ -35,9 +35,10 @@ impl HttpAuth {
 pub(crate) async fn authenticate(
     app: &App,
     headers: &HeaderMap,
+    client: &ClientAddr,
 ) -> Result<Option<Identity>, Response> {
     let Some(auth) = &app.auth else {
-        return Ok(None);
+        return Ok(client.certificate.clone());
     };
     let header = headers.get(AUTHORIZATION).map(HeaderValue::as_bytes);
     match auth.authenticator.verify_header(header).await {

@@ -24,13 +24,13 @@ use super::{App, ClientAddr, auth, guard, reply};
 /// one).
 pub(crate) async fn open(
     State(app): State<Arc<App>>,
-    Extension(ClientAddr(peer)): Extension<ClientAddr>,
+    Extension(client): Extension<ClientAddr>,
     headers: HeaderMap,
 ) -> Response {
     if let Some(r) = guard::refuse(&app.config.guard, &headers) {
         return r;
     }
-    let identity = match auth::authenticate(&app, &headers).await {
+    let identity = match auth::authenticate(&app, &headers, &client).await {
         Ok(id) => id,
         Err(r) => return r,
     };
@@ -43,7 +43,7 @@ pub(crate) async fn open(
         let e = McpError::NotAcceptable("Accept must list text/event-stream".into());
         return reply::refuse(None, e);
     }
-    let session = match locate(&app, sid, identity.as_ref(), Some(peer.ip())).await {
+    let session = match locate(&app, sid, identity.as_ref(), Some(client.addr.ip())).await {
         Ok(found) => found.handle,
         Err(e) => return reply::refuse(None, e),
     };
@@ -72,11 +72,15 @@ pub(crate) async fn open(
 }
 
 /// Ends a session: its calls are dropped and its id answers 404 from now on.
-pub(crate) async fn delete(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+pub(crate) async fn delete(
+    State(app): State<Arc<App>>,
+    Extension(client): Extension<ClientAddr>,
+    headers: HeaderMap,
+) -> Response {
     if let Some(r) = guard::refuse(&app.config.guard, &headers) {
         return r;
     }
-    let identity = match auth::authenticate(&app, &headers).await {
+    let identity = match auth::authenticate(&app, &headers, &client).await {
         Ok(id) => id,
         Err(r) => return r,
     };

@@ -46,6 +46,7 @@ pub use sessions::HttpStats;
 
 use crate::Service;
 use crate::observe::Wire;
+use crate::tls::{Incoming, ServerStream};
 use sessions::Sessions;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -53,10 +54,15 @@ use tokio_util::task::TaskTracker;
 /// How long connections get to finish the requests they started once a shutdown began.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
-/// The address a request's connection came from (a request extension set per connection;
-/// read by the rate limits through `CallCtx::client_ip`).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct ClientAddr(pub(crate) SocketAddr);
+/// Where a request's connection came from (a request extension set per connection): its
+/// address (read by the rate limits through `CallCtx::client_ip`) and the caller its
+/// verified TLS client certificate names (the identity when the service has no
+/// authentication of its own).
+#[derive(Debug, Clone)]
+pub(crate) struct ClientAddr {
+    pub(crate) addr: SocketAddr,
+    pub(crate) certificate: Option<mcpwire_router::Identity>,
+}
 
 /// A request refused before any session as a whole HTTP response: the error's status
 /// (429 with `Retry-After` for a rate limit) and its JSON-RPC body. For listeners that
@@ -89,6 +95,8 @@ pub struct HttpConfig {
     /// clients are cut off (a stalled body gets 408) so they cannot hold connections and
     /// tasks forever.
     pub read_timeout: Duration,
+    /// Serve `https://`: TLS with this certificate (and optional client CA).
+    pub tls: Option<crate::tls::TlsConfig>,
 }
 
 impl Default for HttpConfig {
@@ -100,6 +108,7 @@ impl Default for HttpConfig {
             session_idle: Duration::from_secs(30 * 60),
             guard: Guard::default(),
             read_timeout: DEFAULT_READ_TIMEOUT,
+            tls: None,
         }
     }
 }
@@ -108,9 +117,6 @@ impl Default for HttpConfig {
 /// default of `TcpListener::bind` (128) overflowed under a burst of a few hundred connects:
 /// the excess connections were reset.
 const LISTEN_BACKLOG: u32 = 1024;
-
-/// How long to wait after a failed `accept` before trying again.
-const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
 /// What every handler shares.
 pub(crate) struct App {
@@ -124,7 +130,7 @@ pub(crate) struct App {
 /// A bound, not yet serving, Streamable HTTP listener.
 #[must_use = "a listener does nothing until served"]
 pub struct HttpServer {
-    listener: tokio::net::TcpListener,
+    listener: Incoming,
     app: Arc<App>,
     stats: Arc<HttpStats>,
 }
@@ -142,8 +148,13 @@ impl HttpServer {
             socket.set_reuseaddr(true)?;
         }
         socket.bind(config.bind)?;
-        let listener = socket.listen(LISTEN_BACKLOG)?;
-        let url = format!("http://{}{}", listener.local_addr()?, config.path);
+        let listener = Incoming::new(
+            socket.listen(LISTEN_BACKLOG)?,
+            config.tls.as_ref(),
+            crate::tls::alpn::HTTP1,
+        )?;
+        let scheme = if listener.is_tls() { "https" } else { "http" };
+        let url = format!("{scheme}://{}{}", listener.local_addr()?, config.path);
         let auth = service.auth.clone().map(|authenticator| auth::HttpAuth {
             authenticator,
             url: url.clone(),
@@ -214,26 +225,15 @@ impl HttpServer {
         let conn_limit = self.app.service.connections.clone();
         let router = router.with_state(self.app);
         let connections = TaskTracker::new();
+        let mut listener = self.listener;
         loop {
-            let accepted = tokio::select! {
-                a = self.listener.accept() => a,
+            // TLS handshakes happen inside, concurrently. `TCP_NODELAY` is set: answers are
+            // written as soon as they are ready; Nagle's algorithm would hold the tail of a
+            // multi-write (SSE) reply until the client's delayed ACK.
+            let (io, peer) = tokio::select! {
+                a = listener.next() => a,
                 _ = shutdown.cancelled() => break,
             };
-            let (io, peer) = match accepted {
-                Ok(c) => c,
-                Err(e) => {
-                    // Typically out of file descriptors: wait for connections to close
-                    // instead of spinning.
-                    tracing::warn!(error = %e, "could not accept a connection; retrying");
-                    tokio::time::sleep(ACCEPT_BACKOFF).await;
-                    continue;
-                }
-            };
-            // Answers are written as soon as they are ready; Nagle's algorithm would hold
-            // the tail of a multi-write (SSE) reply until the client's delayed ACK.
-            if let Err(e) = io.set_nodelay(true) {
-                tracing::debug!(%peer, error = %e, "could not set TCP_NODELAY");
-            }
             let permit = match conn_limit.as_ref().map(|c| c.admit(peer.ip(), Wire::Http)) {
                 Some(Err(refused)) => {
                     tokio::spawn(refuse_connection(io, refused, read_timeout));
@@ -242,8 +242,11 @@ impl HttpServer {
                 Some(Ok(permit)) => Some(permit),
                 None => None,
             };
-            let service =
-                TowerToHyperService::new(router.clone().layer(axum::Extension(ClientAddr(peer))));
+            let client = ClientAddr {
+                addr: peer,
+                certificate: io.certificate_identity(),
+            };
+            let service = TowerToHyperService::new(router.clone().layer(axum::Extension(client)));
             let shutdown = shutdown.clone();
             connections.spawn(async move {
                 let conn = hyper::server::conn::http1::Builder::new()
@@ -264,7 +267,7 @@ impl HttpServer {
                 drop(permit);
             });
         }
-        drop(self.listener);
+        drop(listener);
         connections.close();
         if tokio::time::timeout(grace, connections.wait())
             .await
@@ -279,7 +282,7 @@ impl HttpServer {
 /// A connection over the per-IP limit: its first request is answered 429 with
 /// `Retry-After` and the JSON-RPC error, then the connection closes.
 async fn refuse_connection(
-    io: tokio::net::TcpStream,
+    io: ServerStream,
     refused: mcpwire_model::McpError,
     read_timeout: Duration,
 ) {

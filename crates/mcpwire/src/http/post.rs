@@ -32,15 +32,15 @@ use super::{App, ClientAddr, auth, guard, route_headers};
 /// Handles a `POST` to the endpoint.
 pub(crate) async fn handle(
     State(app): State<Arc<App>>,
-    Extension(ClientAddr(peer)): Extension<ClientAddr>,
+    Extension(client): Extension<ClientAddr>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let ip = Some(peer.ip());
+    let ip = Some(client.addr.ip());
     if let Some(r) = guard::refuse(&app.config.guard, &headers) {
         return r;
     }
-    let identity = match auth::authenticate(&app, &headers).await {
+    let identity = match auth::authenticate(&app, &headers, &client).await {
         Ok(id) => id,
         Err(r) => return r,
     };

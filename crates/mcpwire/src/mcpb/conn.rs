@@ -13,7 +13,7 @@ use mcpwire_session::ServerSession;
 use mcpwire_wire::mcpb::{MAX_TOKEN, McpbCodec, McpbFrame, McpbOut, McpbShape, VersionAck};
 use mcpwire_wire::{Decoded, FramingError};
 use serde_json::{Value, json};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::Encoder;
 
 use super::McpbListenerState;
@@ -61,6 +61,9 @@ pub(crate) struct McpbConnection {
     auth_answer: Option<AuthAnswer>,
     /// Who authenticated (`None`: authentication is off); every call carries it.
     identity: Option<Identity>,
+    /// Who the client's TLS certificate names (mTLS): the identity when the listener has
+    /// no authentication of its own.
+    certificate: Option<Identity>,
     /// A token being verified (its signing keys are loading); no input is read meanwhile.
     verifying: Option<Verifying>,
     /// Set when the connection is over the connections per IP limit: its first request
@@ -117,12 +120,18 @@ pub(crate) enum McpbWake {
     Verified(Result<Identity, AuthFailure>),
 }
 
-/// Serves one accepted connection until it closes.
-pub(crate) async fn serve(
+/// Serves one accepted connection (its two halves; `certificate`: who its TLS client
+/// certificate names) until it closes.
+pub(crate) async fn serve<R, W>(
     listener: Arc<McpbListenerState>,
-    stream: TcpStream,
+    r: R,
+    w: W,
     peer: std::net::SocketAddr,
-) {
+    certificate: Option<Identity>,
+) where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
     let service = &listener.service;
     let (permit, over_ip_limit) = match service
         .connections
@@ -134,7 +143,6 @@ pub(crate) async fn serve(
         None => (None, None),
     };
     let metrics = &listener.metrics;
-    let (r, w) = stream.into_split();
     let (r, w) = (
         Counted::new(r, metrics.bytes_in.clone()),
         Counted::new(w, metrics.bytes_out.clone()),
@@ -146,7 +154,9 @@ pub(crate) async fn serve(
     let conn = McpbConnection {
         core: ServerCore::new(
             ServerSession::new(service.config.clone()),
-            Calls::new(service.router.clone(), Wire::Mcpb).with_client_ip(Some(peer.ip())),
+            Calls::new(service.router.clone(), Wire::Mcpb)
+                .with_client_ip(Some(peer.ip()))
+                .with_identity(certificate.clone().filter(|_| listener.auth.is_none())),
         ),
         codec: McpbCodec::server(&service.limits),
         phase: Phase::Version,
@@ -161,7 +171,8 @@ pub(crate) async fn serve(
         edge_armed: handshake_by,
         shape: None,
         auth_answer: None,
-        identity: None,
+        identity: certificate.clone().filter(|_| listener.auth.is_none()),
+        certificate,
         verifying: None,
         over_ip_limit,
         listener: listener.clone(),
@@ -457,7 +468,7 @@ impl McpbConnection {
         checked: Result<Option<Identity>, AuthFailure>,
     ) {
         let identity = match checked {
-            Ok(id) => id,
+            Ok(id) => id.or_else(|| self.certificate.clone()),
             Err(failure) => {
                 tracing::debug!(target: "mcpwire::mcpb", %failure, "authentication failed");
                 self.refuse(out, init.id, failure.to_mcp_error());

@@ -22,12 +22,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::Service;
 use crate::auth::{ApiKeyConfig, ApiKeySecret, AuthConfig, Authenticator};
 use crate::observe::McpbMetrics;
+use crate::tls::{Incoming, ServerStream};
 
 pub use health::serve_health;
 
@@ -51,6 +51,9 @@ pub struct McpbConfig {
     pub shutdown_grace: Duration,
     /// Connections served at once; more are told so and closed.
     pub max_connections: usize,
+    /// Serve `mcpbs://` (the spec's `tcps://`): TLS with this certificate (and optional
+    /// client CA) before the first MCPB frame.
+    pub tls: Option<crate::tls::TlsConfig>,
 }
 
 impl Default for McpbConfig {
@@ -63,6 +66,7 @@ impl Default for McpbConfig {
             idle_ping: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(30),
             max_connections: 1024,
+            tls: None,
         }
     }
 }
@@ -180,7 +184,7 @@ fn listener_auth(
 
 /// An MCPB listener.
 pub struct McpbServer {
-    listener: TcpListener,
+    listener: Incoming,
     shared: Arc<McpbListenerState>,
 }
 
@@ -193,7 +197,7 @@ impl McpbServer {
         shutdown: CancellationToken,
     ) -> std::io::Result<McpbServer> {
         let auth = listener_auth(&service, &config)?;
-        let listener = TcpListener::bind(addr).await?;
+        let listener = Incoming::bind(addr, config.tls.as_ref(), crate::tls::alpn::NONE).await?;
         let shared = Arc::new(McpbListenerState {
             service,
             config,
@@ -210,28 +214,38 @@ impl McpbServer {
         self.listener.local_addr()
     }
 
+    /// `mcpbs` when the listener terminates TLS, else `mcpb`.
+    pub fn scheme(&self) -> &'static str {
+        if self.listener.is_tls() {
+            "mcpbs"
+        } else {
+            "mcpb"
+        }
+    }
+
     /// Serves until shutdown, then waits (at most the grace period) for open connections to
     /// finish.
-    pub async fn serve(self) -> std::io::Result<()> {
+    pub async fn serve(mut self) -> std::io::Result<()> {
         let tracker = tokio_util::task::TaskTracker::new();
         loop {
-            let accepted = tokio::select! {
-                a = self.listener.accept() => a,
+            let (stream, peer) = tokio::select! {
+                a = self.listener.next() => a,
                 _ = self.shared.shutdown.cancelled() => break,
             };
-            let (stream, peer) = match accepted {
-                Ok(c) => c,
-                Err(e) => {
-                    tracing::warn!(error = %e, "could not accept an MCPB connection; retrying");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            };
-            let _ = stream.set_nodelay(true);
             let shared = self.shared.clone();
             tracker.spawn(async move {
                 tracing::debug!(target: "mcpwire::mcpb", %peer, "connection accepted");
-                conn::serve(shared, stream, peer).await;
+                let certificate = stream.certificate_identity();
+                match stream {
+                    ServerStream::Plain(tcp) => {
+                        let (r, w) = tcp.into_split();
+                        conn::serve(shared, r, w, peer, certificate).await;
+                    }
+                    ServerStream::Tls(tls) => {
+                        let (r, w) = tokio::io::split(tls);
+                        conn::serve(shared, r, w, peer, certificate).await;
+                    }
+                }
             });
         }
         tracker.close();

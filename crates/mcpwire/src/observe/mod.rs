@@ -51,6 +51,9 @@ pub const AUTH_FAILURES_TOTAL: &str = "mcpwire_auth_failures_total";
 /// Requests and connections a limit refused, by `wire` and `limit` (`identity`, `ip`,
 /// `tool`, `connections`).
 pub const RATE_LIMITED_TOTAL: &str = "mcpwire_rate_limited_total";
+/// TLS handshakes that failed, by `reason` (`error`: refused or not TLS, `timeout`,
+/// `per_ip`: too many in progress from the address).
+pub const TLS_HANDSHAKE_FAILURES_TOTAL: &str = "mcpwire_tls_handshake_failures_total";
 /// Whether a backend answers its lists (1) or not (0), by `backend` and `fail`.
 pub const BACKEND_UP: &str = "mcpwire_backend_up";
 
@@ -128,6 +131,10 @@ fn describe() {
         RATE_LIMITED_TOTAL,
         "Requests and connections refused by a limit, by wire and limit"
     );
+    describe_counter!(
+        TLS_HANDSHAKE_FAILURES_TOTAL,
+        "Failed TLS handshakes on the listeners by reason"
+    );
     describe_gauge!(BACKEND_UP, "1 when the backend answers its lists, else 0");
     describe_counter!(
         CLUSTER_SESSIONS_TOTAL,
@@ -147,6 +154,11 @@ pub(crate) fn cluster_session(event: &'static str) {
 /// Counts one failed store operation (see [`CLUSTER_STORE_ERRORS_TOTAL`]).
 pub(crate) fn store_error(used_for: &'static str) {
     metrics::counter!(CLUSTER_STORE_ERRORS_TOTAL, "use" => used_for).increment(1);
+}
+
+/// Counts one failed TLS handshake (`reason`: `error`, `timeout` or `per_ip`).
+pub(crate) fn tls_handshake_failure(reason: &'static str) {
+    metrics::counter!(TLS_HANDSHAKE_FAILURES_TOTAL, "reason" => reason).increment(1);
 }
 
 /// Counts one refused credential (`reason`: the failure's kind).

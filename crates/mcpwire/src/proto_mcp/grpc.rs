@@ -60,14 +60,15 @@ impl GrpcMcp {
         listener: tokio::net::TcpListener,
     ) -> Result<(), tonic::transport::Error> {
         let never = tokio_util::sync::CancellationToken::new();
+        let listener = crate::tls::Incoming::plain(listener);
         self.serve_until(listener, never, Duration::ZERO).await
     }
 
     /// Serves on `listener` until `shutdown` is cancelled, then drains: HTTP/2 `GOAWAY`, no
     /// new connection or RPC, the RPCs in flight answered; after `grace` the rest is dropped.
-    pub async fn serve_until(
+    pub(crate) async fn serve_until(
         self,
-        listener: tokio::net::TcpListener,
+        listener: crate::tls::Incoming,
         shutdown: tokio_util::sync::CancellationToken,
         grace: Duration,
     ) -> Result<(), tonic::transport::Error> {
@@ -129,14 +130,19 @@ impl GrpcMcp {
             return Err(error_status(refused));
         }
         let ip = conn.and_then(|c| c.remote).map(|a| a.ip());
-        Ok((self.authenticate(req).await?, ip))
+        let certificate = conn.and_then(|c| c.certificate.clone());
+        Ok((self.authenticate(req, certificate).await?, ip))
     }
 
-    /// The caller's identity from its `authorization` metadata: `Ok(None)` when the service
-    /// does not authenticate.
-    async fn authenticate<T>(&self, req: &Request<T>) -> Result<Option<Identity>, Status> {
+    /// The caller's identity from its `authorization` metadata; when the service does not
+    /// authenticate, the one its TLS client certificate names, if any.
+    async fn authenticate<T>(
+        &self,
+        req: &Request<T>,
+        certificate: Option<Identity>,
+    ) -> Result<Option<Identity>, Status> {
         let Some(auth) = &self.service.auth else {
-            return Ok(None);
+            return Ok(certificate);
         };
         let header = req.metadata().get("authorization").map(|v| v.as_bytes());
         match auth.verify_header(header).await {
@@ -326,17 +332,14 @@ impl McpService for GrpcMcp {
 /// Accepted connections as the stream tonic serves, each under the connections per IP
 /// limit when there is one.
 fn accepted(
-    listener: tokio::net::TcpListener,
+    listener: crate::tls::Incoming,
     limits: Option<Arc<ConnectionLimits>>,
 ) -> impl futures::Stream<Item = std::io::Result<GrpcConn>> {
-    futures::stream::unfold(listener, move |l| {
+    futures::stream::unfold(listener, move |mut l| {
         let limits = limits.clone();
         async move {
-            let r = l.accept().await.map(|(s, peer)| {
-                let _ = s.set_nodelay(true);
-                GrpcConn::admit(s, peer, limits.as_ref())
-            });
-            Some((r, l))
+            let (s, peer) = l.next().await;
+            Some((Ok(GrpcConn::admit(s, peer, limits.as_ref())), l))
         }
     })
 }

@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use mcpwire_model::McpError;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::TcpStream;
 use tonic::transport::server::Connected;
 
 use crate::limits::{ConnectionLimits, ConnectionPermit};
 use crate::observe::Wire;
+use crate::tls::ServerStream;
 
 /// How long a connection over the limit is kept to answer its RPCs `RESOURCE_EXHAUSTED`
 /// before it is closed.
@@ -26,13 +26,15 @@ pub(crate) struct GrpcConnInfo {
     pub(crate) remote: Option<SocketAddr>,
     /// Set when the connection is over the per-IP limit: every RPC answers this.
     pub(crate) refused: Option<McpError>,
+    /// The caller the client's verified TLS certificate names (mTLS).
+    pub(crate) certificate: Option<mcpwire_router::Identity>,
 }
 
-/// An accepted TCP stream holding its connection slot (given back when tonic drops it).
+/// An accepted connection (TCP or TLS) holding its connection slot (given back when tonic drops it).
 /// A refused connection holds none, answers its RPCs with the refusal and reads EOF after
 /// [`REFUSED_LINGER`].
 pub(crate) struct GrpcConn {
-    stream: TcpStream,
+    stream: ServerStream,
     info: GrpcConnInfo,
     _permit: Option<ConnectionPermit>,
     closes: Option<Pin<Box<tokio::time::Sleep>>>,
@@ -41,7 +43,7 @@ pub(crate) struct GrpcConn {
 impl GrpcConn {
     /// `stream` from `remote`, under `limits` if any.
     pub(crate) fn admit(
-        stream: TcpStream,
+        stream: ServerStream,
         remote: SocketAddr,
         limits: Option<&Arc<ConnectionLimits>>,
     ) -> GrpcConn {
@@ -54,11 +56,12 @@ impl GrpcConn {
             .is_some()
             .then(|| Box::pin(tokio::time::sleep(REFUSED_LINGER)));
         GrpcConn {
-            stream,
             info: GrpcConnInfo {
                 remote: Some(remote),
                 refused,
+                certificate: stream.certificate_identity(),
             },
+            stream,
             _permit: permit,
             closes,
         }

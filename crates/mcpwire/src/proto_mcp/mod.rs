@@ -2,7 +2,6 @@
 //! WebSocket and gRPC listeners. Stdio (and any byte stream served by [`crate::driver::StdioConnection`]) detects proto-mcp
 //! by the first byte; see [`crate::driver`].
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use mcpwire_model::{BackendEvent, Method, Reply};
@@ -73,31 +72,32 @@ async fn refresh(router: &Router, schemas: &ProtoToolSchemas) {
     }
 }
 
-/// Serves proto-mcp and JSON-RPC over WebSocket at `ws://addr/path` (at most
-/// `max_connections` at once) until the process ends.
-pub async fn serve_ws(
-    service: crate::Service,
-    addr: SocketAddr,
-    path: &str,
-    max_connections: usize,
-) -> std::io::Result<()> {
+/// Serves proto-mcp and JSON-RPC over WebSocket as `wire` says until the process ends.
+pub async fn serve_ws(service: crate::Service, wire: &crate::WsWire) -> std::io::Result<()> {
     let never = tokio_util::sync::CancellationToken::new();
-    serve_ws_until(service, addr, path, max_connections, never).await
+    serve_ws_until(service, wire, never).await
 }
 
 /// [`serve_ws`] until `shutdown` is cancelled, then drained: each connection answers the
 /// calls it accepted and closes (within [`crate::http::SHUTDOWN_GRACE`]).
 pub async fn serve_ws_until(
     service: crate::Service,
-    addr: SocketAddr,
-    path: &str,
-    max_connections: usize,
+    wire: &crate::WsWire,
     shutdown: tokio_util::sync::CancellationToken,
 ) -> std::io::Result<()> {
     keep_tool_schemas(service.router.clone(), service.proto.clone()).await;
-    let server = ws::WsServer::bind(service, addr, path, max_connections).await?;
+    let path = &wire.path;
+    let server = ws::WsServer::bind(
+        service,
+        wire.addr,
+        path,
+        wire.max_connections,
+        wire.tls.as_ref(),
+    )
+    .await?;
+    let scheme = server.scheme();
     crate::observe::announce(format_args!(
-        "mcpwire: listening on ws://{}{path}",
+        "mcpwire: listening on {scheme}://{}{path}",
         server.local_addr()?
     ));
     server
@@ -105,22 +105,24 @@ pub async fn serve_ws_until(
         .await
 }
 
-/// Serves the gRPC `MCPService` on `addr` until the process ends.
-pub async fn serve_grpc(service: crate::Service, addr: SocketAddr) -> std::io::Result<()> {
-    serve_grpc_until(service, addr, tokio_util::sync::CancellationToken::new()).await
+/// Serves the gRPC `MCPService` as `wire` says until the process ends.
+pub async fn serve_grpc(service: crate::Service, wire: &crate::GrpcWire) -> std::io::Result<()> {
+    serve_grpc_until(service, wire, tokio_util::sync::CancellationToken::new()).await
 }
 
-/// Serves the gRPC `MCPService` on `addr` until `shutdown` is cancelled, then drains it:
-/// RPCs in flight are answered (within [`crate::http::SHUTDOWN_GRACE`]).
+/// Serves the gRPC `MCPService` as `wire` says until `shutdown` is cancelled, then drains
+/// it: RPCs in flight are answered (within [`crate::http::SHUTDOWN_GRACE`]).
 pub async fn serve_grpc_until(
     service: crate::Service,
-    addr: SocketAddr,
+    wire: &crate::GrpcWire,
     shutdown: tokio_util::sync::CancellationToken,
 ) -> std::io::Result<()> {
     keep_tool_schemas(service.router.clone(), service.proto.clone()).await;
-    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let listener =
+        crate::tls::Incoming::bind(wire.addr, wire.tls.as_ref(), crate::tls::alpn::H2).await?;
+    let scheme = if listener.is_tls() { "grpcs" } else { "grpc" };
     crate::observe::announce(format_args!(
-        "mcpwire: listening on grpc://{}",
+        "mcpwire: listening on {scheme}://{}",
         listener.local_addr()?
     ));
     grpc::GrpcMcp::new(service)

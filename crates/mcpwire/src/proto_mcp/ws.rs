@@ -35,6 +35,7 @@ use crate::Service;
 use crate::driver::framed::WRITE_HIGH_WATER;
 use crate::driver::{Calls, ServerCore};
 use crate::observe::Wire;
+use crate::tls::{Incoming, PeerAddr, TlsConfig};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -51,7 +52,7 @@ struct WsState {
 
 /// A bound WebSocket listener.
 pub struct WsServer {
-    listener: tokio::net::TcpListener,
+    listener: Incoming,
     app: axum::Router,
     shutdown: CancellationToken,
     connections: TaskTracker,
@@ -59,14 +60,16 @@ pub struct WsServer {
 
 impl WsServer {
     /// Binds `addr`, serving `service` at `path` to at most `max_connections` at once (tool
-    /// arguments of proto-mcp clients are read with the service's tool schemas).
+    /// arguments of proto-mcp clients are read with the service's tool schemas), over TLS
+    /// (`wss://`) when `tls` is given.
     pub async fn bind(
         service: Service,
         addr: SocketAddr,
         path: &str,
         max_connections: usize,
+        tls: Option<&TlsConfig>,
     ) -> std::io::Result<WsServer> {
-        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let listener = Incoming::bind(addr, tls, crate::tls::alpn::HTTP1).await?;
         let slots = Arc::new(tokio::sync::Semaphore::new(max_connections));
         let (shutdown, connections) = (CancellationToken::new(), TaskTracker::new());
         let app = axum::Router::new()
@@ -90,6 +93,11 @@ impl WsServer {
         self.listener.local_addr()
     }
 
+    /// `wss` when the listener terminates TLS, else `ws`.
+    pub fn scheme(&self) -> &'static str {
+        if self.listener.is_tls() { "wss" } else { "ws" }
+    }
+
     /// Serves until the process ends.
     pub async fn serve(self) -> std::io::Result<()> {
         let never = CancellationToken::new();
@@ -105,7 +113,7 @@ impl WsServer {
         grace: Duration,
     ) -> std::io::Result<()> {
         let draining = self.shutdown.clone();
-        let app = self.app.into_make_service_with_connect_info::<SocketAddr>();
+        let app = self.app.into_make_service_with_connect_info::<PeerAddr>();
         axum::serve(self.listener, app)
             .with_graceful_shutdown(async move {
                 shutdown.cancelled().await;
@@ -125,7 +133,10 @@ impl WsServer {
 
 async fn upgrade(
     State(st): State<WsState>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    ConnectInfo(PeerAddr {
+        addr: peer,
+        certificate,
+    }): ConnectInfo<PeerAddr>,
     headers: axum::http::HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
@@ -141,7 +152,7 @@ async fn upgrade(
         None => None,
     };
     let identity = match &st.service.auth {
-        None => None,
+        None => certificate,
         Some(auth) => {
             let header = headers.get(AUTHORIZATION).map(|v| v.as_bytes());
             match auth.verify_header(header).await {

@@ -54,6 +54,8 @@ pub struct UpstreamConfig {
     /// How long an upstream request that asked a stateless (2026-07-28) downstream client
     /// something waits for the client's retry with the answer before it is cancelled.
     pub hold_timeout: Duration,
+    /// `https://` and `mcpbs://` targets: which CA to trust, which certificate to present.
+    pub tls: crate::tls::ClientTls,
     /// How long an upstream connection keeps polling for the server's output before it
     /// sleeps (the gateway's `busy_poll_us`, as its listeners do).
     pub busy_poll: Duration,
@@ -74,6 +76,7 @@ impl UpstreamConfig {
             shared: true,
             max_sessions: 64,
             hold_timeout: Duration::from_secs(60),
+            tls: crate::tls::ClientTls::default(),
             busy_poll: crate::serve::DEFAULT_BUSY_POLL,
             auth: None,
         }
@@ -93,6 +96,7 @@ impl UpstreamConfig {
             ..ClientCapabilities::default()
         };
         o.era = self.era;
+        o.tls = self.tls.clone();
         o.log_level = Some(LoggingLevel::Debug);
         // As the listeners do: an upstream's answer usually follows its request within
         // microseconds, and waking an idle vCPU costs tens of them (docs/benchmarks.md).

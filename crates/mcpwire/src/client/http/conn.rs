@@ -42,6 +42,8 @@ pub(super) struct HttpConn {
     idle: Mutex<Vec<SendRequest<Full<Bytes>>>>,
     /// How long a TCP connect plus TLS handshake may take.
     connect_timeout: Duration,
+    /// `https`: which CA to trust, which certificate to present.
+    tls: tls::ClientTls,
     /// What requests authenticate with.
     auth: Option<UpstreamAuth>,
 }
@@ -51,6 +53,7 @@ impl HttpConn {
     pub(super) fn new(
         url: &str,
         connect_timeout: Duration,
+        tls: tls::ClientTls,
         auth: Option<UpstreamAuth>,
     ) -> Result<HttpConn, ClientError> {
         let uri: Uri = url
@@ -67,6 +70,7 @@ impl HttpConn {
             version: Mutex::new(None),
             idle: Mutex::new(Vec::new()),
             connect_timeout,
+            tls,
             auth,
         })
     }
@@ -358,7 +362,7 @@ impl HttpConn {
                 .map_err(|e| e.to_string())?;
             let _ = tcp.set_nodelay(true);
             if https {
-                let tls = tls::connect(host, tcp).await?;
+                let tls = tls::connect_with(host, tcp, &self.tls, tls::alpn::HTTP1).await?;
                 handshake(tls).await
             } else {
                 handshake(tcp).await
