@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use mcpwire::client::{Blame, ClientError};
 use mcpwire::gateway::{ConfigError, GatewayError, StartFailure};
+use mcpwire::observe::LogFormat;
 
 /// Any other failure.
 pub const OTHER: u8 = 1;
@@ -22,7 +23,14 @@ pub struct UsageError(pub String);
 
 /// Prints `err` and its causes and returns the exit status its blame calls for. The debug
 /// form (and a backtrace, if one was captured) only under `MCPWIRE_LOG=debug` or `trace`.
-pub fn report(err: &anyhow::Error) -> ExitCode {
+/// In JSON mode (`format`) it is one `error` event with the causes as a field.
+pub fn report(err: &anyhow::Error, format: LogFormat) -> ExitCode {
+    if format == LogFormat::Json {
+        crate::logging::init(format);
+        let causes: Vec<String> = err.chain().skip(1).map(ToString::to_string).collect();
+        tracing::error!(target: "mcpwire", causes = %causes.join("; "), "{err}");
+        return ExitCode::from(code(err));
+    }
     eprintln!("error: {err}");
     for cause in err.chain().skip(1) {
         eprintln!("  caused by: {cause}");

@@ -6,12 +6,14 @@ use anyhow::{Context, Result};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use mcpwire::client::auth::{LoopbackConsent, OAuthConfig, OAuthGrant, UpstreamAuth};
 use mcpwire::client::{Client, ClientOptions, Target};
+use mcpwire::observe::LogFormat;
 use serde_json::Value;
 
 mod auth_args;
 mod check_as;
 mod exit;
 mod limits_args;
+mod logging;
 mod process_cmd;
 mod schema_cmd;
 mod serve_cmd;
@@ -61,6 +63,11 @@ and, with RUST_BACKTRACE=1, a backtrace). Exit status:
 #[derive(Parser, Debug)]
 #[command(name = "mcpwire", version, about = ABOUT, long_about = LONG_ABOUT)]
 struct Cli {
+    /// How log lines on stderr are written: `text`, or `json` (one JSON object per line:
+    /// timestamp, level, target, fields, spans). Default: the configuration's
+    /// `[server] log_format`, else text.
+    #[arg(long, global = true, env = "MCPWIRE_LOG_FORMAT", value_name = "FORMAT")]
+    log_format: Option<LogFormat>,
     #[command(subcommand)]
     command: Command,
 }
@@ -347,10 +354,10 @@ enum Transport {
 fn main() -> ExitCode {
     let matches = Cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-    init_tracing();
+    let requested = cli.log_format;
     match start(cli, &matches) {
         Ok(code) => code,
-        Err(e) => exit::report(&e),
+        Err(e) => exit::report(&e, logging::format(requested.unwrap_or_default())),
     }
 }
 
@@ -369,6 +376,13 @@ const RUN: serve_cmd::Preset = serve_cmd::Preset {
 };
 
 fn start(cli: Cli, matches: &clap::ArgMatches) -> Result<ExitCode> {
+    // The flag (or environment) wins over the configuration's `[server] log_format`.
+    let log_format = |config: Option<&mcpwire::gateway::GatewayConfig>| {
+        let format = cli
+            .log_format
+            .or_else(|| config.and_then(|c| c.server.log_format));
+        logging::init(format.unwrap_or_default());
+    };
     // Serving commands are presets of `serve`: each is a gateway configuration.
     let (config, preset) = match &cli.command {
         Command::Demo { serve } => (serve_cmd::demo(serve)?, DEMO),
@@ -376,14 +390,19 @@ fn start(cli: Cli, matches: &clap::ArgMatches) -> Result<ExitCode> {
         Command::Dev(args) => (process_cmd::preset(args, true)?, RUN),
         Command::Serve(args) => {
             let config = serve_cmd::config(args, matches.subcommand_matches("serve"))?;
+            log_format(Some(&config));
             if let Some(json) = args.check() {
                 let caller = args.check_as.caller(&config)?;
                 return runtime(true)?.block_on(serve_cmd::check(config, &caller, json));
             }
             (config, serve_cmd::SERVE)
         }
-        _ => return runtime(false)?.block_on(run(cli)),
+        _ => {
+            log_format(None);
+            return runtime(false)?.block_on(run(cli));
+        }
     };
+    log_format(Some(&config));
     // Many clients (HTTP, …): use every core. Stdio alone serves one: stay on this thread.
     runtime(serve_cmd::multi_threaded(&config))?.block_on(serve_cmd::serve(config, preset))
 }
@@ -408,16 +427,6 @@ fn emit(line: &str) {
     if writeln!(out, "{line}").is_err() {
         std::process::exit(0);
     }
-}
-
-fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("MCPWIRE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,mcpwire::telemetry=info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .init();
 }
 
 async fn run(cli: Cli) -> Result<ExitCode> {

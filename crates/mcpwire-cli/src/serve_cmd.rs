@@ -380,7 +380,7 @@ pub async fn serve(config: GatewayConfig, preset: Preset) -> Result<ExitCode> {
             .all(ListenerSpec::is_stdio)
         && std::io::IsTerminal::is_terminal(&std::io::stdin())
     {
-        eprintln!("{hint}");
+        mcpwire::observe::announce(format_args!("{hint}"));
     }
     gateway.serve(None).await.context("serving")?;
     Ok(ExitCode::SUCCESS)

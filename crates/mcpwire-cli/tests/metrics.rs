@@ -273,6 +273,62 @@ fn auth_failures_are_counted_and_health_answers() {
 }
 
 #[test]
+fn rate_and_connection_refusals_are_counted() {
+    let gw = Gateway::start(&["--rate-per-tool", "1/h", "--connections-per-ip", "2"]);
+    let before = gw.scrape();
+
+    // Two MCPB connections hold this address's two slots (each has negotiated its version,
+    // so the listener took its slot); an HTTP connection is then refused with 429.
+    let mut first = Conversation::new(Mcpb::connect(&gw.mcpb));
+    let _second = Mcpb::connect(&gw.mcpb);
+    let http = HttpServer::at(&gw.http);
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                      "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                 "clientInfo": {"name": "t", "version": "0"}}});
+    let r = http.post(None, &init);
+    assert_eq!(r.status, 429);
+
+    // The tool rate (1 an hour): the second call of `echo` is refused.
+    first.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {},
+               "clientInfo": {"name": "t", "version": "0"}}),
+    );
+    first.notify("notifications/initialized", json!({}));
+    let ok = first.request(
+        2,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "a"}}),
+    );
+    assert!(ok.get("result").is_some(), "{ok}");
+    let refused = first.request(
+        3,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "b"}}),
+    );
+    assert_eq!(refused["error"]["data"]["limit"], "tool", "{refused}");
+
+    let after = gw.scrape();
+    let moved = |wire, limit| {
+        let l = [("wire", wire), ("limit", limit)];
+        sample(&after, "mcpwire_rate_limited_total", &l)
+            - sample(&before, "mcpwire_rate_limited_total", &l)
+    };
+    assert_eq!(moved("http", "connections"), 1.0, "{after}");
+    assert_eq!(moved("mcpb", "tool"), 1.0, "{after}");
+    assert_eq!(moved("mcpb", "connections"), 0.0, "{after}");
+    // The refused call is also a request answered with an error.
+    let refused_call = [("wire", "mcpb"), ("tool", "echo"), ("outcome", "error")];
+    assert_eq!(
+        sample(&after, "mcpwire_tool_calls_total", &refused_call)
+            - sample(&before, "mcpwire_tool_calls_total", &refused_call),
+        1.0,
+        "{after}"
+    );
+}
+
+#[test]
 fn failed_tls_handshakes_are_counted() {
     use std::io::{Read, Write};
     let setup = pki::Setup::new("metrics-tls");

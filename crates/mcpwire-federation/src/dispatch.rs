@@ -18,6 +18,12 @@ use crate::pages;
 /// never contain it, so the first one splits.
 const TASK_SEPARATOR: char = '.';
 
+/// Names the member answering on the current request's span (`backend`, see
+/// `mcpwire::observe::REQUEST_TARGET`); a no-op without one.
+fn record_member(name: &str) {
+    tracing::Span::current().record("backend", name);
+}
+
 fn ready<T: Send + 'static>(v: T) -> BoxFuture<'static, T> {
     Box::pin(std::future::ready(v))
 }
@@ -51,6 +57,7 @@ pub(crate) fn answer(
                 return ready(Err(McpError::ToolNotFound(name)));
             };
             let m = &catalog.members[member];
+            record_member(&m.name);
             let tasks = m.offers_tasks.then(|| m.name.clone());
             let req = BackendRequest::CallTool {
                 name: original.clone(),
@@ -84,6 +91,7 @@ pub(crate) fn answer(
             let req = BackendRequest::ReadResource {
                 uri: original.clone(),
             };
+            record_member(&catalog.members[member].name);
             let fut = catalog.members[member].backend.call(ctx, req);
             Box::pin(async move {
                 match fut.await {
@@ -132,6 +140,7 @@ fn forward(
     original: String,
     exposed: String,
 ) -> BoxFuture<'static, Result<Reply, McpError>> {
+    record_member(&catalog.members[member].name);
     let fut = catalog.members[member].backend.call(ctx, req);
     Box::pin(async move { fut.await.map_err(|e| exposed_error(e, &original, &exposed)) })
 }

@@ -1,7 +1,9 @@
 //! [`Federation`]: the members, their health, the current catalog, and the `Backend` that
 //! serves it.
 
+use arc_swap::ArcSwap;
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, Weak};
 use std::time::Duration;
 
@@ -49,8 +51,10 @@ pub struct Federation {
     state: Mutex<State>,
     catalog: RwLock<Arc<Catalog>>,
     events: broadcast::Sender<BackendEvent>,
-    /// Who sees what (see `policed.rs`).
-    pub(crate) policy: Arc<Policy>,
+    /// Who sees what (see `policed.rs`); replaced whole by [`Federation::set_policy`].
+    policy: ArcSwap<Policy>,
+    /// How many times the policy was replaced (views announce list changes on a change).
+    policy_epoch: AtomicU64,
     /// The policy's subsets of the current catalog, per audience.
     pub(crate) subsets: Subsets,
 }
@@ -164,7 +168,8 @@ impl Federation {
                 capabilities,
             },
             server_info: config.server_info,
-            policy: Arc::new(config.policy),
+            policy: ArcSwap::from_pointee(config.policy),
+            policy_epoch: AtomicU64::new(0),
             subsets: Subsets::default(),
             state: Mutex::new(State {
                 next_id: slots.len() as u64,
@@ -194,6 +199,35 @@ impl Federation {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// The policy in force.
+    pub(crate) fn policy(&self) -> arc_swap::Guard<Arc<Policy>> {
+        self.policy.load()
+    }
+
+    /// How many times the policy was replaced.
+    pub(crate) fn policy_epoch(&self) -> u64 {
+        self.policy_epoch.load(Ordering::Acquire)
+    }
+
+    /// Applies `policy` from now on (hot reload of `[policy]`): every list and call that
+    /// starts after it — the federation's and its views' — follows it; calls under way
+    /// finish under the old one; sessions stay and are told every list may have changed.
+    pub fn set_policy(&self, policy: Policy) {
+        let mut st = self.lock();
+        self.policy.store(Arc::new(policy));
+        self.policy_epoch.fetch_add(1, Ordering::AcqRel);
+        // A new generation: the per-audience subsets built under the old policy are
+        // dropped (the federation's and each view's caches are keyed by generation).
+        self.publish(&mut st);
+        for event in [
+            BackendEvent::ToolsListChanged,
+            BackendEvent::PromptsListChanged,
+            BackendEvent::ResourcesListChanged,
+        ] {
+            let _ = self.events.send(event);
+        }
     }
 
     /// Subscribes to the federation's events (for views).
@@ -629,7 +663,7 @@ impl Backend for Federation {
         ctx: CallCtx,
         req: BackendRequest,
     ) -> BoxFuture<'static, Result<Reply, McpError>> {
-        if self.policy.is_open() {
+        if self.policy().is_open() {
             return dispatch::answer(self.catalog(), None, &Everything, ctx, req);
         }
         let s = self.policed(ctx.identity());

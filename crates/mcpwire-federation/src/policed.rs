@@ -15,12 +15,13 @@ impl Federation {
     /// What `who` (`None`: the anonymous caller) sees of the current catalog.
     pub(crate) fn policed(&self, who: Option<&Identity>) -> Arc<Subset> {
         let catalog = self.catalog();
-        let audience = self.policy.audience(who);
+        let policy = self.policy();
+        let audience = policy.audience(who);
         self.subsets.get(catalog.generation, &audience, || {
             Subset::policed(
                 catalog.clone(),
                 &Everything,
-                &self.policy,
+                &policy,
                 &audience,
                 self.page_size(),
             )
@@ -39,12 +40,13 @@ impl View {
     pub(crate) fn policed(&self, who: Option<&Identity>) -> Arc<Subset> {
         let base = self.scope();
         let fed = self.federation();
-        let audience = fed.policy.audience(who);
+        let policy = fed.policy();
+        let audience = policy.audience(who);
         self.subsets().get(base.catalog.generation, &audience, || {
             Subset::policed(
                 base.catalog.clone(),
                 &*base,
-                &fed.policy,
+                &policy,
                 &audience,
                 fed.page_size(),
             )

@@ -166,7 +166,7 @@ impl Backend for View {
         ctx: CallCtx,
         req: BackendRequest,
     ) -> BoxFuture<'static, Result<Reply, McpError>> {
-        let s = if self.fed.policy.is_open() {
+        let s = if self.fed.policy().is_open() {
             self.scope()
         } else {
             self.policed(ctx.identity())
@@ -191,7 +191,8 @@ impl Backend for View {
             // The pump starts with the first subscriber, inside the runtime serving it.
             if let Ok(rt) = tokio::runtime::Handle::try_current() {
                 let rx = self.fed.subscribe();
-                let task = rt.spawn(pump(self.me.clone(), rx, tx.clone(), self.scope()));
+                let first = (self.scope(), self.fed.policy_epoch());
+                let task = rt.spawn(pump(self.me.clone(), rx, tx.clone(), first));
                 *self.pump.lock().unwrap_or_else(PoisonError::into_inner) =
                     Some(task.abort_handle());
             }
@@ -201,18 +202,34 @@ impl Backend for View {
     }
 }
 
-/// Filters the federation's events for the view.
+/// Filters the federation's events for the view, starting from what was announced when
+/// the first session subscribed (`first`: the view's scope and the policy epoch then).
 async fn pump(
     view: Weak<View>,
     mut rx: broadcast::Receiver<BackendEvent>,
     tx: broadcast::Sender<BackendEvent>,
-    first: Arc<Subset>,
+    first: (Arc<Subset>, u64),
 ) {
-    let mut announced = first;
+    let (mut announced, mut epoch) = first;
     loop {
         let event = rx.recv().await;
         let Some(view) = view.upgrade() else { return };
         let s = view.scope();
+        // The policy was replaced: what each caller sees may have changed whatever the
+        // view's own lists did, so every list is announced.
+        let now = view.federation().policy_epoch();
+        if now != epoch && matches!(event, Ok(BackendEvent::ToolsListChanged)) {
+            epoch = now;
+            for event in [
+                BackendEvent::ToolsListChanged,
+                BackendEvent::PromptsListChanged,
+                BackendEvent::ResourcesListChanged,
+            ] {
+                let _ = tx.send(event);
+            }
+            announced = s;
+            continue;
+        }
         let forward = match event {
             Err(RecvError::Closed) => return,
             Ok(

@@ -227,3 +227,67 @@ async fn views_are_narrowed_by_the_policy_and_reports_show_one_caller() {
     let tools: Vec<_> = report.tools.iter().map(|t| t.exposed.as_str()).collect();
     assert_eq!(tools, ["fs_delete", "gh_delete_repo"]);
 }
+
+/// Takes the events waiting on `rx` and says whether the tool list was announced.
+fn tools_announced(rx: &mut tokio::sync::broadcast::Receiver<mcpwire_model::BackendEvent>) -> bool {
+    let mut seen = false;
+    while let Ok(e) = rx.try_recv() {
+        seen |= matches!(e, mcpwire_model::BackendEvent::ToolsListChanged);
+    }
+    seen
+}
+
+#[tokio::test]
+async fn a_replaced_policy_applies_to_the_next_lists_and_calls_and_is_announced() {
+    use mcpwire_router::Backend;
+    let fed = federation().await;
+    let r = Router::new(fed.clone());
+    let view = fed.view(&ViewSpec::new("searches").tools(Glob::new("*search*").unwrap()));
+    let rv = Router::new(view.clone());
+    let bob = who("bob");
+    let mut fed_events = fed.events().expect("events");
+    let mut view_events = view.events().expect("view events");
+    // Build bob's subsets under the first policy.
+    let before = names(&r, &bob, "tools/list", "tools", "name").await;
+    assert!(before.contains(&"gh_search".to_owned()), "{before:?}");
+    assert!(call_tool(&r, &bob, "fs_delete").await.is_err());
+
+    // The new policy hides every search and allows deletes.
+    fed.set_policy(Policy {
+        default: Effect::Allow,
+        rules: vec![PolicyRule {
+            effect: Effect::Deny,
+            callers: Callers::default(),
+            targets: Targets {
+                tools: Some(g(&["*search*"])),
+                ..Targets::default()
+            },
+        }],
+    });
+    let after = names(&r, &bob, "tools/list", "tools", "name").await;
+    assert!(!after.iter().any(|t| t.contains("search")), "{after:?}");
+    assert!(after.contains(&"fs_delete".to_owned()), "{after:?}");
+    assert!(call_tool(&r, &bob, "fs_delete").await.is_ok());
+    assert!(matches!(
+        call_tool(&r, &bob, "gh_search").await,
+        Err(McpError::ToolNotFound(_))
+    ));
+    // The view follows the new policy too.
+    let in_view = names(&rv, &bob, "tools/list", "tools", "name").await;
+    assert!(in_view.is_empty(), "{in_view:?}");
+    // Sessions are told: the federation's, and the view's although its own lists (before
+    // the policy) did not change.
+    assert!(tools_announced(&mut fed_events));
+    let announced = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        loop {
+            match view_events.recv().await {
+                Ok(mcpwire_model::BackendEvent::ToolsListChanged) => return true,
+                Ok(_) => continue,
+                Err(_) => return false,
+            }
+        }
+    })
+    .await
+    .unwrap_or(false);
+    assert!(announced, "the view announced its tool list");
+}

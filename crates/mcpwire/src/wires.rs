@@ -226,10 +226,10 @@ impl Service {
             "http"
         };
         let server = HttpServer::bind(self.clone(), config).await?;
-        eprintln!(
+        crate::observe::announce(format_args!(
             "mcpwire: listening on {scheme}://{}{path}",
             server.local_addr()?
-        );
+        ));
         server
             .serve_until(shutdown, crate::http::SHUTDOWN_GRACE)
             .await
@@ -252,16 +252,16 @@ impl Service {
             None => shutdown_on_signals()?,
         };
         let server = McpbServer::bind(self.clone(), wire.addr, wire.config, shutdown).await?;
-        eprintln!(
+        crate::observe::announce(format_args!(
             "mcpwire: listening on {}://{}",
             server.scheme(),
             server.local_addr()?
-        );
+        ));
         if let Some(at) = wire.health {
             let (bound, health) = serve_health(&server, at)
                 .await
                 .map_err(|e| io::Error::new(e.kind(), format!("health port {at}: {e}")))?;
-            eprintln!("mcpwire: health checks on mcpb://{bound}");
+            crate::observe::announce(format_args!("mcpwire: health checks on mcpb://{bound}"));
             tokio::spawn(health);
         }
         server.serve().await

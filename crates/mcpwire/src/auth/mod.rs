@@ -25,6 +25,8 @@ pub mod resource;
 use std::path::Path;
 use std::sync::Arc;
 
+use arc_swap::ArcSwap;
+
 use jsonwebtoken::DecodingKey;
 use mcpwire_router::{BoxFuture, Identity};
 
@@ -52,8 +54,15 @@ pub enum Check {
     Wait(BoxFuture<'static, Result<Identity, AuthFailure>>),
 }
 
-/// Verifies credentials: API keys, then JWTs; then the required scopes.
+/// Verifies credentials: API keys, then JWTs; then the required scopes. What it accepts
+/// can be replaced while serving ([`Authenticator::replace`], a reload of `[auth]`): the
+/// verifiers are swapped atomically, so a check uses either the old ones or the new ones.
 pub struct Authenticator {
+    current: ArcSwap<Verifiers>,
+}
+
+/// What one configuration accepts.
+struct Verifiers {
     keys: ApiKeys,
     jwt: Option<JwtVerifier>,
     required_scopes: Vec<String>,
@@ -63,7 +72,7 @@ pub struct Authenticator {
 impl std::fmt::Debug for Authenticator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Authenticator")
-            .field("config", &self.config)
+            .field("config", &self.current.load().config)
             .finish_non_exhaustive()
     }
 }
@@ -73,6 +82,146 @@ impl Authenticator {
     /// prepares the key source (a JWKS is loaded on first use, or by
     /// [`Authenticator::prefetch`]).
     pub fn new(config: AuthConfig) -> Result<Authenticator, AuthConfigError> {
+        Ok(Authenticator {
+            current: ArcSwap::from_pointee(Verifiers::new(config)?),
+        })
+    }
+
+    /// Accepts what `next` accepts from now on (a reload of `[auth]`): checks already
+    /// under way finish with the verifiers they started with; sessions already
+    /// authenticated keep their identity.
+    pub fn replace(&self, next: &Authenticator) {
+        self.current.store(next.current.load_full());
+    }
+
+    /// The configuration it accepts now.
+    pub fn config(&self) -> AuthConfig {
+        self.current.load().config.clone()
+    }
+
+    /// Scopes every request needs now.
+    pub fn required_scopes(&self) -> Vec<String> {
+        self.current.load().required_scopes.clone()
+    }
+
+    /// Loads a configured JWKS now (at start-up), so the first request does not wait; a
+    /// failure is logged and the load is tried again when a token needs it.
+    pub async fn prefetch(&self) {
+        let current = self.current.load_full();
+        if let Some(JwtVerifier {
+            keys: JwtKeys::Jwks(cache),
+            ..
+        }) = &current.jwt
+        {
+            cache.prefetch().await;
+        }
+    }
+
+    /// The protected-resource description of an HTTP listener whose own URL is
+    /// `listener_url` (used as the resource when none is configured).
+    pub fn resource_server(&self, listener_url: &str) -> ResourceServer {
+        self.current.load().resource_server(listener_url)
+    }
+
+    /// The Bearer challenge refusing `failure` outside the HTTP listener (which names its
+    /// own metadata): `resource_metadata` of the configured resource, if there is one.
+    pub fn challenge(&self, failure: &AuthFailure) -> String {
+        let v = self.current.load();
+        let metadata = v
+            .config
+            .resource
+            .as_deref()
+            .map(|r| v.resource_server(r).metadata_url());
+        resource::challenge(metadata.as_deref(), &v.required_scopes, failure)
+    }
+
+    /// Checks `credential` (a bearer token or API key; `None`: none was sent) with what is
+    /// at hand; only a token naming a signing key not loaded yet needs to wait.
+    /// Every refusal is counted (`mcpwire_auth_failures_total{reason}`).
+    pub fn check(&self, credential: Option<&str>) -> Check {
+        match self.check_uncounted(credential) {
+            Check::Done(r) => Check::Done(counted(r)),
+            Check::Wait(f) => Check::Wait(Box::pin(async move { counted(f.await) })),
+        }
+    }
+
+    fn check_uncounted(&self, credential: Option<&str>) -> Check {
+        let Some(token) = credential else {
+            return Check::Done(Err(AuthFailure::Missing));
+        };
+        if token.is_empty() || token.len() > MAX_CREDENTIAL {
+            return Check::Done(Err(AuthFailure::Malformed(format!(
+                "a credential is 1 to {MAX_CREDENTIAL} bytes"
+            ))));
+        }
+        let v = self.current.load();
+        if let Some(key) = v.keys.find(token) {
+            let scopes = key
+                .scopes
+                .clone()
+                .unwrap_or_else(|| v.required_scopes.clone());
+            let id = Identity::api_key(key.name.clone(), scopes);
+            return Check::Done(v.scoped(id));
+        }
+        let Some(jwt) = &v.jwt else {
+            return Check::Done(Err(AuthFailure::Unknown));
+        };
+        if !jwt::looks_like_jwt(token) {
+            return Check::Done(Err(AuthFailure::Unknown));
+        }
+        if let JwtKeys::Jwks(cache) = &jwt.keys
+            && cache.is_stale()
+        {
+            let cache = cache.clone();
+            tokio::spawn(async move {
+                let _ = cache.refresh().await;
+            });
+        }
+        match jwt.verify_cached(token) {
+            Verdict::Done(r) => Check::Done(r.and_then(|id| v.scoped(id))),
+            Verdict::NeedKeys => {
+                // The verifiers this check started with, even if replaced meanwhile.
+                let (v, token) = (arc_swap::Guard::into_inner(v), token.to_owned());
+                Check::Wait(Box::pin(async move {
+                    let jwt = v.jwt.as_ref().ok_or(AuthFailure::Unknown)?;
+                    let id = jwt.verify(&token).await?;
+                    v.scoped(id)
+                }))
+            }
+        }
+    }
+
+    /// Verifies `credential`, waiting for the signing keys if it must.
+    pub async fn verify(&self, credential: Option<&str>) -> Result<Identity, AuthFailure> {
+        match self.check(credential) {
+            Check::Done(r) => r,
+            Check::Wait(f) => f.await,
+        }
+    }
+
+    /// Verifies the value of an HTTP `Authorization` header (`None`: the header is absent).
+    pub async fn verify_header(&self, header: Option<&[u8]>) -> Result<Identity, AuthFailure> {
+        let token = bearer_token(header)?;
+        self.verify(token).await
+    }
+}
+
+impl Verifiers {
+    fn resource_server(&self, listener_url: &str) -> ResourceServer {
+        ResourceServer {
+            resource: self
+                .config
+                .resource
+                .clone()
+                .unwrap_or_else(|| listener_url.to_owned()),
+            authorization_servers: self.config.authorization_servers.clone(),
+            scopes_supported: self.config.scopes_supported.clone(),
+            required_scopes: self.required_scopes.clone(),
+            resource_name: self.config.resource_name.clone(),
+        }
+    }
+
+    fn new(config: AuthConfig) -> Result<Verifiers, AuthConfigError> {
         if !config.is_enabled() {
             return Err(AuthConfigError(
                 "authentication accepts nothing: give API keys or a JWT key source".into(),
@@ -97,135 +246,12 @@ impl Authenticator {
             None => None,
             Some(j) => Some(jwt_verifier(j, config.resource.as_deref())?),
         };
-        Ok(Authenticator {
+        Ok(Verifiers {
             keys: ApiKeys::new(keys),
             jwt,
             required_scopes: config.required_scopes.clone(),
             config,
         })
-    }
-
-    /// The configuration it was built from.
-    pub fn config(&self) -> &AuthConfig {
-        &self.config
-    }
-
-    /// Scopes every request needs.
-    pub fn required_scopes(&self) -> &[String] {
-        &self.required_scopes
-    }
-
-    /// Loads a configured JWKS now (at start-up), so the first request does not wait; a
-    /// failure is logged and the load is tried again when a token needs it.
-    pub async fn prefetch(&self) {
-        if let Some(JwtVerifier {
-            keys: JwtKeys::Jwks(cache),
-            ..
-        }) = &self.jwt
-        {
-            cache.prefetch().await;
-        }
-    }
-
-    /// The protected-resource description of an HTTP listener whose own URL is
-    /// `listener_url` (used as the resource when none is configured).
-    pub fn resource_server(&self, listener_url: &str) -> ResourceServer {
-        ResourceServer {
-            resource: self
-                .config
-                .resource
-                .clone()
-                .unwrap_or_else(|| listener_url.to_owned()),
-            authorization_servers: self.config.authorization_servers.clone(),
-            scopes_supported: self.config.scopes_supported.clone(),
-            required_scopes: self.required_scopes.clone(),
-            resource_name: self.config.resource_name.clone(),
-        }
-    }
-
-    /// The Bearer challenge refusing `failure` outside the HTTP listener (which names its
-    /// own metadata): `resource_metadata` of the configured resource, if there is one.
-    pub fn challenge(&self, failure: &AuthFailure) -> String {
-        let metadata = self
-            .config
-            .resource
-            .as_deref()
-            .map(|r| self.resource_server(r).metadata_url());
-        resource::challenge(metadata.as_deref(), &self.required_scopes, failure)
-    }
-
-    /// Checks `credential` (a bearer token or API key; `None`: none was sent) with what is
-    /// at hand; only a token naming a signing key not loaded yet needs to wait.
-    /// Every refusal is counted (`mcpwire_auth_failures_total{reason}`).
-    pub fn check(self: &Arc<Self>, credential: Option<&str>) -> Check {
-        match self.check_uncounted(credential) {
-            Check::Done(r) => Check::Done(counted(r)),
-            Check::Wait(f) => Check::Wait(Box::pin(async move { counted(f.await) })),
-        }
-    }
-
-    fn check_uncounted(self: &Arc<Self>, credential: Option<&str>) -> Check {
-        let Some(token) = credential else {
-            return Check::Done(Err(AuthFailure::Missing));
-        };
-        if token.is_empty() || token.len() > MAX_CREDENTIAL {
-            return Check::Done(Err(AuthFailure::Malformed(format!(
-                "a credential is 1 to {MAX_CREDENTIAL} bytes"
-            ))));
-        }
-        if let Some(key) = self.keys.find(token) {
-            let scopes = key
-                .scopes
-                .clone()
-                .unwrap_or_else(|| self.required_scopes.clone());
-            let id = Identity::api_key(key.name.clone(), scopes);
-            return Check::Done(self.scoped(id));
-        }
-        let Some(jwt) = &self.jwt else {
-            return Check::Done(Err(AuthFailure::Unknown));
-        };
-        if !jwt::looks_like_jwt(token) {
-            return Check::Done(Err(AuthFailure::Unknown));
-        }
-        if let JwtKeys::Jwks(cache) = &jwt.keys
-            && cache.is_stale()
-        {
-            let cache = cache.clone();
-            tokio::spawn(async move {
-                let _ = cache.refresh().await;
-            });
-        }
-        match jwt.verify_cached(token) {
-            Verdict::Done(r) => Check::Done(r.and_then(|id| self.scoped(id))),
-            Verdict::NeedKeys => {
-                let (me, token) = (self.clone(), token.to_owned());
-                Check::Wait(Box::pin(async move {
-                    let jwt = me.jwt.as_ref().ok_or(AuthFailure::Unknown)?;
-                    let id = jwt.verify(&token).await?;
-                    me.scoped(id)
-                }))
-            }
-        }
-    }
-
-    /// Verifies `credential`, waiting for the signing keys if it must.
-    pub async fn verify(
-        self: &Arc<Self>,
-        credential: Option<&str>,
-    ) -> Result<Identity, AuthFailure> {
-        match self.check(credential) {
-            Check::Done(r) => r,
-            Check::Wait(f) => f.await,
-        }
-    }
-
-    /// Verifies the value of an HTTP `Authorization` header (`None`: the header is absent).
-    pub async fn verify_header(
-        self: &Arc<Self>,
-        header: Option<&[u8]>,
-    ) -> Result<Identity, AuthFailure> {
-        let token = bearer_token(header)?;
-        self.verify(token).await
     }
 
     /// `id` if it holds every required scope.

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::now;
-use crate::observe::{CallMetrics, Wire};
+use crate::observe::{CallMetrics, Wire, finish_span, request_span};
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use mcpwire_model::{BackendEvent, CallEvent, ClientAsk, McpError, Raw, RequestId};
@@ -20,6 +20,7 @@ use mcpwire_router::{BoxFuture, CallCtx, Identity, McpCall, McpReply, Peer, Rout
 use mcpwire_session::{AskId, Dispatch, DispatchId, ServerSession, SessionEvent, Transmit};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 /// Events a running call can queue before further ones are dropped (progress, logs) or
 /// refused (asks).
@@ -331,6 +332,7 @@ impl Calls {
         .with_identity(self.identity.clone())
         .with_client_ip(self.client_ip);
         let measured = CallMetrics::start(self.wire, &d.method, d.params.as_ref());
+        let span = request_span(self.wire, &d.method, d.params.as_ref());
         let call = McpCall {
             method: d.method,
             params: d.params,
@@ -339,14 +341,16 @@ impl Calls {
         // A panicking tool answers its own request with an internal error; the connection
         // and every other call go on.
         let router = &self.router;
-        let fut = match std::panic::catch_unwind(AssertUnwindSafe(|| router.call(call))) {
+        let fut = match span
+            .in_scope(|| std::panic::catch_unwind(AssertUnwindSafe(|| router.call(call))))
+        {
             Ok(fut) => AssertUnwindSafe(fut).catch_unwind(),
             Err(_) => AssertUnwindSafe(panicked()).catch_unwind(),
         };
         let id = d.id;
         let cancelled = token.clone();
         self.cancels.insert(id, token);
-        self.calls.push(Box::pin(async move {
+        let call = async move {
             let reply = tokio::select! {
                 biased;
                 r = fut => Some(r.unwrap_or_else(|_| {
@@ -358,8 +362,10 @@ impl Calls {
             if let Some(m) = measured {
                 m.finish(reply.as_ref());
             }
+            finish_span(&tracing::Span::current(), reply.as_ref());
             (id, reply)
-        }));
+        };
+        self.calls.push(Box::pin(call.instrument(span)));
     }
 }
 

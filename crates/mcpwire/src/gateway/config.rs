@@ -71,6 +71,9 @@ pub struct ServerOptions {
     pub schema_registry: Option<PathBuf>,
     /// Watch the configuration file and apply its edits while serving.
     pub reload: bool,
+    /// How stderr lines are written (`None`: as the command line or environment says,
+    /// else text). Read at start only.
+    pub log_format: Option<crate::observe::LogFormat>,
 }
 
 impl Default for ServerOptions {
@@ -85,6 +88,7 @@ impl Default for ServerOptions {
             call_timeout: None,
             schema_registry: None,
             reload: true,
+            log_format: None,
         }
     }
 }

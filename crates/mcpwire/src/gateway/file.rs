@@ -5,6 +5,7 @@
 //! ```toml
 //! [server]                     # optional
 //! prefix = "conditional"       # conditional | always | never
+//! log_format = "json"          # text (default) | json: one JSON object per stderr line
 //!
 //! [[listen]]
 //! url = "http://127.0.0.1:8000/mcp"
@@ -103,6 +104,7 @@ struct RawServer {
     call_timeout_secs: Option<u64>,
     schema_registry: Option<PathBuf>,
     reload: Option<bool>,
+    log_format: Option<crate::observe::LogFormat>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -394,6 +396,7 @@ fn server_options(raw: RawServer, base: &Path) -> Result<ServerOptions, Refusal>
         call_timeout: raw.call_timeout_secs.map(Duration::from_secs),
         schema_registry: raw.schema_registry.map(|p| base.join(p)),
         reload: raw.reload.unwrap_or(d.reload),
+        log_format: raw.log_format,
     })
 }
 

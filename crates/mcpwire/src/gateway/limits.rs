@@ -40,6 +40,19 @@ pub struct LimitsConfig {
     pub max_keys: usize,
 }
 
+impl Default for LimitsConfig {
+    /// No limit.
+    fn default() -> LimitsConfig {
+        LimitsConfig {
+            per_identity: None,
+            per_ip: None,
+            per_tool: None,
+            connections_per_ip: None,
+            max_keys: crate::limits::DEFAULT_MAX_KEYS,
+        }
+    }
+}
+
 impl RawLimits {
     /// The checked limits, or the key at fault (below `limits`) and why.
     pub(super) fn check(self) -> Result<LimitsConfig, (String, String)> {

@@ -19,12 +19,19 @@ pub struct ReloadPlan {
     pub remove: Vec<String>,
     /// Backends that did not start before and are unchanged: tried again.
     pub retry: Vec<BackendSpec>,
+    /// `[auth]` changed (still on): the verifiers are swapped for new requests.
+    pub auth: bool,
+    /// `[policy]` changed: lists and calls follow the new rules from now on.
+    pub policy: bool,
+    /// `[limits]` changed: new limits for new calls and connections (unchanged rules keep
+    /// their buckets).
+    pub limits: bool,
     /// Changes that need a restart (listeners, server options, views), in words.
     pub ignored: Vec<String>,
 }
 
 impl ReloadPlan {
-    /// Whether the reload changes no backend.
+    /// Whether the reload changes no backend (`[auth]`, `[policy]` and `[limits]` aside).
     pub fn is_empty(&self) -> bool {
         self.add.is_empty()
             && self.restart.is_empty()
@@ -61,6 +68,17 @@ impl fmt::Display for ReloadPlan {
         if parts.is_empty() {
             parts.push("no backend changed".into());
         }
+        let sections: Vec<&str> = [
+            (self.auth, "[auth]"),
+            (self.policy, "[policy]"),
+            (self.limits, "[limits]"),
+        ]
+        .into_iter()
+        .filter_map(|(changed, name)| changed.then_some(name))
+        .collect();
+        if !sections.is_empty() {
+            parts.push(format!("applied {}", sections.join(", ")));
+        }
         f.write_str(&parts.join("; "))
     }
 }
@@ -86,17 +104,17 @@ pub fn plan(serving: &GatewayConfig, next: &GatewayConfig, down: &[String]) -> R
     if serving.listeners != next.listeners {
         plan.ignored.push("listeners".into());
     }
-    if serving.auth != next.auth {
-        plan.ignored.push("auth".into());
+    // Authentication on or off changes what each listener serves (metadata, challenges):
+    // that is for the next start; a changed `[auth]` is applied.
+    if serving.auth.is_some() != next.auth.is_some() {
+        plan.ignored.push("auth (turned on or off)".into());
+    } else if serving.auth != next.auth {
+        plan.auth = true;
     }
-    if serving.policy != next.policy {
-        plan.ignored.push("policy".into());
-    }
+    plan.policy = serving.policy != next.policy;
+    plan.limits = serving.limits != next.limits;
     if serving.cluster != next.cluster {
         plan.ignored.push("cluster".into());
-    }
-    if serving.limits != next.limits {
-        plan.ignored.push("limits".into());
     }
     if serving.server != next.server {
         plan.ignored.push("[server] options".into());

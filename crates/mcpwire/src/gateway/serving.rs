@@ -23,8 +23,10 @@ use super::error::{ConfigError, KeyPath, Origin};
 use super::reload::{ReloadPlan, plan};
 use crate::Service;
 use crate::admin::{AdminServer, BackendHealth, HealthProbe};
+use crate::auth::Authenticator;
 use crate::cluster::Cluster;
-use crate::limits::{ConnectionLimits, Limited, RateLimits, Rejections};
+use crate::limits::{ConnectionLimits, Limited, RateLimits, Rejections, SharedRateLimits};
+use arc_swap::ArcSwap;
 
 /// Quiet time after an edit of the configuration file before it is read.
 const RELOAD_DEBOUNCE: Duration = Duration::from_millis(300);
@@ -64,8 +66,13 @@ pub struct Gateway {
     federation: Option<Arc<Federation>>,
     /// One service per listener, in listener order.
     services: Vec<Service>,
-    /// The call rate limits every listener shares (`[limits]`), if any.
-    rate_limits: Option<Arc<RateLimits>>,
+    /// The call rate limits every listener shares (`[limits]`), if any; always present
+    /// (maybe empty) when the configuration can be reloaded, so a reload can set them.
+    rate_limits: Option<SharedRateLimits>,
+    /// The connections per IP limit every network listener shares, on the same terms.
+    connections: Option<Arc<ConnectionLimits>>,
+    /// The authenticator every authenticating listener shares (`[auth]`), if any.
+    auth: Option<Arc<Authenticator>>,
     /// Requests and connections refused by `[limits]`, for the metrics.
     rejections: Arc<Rejections>,
     /// The replica set this gateway is one of (`[cluster]`), if any.
@@ -154,60 +161,67 @@ impl Gateway {
             federation: None,
             services: Vec::new(),
             rate_limits: None,
+            connections: None,
+            auth: None,
             rejections: Arc::new(Rejections::default()),
             cluster: None,
         };
         if let Some(c) = &gateway.config.cluster {
             gateway.cluster = Some(Arc::new(Cluster::connect(c).await?));
         }
-        gateway.rate_limits = gateway
-            .config
-            .limits
-            .as_ref()
-            .filter(|l| l.limits_calls())
-            .map(|l| {
-                let rejections = gateway.rejections.clone();
-                // In a replica set the rates live in the shared store: one budget for all.
-                Arc::new(match &gateway.cluster {
-                    Some(c) => RateLimits::in_store(
-                        l.per_identity,
-                        l.per_ip,
-                        l.per_tool,
-                        c.store().clone(),
-                        rejections,
-                    ),
-                    None => RateLimits::new(
-                        l.per_identity,
-                        l.per_ip,
-                        l.per_tool,
-                        l.max_keys,
-                        rejections,
-                    ),
-                })
-            });
+        gateway.rate_limits = gateway.rate_limits_of(&gateway.config);
         if federate {
             gateway.federation = Some(gateway.federate().await?);
         }
-        let auth = super::auth::authenticator(&gateway.config).await?;
+        gateway.auth = super::auth::authenticator(&gateway.config).await?;
         let services = gateway.front()?;
-        let services = super::auth::apply(&gateway.config, auth.as_ref(), services);
+        let services = super::auth::apply(&gateway.config, gateway.auth.as_ref(), services);
         let services = gateway.with_connection_limits(services);
         gateway.services = gateway.in_cluster(services);
         Ok(gateway)
     }
 
+    /// The call rate limits of `config` (`None`: none, and the configuration cannot be
+    /// reloaded to add some), over the previous ones if any (kept where unchanged).
+    fn rate_limits_of(&self, config: &GatewayConfig) -> Option<SharedRateLimits> {
+        let limits = config.limits.clone().unwrap_or_default();
+        if !limits.limits_calls() && !reloadable(config) {
+            return None;
+        }
+        let (identity, ip, tool, keys) = (
+            limits.per_identity,
+            limits.per_ip,
+            limits.per_tool,
+            limits.max_keys,
+        );
+        if let Some(current) = &self.rate_limits {
+            let next = current.load().renewed(identity, ip, tool, keys);
+            current.store(Arc::new(next));
+            return Some(current.clone());
+        }
+        let rejections = self.rejections.clone();
+        // In a replica set the rates live in the shared store: one budget for all.
+        let limits = match &self.cluster {
+            Some(c) => RateLimits::in_store(identity, ip, tool, c.store().clone(), rejections),
+            None => RateLimits::new(identity, ip, tool, keys, rejections),
+        };
+        Some(Arc::new(ArcSwap::from_pointee(limits)))
+    }
+
     /// `services` with the connections per IP limit (`[limits] connections_per_ip`), one
     /// count shared by every network listener.
-    fn with_connection_limits(&self, services: Vec<Service>) -> Vec<Service> {
-        let Some(per_ip) = self
+    fn with_connection_limits(&mut self, services: Vec<Service>) -> Vec<Service> {
+        let per_ip = self
             .config
             .limits
             .as_ref()
-            .and_then(|l| l.connections_per_ip)
-        else {
+            .and_then(|l| l.connections_per_ip);
+        if per_ip.is_none() && !reloadable(&self.config) {
             return services;
-        };
-        let limits = ConnectionLimits::new(per_ip, self.rejections.clone());
+        }
+        let limits = ConnectionLimits::new(u32::MAX, self.rejections.clone());
+        limits.set_per_ip(per_ip);
+        self.connections = Some(limits.clone());
         services
             .into_iter()
             .map(|mut s| {
@@ -397,10 +411,10 @@ impl Gateway {
                 let server = AdminServer::bind(admin.listen, self.health_probe(), shutdown.clone())
                     .await
                     .map_err(GatewayError::Serve)?;
-                eprintln!(
+                crate::observe::announce(format_args!(
                     "mcpwire: admin on http://{} (/metrics, /healthz, /readyz)",
                     server.local_addr().map_err(GatewayError::Serve)?
-                );
+                ));
                 Some(tokio::spawn(server.serve()))
             }
             None => None,
@@ -492,7 +506,7 @@ impl Gateway {
         };
         match self.reload().await {
             Ok(plan) => {
-                eprintln!("mcpwire: reloaded {file}: {plan}");
+                crate::observe::announce(format_args!("mcpwire: reloaded {file}: {plan}"));
                 if !plan.ignored.is_empty() {
                     tracing::warn!(
                         "{file}: changed {} are applied at the next start only",
@@ -524,7 +538,9 @@ impl Gateway {
     /// Applies the backends of `next` while serving: new and changed backends are started
     /// first (a failure refuses the whole edit, nothing changes), then removed backends
     /// leave the federation, changed ones replace theirs and new ones join; sessions stay
-    /// and are told which lists changed. Listeners, server options and views apply at the
+    /// and are told which lists changed. A changed `[auth]` (still on), `[policy]` or
+    /// `[limits]` applies to the requests and connections that start afterwards.
+    /// Listeners, server options, views and turning authentication on or off apply at the
     /// next start (the plan lists them as ignored). Backends that did not start before are
     /// tried again; still failing, they stay out without refusing the edit.
     pub async fn apply(&mut self, next: GatewayConfig) -> Result<ReloadPlan, GatewayError> {
@@ -540,6 +556,12 @@ impl Gateway {
         next.validate()?;
         let down: Vec<String> = self.down.iter().map(|(n, _)| n.clone()).collect();
         let plan = plan(&self.config, &next, &down);
+        // The new verifiers are built (key files read, a JWKS fetched) before anything
+        // changes: an `[auth]` that cannot be used refuses the whole edit.
+        let next_auth = match plan.auth {
+            true => super::auth::authenticator(&next).await?,
+            false => None,
+        };
         let fresh: Vec<&BackendSpec> = plan
             .add
             .iter()
@@ -627,10 +649,37 @@ impl Gateway {
         self.down
             .retain(|(n, _)| !still_down.iter().any(|(d, _)| d == n));
         self.down.extend(still_down);
+        self.apply_sections(&plan, &next, &fed, next_auth.as_deref());
         if let Origin::File { .. } = next.origin {
             self.config.origin = next.origin;
         }
         Ok(plan)
+    }
+
+    /// Applies the changed `[auth]`, `[policy]` and `[limits]` of `next` to the requests and
+    /// connections that start from now on; sessions stay.
+    fn apply_sections(
+        &mut self,
+        plan: &ReloadPlan,
+        next: &GatewayConfig,
+        fed: &Federation,
+        next_auth: Option<&Authenticator>,
+    ) {
+        if let (Some(current), Some(new)) = (&self.auth, next_auth) {
+            current.replace(new);
+            self.config.auth = next.auth.clone();
+        }
+        if plan.policy {
+            fed.set_policy(next.policy.clone().unwrap_or_default());
+            self.config.policy = next.policy.clone();
+        }
+        if plan.limits {
+            self.rate_limits = self.rate_limits_of(next);
+            if let Some(c) = &self.connections {
+                c.set_per_ip(next.limits.as_ref().and_then(|l| l.connections_per_ip));
+            }
+            self.config.limits = next.limits.clone();
+        }
     }
 
     /// Records that `s` is serving (in place of its namesake, or after the others).
@@ -646,6 +695,11 @@ impl Gateway {
         }
         self.down.retain(|(n, _)| n != &name);
     }
+}
+
+/// Whether `config` comes from a file, and so may be reloaded.
+fn reloadable(config: &GatewayConfig) -> bool {
+    matches!(config.origin, Origin::File { .. })
 }
 
 /// A configuration error when the configuration asks for what this build cannot serve.
@@ -692,7 +746,7 @@ fn federation_error(config: &GatewayConfig, e: FederationError) -> GatewayError 
 /// The service over `backend`: tasks, limits and proto-mcp schemas from the server options.
 fn service_over(
     config: &GatewayConfig,
-    rate_limits: Option<&Arc<RateLimits>>,
+    rate_limits: Option<&SharedRateLimits>,
     backend: Arc<dyn Backend>,
     info: Implementation,
     instructions: Option<String>,
@@ -706,7 +760,7 @@ fn service_over(
         ..
     } = &config.server;
     let backend: Arc<dyn Backend> = match rate_limits {
-        Some(limits) => Arc::new(Limited::new(backend, limits.clone())),
+        Some(limits) => Arc::new(Limited::shared(backend, limits.clone())),
         None => backend,
     };
     let router = Router::new(backend).with_tasks(TaskConfig::default());

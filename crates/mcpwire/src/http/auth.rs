@@ -18,7 +18,16 @@ use crate::auth::{AuthFailure, Authenticator, ResourceServer};
 /// Authentication of one HTTP listener.
 pub(crate) struct HttpAuth {
     pub(crate) authenticator: Arc<Authenticator>,
-    pub(crate) resource: ResourceServer,
+    /// The listener's own URL (the resource when `[auth] resource` names none).
+    pub(crate) url: String,
+}
+
+impl HttpAuth {
+    /// The protected resource as the authenticator describes it now (a reload of `[auth]`
+    /// may change it).
+    pub(crate) fn resource(&self) -> ResourceServer {
+        self.authenticator.resource_server(&self.url)
+    }
 }
 
 /// The caller of a request: `Ok(None)` when the listener does not authenticate; the
@@ -44,7 +53,7 @@ pub(crate) fn refuse(auth: &HttpAuth, failure: &AuthFailure) -> Response {
     tracing::debug!(%failure, "authentication refused");
     let mut r = reply::refuse(None, failure.to_mcp_error());
     if matches!(r.status(), StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN)
-        && let Ok(v) = HeaderValue::from_str(&auth.resource.challenge(failure))
+        && let Ok(v) = HeaderValue::from_str(&auth.resource().challenge(failure))
     {
         r.headers_mut().insert(WWW_AUTHENTICATE, v);
     }
@@ -56,7 +65,7 @@ pub(crate) async fn metadata(State(app): State<Arc<App>>) -> Response {
     let Some(auth) = &app.auth else {
         return StatusCode::NOT_FOUND.into_response();
     };
-    let body = auth.resource.document().to_string();
+    let body = auth.resource().document().to_string();
     (
         StatusCode::OK,
         [

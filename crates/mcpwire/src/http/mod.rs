@@ -45,6 +45,7 @@ pub use guard::Guard;
 pub use sessions::HttpStats;
 
 use crate::Service;
+use crate::observe::Wire;
 use crate::tls::{Incoming, ServerStream};
 use sessions::Sessions;
 use tokio_util::sync::CancellationToken;
@@ -155,8 +156,8 @@ impl HttpServer {
         let scheme = if listener.is_tls() { "https" } else { "http" };
         let url = format!("{scheme}://{}{}", listener.local_addr()?, config.path);
         let auth = service.auth.clone().map(|authenticator| auth::HttpAuth {
-            resource: authenticator.resource_server(&url),
             authenticator,
+            url: url.clone(),
         });
         let stats = Arc::new(HttpStats::default());
         let sessions = Arc::new(Sessions::new(config.max_sessions, stats.clone()));
@@ -218,7 +219,7 @@ impl HttpServer {
             // and at the root one for clients that look there.
             let mut paths = vec![
                 crate::auth::resource::WELL_KNOWN.to_owned(),
-                auth.resource.metadata_path(),
+                auth.resource().metadata_path(),
                 format!(
                     "{}{}",
                     crate::auth::resource::WELL_KNOWN,
@@ -243,7 +244,7 @@ impl HttpServer {
                 a = listener.next() => a,
                 _ = shutdown.cancelled() => break,
             };
-            let permit = match conn_limit.as_ref().map(|c| c.acquire(peer.ip())) {
+            let permit = match conn_limit.as_ref().map(|c| c.admit(peer.ip(), Wire::Http)) {
                 Some(Err(refused)) => {
                     tokio::spawn(refuse_connection(io, refused, read_timeout));
                     continue;

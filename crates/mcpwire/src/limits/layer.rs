@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use arc_swap::ArcSwap;
+
 use mcpwire_model::{McpError, Reply};
 use mcpwire_router::{Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ToolRouting};
 use tokio::sync::broadcast;
@@ -15,12 +17,21 @@ use super::RateLimits;
 /// the proto-mcp tool schema listing) are not counted.
 pub struct Limited {
     inner: Arc<dyn Backend>,
-    limits: Arc<RateLimits>,
+    limits: SharedRateLimits,
 }
+
+/// Rate limits that can be replaced while serving (a reload of `[limits]`): every
+/// [`Limited`] sharing it applies the new limits to the calls that start after the swap.
+pub type SharedRateLimits = Arc<ArcSwap<RateLimits>>;
 
 impl Limited {
     /// `inner` behind `limits`.
     pub fn new(inner: Arc<dyn Backend>, limits: Arc<RateLimits>) -> Limited {
+        Limited::shared(inner, Arc::new(ArcSwap::new(limits)))
+    }
+
+    /// `inner` behind the limits `limits` holds at each call.
+    pub fn shared(inner: Arc<dyn Backend>, limits: SharedRateLimits) -> Limited {
         Limited { inner, limits }
     }
 }
@@ -39,9 +50,13 @@ impl Backend for Limited {
             BackendRequest::CallTool { name, .. } => Some(name.as_str()),
             _ => None,
         };
-        if ctx.has_client() && self.limits.is_stored() {
+        if !ctx.has_client() {
+            return self.inner.call(ctx, req);
+        }
+        let limits = self.limits.load();
+        if limits.is_stored() {
             // Shared across replicas: one round trip to the store before the call.
-            let (limits, inner) = (self.limits.clone(), self.inner.clone());
+            let (limits, inner) = (arc_swap::Guard::into_inner(limits), self.inner.clone());
             let tool = tool.map(str::to_owned);
             return Box::pin(async move {
                 let (identity, ip) = (ctx.identity().cloned(), ctx.client_ip());
@@ -51,9 +66,7 @@ impl Backend for Limited {
                 inner.call(ctx, req).await
             });
         }
-        if ctx.has_client()
-            && let Err(refused) = self.limits.check(ctx.identity(), ctx.client_ip(), tool)
-        {
+        if let Err(refused) = limits.check(ctx.identity(), ctx.client_ip(), tool) {
             return Box::pin(std::future::ready(Err(refused)));
         }
         self.inner.call(ctx, req)

@@ -17,7 +17,7 @@ mod rate;
 
 pub use clock::TokioClock;
 pub use connections::{ConnectionLimits, ConnectionPermit};
-pub use layer::Limited;
+pub use layer::{Limited, SharedRateLimits};
 pub use rate::{ANONYMOUS, Rate, RateLimits};
 
 use std::sync::atomic::{AtomicU64, Ordering};

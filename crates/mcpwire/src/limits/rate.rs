@@ -76,6 +76,8 @@ impl Rate {
 /// keys whose state is back to full, and keys that still do not fit share one overflow
 /// bucket (so rotating keys cannot grow memory, and costs only the overflow bucket).
 struct Keyed<K: Hash + Eq + Clone> {
+    /// The rule it enforces (a reload keeps a limiter whose rule is unchanged).
+    rate: Rate,
     limiter: RateLimiter<Slot<K>, HashMapStateStore<Slot<K>>, TokioClock, NoOpMiddleware<Nanos>>,
     clock: TokioClock,
     max_keys: usize,
@@ -94,6 +96,7 @@ enum Slot<K> {
 impl<K: Hash + Eq + Clone> Keyed<K> {
     fn new(rate: Rate, max_keys: usize, clock: TokioClock) -> Keyed<K> {
         Keyed {
+            rate,
             limiter: RateLimiter::hashmap_with_clock(rate.quota(), clock),
             clock,
             // One place is kept for the overflow bucket.
@@ -135,15 +138,35 @@ impl<K: Hash + Eq + Clone> Keyed<K> {
     fn len(&self) -> usize {
         self.limiter.len()
     }
+
+    /// Whether it enforces `rate` with at most `max_keys` keys (see [`Keyed::new`]).
+    fn enforces(&self, rate: Rate, max_keys: usize) -> bool {
+        self.rate == rate && self.max_keys == max_keys.max(2) - 1
+    }
+}
+
+/// `old` when it already enforces `rate` with `max_keys` (its buckets kept), else a new
+/// limiter (`None`: no such limit).
+fn kept<K: Hash + Eq + Clone>(
+    old: &Option<Arc<Keyed<K>>>,
+    rate: Option<Rate>,
+    max_keys: usize,
+    clock: TokioClock,
+) -> Option<Arc<Keyed<K>>> {
+    let rate = rate?;
+    match old {
+        Some(k) if k.enforces(rate, max_keys) => Some(k.clone()),
+        _ => Some(Arc::new(Keyed::new(rate, max_keys, clock))),
+    }
 }
 
 /// The call rate limits of one gateway: each is optional; a call must pass every one that
 /// is configured. Kept in this process ([`RateLimits::new`]), or in a store every replica
 /// shares ([`RateLimits::in_store`]) so a limit holds across replicas.
 pub struct RateLimits {
-    identity: Option<Keyed<String>>,
-    ip: Option<Keyed<IpAddr>>,
-    tool: Option<Keyed<String>>,
+    identity: Option<Arc<Keyed<String>>>,
+    ip: Option<Arc<Keyed<IpAddr>>>,
+    tool: Option<Arc<Keyed<String>>>,
     stored: Option<StoredRates>,
     rejections: std::sync::Arc<Rejections>,
 }
@@ -183,11 +206,41 @@ impl RateLimits {
     ) -> RateLimits {
         let clock = TokioClock::new();
         RateLimits {
-            identity: identity.map(|r| Keyed::new(r, max_keys, clock)),
-            ip: ip.map(|r| Keyed::new(r, max_keys, clock)),
-            tool: tool.map(|r| Keyed::new(r, max_keys, clock)),
+            identity: identity.map(|r| Arc::new(Keyed::new(r, max_keys, clock))),
+            ip: ip.map(|r| Arc::new(Keyed::new(r, max_keys, clock))),
+            tool: tool.map(|r| Arc::new(Keyed::new(r, max_keys, clock))),
             stored: None,
             rejections,
+        }
+    }
+
+    /// These limits changed to `identity`, `ip`, `tool` and `max_keys` (a reload of
+    /// `[limits]`): a limit whose rule is unchanged keeps its limiter and so every caller's
+    /// bucket; a changed or new one starts full; in a shared store the buckets live in the
+    /// store and are kept by key.
+    pub fn renewed(
+        &self,
+        identity: Option<Rate>,
+        ip: Option<Rate>,
+        tool: Option<Rate>,
+        max_keys: usize,
+    ) -> RateLimits {
+        if let Some(stored) = &self.stored {
+            return RateLimits::in_store(
+                identity,
+                ip,
+                tool,
+                stored.store.clone(),
+                self.rejections.clone(),
+            );
+        }
+        let clock = TokioClock::new();
+        RateLimits {
+            identity: kept(&self.identity, identity, max_keys, clock),
+            ip: kept(&self.ip, ip, max_keys, clock),
+            tool: kept(&self.tool, tool, max_keys, clock),
+            stored: None,
+            rejections: self.rejections.clone(),
         }
     }
 
@@ -305,9 +358,9 @@ impl RateLimits {
     /// Keys held now by the identity, IP and tool maps (for tests and metrics).
     pub fn keys_held(&self) -> (usize, usize, usize) {
         (
-            self.identity.as_ref().map_or(0, Keyed::len),
-            self.ip.as_ref().map_or(0, Keyed::len),
-            self.tool.as_ref().map_or(0, Keyed::len),
+            self.identity.as_ref().map_or(0, |k| k.len()),
+            self.ip.as_ref().map_or(0, |k| k.len()),
+            self.tool.as_ref().map_or(0, |k| k.len()),
         )
     }
 

@@ -114,6 +114,25 @@ fn connections_per_address_are_counted_and_given_back() {
     assert_eq!(limits.addresses(), 0);
 }
 
+#[test]
+fn a_changed_connection_limit_counts_the_connections_already_open() {
+    let limits = ConnectionLimits::new(u32::MAX, Arc::new(Rejections::default()));
+    limits.set_per_ip(None);
+    let open: Vec<_> = (0..3).map(|_| limits.acquire(ip(1)).unwrap()).collect();
+    // Lowered below what is open: the open ones stay, a new one waits for two to close.
+    limits.set_per_ip(Some(2));
+    assert!(limits.acquire(ip(1)).is_err());
+    let mut open = open.into_iter();
+    drop(open.next());
+    assert!(limits.acquire(ip(1)).is_err());
+    drop(open.next());
+    let _again = limits.acquire(ip(1)).unwrap();
+    // Lifted: no limit.
+    limits.set_per_ip(None);
+    let _more: Vec<_> = (0..10).map(|_| limits.acquire(ip(1)).unwrap()).collect();
+    assert_eq!(limits.open_from(ip(1)), 12);
+}
+
 mod layer {
     use std::sync::atomic::{AtomicUsize, Ordering};
 

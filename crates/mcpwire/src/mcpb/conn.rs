@@ -133,7 +133,11 @@ pub(crate) async fn serve<R, W>(
     W: AsyncWrite + Unpin,
 {
     let service = &listener.service;
-    let (permit, over_ip_limit) = match service.connections.as_ref().map(|c| c.acquire(peer.ip())) {
+    let (permit, over_ip_limit) = match service
+        .connections
+        .as_ref()
+        .map(|c| c.admit(peer.ip(), Wire::Mcpb))
+    {
         Some(Ok(p)) => (Some(p), None),
         Some(Err(e)) => (None, Some(e)),
         None => (None, None),

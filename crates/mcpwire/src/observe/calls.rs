@@ -73,12 +73,7 @@ impl CallMetrics {
         if !ENABLED.load(Ordering::Relaxed) {
             return None;
         }
-        let tool = match method {
-            Method::ToolsCall => params
-                .and_then(|p| serde_json::from_str::<ToolName>(p.get()).ok())
-                .map(|t| t.name),
-            _ => None,
-        };
+        let tool = tool_name(method, params);
         let method = match method {
             Method::Other(_) => "other".to_owned(),
             m => m.as_str().to_owned(),
@@ -107,6 +102,9 @@ impl CallMetrics {
         metrics::counter!(REQUESTS_TOTAL, "wire" => wire, "method" => method.clone(), "outcome" => outcome)
             .increment(1);
         metrics::histogram!(REQUEST_DURATION, "wire" => wire, "method" => method).record(seconds);
+        if let Some(Err(McpError::RateLimited { limit, .. })) = reply {
+            super::rate_limited(self.wire, limit);
+        }
         let Some(tool) = self.tool.take() else { return };
         // Unknown (or hidden) tools share one series: names a client makes up must not
         // grow the registry.
@@ -133,9 +131,19 @@ impl Drop for CallMetrics {
     }
 }
 
+/// The tool a `tools/call` names (`None` for other methods or unreadable params).
+pub(super) fn tool_name(method: &Method, params: Option<&Raw>) -> Option<String> {
+    match method {
+        Method::ToolsCall => params
+            .and_then(|p| serde_json::from_str::<ToolName>(p.get()).ok())
+            .map(|t| t.name),
+        _ => None,
+    }
+}
+
 /// `ok`, `tool_error` (a result with `isError: true`), `input_required`, `error` (a
 /// JSON-RPC error) or `cancelled`.
-fn outcome(reply: Option<&McpReply>) -> &'static str {
+pub(super) fn outcome(reply: Option<&McpReply>) -> &'static str {
     match reply {
         None => "cancelled",
         Some(Err(_)) => "error",

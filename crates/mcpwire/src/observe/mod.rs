@@ -7,7 +7,9 @@
 //! server without an admin listener pays nothing for it.
 
 mod calls;
+mod logs;
 mod mcpb;
+mod spans;
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -15,7 +17,12 @@ use std::time::Duration;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 pub(crate) use calls::{CallMetrics, Wire};
+pub use logs::{
+    ANNOUNCE_DIRECTIVE, ANNOUNCE_TARGET, LogFormat, announce, log_format, set_log_format,
+};
 pub(crate) use mcpb::{Counted, Direction, McpbMetrics, ProtocolError};
+pub use spans::REQUEST_TARGET;
+pub(crate) use spans::{finish_span, request_span};
 
 /// MCPB connections accepted (`mcp_gateway_tcp_connections_total`).
 pub const TCP_CONNECTIONS_TOTAL: &str = "mcp_gateway_tcp_connections_total";
@@ -41,6 +48,9 @@ pub const TOOL_CALLS_TOTAL: &str = "mcpwire_tool_calls_total";
 pub const TOOL_CALL_DURATION: &str = "mcpwire_tool_call_duration_seconds";
 /// Refused credentials, by `reason`.
 pub const AUTH_FAILURES_TOTAL: &str = "mcpwire_auth_failures_total";
+/// Requests and connections a limit refused, by `wire` and `limit` (`identity`, `ip`,
+/// `tool`, `connections`).
+pub const RATE_LIMITED_TOTAL: &str = "mcpwire_rate_limited_total";
 /// TLS handshakes that failed, by `reason` (`error`: refused or not TLS, `timeout`,
 /// `per_ip`: too many in progress from the address).
 pub const TLS_HANDSHAKE_FAILURES_TOTAL: &str = "mcpwire_tls_handshake_failures_total";
@@ -122,6 +132,10 @@ fn describe() {
     );
     describe_counter!(AUTH_FAILURES_TOTAL, "Refused credentials by reason");
     describe_counter!(
+        RATE_LIMITED_TOTAL,
+        "Requests and connections refused by a limit, by wire and limit"
+    );
+    describe_counter!(
         TLS_HANDSHAKE_FAILURES_TOTAL,
         "Failed TLS handshakes on the listeners by reason"
     );
@@ -163,4 +177,17 @@ pub(crate) fn tls_handshake_failure(reason: &'static str) {
 /// Counts one refused credential (`reason`: the failure's kind).
 pub(crate) fn auth_failure(reason: &'static str) {
     metrics::counter!(AUTH_FAILURES_TOTAL, "reason" => reason).increment(1);
+}
+
+/// Counts one refusal by a rate or connection limit (see [`RATE_LIMITED_TOTAL`]); `limit`
+/// is the refusal's `data.limit`, any other text counts as `other`.
+pub(crate) fn rate_limited(wire: Wire, limit: &str) {
+    let limit = match limit {
+        "identity" => "identity",
+        "ip" => "ip",
+        "tool" => "tool",
+        "connections" => "connections",
+        _ => "other",
+    };
+    metrics::counter!(RATE_LIMITED_TOTAL, "wire" => wire.as_str(), "limit" => limit).increment(1);
 }

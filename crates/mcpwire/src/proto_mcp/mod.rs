@@ -96,10 +96,10 @@ pub async fn serve_ws_until(
     )
     .await?;
     let scheme = server.scheme();
-    eprintln!(
+    crate::observe::announce(format_args!(
         "mcpwire: listening on {scheme}://{}{path}",
         server.local_addr()?
-    );
+    ));
     server
         .serve_until(shutdown, crate::http::SHUTDOWN_GRACE)
         .await
@@ -121,10 +121,10 @@ pub async fn serve_grpc_until(
     let listener =
         crate::tls::Incoming::bind(wire.addr, wire.tls.as_ref(), crate::tls::alpn::H2).await?;
     let scheme = if listener.is_tls() { "grpcs" } else { "grpc" };
-    eprintln!(
+    crate::observe::announce(format_args!(
         "mcpwire: listening on {scheme}://{}",
         listener.local_addr()?
-    );
+    ));
     grpc::GrpcMcp::new(service)
         .serve_until(listener, shutdown, crate::http::SHUTDOWN_GRACE)
         .await

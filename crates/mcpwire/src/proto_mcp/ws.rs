@@ -145,7 +145,7 @@ async fn upgrade(
         .service
         .connections
         .as_ref()
-        .map(|c| c.acquire(peer.ip()))
+        .map(|c| c.admit(peer.ip(), Wire::WebSocket))
     {
         Some(Err(refused)) => return crate::http::refusal(refused),
         Some(Ok(permit)) => Some(permit),
