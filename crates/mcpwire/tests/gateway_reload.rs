@@ -3,27 +3,16 @@
 //! the gateway (its services, hence its sessions, stay) and are announced as list changes;
 //! a refused edit changes nothing.
 
+mod common;
+use common::native;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use mcpwire::gateway::{Gateway, GatewayConfig, GatewayError, Natives};
 use mcpwire::model::BackendEvent;
-use mcpwire::model::types::Implementation;
-use mcpwire::router::{Backend, CallCtx, NoArgs, Server, ToolError, tool};
-
-/// A native server `name` with tools `{name}_one` and `{name}_two`.
-fn native(name: &'static str) -> Arc<Server> {
-    let t = |tool_name: String| {
-        tool(tool_name, move |_: CallCtx, _: NoArgs| async move {
-            Ok::<_, ToolError>(name.to_string())
-        })
-    };
-    Server::builder(Implementation::new(name, "1"))
-        .tool(t(format!("{name}_one")))
-        .tool(t(format!("{name}_two")))
-        .build()
-}
+use mcpwire::router::Backend;
 
 /// Natives `alpha`, `beta` and `gamma`, counting how many servers were made.
 fn natives(made: &Arc<AtomicUsize>) -> Natives {

@@ -4,31 +4,20 @@
 //! rate limit whose rule is unchanged keeps its buckets. An edit that cannot be used is
 //! refused with its file, line and key, and changes nothing.
 
+mod common;
+use common::native;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use mcpwire::Service;
 use mcpwire::auth::AuthFailure;
 use mcpwire::gateway::{Gateway, GatewayConfig, GatewayError, Natives};
-use mcpwire::model::types::{ClientCapabilities, Implementation};
+use mcpwire::model::types::ClientCapabilities;
 use mcpwire::model::{BackendEvent, CallEvent, ClientAsk, McpError, Method, Raw, Revision, to_raw};
-use mcpwire::router::{
-    Backend, BoxFuture, CallCtx, Identity, McpCall, McpReply, NoArgs, Peer, Server, ToolError, tool,
-};
+use mcpwire::router::{Backend, BoxFuture, CallCtx, Identity, McpCall, McpReply, Peer};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-
-fn native(name: &'static str) -> Arc<Server> {
-    let t = |tool_name: String| {
-        tool(tool_name, move |_: CallCtx, _: NoArgs| async move {
-            Ok::<_, ToolError>(name.to_string())
-        })
-    };
-    Server::builder(Implementation::new(name, "1"))
-        .tool(t(format!("{name}_one")))
-        .tool(t(format!("{name}_two")))
-        .build()
-}
 
 fn natives() -> Natives {
     Natives::new()

@@ -16,3 +16,19 @@ pub async fn serve_http(service: Service) -> String {
     tokio::spawn(server.serve());
     url
 }
+
+/// A native server `name` with tools `{name}_one` and `{name}_two`.
+#[allow(dead_code)] // the reload tests' backends
+pub fn native(name: &'static str) -> std::sync::Arc<mcpwire::router::Server> {
+    use mcpwire::model::types::Implementation;
+    use mcpwire::router::{CallCtx, NoArgs, Server, ToolError, tool};
+    let t = |tool_name: String| {
+        tool(tool_name, move |_: CallCtx, _: NoArgs| async move {
+            Ok::<_, ToolError>(name.to_string())
+        })
+    };
+    Server::builder(Implementation::new(name, "1"))
+        .tool(t(format!("{name}_one")))
+        .tool(t(format!("{name}_two")))
+        .build()
+}
