@@ -246,42 +246,54 @@ impl HttpTask {
         }));
     }
 
-    /// Once negotiated: the revision for GET/DELETE, the session's GET stream (handshake era,
-    /// with a session id), and the abandoned negotiation POSTs closed.
+    /// Once negotiated: the revision for GET/DELETE, the abandoned negotiation POSTs closed,
+    /// and the session's GET stream opened.
     fn after_negotiation(&mut self) {
-        if self.negotiation.is_empty() {
-            return;
-        }
-        let session = &self.core.session;
-        let abandoned: Vec<ClientRequestId> = self
-            .negotiation
-            .iter()
-            .copied()
-            .filter(|id| !session.is_awaiting(*id))
-            .collect();
-        for id in &abandoned {
-            if let Some(p) = self.posts.remove(id) {
-                p.abort.abort();
+        if !self.negotiation.is_empty() {
+            let session = &self.core.session;
+            let abandoned: Vec<ClientRequestId> = self
+                .negotiation
+                .iter()
+                .copied()
+                .filter(|id| !session.is_awaiting(*id))
+                .collect();
+            for id in &abandoned {
+                if let Some(p) = self.posts.remove(id) {
+                    p.abort.abort();
+                }
+            }
+            self.negotiation.retain(|id| !abandoned.contains(id));
+            if let Some(n) = self.core.session.negotiated() {
+                self.conn.set_version(n.era.revision().as_str());
             }
         }
-        self.negotiation.retain(|id| !abandoned.contains(id));
+        self.open_stream();
+    }
+
+    /// Opens the session's GET stream (handshake era, with a session id) once the
+    /// `initialized` notification has been delivered: the lifecycle puts it before anything
+    /// else the client sends, and a server may refuse a stream before it.
+    fn open_stream(&mut self) {
+        if self.stream_ready.is_none() {
+            return; // opened, or there is none
+        }
         let Some(n) = self.core.session.negotiated() else {
             return;
         };
-        self.conn.set_version(n.era.revision().as_str());
-        if matches!(n.era, ClientEra::Handshake(_))
-            && self.listening.is_none()
-            && self.conn.session().is_some()
-        {
-            let task = tokio::spawn(exchange::listen(
-                self.conn.clone(),
-                self.inbound_tx.clone(),
-                self.stream_ready.take(),
-            ));
-            self.listening = Some(task.abort_handle());
+        if !matches!(n.era, ClientEra::Handshake(_)) || self.conn.session().is_none() {
+            // Stateless, or no session: there is no GET stream to wait for.
+            self.stream_ready = None;
+            return;
         }
-        // Stateless, or no session: there is no GET stream to wait for.
-        self.stream_ready = None;
+        if self.sending.is_some() || self.core.session.transmits_pending() > 0 {
+            return; // `initialized` is still on its way
+        }
+        let task = tokio::spawn(exchange::listen(
+            self.conn.clone(),
+            self.inbound_tx.clone(),
+            self.stream_ready.take(),
+        ));
+        self.listening = Some(task.abort_handle());
     }
 
     async fn wind_down(mut self) {
