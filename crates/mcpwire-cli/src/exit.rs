@@ -26,7 +26,7 @@ pub struct UsageError(pub String);
 /// In JSON mode (`format`) it is one `error` event with the causes as a field.
 pub fn report(err: &anyhow::Error, format: LogFormat) -> ExitCode {
     if format == LogFormat::Json {
-        crate::logging::init(format);
+        let _ = crate::logging::init(format, None);
         let causes: Vec<String> = err.chain().skip(1).map(ToString::to_string).collect();
         tracing::error!(target: "mcpwire", causes = %causes.join("; "), "{err}");
         return ExitCode::from(code(err));

@@ -355,10 +355,13 @@ fn main() -> ExitCode {
     let matches = Cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let requested = cli.log_format;
-    match start(cli, &matches) {
+    let code = match start(cli, &matches) {
         Ok(code) => code,
         Err(e) => exit::report(&e, logging::format(requested.unwrap_or_default())),
-    }
+    };
+    // Serving is over (a SIGTERM drain ends here too): export the last spans.
+    logging::flush();
+    code
 }
 
 const DEMO: serve_cmd::Preset = serve_cmd::Preset {
@@ -377,11 +380,14 @@ const RUN: serve_cmd::Preset = serve_cmd::Preset {
 
 fn start(cli: Cli, matches: &clap::ArgMatches) -> Result<ExitCode> {
     // The flag (or environment) wins over the configuration's `[server] log_format`.
-    let log_format = |config: Option<&mcpwire::gateway::GatewayConfig>| {
+    // Serving commands (a configuration) export traces when `[telemetry]` or the
+    // environment names an endpoint.
+    let log_format = |config: Option<&mcpwire::gateway::GatewayConfig>, serving: bool| {
         let format = cli
             .log_format
             .or_else(|| config.and_then(|c| c.server.log_format));
-        logging::init(format.unwrap_or_default());
+        let telemetry = config.filter(|_| serving).map(|c| &c.telemetry);
+        logging::init(format.unwrap_or_default(), telemetry)
     };
     // Serving commands are presets of `serve`: each is a gateway configuration.
     let (config, preset) = match &cli.command {
@@ -390,19 +396,19 @@ fn start(cli: Cli, matches: &clap::ArgMatches) -> Result<ExitCode> {
         Command::Dev(args) => (process_cmd::preset(args, true)?, RUN),
         Command::Serve(args) => {
             let config = serve_cmd::config(args, matches.subcommand_matches("serve"))?;
-            log_format(Some(&config));
             if let Some(json) = args.check() {
+                log_format(Some(&config), false)?;
                 let caller = args.check_as.caller(&config)?;
                 return runtime(true)?.block_on(serve_cmd::check(config, &caller, json));
             }
             (config, serve_cmd::SERVE)
         }
         _ => {
-            log_format(None);
+            log_format(None, false)?;
             return runtime(false)?.block_on(run(cli));
         }
     };
-    log_format(Some(&config));
+    log_format(Some(&config), true)?;
     // Many clients (HTTP, …): use every core. Stdio alone serves one: stay on this thread.
     runtime(serve_cmd::multi_threaded(&config))?.block_on(serve_cmd::serve(config, preset))
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
-use hyper::header::{ACCEPT, CONTENT_TYPE, HOST, HeaderMap};
+use hyper::header::{ACCEPT, CONTENT_TYPE, HOST, HeaderMap, HeaderName};
 use hyper::{Method, Request, StatusCode, Uri};
 use hyper_util::rt::TokioIo;
 
@@ -32,7 +32,7 @@ pub(crate) struct Outgoing<'a> {
     /// An absolute `http(s)` URL.
     pub(crate) url: &'a str,
     /// Extra headers (`Authorization`, …).
-    pub(crate) headers: Vec<(&'static str, String)>,
+    pub(crate) headers: Vec<(HeaderName, String)>,
     /// The body and its content type.
     pub(crate) body: Option<(&'static str, Bytes)>,
 }
@@ -86,7 +86,7 @@ pub(crate) async fn send(
         .header(HOST, uri.authority().map_or("", |a| a.as_str()))
         .header(ACCEPT, "application/json");
     for (k, v) in &out.headers {
-        b = b.header(*k, v.as_str());
+        b = b.header(k, v.as_str());
     }
     let body = match out.body {
         Some((content_type, body)) => {

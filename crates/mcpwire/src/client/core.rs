@@ -50,6 +50,9 @@ pub(crate) enum Command {
         params: Option<Raw>,
         opts: RequestOptions,
         reply: oneshot::Sender<Outcome>,
+        /// The sender's trace context headers (`traceparent`), for wires that carry
+        /// headers; empty when tracing is off.
+        trace: Vec<(String, String)>,
     },
     /// Answer a server request.
     Answer {
@@ -142,6 +145,9 @@ pub(crate) struct ClientCore {
     /// Cancelled ids the session did not know (their command may still come), newest
     /// last, at most [`EARLY_CANCELS`].
     early_cancels: VecDeque<ClientRequestId>,
+    /// Trace context headers of requests not transmitted yet (taken by the HTTP wire with
+    /// [`ClientCore::take_trace`]; dropped with the request's answer).
+    traces: HashMap<ClientRequestId, Vec<(String, String)>>,
 }
 
 impl ClientCore {
@@ -164,7 +170,16 @@ impl ClientCore {
             ids: ch.ids,
             backlog: ch.backlog,
             early_cancels: VecDeque::new(),
+            traces: HashMap::new(),
         }
+    }
+
+    /// The trace context headers request `id` goes out with (empty when it has none).
+    pub(crate) fn take_trace(&mut self, id: ClientRequestId) -> Vec<(String, String)> {
+        if self.traces.is_empty() {
+            return Vec::new();
+        }
+        self.traces.remove(&id).unwrap_or_default()
     }
 
     /// The owner asked to close (or every handle is gone).
@@ -271,6 +286,7 @@ impl ClientCore {
                 params,
                 opts,
                 reply,
+                trace,
             } => {
                 let early = self.early_cancels.iter().position(|c| *c == id);
                 if let Some(i) = early {
@@ -283,6 +299,9 @@ impl ClientCore {
                 match self.session.request_as(now, id, method, params, opts) {
                     Ok(()) => {
                         self.waiters.insert(id, reply);
+                        if !trace.is_empty() {
+                            self.traces.insert(id, trace);
+                        }
                     }
                     Err(e) => {
                         let _ = reply.send(Err(Failure::Session(e)));
@@ -325,6 +344,9 @@ impl ClientCore {
                     });
                     if let Some(w) = self.waiters.remove(&id) {
                         let _ = w.send(outcome);
+                    }
+                    if !self.traces.is_empty() {
+                        self.traces.remove(&id);
                     }
                 }
                 ClientEvent::Ready(n) => {

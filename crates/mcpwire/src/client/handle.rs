@@ -231,6 +231,7 @@ impl Client {
             params,
             opts,
             reply,
+            trace: crate::observe::outgoing_trace(),
         };
         self.inner
             .commands

@@ -187,6 +187,7 @@ impl HttpTask {
                     if stateless {
                         headers.extend(self.tool_headers.for_request(method, params.as_deref()));
                     }
+                    headers.extend(self.core.take_trace(id));
                     if matches!(&**method, "initialize" | "server/discover") {
                         self.negotiation.push(id);
                     }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::now;
-use crate::observe::{CallMetrics, Wire, finish_span, request_span};
+use crate::observe::{CallMetrics, TraceParent, Wire, finish_span, request_span};
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use mcpwire_model::{BackendEvent, CallEvent, ClientAsk, McpError, Raw, RequestId};
@@ -25,6 +25,10 @@ use tracing::Instrument;
 /// Events a running call can queue before further ones are dropped (progress, logs) or
 /// refused (asks).
 pub(crate) const PEER_QUEUE: usize = 1024;
+
+/// Callers' trace contexts kept for requests not started yet; past this, a request's span
+/// starts a trace of its own.
+const MAX_WAITING_PARENTS: usize = 256;
 
 /// What a running call sends back to its driver.
 pub(crate) enum PeerMsg {
@@ -108,6 +112,10 @@ pub(crate) struct Calls {
     client_ip: Option<std::net::IpAddr>,
     /// The wire these calls came in on (the metrics' `wire` label).
     wire: Wire,
+    /// The caller's trace context for every call (a WebSocket upgrade's, a gRPC call's).
+    trace_parent: Option<TraceParent>,
+    /// The trace context of single requests, until they start (an HTTP session's POSTs).
+    request_parents: HashMap<RequestId, TraceParent>,
 }
 
 impl Drop for Calls {
@@ -158,7 +166,24 @@ impl Calls {
             identity: None,
             client_ip: None,
             wire,
+            trace_parent: None,
+            request_parents: HashMap::new(),
         }
+    }
+
+    /// Every call's span is a child of the caller's `parent` trace context.
+    pub(crate) fn with_trace_parent(mut self, parent: Option<TraceParent>) -> Calls {
+        self.trace_parent = parent;
+        self
+    }
+
+    /// The span of request `id`, when it starts, is a child of `parent`. Requests the
+    /// session refuses never start: once [`MAX_WAITING_PARENTS`] wait, they are forgotten.
+    pub(crate) fn set_request_parent(&mut self, id: RequestId, parent: TraceParent) {
+        if self.request_parents.len() >= MAX_WAITING_PARENTS {
+            self.request_parents.clear();
+        }
+        self.request_parents.insert(id, parent);
     }
 
     /// These calls, made by `identity`.
@@ -332,7 +357,13 @@ impl Calls {
         .with_identity(self.identity.clone())
         .with_client_ip(self.client_ip);
         let measured = CallMetrics::start(self.wire, &d.method, d.params.as_ref());
-        let span = request_span(self.wire, &d.method, d.params.as_ref());
+        let parent = if self.request_parents.is_empty() {
+            None
+        } else {
+            self.request_parents.remove(&d.request_id)
+        };
+        let parent = parent.as_ref().or(self.trace_parent.as_ref());
+        let span = request_span(self.wire, &d.method, d.params.as_ref(), parent);
         let call = McpCall {
             method: d.method,
             params: d.params,

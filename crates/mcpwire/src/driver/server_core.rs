@@ -36,6 +36,16 @@ impl ServerCore {
         self.calls.set_identity(identity);
     }
 
+    /// The next request `id` runs in a span that is a child of `parent` (see
+    /// [`Calls::set_request_parent`]).
+    pub(crate) fn set_request_parent(
+        &mut self,
+        id: mcpwire_model::RequestId,
+        parent: crate::observe::TraceParent,
+    ) {
+        self.calls.set_request_parent(id, parent);
+    }
+
     /// Hands one decoded message (or a codec's refusal) to the session.
     pub(crate) fn inbound(&mut self, msg: Result<Message, Malformed>) {
         self.session.handle_inbound(now(), msg);

@@ -41,6 +41,8 @@ pub struct GatewayConfig {
     /// One replica of several sharing a store (`[cluster]`, see `gateway/cluster.rs`);
     /// `None`: a single process with its state in memory.
     pub cluster: Option<crate::cluster::ClusterConfig>,
+    /// Where traces go (`[telemetry]`; read at start only, the binary installs it).
+    pub telemetry: crate::observe::TelemetryConfig,
 }
 
 /// The admin listener (`[admin]`, `--metrics-listen`).
@@ -316,6 +318,7 @@ impl GatewayConfig {
             limits: None,
             admin: None,
             cluster: None,
+            telemetry: crate::observe::TelemetryConfig::default(),
         }
     }
 

@@ -7,6 +7,11 @@
 //! prefix = "conditional"       # conditional | always | never
 //! log_format = "json"          # text (default) | json: one JSON object per stderr line
 //!
+//! [telemetry]                  # optional: OpenTelemetry traces over OTLP/HTTP
+//! otlp_endpoint = "http://127.0.0.1:4318"   # or OTEL_EXPORTER_OTLP_ENDPOINT
+//! service_name = "gateway"     # or OTEL_SERVICE_NAME; default mcpwire
+//! sample_ratio = 0.1           # share of new traces kept (default 1.0)
+//!
 //! [[listen]]
 //! url = "http://127.0.0.1:8000/mcp"
 //!
@@ -71,6 +76,7 @@ struct RawFile {
     limits: Option<super::limits::RawLimits>,
     admin: Option<RawAdmin>,
     cluster: Option<super::cluster::RawCluster>,
+    telemetry: Option<crate::observe::TelemetryConfig>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -333,9 +339,14 @@ impl GatewayConfig {
                     .map_err(|(key, m)| origin.error_at(&root.key("cluster").key(&key), m))?,
             ),
         };
+        let telemetry = raw.telemetry.unwrap_or_default();
+        telemetry
+            .check()
+            .map_err(|(key, m)| origin.error_at(&root.key("telemetry").key(key), m))?;
         let config = GatewayConfig {
             origin,
             cluster,
+            telemetry,
             server,
             listeners,
             backends,

@@ -122,6 +122,9 @@ pub fn plan(serving: &GatewayConfig, next: &GatewayConfig, down: &[String]) -> R
     if serving.views != next.views {
         plan.ignored.push("views".into());
     }
+    if serving.telemetry != next.telemetry {
+        plan.ignored.push("telemetry".into());
+    }
     plan
 }
 

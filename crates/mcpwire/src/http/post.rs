@@ -29,6 +29,7 @@ use super::reply;
 use super::stateless::Exchange;
 use super::{App, ClientAddr, auth, guard, route_headers};
 use crate::cluster::relay::Relay;
+use crate::observe::TraceParent;
 
 /// Handles a `POST` to the endpoint.
 pub(crate) async fn handle(
@@ -71,7 +72,11 @@ pub(crate) async fn handle(
     match headers::text(&headers, SESSION_ID) {
         Err(()) => bad_header(SESSION_ID),
         Ok(Some(sid)) => {
-            let sent = Sent { msg, bytes: &bytes };
+            let sent = Sent {
+                msg,
+                bytes: &bytes,
+                trace: TraceParent::from_headers(&headers),
+            };
             with_session(&app, sid, version, sent, identity.as_ref(), ip).await
         }
         Ok(None) => without_session(&app, &headers, version, msg, identity, ip).await,
@@ -133,6 +138,8 @@ fn session_not_found() -> Response {
 struct Sent<'a> {
     msg: Message,
     bytes: &'a [u8],
+    /// The caller's trace context (`traceparent`), when tracing is on.
+    trace: Option<TraceParent>,
 }
 
 async fn with_session(
@@ -163,7 +170,7 @@ async fn with_session(
     match sent.msg {
         Message::Request(req) => {
             let id = req.id.clone();
-            let Ok(stream) = session.request(req).await else {
+            let Ok(stream) = session.request(req, sent.trace).await else {
                 return session_not_found();
             };
             match reply::answer_session(stream, &id).await {
@@ -242,7 +249,7 @@ async fn without_session(
     }
     match msg {
         Message::Request(req) if req.method == Method::Initialize => {
-            initialize(app, req, identity, ip).await
+            initialize(app, req, identity, ip, TraceParent::from_headers(headers)).await
         }
         Message::Request(req) => reply::refuse(Some(req.id), McpError::SessionRequired),
         _ => reply::refuse(None, McpError::SessionRequired),
@@ -254,6 +261,7 @@ async fn initialize(
     req: Request,
     identity: Option<Identity>,
     ip: Option<IpAddr>,
+    trace: Option<TraceParent>,
 ) -> Response {
     let created = app
         .sessions
@@ -263,7 +271,7 @@ async fn initialize(
         return reply::refuse(Some(req.id), e);
     };
     let id = req.id.clone();
-    let answer = match session.request(req).await {
+    let answer = match session.request(req, trace).await {
         Ok(stream) => reply::answer_session(stream, &id).await,
         Err(_) => None,
     };
@@ -319,7 +327,8 @@ async fn stateless(
         let e = McpError::MethodNotFound("initialize (not in 2026-07-28)".into());
         return reply::error_object(Some(req.id), e.to_wire(Revision::STATELESS));
     }
-    let exchange = Exchange::start(&app.service, req, identity, ip);
+    let trace = TraceParent::from_headers(headers);
+    let exchange = Exchange::start(&app.service, req, identity, ip, trace);
     let id = exchange.id().clone();
     match reply::answer(exchange.into_stream(), &id).await {
         Some(a) => a.response,

@@ -32,7 +32,7 @@ use super::sessions::{Busy, Sessions};
 use crate::Service;
 use crate::driver::calls::sleep_until;
 use crate::driver::{Calls, ServerCore, now};
-use crate::observe::Wire;
+use crate::observe::{TraceParent, Wire};
 
 /// Commands queued from handlers to one session before they wait.
 const COMMAND_QUEUE: usize = 64;
@@ -70,8 +70,9 @@ struct Standalone {
 }
 
 enum Command {
-    /// A client request and its stream number; its related messages go to the sink.
-    Request(Request, Sink, u64),
+    /// A client request and its stream number; its related messages go to the sink; its
+    /// span is a child of the trace context.
+    Request(Request, Sink, u64, Option<TraceParent>),
     /// A notification or a response to one of our asks.
     Message(Message),
     /// A (new) standalone stream; replaces the previous one.
@@ -152,8 +153,13 @@ impl SessionHandle {
         }
     }
 
-    /// Sends a request; its related messages and response arrive on the returned stream.
-    pub(crate) async fn request(&self, req: Request) -> Result<RequestStream, Gone> {
+    /// Sends a request (its span a child of the caller's `trace` context); its related
+    /// messages and response arrive on the returned stream.
+    pub(crate) async fn request(
+        &self,
+        req: Request,
+        trace: Option<TraceParent>,
+    ) -> Result<RequestStream, Gone> {
         let (events_tx, events) = mpsc::channel(STREAM_QUEUE);
         let (last_tx, last) = oneshot::channel();
         let sink = Sink {
@@ -161,7 +167,8 @@ impl SessionHandle {
             last: Some(last_tx),
         };
         let stream = replay::next_stream();
-        self.send(Command::Request(req, sink, stream)).await?;
+        self.send(Command::Request(req, sink, stream, trace))
+            .await?;
         Ok(RequestStream {
             stream,
             events,
@@ -348,7 +355,7 @@ impl SessionTask {
     fn on_command(&mut self, cmd: Command) {
         self.last_active = now();
         match cmd {
-            Command::Request(req, sink, stream) => {
+            Command::Request(req, sink, stream, trace) => {
                 if self.routes.contains_key(&req.id) {
                     let error = McpError::DuplicateRequestId.to_wire_unnegotiated();
                     if let Some(last) = sink.last {
@@ -367,6 +374,9 @@ impl SessionTask {
                 };
                 self.streams.insert(stream, req.id.clone());
                 self.routes.insert(req.id.clone(), route);
+                if let Some(parent) = trace {
+                    self.core.set_request_parent(req.id.clone(), parent);
+                }
                 self.core.inbound(Ok(Message::Request(req)));
             }
             Command::Message(msg) => {

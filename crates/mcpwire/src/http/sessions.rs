@@ -322,13 +322,13 @@ mod tests {
         let init = serde_json::json!({"protocolVersion": "2025-11-25", "capabilities": {},
                                       "clientInfo": {"name": "t", "version": "1"}});
         let mut answer = handle
-            .request(request(0, Method::Initialize, init))
+            .request(request(0, Method::Initialize, init), None)
             .await
             .unwrap();
         assert!(answer.next().await.is_some());
         let call = serde_json::json!({"name": "wait", "arguments": {}});
         let _running = handle
-            .request(request(1, Method::ToolsCall, call))
+            .request(request(1, Method::ToolsCall, call), None)
             .await
             .unwrap();
         // Paused time: these sleeps advance tokio's clock, exactly.

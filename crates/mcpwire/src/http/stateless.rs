@@ -11,22 +11,25 @@ use mcpwire_session::ServerSession;
 use crate::Service;
 pub(crate) use crate::driver::Exchange;
 use crate::driver::{Calls, ServerCore};
-use crate::observe::Wire;
+use crate::observe::{TraceParent, Wire};
 
 impl Exchange {
-    /// Hands `req`, made by `identity`, to a fresh session of `service`.
+    /// Hands `req`, made by `identity`, to a fresh session of `service`; its span is a
+    /// child of the caller's `trace` context.
     pub(crate) fn start(
         service: &Service,
         req: Request,
         identity: Option<Identity>,
         ip: Option<std::net::IpAddr>,
+        trace: Option<TraceParent>,
     ) -> Exchange {
         // Only `subscriptions/listen` streams catalog changes (subscribing costs a lock on
         // the shared event channel).
         let listens = matches!(&req.method, Method::Other(m) if &**m == "subscriptions/listen");
         let calls = Calls::stateless(service.router.clone(), listens, Wire::Http)
             .with_identity(identity)
-            .with_client_ip(ip);
+            .with_client_ip(ip)
+            .with_trace_parent(trace);
         let core = ServerCore::new(ServerSession::new(service.config.clone()), calls);
         Exchange::new(core, req)
     }

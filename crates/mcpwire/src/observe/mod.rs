@@ -9,7 +9,10 @@
 mod calls;
 mod logs;
 mod mcpb;
+#[cfg(feature = "otel")]
+mod otel;
 mod spans;
+mod trace;
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -21,8 +24,12 @@ pub use logs::{
     ANNOUNCE_DIRECTIVE, ANNOUNCE_TARGET, LogFormat, announce, log_format, set_log_format,
 };
 pub(crate) use mcpb::{Counted, Direction, McpbMetrics, ProtocolError};
+#[cfg(feature = "otel")]
+pub use otel::{Telemetry, TelemetryError, install as install_telemetry};
 pub use spans::REQUEST_TARGET;
 pub(crate) use spans::{finish_span, request_span};
+pub(crate) use trace::outgoing as outgoing_trace;
+pub use trace::{TRACEPARENT, TRACESTATE, TelemetryConfig, TraceParent, active as tracing_active};
 
 /// MCPB connections accepted (`mcp_gateway_tcp_connections_total`).
 pub const TCP_CONNECTIONS_TOTAL: &str = "mcp_gateway_tcp_connections_total";

@@ -10,6 +10,7 @@ use tracing::Span;
 use tracing::field::Empty;
 
 use super::Wire;
+use super::trace::{TraceParent, active, adopt};
 
 /// The `tracing` target of request spans (`MCPWIRE_LOG=mcpwire::request=info` enables
 /// them without other info events).
@@ -17,8 +18,15 @@ pub const REQUEST_TARGET: &str = "mcpwire::request";
 
 /// The span of one request (disabled, at the cost of one check, unless the subscriber wants
 /// `info` spans of [`REQUEST_TARGET`]). `tool` is read from the params of `tools/call` only
-/// when the span is on.
-pub(crate) fn request_span(wire: Wire, method: &Method, params: Option<&Raw>) -> Span {
+/// when the span is on. With an OpenTelemetry exporter the span is a `server` span named
+/// like the MCP semantic conventions (`tools/call echo`), child of the caller's
+/// `traceparent` when it sent one.
+pub(crate) fn request_span(
+    wire: Wire,
+    method: &Method,
+    params: Option<&Raw>,
+    parent: Option<&TraceParent>,
+) -> Span {
     let span = tracing::info_span!(
         target: "mcpwire::request",
         "request",
@@ -27,11 +35,24 @@ pub(crate) fn request_span(wire: Wire, method: &Method, params: Option<&Raw>) ->
         tool = Empty,
         backend = Empty,
         outcome = Empty,
+        otel.name = Empty,
+        otel.kind = Empty,
+        otel.status_code = Empty,
     );
-    if !span.is_disabled()
-        && let Some(tool) = super::calls::tool_name(method, params)
-    {
+    if span.is_disabled() {
+        return span;
+    }
+    let tool = super::calls::tool_name(method, params);
+    if let Some(tool) = &tool {
         span.record("tool", tool.as_str());
+    }
+    if active() {
+        match &tool {
+            Some(tool) => span.record("otel.name", format!("{} {tool}", method.as_str())),
+            None => span.record("otel.name", method.as_str()),
+        };
+        span.record("otel.kind", "server");
+        adopt(&span, parent);
     }
     span
 }
@@ -42,6 +63,9 @@ pub(crate) fn finish_span(span: &Span, reply: Option<&McpReply>) {
     if !span.is_disabled() {
         let outcome = super::calls::outcome(reply);
         span.record("outcome", outcome);
+        if outcome == "error" && active() {
+            span.record("otel.status_code", "error");
+        }
         tracing::debug!(target: "mcpwire::request", outcome, "request answered");
     }
 }

@@ -31,7 +31,7 @@ use super::grpc_conn::{GrpcConn, GrpcConnInfo};
 use crate::Service;
 use crate::driver::{Calls, Exchange, ServerCore};
 use crate::limits::ConnectionLimits;
-use crate::observe::Wire;
+use crate::observe::{TraceParent, Wire};
 
 /// The generated tonic server glue.
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
@@ -131,7 +131,8 @@ impl GrpcMcp {
         }
         let ip = conn.and_then(|c| c.remote).map(|a| a.ip());
         let certificate = conn.and_then(|c| c.certificate.clone());
-        Ok((self.authenticate(req, certificate).await?, ip))
+        let trace = TraceParent::from_metadata(req.metadata());
+        Ok((self.authenticate(req, certificate).await?, ip, trace))
     }
 
     /// The caller's identity from its `authorization` metadata; when the service does not
@@ -155,7 +156,7 @@ impl GrpcMcp {
     }
 
     /// Runs one request on a fresh session and returns its one answer.
-    async fn run(&self, payload: Payload, (identity, ip): Caller) -> Answer {
+    async fn run(&self, payload: Payload, (identity, ip, trace): Caller) -> Answer {
         let initialize = matches!(payload, Payload::InitializeRequest(_));
         let config = self.service.config.clone();
         let session = if initialize {
@@ -172,7 +173,8 @@ impl GrpcMcp {
         // Unary RPCs have no use for catalog changes: no backend event subscription.
         let calls = Calls::stateless(self.service.router.clone(), false, Wire::Grpc)
             .with_identity(identity)
-            .with_client_ip(ip);
+            .with_client_ip(ip)
+            .with_trace_parent(trace);
         let exchange = Exchange::new(ServerCore::new(session, calls), req);
         let Some(response) = exchange.response().await else {
             return internal("the request ended without an answer");
@@ -189,8 +191,13 @@ impl GrpcMcp {
     }
 }
 
-/// Who makes an RPC: the identity its credential proved and the client's address.
-type Caller = (Option<Identity>, Option<std::net::IpAddr>);
+/// Who makes an RPC: the identity its credential proved, the client's address and its
+/// trace context (`traceparent` metadata).
+type Caller = (
+    Option<Identity>,
+    Option<std::net::IpAddr>,
+    Option<TraceParent>,
+);
 
 /// One RPC's answer and, when it is an error, its gRPC status code.
 type Answer = (McpMessage, GrpcCode);

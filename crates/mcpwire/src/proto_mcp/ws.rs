@@ -34,7 +34,7 @@ use mcpwire_wire::proto_mcp::{decode_message, encode_message};
 use crate::Service;
 use crate::driver::framed::WRITE_HIGH_WATER;
 use crate::driver::{Calls, ServerCore};
-use crate::observe::Wire;
+use crate::observe::{TraceParent, Wire};
 use crate::tls::{Incoming, PeerAddr, TlsConfig};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -167,6 +167,8 @@ async fn upgrade(
             "too many WebSocket connections",
         ));
     };
+    // The upgrade request's trace context is the parent of every call on the connection.
+    let trace = TraceParent::from_headers(&headers);
     let max = st.service.limits.max_message_bytes;
     ws.max_message_size(max.saturating_mul(2))
         .max_frame_size(max.saturating_mul(2))
@@ -174,7 +176,7 @@ async fn upgrade(
             let ip = Some(peer.ip());
             let _tracked = st.connections.token();
             let shutdown = st.shutdown.clone();
-            if let Err(e) = WsConnection::new(&st, identity, ip)
+            if let Err(e) = WsConnection::new(&st, identity, ip, trace)
                 .run(socket, shutdown)
                 .await
             {
@@ -225,13 +227,19 @@ impl Outbox {
 }
 
 impl WsConnection {
-    fn new(st: &WsState, identity: Option<Identity>, ip: Option<IpAddr>) -> WsConnection {
+    fn new(
+        st: &WsState,
+        identity: Option<Identity>,
+        ip: Option<IpAddr>,
+        trace: Option<TraceParent>,
+    ) -> WsConnection {
         WsConnection {
             core: ServerCore::new(
                 ServerSession::new(st.service.config.clone()),
                 Calls::new(st.service.router.clone(), Wire::WebSocket)
                     .with_identity(identity)
-                    .with_client_ip(ip),
+                    .with_client_ip(ip)
+                    .with_trace_parent(trace),
             ),
             translator: Translator::new(st.service.proto.clone()),
             mode: Mode::Undecided,

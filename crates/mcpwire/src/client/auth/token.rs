@@ -194,7 +194,10 @@ pub(crate) async fn request(
                 form::escape(&client.client_id),
                 form::escape(client.secret.as_deref().unwrap_or_default())
             );
-            headers.push(("authorization", format!("Basic {}", STANDARD.encode(pair))));
+            headers.push((
+                hyper::header::AUTHORIZATION,
+                format!("Basic {}", STANDARD.encode(pair)),
+            ));
         }
     }
     let body = Bytes::from(form::encode(params));
@@ -202,7 +205,10 @@ pub(crate) async fn request(
     for _ in 0..2 {
         let mut headers = headers.clone();
         if let Some(key) = dpop {
-            headers.push(("dpop", key.token_proof(req.endpoint)?));
+            headers.push((
+                hyper::header::HeaderName::from_static("dpop"),
+                key.token_proof(req.endpoint)?,
+            ));
         }
         let out = Outgoing {
             method: Method::POST,
