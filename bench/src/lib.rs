@@ -7,5 +7,6 @@
 //!   Streamable HTTP) around [`rmcp_echo::Echo`].
 //! - `run.sh`: builds everything in release mode and runs mcpwire against rmcp.
 
+pub mod jwt_fixture;
 pub mod notes_rmcp;
 pub mod rmcp_echo;

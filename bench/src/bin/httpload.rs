@@ -12,7 +12,11 @@
 //! (`_meta` envelope, `Mcp-Method`/`Mcp-Name` headers). Every client has its own connection
 //! (TCP_NODELAY) and one request in flight. Every answer is checked (the echoed text);
 //! failures are counted and reported. Medians over `--runs` are printed, with each server's
-//! requests/s and p99 relative to the first server's.
+//! requests/s and p99 relative to the first server's. `--header 'NAME: VALUE'` adds a header
+//! to every request (a bearer token for an authenticated server); `--interleave` starts
+//! every server first and alternates them run by run (A B A B …), so a machine whose load
+//! changes during the run affects all of them alike; the load average is printed per
+//! configuration.
 
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -46,6 +50,30 @@ struct Args {
     /// Runs per configuration (medians are reported).
     #[arg(long, default_value_t = 3)]
     runs: usize,
+    /// `NAME: VALUE` sent with every request (repeatable), e.g. `authorization: Bearer …`.
+    #[arg(long = "header", value_parser = parse_header)]
+    headers: Vec<(String, String)>,
+    /// Start every server first and alternate them run by run.
+    #[arg(long)]
+    interleave: bool,
+}
+
+fn parse_header(s: &str) -> Result<(String, String), String> {
+    let (name, value) = s
+        .split_once(':')
+        .ok_or_else(|| format!("`{s}`: expected NAME: VALUE"))?;
+    let (name, value) = (name.trim(), value.trim());
+    hyper::header::HeaderName::from_bytes(name.as_bytes()).map_err(|e| format!("`{name}`: {e}"))?;
+    hyper::header::HeaderValue::from_str(value).map_err(|e| format!("`{name}` value: {e}"))?;
+    Ok((name.to_owned(), value.to_owned()))
+}
+
+/// The 1-minute load average (`/proc/loadavg`), if readable.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "?".into())
 }
 
 struct Server {
@@ -100,13 +128,18 @@ fn start(spec: &str) -> Result<Server> {
 struct Client {
     send: SendRequest<Full<Bytes>>,
     host: String,
+    headers: Arc<Vec<(String, String)>>,
     session: Option<String>,
     stateless: bool,
     next_id: u64,
 }
 
 impl Client {
-    async fn connect(addr: SocketAddr, stateless: bool) -> Result<Client> {
+    async fn connect(
+        addr: SocketAddr,
+        stateless: bool,
+        headers: Arc<Vec<(String, String)>>,
+    ) -> Result<Client> {
         let tcp = tokio::net::TcpStream::connect(addr).await?;
         tcp.set_nodelay(true)?;
         let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp)).await?;
@@ -114,6 +147,7 @@ impl Client {
         let mut c = Client {
             send,
             host: addr.to_string(),
+            headers,
             session: None,
             stateless,
             next_id: 0,
@@ -138,6 +172,9 @@ impl Client {
             .header("host", &self.host)
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream");
+        for (name, value) in self.headers.iter() {
+            b = b.header(name, value);
+        }
         if self.stateless {
             b = b
                 .header("mcp-protocol-version", "2026-07-28")
@@ -235,12 +272,13 @@ async fn run_once(
     stateless: bool,
     clients: usize,
     total: usize,
+    headers: Arc<Vec<(String, String)>>,
 ) -> Result<RunResult> {
     let per = total.div_ceil(clients);
     let warm = (per / 10).max(5);
     let mut conns = Vec::with_capacity(clients);
     for _ in 0..clients {
-        conns.push(Client::connect(addr, stateless).await?);
+        conns.push(Client::connect(addr, stateless, headers.clone()).await?);
     }
     let barrier = Arc::new(tokio::sync::Barrier::new(clients + 1));
     let mut tasks = Vec::with_capacity(clients);
@@ -309,6 +347,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn main() -> Result<()> {
     let args = Args::parse();
+    let headers = Arc::new(args.headers.clone());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -323,21 +362,49 @@ fn main() -> Result<()> {
             other => bail!("unknown mode {other}"),
         };
         for &clients in &args.clients {
-            let mut base: Option<(f64, f64)> = None;
-            for spec in &args.servers {
-                let server = start(spec)?;
-                let mut rps = Vec::new();
-                let mut p50 = Vec::new();
-                let mut p99 = Vec::new();
-                let mut errors = 0;
+            let load_before = load_average();
+            // Per server: req/s, p50 and p99 of each run, and the failed requests.
+            let mut results: Vec<(Vec<f64>, Vec<f64>, Vec<f64>, usize)> =
+                vec![(Vec::new(), Vec::new(), Vec::new(), 0); args.servers.len()];
+            let mut names = Vec::new();
+            let mut measure = |i: usize, server: &Server| -> Result<()> {
+                let r = rt.block_on(run_once(
+                    server.addr,
+                    stateless,
+                    clients,
+                    args.requests,
+                    headers.clone(),
+                ))?;
+                let slot = &mut results[i];
+                slot.0.push(r.rps);
+                slot.1.push(r.p50_us);
+                slot.2.push(r.p99_us);
+                slot.3 += r.errors;
+                Ok(())
+            };
+            if args.interleave {
+                let servers = args
+                    .servers
+                    .iter()
+                    .map(|s| start(s))
+                    .collect::<Result<Vec<_>>>()?;
+                names.extend(servers.iter().map(|s| s.name.clone()));
                 for _ in 0..args.runs {
-                    let r =
-                        rt.block_on(run_once(server.addr, stateless, clients, args.requests))?;
-                    rps.push(r.rps);
-                    p50.push(r.p50_us);
-                    p99.push(r.p99_us);
-                    errors += r.errors;
+                    for (i, server) in servers.iter().enumerate() {
+                        measure(i, server)?;
+                    }
                 }
+            } else {
+                for (i, spec) in args.servers.iter().enumerate() {
+                    let server = start(spec)?;
+                    names.push(server.name.clone());
+                    for _ in 0..args.runs {
+                        measure(i, &server)?;
+                    }
+                }
+            }
+            let mut base: Option<(f64, f64)> = None;
+            for (name, (rps, p50, p99, errors)) in names.iter().zip(results) {
                 let (rps, p50, p99) = (median(rps), median(p50), median(p99));
                 let (rx, px) = match base {
                     None => {
@@ -348,9 +415,13 @@ fn main() -> Result<()> {
                 };
                 println!(
                     "{:<10} {:<9} {:>7} {:>10.0} {:>9.1} {:>9.1} {:>6} {:>8.2} {:>8.2}",
-                    server.name, mode, clients, rps, p50, p99, errors, rx, px
+                    name, mode, clients, rps, p50, p99, errors, rx, px
                 );
             }
+            println!(
+                "load average (1 min): {load_before} before, {} after",
+                load_average()
+            );
         }
     }
     println!("rps× = first server's req/s ÷ this server's; p99× = this p99 ÷ first's.");

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 use super::failure::AuthFailure;
 use super::jwks::{JwksCache, VerifyKey};
+use super::verified::{KeySet, VerifiedTokens, unix_now};
 
 /// Where a token's signing key comes from.
 pub(crate) enum JwtKeys {
@@ -29,11 +30,13 @@ pub(crate) struct JwtVerifier {
     pub(crate) audiences: Vec<String>,
     /// Seconds of clock skew allowed on `exp` and `nbf`.
     pub(crate) leeway: u64,
+    /// Tokens verified already, until they expire.
+    pub(crate) verified: VerifiedTokens,
 }
 
 /// What verifying with the keys at hand gave.
-pub(crate) enum Verdict {
-    Done(Result<Identity, AuthFailure>),
+pub(crate) enum Verdict<T = Identity> {
+    Done(Result<T, AuthFailure>),
     /// The token names a key the cache does not have: load the key set again, then retry.
     NeedKeys,
 }
@@ -44,8 +47,35 @@ pub(crate) fn looks_like_jwt(token: &str) -> bool {
 }
 
 impl JwtVerifier {
-    /// Verifies `token` with the keys at hand.
+    /// Verifies `token` with the keys at hand: a token verified before with the same key
+    /// set and not expired yet is accepted again without its signature being checked.
     pub(crate) fn verify_cached(&self, token: &str) -> Verdict {
+        let keys: KeySet = match &self.keys {
+            JwtKeys::Secret(_) => None,
+            JwtKeys::Jwks(cache) => Some(cache.keys()),
+        };
+        let now = unix_now();
+        if let Some(id) = self.verified.get(token, &keys, now) {
+            return Verdict::Done(Ok(id));
+        }
+        let verdict = self.verify_uncached(token, keys.as_deref());
+        if let Verdict::Done(Ok((id, exp))) = &verdict {
+            let until = exp.saturating_add(self.leeway);
+            self.verified.put(token, id.clone(), keys, until);
+        }
+        match verdict {
+            Verdict::Done(r) => Verdict::Done(r.map(|(id, _)| id)),
+            Verdict::NeedKeys => Verdict::NeedKeys,
+        }
+    }
+
+    /// Checks `token`'s signature with `keys` (the key set; `None` with a shared secret)
+    /// and its claims; a success also gives its `exp`.
+    fn verify_uncached(
+        &self,
+        token: &str,
+        keys: Option<&Vec<VerifyKey>>,
+    ) -> Verdict<(Identity, u64)> {
         let header = match jsonwebtoken::decode_header(token) {
             Ok(h) => h,
             Err(e) => {
@@ -62,12 +92,12 @@ impl JwtVerifier {
                 }
                 Verdict::Done(self.decode(token, alg, key))
             }
-            JwtKeys::Jwks(cache) => {
+            JwtKeys::Jwks(_) => {
                 if alg.family() == AlgorithmFamily::Hmac {
                     // Never verify an HMAC token with a public key (algorithm confusion).
                     return Verdict::Done(Err(AuthFailure::BadSignature));
                 }
-                let keys = cache.keys();
+                let keys = keys.map_or(&[][..], Vec::as_slice);
                 let fitting: Vec<&VerifyKey> = keys
                     .iter()
                     .filter(|k| k.fits(alg))
@@ -126,7 +156,7 @@ impl JwtVerifier {
         token: &str,
         alg: Algorithm,
         key: &DecodingKey,
-    ) -> Result<Identity, AuthFailure> {
+    ) -> Result<(Identity, u64), AuthFailure> {
         let mut v = Validation::new(alg);
         v.leeway = self.leeway;
         v.validate_exp = true;
@@ -140,7 +170,13 @@ impl JwtVerifier {
         v.set_required_spec_claims(&required);
         let data = jsonwebtoken::decode::<Map<String, Value>>(token, key, &v)
             .map_err(|e| failure(e.kind()))?;
-        Ok(identity(data.claims))
+        // `exp` is required and was checked: a number of seconds.
+        let exp = data
+            .claims
+            .get("exp")
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0);
+        Ok((identity(data.claims), exp.max(0.0) as u64))
     }
 }
 

@@ -21,6 +21,7 @@ mod failure;
 mod jwks;
 mod jwt;
 pub mod resource;
+mod verified;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -36,6 +37,7 @@ pub use failure::AuthFailure;
 pub use jwks::JwksSource;
 use jwt::{JwtKeys, JwtVerifier, Verdict};
 pub use resource::ResourceServer;
+pub use verified::MAX_VERIFIED as MAX_VERIFIED_TOKENS;
 
 /// Largest credential looked at; longer ones are refused unread.
 pub const MAX_CREDENTIAL: usize = 16 * 1024;
@@ -406,6 +408,7 @@ fn jwt_verifier(j: &JwtConfig, resource: Option<&str>) -> Result<JwtVerifier, Au
         issuers: j.issuers.clone(),
         audiences,
         leeway: j.leeway.as_secs(),
+        verified: verified::VerifiedTokens::default(),
     })
 }
 
