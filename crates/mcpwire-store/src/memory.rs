@@ -36,8 +36,11 @@ struct Maps {
     /// Lists (message queues) and when each expires.
     lists: HashMap<String, (VecDeque<Vec<u8>>, Instant)>,
     /// Replay logs (sequence number, entry) and when each expires.
-    logs: HashMap<String, (VecDeque<(u64, Vec<u8>)>, Instant)>,
+    logs: HashMap<String, (Log, Instant)>,
 }
+
+/// A replay log's entries: (sequence number, bytes), oldest first.
+type Log = VecDeque<(u64, Vec<u8>)>;
 
 impl MemoryStore {
     /// An empty store holding at most `max_entries` values and as many rate keys.

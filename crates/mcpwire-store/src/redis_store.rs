@@ -309,7 +309,7 @@ impl Store for RedisStore {
     ) -> BoxFuture<'a, Result<Option<Vec<LogEntry>>, StoreError>> {
         Box::pin(async move {
             let key = self.key(key);
-            let (exists, entries): (bool, Vec<(String, Vec<Vec<u8>>)>) = self
+            let (exists, entries): (bool, Vec<StreamEntry>) = self
                 .deadline(|mut conn| {
                     let mut pipe = redis::pipe();
                     pipe.cmd("EXISTS")
@@ -481,6 +481,9 @@ async fn subscribe_on(
         ))),
     }
 }
+
+/// One `XRANGE` entry: its id and its fields and values, flat.
+type StreamEntry = (String, Vec<Vec<u8>>);
 
 fn millis(ttl: Duration) -> u64 {
     (ttl.as_millis() as u64).max(1)

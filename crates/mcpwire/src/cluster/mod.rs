@@ -7,6 +7,8 @@
 //!   identity binding.
 //! - `relay.rs`: a client's answer to an ask (and its cancellations) POSTed to another
 //!   replica than the one running the request, relayed there through the store.
+//! - `streams.rs`: the replay logs of resumable SSE streams in the store, so
+//!   `Last-Event-ID` resumes a stream on any replica.
 //! - `tasks.rs`: tasks any replica answers (the router's `TaskShare` over the store), with
 //!   executor heartbeats.
 //! - Session records: one store key per live session (`s:{sid}`), written when `initialize`
@@ -16,6 +18,7 @@
 
 pub(crate) mod relay;
 pub(crate) mod session_id;
+pub(crate) mod streams;
 mod tasks;
 
 use std::sync::Arc;
@@ -49,6 +52,8 @@ pub struct Cluster {
     task_timing: (Duration, Duration),
     /// Client messages relayed to the replica holding their request.
     relay: relay::Relay,
+    /// Replay logs of resumable streams.
+    streams: streams::StreamLogs,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -141,6 +146,7 @@ impl Cluster {
     pub fn new(store: Arc<dyn Store>, keys: SealKeys) -> Cluster {
         Cluster {
             relay: relay::Relay::new(store.clone()),
+            streams: streams::StreamLogs::new(store.clone(), Arc::from(relay::random_name())),
             store,
             keys,
             recheck: DEFAULT_RECHECK,
@@ -207,6 +213,10 @@ impl Cluster {
 
     pub(crate) fn relay(&self) -> &relay::Relay {
         &self.relay
+    }
+
+    pub(crate) fn streams(&self) -> &streams::StreamLogs {
+        &self.streams
     }
 
     pub(crate) fn keys(&self) -> &SealKeys {

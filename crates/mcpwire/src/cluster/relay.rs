@@ -209,7 +209,8 @@ async fn receive(endpoints: &Mutex<Vec<Endpoint>>, payload: &[u8]) {
 /// Hex digits in an endpoint's name.
 const NAME_LEN: usize = 16;
 
-fn random_name() -> String {
+/// A fresh name for an endpoint or a replica: 64 random bits as 16 hex digits.
+pub(crate) fn random_name() -> String {
     let mut id = [0u8; NAME_LEN / 2];
     if let Err(e) = getrandom::fill(&mut id) {
         panic!("the OS random number generator failed: {e}");

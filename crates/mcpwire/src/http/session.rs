@@ -27,9 +27,11 @@ use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::replay::{self, EventId, ReplayLog, StreamItem, StreamKind};
+use super::replay::{self, EventId, Mirror, ReplayLog, StreamItem, StreamKind};
 use super::sessions::{Busy, Sessions};
 use crate::Service;
+use crate::cluster::Cluster;
+use crate::cluster::streams::LogKey;
 use crate::driver::calls::sleep_until;
 use crate::driver::{Calls, ServerCore, now};
 use crate::observe::Wire;
@@ -275,6 +277,7 @@ pub(crate) fn spawn(
         idle,
         last_active: now(),
         busy,
+        logged: service.cluster.clone().map(|c| (c, id.clone())),
     };
     tokio::spawn(async move {
         task.run().await;
@@ -300,9 +303,21 @@ struct SessionTask {
     idle: Duration,
     last_active: Instant,
     busy: Arc<Busy>,
+    /// In a replica set: the cluster whose store keeps copies of this session's stream
+    /// logs, and the session's name there.
+    logged: Option<(Arc<Cluster>, String)>,
 }
 
 impl SessionTask {
+    /// A fresh log for stream `n` (answering `request`, or the standalone one), copied to
+    /// the cluster's store in a replica set.
+    fn new_log(&self, kind: StreamKind, n: u64, request: Option<&RequestId>) -> ReplayLog {
+        ReplayLog::new(self.logged.as_ref().map(|(cluster, sid)| Mirror {
+            cluster: cluster.clone(),
+            key: LogKey::new(sid, &kind.name(n), request.cloned()),
+        }))
+    }
+
     async fn run(mut self) {
         loop {
             for _ in 0..BURST {
@@ -363,7 +378,7 @@ impl SessionTask {
                     stream,
                     sink: Some(sink),
                     sse: false,
-                    log: ReplayLog::default(),
+                    log: self.new_log(StreamKind::Request, stream, Some(&req.id)),
                 };
                 self.streams.insert(stream, req.id.clone());
                 self.routes.insert(req.id.clone(), route);
@@ -382,9 +397,9 @@ impl SessionTask {
                 }
             }
             Command::Standalone(tx, stream) => {
-                let mut log = ReplayLog::default();
+                let mut log = self.new_log(StreamKind::Standalone, stream, None);
                 while let Some(data) = self.backlog.pop_front() {
-                    if tx.try_send(log.push(data)).is_err() {
+                    if tx.try_send(log.push(data, false)).is_err() {
                         break;
                     }
                 }
@@ -522,17 +537,17 @@ impl SessionTask {
                 }
                 return;
             }
-            match sink.events.try_send(route.log.push(encode(&msg))) {
+            match sink.events.try_send(route.log.push(encode(&msg), false)) {
                 Ok(()) | Err(TrySendError::Full(_)) => route.sse = true,
                 Err(TrySendError::Closed(_)) => {
                     route.sink = None;
-                    route.log = ReplayLog::default();
+                    route.log.clear();
                     self.send_standalone(msg);
                 }
             }
             return;
         }
-        let item = route.log.push(encode(&msg));
+        let item = route.log.push(encode(&msg), is_response);
         if let Some(sink) = &route.sink {
             match sink.events.try_send(item) {
                 Ok(()) if is_response => {
@@ -566,7 +581,7 @@ impl SessionTask {
     fn send_standalone(&mut self, msg: Outbound) {
         let data = encode(&msg);
         if let Some(s) = &mut self.standalone {
-            let item = s.log.push(data.clone());
+            let item = s.log.push(data.clone(), false);
             if let Some(tx) = &s.tx {
                 match tx.try_send(item) {
                     Ok(()) => return,
