@@ -43,6 +43,12 @@ pub const TASK_EXECUTOR_TIMEOUT: Duration = Duration::from_secs(3);
 /// The record a session's capabilities are not in (they are sealed in its id).
 const SEALED: &[u8] = b"1";
 
+/// Resource subscriptions kept in the store per session, at most (more stay on the replica
+/// that took them).
+const MAX_SHARED_SUBSCRIPTIONS: usize = 1024;
+/// Bytes of a session's subscription record, at most.
+const MAX_SUBSCRIPTION_BYTES: usize = 256 << 10;
+
 /// What several replicas share: the store and the session keys.
 pub struct Cluster {
     store: Arc<dyn Store>,
@@ -252,7 +258,12 @@ impl Cluster {
     ) -> Result<Option<Option<ClientCapabilities>>, StoreError> {
         let key = record_key(sid);
         if !want_caps {
-            return Ok(self.store.touch(&key, ttl).await?.then_some(None));
+            let live = self.store.touch(&key, ttl).await?;
+            if live {
+                // Its subscriptions live as long (no record when it has none).
+                self.store.touch(&subscriptions_key(sid), ttl).await?;
+            }
+            return Ok(live.then_some(None));
         }
         let Some(value) = self.store.get(&key).await? else {
             return Ok(None);
@@ -266,10 +277,54 @@ impl Cluster {
 
     /// Ends session `sid` for every replica; whether it was live.
     pub(crate) async fn end(&self, sid: &str) -> Result<bool, StoreError> {
-        self.store.remove(&record_key(sid)).await
+        let live = self.store.remove(&record_key(sid)).await?;
+        self.store.remove(&subscriptions_key(sid)).await?;
+        Ok(live)
+    }
+
+    /// Records in the store that session `sid` subscribed to (`on`) or unsubscribed from
+    /// `uri`, for a replica rebuilding it later; `ttl`: the session's idle time (extended
+    /// with its record). Not atomic across replicas: one client's subscribes are sent one
+    /// after the other. Past the bounds the subscription is not shared (an error).
+    pub(crate) async fn record_subscription(
+        &self,
+        sid: &str,
+        uri: &str,
+        on: bool,
+        ttl: Duration,
+    ) -> Result<(), StoreError> {
+        let mut uris = self.subscriptions(sid).await?;
+        uris.retain(|u| u != uri);
+        if on {
+            uris.push(uri.to_owned());
+        }
+        let key = subscriptions_key(sid);
+        if uris.is_empty() {
+            self.store.remove(&key).await?;
+            return Ok(());
+        }
+        let value = serde_json::to_vec(&uris).unwrap_or_default();
+        if uris.len() > MAX_SHARED_SUBSCRIPTIONS || value.len() > MAX_SUBSCRIPTION_BYTES {
+            return Err(StoreError::Full {
+                max: MAX_SHARED_SUBSCRIPTIONS,
+            });
+        }
+        self.store.put(&key, &value, ttl).await
+    }
+
+    /// The resource subscriptions recorded for session `sid`.
+    pub(crate) async fn subscriptions(&self, sid: &str) -> Result<Vec<String>, StoreError> {
+        let Some(value) = self.store.get(&subscriptions_key(sid)).await? else {
+            return Ok(Vec::new());
+        };
+        Ok(serde_json::from_slice(&value).unwrap_or_default())
     }
 }
 
 fn record_key(sid: &str) -> String {
     format!("s:{sid}")
+}
+
+fn subscriptions_key(sid: &str) -> String {
+    format!("sub:{sid}")
 }

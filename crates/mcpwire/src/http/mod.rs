@@ -166,9 +166,18 @@ impl HttpServer {
                 Arc::downgrade(&sessions) as _;
             let name = cluster
                 .relay()
-                .attach(target)
+                .attach(target.clone(), &config.path)
                 .await
                 .map_err(std::io::Error::other)?;
+            if let Some(events) = service.router.events() {
+                crate::cluster::relay::spread_events(
+                    cluster.clone(),
+                    name.clone(),
+                    config.path.clone(),
+                    events,
+                    target,
+                );
+            }
             sessions.set_relay_name(name);
         }
         Ok(HttpServer {

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use futures::Stream;
 use mcpwire_model::types::CancelledParams;
-use mcpwire_model::{McpError, Message, Method, Outbound, Request, RequestId};
+use mcpwire_model::{BackendEvent, McpError, Message, Method, Outbound, Request, RequestId};
 use mcpwire_router::Identity;
 use mcpwire_session::{HandshakeState, ServerSession, Transmit};
 use tokio::sync::mpsc::error::TrySendError;
@@ -82,6 +82,10 @@ enum Command {
     Resume(EventId, mpsc::Sender<StreamItem>, oneshot::Sender<bool>),
     /// What the session agreed in its handshake (to seal into a cluster session id).
     Handshake(oneshot::Sender<Option<HandshakeState>>),
+    /// A list change or resource update from another replica of a cluster.
+    Event(BackendEvent),
+    /// Resource subscriptions (`true`) or their end, made through another replica.
+    Subscription(Vec<String>, bool),
 }
 
 /// A handler's way into a running session.
@@ -206,6 +210,31 @@ impl SessionHandle {
         let (tx, rx) = oneshot::channel();
         self.send(Command::Handshake(tx)).await.ok()?;
         rx.await.ok().flatten()
+    }
+
+    /// Passes a change from another replica to the session without waiting: a session
+    /// whose queue is full misses it (notifications are hints; the client re-reads).
+    pub(crate) fn offer_event(&self, event: BackendEvent) {
+        self.offer(Command::Event(event));
+    }
+
+    /// Records a resource subscription made through another replica, without waiting.
+    pub(crate) fn offer_subscription(&self, uri: String, on: bool) {
+        self.offer(Command::Subscription(vec![uri], on));
+    }
+
+    /// Records the resource subscriptions a session rebuilt here had made elsewhere.
+    pub(crate) async fn share_subscriptions(&self, uris: Vec<String>) -> Result<(), Gone> {
+        self.send(Command::Subscription(uris, true)).await
+    }
+
+    fn offer(&self, cmd: Command) {
+        if self.close.is_cancelled() {
+            return;
+        }
+        if let Err(TrySendError::Full(_)) = self.tx.try_send(Box::new(cmd)) {
+            tracing::debug!("a busy session missed a change from another replica");
+        }
     }
 
     /// Ends the session: running calls are dropped, open streams end.
@@ -414,6 +443,16 @@ impl SessionTask {
             }
             Command::Handshake(tx) => {
                 let _ = tx.send(self.core.session.handshake_state());
+            }
+            Command::Event(event) => self.core.session.handle_backend_event(&event),
+            Command::Subscription(uris, on) => {
+                for uri in uris {
+                    if !self.core.session.share_subscription(&uri, on) {
+                        tracing::warn!(
+                            "a subscription made on another replica is past this session's bound"
+                        );
+                    }
+                }
             }
         }
     }

@@ -15,7 +15,7 @@ use mcpwire_router::Identity;
 use mcpwire_session::HandshakeState;
 
 use futures::future::BoxFuture;
-use mcpwire_model::Message;
+use mcpwire_model::{BackendEvent, Message};
 
 use super::session::{self, SessionHandle};
 use crate::Service;
@@ -263,6 +263,20 @@ impl RelayTarget for Sessions {
     fn end(&self, sid: &str) {
         if self.remove(sid) {
             tracing::debug!(session = %sid, "session ended on another replica; ended here");
+        }
+    }
+
+    fn event(&self, event: &BackendEvent) {
+        let all: Vec<SessionHandle> = self.lock().map.values().map(|e| e.handle.clone()).collect();
+        for handle in all {
+            handle.offer_event(event.clone());
+        }
+    }
+
+    fn subscription(&self, sid: &str, uri: &str, on: bool) {
+        let held = self.lock().map.get(sid).map(|e| e.handle.clone());
+        if let Some(handle) = held {
+            handle.offer_subscription(uri.to_owned(), on);
         }
     }
 }
