@@ -11,7 +11,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::http::{Events, get, open, post};
+use common::http::{Events, get, open, post, send};
 use mcpwire::Service;
 use mcpwire::cluster::Cluster;
 use mcpwire::http::{HttpConfig, HttpServer};
@@ -214,6 +214,29 @@ async fn changes_reach_every_replica(store_a: Arc<dyn Store>, store_b: Arc<dyn S
         last.rsplit_once('-').map(|(p, _)| p),
         "then A's own stream"
     );
+
+    // A 2026-07-28 client's `subscriptions/listen` stream on B hears A's changes too.
+    let listen = json!({"jsonrpc":"2.0","id":"l1","method":"subscriptions/listen","params":{
+        "notifications":{"toolsListChanged": true, "resourceSubscriptions": ["test://r"]},
+        "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
+                 "io.modelcontextprotocol/clientCapabilities":{}}}});
+    let headers = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "subscriptions/listen"),
+    ];
+    let mut listening = Events::new(send(&b, "POST", &headers, Some(listen)).await);
+    let (_, ack) = notification(&mut listening).await;
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    server_a.notify_resource_updated("test://r");
+    let (_, update) = notification(&mut listening).await;
+    assert_eq!(
+        update["method"], "notifications/resources/updated",
+        "{update}"
+    );
+    drop(listening);
 
     // Subscribed through A before B ever saw the session: B rebuilds it with the
     // subscription from the store.

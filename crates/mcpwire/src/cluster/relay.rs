@@ -268,13 +268,15 @@ impl Relay {
     }
 }
 
-/// Publishes this endpoint's (`from`, serving `path`) router events for the other replicas
-/// until the router's event channel closes or the endpoint (`alive`) is gone.
+/// Passes this endpoint's (`from`, serving `path`) router events to its `hub` (what its
+/// sessions hear) and publishes them for the other replicas, until the router's event
+/// channel closes or the endpoint (`alive`) is gone.
 pub(crate) fn spread_events(
     cluster: Arc<super::Cluster>,
     from: Arc<str>,
     path: String,
     mut events: tokio::sync::broadcast::Receiver<BackendEvent>,
+    hub: tokio::sync::broadcast::Sender<BackendEvent>,
     alive: Weak<dyn RelayTarget>,
 ) {
     use tokio::sync::broadcast::error::RecvError;
@@ -294,6 +296,8 @@ pub(crate) fn spread_events(
             if alive.strong_count() == 0 {
                 return;
             }
+            // No listener now: nobody here to tell.
+            let _ = hub.send(event.clone());
             if let Err(e) = cluster.relay().publish_event(&from, &path, &event).await {
                 crate::observe::store_error("relay");
                 tracing::warn!(error = %e, "could not tell the other replicas about a change");

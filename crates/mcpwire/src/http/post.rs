@@ -357,7 +357,7 @@ async fn stateless(
         let e = McpError::MethodNotFound("initialize (not in 2026-07-28)".into());
         return reply::error_object(Some(req.id), e.to_wire(Revision::STATELESS));
     }
-    let exchange = Exchange::start(&app.service, req, identity, ip);
+    let exchange = Exchange::start(&app.service, req, identity, ip, app.sessions.hub());
     let id = exchange.id().clone();
     match reply::answer(exchange.into_stream(), &id).await {
         Some(a) => a.response,

@@ -82,8 +82,6 @@ enum Command {
     Resume(EventId, mpsc::Sender<StreamItem>, oneshot::Sender<bool>),
     /// What the session agreed in its handshake (to seal into a cluster session id).
     Handshake(oneshot::Sender<Option<HandshakeState>>),
-    /// A list change or resource update from another replica of a cluster.
-    Event(BackendEvent),
     /// Resource subscriptions (`true`) or their end, made through another replica.
     Subscription(Vec<String>, bool),
 }
@@ -212,12 +210,6 @@ impl SessionHandle {
         rx.await.ok().flatten()
     }
 
-    /// Passes a change from another replica to the session without waiting: a session
-    /// whose queue is full misses it (notifications are hints; the client re-reads).
-    pub(crate) fn offer_event(&self, event: BackendEvent) {
-        self.offer(Command::Event(event));
-    }
-
     /// Records a resource subscription made through another replica, without waiting.
     pub(crate) fn offer_subscription(&self, uri: String, on: bool) {
         self.offer(Command::Subscription(vec![uri], on));
@@ -261,6 +253,8 @@ pub(crate) struct Origin {
     pub(crate) handshake: Option<HandshakeState>,
     /// In a replica set: what its asks' ids start with (this endpoint's relay name).
     pub(crate) ask_prefix: Option<Arc<str>>,
+    /// In a replica set: the endpoint's hub of changes, heard instead of the router's.
+    pub(crate) events: Option<tokio::sync::broadcast::Receiver<BackendEvent>>,
 }
 
 /// Starts the task of session `id`; it removes itself from `sessions` when it ends, and
@@ -278,6 +272,7 @@ pub(crate) fn spawn(
         ip,
         handshake,
         ask_prefix,
+        events,
     } = origin;
     let (tx, cmds) = mpsc::channel(COMMAND_QUEUE);
     let close = CancellationToken::new();
@@ -293,6 +288,7 @@ pub(crate) fn spawn(
         core: ServerCore::new(
             session,
             Calls::new(service.router.clone(), Wire::Http)
+                .hearing(events)
                 .with_identity(owner.clone())
                 .with_client_ip(ip),
         ),
@@ -444,7 +440,6 @@ impl SessionTask {
             Command::Handshake(tx) => {
                 let _ = tx.send(self.core.session.handshake_state());
             }
-            Command::Event(event) => self.core.session.handle_backend_event(&event),
             Command::Subscription(uris, on) => {
                 for uri in uris {
                     if !self.core.session.share_subscription(&uri, on) {

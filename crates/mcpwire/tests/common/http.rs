@@ -7,8 +7,8 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
 use serde_json::{Value, json};
 
-/// One request to `addr/mcp` on a connection of its own (`body`: a POST's JSON); the
-/// response, its body not read yet.
+/// One request to `addr/mcp` on a connection of its own (`body`: a POST's JSON; revision
+/// 2025-06-18 unless `headers` name one); the response, its body not read yet.
 pub async fn send(
     addr: &str,
     method: &str,
@@ -25,8 +25,10 @@ pub async fn send(
         .method(method)
         .uri("/mcp")
         .header("host", addr)
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-06-18");
+        .header("accept", "application/json, text/event-stream");
+    if !headers.iter().any(|(k, _)| *k == "mcp-protocol-version") {
+        req = req.header("mcp-protocol-version", "2025-06-18");
+    }
     if body.is_some() {
         req = req.header("content-type", "application/json");
     }
