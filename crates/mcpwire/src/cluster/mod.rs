@@ -328,3 +328,59 @@ fn record_key(sid: &str) -> String {
 fn subscriptions_key(sid: &str) -> String {
     format!("sub:{sid}")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A session's shared subscriptions: added, removed, and bounded.
+    #[tokio::test]
+    async fn subscription_records_are_bounded() {
+        let keys = SealKeys::new(&[[1u8; 32]]).expect("keys");
+        let cluster = Cluster::new(Arc::new(MemoryStore::new(16)), keys);
+        let ttl = Duration::from_secs(60);
+        cluster
+            .record_subscription("s", "a://1", true, ttl)
+            .await
+            .unwrap();
+        cluster
+            .record_subscription("s", "a://2", true, ttl)
+            .await
+            .unwrap();
+        cluster
+            .record_subscription("s", "a://1", true, ttl)
+            .await
+            .unwrap();
+        assert_eq!(
+            cluster.subscriptions("s").await.unwrap(),
+            ["a://2", "a://1"]
+        );
+        cluster
+            .record_subscription("s", "a://2", false, ttl)
+            .await
+            .unwrap();
+        assert_eq!(cluster.subscriptions("s").await.unwrap(), ["a://1"]);
+        for i in 1..MAX_SHARED_SUBSCRIPTIONS {
+            let uri = format!("b://{i}");
+            cluster
+                .record_subscription("s", &uri, true, ttl)
+                .await
+                .unwrap();
+        }
+        assert!(matches!(
+            cluster
+                .record_subscription("s", "c://over", true, ttl)
+                .await,
+            Err(StoreError::Full { .. })
+        ));
+        let long = "d://".to_owned() + &"x".repeat(MAX_SUBSCRIPTION_BYTES);
+        assert!(
+            cluster
+                .record_subscription("t", &long, true, ttl)
+                .await
+                .is_err()
+        );
+        assert!(cluster.end("s").await.is_ok());
+        assert!(cluster.subscriptions("s").await.unwrap().is_empty());
+    }
+}

@@ -177,11 +177,7 @@ impl StreamLogs {
         stream: &str,
         after: u64,
     ) -> Result<impl Stream<Item = Followed> + Send + 'static, FollowError> {
-        let permit = self
-            .followers
-            .clone()
-            .try_acquire_owned()
-            .map_err(|_| FollowError::Unavailable(too_many()))?;
+        let permit = self.permit()?;
         let key = LogKey::new(sid, stream, None).key;
         let first = self.first_read(&key, after).await?;
         // Who writes the stream (for its liveness): said by every entry, so by the last
@@ -225,12 +221,22 @@ impl StreamLogs {
         stream: &str,
         after: u64,
     ) -> Result<Vec<(u64, Arc<str>)>, FollowError> {
+        let _permit = self.permit()?;
         let key = LogKey::new(sid, stream, None).key;
         let entries = self.first_read(&key, after).await?;
         Ok(entries
             .iter()
             .filter_map(|e| parse(e).map(|(_, data)| (e.seq, data)))
             .collect())
+    }
+
+    /// A place among the streams this replica reads from the store (at most
+    /// [`MAX_FOLLOWERS`] at once).
+    fn permit(&self) -> Result<OwnedSemaphorePermit, FollowError> {
+        self.followers
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| FollowError::Unavailable(too_many()))
     }
 
     /// The log's entries after `after`, waiting up to [`APPEAR`] for it to exist.
@@ -481,6 +487,29 @@ mod tests {
         );
         assert!(started.elapsed() <= WRITER_TIMEOUT + WRITER_HEARTBEAT * 2);
         assert!(followed.next().await.is_none());
+    }
+
+    /// At most [`MAX_FOLLOWERS`] streams are read from the store at once: past it, 503.
+    #[tokio::test(start_paused = true)]
+    async fn followers_are_bounded() {
+        let store: Arc<dyn Store> = Arc::new(MemoryStore::new(64));
+        let a = StreamLogs::new(store.clone(), Arc::from("aaaa"));
+        let b = StreamLogs::new(store.clone(), Arc::from("bbbb"));
+        a.append(&LogKey::new("s1", "p1", None), 1, "x", 1, false);
+        let mut held = Vec::new();
+        for _ in 0..MAX_FOLLOWERS {
+            held.push(b.follow("s1", "p1", 0).await.expect("followed"));
+        }
+        assert!(matches!(
+            b.follow("s1", "p1", 0).await,
+            Err(FollowError::Unavailable(_))
+        ));
+        assert!(matches!(
+            b.replay("s1", "p1", 0).await,
+            Err(FollowError::Unavailable(_))
+        ));
+        held.pop();
+        assert!(b.follow("s1", "p1", 0).await.is_ok(), "a place came free");
     }
 
     /// The queue to the store is bounded in entries and bytes: past it, events are
