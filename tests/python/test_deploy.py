@@ -304,10 +304,11 @@ async def test_kill_9_of_a_replica_mid_session(topology):
 
         # Before the kill: three long calls, one per replica (consecutive requests, round
         # robin), each an SSE stream (a progress event first), read up to that event...
+        # (long enough to be running still when the replica dies, even on a loaded machine)
         streams = []
         for n in range(3):
             call = {"jsonrpc": "2.0", "id": 500 + n, "method": "tools/call",
-                    "params": {"name": "slow_compute", "arguments": {"seconds": 3},
+                    "params": {"name": "slow_compute", "arguments": {"seconds": 6},
                                "_meta": {"progressToken": n}}}
             response = await http.send(http.build_request("POST", url, json=call, headers=h),
                                        stream=True)
@@ -320,7 +321,7 @@ async def test_kill_9_of_a_replica_mid_session(topology):
         # ...and six tasks (2026-07-28, the tasks extension: the call becomes a task).
         tasks = []
         for n in range(6):
-            body, th = stateless("tools/call", {"name": "slow_compute", "arguments": {"seconds": 2}},
+            body, th = stateless("tools/call", {"name": "slow_compute", "arguments": {"seconds": 5}},
                                  600 + n, "slow_compute")
             r = await http.post(url, json=body, headers=th)
             assert r.status_code == 200 and r.json()["result"]["resultType"] == "task", r.text
