@@ -13,9 +13,11 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{LazyLock, OnceLock};
 use std::time::Duration;
+
+use mcpwire_model::RequestId;
 
 use crate::cluster::Cluster;
 use crate::cluster::streams::LogKey;
@@ -105,15 +107,31 @@ pub(crate) enum StreamItem {
     Detach,
 }
 
-/// Where a log's events are copied in a replica set.
+/// Where a log's events are copied in a replica set: stream `n` of `kind` of session
+/// `sid`, answering `request`. The store key is made on the first event (most requests are
+/// answered with JSON and log nothing).
 pub(crate) struct Mirror {
     pub(crate) cluster: Arc<Cluster>,
-    pub(crate) key: LogKey,
+    pub(crate) sid: Arc<str>,
+    pub(crate) kind: StreamKind,
+    pub(crate) n: u64,
+    pub(crate) request: Option<RequestId>,
+    pub(crate) key: OnceLock<LogKey>,
+}
+
+impl Mirror {
+    fn key(&self) -> &LogKey {
+        self.key
+            .get_or_init(|| LogKey::new(&self.sid, &self.kind.name(self.n), self.request.clone()))
+    }
 }
 
 impl std::fmt::Debug for Mirror {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Mirror").field("key", &self.key).finish()
+        f.debug_struct("Mirror")
+            .field("sid", &self.sid)
+            .field("stream", &self.kind.name(self.n))
+            .finish()
     }
 }
 
@@ -150,7 +168,7 @@ impl ReplayLog {
             let keep_from = self.events.front().map_or(self.last_seq, |(s, _)| *s);
             m.cluster
                 .streams()
-                .append(&m.key, self.last_seq, &data, keep_from, end);
+                .append(m.key(), self.last_seq, &data, keep_from, end);
         }
         StreamItem::Event(self.last_seq, data)
     }

@@ -31,7 +31,6 @@ use super::replay::{self, EventId, Mirror, ReplayLog, StreamItem, StreamKind};
 use super::sessions::{Busy, Sessions};
 use crate::Service;
 use crate::cluster::Cluster;
-use crate::cluster::streams::LogKey;
 use crate::driver::calls::sleep_until;
 use crate::driver::{Calls, ServerCore, now};
 use crate::observe::Wire;
@@ -302,7 +301,7 @@ pub(crate) fn spawn(
         idle,
         last_active: now(),
         busy,
-        logged: service.cluster.clone().map(|c| (c, id.clone())),
+        logged: service.cluster.clone().map(|c| (c, Arc::from(id.as_str()))),
     };
     tokio::spawn(async move {
         task.run().await;
@@ -330,7 +329,7 @@ struct SessionTask {
     busy: Arc<Busy>,
     /// In a replica set: the cluster whose store keeps copies of this session's stream
     /// logs, and the session's name there.
-    logged: Option<(Arc<Cluster>, String)>,
+    logged: Option<(Arc<Cluster>, Arc<str>)>,
 }
 
 impl SessionTask {
@@ -339,7 +338,11 @@ impl SessionTask {
     fn new_log(&self, kind: StreamKind, n: u64, request: Option<&RequestId>) -> ReplayLog {
         ReplayLog::new(self.logged.as_ref().map(|(cluster, sid)| Mirror {
             cluster: cluster.clone(),
-            key: LogKey::new(sid, &kind.name(n), request.cloned()),
+            sid: sid.clone(),
+            kind,
+            n,
+            request: request.cloned(),
+            key: std::sync::OnceLock::new(),
         }))
     }
 
