@@ -16,7 +16,10 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 target="$(pwd)/${CARGO_TARGET_DIR:-target}/release"
 
-cargo build --release -p mcpwire-bench -p mcpwire-cli --bins
+# NO_BUILD=1: use the release binaries already built.
+if [ -z "${NO_BUILD:-}" ]; then
+    cargo build --release -p mcpwire-bench -p mcpwire-cli --bins
+fi
 
 dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT

@@ -100,12 +100,24 @@ fn bench(c: &mut Criterion) {
         ("jwt_es256", Algorithm::ES256),
         ("jwt_eddsa", Algorithm::EdDSA),
     ] {
+        // Distinct tokens (their `sub` differs), one more than the cache holds: cycled in
+        // order, each is gone from the cache by the time it comes round again.
+        let pool: Vec<String> = (0..=MAX_VERIFIED_TOKENS)
+            .map(|i| fixture.token(alg, RESOURCE, &format!("user-{i}"), "mcp", 3600))
+            .collect();
+        let mut next = pool.iter().cycle();
+        g.bench_function(format!("{name}_first"), |b| {
+            b.iter(|| {
+                let token = next.next().map(String::as_str);
+                matches!(auth.check(black_box(token)), Check::Done(Ok(_)))
+            })
+        });
         let token = fixture.token(alg, RESOURCE, "alice", "mcp", 3600);
         assert!(
             matches!(auth.check(Some(&token)), Check::Done(Ok(_))),
             "{name}"
         );
-        g.bench_function(name, |b| {
+        g.bench_function(format!("{name}_again"), |b| {
             b.iter(|| match auth.check(black_box(Some(token.as_str()))) {
                 Check::Done(r) => r.is_ok(),
                 Check::Wait(_) => false,

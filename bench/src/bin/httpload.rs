@@ -340,6 +340,15 @@ async fn run_once(
     })
 }
 
+/// One server's runs: req/s, p50 and p99 of each, and the failed requests.
+#[derive(Clone, Default)]
+struct Measured {
+    rps: Vec<f64>,
+    p50: Vec<f64>,
+    p99: Vec<f64>,
+    errors: usize,
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -363,9 +372,7 @@ fn main() -> Result<()> {
         };
         for &clients in &args.clients {
             let load_before = load_average();
-            // Per server: req/s, p50 and p99 of each run, and the failed requests.
-            let mut results: Vec<(Vec<f64>, Vec<f64>, Vec<f64>, usize)> =
-                vec![(Vec::new(), Vec::new(), Vec::new(), 0); args.servers.len()];
+            let mut results: Vec<Measured> = vec![Measured::default(); args.servers.len()];
             let mut names = Vec::new();
             let mut measure = |i: usize, server: &Server| -> Result<()> {
                 let r = rt.block_on(run_once(
@@ -376,10 +383,10 @@ fn main() -> Result<()> {
                     headers.clone(),
                 ))?;
                 let slot = &mut results[i];
-                slot.0.push(r.rps);
-                slot.1.push(r.p50_us);
-                slot.2.push(r.p99_us);
-                slot.3 += r.errors;
+                slot.rps.push(r.rps);
+                slot.p50.push(r.p50_us);
+                slot.p99.push(r.p99_us);
+                slot.errors += r.errors;
                 Ok(())
             };
             if args.interleave {
@@ -404,7 +411,13 @@ fn main() -> Result<()> {
                 }
             }
             let mut base: Option<(f64, f64)> = None;
-            for (name, (rps, p50, p99, errors)) in names.iter().zip(results) {
+            for (name, m) in names.iter().zip(results) {
+                let Measured {
+                    rps,
+                    p50,
+                    p99,
+                    errors,
+                } = m;
                 let (rps, p50, p99) = (median(rps), median(p50), median(p99));
                 let (rx, px) = match base {
                     None => {
