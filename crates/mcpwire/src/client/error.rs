@@ -124,6 +124,12 @@ pub enum Blame {
 }
 
 impl ClientError {
+    /// An HTTP server's 404 for a request carrying a session id: it no longer holds the
+    /// session (it expired, or the server restarted); the spec's remedy is a new one.
+    pub fn is_session_gone(&self) -> bool {
+        matches!(self, ClientError::Http { status, .. } if status.starts_with("404"))
+    }
+
     /// Who is to blame.
     pub fn blame(&self) -> Blame {
         match self {

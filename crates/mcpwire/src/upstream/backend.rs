@@ -16,6 +16,7 @@ use super::call::{self, Forward};
 use super::forward::{forwarded_capabilities, forwarded_meta, outgoing};
 use super::hold::Holder;
 use super::link::Link;
+use super::reattach;
 use super::restart::{Shared, reopen};
 use super::routes::ToolRoutes;
 use super::sessions::Sessions;
@@ -242,14 +243,31 @@ async fn open_for_session(
         return connect(config, options, true, events).await;
     }
     options.era = EraChoice::Handshake;
-    match connect(config, options.clone(), true, events).await {
-        Ok(link) => Ok(link),
+    // In a replica set, an HTTP upstream session this downstream session opened on another
+    // replica is continued, and one opened here is recorded for the others.
+    let cluster = ctx.session().and_then(|s| s.cluster());
+    let url = match &config.target {
+        Target::Url(url) => cluster.map(|c| (c, url)),
+        _ => None,
+    };
+    if let Some((cluster, url)) = url
+        && let Some(record) = reattach::recorded(cluster, &config.name).await
+        && let Some(link) = reattach::reattach(url, &options, &record, &config.name, events).await
+    {
+        return Ok(link);
+    }
+    let link = match connect(config, options.clone(), true, events).await {
+        Ok(link) => link,
         Err(e) => {
             tracing::debug!(upstream = %config.name, "initialize refused ({e}); discovering");
             options.era = EraChoice::Auto;
-            connect(config, options, true, events).await
+            connect(config, options, true, events).await?
         }
+    };
+    if let Some((cluster, _)) = url {
+        reattach::record(cluster, &config.name, link.client()).await;
     }
+    Ok(link)
 }
 
 async fn connect(
