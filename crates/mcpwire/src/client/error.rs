@@ -150,6 +150,8 @@ impl ClientError {
             ClientError::Refused { error, .. } => error.clone(),
             ClientError::Invalid(m) => McpError::BadPeerMessage(m.clone()),
             ClientError::InputRequired { .. } => McpError::InputRequired,
+            // Not run: the server no longer holds the session; a new one may run it.
+            gone if gone.is_session_gone() => McpError::Unavailable(gone.to_string()),
             other => McpError::ConnectionClosed(other.to_string()),
         }
     }

@@ -105,6 +105,7 @@ async fn start(
         tool_headers: ToolHeaders::default(),
         send_timeout: opts.limits.handshake_timeout,
         wire_session: parts.wire_session,
+        session_gone: false,
     };
     tokio::spawn(task.run());
     let connected = parts.pending.settle(" (--timeout waits longer)").await?;
@@ -143,13 +144,15 @@ struct HttpTask {
     send_timeout: std::time::Duration,
     /// The server's session id, told to the handle; whether closing keeps it.
     wire_session: Arc<WireSession>,
+    /// The server answered 404 for the session: it is over.
+    session_gone: bool,
 }
 
 impl HttpTask {
     async fn run(mut self) {
         loop {
             while self.ready_work() {}
-            if self.core.close_requested() || self.core.session.is_finished() {
+            if self.core.close_requested() || self.core.session.is_finished() || self.session_gone {
                 break;
             }
             let take_input = self.core.session.transmits_pending() < MAX_UNSENT;
@@ -203,7 +206,12 @@ impl HttpTask {
                     .handle_inbound_related(now(), msg, related);
                 self.core.poll_ready(now(), false);
             }
-            Inbound::Failed(id, e) => self.core.fail_request(now(), id, e),
+            Inbound::Failed(id, e) => {
+                // A 404 for the session id: the server no longer holds the session, and the
+                // connection is over (its owner starts a new session, as the spec says).
+                self.session_gone |= e.is_session_gone() && self.conn.session().is_some();
+                self.core.fail_request(now(), id, e);
+            }
         }
     }
 
@@ -349,7 +357,9 @@ impl HttpTask {
         if let Some(s) = self.sending.take() {
             let _ = tokio::time::timeout(self.send_timeout, s).await;
         }
-        let how = if self.core.close_requested() && self.wire_session.keeps() {
+        let how = if self.session_gone {
+            "was ended by the server (404 for its session id)"
+        } else if self.core.close_requested() && self.wire_session.keeps() {
             "was closed by the client (its session kept)"
         } else if self.core.close_requested() {
             if tokio::time::timeout(self.send_timeout, self.conn.delete())

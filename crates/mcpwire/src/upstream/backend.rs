@@ -428,7 +428,21 @@ impl Inner {
             params: out.params,
             opts,
         };
-        call::run(link, ctx, fwd, &self.holder, resumed).await
+        let scoped = resumed.is_none() && self.sessions.is_some() && ctx.session().is_some();
+        if !scoped {
+            return call::run(link, ctx, fwd, &self.holder, resumed).await;
+        }
+        // A downstream session's upstream session that the upstream no longer holds (it
+        // expired, or another replica's 404 made a new one): the request was not run, the
+        // link is down, and it runs once more on the session's next upstream session.
+        match call::run(link.clone(), ctx.clone(), fwd.clone(), &self.holder, None).await {
+            Err(McpError::Unavailable(e)) if link.is_down() => {
+                tracing::info!(upstream = %self.config.name, "{e}; running the call in a new upstream session");
+                let link = self.link_for(&ctx).await?;
+                call::run(link, ctx, fwd, &self.holder, None).await
+            }
+            other => other,
+        }
     }
 }
 

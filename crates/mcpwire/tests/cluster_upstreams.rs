@@ -1,0 +1,174 @@
+//! HTTP upstream sessions re-attached on another replica (issue 14 item 2,
+//! `docs/design/scale-out.md`): two gateway replicas sharing one cluster store, each with
+//! the same HTTP upstream configured `shared = false` (an upstream session per downstream
+//! session). A downstream session alternating between the replicas reaches one upstream
+//! session — the upstream counts its calls per session and names the session — and an
+//! upstream that forgot the session (404) gets a fresh `initialize`. In memory and over a
+//! real `redis-server`.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http_body_util::BodyExt;
+use mcpwire::Service;
+use mcpwire::client::Target;
+use mcpwire::cluster::Cluster;
+use mcpwire::model::types::Implementation;
+use mcpwire::router::{CallCtx, NoArgs, Router, Server, ToolError, tool};
+use mcpwire::upstream::{UpstreamBackend, UpstreamConfig};
+use mcpwire_store::testing::RedisServer;
+use mcpwire_store::{MemoryStore, RedisConfig, RedisStore, SealKeys, Store};
+use serde_json::{Value, json};
+
+use common::http::{open, post};
+
+fn keys(n: u8) -> SealKeys {
+    SealKeys::new(&[[n; 32]]).expect("keys")
+}
+
+fn cluster(store: Arc<dyn Store>, n: u8) -> Arc<Cluster> {
+    Arc::new(Cluster::new(store, keys(n)).with_recheck(Duration::ZERO))
+}
+
+/// The upstream: a replica set of one (its own store, so the test can end its sessions)
+/// whose tool `visit` answers which upstream session it runs in and how many times it ran
+/// there. Its URL.
+async fn upstream(store: Arc<dyn Store>) -> String {
+    let visits: Arc<Mutex<HashMap<String, u64>>> = Arc::default();
+    let visit = tool("visit", move |ctx: CallCtx, _: NoArgs| {
+        let visits = visits.clone();
+        async move {
+            let sid = ctx
+                .session()
+                .and_then(|s| s.cluster())
+                .map(|c| c.sid.to_string())
+                .ok_or_else(|| ToolError::new("no upstream session"))?;
+            let mut visits = visits.lock().expect("visits");
+            let n = visits.entry(sid.clone()).or_default();
+            *n += 1;
+            Ok::<_, ToolError>(json!({ "session": sid, "visits": *n }).to_string())
+        }
+    });
+    let server = Server::builder(Implementation::new("upstream", "1"))
+        .tool(visit)
+        .build();
+    common::serve_http(Service::from_server(server).in_cluster(cluster(store, 9))).await
+}
+
+/// A gateway replica in `cluster` in front of the upstream at `url`, one upstream session
+/// per downstream session; its address.
+async fn gateway(url: &str, cluster: Arc<Cluster>) -> String {
+    let mut config = UpstreamConfig::new("up", Target::Url(url.to_owned()));
+    config.shared = false;
+    let backend = UpstreamBackend::connect(config).await.expect("connect");
+    let info = backend.server_info().clone();
+    let service = Service::new(Router::new(backend), info, None).in_cluster(cluster);
+    let url = common::serve_http(service).await;
+    url.trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned()
+}
+
+/// `tools/call visit` in session `sid` on `addr`: the result's JSON, or the error.
+async fn visit(addr: &str, sid: &str, id: i64) -> Result<Value, Value> {
+    let call = json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+                      "params":{"name":"visit","arguments":{}}});
+    let resp = post(addr, Some(sid), call).await;
+    assert_eq!(resp.status(), 200, "visit on {addr}");
+    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+    let body = String::from_utf8_lossy(&bytes).into_owned();
+    let text = body
+        .lines()
+        .find_map(|l| l.strip_prefix("data: "))
+        .unwrap_or(&body);
+    let answer: Value = serde_json::from_str(text).expect("JSON");
+    let result = &answer["result"];
+    if result["isError"] == true || result.is_null() {
+        return Err(answer);
+    }
+    let inner = result["content"][0]["text"].as_str().expect("text");
+    Ok(serde_json::from_str(inner).expect("visit JSON"))
+}
+
+/// The upstream session a call ran in, and its visit count there.
+fn ran(v: &Value) -> (String, u64) {
+    (
+        v["session"].as_str().expect("session").to_owned(),
+        v["visits"].as_u64().expect("visits"),
+    )
+}
+
+async fn one_upstream_session_across_replicas(gateways: Arc<dyn Store>, ups: Arc<dyn Store>) {
+    let url = upstream(ups.clone()).await;
+    let shared = cluster(gateways, 1);
+    let a = gateway(&url, shared.clone()).await;
+    let b = gateway(&url, shared).await;
+    let replicas = [a.as_str(), b.as_str()];
+
+    let sid = open(&a, json!({})).await;
+    let mut first = None;
+    for i in 0..6 {
+        let addr = replicas[i % 2];
+        let v = visit(addr, &sid, i as i64 + 1).await.expect("visit");
+        let (session, n) = ran(&v);
+        let first = first.get_or_insert(session.clone());
+        assert_eq!(
+            &session, first,
+            "call {i} (on {addr}) ran in the same upstream session"
+        );
+        assert_eq!(
+            n,
+            i as u64 + 1,
+            "the upstream session's own count continues"
+        );
+    }
+
+    // The upstream forgets that session (it expired there): each replica's next call is
+    // refused by the upstream (404, not run), so it opens a new upstream session — the first
+    // to do so initializes it and records it, the other re-attaches to it — and the call
+    // runs there.
+    let old = first.expect("a session");
+    assert!(ups.remove(&format!("s:{old}")).await.expect("remove"));
+    let v = visit(&a, &sid, 10)
+        .await
+        .expect("visit after the upstream forgot");
+    let (renewed, n) = ran(&v);
+    assert_ne!(renewed, old, "a new upstream session");
+    assert_eq!(n, 1);
+    let v = visit(&b, &sid, 11).await.expect("visit on B");
+    assert_eq!(
+        ran(&v),
+        (renewed.clone(), 2),
+        "B continues A's new upstream session"
+    );
+    let v = visit(&a, &sid, 12).await.expect("visit on A again");
+    assert_eq!(ran(&v), (renewed, 3));
+
+    // A second downstream session gets an upstream session of its own.
+    let other = open(&b, json!({})).await;
+    let v = visit(&a, &other, 1).await.expect("visit");
+    assert_eq!(ran(&v).1, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_upstream_session_follows_its_downstream_session_in_memory() {
+    one_upstream_session_across_replicas(
+        Arc::new(MemoryStore::new(10_000)),
+        Arc::new(MemoryStore::new(10_000)),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_upstream_session_follows_its_downstream_session_over_redis() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let store = RedisStore::connect(RedisConfig::new(redis.url()))
+        .await
+        .expect("redis");
+    one_upstream_session_across_replicas(Arc::new(store), Arc::new(MemoryStore::new(10_000))).await;
+}
