@@ -23,7 +23,7 @@ use mcpwire_store::testing::RedisServer;
 use mcpwire_store::{MemoryStore, RedisConfig, RedisStore, SealKeys, Store};
 use serde_json::{Value, json};
 
-use common::http::{open, post};
+use common::http::{open, post, send};
 
 fn keys(n: u8) -> SealKeys {
     SealKeys::new(&[[n; 32]]).expect("keys")
@@ -145,7 +145,28 @@ async fn one_upstream_session_across_replicas(gateways: Arc<dyn Store>, ups: Arc
         "B continues A's new upstream session"
     );
     let v = visit(&a, &sid, 12).await.expect("visit on A again");
-    assert_eq!(ran(&v), (renewed, 3));
+    assert_eq!(ran(&v), (renewed.clone(), 3));
+
+    // The downstream session ends (DELETE on B): its upstream session is deleted too.
+    let gone = send(&b, "DELETE", &[("mcp-session-id", &sid)], None).await;
+    assert_eq!(gone.status(), 200);
+    let mut deleted = false;
+    for _ in 0..200 {
+        if ups
+            .get(&format!("s:{renewed}"))
+            .await
+            .expect("get")
+            .is_none()
+        {
+            deleted = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        deleted,
+        "the upstream session was deleted with its downstream session"
+    );
 
     // A second downstream session gets an upstream session of its own.
     let other = open(&b, json!({})).await;

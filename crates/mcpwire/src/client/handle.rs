@@ -55,12 +55,19 @@ struct Inner {
 pub(crate) struct WireSession {
     id: OnceLock<String>,
     keep: AtomicBool,
+    gone: AtomicBool,
 }
 
 impl WireSession {
     /// Records the session id the server gave (the first one stands).
     pub(crate) fn set_id(&self, id: String) {
         let _ = self.id.set(id);
+    }
+
+    /// The server no longer holds the session (it answered 404); set before the request
+    /// that learnt it fails.
+    pub(crate) fn set_gone(&self) {
+        self.gone.store(true, Ordering::Relaxed);
     }
 
     /// Whether closing keeps the server's session.
@@ -250,6 +257,12 @@ impl Client {
     /// [`Client::reattach`](super::Client::reattach) continues from another process).
     pub fn wire_session_id(&self) -> Option<&str> {
         self.inner.wire_session.id.get().map(String::as_str)
+    }
+
+    /// HTTP: whether the server answered 404 for the session (it no longer holds it; the
+    /// connection is ending). Set before the request that learnt it fails.
+    pub fn wire_session_gone(&self) -> bool {
+        self.inner.wire_session.gone.load(Ordering::Relaxed)
     }
 
     /// [`Client::close`], keeping the server's HTTP session (no `DELETE`): another process

@@ -209,7 +209,10 @@ impl HttpTask {
             Inbound::Failed(id, e) => {
                 // A 404 for the session id: the server no longer holds the session, and the
                 // connection is over (its owner starts a new session, as the spec says).
-                self.session_gone |= e.is_session_gone() && self.conn.session().is_some();
+                if e.is_session_gone() && self.conn.session().is_some() {
+                    self.session_gone = true;
+                    self.wire_session.set_gone();
+                }
                 self.core.fail_request(now(), id, e);
             }
         }

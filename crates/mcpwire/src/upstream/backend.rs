@@ -436,8 +436,13 @@ impl Inner {
         // expired, or another replica's 404 made a new one): the request was not run, the
         // link is down, and it runs once more on the session's next upstream session.
         match call::run(link.clone(), ctx.clone(), fwd.clone(), &self.holder, None).await {
-            Err(McpError::Unavailable(e)) if link.is_down() => {
+            Err(McpError::Unavailable(e)) if link.client().wire_session_gone() => {
                 tracing::info!(upstream = %self.config.name, "{e}; running the call in a new upstream session");
+                // The link is ending; the next one is opened once it has.
+                let closing = tokio::time::timeout(self.config.handshake_timeout, link.closed());
+                if closing.await.is_err() {
+                    return Err(McpError::Unavailable(e));
+                }
                 let link = self.link_for(&ctx).await?;
                 call::run(link, ctx, fwd, &self.holder, None).await
             }
