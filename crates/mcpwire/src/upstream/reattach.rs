@@ -109,14 +109,15 @@ pub(super) async fn record(cluster: &ClusterSession, backend: &str, client: &Cli
 
 /// Closes `client` when its downstream session ended here: the upstream session is kept
 /// (no `DELETE`) while the downstream session lives on in the replica set — another
-/// replica may have re-attached to it — and deleted once it ended everywhere.
+/// replica may have re-attached to it — or while the store cannot tell (the upstream
+/// expires it), and deleted once it ended everywhere.
 pub(super) async fn close(
     client: Client,
     cluster: Option<&ClusterSession>,
 ) -> Result<(), ClientError> {
     if let Some(cluster) = cluster
         && client.wire_session_id().is_some()
-        && cluster.records.is_live(&cluster.sid).await.unwrap_or(false)
+        && cluster.records.is_live(&cluster.sid).await.unwrap_or(true)
     {
         return client.close_keeping_session().await;
     }
