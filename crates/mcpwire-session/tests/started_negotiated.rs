@@ -31,7 +31,8 @@ fn recorded(version: &str) -> Box<serde_json::value::RawValue> {
 fn nothing_is_sent_to_negotiate_and_requests_go_out_at_once() {
     let mut s = session();
     let now = Instant::now();
-    s.start_negotiated(&recorded("2025-06-18")).expect("attached");
+    s.start_negotiated(&recorded("2025-06-18"))
+        .expect("attached");
     s.start(now); // the driver's usual start does nothing now
     let n = s.negotiated().expect("negotiated").clone();
     assert_eq!(n.era.revision().as_str(), "2025-06-18");
@@ -58,7 +59,10 @@ fn nothing_is_sent_to_negotiate_and_requests_go_out_at_once() {
 fn a_result_in_no_handshake_revision_is_refused_and_only_before_starting() {
     let mut s = session();
     assert!(s.start_negotiated(&recorded("2026-07-28")).is_err());
-    assert!(s.start_negotiated(&to_raw(&json!({"nonsense": 1}))).is_err());
+    assert!(
+        s.start_negotiated(&to_raw(&json!({"nonsense": 1})))
+            .is_err()
+    );
     assert!(s.negotiated().is_none());
 
     let mut started = session();

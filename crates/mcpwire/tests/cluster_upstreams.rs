@@ -16,6 +16,7 @@ use http_body_util::BodyExt;
 use mcpwire::Service;
 use mcpwire::client::Target;
 use mcpwire::cluster::Cluster;
+use mcpwire::http::{HttpConfig, HttpServer};
 use mcpwire::model::types::Implementation;
 use mcpwire::router::{CallCtx, NoArgs, Router, Server, ToolError, tool};
 use mcpwire::upstream::{UpstreamBackend, UpstreamConfig};
@@ -61,15 +62,19 @@ async fn upstream(store: Arc<dyn Store>) -> String {
 /// A gateway replica in `cluster` in front of the upstream at `url`, one upstream session
 /// per downstream session; its address.
 async fn gateway(url: &str, cluster: Arc<Cluster>) -> String {
+    gateway_with(url, cluster, HttpConfig::default()).await
+}
+
+async fn gateway_with(url: &str, cluster: Arc<Cluster>, http: HttpConfig) -> String {
     let mut config = UpstreamConfig::new("up", Target::Url(url.to_owned()));
     config.shared = false;
     let backend = UpstreamBackend::connect(config).await.expect("connect");
     let info = backend.server_info().clone();
     let service = Service::new(Router::new(backend), info, None).in_cluster(cluster);
-    let url = common::serve_http(service).await;
-    url.trim_start_matches("http://")
-        .trim_end_matches("/mcp")
-        .to_owned()
+    let server = HttpServer::bind(service, http).await.expect("bind");
+    let addr = server.local_addr().expect("addr").to_string();
+    tokio::spawn(server.serve());
+    addr
 }
 
 /// `tools/call visit` in session `sid` on `addr`: the result's JSON, or the error.
@@ -192,4 +197,36 @@ async fn an_http_upstream_session_follows_its_downstream_session_over_redis() {
         .await
         .expect("redis");
     one_upstream_session_across_replicas(Arc::new(store), Arc::new(MemoryStore::new(10_000))).await;
+}
+
+/// A replica that drops its copy of a downstream session (its table is full) while the
+/// session goes on elsewhere keeps the upstream session: it is not deleted under the
+/// replica now using it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_dropping_its_copy_keeps_the_upstream_session() {
+    let url = upstream(Arc::new(MemoryStore::new(10_000))).await;
+    let shared = cluster(Arc::new(MemoryStore::new(10_000)), 1);
+    let one_session = HttpConfig {
+        max_sessions: 1,
+        ..HttpConfig::default()
+    };
+    let a = gateway_with(&url, shared.clone(), one_session).await;
+    let b = gateway(&url, shared).await;
+
+    let sid = open(&b, json!({})).await;
+    let (first, _) = ran(&visit(&a, &sid, 1).await.expect("visit on A"));
+    assert_eq!(
+        ran(&visit(&b, &sid, 2).await.expect("visit on B")),
+        (first.clone(), 2)
+    );
+    // Another session on A evicts A's copy of the first (idle) one.
+    let other = open(&a, json!({})).await;
+    assert_eq!(ran(&visit(&a, &other, 1).await.expect("visit")).1, 1);
+    // Give A's upstream link the time to close (it would DELETE the upstream session if it
+    // did not keep it), then continue on B: the same upstream session.
+    for i in 0..20 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let v = visit(&b, &sid, 10 + i).await.expect("visit on B");
+        assert_eq!(ran(&v), (first.clone(), 3 + i as u64), "call {i} on B");
+    }
 }
