@@ -432,4 +432,52 @@ mod tests {
             vec![Ok(b"12345678".to_vec()), Err(8), Ok(b"ok".to_vec())];
         assert_eq!(got, want);
     }
+
+    /// A server written in `sh`: answers `initialize`, then each later request with `answer`
+    /// (a printf format taking the request's id).
+    fn scripted(answer: &str) -> crate::client::Target {
+        let id = r#"id=$(printf '%s' "$l" | sed 's/.*"id":\([0-9]*\).*/\1/')"#;
+        let init = r#"{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}\r\n"#;
+        let script = format!(
+            "read l; {id}; printf '{init}' \"$id\"; read l; \
+             while read l; do {id}; printf '{answer}' \"$id\"; done"
+        );
+        crate::client::Target::Command {
+            argv: vec!["sh".into(), "-c".into(), script],
+        }
+    }
+
+    fn options() -> ClientOptions {
+        let mut o = ClientOptions::with_handshake_timeout(Duration::from_secs(10));
+        o.era = crate::client::EraChoice::Handshake;
+        o
+    }
+
+    #[tokio::test]
+    async fn answers_with_crlf_blank_lines_spacing_and_escapes_are_read() {
+        let answer = r#"\n  \n{ "result" : {"content":[{"type":"text","text":"a\\"b\\u00e9\\n"}]} , "id" : %s , "jsonrpc":"2.0"}\r\n"#;
+        let (client, _events) = Client::connect(&scripted(answer), &options())
+            .await
+            .unwrap();
+        let got = client
+            .request("tools/call", serde_json::json!({"name": "echo"}))
+            .await
+            .unwrap();
+        let want = serde_json::json!({"content": [{"type": "text", "text": "a\"b\u{e9}\n"}]});
+        assert_eq!(got, want);
+    }
+
+    #[tokio::test]
+    async fn a_line_that_is_not_utf8_ends_the_connection_as_before() {
+        let answer = r#"{"jsonrpc":"2.0","id":%s,"result":{"x":"\377"}}\n"#;
+        let (client, _events) = Client::connect(&scripted(answer), &options())
+            .await
+            .unwrap();
+        let err = client
+            .request("tools/call", serde_json::json!({"name": "echo"}))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("stream did not contain valid UTF-8"), "{err}");
+    }
 }
