@@ -1,14 +1,34 @@
-"""Holds N idle stateful Streamable HTTP sessions open on `mcpwire demo --transport http` and
-reports the server's RSS before and after (usage: python3 bench/idle_sessions.py [N] [BINARY])."""
-import http.client, json, subprocess, sys, time, re
-N = int(sys.argv[1]) if len(sys.argv) > 1 else 10000
-BIN = sys.argv[2] if len(sys.argv) > 2 else "target/release/mcpwire"
-srv = subprocess.Popen([BIN, "demo", "--transport", "http", "--port", "0",
-                        "--max-sessions", str(N + 10)], stderr=subprocess.PIPE, text=True)
-line = srv.stderr.readline()
-m = re.search(r"http://([^/]+)(/\S*)", line)
+"""Holds N idle stateful Streamable HTTP sessions open and reports the server's RSS before and
+after. Usage: python3 bench/idle_sessions.py [N] [BINARY] [--config FILE]
+
+Without `--config` it runs `BINARY demo --transport http`; with it, `BINARY serve --config FILE`
+(the first `url = "http://…"` in FILE is where it connects; bench/cluster.sh uses this for a
+replica with `[cluster] store = "redis://…"`)."""
+import http.client, json, re, socket, subprocess, sys, time
+args = sys.argv[1:]
+config = None
+if "--config" in args:
+    i = args.index("--config")
+    config = args[i + 1]
+    del args[i:i + 2]
+N = int(args[0]) if args else 10000
+BIN = args[1] if len(args) > 1 else "target/release/mcpwire"
+if config is None:
+    srv = subprocess.Popen([BIN, "demo", "--transport", "http", "--port", "0",
+                            "--max-sessions", str(N + 10)], stderr=subprocess.PIPE, text=True)
+    line = srv.stderr.readline()
+    m = re.search(r"http://([^/]+)(/\S*)", line)
+else:
+    m = re.search(r'url\s*=\s*"http://([^/"]+)(/[^"]*)"', open(config).read())
+    srv = subprocess.Popen([BIN, "serve", "--config", config], stderr=subprocess.DEVNULL)
 host, path = m.group(1), m.group(2)
 h, p = host.rsplit(":", 1)
+for _ in range(200):
+    try:
+        socket.create_connection((h, int(p)), timeout=1).close()
+        break
+    except OSError:
+        time.sleep(0.05)
 conn = http.client.HTTPConnection(h, int(p))
 body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "idle", "version": "1"}}})

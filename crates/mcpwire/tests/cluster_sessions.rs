@@ -314,3 +314,77 @@ async fn replicas_share_sessions_through_redis_and_survive_its_restart() {
         "lost with the data"
     );
 }
+
+/// Redis's `total_commands_processed` (one `INFO stats`, which itself counts once).
+async fn commands_processed(redis: &RedisServer) -> u64 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut tcp = tokio::net::TcpStream::connect(redis.addr())
+        .await
+        .expect("redis");
+    tcp.write_all(b"INFO stats\r\n").await.expect("write");
+    let mut text = Vec::new();
+    let mut buf = [0u8; 4096];
+    // A bulk string: `$LEN\r\n…\r\n`; read until the counter's line is complete.
+    loop {
+        let n = tcp.read(&mut buf).await.expect("read");
+        assert!(n > 0, "redis closed the connection");
+        text.extend_from_slice(&buf[..n]);
+        let s = String::from_utf8_lossy(&text);
+        if let Some(v) = s
+            .lines()
+            .find_map(|l| l.strip_prefix("total_commands_processed:"))
+            .filter(|_| s.contains("total_commands_processed:") && s.ends_with("\r\n"))
+        {
+            return v.trim().parse().expect("a count");
+        }
+    }
+}
+
+/// A self-contained 2026-07-28 `tools/call whoami` on `addr`.
+async fn stateless_whoami(addr: &str, id: i64) -> Answer {
+    let call = json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{
+        "name":"whoami","arguments":{},
+        "_meta":{
+            "io.modelcontextprotocol/protocolVersion":"2026-07-28",
+            "io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},
+            "io.modelcontextprotocol/clientCapabilities":{}}}});
+    let h = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "whoami"),
+    ];
+    send(addr, "POST", &h, Some(call)).await
+}
+
+/// Issue 14: "stateless 2026-07-28 requests must not touch Redis except for rate limits".
+/// Without `[limits]`, 100 of them add no command to Redis's count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stateless_requests_leave_the_store_alone() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let store = RedisStore::connect(RedisConfig::new(redis.url()))
+        .await
+        .expect("redis");
+    let a = replica(cluster(Arc::new(store), &[1]), false).await;
+    let me = seen(&stateless_whoami(&a, 1).await);
+    assert_eq!(me["revision"], "2026-07-28");
+
+    let before = commands_processed(&redis).await;
+    for i in 0..100 {
+        let _ = seen(&stateless_whoami(&a, 1000 + i).await);
+    }
+    let during = commands_processed(&redis).await - before;
+    // The second `INFO` counts itself: one command, none from the calls.
+    assert!(
+        during <= 1,
+        "100 stateless calls issued {during} Redis commands"
+    );
+
+    // The count does see a replica's store traffic: a stateful session checks its record.
+    let sid = initialize(&a, None).await.session.expect("id");
+    let before = commands_processed(&redis).await;
+    let _ = seen(&whoami(&a, &sid, None, 1).await);
+    let stateful = commands_processed(&redis).await - before;
+    assert!(stateful > 1, "a stateful call issued {stateful} commands");
+}

@@ -13,7 +13,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use mcpwire_model::{McpError, Method, Raw};
@@ -70,6 +70,7 @@ pub(crate) struct CoreChannels {
     pub(crate) settled: oneshot::Sender<Settled>,
     pub(crate) ids: RequestIds,
     pub(crate) backlog: EventBacklog,
+    pub(crate) ended: ConnectionEnded,
 }
 
 /// The ids handles give their requests: above every id the session minted for
@@ -107,6 +108,23 @@ impl EventBacklog {
     }
 }
 
+/// Set once the connection ended, before any request in flight is failed: an owner that
+/// saw a request fail because the connection went away sees the connection as ended, so
+/// its next request goes to a new connection rather than into the closed one.
+#[derive(Clone, Default)]
+pub(crate) struct ConnectionEnded(Arc<AtomicBool>);
+
+impl ConnectionEnded {
+    /// Whether the connection ended.
+    pub(crate) fn is_set(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+
+    fn set(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
 /// Cancellations of requests not taken yet remembered, so the request is not sent when
 /// its command arrives after its cancellation.
 const EARLY_CANCELS: usize = 64;
@@ -139,6 +157,7 @@ pub(crate) struct ClientCore {
     close_requested: bool,
     ids: RequestIds,
     backlog: EventBacklog,
+    ended: ConnectionEnded,
     /// Cancelled ids the session did not know (their command may still come), newest
     /// last, at most [`EARLY_CANCELS`].
     early_cancels: VecDeque<ClientRequestId>,
@@ -163,6 +182,7 @@ impl ClientCore {
             close_requested: false,
             ids: ch.ids,
             backlog: ch.backlog,
+            ended: ch.ended,
             early_cancels: VecDeque::new(),
         }
     }
@@ -257,6 +277,7 @@ impl ClientCore {
     /// The connection is over: every request and negotiation ends with `error`, the event
     /// stream ends.
     pub(crate) fn finish(&mut self, error: McpError) {
+        self.ended.set();
         self.session.handle_closed(error);
         self.route();
         self.events = None;

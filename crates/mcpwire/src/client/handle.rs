@@ -17,7 +17,8 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::core::{
-    ClientCore, Command, CoreChannels, EventBacklog, Failure, Outcome, RequestIds, Settled,
+    ClientCore, Command, ConnectionEnded, CoreChannels, EventBacklog, Failure, Outcome, RequestIds,
+    Settled,
 };
 use super::{ClientError, ClientOptions};
 
@@ -42,6 +43,7 @@ struct Inner {
     request_timeout: Option<Duration>,
     ids: RequestIds,
     backlog: EventBacklog,
+    ended: ConnectionEnded,
 }
 
 /// What the server sends unasked: server→client requests (answer each with
@@ -101,6 +103,7 @@ pub(crate) struct PendingClient {
     handshake_timeout: Duration,
     ids: RequestIds,
     backlog: EventBacklog,
+    ended: ConnectionEnded,
 }
 
 /// A session configured by `opts` and the channels around it; `peer` names the server in
@@ -119,6 +122,7 @@ pub(crate) fn parts(opts: &ClientOptions, peer: &str) -> Parts {
     let (settled_tx, settled) = oneshot::channel();
     let ids = RequestIds::default();
     let backlog = EventBacklog::default();
+    let ended = ConnectionEnded::default();
     let core = ClientCore::new(
         ClientSession::new(config),
         CoreChannels {
@@ -128,6 +132,7 @@ pub(crate) fn parts(opts: &ClientOptions, peer: &str) -> Parts {
             settled: settled_tx,
             ids: ids.clone(),
             backlog: backlog.clone(),
+            ended: ended.clone(),
         },
         opts.limits.max_events,
     );
@@ -143,6 +148,7 @@ pub(crate) fn parts(opts: &ClientOptions, peer: &str) -> Parts {
             handshake_timeout: opts.limits.handshake_timeout,
             ids,
             backlog,
+            ended,
         },
     }
 }
@@ -177,6 +183,7 @@ impl PendingClient {
                 request_timeout: self.request_timeout,
                 ids: self.ids,
                 backlog: self.backlog.clone(),
+                ended: self.ended,
             }),
         };
         let events = ClientEvents {
@@ -210,6 +217,11 @@ impl Client {
     /// sent before an answer can skip waiting when this is true.
     pub fn events_done(&self) -> bool {
         self.inner.backlog.is_empty()
+    }
+
+    /// Whether the connection ended (set before the requests in flight on it fail).
+    pub fn is_closed(&self) -> bool {
+        self.inner.ended.is_set()
     }
 
     /// Sends a request; resolves once it is queued for the connection (waiting while the

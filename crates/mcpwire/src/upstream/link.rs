@@ -125,9 +125,11 @@ impl Link {
         &self.client
     }
 
-    /// Whether the upstream connection ended.
+    /// Whether the upstream connection ended. The client says so before it fails the
+    /// requests in flight, so a call that saw its request fail finds the link down and the
+    /// next call opens a new one (the routing task notices a little later).
     pub(crate) fn is_down(&self) -> bool {
-        self.down.is_cancelled()
+        self.client.is_closed() || self.down.is_cancelled()
     }
 
     /// Completes when the upstream connection ended.
