@@ -41,12 +41,11 @@ fn replace_id(line: &[u8], old: &str, new: &str, out: &mut Vec<u8>) {
     }
 }
 
+/// Copies one line to the output, rewriting what it must.
+type Rewrite<'a> = &'a mut dyn FnMut(&[u8], &mut Vec<u8>);
+
 /// Moves the complete lines of `buf` to `out`, rewriting ids when `map` says how.
-fn lines(
-    buf: &mut Vec<u8>,
-    out: &mut Vec<u8>,
-    mut map: Option<&mut dyn FnMut(&[u8], &mut Vec<u8>)>,
-) {
+fn lines(buf: &mut Vec<u8>, out: &mut Vec<u8>, mut map: Option<Rewrite<'_>>) {
     let mut start = 0;
     while let Some(nl) = memchr::memchr(b'\n', &buf[start..]) {
         let line = &buf[start..start + nl + 1];
