@@ -13,9 +13,15 @@
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-target="${CARGO_TARGET_DIR:-target}/release"
-cargo build --release -p mcpwire-cli -p mcpwire-bench
-bin="$PWD/$target/mcpwire"
+# BENCH_BIN_DIR: take `mcpwire` and `httpload` from there instead of building them.
+if [[ -n "${BENCH_BIN_DIR:-}" ]]; then
+    target="$BENCH_BIN_DIR"
+else
+    target="${CARGO_TARGET_DIR:-target}/release"
+    cargo build --release -p mcpwire-cli -p mcpwire-bench
+fi
+target=$(cd "$target" && pwd)
+bin="$target/mcpwire"
 
 work=$(mktemp -d)
 redis_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')

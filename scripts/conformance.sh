@@ -114,6 +114,8 @@ fi
 start_http() { # $1 = log name, rest = command
   local log=$LOGS/$1.log
   shift
+  # Made here, not by the background job's redirection: the loop below may read it first.
+  : >"$log"
   "$@" </dev/null >/dev/null 2>"$log" &
   local pid=$! addr=
   PIDS+=("$pid")
@@ -158,7 +160,12 @@ start_cluster() {
       -e "s|@REDIS@|redis://127.0.0.1:$redis_port/0|; s|@PUBLIC_HOST@|localhost|" \
       deploy/mcpwire.toml >"$conf"
     start_http "replica$n" "$MCPWIRE" serve --config "$conf"
-    admin=$(sed -n 's|^mcpwire: admin on http://\([^ /]*\).*|\1|p' "$LOGS/replica$n.log" | head -n1)
+    admin=
+    for _ in $(seq 1 100); do
+      admin=$(sed -n 's|^mcpwire: admin on http://\([^ /]*\).*|\1|p' "$LOGS/replica$n.log" | head -n1)
+      [ -n "$admin" ] && break
+      sleep 0.1
+    done
     lb_env+=("MCPWIRE_$n=$STARTED" "MCPWIRE_ADMIN_${n}_PORT=${admin##*:}")
   done
   lb_port=$(free_port)

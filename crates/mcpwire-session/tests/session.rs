@@ -282,6 +282,33 @@ fn subscriptions_route_resource_updates() {
     assert_eq!(out[1]["params"]["uri"], "test://w");
 }
 
+/// A subscription made through another replica is shared into this session: updates for
+/// it are sent here, until it is shared as ended; bounded like local ones.
+#[test]
+fn shared_subscriptions_route_resource_updates_too() {
+    let mut h = Harness::new();
+    h.initialize("2025-11-25", json!({}));
+    let _ = h.out();
+    let update = BackendEvent::ResourceUpdated {
+        uri: "test://x".into(),
+    };
+    h.s.handle_backend_event(&update);
+    assert!(h.out().is_empty(), "not subscribed");
+    assert!(h.s.share_subscription("test://x", true));
+    h.s.handle_backend_event(&update);
+    let out = h.out();
+    assert_eq!(out[0]["method"], "notifications/resources/updated");
+    assert_eq!(out[0]["params"]["uri"], "test://x");
+    assert!(h.s.share_subscription("test://x", false));
+    h.s.handle_backend_event(&update);
+    assert!(h.out().is_empty(), "unsubscribed");
+    let max = mcpwire_session::SessionLimits::default().max_subscriptions;
+    for i in 0..max {
+        assert!(h.s.share_subscription(&format!("test://{i}"), true));
+    }
+    assert!(!h.s.share_subscription("test://one-too-many", true));
+}
+
 fn stateless_meta() -> Value {
     json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",

@@ -3,7 +3,8 @@
 //! - [`Store`]: small values with a time to live and atomic rate checks, behind one trait;
 //!   [`MemoryStore`] keeps them in the process, [`RedisStore`] (feature `redis`, on by
 //!   default) in Redis 7 / Valkey, shared by every replica.
-//!   They also carry messages between replicas ([`Store::publish`], [`Subscription`]).
+//!   They also carry messages between replicas ([`Store::publish`], [`Subscription`]) and
+//!   keep the replay logs of resumable streams ([`Store::log_append`], [`LogAppend`]).
 //! - [`SealKeys`]: authenticated encryption of small state into an opaque token (the
 //!   `Mcp-Session-Id` of a replica set), with key rotation.
 //! - [`Gcra`]: the rate algorithm both stores run, as arithmetic.
@@ -12,6 +13,7 @@
 
 mod error;
 mod gcra;
+mod log;
 mod memory;
 mod pubsub;
 #[cfg(feature = "redis")]
@@ -23,6 +25,7 @@ pub mod testing;
 
 pub use error::StoreError;
 pub use gcra::{Gcra, RateCheck, RateDecision, RateOutcome, step as gcra_step};
+pub use log::{LOG_MAX_ENTRIES, LogAppend, LogEntry, log_gap};
 pub use memory::MemoryStore;
 pub use pubsub::{SUBSCRIPTION_BOUND, Subscription};
 #[cfg(feature = "redis")]

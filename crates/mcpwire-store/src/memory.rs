@@ -12,7 +12,10 @@ use tokio::time::Instant;
 
 use crate::gcra::step;
 use crate::pubsub::Hub;
-use crate::{Gcra, RateCheck, RateDecision, RateOutcome, Store, StoreError, Subscription};
+use crate::{
+    Gcra, LOG_MAX_ENTRIES, LogAppend, LogEntry, RateCheck, RateDecision, RateOutcome, Store,
+    StoreError, Subscription,
+};
 
 /// The rate key that keys past the bound share.
 const OVERFLOW: &str = "\0overflow";
@@ -32,7 +35,12 @@ struct Maps {
     rates: HashMap<String, (u64, Instant)>,
     /// Lists (message queues) and when each expires.
     lists: HashMap<String, (VecDeque<Vec<u8>>, Instant)>,
+    /// Replay logs (sequence number, entry) and when each expires.
+    logs: HashMap<String, (Log, Instant)>,
 }
+
+/// A replay log's entries: (sequence number, bytes), oldest first.
+type Log = VecDeque<(u64, Vec<u8>)>;
 
 impl MemoryStore {
     /// An empty store holding at most `max_entries` values and as many rate keys.
@@ -138,6 +146,61 @@ impl MemoryStore {
         Ok(())
     }
 
+    fn log_append_now(&self, entries: &[LogAppend]) -> Result<(), StoreError> {
+        let mut maps = self.lock();
+        let now = Instant::now();
+        for e in entries {
+            if !maps.logs.contains_key(&e.key) && maps.logs.len() >= self.max_entries {
+                maps.logs.retain(|_, (_, until)| *until > now);
+                if maps.logs.len() >= self.max_entries {
+                    return Err(StoreError::Full {
+                        max: self.max_entries,
+                    });
+                }
+            }
+            let (log, until) = maps
+                .logs
+                .entry(e.key.clone())
+                .or_insert_with(|| (VecDeque::new(), now));
+            if *until <= now {
+                log.clear();
+            }
+            // As Redis refuses an id that is not greater than the stream's last one.
+            if log.back().is_some_and(|(last, _)| *last >= e.seq) {
+                return Err(StoreError::Protocol(format!(
+                    "log {}: entry {} is not after the last one",
+                    e.key, e.seq
+                )));
+            }
+            log.push_back((e.seq, e.data.clone()));
+            while log.len() > LOG_MAX_ENTRIES
+                || log.front().is_some_and(|(seq, _)| *seq < e.keep_from)
+            {
+                log.pop_front();
+            }
+            *until = now + e.ttl;
+        }
+        Ok(())
+    }
+
+    fn log_read_now(&self, key: &str, after: u64, max: usize) -> Option<Vec<LogEntry>> {
+        let maps = self.lock();
+        let (log, until) = maps.logs.get(key)?;
+        if *until <= Instant::now() {
+            return None;
+        }
+        Some(
+            log.iter()
+                .filter(|(seq, _)| *seq > after)
+                .take(max)
+                .map(|(seq, data)| LogEntry {
+                    seq: *seq,
+                    data: data.clone(),
+                })
+                .collect(),
+        )
+    }
+
     fn take_now(&self, key: &str) -> Vec<Vec<u8>> {
         let mut maps = self.lock();
         match maps.lists.remove(key) {
@@ -208,6 +271,19 @@ impl Store for MemoryStore {
 
     fn take<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Vec<Vec<u8>>, StoreError>> {
         Box::pin(std::future::ready(Ok(self.take_now(key))))
+    }
+
+    fn log_append<'a>(&'a self, entries: &'a [LogAppend]) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(std::future::ready(self.log_append_now(entries)))
+    }
+
+    fn log_read<'a>(
+        &'a self,
+        key: &'a str,
+        after: u64,
+        max: usize,
+    ) -> BoxFuture<'a, Result<Option<Vec<LogEntry>>, StoreError>> {
+        Box::pin(std::future::ready(Ok(self.log_read_now(key, after, max))))
     }
 
     fn publish<'a>(
@@ -302,6 +378,56 @@ mod tests {
         s.push("q", b"4", 2, Duration::from_secs(5)).await.unwrap();
         tokio::time::advance(Duration::from_secs(6)).await;
         assert!(s.take("q").await.unwrap().is_empty(), "expired");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn logs_keep_what_their_writer_bounds_them_to_until_they_expire() {
+        let s = MemoryStore::new(2);
+        let entry = |key: &str, seq: u64, keep_from: u64| LogAppend {
+            key: key.to_owned(),
+            seq,
+            data: seq.to_string().into_bytes(),
+            keep_from,
+            ttl: Duration::from_secs(5),
+        };
+        assert_eq!(s.log_read("l", 0, 10).await.unwrap(), None);
+        let batch: Vec<LogAppend> = (1..=5)
+            .map(|n| entry("l", n, n.saturating_sub(2)))
+            .collect();
+        s.log_append(&batch).await.unwrap();
+        let seqs = |v: Option<Vec<LogEntry>>| v.unwrap().iter().map(|e| e.seq).collect::<Vec<_>>();
+        assert_eq!(seqs(s.log_read("l", 0, 10).await.unwrap()), vec![3, 4, 5]);
+        assert!(crate::log_gap(
+            1,
+            &s.log_read("l", 1, 10).await.unwrap().unwrap()
+        ));
+        assert_eq!(seqs(s.log_read("l", 3, 1).await.unwrap()), vec![4]);
+        assert_eq!(
+            seqs(s.log_read("l", 5, 10).await.unwrap()),
+            Vec::<u64>::new()
+        );
+        assert!(
+            s.log_append(&[entry("l", 5, 0)]).await.is_err(),
+            "not after the last"
+        );
+        // The store's own bound on entries, whatever the writer asks to keep.
+        let many: Vec<LogAppend> = (6..6 + LOG_MAX_ENTRIES as u64 + 10)
+            .map(|n| entry("l", n, 0))
+            .collect();
+        s.log_append(&many).await.unwrap();
+        assert_eq!(
+            s.log_read("l", 0, usize::MAX).await.unwrap().unwrap().len(),
+            LOG_MAX_ENTRIES
+        );
+        // And on logs: a third one does not fit until the others expire.
+        s.log_append(&[entry("m", 1, 0)]).await.unwrap();
+        assert!(matches!(
+            s.log_append(&[entry("n", 1, 0)]).await,
+            Err(StoreError::Full { .. })
+        ));
+        tokio::time::advance(Duration::from_secs(6)).await;
+        assert_eq!(s.log_read("l", 0, 10).await.unwrap(), None, "expired");
+        s.log_append(&[entry("n", 1, 0)]).await.unwrap();
     }
 
     #[tokio::test(start_paused = true)]

@@ -19,7 +19,9 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, RedisError, Script};
 
 use crate::pubsub::offer;
-use crate::{RateCheck, RateOutcome, Store, StoreError, Subscription};
+use crate::{
+    LOG_MAX_ENTRIES, LogAppend, LogEntry, RateCheck, RateOutcome, Store, StoreError, Subscription,
+};
 
 /// GCRA as in `gcra.rs`, atomically, over every key in order: ARGV holds an interval and
 /// a tolerance (µs) per key. Returns `{0, 0}` (allowed by all) or `{i, retry_after_µs}`
@@ -265,6 +267,85 @@ impl Store for RedisStore {
         })
     }
 
+    fn log_append<'a>(&'a self, entries: &'a [LogAppend]) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            if entries.is_empty() {
+                return Ok(());
+            }
+            self.deadline(|mut conn| {
+                // One round trip for the batch; each log a stream with explicit ids `0-{seq}`,
+                // trimmed to the writer's bound (MINID; ids are dense, so the store's own
+                // bound on entries is a MINID too).
+                let mut pipe = redis::pipe();
+                for e in entries {
+                    let key = self.key(&e.key);
+                    let floor = e
+                        .keep_from
+                        .max((e.seq + 1).saturating_sub(LOG_MAX_ENTRIES as u64));
+                    pipe.cmd("XADD")
+                        .arg(&key)
+                        .arg("MINID")
+                        .arg(format!("0-{floor}"))
+                        .arg(format!("0-{}", e.seq))
+                        .arg("d")
+                        .arg(&e.data)
+                        .ignore()
+                        .cmd("PEXPIRE")
+                        .arg(&key)
+                        .arg(millis(e.ttl))
+                        .ignore();
+                }
+                async move { pipe.query_async::<()>(&mut conn).await }
+            })
+            .await
+        })
+    }
+
+    fn log_read<'a>(
+        &'a self,
+        key: &'a str,
+        after: u64,
+        max: usize,
+    ) -> BoxFuture<'a, Result<Option<Vec<LogEntry>>, StoreError>> {
+        Box::pin(async move {
+            let key = self.key(key);
+            let (exists, entries): (bool, Vec<StreamEntry>) = self
+                .deadline(|mut conn| {
+                    let mut pipe = redis::pipe();
+                    pipe.cmd("EXISTS")
+                        .arg(&key)
+                        .cmd("XRANGE")
+                        .arg(&key)
+                        .arg(format!("(0-{after}"))
+                        .arg("+")
+                        .arg("COUNT")
+                        .arg(max.clamp(1, LOG_MAX_ENTRIES));
+                    async move { pipe.query_async(&mut conn).await }
+                })
+                .await?;
+            if !exists {
+                return Ok(None);
+            }
+            let mut out = Vec::with_capacity(entries.len());
+            for (id, mut fields) in entries {
+                let seq = id
+                    .strip_prefix("0-")
+                    .and_then(|n| n.parse().ok())
+                    .ok_or_else(|| StoreError::Protocol(format!("log {key}: entry id {id}")))?;
+                if fields.len() < 2 {
+                    return Err(StoreError::Protocol(format!(
+                        "log {key}: entry {id} has no data"
+                    )));
+                }
+                out.push(LogEntry {
+                    seq,
+                    data: fields.swap_remove(1),
+                });
+            }
+            Ok(Some(out))
+        })
+    }
+
     fn publish<'a>(
         &'a self,
         channel: &'a str,
@@ -400,6 +481,9 @@ async fn subscribe_on(
         ))),
     }
 }
+
+/// One `XRANGE` entry: its id and its fields and values, flat.
+type StreamEntry = (String, Vec<Vec<u8>>);
 
 fn millis(ttl: Duration) -> u64 {
     (ttl.as_millis() as u64).max(1)

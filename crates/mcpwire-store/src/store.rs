@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 
-use crate::{RateCheck, RateOutcome, StoreError, Subscription};
+use crate::{LogAppend, LogEntry, RateCheck, RateOutcome, StoreError, Subscription};
 
 /// Shared state with expiry. Object-safe (`Arc<dyn Store>`); every operation is one round
 /// trip at most and fails with [`StoreError::Unavailable`] rather than waiting forever.
@@ -41,6 +41,20 @@ pub trait Store: Send + Sync + 'static {
     /// Takes every entry of the list under `key`, oldest first, leaving it empty (atomic:
     /// an entry pushed meanwhile is taken now or next time, never lost or taken twice).
     fn take<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Vec<Vec<u8>>, StoreError>>;
+
+    /// Appends entries to replay logs (several logs in one round trip, in order; see
+    /// [`crate::LogAppend`]): each log keeps its entries from `keep_from` on (at most
+    /// [`crate::LOG_MAX_ENTRIES`]) and lives `ttl` after its last append.
+    fn log_append<'a>(&'a self, entries: &'a [LogAppend]) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// The entries of the log under `key` after sequence number `after`, oldest first, at
+    /// most `max`; `None` when there is no such log (never written, or expired).
+    fn log_read<'a>(
+        &'a self,
+        key: &'a str,
+        after: u64,
+        max: usize,
+    ) -> BoxFuture<'a, Result<Option<Vec<LogEntry>>, StoreError>>;
 
     /// Publishes `payload` on `channel` to every replica subscribed to it now (at most
     /// once, not kept for later subscribers); how many subscriptions it reached.

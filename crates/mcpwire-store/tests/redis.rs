@@ -6,7 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpwire_store::testing::RedisServer;
-use mcpwire_store::{Gcra, RateCheck, RateOutcome, RedisConfig, RedisStore, Store, StoreError};
+use mcpwire_store::{
+    Gcra, LOG_MAX_ENTRIES, LogAppend, RateCheck, RateOutcome, RedisConfig, RedisStore, Store,
+    StoreError,
+};
 
 async fn store(server: &RedisServer, prefix: &str) -> RedisStore {
     let mut config = RedisConfig::new(server.url());
@@ -49,6 +52,55 @@ async fn values_live_until_their_expiry() {
     s.put("c", b"1", Duration::from_secs(60)).await.unwrap();
     assert_eq!(store(&server, "t2:").await.get("c").await.unwrap(), None);
     assert!(s.describe().starts_with("redis://127.0.0.1:"));
+}
+
+/// A replay log written by one replica is read by another: bounded by the writer's
+/// `keep_from` and the store's own cap, read after a point, and expiring.
+#[tokio::test]
+async fn a_log_written_by_one_replica_is_read_by_another() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let a = store(&server, "l:").await;
+    let b = store(&server, "l:").await;
+    let entry = |seq: u64, keep_from: u64| LogAppend {
+        key: "log".to_owned(),
+        seq,
+        data: format!("event {seq}").into_bytes(),
+        keep_from,
+        ttl: Duration::from_secs(60),
+    };
+    assert_eq!(b.log_read("log", 0, 10).await.unwrap(), None);
+    let batch: Vec<LogAppend> = (1..=5).map(|n| entry(n, n.saturating_sub(2))).collect();
+    a.log_append(&batch).await.unwrap();
+    let got = b.log_read("log", 0, 10).await.unwrap().unwrap();
+    assert_eq!(got.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![3, 4, 5]);
+    assert_eq!(got[0].data, b"event 3");
+    assert!(mcpwire_store::log_gap(1, &got));
+    let after = b.log_read("log", 4, 10).await.unwrap().unwrap();
+    assert_eq!(after.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![5]);
+    assert!(b.log_read("log", 5, 10).await.unwrap().unwrap().is_empty());
+    // An entry that is not after the last is refused, not reordered.
+    assert!(a.log_append(&[entry(5, 0)]).await.is_err());
+    // The store's own bound holds even when the writer keeps everything.
+    let many: Vec<LogAppend> = (6..6 + LOG_MAX_ENTRIES as u64 + 10)
+        .map(|n| entry(n, 0))
+        .collect();
+    a.log_append(&many).await.unwrap();
+    let all = b.log_read("log", 0, usize::MAX).await.unwrap().unwrap();
+    assert_eq!(all.len(), LOG_MAX_ENTRIES);
+    // Expiry is the server's.
+    let mut short = entry(1, 0);
+    short.key = "short".into();
+    short.ttl = Duration::from_millis(1);
+    a.log_append(&[short]).await.unwrap();
+    for _ in 0..100 {
+        if b.log_read("short", 0, 1).await.unwrap().is_none() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(b.log_read("short", 0, 1).await.unwrap(), None);
 }
 
 #[tokio::test]

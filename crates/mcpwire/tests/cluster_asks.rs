@@ -5,11 +5,14 @@
 //! Both with an in-memory store (two listeners of one process) and with a real
 //! `redis-server` (two clusters, as two processes would have).
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use http_body_util::{BodyExt, Full};
-use hyper::body::{Bytes, Incoming};
+use common::http::{Events, post, send};
+
+use http_body_util::BodyExt;
 use mcpwire::Service;
 use mcpwire::cluster::Cluster;
 use mcpwire::http::{HttpConfig, HttpServer};
@@ -18,7 +21,7 @@ use mcpwire::model::types::Implementation;
 use mcpwire::router::{CallCtx, NoArgs, Server, ToolError, tool};
 use mcpwire_store::testing::RedisServer;
 use mcpwire_store::{MemoryStore, RedisConfig, RedisStore, SealKeys, Store};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::mpsc;
 
 /// `confirm` elicits a yes/no and answers with what the user said; `wait` runs until it is
@@ -66,67 +69,9 @@ fn keys() -> SealKeys {
     SealKeys::new(&[[7u8; 32]]).expect("keys")
 }
 
-/// One POST to `addr/mcp`; the response (its body not read yet).
-async fn post(addr: &str, sid: Option<&str>, body: Value) -> hyper::Response<Incoming> {
-    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let (mut sender, conn) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
-            .await
-            .expect("handshake");
-    tokio::spawn(conn);
-    let mut req = hyper::Request::builder()
-        .method("POST")
-        .uri("/mcp")
-        .header("host", addr)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-06-18");
-    if let Some(sid) = sid {
-        req = req.header("mcp-session-id", sid);
-    }
-    let req = req
-        .body(Full::new(Bytes::from(body.to_string())))
-        .expect("request");
-    sender.send_request(req).await.expect("response")
-}
-
-/// The next JSON-RPC message of an SSE (or JSON) response body.
-async fn next_message(body: &mut Incoming, pending: &mut String) -> Value {
-    loop {
-        if let Some(end) = pending.find("\n\n") {
-            let event: String = pending.drain(..end + 2).collect();
-            if let Some(data) = event.lines().find_map(|l| l.strip_prefix("data: "))
-                && !data.is_empty()
-            {
-                return serde_json::from_str(data).expect("JSON data");
-            }
-            continue;
-        }
-        let frame = tokio::time::timeout(Duration::from_secs(20), body.frame())
-            .await
-            .expect("the stream went on within 20 s")
-            .expect("the stream did not end")
-            .expect("a frame");
-        if let Ok(data) = frame.into_data() {
-            pending.push_str(&String::from_utf8_lossy(&data));
-        }
-    }
-}
-
 /// A session opened on `addr` declaring elicitation; its id.
 async fn open(addr: &str) -> String {
-    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
-        "protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},
-        "clientInfo":{"name":"t","version":"1"}}});
-    let resp = post(addr, None, init).await;
-    assert_eq!(resp.status(), 200);
-    let sid = resp.headers()["mcp-session-id"]
-        .to_str()
-        .expect("id")
-        .to_owned();
-    let done = json!({"jsonrpc":"2.0","method":"notifications/initialized"});
-    assert_eq!(post(addr, Some(&sid), done).await.status(), 202);
-    sid
+    common::http::open(addr, json!({"elicitation":{}})).await
 }
 
 /// The elicitation asked on `a` is answered through `b`; the call on `a` gets the answer.
@@ -140,9 +85,8 @@ async fn answered_and_cancelled_through_the_other_replica(
     for round in 0..3 {
         let call = json!({"jsonrpc":"2.0","id": 10 + round,"method":"tools/call",
                           "params":{"name":"confirm","arguments":{}}});
-        let mut stream = post(a, Some(&sid), call).await.into_body();
-        let mut pending = String::new();
-        let ask = next_message(&mut stream, &mut pending).await;
+        let mut stream = Events::new(post(a, Some(&sid), call).await);
+        let ask = stream.message().await;
         assert_eq!(ask["method"], "elicitation/create", "{ask}");
         let ask_id = ask["id"].clone();
         assert!(ask_id.is_string(), "a replica's ask id names it: {ask_id}");
@@ -154,7 +98,7 @@ async fn answered_and_cancelled_through_the_other_replica(
             202,
             "the answer was taken on the other replica"
         );
-        let result = next_message(&mut stream, &mut pending).await;
+        let result = stream.message().await;
         assert_eq!(result["id"], 10 + round, "{result}");
         let text = result["result"]["content"][0]["text"]
             .as_str()
@@ -248,27 +192,8 @@ async fn a_deleted_session_ends_on_the_replicas_holding_it() {
         "B holds it now"
     );
 
-    let tcp = tokio::net::TcpStream::connect(&a).await.expect("connect");
-    let (mut sender, conn) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
-            .await
-            .expect("handshake");
-    tokio::spawn(conn);
-    let delete = hyper::Request::builder()
-        .method("DELETE")
-        .uri("/mcp")
-        .header("host", &a)
-        .header("mcp-session-id", &sid)
-        .body(Full::new(Bytes::new()))
-        .expect("request");
-    assert_eq!(
-        sender
-            .send_request(delete)
-            .await
-            .expect("response")
-            .status(),
-        200
-    );
+    let deleted = send(&a, "DELETE", &[("mcp-session-id", &sid)], None).await;
+    assert_eq!(deleted.status(), 200);
 
     // Bounded: the message crosses in well under a second; B never re-checks by itself.
     let mut ended = false;

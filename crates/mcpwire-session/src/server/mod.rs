@@ -322,6 +322,22 @@ impl ServerSession {
         self.send(msg, Some(entry.request_id));
     }
 
+    /// Records a resource subscription this session's client made through another
+    /// connection (another replica of a cluster took its `resources/subscribe`), or its
+    /// end: `notifications/resources/updated` for `uri` is sent here too. Bounded like the
+    /// subscriptions made here (`max_subscriptions`); whether it is recorded.
+    pub fn share_subscription(&mut self, uri: &str, subscribed: bool) -> bool {
+        if !subscribed {
+            self.subscriptions.remove(uri);
+            return true;
+        }
+        if self.subscriptions.len() >= self.config.limits.max_subscriptions {
+            return false;
+        }
+        self.subscriptions.insert(uri.to_owned());
+        true
+    }
+
     /// Takes an event a running call emitted (progress, log).
     pub fn handle_call_event(&mut self, id: DispatchId, event: CallEvent) {
         if self.dialect() != Dialect::Mcp {

@@ -7,6 +7,8 @@
 //!   identity binding.
 //! - `relay.rs`: a client's answer to an ask (and its cancellations) POSTed to another
 //!   replica than the one running the request, relayed there through the store.
+//! - `streams.rs`: the replay logs of resumable SSE streams in the store, so
+//!   `Last-Event-ID` resumes a stream on any replica.
 //! - `tasks.rs`: tasks any replica answers (the router's `TaskShare` over the store), with
 //!   executor heartbeats.
 //! - Session records: one store key per live session (`s:{sid}`), written when `initialize`
@@ -16,6 +18,7 @@
 
 pub(crate) mod relay;
 pub(crate) mod session_id;
+pub(crate) mod streams;
 mod tasks;
 
 use std::sync::Arc;
@@ -40,6 +43,12 @@ pub const TASK_EXECUTOR_TIMEOUT: Duration = Duration::from_secs(3);
 /// The record a session's capabilities are not in (they are sealed in its id).
 const SEALED: &[u8] = b"1";
 
+/// Resource subscriptions kept in the store per session, at most (more stay on the replica
+/// that took them).
+const MAX_SHARED_SUBSCRIPTIONS: usize = 1024;
+/// Bytes of a session's subscription record, at most.
+const MAX_SUBSCRIPTION_BYTES: usize = 256 << 10;
+
 /// What several replicas share: the store and the session keys.
 pub struct Cluster {
     store: Arc<dyn Store>,
@@ -49,6 +58,8 @@ pub struct Cluster {
     task_timing: (Duration, Duration),
     /// Client messages relayed to the replica holding their request.
     relay: relay::Relay,
+    /// Replay logs of resumable streams.
+    streams: streams::StreamLogs,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -141,6 +152,7 @@ impl Cluster {
     pub fn new(store: Arc<dyn Store>, keys: SealKeys) -> Cluster {
         Cluster {
             relay: relay::Relay::new(store.clone()),
+            streams: streams::StreamLogs::new(store.clone(), Arc::from(relay::random_name())),
             store,
             keys,
             recheck: DEFAULT_RECHECK,
@@ -209,6 +221,10 @@ impl Cluster {
         &self.relay
     }
 
+    pub(crate) fn streams(&self) -> &streams::StreamLogs {
+        &self.streams
+    }
+
     pub(crate) fn keys(&self) -> &SealKeys {
         &self.keys
     }
@@ -242,7 +258,12 @@ impl Cluster {
     ) -> Result<Option<Option<ClientCapabilities>>, StoreError> {
         let key = record_key(sid);
         if !want_caps {
-            return Ok(self.store.touch(&key, ttl).await?.then_some(None));
+            let live = self.store.touch(&key, ttl).await?;
+            if live {
+                // Its subscriptions live as long (no record when it has none).
+                self.store.touch(&subscriptions_key(sid), ttl).await?;
+            }
+            return Ok(live.then_some(None));
         }
         let Some(value) = self.store.get(&key).await? else {
             return Ok(None);
@@ -256,10 +277,110 @@ impl Cluster {
 
     /// Ends session `sid` for every replica; whether it was live.
     pub(crate) async fn end(&self, sid: &str) -> Result<bool, StoreError> {
-        self.store.remove(&record_key(sid)).await
+        let live = self.store.remove(&record_key(sid)).await?;
+        self.store.remove(&subscriptions_key(sid)).await?;
+        Ok(live)
+    }
+
+    /// Records in the store that session `sid` subscribed to (`on`) or unsubscribed from
+    /// `uri`, for a replica rebuilding it later; `ttl`: the session's idle time (extended
+    /// with its record). Not atomic across replicas: one client's subscribes are sent one
+    /// after the other. Past the bounds the subscription is not shared (an error).
+    pub(crate) async fn record_subscription(
+        &self,
+        sid: &str,
+        uri: &str,
+        on: bool,
+        ttl: Duration,
+    ) -> Result<(), StoreError> {
+        let mut uris = self.subscriptions(sid).await?;
+        uris.retain(|u| u != uri);
+        if on {
+            uris.push(uri.to_owned());
+        }
+        let key = subscriptions_key(sid);
+        if uris.is_empty() {
+            self.store.remove(&key).await?;
+            return Ok(());
+        }
+        let value = serde_json::to_vec(&uris).unwrap_or_default();
+        if uris.len() > MAX_SHARED_SUBSCRIPTIONS || value.len() > MAX_SUBSCRIPTION_BYTES {
+            return Err(StoreError::Full {
+                max: MAX_SHARED_SUBSCRIPTIONS,
+            });
+        }
+        self.store.put(&key, &value, ttl).await
+    }
+
+    /// The resource subscriptions recorded for session `sid`.
+    pub(crate) async fn subscriptions(&self, sid: &str) -> Result<Vec<String>, StoreError> {
+        let Some(value) = self.store.get(&subscriptions_key(sid)).await? else {
+            return Ok(Vec::new());
+        };
+        Ok(serde_json::from_slice(&value).unwrap_or_default())
     }
 }
 
 fn record_key(sid: &str) -> String {
     format!("s:{sid}")
+}
+
+fn subscriptions_key(sid: &str) -> String {
+    format!("sub:{sid}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A session's shared subscriptions: added, removed, and bounded.
+    #[tokio::test]
+    async fn subscription_records_are_bounded() {
+        let keys = SealKeys::new(&[[1u8; 32]]).expect("keys");
+        let cluster = Cluster::new(Arc::new(MemoryStore::new(16)), keys);
+        let ttl = Duration::from_secs(60);
+        cluster
+            .record_subscription("s", "a://1", true, ttl)
+            .await
+            .unwrap();
+        cluster
+            .record_subscription("s", "a://2", true, ttl)
+            .await
+            .unwrap();
+        cluster
+            .record_subscription("s", "a://1", true, ttl)
+            .await
+            .unwrap();
+        assert_eq!(
+            cluster.subscriptions("s").await.unwrap(),
+            ["a://2", "a://1"]
+        );
+        cluster
+            .record_subscription("s", "a://2", false, ttl)
+            .await
+            .unwrap();
+        assert_eq!(cluster.subscriptions("s").await.unwrap(), ["a://1"]);
+        for i in 1..MAX_SHARED_SUBSCRIPTIONS {
+            let uri = format!("b://{i}");
+            cluster
+                .record_subscription("s", &uri, true, ttl)
+                .await
+                .unwrap();
+        }
+        assert!(matches!(
+            cluster
+                .record_subscription("s", "c://over", true, ttl)
+                .await,
+            Err(StoreError::Full { .. })
+        ));
+        let long = "d://".to_owned() + &"x".repeat(MAX_SUBSCRIPTION_BYTES);
+        assert!(
+            cluster
+                .record_subscription("t", &long, true, ttl)
+                .await
+                .is_err()
+        );
+        assert!(cluster.end("s").await.is_ok());
+        assert!(cluster.subscriptions("s").await.unwrap().is_empty());
+    }
 }

@@ -20,12 +20,19 @@
 //! asking replica is reconnecting to the store is lost, and its ask ends at its own
 //! deadline, as when a client never answers. A replica never rebuilds a session to deliver
 //! a relayed message: a session it does not hold has nothing waiting for it.
+//!
+//! The same channel spreads what every session of an endpoint must hear whichever replica
+//! it is attached to (`docs/design/scale-out.md` § "Changes every client hears"): each
+//! replica publishes its router's list changes and resource updates ([`spread_events`]),
+//! and every other endpoint serving the same path passes them to the sessions it holds;
+//! a `resources/subscribe` taken on one replica is published to the replicas holding the
+//! session, so the one with the client's `GET` stream sends the updates.
 
 use std::sync::{Arc, Mutex, Weak};
 
 use futures::future::BoxFuture;
 use mcpwire_model::jsonrpc::decode;
-use mcpwire_model::{Message, RequestId};
+use mcpwire_model::{BackendEvent, Message, RequestId};
 use mcpwire_store::{Store, StoreError};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -41,6 +48,26 @@ pub(crate) trait RelayTarget: Send + Sync + 'static {
 
     /// Ends session `sid` here if this endpoint holds it (`DELETE` on another replica).
     fn end(&self, sid: &str);
+
+    /// Passes a list change or resource update from another replica to every session
+    /// this endpoint holds (each sends what it is interested in, as for its own events).
+    fn event(&self, event: &BackendEvent);
+
+    /// Records (`on`) or ends a resource subscription session `sid` made through another
+    /// replica, if this endpoint holds the session.
+    fn subscription(&self, sid: &str, uri: &str, on: bool);
+}
+
+/// What every endpoint of a path hears, or every holder of a session.
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Note {
+    /// A list changed (`tools`, `prompts`, `resources`) on the endpoints serving `path`.
+    ListChanged { list: String, path: String },
+    /// A resource changed, for the endpoints serving `path`.
+    ResourceUpdated { uri: String, path: String },
+    /// Session `sid` subscribed to (`on`) or unsubscribed from `uri`.
+    Subscription { uri: String, on: bool },
 }
 
 /// One relayed message on the wire.
@@ -51,16 +78,23 @@ struct Envelope<'a> {
     to: Option<&'a str>,
     /// The endpoint that received it from the client (it does not take it again).
     from: &'a str,
-    /// The session's local name (the sealed id's `sid`).
+    /// The session's local name (the sealed id's `sid`; empty for a change every session
+    /// hears).
+    #[serde(default)]
     sid: &'a str,
     /// The client's JSON-RPC message, as it sent it; `None`: the session was ended
     /// (`DELETE`) and every endpoint holding it ends it too.
     #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
     msg: Option<&'a RawValue>,
+    /// A change to pass on rather than a client's message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    note: Option<Note>,
 }
 
 struct Endpoint {
     name: Arc<str>,
+    /// The path it serves (changes are spread to the endpoints serving the same one).
+    path: Arc<str>,
     target: Weak<dyn RelayTarget>,
 }
 
@@ -87,6 +121,7 @@ impl Relay {
     pub(crate) async fn attach(
         &self,
         target: Weak<dyn RelayTarget>,
+        path: &str,
     ) -> Result<Arc<str>, StoreError> {
         let name: Arc<str> = Arc::from(random_name());
         {
@@ -94,6 +129,7 @@ impl Relay {
             endpoints.retain(|e| e.target.strong_count() > 0);
             endpoints.push(Endpoint {
                 name: name.clone(),
+                path: Arc::from(path),
                 target,
             });
         }
@@ -151,6 +187,7 @@ impl Relay {
             from,
             sid,
             msg: Some(raw),
+            note: None,
         };
         let payload = serde_json::to_vec(&envelope).unwrap_or_default();
         let reached = self.store.publish(CHANNEL, &payload).await?;
@@ -162,16 +199,111 @@ impl Relay {
     /// Tells every other endpoint that session `sid` was ended (`DELETE` on `from`), so
     /// replicas holding it end it at once rather than at their next record check.
     pub(crate) async fn publish_end(&self, from: &str, sid: &str) -> Result<(), StoreError> {
+        self.publish_note(from, sid, None).await
+    }
+
+    /// Tells the endpoints serving `path` on other replicas about a list change or resource
+    /// update of this one (logs are not spread: they belong to the replica's own clients).
+    pub(crate) async fn publish_event(
+        &self,
+        from: &str,
+        path: &str,
+        event: &BackendEvent,
+    ) -> Result<(), StoreError> {
+        let path = path.to_owned();
+        let note = match event {
+            BackendEvent::ToolsListChanged => Note::ListChanged {
+                list: "tools".into(),
+                path,
+            },
+            BackendEvent::PromptsListChanged => Note::ListChanged {
+                list: "prompts".into(),
+                path,
+            },
+            BackendEvent::ResourcesListChanged => Note::ListChanged {
+                list: "resources".into(),
+                path,
+            },
+            BackendEvent::ResourceUpdated { uri } => Note::ResourceUpdated {
+                uri: uri.clone(),
+                path,
+            },
+            BackendEvent::Log(_) => return Ok(()),
+        };
+        self.publish_note(from, "", Some(note)).await
+    }
+
+    /// Tells the other replicas holding session `sid` that it subscribed to (`on`) or
+    /// unsubscribed from `uri` here.
+    pub(crate) async fn publish_subscription(
+        &self,
+        from: &str,
+        sid: &str,
+        uri: &str,
+        on: bool,
+    ) -> Result<(), StoreError> {
+        let note = Note::Subscription {
+            uri: uri.to_owned(),
+            on,
+        };
+        self.publish_note(from, sid, Some(note)).await
+    }
+
+    async fn publish_note(
+        &self,
+        from: &str,
+        sid: &str,
+        note: Option<Note>,
+    ) -> Result<(), StoreError> {
         let envelope = Envelope {
             to: None,
             from,
             sid,
             msg: None,
+            note,
         };
         let payload = serde_json::to_vec(&envelope).unwrap_or_default();
         self.store.publish(CHANNEL, &payload).await?;
         Ok(())
     }
+}
+
+/// Passes this endpoint's (`from`, serving `path`) router events to its `hub` (what its
+/// sessions hear) and publishes them for the other replicas, until the router's event
+/// channel closes or the endpoint (`alive`) is gone.
+pub(crate) fn spread_events(
+    cluster: Arc<super::Cluster>,
+    from: Arc<str>,
+    path: String,
+    mut events: tokio::sync::broadcast::Receiver<BackendEvent>,
+    hub: tokio::sync::broadcast::Sender<BackendEvent>,
+    alive: Weak<dyn RelayTarget>,
+) {
+    use tokio::sync::broadcast::error::RecvError;
+    tokio::spawn(async move {
+        loop {
+            let event = match events.recv().await {
+                Ok(event) => event,
+                Err(RecvError::Lagged(n)) => {
+                    tracing::warn!(
+                        lost = n,
+                        "router events were dropped before reaching the other replicas"
+                    );
+                    continue;
+                }
+                Err(RecvError::Closed) => return,
+            };
+            if alive.strong_count() == 0 {
+                return;
+            }
+            // No listener now: nobody here to tell.
+            let _ = hub.send(event.clone());
+            if let Err(e) = cluster.relay().publish_event(&from, &path, &event).await {
+                crate::observe::store_error("relay");
+                tracing::warn!(error = %e, "could not tell the other replicas about a change");
+            }
+        }
+    });
 }
 
 /// Hands one relayed message to the endpoint(s) of this process it is for.
@@ -180,14 +312,40 @@ async fn receive(endpoints: &Mutex<Vec<Endpoint>>, payload: &[u8]) {
         tracing::warn!("dropped an unreadable relayed message");
         return;
     };
+    let path = match &envelope.note {
+        Some(Note::ListChanged { path, .. } | Note::ResourceUpdated { path, .. }) => Some(&**path),
+        _ => None,
+    };
     let targets: Vec<Arc<dyn RelayTarget>> = lock(endpoints)
         .iter()
         .filter(|e| match envelope.to {
             Some(to) => *e.name == *to,
             None => *e.name != *envelope.from,
         })
+        .filter(|e| path.is_none_or(|p| *e.path == *p))
         .filter_map(|e| e.target.upgrade())
         .collect();
+    if let Some(note) = &envelope.note {
+        let event = match note {
+            Note::ListChanged { list, .. } => match list.as_str() {
+                "tools" => BackendEvent::ToolsListChanged,
+                "prompts" => BackendEvent::PromptsListChanged,
+                "resources" => BackendEvent::ResourcesListChanged,
+                _ => return,
+            },
+            Note::ResourceUpdated { uri, .. } => BackendEvent::ResourceUpdated { uri: uri.clone() },
+            Note::Subscription { uri, on } => {
+                for target in targets {
+                    target.subscription(envelope.sid, uri, *on);
+                }
+                return;
+            }
+        };
+        for target in targets {
+            target.event(&event);
+        }
+        return;
+    }
     let Some(msg) = envelope.msg else {
         for target in targets {
             target.end(envelope.sid);
@@ -209,7 +367,8 @@ async fn receive(endpoints: &Mutex<Vec<Endpoint>>, payload: &[u8]) {
 /// Hex digits in an endpoint's name.
 const NAME_LEN: usize = 16;
 
-fn random_name() -> String {
+/// A fresh name for an endpoint or a replica: 64 random bits as 16 hex digits.
+pub(crate) fn random_name() -> String {
     let mut id = [0u8; NAME_LEN / 2];
     if let Err(e) = getrandom::fill(&mut id) {
         panic!("the OS random number generator failed: {e}");

@@ -161,6 +161,17 @@ impl Calls {
         }
     }
 
+    /// These calls hear `events` instead of the router's own, if they listen at all (a
+    /// cluster endpoint's hub: its router's events and the other replicas').
+    pub(crate) fn hearing(mut self, events: Option<broadcast::Receiver<BackendEvent>>) -> Calls {
+        if self.events.is_some()
+            && let Some(events) = events
+        {
+            self.events = Some(events);
+        }
+        self
+    }
+
     /// These calls, made by `identity`.
     pub(crate) fn with_identity(mut self, identity: Option<Identity>) -> Calls {
         self.identity = identity;

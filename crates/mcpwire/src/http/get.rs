@@ -12,11 +12,15 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use mcpwire_model::McpError;
 
+use futures::StreamExt;
+
 use super::headers::{self, Accept, LAST_EVENT_ID, SESSION_ID};
 use super::locate::{end, locate};
 use super::replay::{EventId, StreamItem, StreamKind};
-use super::session::ResumeError;
+use super::session::{ResumeError, SessionHandle};
 use super::{App, ClientAddr, auth, guard, reply};
+use crate::cluster::Cluster;
+use crate::cluster::streams::{FollowError, Followed};
 
 /// Opens the standalone SSE stream of a session (server notifications and requests that
 /// relate to no open `POST`; a newer stream replaces an older one), or, with
@@ -43,8 +47,8 @@ pub(crate) async fn open(
         let e = McpError::NotAcceptable("Accept must list text/event-stream".into());
         return reply::refuse(None, e);
     }
-    let session = match locate(&app, sid, identity.as_ref(), Some(client.addr.ip())).await {
-        Ok(found) => found.handle,
+    let (key, session) = match locate(&app, sid, identity.as_ref(), Some(client.addr.ip())).await {
+        Ok(found) => (found.key, found.handle),
         Err(e) => return reply::refuse(None, e),
     };
     let last = match headers::text(&headers, LAST_EVENT_ID) {
@@ -59,7 +63,11 @@ pub(crate) async fn open(
         // Resume a stream: what the client missed, then the rest of it.
         Some(id) => match session.resume(id).await {
             Ok(rx) => reply::sse_items(receiver_stream(rx), id.kind.prefix(id.stream), false),
-            Err(ResumeError::Unknown) => bad("this session cannot resume that stream"),
+            Err(ResumeError::Unknown) => match &app.service.cluster {
+                // Another replica's stream (or one this replica no longer holds).
+                Some(cluster) => from_store(cluster, &session, &key, id).await,
+                None => bad("this session cannot resume that stream"),
+            },
             Err(ResumeError::Gone) => not_found(),
         },
         None => match session.standalone().await {
@@ -68,6 +76,64 @@ pub(crate) async fn open(
             }
             Err(_) => not_found(),
         },
+    }
+}
+
+/// Resumes a stream from the replay log another replica wrote in the store
+/// ([`crate::cluster::streams`]): a request's stream is followed until its response (or
+/// an error saying its replica stopped); for the standalone stream, the events the client
+/// missed are replayed, then this replica's own standalone stream goes on in the same
+/// response (its events carry its own ids).
+/// `sid`: the session's name in the cluster (the sealed id's `sid`).
+async fn from_store(
+    cluster: &Cluster,
+    session: &SessionHandle,
+    sid: &str,
+    id: EventId,
+) -> Response {
+    let logs = cluster.streams();
+    let stream = id.kind.name(id.stream);
+    let refused = |e: FollowError| match e {
+        FollowError::Unknown => bad("this session cannot resume that stream"),
+        FollowError::Unavailable(e) => {
+            tracing::warn!(error = %e, "could not resume a stream from the shared store");
+            reply::refuse(
+                None,
+                McpError::Unavailable(
+                    "shared stream state is unavailable; try again shortly".into(),
+                ),
+            )
+        }
+    };
+    match id.kind {
+        StreamKind::Request => match logs.follow(sid, &stream, id.seq).await {
+            Ok(followed) => {
+                let items = followed.map(|f| match f {
+                    Followed::Event(seq, data) | Followed::Lost(seq, data) => {
+                        StreamItem::Event(seq, data)
+                    }
+                });
+                crate::observe::cluster_relayed("resumed");
+                reply::sse_items(items, id.kind.prefix(id.stream), false)
+            }
+            Err(e) => refused(e),
+        },
+        StreamKind::Standalone => {
+            let missed = match logs.replay(sid, &stream, id.seq).await {
+                Ok(missed) => missed,
+                Err(e) => return refused(e),
+            };
+            let Ok((n, rx)) = session.standalone().await else {
+                return not_found();
+            };
+            let prefix = id.kind.prefix(id.stream);
+            let replayed = missed
+                .into_iter()
+                .map(move |(seq, data)| StreamItem::Replayed(format!("{prefix}{seq}"), data));
+            crate::observe::cluster_relayed("resumed");
+            let items = futures::stream::iter(replayed).chain(receiver_stream(rx));
+            reply::sse_items(items, StreamKind::Standalone.prefix(n), false)
+        }
     }
 }
 

@@ -81,6 +81,17 @@ pub(crate) async fn locate(
         .sessions
         .resume(&app.service, idle, &sid, state, caller.cloned(), ip)
         .map_err(|_| McpError::Unavailable("every session is busy; try again later".into()))?;
+    // Its resource subscriptions, wherever they were made.
+    match cluster.subscriptions(&sid).await {
+        Ok(uris) if uris.is_empty() => {}
+        Ok(uris) => {
+            let _ = handle.share_subscriptions(uris).await;
+        }
+        Err(e) => {
+            observe::store_error("session");
+            tracing::warn!(session = %sid, error = %e, "could not read a session's subscriptions; updates for them go to the replicas that took them");
+        }
+    }
     tracing::debug!(session = %sid, "session continued on this replica");
     observe::cluster_session("resumed");
     Ok(Located { key: sid, handle })

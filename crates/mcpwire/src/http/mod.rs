@@ -118,6 +118,10 @@ impl Default for HttpConfig {
 /// the excess connections were reset.
 const LISTEN_BACKLOG: u32 = 1024;
 
+/// Changes waiting for the slowest session of a cluster endpoint (as the router's own
+/// event channel: past it, a session loses the oldest, with a warning).
+const EVENT_HUB: usize = 256;
+
 /// What every handler shares.
 pub(crate) struct App {
     pub(crate) service: Service,
@@ -166,9 +170,23 @@ impl HttpServer {
                 Arc::downgrade(&sessions) as _;
             let name = cluster
                 .relay()
-                .attach(target)
+                .attach(target.clone(), &config.path)
                 .await
                 .map_err(std::io::Error::other)?;
+            // The changes this endpoint's sessions hear: its router's, passed through a
+            // hub that the other replicas' changes reach too.
+            if let Some(events) = service.router.events() {
+                let (hub, _) = tokio::sync::broadcast::channel(EVENT_HUB);
+                sessions.set_hub(hub.clone());
+                crate::cluster::relay::spread_events(
+                    cluster.clone(),
+                    name.clone(),
+                    config.path.clone(),
+                    events,
+                    hub,
+                    target,
+                );
+            }
             sessions.set_relay_name(name);
         }
         Ok(HttpServer {

@@ -19,7 +19,7 @@ use axum::http::{HeaderMap, HeaderValue};
 use axum::response::Response;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use mcpwire_model::jsonrpc::decode_with_depth;
-use mcpwire_model::types::RequestMeta;
+use mcpwire_model::types::{RequestMeta, UriParams};
 use mcpwire_model::{McpError, Message, Method, Request, Revision};
 use mcpwire_router::Identity;
 
@@ -163,11 +163,19 @@ async fn with_session(
     match sent.msg {
         Message::Request(req) => {
             let id = req.id.clone();
+            let subscription = subscription_change(&req);
             let Ok(stream) = session.request(req).await else {
                 return session_not_found();
             };
             match reply::answer_session(stream, &id).await {
-                Some(a) => a.response,
+                Some(a) => {
+                    if !a.error
+                        && let Some((uri, on)) = subscription
+                    {
+                        share_subscription(app, sid, &uri, on).await;
+                    }
+                    a.response
+                }
                 // Ended without a word: cancelled by the client (nothing more will come),
                 // or the session went away.
                 None if app.sessions.get(sid).is_some() => reply::empty_stream(),
@@ -214,6 +222,36 @@ async fn relay(app: &App, sid: &str, sent: &Sent<'_>) -> Option<Response> {
             None
         }
         _ => None,
+    }
+}
+
+/// The resource a `resources/subscribe` (`true`) or `resources/unsubscribe` names.
+fn subscription_change(req: &Request) -> Option<(String, bool)> {
+    let on = match req.method {
+        Method::ResourcesSubscribe => true,
+        Method::ResourcesUnsubscribe => false,
+        _ => return None,
+    };
+    let p: UriParams = serde_json::from_str(req.params.as_deref()?.get()).ok()?;
+    Some((p.uri, on))
+}
+
+/// In a replica set, shares a subscription change this replica took: recorded in the store
+/// (for replicas rebuilding the session later) and told to the replicas holding the
+/// session now, so whichever has the client's `GET` stream sends the updates. A failure is
+/// logged: the subscription still holds on this replica.
+async fn share_subscription(app: &App, sid: &str, uri: &str, on: bool) {
+    let (Some(cluster), Some(me)) = (&app.service.cluster, app.sessions.relay_name()) else {
+        return;
+    };
+    let ttl = app.config.session_idle;
+    let shared = match cluster.record_subscription(sid, uri, on, ttl).await {
+        Ok(()) => cluster.relay().publish_subscription(me, sid, uri, on).await,
+        Err(e) => Err(e),
+    };
+    if let Err(e) = shared {
+        crate::observe::store_error("relay");
+        tracing::warn!(error = %e, "could not share a resource subscription with the other replicas");
     }
 }
 
@@ -319,7 +357,7 @@ async fn stateless(
         let e = McpError::MethodNotFound("initialize (not in 2026-07-28)".into());
         return reply::error_object(Some(req.id), e.to_wire(Revision::STATELESS));
     }
-    let exchange = Exchange::start(&app.service, req, identity, ip);
+    let exchange = Exchange::start(&app.service, req, identity, ip, app.sessions.hub());
     let id = exchange.id().clone();
     match reply::answer(exchange.into_stream(), &id).await {
         Some(a) => a.response,

@@ -1,17 +1,26 @@
 //! Resumable SSE streams: event ids, the bounded log of what a stream sent, and
 //! `Last-Event-ID` parsing.
 //!
-//! Every SSE stream of a session has a process-unique number `n`; its events have ids
+//! Every SSE stream of a session has a number `n`, unique in the process and — as each
+//! process starts counting at a random point of a 2^52 range — across the replicas of a
+//! cluster, so an event id names its stream wherever it is presented; its events have ids
 //! `p{n}-{seq}` (a request's stream) or `g{n}-{seq}` (the standalone stream), `seq` counting
 //! from 1. Sequence 0 is the priming event (an id and empty data, with `retry:`), sent first
 //! so a client can resume a stream that closes before anything else arrived. A stream keeps
 //! its recent events so a client reconnecting with `GET` and `Last-Event-ID` gets what it
-//! missed, then the rest of the stream.
+//! missed, then the rest of the stream. In a replica set a log also copies each event to
+//! the store ([`Mirror`], `cluster/streams.rs`), so another replica can replay it.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{LazyLock, OnceLock};
 use std::time::Duration;
+
+use mcpwire_model::RequestId;
+
+use crate::cluster::Cluster;
+use crate::cluster::streams::LogKey;
 
 /// Events kept per stream for replay (oldest dropped first).
 const MAX_EVENTS: usize = 256;
@@ -20,8 +29,17 @@ const MAX_BYTES: usize = 4 << 20;
 /// The reconnection delay announced to clients in the priming event.
 pub(crate) const RETRY: Duration = Duration::from_millis(500);
 
-/// Numbers SSE streams, so event ids are unique in the process.
-static STREAMS: AtomicU64 = AtomicU64::new(1);
+/// Numbers SSE streams, from a random start in `[2^32, 2^52)`: unique in the process,
+/// and across the replicas of a cluster but by a chance of one in ~2^52 per pair of
+/// streams (the logs are per session too). Below 2^53, so every JSON number reader agrees.
+static STREAMS: LazyLock<AtomicU64> = LazyLock::new(|| {
+    let mut bytes = [0u8; 8];
+    if let Err(e) = getrandom::fill(&mut bytes) {
+        panic!("the OS random number generator failed: {e}");
+    }
+    let span = (1u64 << 52) - (1u64 << 32);
+    AtomicU64::new((1u64 << 32) + u64::from_le_bytes(bytes) % span)
+});
 
 /// A new stream number.
 pub(crate) fn next_stream() -> u64 {
@@ -40,9 +58,14 @@ pub(crate) enum StreamKind {
 impl StreamKind {
     /// The event-id prefix of stream `n`.
     pub(crate) fn prefix(self, n: u64) -> String {
+        format!("{}-", self.name(n))
+    }
+
+    /// Stream `n`'s name: `p{n}` or `g{n}`.
+    pub(crate) fn name(self, n: u64) -> String {
         match self {
-            StreamKind::Request => format!("p{n}-"),
-            StreamKind::Standalone => format!("g{n}-"),
+            StreamKind::Request => format!("p{n}"),
+            StreamKind::Standalone => format!("g{n}"),
         }
     }
 }
@@ -77,8 +100,39 @@ impl EventId {
 pub(crate) enum StreamItem {
     /// An event: its sequence number and the message's JSON text.
     Event(u64, Arc<str>),
+    /// An event of another stream, with its whole id (a standalone stream's events another
+    /// replica logged, replayed before this replica's own).
+    Replayed(String, Arc<str>),
     /// The server ends this connection on purpose; the client may resume the stream.
     Detach,
+}
+
+/// Where a log's events are copied in a replica set: stream `n` of `kind` of session
+/// `sid`, answering `request`. The store key is made on the first event (most requests are
+/// answered with JSON and log nothing).
+pub(crate) struct Mirror {
+    pub(crate) cluster: Arc<Cluster>,
+    pub(crate) sid: Arc<str>,
+    pub(crate) kind: StreamKind,
+    pub(crate) n: u64,
+    pub(crate) request: Option<RequestId>,
+    pub(crate) key: OnceLock<LogKey>,
+}
+
+impl Mirror {
+    fn key(&self) -> &LogKey {
+        self.key
+            .get_or_init(|| LogKey::new(&self.sid, &self.kind.name(self.n), self.request.clone()))
+    }
+}
+
+impl std::fmt::Debug for Mirror {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mirror")
+            .field("sid", &self.sid)
+            .field("stream", &self.kind.name(self.n))
+            .finish()
+    }
 }
 
 /// The recent events of one stream, for replay.
@@ -87,11 +141,21 @@ pub(crate) struct ReplayLog {
     last_seq: u64,
     events: VecDeque<(u64, Arc<str>)>,
     bytes: usize,
+    mirror: Option<Mirror>,
 }
 
 impl ReplayLog {
-    /// Records the next event and returns it as a stream item.
-    pub(crate) fn push(&mut self, data: Arc<str>) -> StreamItem {
+    /// An empty log copying its events to `mirror` (a replica set's store).
+    pub(crate) fn new(mirror: Option<Mirror>) -> ReplayLog {
+        ReplayLog {
+            mirror,
+            ..ReplayLog::default()
+        }
+    }
+
+    /// Records the next event (`end`: the request's response, the stream's last) and
+    /// returns it as a stream item.
+    pub(crate) fn push(&mut self, data: Arc<str>, end: bool) -> StreamItem {
         self.last_seq += 1;
         self.bytes += data.len();
         self.events.push_back((self.last_seq, data.clone()));
@@ -100,7 +164,19 @@ impl ReplayLog {
                 self.bytes -= old.len();
             }
         }
+        if let Some(m) = &self.mirror {
+            let keep_from = self.events.front().map_or(self.last_seq, |(s, _)| *s);
+            m.cluster
+                .streams()
+                .append(m.key(), self.last_seq, &data, keep_from, end);
+        }
         StreamItem::Event(self.last_seq, data)
+    }
+
+    /// Forgets the events held, keeping the numbering (and the mirror).
+    pub(crate) fn clear(&mut self) {
+        self.events.clear();
+        self.bytes = 0;
     }
 
     /// The events after `seq` still held, oldest first.
@@ -147,7 +223,7 @@ mod tests {
     fn log_is_bounded_and_replays_after_a_point() {
         let mut log = ReplayLog::default();
         for i in 0..(MAX_EVENTS + 10) {
-            log.push(Arc::from(format!("{i}")));
+            log.push(Arc::from(format!("{i}")), false);
         }
         assert_eq!(log.events.len(), MAX_EVENTS);
         assert!(log.lost_after(0));
@@ -157,16 +233,16 @@ mod tests {
             .after(last - 2)
             .map(|i| match i {
                 StreamItem::Event(s, _) => s,
-                StreamItem::Detach => 0,
+                _ => 0,
             })
             .collect();
         assert_eq!(seqs, vec![last - 1, last]);
 
         let mut big = ReplayLog::default();
-        big.push(Arc::from("x".repeat(MAX_BYTES)));
-        big.push(Arc::from("y".repeat(10)));
+        big.push(Arc::from("x".repeat(MAX_BYTES)), false);
+        big.push(Arc::from("y".repeat(10)), false);
         assert_eq!(big.events.len(), 1);
-        big.push(Arc::from("z".repeat(MAX_BYTES + 1)));
+        big.push(Arc::from("z".repeat(MAX_BYTES + 1)), false);
         assert_eq!(big.events.len(), 1, "the newest event is always kept");
     }
 }

@@ -173,6 +173,7 @@ where
         .filter_map(move |i| {
             std::future::ready(match i {
                 StreamItem::Event(seq, data) => Some(frame(&format!("{prefix}{seq}"), None, &data)),
+                StreamItem::Replayed(id, data) => Some(frame(&id, None, &data)),
                 StreamItem::Detach => None,
             })
         });

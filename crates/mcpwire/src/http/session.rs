@@ -20,16 +20,17 @@ use std::time::{Duration, Instant};
 
 use futures::Stream;
 use mcpwire_model::types::CancelledParams;
-use mcpwire_model::{McpError, Message, Method, Outbound, Request, RequestId};
+use mcpwire_model::{BackendEvent, McpError, Message, Method, Outbound, Request, RequestId};
 use mcpwire_router::Identity;
 use mcpwire_session::{HandshakeState, ServerSession, Transmit};
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::replay::{self, EventId, ReplayLog, StreamItem, StreamKind};
+use super::replay::{self, EventId, Mirror, ReplayLog, StreamItem, StreamKind};
 use super::sessions::{Busy, Sessions};
 use crate::Service;
+use crate::cluster::Cluster;
 use crate::driver::calls::sleep_until;
 use crate::driver::{Calls, ServerCore, now};
 use crate::observe::Wire;
@@ -80,6 +81,8 @@ enum Command {
     Resume(EventId, mpsc::Sender<StreamItem>, oneshot::Sender<bool>),
     /// What the session agreed in its handshake (to seal into a cluster session id).
     Handshake(oneshot::Sender<Option<HandshakeState>>),
+    /// Resource subscriptions (`true`) or their end, made through another replica.
+    Subscription(Vec<String>, bool),
 }
 
 /// A handler's way into a running session.
@@ -206,6 +209,25 @@ impl SessionHandle {
         rx.await.ok().flatten()
     }
 
+    /// Records a resource subscription made through another replica, without waiting.
+    pub(crate) fn offer_subscription(&self, uri: String, on: bool) {
+        self.offer(Command::Subscription(vec![uri], on));
+    }
+
+    /// Records the resource subscriptions a session rebuilt here had made elsewhere.
+    pub(crate) async fn share_subscriptions(&self, uris: Vec<String>) -> Result<(), Gone> {
+        self.send(Command::Subscription(uris, true)).await
+    }
+
+    fn offer(&self, cmd: Command) {
+        if self.close.is_cancelled() {
+            return;
+        }
+        if let Err(TrySendError::Full(_)) = self.tx.try_send(Box::new(cmd)) {
+            tracing::debug!("a busy session missed a change from another replica");
+        }
+    }
+
     /// Ends the session: running calls are dropped, open streams end.
     pub(crate) fn close(&self) {
         self.close.cancel();
@@ -230,6 +252,8 @@ pub(crate) struct Origin {
     pub(crate) handshake: Option<HandshakeState>,
     /// In a replica set: what its asks' ids start with (this endpoint's relay name).
     pub(crate) ask_prefix: Option<Arc<str>>,
+    /// In a replica set: the endpoint's hub of changes, heard instead of the router's.
+    pub(crate) events: Option<tokio::sync::broadcast::Receiver<BackendEvent>>,
 }
 
 /// Starts the task of session `id`; it removes itself from `sessions` when it ends, and
@@ -247,6 +271,7 @@ pub(crate) fn spawn(
         ip,
         handshake,
         ask_prefix,
+        events,
     } = origin;
     let (tx, cmds) = mpsc::channel(COMMAND_QUEUE);
     let close = CancellationToken::new();
@@ -262,6 +287,7 @@ pub(crate) fn spawn(
         core: ServerCore::new(
             session,
             Calls::new(service.router.clone(), Wire::Http)
+                .hearing(events)
                 .with_identity(owner.clone())
                 .with_client_ip(ip),
         ),
@@ -275,6 +301,7 @@ pub(crate) fn spawn(
         idle,
         last_active: now(),
         busy,
+        logged: service.cluster.clone().map(|c| (c, Arc::from(id.as_str()))),
     };
     tokio::spawn(async move {
         task.run().await;
@@ -300,9 +327,25 @@ struct SessionTask {
     idle: Duration,
     last_active: Instant,
     busy: Arc<Busy>,
+    /// In a replica set: the cluster whose store keeps copies of this session's stream
+    /// logs, and the session's name there.
+    logged: Option<(Arc<Cluster>, Arc<str>)>,
 }
 
 impl SessionTask {
+    /// A fresh log for stream `n` (answering `request`, or the standalone one), copied to
+    /// the cluster's store in a replica set.
+    fn new_log(&self, kind: StreamKind, n: u64, request: Option<&RequestId>) -> ReplayLog {
+        ReplayLog::new(self.logged.as_ref().map(|(cluster, sid)| Mirror {
+            cluster: cluster.clone(),
+            sid: sid.clone(),
+            kind,
+            n,
+            request: request.cloned(),
+            key: std::sync::OnceLock::new(),
+        }))
+    }
+
     async fn run(mut self) {
         loop {
             for _ in 0..BURST {
@@ -363,7 +406,7 @@ impl SessionTask {
                     stream,
                     sink: Some(sink),
                     sse: false,
-                    log: ReplayLog::default(),
+                    log: self.new_log(StreamKind::Request, stream, Some(&req.id)),
                 };
                 self.streams.insert(stream, req.id.clone());
                 self.routes.insert(req.id.clone(), route);
@@ -382,9 +425,9 @@ impl SessionTask {
                 }
             }
             Command::Standalone(tx, stream) => {
-                let mut log = ReplayLog::default();
+                let mut log = self.new_log(StreamKind::Standalone, stream, None);
                 while let Some(data) = self.backlog.pop_front() {
-                    if tx.try_send(log.push(data)).is_err() {
+                    if tx.try_send(log.push(data, false)).is_err() {
                         break;
                     }
                 }
@@ -399,6 +442,15 @@ impl SessionTask {
             }
             Command::Handshake(tx) => {
                 let _ = tx.send(self.core.session.handshake_state());
+            }
+            Command::Subscription(uris, on) => {
+                for uri in uris {
+                    if !self.core.session.share_subscription(&uri, on) {
+                        tracing::warn!(
+                            "a subscription made on another replica is past this session's bound"
+                        );
+                    }
+                }
             }
         }
     }
@@ -522,17 +574,17 @@ impl SessionTask {
                 }
                 return;
             }
-            match sink.events.try_send(route.log.push(encode(&msg))) {
+            match sink.events.try_send(route.log.push(encode(&msg), false)) {
                 Ok(()) | Err(TrySendError::Full(_)) => route.sse = true,
                 Err(TrySendError::Closed(_)) => {
                     route.sink = None;
-                    route.log = ReplayLog::default();
+                    route.log.clear();
                     self.send_standalone(msg);
                 }
             }
             return;
         }
-        let item = route.log.push(encode(&msg));
+        let item = route.log.push(encode(&msg), is_response);
         if let Some(sink) = &route.sink {
             match sink.events.try_send(item) {
                 Ok(()) if is_response => {
@@ -566,7 +618,7 @@ impl SessionTask {
     fn send_standalone(&mut self, msg: Outbound) {
         let data = encode(&msg);
         if let Some(s) = &mut self.standalone {
-            let item = s.log.push(data.clone());
+            let item = s.log.push(data.clone(), false);
             if let Some(tx) = &s.tx {
                 match tx.try_send(item) {
                     Ok(()) => return,

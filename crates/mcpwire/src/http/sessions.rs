@@ -15,7 +15,8 @@ use mcpwire_router::Identity;
 use mcpwire_session::HandshakeState;
 
 use futures::future::BoxFuture;
-use mcpwire_model::Message;
+use mcpwire_model::{BackendEvent, Message};
+use tokio::sync::broadcast;
 
 use super::session::{self, SessionHandle};
 use crate::Service;
@@ -81,6 +82,9 @@ pub(crate) struct Sessions {
     /// In a replica set: this endpoint's name for relayed messages (its sessions' asks are
     /// numbered under it).
     relay_name: OnceLock<Arc<str>>,
+    /// In a replica set: the changes its sessions and `subscriptions/listen` streams hear —
+    /// its router's and the other replicas' (`crate::cluster::relay::spread_events`).
+    hub: OnceLock<broadcast::Sender<BackendEvent>>,
 }
 
 /// The table is at its bound and every session in it is busy.
@@ -95,7 +99,19 @@ impl Sessions {
             max,
             stats,
             relay_name: OnceLock::new(),
+            hub: OnceLock::new(),
         }
+    }
+
+    /// Makes this endpoint's sessions hear `hub` rather than the router alone (once;
+    /// sessions started later).
+    pub(crate) fn set_hub(&self, hub: broadcast::Sender<BackendEvent>) {
+        let _ = self.hub.set(hub);
+    }
+
+    /// The hub its sessions hear, in a replica set.
+    pub(crate) fn hub(&self) -> Option<&broadcast::Sender<BackendEvent>> {
+        self.hub.get()
     }
 
     /// Names this endpoint for relayed messages (once; sessions started later number their
@@ -196,6 +212,7 @@ impl Sessions {
                 ip,
                 handshake,
                 ask_prefix: self.relay_name.get().map(|n| Relay::ask_prefix(n)),
+                events: self.hub.get().map(broadcast::Sender::subscribe),
             },
         );
         let entry = Entry {
@@ -263,6 +280,20 @@ impl RelayTarget for Sessions {
     fn end(&self, sid: &str) {
         if self.remove(sid) {
             tracing::debug!(session = %sid, "session ended on another replica; ended here");
+        }
+    }
+
+    fn event(&self, event: &BackendEvent) {
+        if let Some(hub) = self.hub.get() {
+            // No listener now: nobody to tell.
+            let _ = hub.send(event.clone());
+        }
+    }
+
+    fn subscription(&self, sid: &str, uri: &str, on: bool) {
+        let held = self.lock().map.get(sid).map(|e| e.handle.clone());
+        if let Some(handle) = held {
+            handle.offer_subscription(uri.to_owned(), on);
         }
     }
 }

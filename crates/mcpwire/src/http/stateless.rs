@@ -4,9 +4,10 @@
 //! yields what it sends. Dropping the exchange — the client closed the response stream —
 //! drops the call, which is how a 2026-07-28 client over HTTP cancels.
 
-use mcpwire_model::{Method, Request};
+use mcpwire_model::{BackendEvent, Method, Request};
 use mcpwire_router::Identity;
 use mcpwire_session::ServerSession;
+use tokio::sync::broadcast;
 
 use crate::Service;
 pub(crate) use crate::driver::Exchange;
@@ -14,17 +15,21 @@ use crate::driver::{Calls, ServerCore};
 use crate::observe::Wire;
 
 impl Exchange {
-    /// Hands `req`, made by `identity`, to a fresh session of `service`.
+    /// Hands `req`, made by `identity`, to a fresh session of `service`; a
+    /// `subscriptions/listen` hears `hub` (in a cluster: every replica's changes) rather
+    /// than the router alone.
     pub(crate) fn start(
         service: &Service,
         req: Request,
         identity: Option<Identity>,
         ip: Option<std::net::IpAddr>,
+        hub: Option<&broadcast::Sender<BackendEvent>>,
     ) -> Exchange {
         // Only `subscriptions/listen` streams catalog changes (subscribing costs a lock on
         // the shared event channel).
         let listens = matches!(&req.method, Method::Other(m) if &**m == "subscriptions/listen");
         let calls = Calls::stateless(service.router.clone(), listens, Wire::Http)
+            .hearing(hub.filter(|_| listens).map(broadcast::Sender::subscribe))
             .with_identity(identity)
             .with_client_ip(ip);
         let core = ServerCore::new(ServerSession::new(service.config.clone()), calls);

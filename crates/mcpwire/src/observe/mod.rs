@@ -62,11 +62,13 @@ pub const BACKEND_UP: &str = "mcpwire_backend_up";
 /// sealed id that did not open or named another caller), `ended` (`DELETE`).
 pub const CLUSTER_SESSIONS_TOTAL: &str = "mcpwire_cluster_sessions_total";
 /// Cluster store operations that failed (`mcpwire_cluster_store_errors_total`), by `use`
-/// (`session`, `rate`, `task`, `relay`).
+/// (`session`, `rate`, `task`, `relay`, `replay`: a stream event not logged for other
+/// replicas, or a log that could not be read).
 pub const CLUSTER_STORE_ERRORS_TOTAL: &str = "mcpwire_cluster_store_errors_total";
 /// Client messages relayed between replicas (`mcpwire_cluster_relayed_total`), by `event`:
 /// `sent` (published for another replica), `delivered` (taken from another replica into a
-/// session held here).
+/// session held here), `resumed` (a stream another replica wrote resumed here from its
+/// replay log).
 pub const CLUSTER_RELAYED_TOTAL: &str = "mcpwire_cluster_relayed_total";
 
 /// Histogram buckets for durations, in seconds: 100 µs to 60 s.
