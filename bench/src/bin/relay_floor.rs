@@ -4,42 +4,19 @@
 //! current-thread tokio task, reading in bursts and writing each burst with one write.
 //!
 //! `--rewrite` does what a raw-frame forwarder must do at the least: every request's id is
-//! read (a borrowed serde envelope) and replaced with the relay's own number, every answer's
-//! id mapped back (a hash map). Without it, lines pass untouched (the pipes' cost alone).
+//! found (`mcpwire_wire::raw_frame`, a JSON-aware scan) and replaced in place with the
+//! relay's own number, every answer's id mapped back (a hash map). Without it, lines pass
+//! untouched (the pipes' cost alone).
 //!
-//! Not a gateway: no sessions, no limits, no errors; the id is found by its raw text after
-//! `"id":` (good enough for a benchmark's own traffic, not for real peers).
+//! Not a gateway: no sessions, no limits, no errors, no check that a line is JSON.
 //!
 //!   loadgen --server "relay=relay_floor --rewrite -- mcpwire_echo"
 
 use std::collections::HashMap;
 use std::process::Stdio;
 
-use serde::Deserialize;
-use serde_json::value::RawValue;
+use mcpwire_wire::raw_frame;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-#[derive(Deserialize)]
-struct Envelope<'a> {
-    #[serde(borrow)]
-    id: Option<&'a RawValue>,
-}
-
-/// Replaces the raw text `old` after the first `"id":` of `line` with `new`.
-fn replace_id(line: &[u8], old: &str, new: &str, out: &mut Vec<u8>) {
-    let key = b"\"id\":";
-    let at = memchr::memmem::find(line, key)
-        .map(|k| k + key.len())
-        .and_then(|k| memchr::memmem::find(&line[k..], old.as_bytes()).map(|o| k + o));
-    match at {
-        Some(at) => {
-            out.extend_from_slice(&line[..at]);
-            out.extend_from_slice(new.as_bytes());
-            out.extend_from_slice(&line[at + old.len()..]);
-        }
-        None => out.extend_from_slice(line),
-    }
-}
 
 /// Copies one line to the output, rewriting what it must.
 type Rewrite<'a> = &'a mut dyn FnMut(&[u8], &mut Vec<u8>);
@@ -92,19 +69,20 @@ async fn relay(rewrite: bool, cmd: Vec<String>) -> std::io::Result<()> {
     let (mut down_in, mut down_out) = mcpwire::stdio::stdio();
     let (mut from_client, mut from_server) = (Vec::with_capacity(65536), Vec::with_capacity(65536));
     let (mut to_server, mut to_client) = (Vec::with_capacity(65536), Vec::with_capacity(65536));
-    let mut ids: HashMap<u64, String> = HashMap::new();
+    let mut ids: HashMap<u64, Vec<u8>> = HashMap::new();
     let mut next: u64 = 0;
     loop {
         tokio::select! {
             n = down_in.read_buf(&mut from_client) => {
                 if n? == 0 { break; }
                 let mut f = |line: &[u8], out: &mut Vec<u8>| {
-                    let Ok(Envelope { id: Some(id) }) = serde_json::from_slice::<Envelope>(line) else {
-                        return out.extend_from_slice(line);
-                    };
                     next += 1;
-                    replace_id(line, id.get(), &next.to_string(), out);
-                    ids.insert(next, id.get().to_owned());
+                    match raw_frame::replace_member(line, "id", next.to_string().as_bytes(), out) {
+                        Some(old) => {
+                            ids.insert(next, line[old].to_vec());
+                        }
+                        None => out.extend_from_slice(line),
+                    }
                 };
                 lines(&mut from_client, &mut to_server, rewrite.then_some(&mut f as _));
                 up_in.write_all(&to_server).await?;
@@ -113,11 +91,13 @@ async fn relay(rewrite: bool, cmd: Vec<String>) -> std::io::Result<()> {
             n = up_out.read_buf(&mut from_server) => {
                 if n? == 0 { break; }
                 let mut f = |line: &[u8], out: &mut Vec<u8>| {
-                    let Ok(Envelope { id: Some(id) }) = serde_json::from_slice::<Envelope>(line) else {
-                        return out.extend_from_slice(line);
-                    };
-                    match id.get().parse::<u64>().ok().and_then(|n| ids.remove(&n)) {
-                        Some(orig) => replace_id(line, id.get(), &orig, out),
+                    let original = raw_frame::member(line, "id")
+                        .and_then(|at| std::str::from_utf8(&line[at]).ok()?.parse::<u64>().ok())
+                        .and_then(|n| ids.remove(&n));
+                    match original {
+                        Some(id) => {
+                            raw_frame::replace_member(line, "id", &id, out);
+                        }
                         None => out.extend_from_slice(line),
                     }
                 };
