@@ -6,7 +6,7 @@
 # wants none beyond rate limits), and RSS with 10,000 idle sessions on the Redis replica.
 #
 #   bench/cluster.sh                      # 50 clients, 20,000 requests × 3 runs
-#   bench/cluster.sh -n 50000 --runs 5    # extra arguments go to httpload
+#   bench/cluster.sh -n 20000 --runs 5 --interleave   # extra arguments go to httpload
 #
 # Needs `redis-server` and `redis-cli` (scripts/test.sh installs them). Run it on an otherwise
 # idle machine: clients, replicas and Redis share the CPUs.

@@ -6,7 +6,9 @@ ports. Checks, through the balancer only:
 - the official Python `mcp` client, legacy and auto, works while its requests land on every
   replica (each replica's `/metrics`: tool calls and sessions resumed there), an elicitation
   answered on another replica than the one that asked included;
-- a session id presented with another identity's key is refused (404);
+- a session id presented with another identity's key is refused (404), and so is a tampered
+  one; a rolling key rotation (docs/deploy.md: learn the new key, seal with it, retire the
+  old one) serves the sessions sealed before it until the old key is retired;
 - `kill -9` of one replica while clients are calling: the session goes on on the others,
   every request is answered or refused with a retryable error (counted: none dropped), an
   SSE stream interrupted by the kill resumes with `Last-Event-ID` on another replica (what
@@ -62,8 +64,16 @@ class Replica:
             text = text.replace(k, v)
         conf = workdir / f"replica{n}.toml"
         conf.write_text(text)
+        self.mcpwire_bin, self.conf = mcpwire_bin, conf
         # The session key from the environment, as a Kubernetes Secret would give it.
         self.served = Served(mcpwire_bin, conf, env={"MCPWIRE_SESSION_KEYS": session_key})
+
+    def restart(self, session_keys: str):
+        """Stopped (SIGTERM) and started again on the same ports with these keys (newest
+        first): one step of a rolling update."""
+        self.served.close()
+        self.served = Served(self.mcpwire_bin, self.conf,
+                             env={"MCPWIRE_SESSION_KEYS": session_keys})
 
     def metric(self, name: str) -> float:
         """The sum of every series of counter `name` on this replica."""
@@ -82,6 +92,10 @@ class Replica:
             for line in text.splitlines()
             if line.startswith(name + "{") and label in line
         )
+
+
+# The session key the replicas run with now (the rotation test changes it).
+TOPOLOGY_KEY = [""]
 
 
 class Redis:
@@ -144,6 +158,7 @@ def topology(mcpwire_bin, redis, tmp_path_factory):
     keys = work / "keys.txt"
     keys.write_text(f"alice={ALICE}\nbob={BOB}\n")
     session_key = base64.b64encode(os.urandom(32)).decode()
+    TOPOLOGY_KEY[0] = session_key
     replicas = [Replica(mcpwire_bin, redis.url, keys, session_key, work, n) for n in (1, 2, 3)]
     lb_port = free_port()
     env = dict(os.environ, LB_BIND=f"127.0.0.1:{lb_port}")
@@ -244,6 +259,64 @@ async def test_a_session_id_with_another_identitys_key_is_refused(topology):
         for _ in range(3):
             assert (await bob.post(url, json=call, headers=h)).status_code == 404
             assert (await alice.post(url, json=call, headers=h)).status_code == 200
+
+
+async def test_tampered_ids_and_a_rolling_key_rotation(topology):
+    url, replicas = topology
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+
+    def in_session(sid):
+        return dict(headers, **{"mcp-session-id": sid, "mcp-protocol-version": "2025-06-18"})
+
+    async with client(ALICE) as alice:
+        async def works(sid, tries=3):
+            # Consecutive requests: round robin puts them on different replicas.
+            for _ in range(tries):
+                r = await alice.post(url, json=call, headers=in_session(sid))
+                assert r.status_code == 200, (r.status_code, r.text)
+
+        r = await alice.post(url, json=init, headers=headers)
+        assert r.status_code == 200, r.text
+        old = r.headers["mcp-session-id"]
+        await works(old)
+        # One character changed in the middle (the sealed part): refused everywhere.
+        i = len(old) // 2
+        tampered = old[:i] + ("A" if old[i] != "A" else "B") + old[i + 1:]
+        for _ in range(3):
+            r = await alice.post(url, json=call, headers=in_session(tampered))
+            assert r.status_code == 404, (r.status_code, r.text)
+
+        # Rolling rotation (docs/deploy.md), three rolls; the old session is served all along.
+        # 1: every replica learns the new key, still sealing with the old one — so a
+        #    session sealed anywhere opens everywhere, whatever the roll's progress.
+        new_key = base64.b64encode(os.urandom(32)).decode()
+        old_key = TOPOLOGY_KEY[0]
+        for replica in replicas:
+            replica.restart(f"{old_key},{new_key}")
+            await works(old)
+        # 2: every replica seals with the new key; sessions opened mid-roll (sealed with
+        #    either key) are served by every replica.
+        for replica in replicas:
+            replica.restart(f"{new_key},{old_key}")
+            await works(old)
+            r = await alice.post(url, json=init, headers=headers)
+            assert r.status_code == 200, r.text
+            await works(r.headers["mcp-session-id"])
+        r = await alice.post(url, json=init, headers=headers)
+        assert r.status_code == 200, r.text
+        new = r.headers["mcp-session-id"]
+        # 3: the old key retired everywhere: sessions sealed with it end (404: the client
+        #    starts a new one), sessions sealed with the new key go on.
+        for replica in replicas:
+            replica.restart(new_key)
+            await works(new)
+        for _ in range(3):
+            r = await alice.post(url, json=call, headers=in_session(old))
+            assert r.status_code == 404, (r.status_code, r.text)
+        TOPOLOGY_KEY[0] = new_key
 
 
 RETRYABLE = {502, 503, 504}

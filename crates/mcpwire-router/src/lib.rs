@@ -62,7 +62,7 @@ pub use prompt::PromptDef;
 pub use resource::{ResourceDef, TemplateDef};
 pub use router::{McpCall, McpReply, Router};
 pub use server::{CatalogEdit, Server, ServerBuilder};
-pub use session_scope::SessionScope;
+pub use session_scope::{ClusterSession, SessionRecords, SessionScope};
 pub use state_key::StateKey;
 pub use tasks::{
     RemoteTask, TASKS_EXTENSION, TaskCommand, TaskConfig, TaskShare, TaskSnapshot, TaskSupport,

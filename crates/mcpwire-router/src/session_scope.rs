@@ -5,6 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::BoxFuture;
+
 static NEXT_SESSION: AtomicU64 = AtomicU64::new(1);
 
 /// One downstream session (a stdio connection, an HTTP `Mcp-Session-Id`, an MCPB or
@@ -21,17 +23,63 @@ pub struct SessionScope {
 struct ScopeInner {
     id: u64,
     ended: CancellationToken,
+    cluster: Option<ClusterSession>,
+}
+
+/// Per-session records a replica set keeps in its shared store, by downstream session:
+/// what a backend needs to continue the session's state on another replica (an upstream
+/// session to re-attach). Implemented over the cluster's store by the HTTP wire.
+pub trait SessionRecords: Send + Sync + std::fmt::Debug {
+    /// Backend `backend`'s record for session `sid` (`None`: there is none).
+    fn load<'a>(
+        &'a self,
+        sid: &'a str,
+        backend: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Vec<u8>>, String>>;
+    /// Writes backend `backend`'s record for session `sid` (it lives as long as the
+    /// session's own record).
+    fn save<'a>(
+        &'a self,
+        sid: &'a str,
+        backend: &'a str,
+        value: Vec<u8>,
+    ) -> BoxFuture<'a, Result<(), String>>;
+    /// Whether session `sid` is still live in the replica set (it may be served by another
+    /// replica after this one dropped its copy).
+    fn is_live<'a>(&'a self, sid: &'a str) -> BoxFuture<'a, Result<bool, String>>;
+}
+
+/// A downstream session of a replica set: its cluster-wide id (the same on every replica)
+/// and the store its records live in.
+#[derive(Debug, Clone)]
+pub struct ClusterSession {
+    /// The session's id in the replica set (the sealed `Mcp-Session-Id`'s `sid`).
+    pub sid: Arc<str>,
+    /// Where records about it are kept.
+    pub records: Arc<dyn SessionRecords>,
 }
 
 impl SessionScope {
     /// A new session with a fresh identity.
     pub fn new() -> SessionScope {
+        SessionScope::with_cluster(None)
+    }
+
+    /// A new session (a fresh local identity) that is `cluster`'s session in a replica
+    /// set, when it is one.
+    pub fn with_cluster(cluster: Option<ClusterSession>) -> SessionScope {
         SessionScope {
             inner: Arc::new(ScopeInner {
                 id: NEXT_SESSION.fetch_add(1, Ordering::Relaxed),
                 ended: CancellationToken::new(),
+                cluster,
             }),
         }
+    }
+
+    /// The session's cluster-wide id and records, in a replica set.
+    pub fn cluster(&self) -> Option<&ClusterSession> {
+        self.inner.cluster.as_ref()
     }
 
     /// The session's identity, unique in this process.

@@ -17,6 +17,7 @@ pub mod mcpb;
 mod ndjson;
 #[cfg(feature = "proto-mcp")]
 pub mod proto_mcp;
+pub mod raw_frame;
 
 pub use any::{AnyCodec, WireItem};
 pub use limits::Limits;

@@ -126,6 +126,19 @@ impl Client {
         }
     }
 
+    /// Continues the HTTP session `session_id` that the server at `url` holds, negotiated
+    /// with the `initialize` result `result` (by another process, which recorded both):
+    /// no `initialize` is sent. A server that no longer holds the session answers the first
+    /// request 404 ([`ClientError::is_session_gone`]); start a new one then.
+    pub async fn reattach(
+        url: &str,
+        opts: &ClientOptions,
+        session_id: &str,
+        result: &serde_json::value::RawValue,
+    ) -> Result<(Client, ClientEvents), ClientError> {
+        http::reattach(url, opts, session_id, result).await
+    }
+
     /// Every tool, following pagination cursors.
     pub async fn list_tools(&self) -> Result<Vec<Value>, ClientError> {
         let mut tools = Vec::new();

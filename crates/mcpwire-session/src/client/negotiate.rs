@@ -155,6 +155,25 @@ impl ClientSession {
         }
     }
 
+    /// Starts already negotiated, from the `initialize` result `result` a session the server
+    /// still holds was negotiated with (an HTTP session re-attached by another process):
+    /// nothing is sent, and requests go out at once. Instead of [`ClientSession::start`];
+    /// only before anything was sent.
+    pub fn start_negotiated(
+        &mut self,
+        result: &serde_json::value::RawValue,
+    ) -> Result<(), McpError> {
+        if !matches!(self.phase, Phase::Idle) || self.closed {
+            return Err(McpError::InvalidRequest(
+                "the session has started already".into(),
+            ));
+        }
+        let n = read_initialize(result)?;
+        self.rounds = MAX_NEGOTIATION_ROUNDS;
+        self.ready(n);
+        Ok(())
+    }
+
     pub(super) fn ready(&mut self, negotiated: Negotiated) {
         if let Some(at) = self.handshake_deadline.take() {
             self.timers.remove(at, TimerKey::Handshake);

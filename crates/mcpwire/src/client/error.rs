@@ -124,6 +124,12 @@ pub enum Blame {
 }
 
 impl ClientError {
+    /// An HTTP server's 404 for a request carrying a session id: it no longer holds the
+    /// session (it expired, or the server restarted); the spec's remedy is a new one.
+    pub fn is_session_gone(&self) -> bool {
+        matches!(self, ClientError::Http { status, .. } if status.starts_with("404"))
+    }
+
     /// Who is to blame.
     pub fn blame(&self) -> Blame {
         match self {
@@ -144,6 +150,8 @@ impl ClientError {
             ClientError::Refused { error, .. } => error.clone(),
             ClientError::Invalid(m) => McpError::BadPeerMessage(m.clone()),
             ClientError::InputRequired { .. } => McpError::InputRequired,
+            // Not run: the server no longer holds the session; a new one may run it.
+            gone if gone.is_session_gone() => McpError::Unavailable(gone.to_string()),
             other => McpError::ConnectionClosed(other.to_string()),
         }
     }

@@ -4,7 +4,8 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -44,6 +45,35 @@ struct Inner {
     ids: RequestIds,
     backlog: EventBacklog,
     ended: ConnectionEnded,
+    wire_session: Arc<WireSession>,
+}
+
+/// The wire's own session with the server (HTTP: its `Mcp-Session-Id`), shared by the
+/// handle and the wire's task: its id once known, and whether closing keeps it (another
+/// process re-attaches to it) instead of deleting it.
+#[derive(Debug, Default)]
+pub(crate) struct WireSession {
+    id: OnceLock<String>,
+    keep: AtomicBool,
+    gone: AtomicBool,
+}
+
+impl WireSession {
+    /// Records the session id the server gave (the first one stands).
+    pub(crate) fn set_id(&self, id: String) {
+        let _ = self.id.set(id);
+    }
+
+    /// The server no longer holds the session (it answered 404); set before the request
+    /// that learnt it fails.
+    pub(crate) fn set_gone(&self) {
+        self.gone.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether closing keeps the server's session.
+    pub(crate) fn keeps(&self) -> bool {
+        self.keep.load(Ordering::Relaxed)
+    }
 }
 
 /// What the server sends unasked: server→client requests (answer each with
@@ -90,6 +120,8 @@ impl ClientEvents {
 pub(crate) struct Parts {
     pub(crate) core: ClientCore,
     pub(crate) pending: PendingClient,
+    /// The wire's session with the server (HTTP), known to the handle.
+    pub(crate) wire_session: Arc<WireSession>,
 }
 
 /// A client whose negotiation has not settled yet.
@@ -104,18 +136,28 @@ pub(crate) struct PendingClient {
     ids: RequestIds,
     backlog: EventBacklog,
     ended: ConnectionEnded,
+    wire_session: Arc<WireSession>,
 }
 
 /// A session configured by `opts` and the channels around it; `peer` names the server in
 /// errors (a command line in backticks, a URL).
 pub(crate) fn parts(opts: &ClientOptions, peer: &str) -> Parts {
-    let config = ClientConfig {
+    parts_with(session_for(opts), opts, peer)
+}
+
+/// A session configured by `opts`, not started.
+pub(crate) fn session_for(opts: &ClientOptions) -> ClientSession {
+    ClientSession::new(ClientConfig {
         client_info: opts.client_info.clone(),
         capabilities: opts.capabilities.clone(),
         era: opts.era,
         log_level: opts.log_level,
         limits: opts.limits.clone(),
-    };
+    })
+}
+
+/// [`parts`] around `session` (started by the core unless it has been already).
+pub(crate) fn parts_with(session: ClientSession, opts: &ClientOptions, peer: &str) -> Parts {
     let (commands, commands_rx) = mpsc::channel(COMMAND_QUEUE);
     let (cancels, cancels_rx) = mpsc::unbounded_channel();
     let (events_tx, events) = mpsc::channel(opts.events_capacity.max(1));
@@ -123,8 +165,9 @@ pub(crate) fn parts(opts: &ClientOptions, peer: &str) -> Parts {
     let ids = RequestIds::default();
     let backlog = EventBacklog::default();
     let ended = ConnectionEnded::default();
+    let wire_session = Arc::new(WireSession::default());
     let core = ClientCore::new(
-        ClientSession::new(config),
+        session,
         CoreChannels {
             commands: commands_rx,
             cancels: cancels_rx,
@@ -149,7 +192,9 @@ pub(crate) fn parts(opts: &ClientOptions, peer: &str) -> Parts {
             ids,
             backlog,
             ended,
+            wire_session: wire_session.clone(),
         },
+        wire_session,
     }
 }
 
@@ -184,6 +229,7 @@ impl PendingClient {
                 ids: self.ids,
                 backlog: self.backlog.clone(),
                 ended: self.ended,
+                wire_session: self.wire_session,
             }),
         };
         let events = ClientEvents {
@@ -205,6 +251,25 @@ impl Client {
     /// The server's `initialize` (or `server/discover`) result as received.
     pub fn server(&self) -> &Value {
         &self.inner.server
+    }
+
+    /// HTTP: the server's `Mcp-Session-Id` for this connection, once it gave one (what
+    /// [`Client::reattach`](super::Client::reattach) continues from another process).
+    pub fn wire_session_id(&self) -> Option<&str> {
+        self.inner.wire_session.id.get().map(String::as_str)
+    }
+
+    /// HTTP: whether the server answered 404 for the session (it no longer holds it; the
+    /// connection is ending). Set before the request that learnt it fails.
+    pub fn wire_session_gone(&self) -> bool {
+        self.inner.wire_session.gone.load(Ordering::Relaxed)
+    }
+
+    /// [`Client::close`], keeping the server's HTTP session (no `DELETE`): another process
+    /// that re-attached to it goes on using it.
+    pub async fn close_keeping_session(self) -> Result<(), ClientError> {
+        self.inner.wire_session.keep.store(true, Ordering::Relaxed);
+        self.close().await
     }
 
     /// The server as errors name it: the command line in backticks, or the URL.

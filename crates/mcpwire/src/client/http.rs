@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::{AbortHandle, JoinHandle};
 
 use super::core::ClientCore;
-use super::handle::parts;
+use super::handle::{Parts, WireSession, parts, parts_with, session_for};
 use super::{Client, ClientError, ClientEvents, ClientOptions};
 use crate::driver::now;
 use crate::http::headers::PROTOCOL_VERSION;
@@ -48,13 +48,48 @@ pub(crate) async fn connect(
     url: &str,
     opts: &ClientOptions,
 ) -> Result<(Client, ClientEvents), ClientError> {
-    let conn = Arc::new(HttpConn::new(
+    let conn = HttpConn::new(
         url,
         opts.limits.handshake_timeout,
         opts.tls.clone(),
         opts.auth.clone(),
-    )?);
-    let parts = parts(opts, url);
+    )?;
+    start(Arc::new(conn), parts(opts, url), opts).await
+}
+
+/// Continues the handshake-era session `session_id` the server at `url` holds, negotiated
+/// (by this process or another) with the `initialize` result `result`: nothing is sent to
+/// negotiate; requests carry the session id and its revision, and the session's GET stream
+/// is opened as after `initialize`. Whether the server still holds the session shows on
+/// the first request (404 when it does not).
+pub(crate) async fn reattach(
+    url: &str,
+    opts: &ClientOptions,
+    session_id: &str,
+    result: &serde_json::value::RawValue,
+) -> Result<(Client, ClientEvents), ClientError> {
+    let mut session = session_for(opts);
+    session
+        .start_negotiated(result)
+        .map_err(|e| ClientError::Invalid(format!("the recorded initialize result: {e}")))?;
+    let conn = HttpConn::new(
+        url,
+        opts.limits.handshake_timeout,
+        opts.tls.clone(),
+        opts.auth.clone(),
+    )?;
+    if let Some(n) = session.negotiated() {
+        conn.resume(session_id, n.era.revision().as_str());
+    }
+    start(Arc::new(conn), parts_with(session, opts, url), opts).await
+}
+
+/// Runs the connection's task over `conn` and waits for negotiation (and the GET stream).
+async fn start(
+    conn: Arc<HttpConn>,
+    parts: Parts,
+    opts: &ClientOptions,
+) -> Result<(Client, ClientEvents), ClientError> {
     let (inbound_tx, inbound_rx) = mpsc::channel(INBOUND_QUEUE);
     let (stream_ready, stream_ready_rx) = oneshot::channel();
     let task = HttpTask {
@@ -69,6 +104,8 @@ pub(crate) async fn connect(
         stream_ready: Some(stream_ready),
         tool_headers: ToolHeaders::default(),
         send_timeout: opts.limits.handshake_timeout,
+        wire_session: parts.wire_session,
+        session_gone: false,
     };
     tokio::spawn(task.run());
     let connected = parts.pending.settle(" (--timeout waits longer)").await?;
@@ -105,13 +142,17 @@ struct HttpTask {
     tool_headers: ToolHeaders,
     /// How long a notification's POST may take.
     send_timeout: std::time::Duration,
+    /// The server's session id, told to the handle; whether closing keeps it.
+    wire_session: Arc<WireSession>,
+    /// The server answered 404 for the session: it is over.
+    session_gone: bool,
 }
 
 impl HttpTask {
     async fn run(mut self) {
         loop {
             while self.ready_work() {}
-            if self.core.close_requested() || self.core.session.is_finished() {
+            if self.core.close_requested() || self.core.session.is_finished() || self.session_gone {
                 break;
             }
             let take_input = self.core.session.transmits_pending() < MAX_UNSENT;
@@ -165,7 +206,15 @@ impl HttpTask {
                     .handle_inbound_related(now(), msg, related);
                 self.core.poll_ready(now(), false);
             }
-            Inbound::Failed(id, e) => self.core.fail_request(now(), id, e),
+            Inbound::Failed(id, e) => {
+                // A 404 for the session id: the server no longer holds the session, and the
+                // connection is over (its owner starts a new session, as the spec says).
+                if e.is_session_gone() && self.conn.session().is_some() {
+                    self.session_gone = true;
+                    self.wire_session.set_gone();
+                }
+                self.core.fail_request(now(), id, e);
+            }
         }
     }
 
@@ -268,6 +317,11 @@ impl HttpTask {
                 self.conn.set_version(n.era.revision().as_str());
             }
         }
+        if self.stream_ready.is_some()
+            && let Some(sid) = self.conn.session()
+        {
+            self.wire_session.set_id(sid);
+        }
         self.open_stream();
     }
 
@@ -307,7 +361,11 @@ impl HttpTask {
         if let Some(s) = self.sending.take() {
             let _ = tokio::time::timeout(self.send_timeout, s).await;
         }
-        let how = if self.core.close_requested() {
+        let how = if self.session_gone {
+            "was ended by the server (404 for its session id)"
+        } else if self.core.close_requested() && self.wire_session.keeps() {
+            "was closed by the client (its session kept)"
+        } else if self.core.close_requested() {
             if tokio::time::timeout(self.send_timeout, self.conn.delete())
                 .await
                 .is_err()

@@ -17,7 +17,7 @@ use mcpwire_model::{McpError, codes};
 use mcpwire_wire::FramingError;
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::oneshot;
-use tokio_util::codec::{Decoder, LinesCodec, LinesCodecError};
+use tokio_util::codec::Decoder;
 
 use super::core::{ClientCore, CoreWake};
 use super::handle::parts;
@@ -88,7 +88,7 @@ pub(crate) async fn connect(
         eof_at: None,
         done: false,
     };
-    let codec = StdioLines(LinesCodec::new_with_max_length(MAX_MESSAGE_BYTES));
+    let codec = StdioLines::new(MAX_MESSAGE_BYTES);
     let driver = FramedDriver::new(stdout, codec, stdin, endpoint, opts.busy_poll);
     tokio::spawn(run(driver));
     parts.pending.settle(HINT).await
@@ -114,27 +114,82 @@ async fn run(mut driver: FramedDriver<ChildStdout, ChildStdin, StdioEndpoint>) {
     // Dropping the core now lets `Client::close` return.
 }
 
-/// Splits stdout into lines (an over-long line is reported, then skipped).
-struct StdioLines(LinesCodec);
+/// Splits stdout into lines, as bytes (an over-long line is reported, then skipped): the
+/// line goes to the JSON decoder as it sits in the read buffer, not copied into a `String`
+/// first (once per upstream answer on the gateway's hot path, `docs/benchmarks.md`).
+/// A trailing `\r` is dropped; UTF-8 is checked by [`StdioEndpoint::on_frame`].
+struct StdioLines {
+    max: usize,
+    /// How far into the buffer the newline was already looked for.
+    scanned: usize,
+    /// Skipping the rest of an over-long line.
+    discarding: bool,
+}
+
+impl StdioLines {
+    fn new(max: usize) -> StdioLines {
+        StdioLines {
+            max,
+            scanned: 0,
+            discarding: false,
+        }
+    }
+}
+
+/// One line of the server's output without its end, or the limit an over-long one broke.
+type Line = Result<BytesMut, usize>;
 
 impl Decoder for StdioLines {
-    type Item = Result<String, usize>;
+    type Item = Line;
     type Error = FramingError;
 
-    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Self::Item>, FramingError> {
-        match self.0.decode(buf) {
-            Ok(line) => Ok(line.map(Ok)),
-            Err(LinesCodecError::MaxLineLengthExceeded) => Ok(Some(Err(MAX_MESSAGE_BYTES))),
-            Err(LinesCodecError::Io(e)) => Err(FramingError::Io(e)),
+    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Line>, FramingError> {
+        loop {
+            // Never look further than one byte past the limit for the end of a line.
+            let upto = buf.len().min(self.max.saturating_add(1));
+            let from = self.scanned.min(upto);
+            let Some(off) = memchr::memchr(b'\n', &buf[from..upto]) else {
+                if buf.len() > self.max {
+                    buf.clear();
+                    self.scanned = 0;
+                    if !self.discarding {
+                        self.discarding = true;
+                        return Ok(Some(Err(self.max)));
+                    }
+                } else {
+                    self.scanned = buf.len();
+                }
+                return Ok(None);
+            };
+            let end = from + off;
+            self.scanned = 0;
+            let mut line = buf.split_to(end + 1);
+            if std::mem::take(&mut self.discarding) {
+                continue;
+            }
+            line.truncate(end);
+            if line.last() == Some(&b'\r') {
+                line.truncate(end - 1);
+            }
+            return Ok(Some(Ok(line)));
         }
     }
 
-    fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Self::Item>, FramingError> {
-        match self.0.decode_eof(buf) {
-            Ok(line) => Ok(line.map(Ok)),
-            Err(LinesCodecError::MaxLineLengthExceeded) => Ok(Some(Err(MAX_MESSAGE_BYTES))),
-            Err(LinesCodecError::Io(e)) => Err(FramingError::Io(e)),
+    fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Line>, FramingError> {
+        if let Some(line) = self.decode(buf)? {
+            return Ok(Some(line));
         }
+        if buf.is_empty() || std::mem::take(&mut self.discarding) {
+            buf.clear();
+            return Ok(None);
+        }
+        // The last line, without its newline.
+        let mut line = buf.split();
+        if line.last() == Some(&b'\r') {
+            line.truncate(line.len() - 1);
+        }
+        self.scanned = 0;
+        Ok(Some(Ok(line)))
     }
 }
 
@@ -241,13 +296,21 @@ impl Endpoint for StdioEndpoint {
     type Codec = StdioLines;
     type Wake = StdioWake;
 
-    fn on_frame(
-        &mut self,
-        frame: Option<Result<Result<String, usize>, FramingError>>,
-        _out: &mut BytesMut,
-    ) {
+    fn on_frame(&mut self, frame: Option<Result<Line, FramingError>>, _out: &mut BytesMut) {
         match frame {
-            Some(Ok(Ok(line))) => self.on_line(&line),
+            Some(Ok(Ok(line))) => match std::str::from_utf8(&line) {
+                Ok(line) => self.on_line(line),
+                Err(_) => {
+                    // What a line-of-text reader reports (the connection ends).
+                    let e = std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        "stream did not contain valid UTF-8",
+                    );
+                    let e = FramingError::Io(e);
+                    let e = McpError::ConnectionClosed(format!("could not be read from ({e})"));
+                    self.finish(e);
+                }
+            },
             Some(Ok(Err(max))) => {
                 let e = format!(
                     "{} wrote a message longer than {} MiB (line {})",
@@ -325,5 +388,96 @@ impl Endpoint for StdioEndpoint {
         } else {
             Status::Open
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(codec: &mut StdioLines, input: &[&[u8]]) -> Vec<Result<Vec<u8>, usize>> {
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        for chunk in input {
+            buf.extend_from_slice(chunk);
+            while let Some(l) = codec.decode(&mut buf).unwrap() {
+                out.push(l.map(|b| b.to_vec()));
+            }
+        }
+        while let Some(l) = codec.decode_eof(&mut buf).unwrap() {
+            out.push(l.map(|b| b.to_vec()));
+        }
+        out
+    }
+
+    #[test]
+    fn lines_split_across_reads_without_their_ends() {
+        let mut c = StdioLines::new(64);
+        let got = lines(&mut c, &[b"{\"a\":", b"1}\r\n{\"b\"", b":2}\n\nlast"]);
+        let want: Vec<Result<Vec<u8>, usize>> = vec![
+            Ok(b"{\"a\":1}".to_vec()),
+            Ok(b"{\"b\":2}".to_vec()),
+            Ok(Vec::new()),
+            Ok(b"last".to_vec()),
+        ];
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn an_over_long_line_is_reported_once_and_skipped() {
+        let mut c = StdioLines::new(8);
+        // Exactly the limit passes; one byte more is reported, arriving in pieces.
+        let got = lines(&mut c, &[b"12345678\n", b"123456", b"789abc", b"def\nok\n"]);
+        let want: Vec<Result<Vec<u8>, usize>> =
+            vec![Ok(b"12345678".to_vec()), Err(8), Ok(b"ok".to_vec())];
+        assert_eq!(got, want);
+    }
+
+    /// A server written in `sh`: answers `initialize`, then each later request with `answer`
+    /// (a printf format taking the request's id).
+    fn scripted(answer: &str) -> crate::client::Target {
+        let id = r#"id=$(printf '%s' "$l" | sed 's/.*"id":\([0-9]*\).*/\1/')"#;
+        let init = r#"{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}\r\n"#;
+        let script = format!(
+            "read l; {id}; printf '{init}' \"$id\"; read l; \
+             while read l; do {id}; printf '{answer}' \"$id\"; done"
+        );
+        crate::client::Target::Command {
+            argv: vec!["sh".into(), "-c".into(), script],
+        }
+    }
+
+    fn options() -> ClientOptions {
+        let mut o = ClientOptions::with_handshake_timeout(Duration::from_secs(10));
+        o.era = crate::client::EraChoice::Handshake;
+        o
+    }
+
+    #[tokio::test]
+    async fn answers_with_crlf_blank_lines_spacing_and_escapes_are_read() {
+        let answer = r#"\n  \n{ "result" : {"content":[{"type":"text","text":"a\\"b\\u00e9\\n"}]} , "id" : %s , "jsonrpc":"2.0"}\r\n"#;
+        let (client, _events) = Client::connect(&scripted(answer), &options())
+            .await
+            .unwrap();
+        let got = client
+            .request("tools/call", serde_json::json!({"name": "echo"}))
+            .await
+            .unwrap();
+        let want = serde_json::json!({"content": [{"type": "text", "text": "a\"b\u{e9}\n"}]});
+        assert_eq!(got, want);
+    }
+
+    #[tokio::test]
+    async fn a_line_that_is_not_utf8_ends_the_connection_as_before() {
+        let answer = r#"{"jsonrpc":"2.0","id":%s,"result":{"x":"\377"}}\n"#;
+        let (client, _events) = Client::connect(&scripted(answer), &options())
+            .await
+            .unwrap();
+        let err = client
+            .request("tools/call", serde_json::json!({"name": "echo"}))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("stream did not contain valid UTF-8"), "{err}");
     }
 }

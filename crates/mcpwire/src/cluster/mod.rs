@@ -15,11 +15,14 @@
 //!   succeeds, expiring after the session's idle time unless a replica serving it refreshes
 //!   it, removed by `DELETE`. A replica rebuilds a session it has never seen only while its
 //!   record exists, so a deleted or expired session stays ended on every replica.
+//! - `upstreams.rs`: backends' records per session (`up:{sid}`: upstream sessions to
+//!   re-attach on another replica), living and ending with the session's record.
 
 pub(crate) mod relay;
 pub(crate) mod session_id;
 pub(crate) mod streams;
 mod tasks;
+pub(crate) mod upstreams;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -233,6 +236,15 @@ impl Cluster {
         self.recheck
     }
 
+    /// Session `sid` as backends see it: its cluster-wide id and the store its records
+    /// live in (for `ttl`, the session's idle time).
+    pub(crate) fn session(&self, sid: &str, ttl: Duration) -> mcpwire_router::ClusterSession {
+        mcpwire_router::ClusterSession {
+            sid: Arc::from(sid),
+            records: Arc::new(upstreams::StoreRecords::new(self.store.clone(), ttl)),
+        }
+    }
+
     /// Records session `sid` as live for `ttl`, with its capabilities when they did not fit
     /// in its id.
     pub(crate) async fn register(
@@ -262,6 +274,9 @@ impl Cluster {
             if live {
                 // Its subscriptions live as long (no record when it has none).
                 self.store.touch(&subscriptions_key(sid), ttl).await?;
+                self.store
+                    .touch(&upstreams::upstreams_key(sid), ttl)
+                    .await?;
             }
             return Ok(live.then_some(None));
         }
@@ -279,6 +294,7 @@ impl Cluster {
     pub(crate) async fn end(&self, sid: &str) -> Result<bool, StoreError> {
         let live = self.store.remove(&record_key(sid)).await?;
         self.store.remove(&subscriptions_key(sid)).await?;
+        self.store.remove(&upstreams::upstreams_key(sid)).await?;
         Ok(live)
     }
 

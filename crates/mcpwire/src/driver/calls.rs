@@ -186,6 +186,15 @@ impl Calls {
         self.request_parents.insert(id, parent);
     }
 
+    /// These calls' session is `cluster`'s in a replica set (backends then see its
+    /// cluster-wide id); set before any call starts.
+    pub(crate) fn in_cluster(mut self, cluster: Option<mcpwire_router::ClusterSession>) -> Calls {
+        if cluster.is_some() && self.session.is_some() {
+            self.session = Some(SessionScope::with_cluster(cluster));
+        }
+        self
+    }
+
     /// These calls hear `events` instead of the router's own, if they listen at all (a
     /// cluster endpoint's hub: its router's events and the other replicas').
     pub(crate) fn hearing(mut self, events: Option<broadcast::Receiver<BackendEvent>>) -> Calls {

@@ -32,6 +32,7 @@ mod route_headers;
 mod session;
 mod sessions;
 mod stateless;
+mod unread;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -251,7 +252,10 @@ impl HttpServer {
             }
         }
         let conn_limit = self.app.service.connections.clone();
-        let router = router.with_state(self.app);
+        // After the routes: every answer, the metadata's and refusals' included.
+        let router = router
+            .with_state(self.app)
+            .layer(axum::middleware::from_fn(unread::close_if_unread));
         let connections = TaskTracker::new();
         let mut listener = self.listener;
         loop {

@@ -294,6 +294,7 @@ pub(crate) fn spawn(
         core: ServerCore::new(
             session,
             Calls::new(service.router.clone(), Wire::Http)
+                .in_cluster(service.cluster.as_ref().map(|c| c.session(&id, idle)))
                 .hearing(events)
                 .with_identity(owner.clone())
                 .with_client_ip(ip),

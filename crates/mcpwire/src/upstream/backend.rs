@@ -16,6 +16,7 @@ use super::call::{self, Forward};
 use super::forward::{forwarded_capabilities, forwarded_meta, outgoing};
 use super::hold::Holder;
 use super::link::Link;
+use super::reattach;
 use super::restart::{Shared, reopen};
 use super::routes::ToolRoutes;
 use super::sessions::Sessions;
@@ -242,14 +243,31 @@ async fn open_for_session(
         return connect(config, options, true, events).await;
     }
     options.era = EraChoice::Handshake;
-    match connect(config, options.clone(), true, events).await {
-        Ok(link) => Ok(link),
+    // In a replica set, an HTTP upstream session this downstream session opened on another
+    // replica is continued, and one opened here is recorded for the others.
+    let cluster = ctx.session().and_then(|s| s.cluster());
+    let url = match &config.target {
+        Target::Url(url) => cluster.map(|c| (c, url)),
+        _ => None,
+    };
+    if let Some((cluster, url)) = url
+        && let Some(record) = reattach::recorded(cluster, &config.name).await
+        && let Some(link) = reattach::reattach(url, &options, &record, &config.name, events).await
+    {
+        return Ok(link);
+    }
+    let link = match connect(config, options.clone(), true, events).await {
+        Ok(link) => link,
         Err(e) => {
             tracing::debug!(upstream = %config.name, "initialize refused ({e}); discovering");
             options.era = EraChoice::Auto;
-            connect(config, options, true, events).await
+            connect(config, options, true, events).await?
         }
+    };
+    if let Some((cluster, _)) = url {
+        reattach::record(cluster, &config.name, link.client()).await;
     }
+    Ok(link)
 }
 
 async fn connect(
@@ -410,7 +428,26 @@ impl Inner {
             params: out.params,
             opts,
         };
-        call::run(link, ctx, fwd, &self.holder, resumed).await
+        let scoped = resumed.is_none() && self.sessions.is_some() && ctx.session().is_some();
+        if !scoped {
+            return call::run(link, ctx, fwd, &self.holder, resumed).await;
+        }
+        // A downstream session's upstream session that the upstream no longer holds (it
+        // expired, or another replica's 404 made a new one): the request was not run, the
+        // link is down, and it runs once more on the session's next upstream session.
+        match call::run(link.clone(), ctx.clone(), fwd.clone(), &self.holder, None).await {
+            Err(McpError::Unavailable(e)) if link.client().wire_session_gone() => {
+                tracing::info!(upstream = %self.config.name, "{e}; running the call in a new upstream session");
+                // The link is ending; the next one is opened once it has.
+                let closing = tokio::time::timeout(self.config.handshake_timeout, link.closed());
+                if closing.await.is_err() {
+                    return Err(McpError::Unavailable(e));
+                }
+                let link = self.link_for(&ctx).await?;
+                call::run(link, ctx, fwd, &self.holder, None).await
+            }
+            other => other,
+        }
     }
 }
 

@@ -26,6 +26,7 @@ use crate::client::{
 const MAX_ROUNDS: usize = 16;
 
 /// A forwarded request: its method and params, and the options for the upstream.
+#[derive(Clone)]
 pub(crate) struct Forward {
     pub(crate) method: String,
     pub(crate) params: Option<Raw>,

@@ -18,13 +18,16 @@
 //! upstream session and the calls on it), `call.rs` (one call on a link), `hold.rs`
 //! (upstream requests waiting for a stateless client's retry), `restart.rs` (the shared
 //! session opened again with backoff when it ends), `sessions.rs`
-//! (an upstream session per downstream session, bounded), `backend.rs`.
+//! (an upstream session per downstream session, bounded), `reattach.rs` (in a replica set,
+//! a downstream session's HTTP upstream session continued on another replica),
+//! `backend.rs`.
 
 mod backend;
 mod call;
 mod forward;
 mod hold;
 mod link;
+mod reattach;
 mod restart;
 mod routes;
 mod sessions;

@@ -104,13 +104,15 @@ impl Sessions {
 }
 
 /// Waits for the downstream session to end, then forgets its upstream session and closes
-/// it (a stdio child is stopped).
+/// it (a stdio child is stopped; an HTTP session another replica may be using is kept).
 async fn close_when_ended(sessions: Weak<Sessions>, scope: SessionScope, slot: Slot) {
     scope.ended().await;
     if let Some(sessions) = sessions.upgrade() {
         sessions.forget(scope.id(), &slot);
     }
     if let Some(link) = slot.get() {
-        link.client().clone().close().await.ok();
+        super::reattach::close(link.client().clone(), scope.cluster())
+            .await
+            .ok();
     }
 }

@@ -100,6 +100,12 @@ impl HttpConn {
         }
     }
 
+    /// Continues session `session_id`, negotiated in `version` (a re-attached session).
+    pub(super) fn resume(&self, session_id: &str, version: &str) {
+        *lock(&self.session) = Some(session_id.to_owned());
+        self.set_version(version);
+    }
+
     /// The revision GET and DELETE requests carry.
     pub(super) fn set_version(&self, version: &str) {
         *lock(&self.version) = Some(version.to_owned());

@@ -84,6 +84,11 @@ async fn exchange(
         return read_stream(conn, post, response.into_body(), inbound).await;
     }
     let bytes = collect(conn, response.into_body()).await?;
+    if status == StatusCode::NOT_FOUND && post.method != "initialize" && conn.session().is_some() {
+        // The server no longer holds the session (whatever its body says): the request was
+        // not run, and the session is over (`ClientError::is_session_gone`).
+        return Err(conn.status_error(status, &bytes));
+    }
     if let Some(msg) = answer_in(&bytes, post.id) {
         let _ = inbound.send(Inbound::Message(Ok(msg), Some(post.id))).await;
         return Ok(());
