@@ -59,8 +59,9 @@ pub const AUTH_FAILURES_TOTAL: &str = "mcpwire_auth_failures_total";
 /// `tool`, `connections`).
 pub const RATE_LIMITED_TOTAL: &str = "mcpwire_rate_limited_total";
 /// TLS handshakes that failed, by `reason` (`error`: refused or not TLS, `timeout`,
-/// `per_ip`: too many in progress from the address).
-pub const TLS_HANDSHAKE_FAILURES_TOTAL: &str = "mcpwire_tls_handshake_failures_total";
+/// `per_ip`: too many in progress from the address); counted by `tls` itself, which
+/// depends on nothing here (so `observe` may use `fetch`, which uses `tls`).
+pub use crate::tls::HANDSHAKE_FAILURES_TOTAL as TLS_HANDSHAKE_FAILURES_TOTAL;
 /// Whether a backend answers its lists (1) or not (0), by `backend` and `fail`.
 pub const BACKEND_UP: &str = "mcpwire_backend_up";
 
@@ -176,11 +177,6 @@ pub(crate) fn cluster_relayed(event: &'static str) {
 /// Counts one failed store operation (see [`CLUSTER_STORE_ERRORS_TOTAL`]).
 pub(crate) fn store_error(used_for: &'static str) {
     metrics::counter!(CLUSTER_STORE_ERRORS_TOTAL, "use" => used_for).increment(1);
-}
-
-/// Counts one failed TLS handshake (`reason`: `error`, `timeout` or `per_ip`).
-pub(crate) fn tls_handshake_failure(reason: &'static str) {
-    metrics::counter!(TLS_HANDSHAKE_FAILURES_TOTAL, "reason" => reason).increment(1);
 }
 
 /// Counts one refused credential (`reason`: the failure's kind).

@@ -27,6 +27,15 @@ use super::pem::TlsError;
 use super::reload::ServerTls;
 use super::server::TlsConfig;
 
+/// Counter: TLS handshakes that failed, by `reason` (`error`: refused or not TLS,
+/// `timeout`, `per_ip`: too many in progress from the address). Exported by `observe`.
+pub const HANDSHAKE_FAILURES_TOTAL: &str = "mcpwire_tls_handshake_failures_total";
+
+/// Counts one failed TLS handshake.
+fn handshake_failure(reason: &'static str) {
+    metrics::counter!(HANDSHAKE_FAILURES_TOTAL, "reason" => reason).increment(1);
+}
+
 /// How long a client has to finish its TLS handshake.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -126,7 +135,7 @@ impl Incoming {
                     let from_ip = self.per_ip.entry(peer.ip()).or_default();
                     if *from_ip >= MAX_HANDSHAKES_PER_IP {
                         tracing::debug!(%peer, "too many TLS handshakes from this address; closed");
-                        crate::observe::tls_handshake_failure("per_ip");
+                        handshake_failure("per_ip");
                         continue;
                     }
                     *from_ip += 1;
@@ -175,12 +184,12 @@ async fn handshake(
         Ok(Ok(stream)) => (Some(stream), peer),
         Ok(Err(e)) => {
             tracing::debug!(%peer, error = %e, "TLS handshake failed");
-            crate::observe::tls_handshake_failure("error");
+            handshake_failure("error");
             (None, peer)
         }
         Err(_) => {
             tracing::debug!(%peer, "TLS handshake not finished in time");
-            crate::observe::tls_handshake_failure("timeout");
+            handshake_failure("timeout");
             (None, peer)
         }
     }

@@ -19,7 +19,9 @@ mod server;
 
 pub use client::ClientTls;
 pub(crate) use client::{connect, connect_with};
-pub use incoming::{HANDSHAKE_TIMEOUT, MAX_HANDSHAKES, MAX_HANDSHAKES_PER_IP};
+pub use incoming::{
+    HANDSHAKE_FAILURES_TOTAL, HANDSHAKE_TIMEOUT, MAX_HANDSHAKES, MAX_HANDSHAKES_PER_IP,
+};
 pub(crate) use incoming::{Incoming, PeerAddr, ServerStream, alpn};
 pub use pem::TlsError;
 pub use server::{ClientAuth, DEFAULT_RELOAD_EVERY, TlsConfig};
