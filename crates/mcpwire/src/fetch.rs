@@ -12,7 +12,27 @@ use hyper::header::{ACCEPT, CONTENT_TYPE, HOST, HeaderMap, HeaderName};
 use hyper::{Method, Request, StatusCode, Uri};
 use hyper_util::rt::TokioIo;
 
-use crate::tls;
+use crate::tls::{self, ClientTls};
+
+/// How a one-shot exchange reaches its server: how long it may take, and the TLS trust
+/// (CA, client certificate) of an `https` URL.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Reach {
+    /// The whole exchange's deadline.
+    pub(crate) timeout: Duration,
+    /// Which CA to trust and which certificate to present (default: the system's roots).
+    pub(crate) tls: ClientTls,
+}
+
+impl Reach {
+    /// `timeout` with the default trust.
+    pub(crate) fn plain(timeout: Duration) -> Reach {
+        Reach {
+            timeout,
+            tls: ClientTls::default(),
+        }
+    }
+}
 
 /// What came back: status, headers and (at most `max` bytes of) body.
 #[derive(Debug)]
@@ -66,6 +86,17 @@ pub(crate) async fn send(
     timeout: Duration,
     max: usize,
 ) -> Result<Fetched, String> {
+    send_via(out, &Reach::plain(timeout), max).await
+}
+
+/// Sends `out` as `reach` says (deadline, TLS trust); any status is an answer. A body over
+/// `max` bytes is an error.
+pub(crate) async fn send_via(
+    out: Outgoing<'_>,
+    reach: &Reach,
+    max: usize,
+) -> Result<Fetched, String> {
+    let timeout = reach.timeout;
     let url = out.url;
     let what = format!("{} {url}", out.method);
     let uri: Uri = url.parse().map_err(|e| format!("`{url}`: {e}"))?;
@@ -101,7 +132,8 @@ pub(crate) async fn send(
             .await
             .map_err(|e| e.to_string())?;
         let response = if https {
-            exchange(tls::connect(&host, tcp).await?, request).await?
+            let tls = tls::connect_with(&host, tcp, &reach.tls, &[b"http/1.1"]).await?;
+            exchange(tls, request).await?
         } else {
             exchange(tcp, request).await?
         };

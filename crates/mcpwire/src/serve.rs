@@ -39,6 +39,10 @@ pub struct Service {
     /// The replica set this service is one of (`[cluster]`): sealed session ids and the
     /// shared store. `None`: one process, sessions in memory.
     pub cluster: Option<Arc<crate::cluster::Cluster>>,
+    /// Users' authorizations of upstream OAuth waiting for their redirect: the HTTP
+    /// listeners serving this service answer the redirect endpoint at its paths (a
+    /// gateway with `consent = "elicit"` upstreams). `None`: no such endpoint.
+    pub consents: Option<Arc<crate::client::auth::PendingConsents>>,
 }
 
 impl Service {
@@ -67,6 +71,7 @@ impl Service {
             auth: None,
             connections: None,
             cluster: None,
+            consents: None,
         }
     }
 

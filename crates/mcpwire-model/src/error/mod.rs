@@ -286,6 +286,17 @@ pub enum McpError {
     /// into an `input_required` result; it never reaches the wire as an error.
     #[error("Input required from the client")]
     InputRequired,
+    /// The request cannot go on until the user completes these URL-mode elicitations out of
+    /// band (an authorization in their browser, say); retry it afterwards (2025-11-25
+    /// `URLElicitationRequiredError`: −32042 with `data.elicitations`, each a URL-mode
+    /// `elicitation/create` params object with its `elicitationId`).
+    #[error("{message}")]
+    UrlElicitationRequired {
+        /// What the user is asked to do.
+        message: String,
+        /// The elicitations (`mode: "url"`, `url`, `elicitationId`, `message`).
+        elicitations: Vec<crate::types::ElicitParams>,
+    },
     /// A peer's JSON-RPC error (a client's answer to an ask), passed through as received.
     /// Never built from a code by mcpwire: its own failures are the other variants.
     #[error("{}", .0.message)]

@@ -168,6 +168,7 @@ impl McpError {
             | McpError::Internal(_)
             | McpError::ConnectionClosed(_)
             | McpError::BadPeerMessage(_) => INTERNAL_ERROR,
+            McpError::UrlElicitationRequired { .. } => URL_ELICITATION_REQUIRED,
             McpError::Wire(obj) => obj.code,
         }
     }
@@ -197,6 +198,9 @@ impl McpError {
                 },
                 _,
             ) => Some(json!({ "limit": limit, "retryAfter": retry_after_secs })),
+            (McpError::UrlElicitationRequired { elicitations, .. }, _) => {
+                Some(json!({ "elicitations": elicitations }))
+            }
             _ => None,
         }
     }
@@ -232,7 +236,10 @@ impl McpError {
             McpError::BodyTimeout { .. } => 408,
             McpError::MessageTooLarge { .. } => 413,
             McpError::UnsupportedMediaType(_) => 415,
-            McpError::Timeout | McpError::ToolFailed { .. } | McpError::Cancelled => 200,
+            McpError::Timeout
+            | McpError::ToolFailed { .. }
+            | McpError::Cancelled
+            | McpError::UrlElicitationRequired { .. } => 200,
             McpError::InputRequired | McpError::Internal(_) => 500,
             McpError::ConnectionClosed(_) | McpError::BadPeerMessage(_) => 502,
             McpError::Unavailable(_) => 503,
@@ -257,7 +264,8 @@ impl McpError {
             | McpError::NotInitialized
             | McpError::SchemaUnresolved(_)
             | McpError::UnsupportedVersion { .. }
-            | McpError::MissingCapability { .. } => GrpcCode::FailedPrecondition,
+            | McpError::MissingCapability { .. }
+            | McpError::UrlElicitationRequired { .. } => GrpcCode::FailedPrecondition,
             McpError::MethodNotFound(_) | McpError::MethodNotAllowed(_) => GrpcCode::Unimplemented,
             McpError::ToolNotFound(_)
             | McpError::ResourceNotFound(_)

@@ -272,6 +272,15 @@ fn table() -> Vec<Row> {
         ),
         row(McpError::InputRequired, same("-32603"), 500, Internal),
         row(
+            McpError::UrlElicitationRequired {
+                message: s("authorize"),
+                elicitations: Vec::new(),
+            },
+            same("-32042 {elicitations}"),
+            200,
+            FailedPrecondition,
+        ),
+        row(
             McpError::Wire(McpError::InvalidParams(s("x")).to_wire(Revision::V2025_11_25)),
             same("-32602"),
             400,
@@ -335,10 +344,11 @@ fn variant(e: &McpError) -> (&'static str, usize) {
         McpError::BadPeerMessage(_) => ("BadPeerMessage", 34),
         McpError::InsufficientScope(_) => ("InsufficientScope", 35),
         McpError::RateLimited { .. } => ("RateLimited", 36),
+        McpError::UrlElicitationRequired { .. } => ("UrlElicitationRequired", 37),
     }
 }
 
-const VARIANTS: usize = 37;
+const VARIANTS: usize = 38;
 
 /// Variants raised before a revision is known (codecs, HTTP handlers before a session):
 /// every revision must spell them the same.

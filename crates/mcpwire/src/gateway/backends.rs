@@ -11,6 +11,7 @@ use mcpwire_router::{Backend, Server};
 
 use super::config::{BackendSource, BackendSpec, ServerOptions};
 use crate::client::Target;
+use crate::client::auth::PendingConsents;
 use crate::upstream::{UpstreamBackend, UpstreamConfig};
 
 type MakeServer = Arc<dyn Fn() -> Arc<Server> + Send + Sync>;
@@ -108,10 +109,12 @@ pub fn supported(spec: &BackendSpec, natives: &Natives) -> Result<(), String> {
 
 /// Starts the backend `spec` describes; a tool process is ready (handshake done, catalog
 /// known) when this returns.
+/// Users' consent to an upstream's OAuth goes through `consents` (`consent = "elicit"`).
 pub async fn start(
     spec: &BackendSpec,
     server: &ServerOptions,
     natives: &Natives,
+    consents: &Arc<PendingConsents>,
 ) -> Result<Started, StartFailure> {
     let fail = |reason: String, unsupported| StartFailure {
         backend: spec.name.clone(),
@@ -178,9 +181,10 @@ pub async fn start(
             {
                 let auth = up
                     .credentials
-                    .to_auth()
+                    .to_auth(&spec.name, &up.tls, consents)
                     .map_err(|e| fail(format!("its credentials: {e}"), false))?;
                 config.auth = Some(auth);
+                config.consents = Some(consents.clone());
             }
             config.handshake_timeout = up.handshake_timeout;
             config.call_timeout = up.call_timeout;

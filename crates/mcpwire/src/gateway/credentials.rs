@@ -33,8 +33,10 @@ use serde::Deserialize;
 
 use crate::client::Target;
 use crate::client::auth::{
-    Assertion, ClientSigningKey, FollowRedirect, OAuthConfig, OAuthGrant, UpstreamAuth,
+    Assertion, ClientSigningKey, ElicitConsent, FollowRedirect, OAuthConfig, OAuthGrant,
+    PendingConsents, UpstreamAuth,
 };
+use crate::tls::ClientTls;
 
 /// The credential keys of an upstream backend, as written (keys of the backend's table).
 #[derive(Debug)]
@@ -67,6 +69,7 @@ pub(super) struct RawOAuth {
     resource: Option<String>,
     audience: Option<String>,
     consent: Option<RawConsent>,
+    consent_timeout_secs: Option<u64>,
     timeout_secs: Option<u64>,
     dpop: Option<bool>,
 }
@@ -85,6 +88,20 @@ enum RawGrant {
 enum RawConsent {
     /// Follow the authorization server's redirect without a user (pre-approved clients).
     FollowRedirect,
+    /// Ask the downstream user (URL-mode elicitation), redirect to the gateway.
+    Elicit,
+}
+
+/// How the authorization-code grant gets a user's consent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConsentMode {
+    /// `follow_redirect`: the authorization URL is fetched and its redirect read (an
+    /// authorization server that approves the gateway's client without a page).
+    FollowRedirect,
+    /// `elicit` (the default): the downstream user is sent to the authorization URL by
+    /// URL-mode elicitation and comes back to the gateway's redirect endpoint; the
+    /// gateway's own session follows the redirect.
+    Elicit,
 }
 
 /// An upstream's credentials, secrets resolved. Compared (by value) to tell whether a
@@ -128,8 +145,10 @@ pub struct OAuthSpec {
     pub resource: Option<String>,
     /// `audience` parameter.
     pub audience: Option<String>,
-    /// Consent by following the redirect (authorization code).
-    pub follow_redirect: bool,
+    /// How a user consents (authorization code only).
+    pub consent: Option<ConsentMode>,
+    /// How long a user has to complete an authorization (`elicit`).
+    pub consent_timeout: Duration,
     /// Per request to the authorization server.
     pub timeout: Duration,
     /// DPoP-bound tokens where the authorization server offers them.
@@ -230,7 +249,9 @@ impl RawCredentials<'_> {
             }
         };
         let spec = CredentialsSpec { headers, oauth };
-        spec.to_auth().map_err(|e| ("headers", e))?;
+        let checking = PendingConsents::new(1, Vec::new());
+        spec.to_auth("check", &ClientTls::default(), &checking)
+            .map_err(|e| ("headers", e))?;
         Ok(spec)
     }
 }
@@ -274,17 +295,24 @@ impl RawOAuth {
                     .into(),
             ));
         }
-        if grant == OAuthGrant::AuthorizationCode && self.consent.is_none() {
+        let consent = match (grant, self.consent) {
+            (OAuthGrant::AuthorizationCode, Some(RawConsent::FollowRedirect)) => {
+                Some(ConsentMode::FollowRedirect)
+            }
+            (OAuthGrant::AuthorizationCode, _) => Some(ConsentMode::Elicit),
+            (_, Some(_)) => {
+                return Err((
+                    "oauth",
+                    "`consent` is an option of the authorization_code grant".into(),
+                ));
+            }
+            (_, None) => None,
+        };
+        if self.timeout_secs == Some(0) || self.consent_timeout_secs == Some(0) {
             return Err((
                 "oauth",
-                "the authorization_code grant needs a user's consent: set consent = \
-                 \"follow_redirect\" for an authorization server that approves this client \
-                 without one (interactive consent is not available yet)"
-                    .into(),
+                "`timeout_secs` and `consent_timeout_secs` must be at least 1".into(),
             ));
-        }
-        if self.timeout_secs == Some(0) {
-            return Err(("oauth", "`timeout_secs` must be at least 1".into()));
         }
         Ok(OAuthSpec {
             grant,
@@ -301,7 +329,8 @@ impl RawOAuth {
             scope: self.scope.clone(),
             resource: self.resource.clone(),
             audience: self.audience.clone(),
-            follow_redirect: self.consent == Some(RawConsent::FollowRedirect),
+            consent,
+            consent_timeout: Duration::from_secs(self.consent_timeout_secs.unwrap_or(300)),
             timeout: Duration::from_secs(self.timeout_secs.unwrap_or(30)),
             dpop: self.dpop.unwrap_or(true),
         })
@@ -317,8 +346,15 @@ impl CredentialsSpec {
             .and_then(|(_, v)| v.strip_prefix("Bearer "))
     }
 
-    /// The client's credentials (one per backend: its connections share OAuth tokens).
-    pub fn to_auth(&self) -> Result<UpstreamAuth, String> {
+    /// The client's credentials toward the upstream `name` (one per backend: its
+    /// connections share OAuth tokens): OAuth documents and token requests trust the
+    /// upstream's `tls`, and users consent through the gateway's `pending` authorizations.
+    pub fn to_auth(
+        &self,
+        name: &str,
+        tls: &ClientTls,
+        pending: &Arc<PendingConsents>,
+    ) -> Result<UpstreamAuth, String> {
         let mut auth = UpstreamAuth::new();
         for (name, value) in &self.headers {
             auth = auth.header(name, value).map_err(|e| e.to_string())?;
@@ -347,10 +383,22 @@ impl CredentialsSpec {
             c.resource = o.resource.clone();
             c.audience = o.audience.clone();
             c.timeout = o.timeout;
+            c.tls = tls.clone();
             c.dpop = o.dpop;
-            if o.follow_redirect {
-                c.consent = Some(Arc::new(FollowRedirect { timeout: o.timeout }));
-            }
+            let follow = FollowRedirect {
+                timeout: o.timeout,
+                tls: tls.clone(),
+            };
+            c.consent = match o.consent {
+                None => None,
+                Some(ConsentMode::FollowRedirect) => Some(Arc::new(follow)),
+                Some(ConsentMode::Elicit) => Some(Arc::new(ElicitConsent {
+                    pending: pending.clone(),
+                    upstream: Arc::from(name),
+                    timeout: o.consent_timeout,
+                    own: follow,
+                })),
+            };
             auth = auth.oauth(c).map_err(|e| e.to_string())?;
         }
         Ok(auth)
@@ -412,6 +460,11 @@ mod tests {
         }
     }
 
+    fn auth(spec: &super::CredentialsSpec) -> Result<crate::client::auth::UpstreamAuth, String> {
+        let pending = crate::client::auth::PendingConsents::new(1, Vec::new());
+        spec.to_auth("up", &crate::tls::ClientTls::default(), &pending)
+    }
+
     fn dir(test: &str) -> std::path::PathBuf {
         let d = std::env::temp_dir().join(format!("mcpwire-{test}-{}", std::process::id()));
         std::fs::create_dir_all(&d).unwrap();
@@ -432,7 +485,7 @@ mod tests {
         assert!(spec.headers.contains(&("x-team".into(), "a".into())));
         // Secrets stay out of what is printed.
         assert!(!format!("{c:?}").contains("abc123"));
-        assert!(spec.to_auth().is_ok());
+        assert!(auth(spec).is_ok());
     }
 
     #[test]
@@ -492,7 +545,7 @@ mod tests {
         .unwrap();
         let o = credentials(&c).oauth.as_ref().unwrap();
         assert_eq!(o.client_secret.as_deref(), Some("s3cret"));
-        assert!(credentials(&c).to_auth().unwrap().has_oauth());
+        assert!(auth(credentials(&c)).unwrap().has_oauth());
         std::fs::write(d.join("token"), "mcpb-token\n").unwrap();
         let c = load(&d, "mcpb = \"127.0.0.1:9000\"\nbearer_file = \"token\"\n").unwrap();
         assert_eq!(credentials(&c).bearer(), Some("mcpb-token"));

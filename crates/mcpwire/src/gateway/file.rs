@@ -289,6 +289,10 @@ impl GatewayConfig {
                 key,
             });
         }
+        for b in &mut backends {
+            super::consent::redirect_to_the_gateway(b, &listeners)
+                .map_err(|m| origin.error_at(&b.key.key("oauth").key("redirect_uri"), m))?;
+        }
         let views = raw
             .views
             .0

@@ -12,6 +12,7 @@ mod backends;
 mod check;
 mod cluster;
 mod config;
+mod consent;
 mod credentials;
 mod error;
 mod file;
@@ -31,7 +32,8 @@ pub use config::{
     AdminConfig, BackendSource, BackendSpec, FailMode, GatewayConfig, MemberOptions, PrefixMode,
     ProcessSpec, ServerOptions, UpstreamSpec, mcpb_target,
 };
-pub use credentials::{CredentialsSpec, OAuthSpec};
+pub use consent::DEFAULT_CALLBACK_PATH;
+pub use credentials::{ConsentMode, CredentialsSpec, OAuthSpec};
 pub use error::{ConfigError, KeyPath, Origin, Seg};
 pub use limits::LimitsConfig;
 pub use listen::{ListenOptions, ListenerSpec, Scheme, TlsOptions};

@@ -24,6 +24,7 @@ use super::reload::{ReloadPlan, plan};
 use crate::Service;
 use crate::admin::{AdminServer, BackendHealth, HealthProbe};
 use crate::auth::Authenticator;
+use crate::client::auth::PendingConsents;
 use crate::cluster::Cluster;
 use crate::limits::{ConnectionLimits, Limited, RateLimits, Rejections, SharedRateLimits};
 use arc_swap::ArcSwap;
@@ -77,6 +78,8 @@ pub struct Gateway {
     rejections: Arc<Rejections>,
     /// The replica set this gateway is one of (`[cluster]`), if any.
     cluster: Option<Arc<Cluster>>,
+    /// Users' authorizations of upstreams waiting for the redirect endpoint.
+    consents: Arc<PendingConsents>,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -136,10 +139,11 @@ impl Gateway {
         for spec in &config.backends {
             check_supported(&config, spec, &natives)?;
         }
+        let consents = super::consent::pending_consents(&config);
         let starting = config
             .backends
             .iter()
-            .map(|spec| backends::start(spec, &config.server, &natives));
+            .map(|spec| backends::start(spec, &config.server, &natives, &consents));
         let results = join_all(starting).await;
         let mut running = Vec::new();
         let mut down = Vec::new();
@@ -165,6 +169,7 @@ impl Gateway {
             auth: None,
             rejections: Arc::new(Rejections::default()),
             cluster: None,
+            consents,
         };
         if let Some(c) = &gateway.config.cluster {
             gateway.cluster = Some(Arc::new(Cluster::connect(c).await?));
@@ -174,7 +179,12 @@ impl Gateway {
             gateway.federation = Some(gateway.federate().await?);
         }
         gateway.auth = super::auth::authenticator(&gateway.config).await?;
-        let services = gateway.front()?;
+        let mut services = gateway.front()?;
+        if !gateway.consents.paths().is_empty() {
+            for s in &mut services {
+                s.consents = Some(gateway.consents.clone());
+            }
+        }
         let services = super::auth::apply(&gateway.config, gateway.auth.as_ref(), services);
         let services = gateway.with_connection_limits(services);
         gateway.services = gateway.in_cluster(services);
@@ -573,7 +583,7 @@ impl Gateway {
         }
         let starting = fresh
             .iter()
-            .map(|spec| backends::start(spec, &next.server, &self.natives));
+            .map(|spec| backends::start(spec, &next.server, &self.natives, &self.consents));
         let mut started: HashMap<String, Started> = HashMap::new();
         let mut still_down = Vec::new();
         for (spec, result) in fresh.iter().zip(join_all(starting).await) {

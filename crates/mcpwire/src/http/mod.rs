@@ -21,6 +21,7 @@
 //! Like every driver, nothing here makes protocol decisions: those stay in the session.
 
 pub(crate) mod auth;
+mod callback;
 mod get;
 mod guard;
 pub(crate) mod headers;
@@ -249,6 +250,15 @@ impl HttpServer {
             paths.dedup();
             for p in paths {
                 router = router.route(&p, axum::routing::get(auth::metadata));
+            }
+        }
+        if let Some(consents) = &self.app.service.consents {
+            // The OAuth redirect endpoint of `consent = "elicit"` upstreams: no
+            // authentication (the browser has none; the `state` is the proof).
+            for p in consents.paths() {
+                if *p != self.app.config.path {
+                    router = router.route(p, axum::routing::get(callback::redirected));
+                }
             }
         }
         let conn_limit = self.app.service.connections.clone();

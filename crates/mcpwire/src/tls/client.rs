@@ -75,11 +75,6 @@ fn config(tls: &ClientTls, alpn: &[&[u8]]) -> Result<Arc<rustls::ClientConfig>, 
     Ok(Arc::new(config))
 }
 
-/// Runs the TLS handshake for `host` over `tcp` with the default trust and HTTP/1.1.
-pub(crate) async fn connect(host: &str, tcp: TcpStream) -> Result<TlsStream<TcpStream>, String> {
-    connect_with(host, tcp, &ClientTls::default(), &[b"http/1.1"]).await
-}
-
 /// Runs the TLS handshake for `host` over `tcp` as `tls` says, offering `alpn`; the error
 /// says what failed.
 pub(crate) async fn connect_with(

@@ -18,7 +18,7 @@ mod reload;
 mod server;
 
 pub use client::ClientTls;
-pub(crate) use client::{connect, connect_with};
+pub(crate) use client::connect_with;
 pub use incoming::{
     HANDSHAKE_FAILURES_TOTAL, HANDSHAKE_TIMEOUT, MAX_HANDSHAKES, MAX_HANDSHAKES_PER_IP,
 };

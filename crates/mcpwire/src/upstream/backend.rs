@@ -20,7 +20,7 @@ use super::reattach;
 use super::restart::{Shared, reopen};
 use super::routes::ToolRoutes;
 use super::sessions::Sessions;
-use crate::client::auth::UpstreamAuth;
+use crate::client::auth::{PendingConsents, UpstreamAuth};
 use crate::client::{
     Client, ClientEra, ClientError, ClientOptions, EraChoice, RequestOptions, Target,
 };
@@ -63,6 +63,9 @@ pub struct UpstreamConfig {
     /// HTTP: what the gateway authenticates with (its own credentials; OAuth tokens are
     /// kept per downstream identity for the sessions opened for that identity).
     pub auth: Option<UpstreamAuth>,
+    /// Where `auth`'s users' authorizations wait (`consent = "elicit"`): a call that needs
+    /// one puts it to its user.
+    pub consents: Option<Arc<PendingConsents>>,
 }
 
 impl UpstreamConfig {
@@ -80,6 +83,7 @@ impl UpstreamConfig {
             tls: crate::tls::ClientTls::default(),
             busy_poll: crate::serve::DEFAULT_BUSY_POLL,
             auth: None,
+            consents: None,
         }
     }
 
@@ -258,6 +262,8 @@ async fn open_for_session(
     }
     let link = match connect(config, options.clone(), true, events).await {
         Ok(link) => link,
+        // Not an era question: discovering would only ask for the authorization again.
+        Err(e @ ClientError::Auth(_)) => return Err(e),
         Err(e) => {
             tracing::debug!(upstream = %config.name, "initialize refused ({e}); discovering");
             options.era = EraChoice::Auto;
@@ -399,7 +405,14 @@ impl Inner {
             BackendRequest::ListTools { cursor } => Some(cursor.is_none()),
             _ => None,
         };
-        let reply = self.forward(ctx, req).await;
+        let consents = self.config.consents.as_ref();
+        let reply = super::consent::asking_consent(
+            consents,
+            &self.config.name,
+            &ctx.clone(),
+            self.forward(ctx, req),
+        )
+        .await;
         if let (Some(first_page), Ok(reply)) = (listing, &reply) {
             self.routes.learn(first_page, reply);
         }

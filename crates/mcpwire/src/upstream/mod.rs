@@ -20,10 +20,11 @@
 //! session opened again with backoff when it ends), `sessions.rs`
 //! (an upstream session per downstream session, bounded), `reattach.rs` (in a replica set,
 //! a downstream session's HTTP upstream session continued on another replica),
-//! `backend.rs`.
+//! `consent.rs` (a user's authorization of the upstream's OAuth put to them), `backend.rs`.
 
 mod backend;
 mod call;
+mod consent;
 mod forward;
 mod hold;
 mod link;

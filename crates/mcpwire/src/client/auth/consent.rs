@@ -11,7 +11,7 @@ use hyper::header::LOCATION;
 use super::discovery::ServerMetadata;
 use super::form;
 use crate::client::ClientError;
-use crate::fetch::{Outgoing, send};
+use crate::fetch::{Outgoing, Reach, send_via};
 
 /// One authorization request waiting for consent.
 #[derive(Debug, Clone)]
@@ -23,6 +23,8 @@ pub struct AuthorizationRequest {
     pub redirect_uri: String,
     /// The downstream identity the tokens will belong to (`None`: the client itself).
     pub identity: Option<String>,
+    /// The request's `state` (unguessable, single use): what its answer is matched by.
+    pub state: String,
 }
 
 /// Obtains consent for an authorization request: resolves to the full redirect URL the
@@ -44,12 +46,15 @@ pub trait Consent: Send + Sync {
 pub struct FollowRedirect {
     /// How long the authorization server may take to answer.
     pub timeout: Duration,
+    /// How its `https` URL is trusted (the upstream's TLS settings).
+    pub tls: crate::tls::ClientTls,
 }
 
 impl Default for FollowRedirect {
     fn default() -> Self {
         FollowRedirect {
             timeout: Duration::from_secs(30),
+            tls: crate::tls::ClientTls::default(),
         }
     }
 }
@@ -62,9 +67,12 @@ impl Consent for FollowRedirect {
         &self,
         request: AuthorizationRequest,
     ) -> BoxFuture<'static, Result<String, ClientError>> {
-        let timeout = self.timeout;
+        let reach = Reach {
+            timeout: self.timeout,
+            tls: self.tls.clone(),
+        };
         Box::pin(async move {
-            let answer = send(Outgoing::get(&request.url), timeout, MAX_PAGE)
+            let answer = send_via(Outgoing::get(&request.url), &reach, MAX_PAGE)
                 .await
                 .map_err(ClientError::Io)?;
             let location = answer

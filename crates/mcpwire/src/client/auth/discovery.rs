@@ -7,14 +7,12 @@
 //! treated as 2025-03-26 did: its origin is the authorization server, with `/authorize`,
 //! `/token` and `/register` when it publishes no metadata either.
 
-use std::time::Duration;
-
 use hyper::Uri;
 use serde::Deserialize;
 
 use super::challenge::Challenge;
 use crate::client::ClientError;
-use crate::fetch::{Outgoing, send};
+use crate::fetch::{Outgoing, Reach, send_via};
 
 /// Protected-resource metadata (RFC 9728 §2), the fields used.
 #[derive(Debug, Clone, Deserialize)]
@@ -166,11 +164,11 @@ pub(crate) async fn discover(
     challenge: &Challenge,
     server: &str,
     issuer_override: Option<&str>,
-    timeout: Duration,
+    reach: &Reach,
 ) -> Result<Found, ClientError> {
     let mut prm: Option<ResourceMetadata> = None;
     for url in resource_metadata_urls(challenge.resource_metadata.as_deref(), server)? {
-        if let Some(m) = fetch_json::<ResourceMetadata>(&url, timeout).await? {
+        if let Some(m) = fetch_json::<ResourceMetadata>(&url, reach).await? {
             prm = Some(m);
             break;
         }
@@ -180,7 +178,7 @@ pub(crate) async fn discover(
         // authorization server, with default endpoints when it publishes no metadata.
         let (origin, _) = split(server)?;
         let issuer = issuer_override.map_or(origin, str::to_owned);
-        let metadata = match server_metadata(&issuer, timeout).await? {
+        let metadata = match server_metadata(&issuer, reach).await? {
             Some(m) => m,
             None => ServerMetadata::legacy_defaults(&issuer),
         };
@@ -207,7 +205,7 @@ pub(crate) async fn discover(
             )));
         }
     };
-    let metadata = server_metadata(&issuer, timeout).await?.ok_or_else(|| {
+    let metadata = server_metadata(&issuer, reach).await?.ok_or_else(|| {
         ClientError::Auth(format!(
             "the authorization server {issuer} publishes no metadata at any of {}",
             server_metadata_urls(&issuer).unwrap_or_default().join(", ")
@@ -224,10 +222,10 @@ pub(crate) async fn discover(
 /// another issuer is refused.
 async fn server_metadata(
     issuer: &str,
-    timeout: Duration,
+    reach: &Reach,
 ) -> Result<Option<ServerMetadata>, ClientError> {
     for url in server_metadata_urls(issuer)? {
-        if let Some(m) = fetch_json::<ServerMetadata>(&url, timeout).await? {
+        if let Some(m) = fetch_json::<ServerMetadata>(&url, reach).await? {
             if m.issuer != issuer {
                 return Err(ClientError::Auth(format!(
                     "the metadata at {url} names the issuer {}, not {issuer}: refused \
@@ -244,9 +242,9 @@ async fn server_metadata(
 /// GETs `url` as JSON: `None` when it is not there (any 4xx, or not the JSON sought).
 async fn fetch_json<T: serde::de::DeserializeOwned>(
     url: &str,
-    timeout: Duration,
+    reach: &Reach,
 ) -> Result<Option<T>, ClientError> {
-    let answer = send(Outgoing::get(url), timeout, MAX_METADATA)
+    let answer = send_via(Outgoing::get(url), reach, MAX_METADATA)
         .await
         .map_err(ClientError::Auth)?;
     if !answer.status.is_success() {

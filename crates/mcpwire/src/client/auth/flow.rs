@@ -18,6 +18,7 @@ use super::scope;
 use super::token::{self, ClientMetadata, Registered, TokenAuth, TokenRequest, TokenSet};
 use super::{OAuthConfig, OAuthGrant, form};
 use crate::client::ClientError;
+use crate::fetch::Reach;
 
 /// Identities whose tokens are kept at once per upstream; beyond, an idle one is forgotten.
 pub(crate) const MAX_IDENTITIES: usize = 4096;
@@ -45,6 +46,8 @@ pub(crate) struct OAuthClient {
     registrations: Mutex<HashMap<String, Registered>>,
     /// The DPoP key tokens are bound to where the authorization server offers it.
     dpop: Option<DpopKey>,
+    /// How the authorization server is reached (deadline, TLS trust).
+    reach: Reach,
 }
 
 impl OAuthClient {
@@ -57,6 +60,10 @@ impl OAuthClient {
             None
         };
         OAuthClient {
+            reach: Reach {
+                timeout: config.timeout,
+                tls: config.tls.clone(),
+            },
             config,
             slots: Mutex::new(HashMap::new()),
             registrations: Mutex::new(HashMap::new()),
@@ -165,7 +172,7 @@ impl OAuthClient {
     /// carried `sent`. Returns at once when the tokens changed since (another request
     /// already obtained new ones).
     pub(crate) async fn challenged(
-        &self,
+        self: &Arc<Self>,
         who: Option<&Arc<str>>,
         status: u16,
         challenge: Challenge,
@@ -173,7 +180,7 @@ impl OAuthClient {
         server: &str,
     ) -> Result<(), ClientError> {
         let slot = self.slot(who)?;
-        let mut tokens = slot.lock().await;
+        let mut tokens = slot.lock_owned().await;
         if tokens.as_ref().map(|t| t.access.as_str()) != sent {
             return Ok(());
         }
@@ -199,7 +206,7 @@ impl OAuthClient {
             &challenge,
             server,
             self.config.issuer.as_deref(),
-            self.config.timeout,
+            &self.reach,
         )
         .await?;
         if !step_up
@@ -236,8 +243,27 @@ impl OAuthClient {
                     prior.as_deref(),
                     found.server.scopes_supported.as_deref(),
                 );
-                self.authorization_code(who, &found.server, scope.as_deref(), resource.as_deref())
-                    .await?
+                // A user's consent may outlive the request that needed it (its caller was
+                // told to authorize and retry): the flow runs on its own, holding this
+                // identity's tokens until it stores what it got.
+                let this = self.clone();
+                let who = who.cloned();
+                let server = found.server;
+                let flow = tokio::spawn(async move {
+                    let new = this
+                        .authorization_code(
+                            who.as_ref(),
+                            &server,
+                            scope.as_deref(),
+                            resource.as_deref(),
+                        )
+                        .await?;
+                    *tokens = Some(new);
+                    Ok(())
+                });
+                return flow.await.map_err(|e| {
+                    ClientError::Auth(format!("the authorization flow ended abnormally: {e}"))
+                })?;
             }
         };
         *tokens = Some(new);
@@ -293,7 +319,7 @@ impl OAuthClient {
                 redirect_uri: &self.config.redirect_uri,
                 auth_method,
             };
-            token::register(endpoint, &meta, accepts, self.config.timeout).await?
+            token::register(endpoint, &meta, accepts, &self.reach).await?
         } else {
             return Err(ClientError::Auth(format!(
                 "{} offers neither dynamic registration nor client ID metadata documents \
@@ -322,9 +348,7 @@ impl OAuthClient {
         let assertion;
         let mut params = match (&self.config.grant, &self.config.assertion) {
             (OAuthGrant::JwtBearer, Some(source)) => {
-                assertion = source
-                    .obtain(&server.issuer, resource, self.config.timeout)
-                    .await?;
+                assertion = source.obtain(&server.issuer, resource, &self.reach).await?;
                 vec![
                     ("grant_type", JWT_BEARER),
                     ("assertion", assertion.as_str()),
@@ -351,7 +375,7 @@ impl OAuthClient {
                 resource,
             },
             self.dpop_for(server),
-            self.config.timeout,
+            &self.reach,
         )
         .await
     }
@@ -406,6 +430,7 @@ impl OAuthClient {
         let url = form::with_query(endpoint, params);
         let redirect = consent
             .authorize(AuthorizationRequest {
+                state: state.clone(),
                 url,
                 redirect_uri: redirect_uri.to_owned(),
                 identity: who.map(|w| w.to_string()),
@@ -427,7 +452,7 @@ impl OAuthClient {
                 resource,
             },
             self.dpop_for(server),
-            self.config.timeout,
+            &self.reach,
         )
         .await
         .map(|mut t| {
@@ -452,7 +477,7 @@ impl OAuthClient {
                 resource: old.resource.as_deref(),
             },
             if old.dpop { self.dpop.as_ref() } else { None },
-            self.config.timeout,
+            &self.reach,
         )
         .await?;
         if new.refresh.is_none() {

@@ -20,9 +20,11 @@ mod challenge;
 mod consent;
 mod discovery;
 mod dpop;
+mod elicit;
 mod flow;
 mod form;
 mod loopback;
+mod pending;
 mod pkce;
 mod scope;
 #[cfg(test)]
@@ -31,7 +33,9 @@ mod token;
 
 pub use assertion::ClientSigningKey;
 pub use consent::{AuthorizationRequest, Consent, FollowRedirect};
+pub use elicit::ElicitConsent;
 pub use loopback::LoopbackConsent;
+pub use pending::{CallbackRefusal, MAX_PENDING_CONSENTS, PendingConsent, PendingConsents};
 
 pub(crate) use challenge::Challenge;
 use flow::OAuthClient;
@@ -90,7 +94,7 @@ impl Assertion {
         &self,
         issuer: &str,
         resource: Option<&str>,
-        timeout: Duration,
+        reach: &crate::fetch::Reach,
     ) -> Result<String, ClientError> {
         match self {
             Assertion::Value(v) => Ok(v.trim().to_owned()),
@@ -104,14 +108,14 @@ impl Assertion {
                 client_id,
                 id_token,
             } => {
-                let id_token = Box::pin(id_token.obtain(issuer, resource, timeout)).await?;
+                let id_token = Box::pin(id_token.obtain(issuer, resource, reach)).await?;
                 token::exchange_for_id_jag(
                     token_endpoint,
                     client_id,
                     &id_token,
                     issuer,
                     resource,
-                    timeout,
+                    reach,
                 )
                 .await
             }
@@ -162,6 +166,10 @@ pub struct OAuthConfig {
     pub consent: Option<Arc<dyn Consent>>,
     /// How long each request to the authorization server may take.
     pub timeout: Duration,
+    /// How the authorization server's `https` URLs are trusted (its CA, a client
+    /// certificate): the upstream's own TLS settings, so an internal authorization server
+    /// behind the same private CA is reached.
+    pub tls: crate::tls::ClientTls,
     /// Ask for DPoP-bound tokens (RFC 9449) where the authorization server offers them
     /// with ES256 (default: yes).
     pub dpop: bool,
@@ -188,6 +196,7 @@ impl OAuthConfig {
             issuer: None,
             consent: None,
             timeout: Duration::from_secs(30),
+            tls: crate::tls::ClientTls::default(),
             dpop: true,
         }
     }

@@ -15,7 +15,7 @@ use super::assertion::{ASSERTION_TYPE, ClientSigningKey};
 use super::dpop::DpopKey;
 use super::form;
 use crate::client::{ClientError, excerpt};
-use crate::fetch::{Fetched, Outgoing, send};
+use crate::fetch::{Fetched, Outgoing, Reach, send_via};
 
 /// The largest answer read from an authorization server.
 const MAX_ANSWER: usize = 1024 * 1024;
@@ -158,7 +158,7 @@ pub(crate) async fn request(
     client: &Registered,
     req: TokenRequest<'_>,
     dpop: Option<&DpopKey>,
-    timeout: Duration,
+    reach: &Reach,
 ) -> Result<TokenSet, ClientError> {
     let mut params = req.params.clone();
     if let Some(s) = req.scope {
@@ -216,7 +216,7 @@ pub(crate) async fn request(
             headers,
             body: Some(("application/x-www-form-urlencoded", body.clone())),
         };
-        let got = send(out, timeout, MAX_ANSWER)
+        let got = send_via(out, reach, MAX_ANSWER)
             .await
             .map_err(ClientError::Auth)?;
         let nonce = got
@@ -307,7 +307,7 @@ pub(crate) async fn register(
     endpoint: &str,
     meta: &ClientMetadata<'_>,
     accepts: impl Fn(&str) -> bool,
-    timeout: Duration,
+    reach: &Reach,
 ) -> Result<Registered, ClientError> {
     let loopback = ["http://localhost", "http://127.0.0.1", "http://[::1]"]
         .iter()
@@ -327,7 +327,7 @@ pub(crate) async fn register(
         headers: Vec::new(),
         body: Some(("application/json", Bytes::from(body.to_string()))),
     };
-    let answer = send(out, timeout, MAX_ANSWER)
+    let answer = send_via(out, reach, MAX_ANSWER)
         .await
         .map_err(ClientError::Auth)?;
     if !answer.status.is_success() {
@@ -369,7 +369,7 @@ pub(crate) async fn exchange_for_id_jag(
     id_token: &str,
     audience: &str,
     resource: Option<&str>,
-    timeout: Duration,
+    reach: &Reach,
 ) -> Result<String, ClientError> {
     let mut params = vec![
         (
@@ -400,7 +400,7 @@ pub(crate) async fn exchange_for_id_jag(
             Bytes::from(form::encode(params)),
         )),
     };
-    let answer = send(out, timeout, MAX_ANSWER)
+    let answer = send_via(out, reach, MAX_ANSWER)
         .await
         .map_err(ClientError::Auth)?;
     if !answer.status.is_success() {
