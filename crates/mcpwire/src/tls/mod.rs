@@ -24,4 +24,6 @@ pub use incoming::{
 };
 pub(crate) use incoming::{Incoming, PeerAddr, ServerStream, alpn};
 pub use pem::TlsError;
+#[cfg(test)]
+pub(crate) use pem::provider as pem_provider;
 pub use server::{ClientAuth, DEFAULT_RELOAD_EVERY, TlsConfig};

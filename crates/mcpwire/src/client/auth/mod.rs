@@ -29,6 +29,8 @@ mod pkce;
 mod scope;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_consent;
 mod token;
 
 pub use assertion::ClientSigningKey;

@@ -18,24 +18,33 @@ use super::{FollowRedirect, OAuthConfig, OAuthGrant, UpstreamAuth};
 
 /// What the server saw and how it answers.
 #[derive(Default)]
-struct Seen {
+pub(super) struct Seen {
     /// `grant_type` of each token request, in order.
-    grants: Vec<String>,
+    pub(super) grants: Vec<String>,
     /// Access tokens issued so far.
     issued: usize,
     /// The `expires_in` it answers.
     expires_in: u64,
 }
 
-type Shared = Arc<Mutex<Seen>>;
+pub(super) type Shared = Arc<Mutex<Seen>>;
 
-async fn start() -> (String, Shared) {
+pub(super) async fn start() -> (String, Shared) {
+    start_serving(None).await
+}
+
+/// The authorization server, over TLS with `tls` (its base URL then `https://…`).
+pub(super) async fn start_serving(tls: Option<Arc<rustls::ServerConfig>>) -> (String, Shared) {
     let seen: Shared = Arc::new(Mutex::new(Seen {
         expires_in: 3600,
         ..Seen::default()
     }));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
+    let port = listener.local_addr().unwrap().port();
+    let base = match tls {
+        Some(_) => format!("https://127.0.0.1:{port}"),
+        None => format!("http://127.0.0.1:{port}"),
+    };
     let b = base.clone();
     let app = Router::new()
         .route(
@@ -67,7 +76,28 @@ async fn start() -> (String, Shared) {
         .route("/authorize", get(authorize))
         .route("/token", post(token))
         .with_state(seen.clone());
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    match tls {
+        None => {
+            tokio::spawn(async move { axum::serve(listener, app).await });
+        }
+        Some(tls) => {
+            let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+            tokio::spawn(async move {
+                while let Ok((tcp, _)) = listener.accept().await {
+                    let (acceptor, app) = (acceptor.clone(), app.clone());
+                    tokio::spawn(async move {
+                        let Ok(tls) = acceptor.accept(tcp).await else {
+                            return;
+                        };
+                        let service = hyper_util::service::TowerToHyperService::new(app);
+                        let _ = hyper::server::conn::http1::Builder::new()
+                            .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
+                            .await;
+                    });
+                }
+            });
+        }
+    }
     (base, seen)
 }
 
@@ -115,7 +145,7 @@ async fn token(State(seen): State<Shared>, _h: HeaderMap, body: String) -> Respo
         .into_response()
 }
 
-fn config(grant: OAuthGrant) -> OAuthConfig {
+pub(super) fn config(grant: OAuthGrant) -> OAuthConfig {
     let mut c = OAuthConfig::new(grant);
     c.client_id = Some("me".into());
     c.client_secret = Some("secret".into());
@@ -124,7 +154,9 @@ fn config(grant: OAuthGrant) -> OAuthConfig {
     c
 }
 
-fn bearer(headers: &[(axum::http::HeaderName, axum::http::HeaderValue)]) -> Option<String> {
+pub(super) fn bearer(
+    headers: &[(axum::http::HeaderName, axum::http::HeaderValue)],
+) -> Option<String> {
     headers
         .iter()
         .find(|(n, _)| n == header::AUTHORIZATION)
