@@ -13,7 +13,7 @@ use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::call::{self, Forward};
-use super::forward::{forwarded_capabilities, forwarded_meta, outgoing};
+use super::forward::{Outgoing, forwarded_capabilities, forwarded_meta, outgoing};
 use super::hold::Holder;
 use super::link::Link;
 use super::reattach;
@@ -405,22 +405,22 @@ impl Inner {
             BackendRequest::ListTools { cursor } => Some(cursor.is_none()),
             _ => None,
         };
-        let consents = self.config.consents.as_ref();
-        let reply = super::consent::asking_consent(
-            consents,
-            &self.config.name,
-            &ctx.clone(),
-            self.forward(ctx, req),
-        )
-        .await;
+        let out = outgoing(req)?;
+        let reply = match (&self.config.consents, ctx.identity()) {
+            (Some(consents), Some(who)) => {
+                let forward = || self.forward(ctx.clone(), out.clone());
+                let name = &self.config.name;
+                super::consent::asking_consent(consents, name, &ctx, who.subject(), forward).await
+            }
+            _ => self.forward(ctx, out).await,
+        };
         if let (Some(first_page), Ok(reply)) = (listing, &reply) {
             self.routes.learn(first_page, reply);
         }
         reply
     }
 
-    async fn forward(&self, ctx: CallCtx, req: BackendRequest) -> Result<Reply, McpError> {
-        let out = outgoing(req)?;
+    async fn forward(&self, ctx: CallCtx, out: Outgoing) -> Result<Reply, McpError> {
         let resumed = self.holder.resume(&ctx);
         let link = match &resumed {
             Some(held) => held.round.link().clone(),

@@ -9,6 +9,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// One request for the upstream.
+#[derive(Clone)]
 pub(crate) struct Outgoing {
     /// The method.
     pub(crate) method: String,

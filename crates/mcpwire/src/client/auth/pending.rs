@@ -59,8 +59,9 @@ pub struct PendingConsents {
     max: usize,
     /// The paths the redirect endpoint is served at (those of the redirect URIs).
     paths: Vec<String>,
-    /// Bumped whenever an authorization opens: the upstreams' callers look for theirs.
-    opened: watch::Sender<u64>,
+    /// Bumped whenever an authorization opens or ends: the upstreams' callers look for
+    /// theirs.
+    changed: watch::Sender<u64>,
 }
 
 impl std::fmt::Debug for PendingConsents {
@@ -79,7 +80,7 @@ impl PendingConsents {
             entries: Mutex::new(HashMap::new()),
             max: max.max(1),
             paths,
-            opened: watch::Sender::new(0),
+            changed: watch::Sender::new(0),
         })
     }
 
@@ -133,13 +134,18 @@ impl PendingConsents {
                 },
             );
         }
-        self.opened.send_modify(|n| *n = n.wrapping_add(1));
+        self.bump();
         Ok(rx)
+    }
+
+    fn bump(&self) {
+        self.changed.send_modify(|n| *n = n.wrapping_add(1));
     }
 
     /// Forgets the authorization `state` (its flow gave up or was declined).
     pub(crate) fn close(&self, state: &str) {
         lock(&self.entries).remove(state);
+        self.bump();
     }
 
     /// The authorization waiting for `identity` at `upstream`, if one is (and has not
@@ -160,11 +166,22 @@ impl PendingConsents {
     /// Forgets the authorization shown as `elicitation_id` (its user declined).
     pub fn cancel(&self, elicitation_id: &str) {
         lock(&self.entries).retain(|_, e| e.consent.elicitation_id != elicitation_id);
+        self.bump();
     }
 
-    /// Notified whenever an authorization opens.
+    /// Notified whenever an authorization opens or ends.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
-        self.opened.subscribe()
+        self.changed.subscribe()
+    }
+
+    /// Waits until no authorization of `identity` at `upstream` is waiting.
+    pub async fn settled(&self, upstream: &str, identity: &str) {
+        let mut changed = self.subscribe();
+        while self.pending_for(upstream, identity).is_some() {
+            if changed.changed().await.is_err() {
+                return;
+            }
+        }
     }
 
     /// Hands the authorization server's redirect (its query string) to the flow waiting
