@@ -34,7 +34,7 @@ def free_port() -> int:
 
 def gateway(mcpwire_bin, tmp_path, up_url) -> Served:
     """The gateway on a fixed port (the redirect URI is on it), callers by API key."""
-    (tmp_path / "keys.txt").write_text("alice=alice-key\nbob=bob-key\n")
+    (tmp_path / "keys.txt").write_text("alice=alice-key\nbob=bob-key\ncarol=carol-key\n")
     conf = tmp_path / "mcpwire.toml"
     conf.write_text(
         f'[server]\nprefix = "never"\n\n[[listen]]\nurl = "http://127.0.0.1:{free_port()}/mcp"\n\n'
@@ -54,8 +54,8 @@ async def browse(url: str) -> httpx2.Response:
 class User:
     """One caller of the gateway (an API key), with or without URL elicitation."""
 
-    def __init__(self, url: str, key: str, elicit: bool):
-        self.url, self.key, self.elicit = url, key, elicit
+    def __init__(self, url: str, key: str, elicit: bool, answer: str = "accept"):
+        self.url, self.key, self.elicit, self.answer = url, key, elicit, answer
         self.asked: list[types.ElicitRequestURLParams] = []
         self.landed: list[httpx2.Response] = []
         self.visits: list[asyncio.Task] = []
@@ -63,6 +63,8 @@ class User:
     async def on_elicit(self, _ctx, params):
         assert params.mode == "url", params
         self.asked.append(params)
+        if self.answer != "accept":
+            return types.ElicitResult(action=self.answer)
         # The user goes to the URL in their browser; the client answers at once.
         self.visits.append(asyncio.ensure_future(self._visit(params.url)))
         return types.ElicitResult(action="accept")
@@ -124,5 +126,15 @@ async def test_users_authorize_the_upstream_through_the_gateway(mcpwire_bin, tmp
         # One authorization for the gateway's own session, one per user.
         authorizations = sum("authorizing with the upstream" in l for l in served.lines)
         assert authorizations == 3, served.lines
+
+        # A user who declines: the call fails saying so, and nothing stays pending (asked
+        # again, they are asked anew).
+        carol = User(served.url, "carol-key", elicit=True, answer="decline")
+        declined = await carol.add()
+        assert declined is not None and "declined" in declined.message, declined
+        carol.answer = "accept"
+        assert await carol.add() is None
+        await asyncio.gather(*carol.visits)
+        assert len(carol.asked) == 2 and carol.asked[0].url != carol.asked[1].url, carol.asked
     finally:
         served.close()
