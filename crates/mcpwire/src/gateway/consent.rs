@@ -100,7 +100,69 @@ pub(super) fn pending_consents(config: &GatewayConfig) -> Arc<PendingConsents> {
 
 #[cfg(test)]
 mod tests {
-    use super::redirect_path;
+    use super::{pending_consents, redirect_path};
+    use crate::gateway::{BackendSource, ConsentMode, GatewayConfig};
+
+    fn load(listen: &str, oauth: &str) -> Result<GatewayConfig, String> {
+        let text = format!(
+            "{listen}[backends.up]\nurl = \"https://up.example/mcp\"\n\
+             [backends.up.oauth]\ngrant = \"authorization_code\"\n{oauth}"
+        );
+        GatewayConfig::from_toml(std::path::Path::new("/etc/mcpwire.toml"), &text)
+            .map_err(|e| e.to_string())
+    }
+
+    fn redirect(c: &GatewayConfig) -> (Option<ConsentMode>, Option<String>) {
+        match &c.backends[0].source {
+            BackendSource::Upstream(u) => {
+                let o = u.credentials.oauth.as_ref().unwrap();
+                (o.consent, o.redirect_uri.clone())
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn elicit_is_the_default_and_redirects_to_the_first_http_listener() {
+        let http = "[[listen]]\nurl = \"grpc://127.0.0.1:7000\"\n\
+                    [[listen]]\nurl = \"http://127.0.0.1:8000/mcp\"\n";
+        let c = load(http, "").unwrap();
+        assert_eq!(
+            redirect(&c),
+            (
+                Some(ConsentMode::Elicit),
+                Some("http://127.0.0.1:8000/oauth/callback".into())
+            )
+        );
+        assert_eq!(pending_consents(&c).paths(), ["/oauth/callback"]);
+        let c = load(http, "redirect_uri = \"https://gw.example/auth/back\"\n").unwrap();
+        assert_eq!(pending_consents(&c).paths(), ["/auth/back"]);
+        let c = load(http, "consent = \"follow_redirect\"\n").unwrap();
+        assert_eq!(redirect(&c).0, Some(ConsentMode::FollowRedirect));
+        assert!(pending_consents(&c).paths().is_empty());
+    }
+
+    #[test]
+    fn elicit_refusals_name_the_fix() {
+        let e = load("", "").unwrap_err();
+        assert!(
+            e.contains("http:// listener") && e.contains("follow_redirect"),
+            "{e}"
+        );
+        let e = load("[[listen]]\nurl = \"http://127.0.0.1:0/mcp\"\n", "").unwrap_err();
+        assert!(e.contains("port is 0") && e.contains("redirect_uri"), "{e}");
+        let e = load(
+            "[[listen]]\nurl = \"http://127.0.0.1:8000/mcp\"\n",
+            "redirect_uri = \"http://127.0.0.1:8000/mcp\"\n",
+        )
+        .unwrap_err();
+        assert!(e.contains("MCP endpoint"), "{e}");
+        let e = load(
+            "[[listen]]\nurl = \"http://127.0.0.1:8000/mcp\"\n",
+            "consent = \"elicit\"\n",
+        );
+        assert!(e.is_ok());
+    }
 
     #[test]
     fn redirect_paths() {
