@@ -21,6 +21,12 @@
 //! token_endpoint = "https://auth.internal/oauth/token"  # else discovered from the 401
 //! scope = "billing:read"
 //! resource = "https://billing.internal/mcp"   # RFC 8707 (default: the server's own)
+//!
+//! [backends.crm.oauth]
+//! grant = "authorization_code"                # each user authorizes their own token
+//! consent = "elicit"                          # the default: asked through the gateway (URL
+//!                                             # elicitation), back at /oauth/callback
+//! consent_timeout_secs = 300                  # how long a user has to authorize
 //! ```
 
 use std::collections::BTreeMap;
