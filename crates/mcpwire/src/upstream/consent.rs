@@ -115,3 +115,163 @@ fn takes_url_elicitation(ctx: &CallCtx) -> bool {
         .as_ref()
         .is_some_and(|e| e.get("url").is_some())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use mcpwire_model::types::ClientCapabilities;
+    use mcpwire_model::{CallEvent, ClientAsk, Raw, Revision, to_raw};
+    use mcpwire_router::{BoxFuture, Identity, Peer};
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::client::auth::PendingConsent;
+
+    /// A client answering every elicitation with `action`, keeping what it was asked.
+    struct Client {
+        action: &'static str,
+        asked: Mutex<Vec<serde_json::Value>>,
+    }
+
+    impl Peer for Client {
+        fn event(&self, _: CallEvent) {}
+        fn ask(&self, ask: ClientAsk) -> BoxFuture<'static, Result<Raw, McpError>> {
+            let params = ask.params.map(|p| serde_json::from_str(p.get()).unwrap());
+            self.asked.lock().unwrap().push(params.unwrap_or_default());
+            let answer = to_raw(&serde_json::json!({ "action": self.action }));
+            Box::pin(async move { Ok(answer) })
+        }
+    }
+
+    fn ctx(url_elicitation: bool, client: &Arc<Client>) -> CallCtx {
+        let caps = ClientCapabilities {
+            elicitation: Some(match url_elicitation {
+                true => serde_json::json!({ "form": {}, "url": {} }),
+                false => serde_json::json!({ "form": {} }),
+            }),
+            ..ClientCapabilities::default()
+        };
+        let peer: Arc<dyn Peer> = client.clone();
+        CallCtx::new(
+            Revision::LATEST_STATEFUL,
+            Arc::new(caps),
+            CancellationToken::new(),
+            Some(peer),
+        )
+        .with_identity(Some(Identity::api_key("alice", Vec::new())))
+    }
+
+    /// What the OAuth flow does when the call needs a token: opens an authorization.
+    fn open(table: &PendingConsents, state: &str) -> tokio::sync::oneshot::Receiver<String> {
+        table
+            .open(
+                state,
+                Arc::from("up"),
+                Arc::from("key:alice"),
+                PendingConsent {
+                    elicitation_id: format!("e-{state}"),
+                    url: format!("https://as.example/authorize?state={state}"),
+                    upstream: Arc::from("up"),
+                },
+                "https://gw.example/oauth/callback".into(),
+                Duration::from_secs(300),
+            )
+            .unwrap()
+    }
+
+    fn done() -> Result<Reply, McpError> {
+        Ok(Reply::Complete(to_raw(
+            &serde_json::json!({ "content": [] }),
+        )))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_client_without_url_elicitation_gets_the_url_in_an_error() {
+        let table = PendingConsents::new(8, Vec::new());
+        let client = Arc::new(Client {
+            action: "accept",
+            asked: Mutex::default(),
+        });
+        let ctx = ctx(false, &client);
+        let kept = Mutex::new(None);
+        let call = || async {
+            *kept.lock().unwrap() = Some(open(&table, "s1"));
+            std::future::pending::<()>().await;
+            done()
+        };
+        let e = asking_consent(&table, "up", &ctx, "key:alice", call)
+            .await
+            .unwrap_err();
+        let McpError::UrlElicitationRequired { elicitations, .. } = &e else {
+            panic!("{e:?}");
+        };
+        assert_eq!(elicitations[0].mode.as_deref(), Some("url"));
+        assert_eq!(elicitations[0].elicitation_id.as_deref(), Some("e-s1"));
+        assert!(elicitations[0].url.as_deref().unwrap().contains("state=s1"));
+        assert!(client.asked.lock().unwrap().is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_accepted_authorization_outlasting_the_handshake_runs_the_call_again() {
+        let table = PendingConsents::new(8, Vec::new());
+        let client = Arc::new(Client {
+            action: "accept",
+            asked: Mutex::default(),
+        });
+        let ctx = ctx(true, &client);
+        let attempts = AtomicUsize::new(0);
+        let answer = Arc::new(Mutex::new(None));
+        let call = || async {
+            if attempts.fetch_add(1, Ordering::SeqCst) == 1 {
+                return done();
+            }
+            // The flow waits for the user; the upstream session's handshake gives up first.
+            *answer.lock().unwrap() = Some(open(&table, "s1"));
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            Err(McpError::Unavailable("the handshake timed out".into()))
+        };
+        // The user comes back from the authorization server a minute later.
+        let browser = {
+            let table = table.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_secs(60)).await;
+                table.complete("code=c&state=s1").unwrap();
+            })
+        };
+        let reply = asking_consent(&table, "up", &ctx, "key:alice", call).await;
+        assert!(reply.is_ok(), "{reply:?}");
+        assert_eq!(attempts.load(Ordering::SeqCst), 2);
+        browser.await.unwrap();
+        let asked = client.asked.lock().unwrap();
+        assert_eq!(asked.len(), 1);
+        assert_eq!(asked[0]["mode"], "url");
+        assert_eq!(asked[0]["elicitationId"], "e-s1");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_declined_authorization_ends_the_call_and_is_forgotten() {
+        let table = PendingConsents::new(8, Vec::new());
+        let client = Arc::new(Client {
+            action: "decline",
+            asked: Mutex::default(),
+        });
+        let ctx = ctx(true, &client);
+        let kept = Mutex::new(None);
+        let call = || async {
+            *kept.lock().unwrap() = Some(open(&table, "s1"));
+            std::future::pending::<()>().await;
+            done()
+        };
+        let e = asking_consent(&table, "up", &ctx, "key:alice", call)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&e, McpError::Forbidden(m) if m.contains("declined")),
+            "{e:?}"
+        );
+        assert!(table.is_empty());
+    }
+}

@@ -196,6 +196,7 @@ impl PendingConsents {
         let entry = lock(&self.entries)
             .remove(state)
             .ok_or(CallbackRefusal::Unknown)?;
+        self.bump();
         if entry.expires <= Instant::now() {
             return Err(CallbackRefusal::Unknown);
         }
