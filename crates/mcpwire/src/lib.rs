@@ -18,6 +18,7 @@ pub mod admin;
 pub mod auth;
 pub mod client;
 pub mod cluster;
+mod consents;
 mod driver;
 mod fetch;
 pub mod gateway;

@@ -42,7 +42,7 @@ pub struct Service {
     /// Users' authorizations of upstream OAuth waiting for their redirect: the HTTP
     /// listeners serving this service answer the redirect endpoint at its paths (a
     /// gateway with `consent = "elicit"` upstreams). `None`: no such endpoint.
-    pub consents: Option<Arc<crate::client::auth::PendingConsents>>,
+    pub consents: Option<Arc<crate::consents::PendingConsents>>,
 }
 
 impl Service {

@@ -13,9 +13,9 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 
 use super::consent::{AuthorizationRequest, Consent, FollowRedirect};
-use super::pending::{PendingConsent, PendingConsents};
 use super::pkce::random_token;
 use crate::client::ClientError;
+use crate::consents::{PendingConsent, PendingConsents};
 
 /// Consent of the downstream user a token is for, asked through the gateway.
 #[derive(Debug, Clone)]
@@ -45,14 +45,17 @@ impl Consent for ElicitConsent {
                 url: request.url.clone(),
                 upstream: this.upstream.clone(),
             };
-            let answer = this.pending.open(
-                &request.state,
-                this.upstream.clone(),
-                Arc::from(identity.as_str()),
-                consent,
-                request.redirect_uri.clone(),
-                this.timeout,
-            )?;
+            let answer = this
+                .pending
+                .open(
+                    &request.state,
+                    this.upstream.clone(),
+                    Arc::from(identity.as_str()),
+                    consent,
+                    request.redirect_uri.clone(),
+                    this.timeout,
+                )
+                .map_err(|e| ClientError::Auth(e.to_string()))?;
             // However this ends (answered, timed out, abandoned), the state is spent.
             let _spent = Spent(&this.pending, &request.state);
             tracing::info!(

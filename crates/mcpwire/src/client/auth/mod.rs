@@ -24,7 +24,6 @@ mod elicit;
 mod flow;
 mod form;
 mod loopback;
-mod pending;
 mod pkce;
 mod scope;
 #[cfg(test)]
@@ -33,11 +32,13 @@ mod tests;
 mod tests_consent;
 mod token;
 
+pub use crate::consents::{
+    CallbackRefusal, ConsentsFull, MAX_PENDING_CONSENTS, PendingConsent, PendingConsents,
+};
 pub use assertion::ClientSigningKey;
 pub use consent::{AuthorizationRequest, Consent, FollowRedirect};
 pub use elicit::ElicitConsent;
 pub use loopback::LoopbackConsent;
-pub use pending::{CallbackRefusal, MAX_PENDING_CONSENTS, PendingConsent, PendingConsents};
 
 pub(crate) use challenge::Challenge;
 use flow::OAuthClient;

@@ -1,9 +1,10 @@
 //! [`PendingConsents`]: the authorization requests waiting for their user, by `state`.
-//! The gateway's [`ElicitConsent`](super::ElicitConsent) opens one when it sends a user to
-//! the authorization server; the redirect endpoint on the gateway's HTTP listener
-//! ([`PendingConsents::complete`]) hands the authorization server's answer to the flow
-//! waiting for it. Each `state` is unguessable (256 random bits, minted by the flow),
-//! answers once, and expires; the table is bounded.
+//! The gateway's [`ElicitConsent`](crate::client::auth::ElicitConsent) opens one when it
+//! sends a user to the authorization server; the redirect endpoint on the gateway's HTTP
+//! listener ([`PendingConsents::complete`]) hands the authorization server's answer to the
+//! flow waiting for it. Each `state` is unguessable (256 random bits, minted by the flow),
+//! answers once, and expires; the table is bounded. A leaf (tokio only): the OAuth client,
+//! the upstreams and the HTTP listener meet here without depending on each other.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -12,8 +13,7 @@ use std::time::Duration;
 use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 
-use super::form;
-use crate::client::ClientError;
+use percent_encoding::percent_decode_str;
 
 /// Authorizations waiting for their user at once, by default.
 pub const MAX_PENDING_CONSENTS: usize = 1024;
@@ -28,6 +28,11 @@ pub struct PendingConsent {
     /// Which upstream asks (the backend's name), for the message shown.
     pub upstream: Arc<str>,
 }
+
+/// The table is full: an authorization cannot wait for its user now.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0} authorizations are already waiting for their users: try again later")]
+pub struct ConsentsFull(pub usize);
 
 /// Why a redirect to the callback was refused (each a 400 page, with the reason).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -110,17 +115,14 @@ impl PendingConsents {
         consent: PendingConsent,
         redirect_uri: String,
         ttl: Duration,
-    ) -> Result<oneshot::Receiver<String>, ClientError> {
+    ) -> Result<oneshot::Receiver<String>, ConsentsFull> {
         let now = Instant::now();
         let (tx, rx) = oneshot::channel();
         {
             let mut entries = lock(&self.entries);
             entries.retain(|_, e| e.expires > now && !e.answer.is_closed());
             if entries.len() >= self.max {
-                return Err(ClientError::Auth(format!(
-                    "{} authorizations are already waiting for their users: try again later",
-                    self.max
-                )));
+                return Err(ConsentsFull(self.max));
             }
             entries.insert(
                 state.to_owned(),
@@ -187,14 +189,9 @@ impl PendingConsents {
     /// Hands the authorization server's redirect (its query string) to the flow waiting
     /// for its `state`. Each state answers once; an expired one is refused.
     pub fn complete(&self, query: &str) -> Result<(), CallbackRefusal> {
-        let params = form::decode(query);
-        let state = params
-            .iter()
-            .find(|(k, _)| k == "state")
-            .map(|(_, v)| v.as_str())
-            .ok_or(CallbackRefusal::NoState)?;
+        let state = query_value(query, "state").ok_or(CallbackRefusal::NoState)?;
         let entry = lock(&self.entries)
-            .remove(state)
+            .remove(&state)
             .ok_or(CallbackRefusal::Unknown)?;
         self.bump();
         if entry.expires <= Instant::now() {
@@ -205,6 +202,19 @@ impl PendingConsents {
             .send(format!("{}?{query}", entry.redirect_uri))
             .map_err(|_| CallbackRefusal::Abandoned)
     }
+}
+
+/// The value of `name` in a query string (`+` a space, percent escapes decoded).
+fn query_value(query: &str, name: &str) -> Option<String> {
+    query.split('&').find_map(|pair| {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        let decode = |s: &str| {
+            percent_decode_str(&s.replace('+', " "))
+                .decode_utf8_lossy()
+                .into_owned()
+        };
+        (decode(k) == name).then(|| decode(v))
+    })
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -227,7 +237,7 @@ mod tests {
         table: &PendingConsents,
         state: &str,
         who: &str,
-    ) -> Result<oneshot::Receiver<String>, ClientError> {
+    ) -> Result<oneshot::Receiver<String>, ConsentsFull> {
         table.open(
             state,
             Arc::from("up"),
@@ -263,6 +273,9 @@ mod tests {
             Err(CallbackRefusal::Unknown)
         );
         assert_eq!(table.complete("code=c1"), Err(CallbackRefusal::NoState));
+        // Escaped as a form: still found.
+        let _rx = open(&table, "a b/c", "alice").unwrap();
+        table.complete("state=a+b%2Fc&code=x").unwrap();
         assert!(table.is_empty());
     }
 
