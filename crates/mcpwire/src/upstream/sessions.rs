@@ -67,6 +67,15 @@ impl Sessions {
         )))
     }
 
+    /// The upstream session of downstream session `scope` when it is open and up now,
+    /// without waiting (the fast path's check; anything else goes through
+    /// [`Sessions::get`]).
+    pub(crate) fn ready(&self, scope: &SessionScope) -> Option<Arc<Link>> {
+        let open = self.open.lock().ok()?;
+        let link = open.get(&scope.id())?.get()?;
+        (!link.is_down()).then(|| link.clone())
+    }
+
     /// The slot of `scope`, made (with a task closing it when the session ends) if new.
     fn slot(self: &Arc<Self>, scope: &SessionScope) -> Result<Slot, McpError> {
         let mut open = self
