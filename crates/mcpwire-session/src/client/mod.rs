@@ -198,6 +198,20 @@ impl ClientSession {
         self.inflight.len()
     }
 
+    /// How many requests may be in flight at once.
+    pub fn max_in_flight(&self) -> usize {
+        self.config.limits.max_in_flight
+    }
+
+    /// Tells the server (`notifications/cancelled` with `reason`) that request `id`, sent
+    /// by the owner outside this session under an id the session never minted or tracks,
+    /// is cancelled (a client wire's direct requests, `mcpwire`'s `client::core`).
+    pub fn cancel_untracked(&mut self, id: ClientRequestId, reason: &str) {
+        if !self.closed && matches!(self.phase, Phase::Ready(_)) {
+            self.send_cancel(id, reason);
+        }
+    }
+
     /// Server requests surfaced and not yet answered.
     pub fn server_requests_pending(&self) -> usize {
         self.server_requests.len()
