@@ -18,6 +18,7 @@ use std::time::Instant;
 
 use mcpwire_model::{McpError, Method, Raw};
 use mcpwire_session::{
+    IdMap,
     Answer, ClientEvent, ClientRequestId, ClientSession, Negotiated, RequestOptions,
     ServerRequestId,
 };
@@ -160,7 +161,7 @@ pub(crate) struct ClientCore {
     events: Option<mpsc::Sender<ClientEvent>>,
     held: VecDeque<ClientEvent>,
     max_held: usize,
-    waiters: HashMap<ClientRequestId, oneshot::Sender<Outcome>>,
+    waiters: IdMap<ClientRequestId, oneshot::Sender<Outcome>>,
     settled: Option<oneshot::Sender<Settled>>,
     /// The transport's account of requests it failed, until their end is routed.
     transport_errors: HashMap<ClientRequestId, ClientError>,
@@ -176,7 +177,7 @@ pub(crate) struct ClientCore {
     traces: HashMap<ClientRequestId, Vec<(String, String)>>,
     /// Direct requests in flight (see [`ClientCore::take_direct`]), with the session's
     /// requests at most its `max_in_flight`.
-    direct: HashMap<ClientRequestId, oneshot::Sender<Outcome>>,
+    direct: IdMap<ClientRequestId, oneshot::Sender<Outcome>>,
     /// Direct requests taken and not yet written by the wire.
     direct_out: VecDeque<(ClientRequestId, Option<Raw>)>,
 }
@@ -194,7 +195,7 @@ impl ClientCore {
             events: Some(ch.events),
             held: VecDeque::new(),
             max_held,
-            waiters: HashMap::new(),
+            waiters: IdMap::default(),
             settled: Some(ch.settled),
             transport_errors: HashMap::new(),
             close_requested: false,
@@ -203,7 +204,7 @@ impl ClientCore {
             ended: ch.ended,
             early_cancels: VecDeque::new(),
             traces: HashMap::new(),
-            direct: HashMap::new(),
+            direct: IdMap::default(),
             direct_out: VecDeque::new(),
         }
     }

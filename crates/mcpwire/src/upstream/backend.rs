@@ -4,10 +4,10 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use mcpwire_model::types::{ClientCapabilities, Implementation, LoggingLevel, ServerCapabilities};
-use mcpwire_model::{BackendEvent, McpError, Reply};
+use mcpwire_model::{BackendEvent, McpError, Raw, Reply};
 use mcpwire_router::{
-    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, TASKS_EXTENSION, ToolRouting,
-    offers_tasks_extension,
+    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ForwardedCall, TASKS_EXTENSION,
+    ToolRouting, offers_tasks_extension,
 };
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
@@ -484,25 +484,26 @@ impl Inner {
         fast::eligible(ctx, &link).then_some(link)
     }
 
-    /// A `tools/call` on the fast path (`super::fast`).
+    /// A `tools/call` with `params` on the fast path (`super::fast`); `again` are the
+    /// params for running it in a new upstream session if the upstream no longer holds
+    /// this one (an HTTP session: nothing else can be gone).
     async fn fast_call(
         self: Arc<Self>,
         link: Arc<Link>,
         ctx: CallCtx,
-        req: BackendRequest,
+        params: Option<Raw>,
+        again: Option<Option<Raw>>,
     ) -> Result<Reply, McpError> {
-        let out = outgoing(&req)?;
         let opts = self.options(&ctx, &link);
-        match fast::call(link.clone(), ctx.clone(), out.params, opts).await {
+        match fast::call(link.clone(), ctx.clone(), params, opts).await {
             fast::Fallback::Done(reply) => reply,
-            fast::Fallback::SessionGone(e) if self.scoped(&ctx) => {
-                let McpError::Unavailable(e) = e else {
-                    return Err(e);
-                };
-                let out = outgoing(&req)?;
+            fast::Fallback::SessionGone(McpError::Unavailable(e))
+                if self.scoped(&ctx)
+                    && let Some(params) = again =>
+            {
                 let fwd = Forward {
-                    method: out.method,
-                    params: out.params,
+                    method: "tools/call".into(),
+                    params,
                     opts: self.options(&ctx, &link),
                 };
                 self.in_new_session(link, ctx, fwd, e).await
@@ -510,6 +511,15 @@ impl Inner {
             fast::Fallback::SessionGone(e) => Err(e),
         }
     }
+}
+
+/// The params of a fast-path call kept for running it again in a new upstream session
+/// (see `Inner::fast_call`): only on a link with a wire session the upstream can lose.
+fn kept_for_again(link: &Link, params: &Option<Raw>) -> Option<Option<Raw>> {
+    link.client()
+        .wire_session_id()
+        .is_some()
+        .then(|| params.clone())
 }
 
 /// `caps` without the tasks extension (and without `extensions` if it was the only one).
@@ -540,9 +550,27 @@ impl Backend for UpstreamBackend {
         if matches!(req, BackendRequest::CallTool { .. })
             && let Some(link) = self.inner.fast_link(&ctx)
         {
-            return Box::pin(self.inner.clone().fast_call(link, ctx, req));
+            let params = match outgoing(&req) {
+                Ok(out) => out.params,
+                Err(e) => return Box::pin(std::future::ready(Err(e))),
+            };
+            let again = kept_for_again(&link, &params);
+            return Box::pin(self.inner.clone().fast_call(link, ctx, params, again));
         }
         Box::pin(self.inner.clone().call(ctx, req))
+    }
+
+    fn forward_tool_call(
+        &self,
+        call: ForwardedCall,
+    ) -> Result<BoxFuture<'static, Result<Reply, McpError>>, ForwardedCall> {
+        let Some(link) = self.inner.fast_link(&call.ctx) else {
+            return Err(call);
+        };
+        let (ctx, params) = call.into_parts();
+        let params = Some(params);
+        let again = kept_for_again(&link, &params);
+        Ok(Box::pin(self.inner.clone().fast_call(link, ctx, params, again)))
     }
 
     fn tool_routing(&self, name: &str) -> Option<Arc<ToolRouting>> {
