@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use mcpwire_model::types::{CompleteParams, CompletionRef};
 use mcpwire_model::{McpError, Raw, Reply, to_raw};
-use mcpwire_router::{BackendRequest, BoxFuture, CallCtx};
+use mcpwire_router::{BackendRequest, BoxFuture, CallCtx, ForwardedCall};
 use serde_json::{Map, Value};
 
 use crate::catalog::{Catalog, Scope};
@@ -123,6 +123,25 @@ pub(crate) fn answer(
             "a request this federation does not know".into(),
         ))),
     }
+}
+
+/// A `tools/call` sent on with its params as they came (`Backend::forward_tool_call`):
+/// only to a member that serves the tool under the same name and whose task ids need no
+/// mapping, so its answer is what [`answer`] would give; the call back otherwise.
+pub(crate) fn forward_tool_call(
+    catalog: &Catalog,
+    call: ForwardedCall,
+) -> Result<BoxFuture<'static, Result<Reply, McpError>>, ForwardedCall> {
+    let Some((_, e)) = catalog.kind(Kind::Tools).get(call.name()) else {
+        return Err(call);
+    };
+    let m = &catalog.members[e.member];
+    if e.original != call.name() || m.offers_tasks {
+        return Err(call);
+    }
+    let fut = m.backend.forward_tool_call(call)?;
+    record_member(&m.name);
+    Ok(fut)
 }
 
 /// `(member, original name)` of the visible tool or prompt exposed as `name`.

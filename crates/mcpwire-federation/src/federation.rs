@@ -12,7 +12,8 @@ use mcpwire_model::types::{
 };
 use mcpwire_model::{BackendEvent, McpError, Reply};
 use mcpwire_router::{
-    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, TASKS_EXTENSION, ToolRouting,
+    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ForwardedCall, TASKS_EXTENSION,
+    ToolRouting,
 };
 use serde_json::Value;
 use tokio::sync::broadcast;
@@ -668,6 +669,16 @@ impl Backend for Federation {
         }
         let s = self.policed(ctx.identity());
         dispatch::answer(s.catalog.clone(), Some(&s.pages), &*s, ctx, req)
+    }
+
+    fn forward_tool_call(
+        &self,
+        call: ForwardedCall,
+    ) -> Result<BoxFuture<'static, Result<Reply, McpError>>, ForwardedCall> {
+        if !self.policy().is_open() {
+            return Err(call);
+        }
+        dispatch::forward_tool_call(&self.catalog(), call)
     }
 
     fn tool_routing(&self, name: &str) -> Option<Arc<ToolRouting>> {

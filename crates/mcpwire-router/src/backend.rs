@@ -9,7 +9,7 @@ use tokio::sync::broadcast;
 
 use std::sync::Arc;
 
-use crate::{CallCtx, TaskSupport};
+use crate::{CallCtx, ForwardedCall, TaskSupport};
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -181,5 +181,14 @@ pub trait Backend: Send + Sync + 'static {
     /// A stream of events for every session (list changes, resource updates, logs).
     fn events(&self) -> Option<broadcast::Receiver<BackendEvent>> {
         None
+    }
+
+    /// Answers a handshake-era `tools/call` by sending its params on exactly as they came,
+    /// when this backend forwards such calls (the gateway's fast path: nothing parsed,
+    /// nothing written again); gives the call back otherwise, and the router answers it
+    /// the general way ([`Backend::call`]). The answer must be what [`Backend::call`]
+    /// would give. By default, every call is given back.
+    fn forward_tool_call(&self, call: ForwardedCall) -> Result<BoxFuture<'static, Result<Reply, McpError>>, ForwardedCall> {
+        Err(call)
     }
 }

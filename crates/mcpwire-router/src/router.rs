@@ -16,8 +16,8 @@ use tokio::sync::broadcast;
 use crate::input::InputRound;
 use crate::tasks::{self, StoreAnswer, TaskShare, TaskStore};
 use crate::{
-    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, StateKey, TASKS_EXTENSION,
-    TaskConfig, TaskSupport, ToolRouting,
+    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ForwardedCall, StateKey,
+    TASKS_EXTENSION, TaskConfig, TaskSupport, ToolRouting,
 };
 
 /// One request for the router: method, raw params and the call's context.
@@ -146,6 +146,13 @@ impl Router {
         })
     }
 
+    /// A handshake-era `tools/call` the backend forwards with its params as they came
+    /// (see [`Backend::forward_tool_call`]); the call back when it does not.
+    fn forward(&self, ctx: CallCtx, params: Raw) -> Result<BoxFuture<'static, McpReply>, (CallCtx, Raw)> {
+        let call = ForwardedCall::new(ctx, params)?;
+        self.backend.forward_tool_call(call).map_err(ForwardedCall::into_parts)
+    }
+
     /// Answers one request.
     pub fn call(&self, call: McpCall) -> BoxFuture<'static, McpReply> {
         let McpCall {
@@ -172,6 +179,15 @@ impl Router {
         }
         let caps = &self.backend.info().capabilities;
         let stateless = ctx.revision().is_stateless();
+        let (mut ctx, params) = match (&method, params) {
+            (Method::ToolsCall, Some(params)) if !stateless && caps.tools.is_some() => {
+                match self.forward(ctx, params) {
+                    Ok(answer) => return answer,
+                    Err((ctx, params)) => (ctx, Some(params)),
+                }
+            }
+            (_, params) => (ctx, params),
+        };
         let parsed = match parse_request(&method, params, caps, stateless) {
             Ok(req) => req,
             Err(e) => return Box::pin(std::future::ready(Err(e))),

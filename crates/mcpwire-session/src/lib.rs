@@ -30,6 +30,11 @@ mod decorate;
 mod server;
 mod timers;
 
+/// The hash map of the sessions' tables keyed by request ids: foldhash, seeded per
+/// process (a fraction of SipHash's cost on the hot path, still randomized against
+/// peer-chosen keys).
+pub type IdMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+
 pub use client::{
     Answer, ClientConfig, ClientEra, ClientEvent, ClientLimits, ClientRequestId, ClientSession,
     ClientTransmit, EraChoice, InputRequest, InputRequired, ListKind, Negotiated, RequestOptions,

@@ -159,3 +159,108 @@ async fn a_handshake_client_answers_a_stateless_upstream_in_real_requests() {
         "each input request asked once"
     );
 }
+
+/// A server whose tool `report` logs, reports progress and lists the client's roots
+/// before answering, and whose tool `wait` waits to be cancelled (counting it).
+fn reporting_server(started: Arc<tokio::sync::Notify>, cancelled: Arc<AtomicUsize>) -> Service {
+    let server = Server::builder(Implementation::new("reporter", "1"))
+        .tool(tool("report", |ctx: CallCtx, _: NoArgs| async move {
+            ctx.info("working");
+            ctx.progress(1.0, Some(2.0), None);
+            let roots = ctx.list_roots().await?;
+            Ok::<_, ToolError>(format!("{} roots", roots.roots.len()))
+        }))
+        .tool(tool("wait", move |ctx: CallCtx, _: NoArgs| {
+            let (started, cancelled) = (started.clone(), cancelled.clone());
+            async move {
+                started.notify_one();
+                ctx.cancelled().await;
+                cancelled.fetch_add(1, Ordering::SeqCst);
+                Ok::<_, ToolError>("cancelled".to_owned())
+            }
+        }))
+        .build();
+    let info = server.server_info().clone();
+    Service::new(Router::new(server), info, None)
+}
+
+/// A downstream connection recording what a call sends it, answering `roots/list`.
+#[derive(Default)]
+struct RecordingPeer {
+    events: std::sync::Mutex<Vec<String>>,
+}
+
+impl Peer for RecordingPeer {
+    fn event(&self, event: CallEvent) {
+        let e = match event {
+            CallEvent::Progress(p) => format!("progress {}/{:?}", p.progress, p.total),
+            CallEvent::Log(l) => format!("log {}", l.data.get()),
+        };
+        self.events.lock().unwrap().push(e);
+    }
+
+    fn ask(&self, ask: ClientAsk) -> BoxFuture<'static, Result<Raw, McpError>> {
+        self.events
+            .lock()
+            .unwrap()
+            .push(format!("ask {}", ask.method));
+        Box::pin(async { Ok(to_raw(&json!({"roots": [{"uri": "file:///c"}]}))) })
+    }
+}
+
+/// Calls on an upstream session that is up take the fast path (`upstream/fast.rs`): the
+/// shared session is up from `connect`, so every call here does. Progress, logs and the
+/// upstream's asks reach the call, before its answer; cancellation reaches the upstream.
+#[tokio::test]
+async fn calls_on_a_session_that_is_up_keep_progress_logs_asks_and_cancellation() {
+    let started = Arc::new(tokio::sync::Notify::new());
+    let cancelled = Arc::new(AtomicUsize::new(0));
+    let url = serve_http(reporting_server(started.clone(), cancelled.clone())).await;
+    let router = upstream(&url, EraChoice::Handshake).await;
+    for _ in 0..3 {
+        let peer = Arc::new(RecordingPeer::default());
+        let ctx = CallCtx::new(
+            Revision::LATEST_STATEFUL,
+            roots_caps(),
+            CancellationToken::new(),
+            Some(peer.clone()),
+        )
+        .with_progress_token(Some("p".into()));
+        let answered = router.call(call(json!({"name": "report", "arguments": {}}), ctx));
+        let reply = tokio::time::timeout(std::time::Duration::from_secs(30), answered)
+            .await
+            .expect("answered in time (an ask lost on the way would hang it)")
+            .expect("answered");
+        let Reply::Complete(raw) = reply else {
+            panic!("a complete result")
+        };
+        assert_eq!(json_of(&raw)["content"][0]["text"], "1 roots");
+        let events = peer.events.lock().unwrap().clone();
+        assert_eq!(
+            events,
+            ["log \"working\"", "progress 1/Some(2.0)", "ask roots/list"],
+            "everything the upstream sent for the call, in order, before its answer"
+        );
+    }
+
+    let token = CancellationToken::new();
+    let ctx = CallCtx::new(
+        Revision::LATEST_STATEFUL,
+        roots_caps(),
+        token.clone(),
+        Some(Arc::new(RecordingPeer::default())),
+    );
+    let waiting = tokio::spawn(router.call(call(json!({"name": "wait", "arguments": {}}), ctx)));
+    started.notified().await;
+    token.cancel();
+    let reply = waiting.await.expect("joined");
+    assert!(matches!(reply, Err(McpError::Cancelled)), "{reply:?}");
+    let told = async {
+        while cancelled.load(Ordering::SeqCst) == 0 {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(10), told)
+        .await
+        .expect("the upstream's tool saw the cancellation");
+}

@@ -21,7 +21,7 @@
 //! Every accepted request ends in exactly one [`ClientEvent::Response`]: the result, the
 //! server's error, `Timeout`, `Cancelled`, or the error that closed the connection.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -118,12 +118,12 @@ pub struct ClientSession {
     next_id: u64,
     /// The highest id a caller chose ([`ClientSession::request_as`]); minted ids go above.
     chosen_max: u64,
-    inflight: HashMap<u64, Pending>,
+    inflight: crate::IdMap<u64, Pending>,
     /// Requests made before negotiation ended, in order.
     queued: VecDeque<u64>,
     next_server_request: u64,
-    server_requests: HashMap<u64, PendingServerRequest>,
-    server_by_wire: HashMap<RequestId, u64>,
+    server_requests: crate::IdMap<u64, PendingServerRequest>,
+    server_by_wire: crate::IdMap<RequestId, u64>,
     timers: Timers,
     handshake_deadline: Option<Instant>,
     probe_deadline: Option<Instant>,
@@ -162,11 +162,11 @@ impl ClientSession {
             closed: false,
             next_id: 0,
             chosen_max: 0,
-            inflight: HashMap::new(),
+            inflight: crate::IdMap::default(),
             queued: VecDeque::new(),
             next_server_request: 0,
-            server_requests: HashMap::new(),
-            server_by_wire: HashMap::new(),
+            server_requests: crate::IdMap::default(),
+            server_by_wire: crate::IdMap::default(),
             timers: Timers::default(),
             handshake_deadline: None,
             probe_deadline: None,
@@ -196,6 +196,20 @@ impl ClientSession {
     /// Requests in flight (including those waiting for negotiation).
     pub fn in_flight(&self) -> usize {
         self.inflight.len()
+    }
+
+    /// How many requests may be in flight at once.
+    pub fn max_in_flight(&self) -> usize {
+        self.config.limits.max_in_flight
+    }
+
+    /// Tells the server (`notifications/cancelled` with `reason`) that request `id`, sent
+    /// by the owner outside this session under an id the session never minted or tracks,
+    /// is cancelled (a client wire's direct requests, `mcpwire`'s `client::core`).
+    pub fn cancel_untracked(&mut self, id: ClientRequestId, reason: &str) {
+        if !self.closed && matches!(self.phase, Phase::Ready(_)) {
+            self.send_cancel(id, reason);
+        }
     }
 
     /// Server requests surfaced and not yet answered.

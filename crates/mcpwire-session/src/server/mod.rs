@@ -1,6 +1,6 @@
 //! [`ServerSession`]: the protocol state of one client, without I/O.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -144,9 +144,9 @@ pub struct ServerSession {
     next_out_id: i64,
     /// Prepended to the ids of asks (`{prefix}{n}`, strings); `None`: plain numbers.
     ask_id_prefix: Option<Arc<str>>,
-    inflight: HashMap<DispatchId, InFlight>,
-    by_request: HashMap<RequestId, DispatchId>,
-    asks: HashMap<RequestId, AskEntry>,
+    inflight: crate::IdMap<DispatchId, InFlight>,
+    by_request: crate::IdMap<RequestId, DispatchId>,
+    asks: crate::IdMap<RequestId, AskEntry>,
     subscriptions: HashSet<String>,
     listens: Vec<Listen>,
     timers: Timers,
@@ -174,9 +174,9 @@ impl ServerSession {
             next_ask: 0,
             next_out_id: 0,
             ask_id_prefix: None,
-            inflight: HashMap::new(),
-            by_request: HashMap::new(),
-            asks: HashMap::new(),
+            inflight: crate::IdMap::default(),
+            by_request: crate::IdMap::default(),
+            asks: crate::IdMap::default(),
             subscriptions: HashSet::new(),
             listens: Vec::new(),
             timers: Timers::default(),

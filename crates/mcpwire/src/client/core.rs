@@ -18,6 +18,7 @@ use std::time::Instant;
 
 use mcpwire_model::{McpError, Method, Raw};
 use mcpwire_session::{
+    IdMap,
     Answer, ClientEvent, ClientRequestId, ClientSession, Negotiated, RequestOptions,
     ServerRequestId,
 };
@@ -61,6 +62,13 @@ pub(crate) enum Command {
     },
     /// Send a client notification (`notifications/roots/list_changed`).
     Notify { method: Method, params: Option<Raw> },
+    /// Send `tools/call` with `params` under `id` outside the session (see
+    /// [`ClientCore::take_direct`]); say its end on `reply`.
+    Direct {
+        id: ClientRequestId,
+        params: Option<Raw>,
+        reply: oneshot::Sender<Outcome>,
+    },
     /// End the connection.
     Close,
 }
@@ -153,7 +161,7 @@ pub(crate) struct ClientCore {
     events: Option<mpsc::Sender<ClientEvent>>,
     held: VecDeque<ClientEvent>,
     max_held: usize,
-    waiters: HashMap<ClientRequestId, oneshot::Sender<Outcome>>,
+    waiters: IdMap<ClientRequestId, oneshot::Sender<Outcome>>,
     settled: Option<oneshot::Sender<Settled>>,
     /// The transport's account of requests it failed, until their end is routed.
     transport_errors: HashMap<ClientRequestId, ClientError>,
@@ -167,6 +175,11 @@ pub(crate) struct ClientCore {
     /// Trace context headers of requests not transmitted yet (taken by the HTTP wire with
     /// [`ClientCore::take_trace`]; dropped with the request's answer).
     traces: HashMap<ClientRequestId, Vec<(String, String)>>,
+    /// Direct requests in flight (see [`ClientCore::take_direct`]), with the session's
+    /// requests at most its `max_in_flight`.
+    direct: IdMap<ClientRequestId, oneshot::Sender<Outcome>>,
+    /// Direct requests taken and not yet written by the wire.
+    direct_out: VecDeque<(ClientRequestId, Option<Raw>)>,
 }
 
 impl ClientCore {
@@ -182,7 +195,7 @@ impl ClientCore {
             events: Some(ch.events),
             held: VecDeque::new(),
             max_held,
-            waiters: HashMap::new(),
+            waiters: IdMap::default(),
             settled: Some(ch.settled),
             transport_errors: HashMap::new(),
             close_requested: false,
@@ -191,6 +204,81 @@ impl ClientCore {
             ended: ch.ended,
             early_cancels: VecDeque::new(),
             traces: HashMap::new(),
+            direct: IdMap::default(),
+            direct_out: VecDeque::new(),
+        }
+    }
+
+    /// The next direct request to write: `tools/call` under its id with these params.
+    ///
+    /// **Direct requests** are the gateway's hot path on stdio (`Client::send` makes one
+    /// for a `tools/call` with no options on a handshake-era connection whose wire writes
+    /// them — `docs/design/gateway.md` § The forwarding hot path): the wire writes the
+    /// frame itself and hands their answers to [`ClientCore::answer_direct`] before the
+    /// session sees them, so the session keeps no record of them. What the session would
+    /// have done for such a request is done here: the in-flight bound, the cancellation
+    /// notice, the failure when the connection ends. An answer is read as the session
+    /// reads a handshake-era one (a result is `Complete`, an error `McpError::Wire`).
+    pub(crate) fn take_direct(&mut self) -> Option<(ClientRequestId, Option<Raw>)> {
+        self.direct_out.pop_front()
+    }
+
+    /// Hands the answer `msg` to its direct request; gives `msg` back when it is not one.
+    pub(crate) fn answer_direct(
+        &mut self,
+        msg: Result<mcpwire_model::Message, mcpwire_model::Malformed>,
+    ) -> Option<Result<mcpwire_model::Message, mcpwire_model::Malformed>> {
+        use mcpwire_model::{Message, RequestId};
+        if self.direct.is_empty() {
+            return Some(msg);
+        }
+        let id = match &msg {
+            Ok(Message::Response(r)) => match r.id {
+                RequestId::Int(n) => u64::try_from(n).ok().map(ClientRequestId::new),
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(reply) = id.and_then(|id| self.direct.remove(&id)) else {
+            return Some(msg);
+        };
+        if let Ok(Message::Response(r)) = msg {
+            let outcome = match r.outcome {
+                Ok(raw) => Ok(Answer::Complete(raw)),
+                Err(obj) => Err(Failure::Session(McpError::Wire(obj))),
+            };
+            let _ = reply.send(outcome);
+        }
+        None
+    }
+
+    /// Takes a direct request (see [`ClientCore::take_direct`]).
+    fn direct(
+        &mut self,
+        id: ClientRequestId,
+        params: Option<Raw>,
+        reply: oneshot::Sender<Outcome>,
+    ) {
+        let refusal = if self.session.is_finished() {
+            Some(McpError::ConnectionClosed(
+                "the connection to the server is closed".into(),
+            ))
+        } else if self.session.in_flight() + self.direct.len() >= self.session.max_in_flight() {
+            Some(McpError::LimitExceeded(format!(
+                "more than {} requests in flight to the server",
+                self.session.max_in_flight()
+            )))
+        } else {
+            None
+        };
+        match refusal {
+            Some(e) => {
+                let _ = reply.send(Err(Failure::Session(e)));
+            }
+            None => {
+                self.direct.insert(id, reply);
+                self.direct_out.push_back((id, params));
+            }
         }
     }
 
@@ -293,6 +381,10 @@ impl ClientCore {
     /// stream ends.
     pub(crate) fn finish(&mut self, error: McpError) {
         self.ended.set();
+        self.direct_out.clear();
+        for (_, reply) in self.direct.drain() {
+            let _ = reply.send(Err(Failure::Session(error.clone())));
+        }
         self.session.handle_closed(error);
         self.route();
         self.events = None;
@@ -309,12 +401,7 @@ impl ClientCore {
                 reply,
                 trace,
             } => {
-                let early = self.early_cancels.iter().position(|c| *c == id);
-                if let Some(i) = early {
-                    self.early_cancels.remove(i);
-                }
-                if early.is_some() || reply.is_closed() {
-                    // The caller gave up before the request went out.
+                if self.given_up(id, &reply) {
                     return;
                 }
                 match self.session.request_as(now, id, method, params, opts) {
@@ -329,6 +416,11 @@ impl ClientCore {
                     }
                 }
             }
+            Command::Direct { id, params, reply } => {
+                if !self.given_up(id, &reply) {
+                    self.direct(id, params, reply);
+                }
+            }
             Command::Answer { id, result } => {
                 self.session.answer(id, result);
             }
@@ -341,8 +433,29 @@ impl ClientCore {
         }
     }
 
+    /// Whether the caller of request `id` gave up before it went out (cancelled it, or
+    /// stopped waiting for `reply`).
+    fn given_up(&mut self, id: ClientRequestId, reply: &oneshot::Sender<Outcome>) -> bool {
+        let early = self.early_cancels.iter().position(|c| *c == id);
+        if let Some(i) = early {
+            self.early_cancels.remove(i);
+        }
+        early.is_some() || reply.is_closed()
+    }
+
     /// Cancels request `id`; remembers it when its command has not been taken yet.
     fn cancel(&mut self, id: ClientRequestId, reason: &str) {
+        if let Some(reply) = self.direct.remove(&id) {
+            // As the session cancels its own: the server is told if the request went out.
+            match self.direct_out.iter().position(|(d, _)| *d == id) {
+                Some(i) => {
+                    self.direct_out.remove(i);
+                }
+                None => self.session.cancel_untracked(id, reason),
+            }
+            let _ = reply.send(Err(Failure::Session(McpError::Cancelled)));
+            return;
+        }
         if !self.session.cancel(id, reason) && !self.waiters.contains_key(&id) {
             if self.early_cancels.len() >= EARLY_CANCELS {
                 self.early_cancels.pop_front();

@@ -46,6 +46,8 @@ struct Inner {
     backlog: EventBacklog,
     ended: ConnectionEnded,
     wire_session: Arc<WireSession>,
+    /// The wire writes direct requests (`ClientCore::take_direct`).
+    direct: bool,
 }
 
 /// The wire's own session with the server (HTTP: its `Mcp-Session-Id`), shared by the
@@ -137,6 +139,8 @@ pub(crate) struct PendingClient {
     backlog: EventBacklog,
     ended: ConnectionEnded,
     wire_session: Arc<WireSession>,
+    /// The wire writes direct requests (`ClientCore::take_direct`).
+    pub(crate) direct: bool,
 }
 
 /// A session configured by `opts` and the channels around it; `peer` names the server in
@@ -193,6 +197,7 @@ pub(crate) fn parts_with(session: ClientSession, opts: &ClientOptions, peer: &st
             backlog,
             ended,
             wire_session: wire_session.clone(),
+            direct: false,
         },
         wire_session,
     }
@@ -230,6 +235,7 @@ impl PendingClient {
                 backlog: self.backlog.clone(),
                 ended: self.ended,
                 wire_session: self.wire_session,
+                direct: self.direct,
             }),
         };
         let events = ClientEvents {
@@ -302,13 +308,17 @@ impl Client {
         let (reply, reply_rx) = oneshot::channel();
         let timeout = opts.timeout.or(self.inner.request_timeout);
         let id = self.inner.ids.next();
-        let command = Command::Request {
-            id,
-            method: Method::parse(method),
-            params,
-            opts,
-            reply,
-            trace: crate::observe::outgoing_trace(),
+        let command = if self.goes_direct(method, &opts) {
+            Command::Direct { id, params, reply }
+        } else {
+            Command::Request {
+                id,
+                method: Method::parse(method),
+                params,
+                opts,
+                reply,
+                trace: crate::observe::outgoing_trace(),
+            }
         };
         self.inner
             .commands
@@ -324,6 +334,23 @@ impl Client {
             timeout,
             done: false,
         })
+    }
+
+    /// Whether a request goes out as a direct request (`ClientCore::take_direct`): a
+    /// `tools/call` with nothing for the session to add or time — no timeout, progress,
+    /// `_meta` or capabilities — on a handshake-era connection whose wire writes them.
+    fn goes_direct(&self, method: &str, opts: &RequestOptions) -> bool {
+        self.inner.direct
+            && method == "tools/call"
+            && opts.timeout.is_none()
+            && self.inner.request_timeout.is_none()
+            && !opts.progress
+            && opts.meta.is_none()
+            && opts.capabilities.is_none()
+            && matches!(
+                self.inner.negotiated.era,
+                mcpwire_session::ClientEra::Handshake(_)
+            )
     }
 
     /// Sends a request and waits for its result, as JSON. An `input_required` answer

@@ -8,6 +8,7 @@
 //! [`MAX_MESSAGE_BYTES`]. A server whose stdout ends is reported with its exit status when it
 //! exits within [`EXIT_STATUS_WAIT`].
 
+use std::io::Write as _;
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -21,7 +22,9 @@ use tokio_util::codec::Decoder;
 
 use super::core::{ClientCore, CoreWake};
 use super::handle::parts;
-use super::{Client, ClientError, ClientEvents, ClientOptions, MAX_MESSAGE_BYTES, excerpt};
+use super::{
+    Client, ClientError, ClientEvents, ClientOptions, ClientRequestId, MAX_MESSAGE_BYTES, excerpt,
+};
 use crate::driver::{Endpoint, FramedDriver, Status, framed::output_full, now};
 
 /// How long a server whose output ended gets to report its exit status.
@@ -75,7 +78,9 @@ pub(crate) async fn connect(
         };
         let _ = exit_tx.send(status);
     });
-    let parts = parts(opts, &peer);
+    let mut parts = parts(opts, &peer);
+    // This wire writes `tools/call` requests itself (`ClientCore::take_direct`).
+    parts.pending.direct = true;
     let endpoint = StdioEndpoint {
         core: parts.core,
         peer,
@@ -193,6 +198,23 @@ impl Decoder for StdioLines {
     }
 }
 
+/// Writes the line of a direct `tools/call` request (`ClientCore::take_direct`): the
+/// bytes the session would write for it.
+fn write_call(
+    out: &mut BytesMut,
+    id: ClientRequestId,
+    params: Option<&serde_json::value::RawValue>,
+) {
+    out.put_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    let _ = write!(out.writer(), "{id}");
+    out.put_slice(b",\"method\":\"tools/call\"");
+    if let Some(p) = params {
+        out.put_slice(b",\"params\":");
+        out.put_slice(p.get().as_bytes());
+    }
+    out.put_slice(b"}\n");
+}
+
 /// The child's exit, as the reaper task reports it.
 struct Exit {
     status: Option<std::io::Result<ExitStatus>>,
@@ -288,7 +310,9 @@ impl StdioEndpoint {
             );
             return self.finish(McpError::BadPeerMessage(e));
         }
-        self.core.session.handle_inbound(now(), decoded);
+        if let Some(decoded) = self.core.answer_direct(decoded) {
+            self.core.session.handle_inbound(now(), decoded);
+        }
     }
 }
 
@@ -339,6 +363,12 @@ impl Endpoint for StdioEndpoint {
             if t.msg.write_json(out.writer()).is_ok() {
                 out.put_u8(b'\n');
             }
+            did = true;
+        }
+        while !output_full(out)
+            && let Some((id, params)) = self.core.take_direct()
+        {
+            write_call(out, id, params.as_deref());
             did = true;
         }
         did
@@ -394,6 +424,8 @@ impl Endpoint for StdioEndpoint {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::{Answer, ClientEvent, RequestOptions};
+    use mcpwire_model::Raw;
 
     fn lines(codec: &mut StdioLines, input: &[&[u8]]) -> Vec<Result<Vec<u8>, usize>> {
         let mut buf = BytesMut::new();
@@ -436,11 +468,17 @@ mod tests {
     /// A server written in `sh`: answers `initialize`, then each later request with `answer`
     /// (a printf format taking the request's id).
     fn scripted(answer: &str) -> crate::client::Target {
+        scripted_with(&format!("printf '{answer}' \"$id\""))
+    }
+
+    /// A server written in `sh`: answers `initialize`, then runs `each` for every later
+    /// line (`$l`, with its id in `$id`).
+    fn scripted_with(each: &str) -> crate::client::Target {
         let id = r#"id=$(printf '%s' "$l" | sed 's/.*"id":\([0-9]*\).*/\1/')"#;
         let init = r#"{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}\r\n"#;
         let script = format!(
             "read l; {id}; printf '{init}' \"$id\"; read l; \
-             while read l; do {id}; printf '{answer}' \"$id\"; done"
+             while read l; do {id}; {each}; done"
         );
         crate::client::Target::Command {
             argv: vec!["sh".into(), "-c".into(), script],
@@ -479,5 +517,76 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("stream did not contain valid UTF-8"), "{err}");
+    }
+
+    /// The same request through the session: `_meta` keeps it from going direct.
+    fn via_session() -> RequestOptions {
+        let mut meta = serde_json::Map::new();
+        meta.insert("k".into(), serde_json::json!(1));
+        RequestOptions {
+            meta: Some(meta),
+            ..RequestOptions::default()
+        }
+    }
+
+    fn args() -> Option<Raw> {
+        Some(mcpwire_model::to_raw(&serde_json::json!({"name": "echo"})))
+    }
+
+    #[tokio::test]
+    async fn a_direct_call_is_answered_as_the_session_answers_it() {
+        // Results and errors alike, including an error answer with data.
+        for answer in [
+            r#"{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"\\u00e9"}],"isError":false}}\n"#,
+            r#"{"id":%s,"jsonrpc":"2.0","error":{"code":-32602,"message":"bad args","data":{"x":1}}}\n"#,
+        ] {
+            let (client, _events) = Client::connect(&scripted(answer), &options())
+                .await
+                .unwrap();
+            let direct = client.send("tools/call", args(), RequestOptions::default());
+            let direct = direct.await.unwrap().await;
+            let session = client.send("tools/call", args(), via_session());
+            let session = session.await.unwrap().await;
+            let show = |r: Result<Answer, ClientError>| match r {
+                Ok(Answer::Complete(raw)) => format!("ok {}", raw.get()),
+                Ok(Answer::InputRequired(_)) => "input required".to_owned(),
+                Err(e) => format!("err {e} / {:?}", e.to_mcp()),
+            };
+            assert_eq!(show(direct), show(session));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_dropped_direct_call_is_cancelled_on_the_server() {
+        // The server logs each request it reads; on a cancellation it answers the request
+        // after the cancelled one with the id it was told.
+        let each = r#"case "$l" in
+            *notifications/cancelled*) c=$(printf '%s' "$l" | sed 's/.*"requestId":\([0-9]*\).*/\1/');
+                printf '{"jsonrpc":"2.0","id":%s,"result":{"cancelled":%s}}\n' $((c+1)) "$c";;
+            *) printf '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"got"}}\n';;
+            esac"#;
+        let (client, mut events) = Client::connect(&scripted_with(each), &options())
+            .await
+            .unwrap();
+        let first = client.send("tools/call", args(), RequestOptions::default());
+        let first = first.await.unwrap();
+        let id = first.id();
+        // The server read it.
+        let got = events.recv().await;
+        assert!(matches!(got, Some(ClientEvent::Log { .. })), "{got:?}");
+        drop(first);
+        let second = client.send("tools/call", args(), RequestOptions::default());
+        let second = second.await.unwrap();
+        let (mcpwire_model::RequestId::Int(a), mcpwire_model::RequestId::Int(b)) =
+            (id.wire_id(), second.id().wire_id())
+        else {
+            panic!("numeric ids")
+        };
+        assert_eq!(b, a + 1);
+        let answered = tokio::time::timeout(Duration::from_secs(10), second).await;
+        let Answer::Complete(raw) = answered.expect("the server was told").unwrap() else {
+            panic!("a result")
+        };
+        assert_eq!(raw.get(), format!(r#"{{"cancelled":{id}}}"#));
     }
 }

@@ -17,7 +17,9 @@ use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use mcpwire_model::{BackendEvent, CallEvent, ClientAsk, McpError, Raw, RequestId};
 use mcpwire_router::{BoxFuture, CallCtx, Identity, McpCall, McpReply, Peer, Router, SessionScope};
-use mcpwire_session::{AskId, Dispatch, DispatchId, ServerSession, SessionEvent, Transmit};
+use mcpwire_session::{
+    AskId, Dispatch, DispatchId, IdMap, ServerSession, SessionEvent, Transmit,
+};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -92,8 +94,8 @@ pub(crate) struct Calls {
     router: Router,
     /// Calls being run, polled inline by the driver's task.
     calls: FuturesUnordered<CallFuture>,
-    cancels: HashMap<DispatchId, CancellationToken>,
-    asks: HashMap<AskId, oneshot::Sender<Result<Raw, McpError>>>,
+    cancels: IdMap<DispatchId, CancellationToken>,
+    asks: IdMap<AskId, oneshot::Sender<Result<Raw, McpError>>>,
     peer_tx: mpsc::Sender<Box<PeerMsg>>,
     /// Progress, logs and asks of running calls.
     /// Boxed messages: an idle connection's channel block holds pointers, not messages.
@@ -156,8 +158,8 @@ impl Calls {
         Calls {
             router,
             calls: FuturesUnordered::new(),
-            cancels: HashMap::new(),
-            asks: HashMap::new(),
+            cancels: IdMap::default(),
+            asks: IdMap::default(),
             peer_tx,
             peer_rx,
             events,

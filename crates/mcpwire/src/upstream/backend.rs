@@ -4,15 +4,16 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use mcpwire_model::types::{ClientCapabilities, Implementation, LoggingLevel, ServerCapabilities};
-use mcpwire_model::{BackendEvent, McpError, Reply};
+use mcpwire_model::{BackendEvent, McpError, Raw, Reply};
 use mcpwire_router::{
-    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, TASKS_EXTENSION, ToolRouting,
-    offers_tasks_extension,
+    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ForwardedCall, TASKS_EXTENSION,
+    ToolRouting, offers_tasks_extension,
 };
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::call::{self, Forward};
+use super::fast;
 use super::forward::{Outgoing, forwarded_capabilities, forwarded_meta, outgoing};
 use super::hold::Holder;
 use super::link::Link;
@@ -405,7 +406,7 @@ impl Inner {
             BackendRequest::ListTools { cursor } => Some(cursor.is_none()),
             _ => None,
         };
-        let out = outgoing(req)?;
+        let out = outgoing(&req)?;
         let reply = match (&self.config.consents, ctx.identity()) {
             (Some(consents), Some(who)) => {
                 let forward = || self.forward(ctx.clone(), out.clone());
@@ -420,48 +421,122 @@ impl Inner {
         reply
     }
 
+    /// The options of a request forwarded on `link` for the call `ctx`.
+    fn options(&self, ctx: &CallCtx, link: &Link) -> RequestOptions {
+        // Only 2026-07-28 requests carry the client's capabilities (a handshake-era link
+        // declared them once, at `initialize`).
+        let stateless = link.client().negotiated().era == ClientEra::Stateless;
+        RequestOptions {
+            timeout: self.config.call_timeout,
+            progress: ctx.progress_token().is_some(),
+            reset_timeout_on_progress: true,
+            meta: forwarded_meta(ctx),
+            capabilities: stateless.then(|| Arc::new(forwarded_capabilities(ctx))),
+        }
+    }
+
     async fn forward(&self, ctx: CallCtx, out: Outgoing) -> Result<Reply, McpError> {
         let resumed = self.holder.resume(&ctx);
         let link = match &resumed {
             Some(held) => held.round.link().clone(),
             None => self.link_for(&ctx).await?,
         };
-        // Only 2026-07-28 requests carry the client's capabilities (a handshake-era link
-        // declared them once, at `initialize`).
-        let stateless = link.client().negotiated().era == ClientEra::Stateless;
-        let opts = RequestOptions {
-            timeout: self.config.call_timeout,
-            progress: ctx.progress_token().is_some(),
-            reset_timeout_on_progress: true,
-            meta: forwarded_meta(&ctx),
-            capabilities: stateless.then(|| Arc::new(forwarded_capabilities(&ctx))),
-        };
         let fwd = Forward {
             method: out.method,
             params: out.params,
-            opts,
+            opts: self.options(&ctx, &link),
         };
-        let scoped = resumed.is_none() && self.sessions.is_some() && ctx.session().is_some();
-        if !scoped {
+        if !(resumed.is_none() && self.scoped(&ctx)) {
             return call::run(link, ctx, fwd, &self.holder, resumed).await;
         }
-        // A downstream session's upstream session that the upstream no longer holds (it
-        // expired, or another replica's 404 made a new one): the request was not run, the
-        // link is down, and it runs once more on the session's next upstream session.
         match call::run(link.clone(), ctx.clone(), fwd.clone(), &self.holder, None).await {
             Err(McpError::Unavailable(e)) if link.client().wire_session_gone() => {
-                tracing::info!(upstream = %self.config.name, "{e}; running the call in a new upstream session");
-                // The link is ending; the next one is opened once it has.
-                let closing = tokio::time::timeout(self.config.handshake_timeout, link.closed());
-                if closing.await.is_err() {
-                    return Err(McpError::Unavailable(e));
-                }
-                let link = self.link_for(&ctx).await?;
-                call::run(link, ctx, fwd, &self.holder, None).await
+                self.in_new_session(link, ctx, fwd, e).await
             }
             other => other,
         }
     }
+
+    /// Whether the call `ctx` has an upstream session of its downstream session's own.
+    fn scoped(&self, ctx: &CallCtx) -> bool {
+        self.sessions.is_some() && ctx.session().is_some()
+    }
+
+    /// A downstream session's upstream session that the upstream no longer holds (it
+    /// expired, or another replica's 404 made a new one): the request was not run, the
+    /// link is down, and it runs once more on the session's next upstream session.
+    async fn in_new_session(
+        &self,
+        link: Arc<Link>,
+        ctx: CallCtx,
+        fwd: Forward,
+        e: String,
+    ) -> Result<Reply, McpError> {
+        tracing::info!(upstream = %self.config.name, "{e}; running the call in a new upstream session");
+        // The link is ending; the next one is opened once it has.
+        let closing = tokio::time::timeout(self.config.handshake_timeout, link.closed());
+        if closing.await.is_err() {
+            return Err(McpError::Unavailable(e));
+        }
+        let link = self.link_for(&ctx).await?;
+        call::run(link, ctx, fwd, &self.holder, None).await
+    }
+
+    /// The link a `tools/call` in `ctx` takes the fast path on, if it may (`super::fast`):
+    /// its downstream session's upstream session when open and up now, or the shared one
+    /// when up.
+    fn fast_link(&self, ctx: &CallCtx) -> Option<Arc<Link>> {
+        if self.config.consents.is_some() {
+            // A call may need the user's consent (`super::consent`): the general path asks.
+            return None;
+        }
+        let link = match (&self.sessions, ctx.session()) {
+            (Some(sessions), Some(scope)) => sessions.ready(scope)?,
+            (Some(_), None) => return None,
+            (None, _) => match &*self.shared.borrow() {
+                Shared::Up(link) if !link.is_down() => link.clone(),
+                _ => return None,
+            },
+        };
+        fast::eligible(ctx, &link).then_some(link)
+    }
+
+    /// A `tools/call` with `params` on the fast path (`super::fast`); `again` are the
+    /// params for running it in a new upstream session if the upstream no longer holds
+    /// this one (an HTTP session: nothing else can be gone).
+    async fn fast_call(
+        self: Arc<Self>,
+        link: Arc<Link>,
+        ctx: CallCtx,
+        params: Option<Raw>,
+        again: Option<Option<Raw>>,
+    ) -> Result<Reply, McpError> {
+        let opts = self.options(&ctx, &link);
+        match fast::call(link.clone(), ctx.clone(), params, opts).await {
+            fast::Fallback::Done(reply) => reply,
+            fast::Fallback::SessionGone(McpError::Unavailable(e))
+                if self.scoped(&ctx)
+                    && let Some(params) = again =>
+            {
+                let fwd = Forward {
+                    method: "tools/call".into(),
+                    params,
+                    opts: self.options(&ctx, &link),
+                };
+                self.in_new_session(link, ctx, fwd, e).await
+            }
+            fast::Fallback::SessionGone(e) => Err(e),
+        }
+    }
+}
+
+/// The params of a fast-path call kept for running it again in a new upstream session
+/// (see `Inner::fast_call`): only on a link with a wire session the upstream can lose.
+fn kept_for_again(link: &Link, params: &Option<Raw>) -> Option<Option<Raw>> {
+    link.client()
+        .wire_session_id()
+        .is_some()
+        .then(|| params.clone())
 }
 
 /// `caps` without the tasks extension (and without `extensions` if it was the only one).
@@ -489,7 +564,30 @@ impl Backend for UpstreamBackend {
         ctx: CallCtx,
         req: BackendRequest,
     ) -> BoxFuture<'static, Result<Reply, McpError>> {
+        if matches!(req, BackendRequest::CallTool { .. })
+            && let Some(link) = self.inner.fast_link(&ctx)
+        {
+            let params = match outgoing(&req) {
+                Ok(out) => out.params,
+                Err(e) => return Box::pin(std::future::ready(Err(e))),
+            };
+            let again = kept_for_again(&link, &params);
+            return Box::pin(self.inner.clone().fast_call(link, ctx, params, again));
+        }
         Box::pin(self.inner.clone().call(ctx, req))
+    }
+
+    fn forward_tool_call(
+        &self,
+        call: ForwardedCall,
+    ) -> Result<BoxFuture<'static, Result<Reply, McpError>>, ForwardedCall> {
+        let Some(link) = self.inner.fast_link(&call.ctx) else {
+            return Err(call);
+        };
+        let (ctx, params) = call.into_parts();
+        let params = Some(params);
+        let again = kept_for_again(&link, &params);
+        Ok(Box::pin(self.inner.clone().fast_call(link, ctx, params, again)))
     }
 
     fn tool_routing(&self, name: &str) -> Option<Arc<ToolRouting>> {

@@ -18,7 +18,7 @@ pub(crate) struct Outgoing {
 }
 
 /// The upstream request for `req`.
-pub(crate) fn outgoing(req: BackendRequest) -> Result<Outgoing, McpError> {
+pub(crate) fn outgoing(req: &BackendRequest) -> Result<Outgoing, McpError> {
     #[derive(serde::Serialize)]
     struct Cursor<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -28,7 +28,7 @@ pub(crate) fn outgoing(req: BackendRequest) -> Result<Outgoing, McpError> {
     struct Uri<'a> {
         uri: &'a str,
     }
-    let (method, params) = match &req {
+    let (method, params) = match req {
         BackendRequest::ListTools { cursor } => ("tools/list", list(cursor)),
         BackendRequest::ListResources { cursor } => ("resources/list", list(cursor)),
         BackendRequest::ListResourceTemplates { cursor } => {
@@ -134,7 +134,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     fn out(req: BackendRequest) -> (String, Value) {
-        let o = outgoing(req).unwrap();
+        let o = outgoing(&req).unwrap();
         let p = o
             .params
             .map(|p| serde_json::from_str(p.get()).unwrap())

@@ -13,7 +13,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, Weak};
 
 use futures::FutureExt;
-use mcpwire_model::{BackendEvent, McpError};
+use futures::stream::{AbortHandle, Abortable};
+use mcpwire_model::{BackendEvent, ClientAsk, McpError};
 use mcpwire_router::CallCtx;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
@@ -49,7 +50,27 @@ pub(crate) type CallInbox = futures::channel::mpsc::Receiver<ToCall>;
 /// A downstream call waiting on the link.
 struct Slot {
     ctx: CallCtx,
-    tx: futures::channel::mpsc::Sender<ToCall>,
+    to: Inbox,
+}
+
+/// Where a call's asks go.
+enum Inbox {
+    /// To the call's round ([`Link::register`]), which answers them.
+    Round(futures::channel::mpsc::Sender<ToCall>),
+    /// A call on the fast path has no round ([`Link::register_fast`]): each ask is put to
+    /// the downstream client through the call's context by a task of its own (its abort
+    /// handle kept here, at most [`CALL_QUEUE`]).
+    Fast(Vec<(ServerRequestId, AbortHandle)>),
+}
+
+/// What handing a server request to its call needs done outside the table's lock.
+enum Delivery {
+    /// In the call's inbox.
+    Done,
+    /// To be refused with this error.
+    Refuse(ServerRequestId, McpError),
+    /// To be asked through this call's context (a fast-path call).
+    Ask(ClientRequestId, CallCtx, ServerRequest),
 }
 
 #[derive(Default)]
@@ -139,12 +160,23 @@ impl Link {
 
     /// Registers a call in flight under its upstream request id; returns what the link
     /// will send it.
-    pub(crate) fn register(&self, id: ClientRequestId, ctx: CallCtx) -> CallInbox {
+    pub(crate) fn register(self: &Arc<Self>, id: ClientRequestId, ctx: CallCtx) -> CallInbox {
         let (tx, rx) = futures::channel::mpsc::channel(CALL_QUEUE);
+        self.insert(id, ctx, Inbox::Round(tx));
+        rx
+    }
+
+    /// Registers a call on the fast path (`super::fast`), which has no round: the upstream's
+    /// asks for it are put to the downstream client through `ctx` directly.
+    pub(crate) fn register_fast(self: &Arc<Self>, id: ClientRequestId, ctx: CallCtx) {
+        self.insert(id, ctx, Inbox::Fast(Vec::new()));
+    }
+
+    fn insert(self: &Arc<Self>, id: ClientRequestId, ctx: CallCtx, to: Inbox) {
         let mut refused = Vec::new();
         let mut early = Vec::new();
         if let Ok(mut t) = self.table.lock() {
-            t.calls.insert(id, Slot { ctx, tx });
+            t.calls.insert(id, Slot { ctx, to });
             t.sending = t.sending.saturating_sub(1);
             let parked = std::mem::take(&mut t.early);
             let (mine, others): (Vec<_>, Vec<_>) = parked.into_iter().partition(|e| {
@@ -157,21 +189,18 @@ impl Link {
             let orphans = std::mem::take(&mut t.orphans);
             for req in orphans {
                 if req.related == Some(id) || req.related.is_none() {
-                    if let Some(r) = t.deliver(req) {
-                        refused.push(r);
-                    }
+                    refused.push(t.deliver(req));
                 } else {
                     t.orphans.push(req);
                 }
             }
         }
-        for (id, e) in refused {
-            self.refuse(id, e);
+        for d in refused {
+            self.act(d);
         }
         for event in early {
             self.on_event(event);
         }
-        rx
     }
 
     /// Gives the call under `id` a new context (a held call resumed by the downstream
@@ -179,7 +208,8 @@ impl Link {
     pub(crate) fn reattach(&self, id: ClientRequestId, ctx: CallCtx) -> CallInbox {
         let (tx, rx) = futures::channel::mpsc::channel(CALL_QUEUE);
         if let Ok(mut t) = self.table.lock() {
-            t.calls.insert(id, Slot { ctx, tx });
+            let to = Inbox::Round(tx);
+            t.calls.insert(id, Slot { ctx, to });
         }
         rx
     }
@@ -226,7 +256,16 @@ impl Link {
     /// The call under `id` ended: forget it and its open server requests.
     pub(crate) fn unregister(&self, id: ClientRequestId) {
         if let Ok(mut t) = self.table.lock() {
-            t.calls.remove(&id);
+            if let Some(Slot {
+                to: Inbox::Fast(asks),
+                ..
+            }) = t.calls.remove(&id)
+            {
+                // As a round's asks end with it.
+                for (_, ask) in asks {
+                    ask.abort();
+                }
+            }
             t.asked.retain(|_, owner| *owner != id);
         }
     }
@@ -238,6 +277,65 @@ impl Link {
         }
     }
 
+    /// Does what delivering a server request left to do.
+    fn act(self: &Arc<Self>, d: Delivery) {
+        match d {
+            Delivery::Done => {}
+            Delivery::Refuse(id, e) => self.refuse(id, e),
+            Delivery::Ask(owner, ctx, req) => self.ask_for_fast_call(owner, ctx, req),
+        }
+    }
+
+    /// Puts the upstream's ask for a fast-path call to the downstream client, as the
+    /// call's round would (`super::call`): through the call's context, the answer sent
+    /// back; aborted when the upstream withdraws it or the call ends.
+    fn ask_for_fast_call(
+        self: &Arc<Self>,
+        owner: ClientRequestId,
+        ctx: CallCtx,
+        req: ServerRequest,
+    ) {
+        let id = req.id;
+        let (handle, reg) = AbortHandle::new_pair();
+        let Ok(mut t) = self.table.lock() else { return };
+        let Some(Slot {
+            to: Inbox::Fast(asks),
+            ..
+        }) = t.calls.get_mut(&owner)
+        else {
+            return;
+        };
+        asks.push((id, handle));
+        drop(t);
+        let (link, client) = (Arc::downgrade(self), self.client.clone());
+        let ask = ClientAsk {
+            method: req.method.as_str().to_owned().into(),
+            params: req.params,
+        };
+        let asked = async move {
+            let result = ctx.ask_as(None, ask).await;
+            if let Some(link) = link.upgrade() {
+                link.answered_fast(owner, id);
+            }
+            let _ = client.answer(id, result).await;
+        };
+        tokio::spawn(Abortable::new(asked, reg));
+    }
+
+    /// A fast-path call's ask was answered.
+    fn answered_fast(&self, owner: ClientRequestId, id: ServerRequestId) {
+        if let Ok(mut t) = self.table.lock() {
+            t.asked.remove(&id);
+            if let Some(Slot {
+                to: Inbox::Fast(asks),
+                ..
+            }) = t.calls.get_mut(&owner)
+            {
+                asks.retain(|(s, _)| *s != id);
+            }
+        }
+    }
+
     fn refuse(&self, id: ServerRequestId, error: McpError) {
         let client = self.client.clone();
         tokio::spawn(async move {
@@ -246,7 +344,7 @@ impl Link {
     }
 
     /// Routes one event from the upstream.
-    fn on_event(&self, event: ClientEvent) {
+    fn on_event(self: &Arc<Self>, event: ClientEvent) {
         let Some(event) = self.park(event) else {
             return;
         };
@@ -258,7 +356,16 @@ impl Link {
                 if let Some(owner) = t.asked.remove(&id)
                     && let Some(slot) = t.calls.get_mut(&owner)
                 {
-                    let _ = slot.tx.try_send(ToCall::Withdrawn(id));
+                    match &mut slot.to {
+                        Inbox::Round(tx) => {
+                            let _ = tx.try_send(ToCall::Withdrawn(id));
+                        }
+                        Inbox::Fast(asks) => {
+                            if let Some(i) = asks.iter().position(|(s, _)| *s == id) {
+                                asks.swap_remove(i).1.abort();
+                            }
+                        }
+                    }
                 }
             }
             ClientEvent::Progress { request, update } => {
@@ -294,8 +401,8 @@ impl Link {
         }
     }
 
-    fn on_server_request(&self, req: ServerRequest) {
-        let refused = {
+    fn on_server_request(self: &Arc<Self>, req: ServerRequest) {
+        let delivery = {
             let Ok(mut t) = self.table.lock() else { return };
             let unknown = match req.related {
                 Some(id) => !t.calls.contains_key(&id),
@@ -307,17 +414,15 @@ impl Link {
                 _ if unknown => {
                     if t.orphans.len() < MAX_ORPHANS {
                         t.orphans.push(req);
-                        None
+                        Delivery::Done
                     } else {
-                        Some((req.id, busy()))
+                        Delivery::Refuse(req.id, busy())
                     }
                 }
                 _ => t.deliver(req),
             }
         };
-        if let Some((id, e)) = refused {
-            self.refuse(id, e);
-        }
+        self.act(delivery);
     }
 
     /// The context of the call `related` names; without one, of the only call in flight,
@@ -334,29 +439,33 @@ impl Link {
 
 impl Table {
     /// Hands a server request to its call (by related request, else the oldest call);
-    /// returns the refusal to send when there is none or it is full.
-    fn deliver(&mut self, req: ServerRequest) -> Option<(ServerRequestId, McpError)> {
+    /// says what is left to do: nothing, a refusal (no call, or its queue is full), or
+    /// asking through a fast-path call's context.
+    fn deliver(&mut self, req: ServerRequest) -> Delivery {
         let owner = match req.related {
             Some(id) => Some(id),
             None => self.calls.keys().next().copied(),
         };
         let Some((owner, slot)) = owner.and_then(|o| self.calls.get_mut(&o).map(|s| (o, s))) else {
-            return Some((
+            return Delivery::Refuse(
                 req.id,
                 McpError::Unavailable(format!(
                     "the gateway has no downstream call to ask `{}` for",
                     req.method
                 )),
-            ));
+            );
         };
         let id = req.id;
-        match slot.tx.try_send(ToCall::Ask(req)) {
-            Ok(()) => {
-                self.asked.insert(id, owner);
-                None
-            }
-            Err(_) => Some((id, busy())),
-        }
+        let delivery = match &mut slot.to {
+            Inbox::Round(tx) => match tx.try_send(ToCall::Ask(req)) {
+                Ok(()) => Delivery::Done,
+                Err(_) => return Delivery::Refuse(id, busy()),
+            },
+            Inbox::Fast(asks) if asks.len() >= CALL_QUEUE => return Delivery::Refuse(id, busy()),
+            Inbox::Fast(_) => Delivery::Ask(owner, slot.ctx.clone(), req),
+        };
+        self.asked.insert(id, owner);
+        delivery
     }
 }
 

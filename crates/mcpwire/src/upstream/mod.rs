@@ -15,7 +15,8 @@
 //! Modules, leaves first: `forward.rs` (what a request becomes upstream), `routes.rs`
 //! (task support and header parameters of the upstream's tools, learnt from its lists),
 //! `link.rs` (one
-//! upstream session and the calls on it), `call.rs` (one call on a link), `hold.rs`
+//! upstream session and the calls on it), `call.rs` (one call on a link), `fast.rs` (a
+//! `tools/call` on a link that is up, without rounds: the forwarding fast path), `hold.rs`
 //! (upstream requests waiting for a stateless client's retry), `restart.rs` (the shared
 //! session opened again with backoff when it ends), `sessions.rs`
 //! (an upstream session per downstream session, bounded), `reattach.rs` (in a replica set,
@@ -25,6 +26,7 @@
 mod backend;
 mod call;
 mod consent;
+mod fast;
 mod forward;
 mod hold;
 mod link;

@@ -1,7 +1,6 @@
 //! [`Sessions`]: one upstream session per downstream session, opened on the session's
 //! first call and closed when it ends; at most `max` open at once.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, Weak};
 
@@ -17,7 +16,7 @@ type Slot = Arc<OnceCell<Arc<Link>>>;
 pub(crate) struct Sessions {
     name: String,
     max: usize,
-    open: Mutex<HashMap<u64, Slot>>,
+    open: Mutex<mcpwire_session::IdMap<u64, Slot>>,
 }
 
 impl Sessions {
@@ -26,7 +25,7 @@ impl Sessions {
         Arc::new(Sessions {
             name: name.to_owned(),
             max: max.max(1),
-            open: Mutex::new(HashMap::new()),
+            open: Mutex::new(mcpwire_session::IdMap::default()),
         })
     }
 
@@ -65,6 +64,15 @@ impl Sessions {
             "the upstream session of backend `{}` ended as it was opened",
             self.name
         )))
+    }
+
+    /// The upstream session of downstream session `scope` when it is open and up now,
+    /// without waiting (the fast path's check; anything else goes through
+    /// [`Sessions::get`]).
+    pub(crate) fn ready(&self, scope: &SessionScope) -> Option<Arc<Link>> {
+        let open = self.open.lock().ok()?;
+        let link = open.get(&scope.id())?.get()?;
+        (!link.is_down()).then(|| link.clone())
     }
 
     /// The slot of `scope`, made (with a task closing it when the session ends) if new.

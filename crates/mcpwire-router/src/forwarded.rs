@@ -1,0 +1,127 @@
+//! [`ForwardedCall`]: a `tools/call` whose params can go to another server exactly as they
+//! came — the gateway's fast path past parsing (`Backend::forward_tool_call`).
+//!
+//! A call qualifies when its params are nothing but a `name` (a string written without
+//! escapes) and, maybe, an `arguments` object: then parsing them into a
+//! [`BackendRequest::CallTool`](crate::BackendRequest) and writing them out again would
+//! give the same JSON. Anything else (`_meta`, a `task`, a member the general path would
+//! drop, a name the general path would unescape) is not one, and takes the general path.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use mcpwire_model::Raw;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::CallCtx;
+
+/// A `tools/call` to forward with its params as received.
+#[derive(Debug)]
+pub struct ForwardedCall {
+    /// The call's context.
+    pub ctx: CallCtx,
+    /// The request's params: `{"name": …}` or `{"name": …, "arguments": {…}}`.
+    pub params: Raw,
+    /// Where the tool's name sits in `params`.
+    name: Range<usize>,
+}
+
+impl ForwardedCall {
+    /// The call in `ctx` with `params`, when they qualify (see the module docs); the
+    /// params back otherwise.
+    pub fn new(ctx: CallCtx, params: Raw) -> Result<ForwardedCall, (CallCtx, Raw)> {
+        match plain_name(&params) {
+            Some(name) => Ok(ForwardedCall { ctx, params, name }),
+            None => Err((ctx, params)),
+        }
+    }
+
+    /// The tool's name.
+    pub fn name(&self) -> &str {
+        self.params.get().get(self.name.clone()).unwrap_or_default()
+    }
+
+    /// The call's parts back.
+    pub fn into_parts(self) -> (CallCtx, Raw) {
+        (self.ctx, self.params)
+    }
+}
+
+/// Where the name sits in `params` when they are only a plain `name` and an `arguments`
+/// object.
+fn plain_name(params: &RawValue) -> Option<Range<usize>> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Plain<'a> {
+        #[serde(borrow)]
+        name: Cow<'a, str>,
+        /// Present even when `null` (which the general path would drop).
+        #[serde(borrow, default, deserialize_with = "present")]
+        arguments: Option<&'a RawValue>,
+    }
+    fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+        <&RawValue>::deserialize(d).map(Some)
+    }
+    let text = params.get();
+    let plain: Plain<'_> = serde_json::from_str(text).ok()?;
+    if plain
+        .arguments
+        .is_some_and(|a| !a.get().trim_start().starts_with('{'))
+    {
+        return None;
+    }
+    // Borrowed: written without escapes, so it sits in `text` as it reads.
+    let Cow::Borrowed(name) = plain.name else {
+        return None;
+    };
+    let start = (name.as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
+    Some(start..start + name.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcpwire_model::Revision;
+    use tokio_util::sync::CancellationToken;
+
+    fn call(params: &str) -> Result<String, String> {
+        let ctx = CallCtx::new(
+            Revision::LATEST_STATEFUL,
+            Default::default(),
+            CancellationToken::new(),
+            None,
+        );
+        let raw = RawValue::from_string(params.to_owned()).unwrap();
+        match ForwardedCall::new(ctx, raw) {
+            Ok(c) => Ok(c.name().to_owned()),
+            Err((_, p)) => Err(p.get().to_owned()),
+        }
+    }
+
+    #[test]
+    fn plain_calls_qualify_and_name_their_tool() {
+        assert_eq!(call(r#"{"name":"echo","arguments":{"text":"hi"}}"#), Ok("echo".into()));
+        assert_eq!(call(r#"{ "arguments" : {} , "name" : "a-b" }"#), Ok("a-b".into()));
+        assert_eq!(call(r#"{"name":"only"}"#), Ok("only".into()));
+        assert_eq!(call(r#"{"name":"é"}"#), Ok("é".into()));
+    }
+
+    #[test]
+    fn anything_the_general_path_would_change_does_not() {
+        for p in [
+            r#"{"name":"echo","_meta":{"progressToken":1}}"#,
+            r#"{"name":"echo","task":{"ttl":1}}"#,
+            r#"{"name":"echo","extra":1}"#,
+            r#"{"name":"e\u0063ho"}"#,
+            r#"{"name":"echo","arguments":[1]}"#,
+            r#"{"name":"echo","arguments":"x"}"#,
+            r#"{"name":"echo","arguments":null}"#,
+            r#"{"name":"echo","name":"other"}"#,
+            r#"{"arguments":{}}"#,
+            r#"{"name":1}"#,
+        ] {
+            assert_eq!(call(p), Err(p.to_owned()), "{p}");
+        }
+    }
+}
