@@ -21,7 +21,8 @@ use crate::client::{
     Client, ClientEvent, ClientEvents, ClientRequestId, ListKind, ServerRequest, ServerRequestId,
 };
 
-/// Server requests a call holds before further ones are refused.
+/// Server requests a call holds before further ones are refused (plus one: a `futures`
+/// channel gives its one sender a slot of its own).
 pub(crate) const CALL_QUEUE: usize = 16;
 
 /// Server requests without a known owner yet (their related request is still being
@@ -397,5 +398,117 @@ async fn route(
                 link.on_event(event);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use futures::StreamExt;
+    use mcpwire_model::Revision;
+    use mcpwire_model::types::ClientCapabilities;
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::client::{ClientOptions, EraChoice, RequestOptions, Target};
+
+    /// Server requests the upstream floods one call with.
+    const FLOOD: usize = 4 * CALL_QUEUE;
+
+    /// A stdio server in `sh`: answers `initialize`; on the next request (a `tools/call`)
+    /// sends [`FLOOD`] `roots/list` requests at once, reads answers until `refused` of them
+    /// are errors, then answers the call with those errors' codes.
+    fn flooding_server(refused: usize) -> Target {
+        let id = r#"id=$(printf '%s' "$l" | sed 's/.*"id":\([0-9]*\).*/\1/')"#;
+        let init = r#"{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}\n"#;
+        let ask = r#"{"jsonrpc":"2.0","id":%s,"method":"roots/list"}\n"#;
+        let code = r#"code=$(printf '%s' "$l" | sed 's/.*"code":\(-*[0-9]*\).*/\1/')"#;
+        let result =
+            r#"{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"%s"}]}}\n"#;
+        let script = format!(
+            "read l; {id}; printf '{init}' \"$id\"; read l; read l; {id}; call=$id; \
+             i=1; while [ $i -le {FLOOD} ]; do printf '{ask}' \"$i\"; i=$((i+1)); done; \
+             n=0; codes=''; while [ $n -lt {refused} ] && read l; do \
+               case \"$l\" in *'\"error\"'*) n=$((n+1)); {code}; codes=\"$codes $code\";; esac; \
+             done; \
+             printf '{result}' \"$call\" \"$codes\"; while read l; do :; done"
+        );
+        Target::Command {
+            argv: vec!["sh".into(), "-c".into(), script],
+        }
+    }
+
+    /// An upstream floods one call with server requests while the call takes none (as a
+    /// held round does): its inbox keeps at most its bound (`CALL_QUEUE`, plus the one
+    /// slot `futures` channels give each sender), the link remembers only those, and every
+    /// request past the bound is refused at once with `LimitExceeded` — the upstream is
+    /// answered, nothing piles up.
+    #[tokio::test]
+    async fn a_flood_of_server_requests_keeps_a_calls_inbox_at_its_bound() {
+        let bound = CALL_QUEUE + 1;
+        let mut opts = ClientOptions::with_handshake_timeout(Duration::from_secs(10));
+        opts.era = EraChoice::Handshake;
+        opts.capabilities.roots = Some(serde_json::json!({}));
+        let (client, events) = Client::connect(&flooding_server(FLOOD - bound), &opts)
+            .await
+            .expect("connect");
+        let (backend_events, _) = broadcast::channel(16);
+        let link = Link::start(client, events, true, backend_events);
+
+        let ctx = CallCtx::new(
+            Revision::LATEST_STATEFUL,
+            Arc::new(ClientCapabilities::default()),
+            CancellationToken::new(),
+            None,
+        );
+        link.sending();
+        let params = serde_json::value::to_raw_value(&serde_json::json!({"name": "t"})).ok();
+        let pending = link
+            .client()
+            .send("tools/call", params, RequestOptions::default())
+            .await
+            .expect("sent");
+        let id = pending.id();
+        let mut inbox = link.register(id, ctx);
+        let answer = pending.await.expect("answered");
+        let crate::client::Answer::Complete(raw) = answer else {
+            panic!("not a complete answer");
+        };
+        let result: serde_json::Value = serde_json::from_str(raw.get()).expect("json");
+        let codes = result["content"][0]["text"]
+            .as_str()
+            .expect("text")
+            .to_owned();
+        let busy = busy().to_wire_unnegotiated().code.to_string();
+        let codes: Vec<&str> = codes.split_whitespace().collect();
+        assert_eq!(
+            codes.len(),
+            FLOOD - bound,
+            "every request past the bound refused"
+        );
+        assert!(codes.iter().all(|c| *c == busy), "{codes:?}");
+
+        let mut held = 0;
+        while let Ok(msg) = inbox.try_recv() {
+            assert!(matches!(msg, ToCall::Ask(_)));
+            held += 1;
+        }
+        assert_eq!(held, bound, "the inbox held exactly its bound");
+        {
+            let t = link.table.lock().expect("table");
+            assert_eq!(
+                t.asked.len(),
+                bound,
+                "only delivered requests are remembered"
+            );
+            assert!(t.orphans.is_empty() && t.early.is_empty());
+        }
+        link.unregister(id);
+        assert!(link.table.lock().expect("table").asked.is_empty());
+        assert!(
+            inbox.next().await.is_none(),
+            "the call's inbox closed with it"
+        );
     }
 }
