@@ -21,6 +21,8 @@
 //! Like every driver, nothing here makes protocol decisions: those stay in the session.
 
 pub(crate) mod auth;
+#[doc(hidden)]
+pub mod fuzzing;
 mod get;
 mod guard;
 pub(crate) mod headers;
