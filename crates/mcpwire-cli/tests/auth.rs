@@ -17,8 +17,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use common::http::{ACCEPT_BOTH, HttpServer};
 use common::served::Served;
 use common::wires::{Conversation, Mcpb, Peer, Ws, grpc_call_with};
-use jsonwebtoken::jwk::Jwk;
-use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use jsonwebtoken::{Algorithm, EncodingKey};
+use mcpwire_testkit::jwt::{SigningKeys, ec_key, jwks, sign};
 use mcpwire_wire::proto_mcp::pb;
 use serde_json::{Value, json};
 
@@ -30,60 +30,21 @@ const HS_SECRET: &str = "an-hs256-secret-of-at-least-32-bytes!";
 
 /// The signing keys of this test run.
 struct Keys {
-    rsa: EncodingKey,
-    ec: EncodingKey,
-    ed: EncodingKey,
-    /// A key the server does not know, published under the EC key's `kid`.
+    signing: SigningKeys,
+    /// A key the server does not know, signing under the EC key's `kid`.
     stranger: EncodingKey,
 }
 
 fn keys() -> &'static Keys {
     static KEYS: OnceLock<Keys> = OnceLock::new();
-    KEYS.get_or_init(|| {
-        use rsa::pkcs1::EncodeRsaPrivateKey;
-        let rsa = rsa::RsaPrivateKey::new(&mut rsa::rand_core::OsRng, 2048).expect("RSA key");
-        let rsa_der = rsa.to_pkcs1_der().expect("PKCS#1");
-        let ec = |_| {
-            let kp = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("EC key");
-            EncodingKey::from_ec_der(&kp.serialize_der())
-        };
-        // Ed25519 as PKCS#8 v1: the fixed prefix, then a random 32-byte seed.
-        let mut ed = vec![
-            0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22,
-            0x04, 0x20,
-        ];
-        let mut seed = [0u8; 32];
-        rsa::rand_core::RngCore::fill_bytes(&mut rsa::rand_core::OsRng, &mut seed);
-        ed.extend_from_slice(&seed);
-        Keys {
-            rsa: EncodingKey::from_rsa_der(rsa_der.as_bytes()),
-            ec: ec(0),
-            ed: EncodingKey::from_ed_der(&ed),
-            stranger: ec(1),
-        }
+    KEYS.get_or_init(|| Keys {
+        signing: SigningKeys::generate(),
+        stranger: ec_key(),
     })
 }
 
-/// A JWKS publishing `keys` as (kid, key, algorithm).
-fn jwks(keys: &[(&str, &EncodingKey, Algorithm)]) -> Value {
-    let keys: Vec<Value> = keys
-        .iter()
-        .map(|(kid, key, alg)| {
-            let mut jwk = Jwk::from_encoding_key(key, *alg).expect("JWK");
-            jwk.common.key_id = Some((*kid).to_owned());
-            serde_json::to_value(jwk).expect("JWK JSON")
-        })
-        .collect();
-    json!({ "keys": keys })
-}
-
 fn standard_jwks() -> Value {
-    let k = keys();
-    jwks(&[
-        ("rsa", &k.rsa, Algorithm::RS256),
-        ("ec", &k.ec, Algorithm::ES256),
-        ("ed", &k.ed, Algorithm::EdDSA),
-    ])
+    keys().signing.jwks()
 }
 
 fn now() -> i64 {
@@ -101,14 +62,8 @@ fn claims(edit: impl FnOnce(&mut Value)) -> Value {
     c
 }
 
-fn sign(alg: Algorithm, kid: Option<&str>, key: &EncodingKey, claims: &Value) -> String {
-    let mut h = Header::new(alg);
-    h.kid = kid.map(str::to_owned);
-    jsonwebtoken::encode(&h, claims, key).expect("sign")
-}
-
 fn rs256(claims: &Value) -> String {
-    sign(Algorithm::RS256, Some("rsa"), &keys().rsa, claims)
+    sign(Algorithm::RS256, Some("rsa"), &keys().signing.rsa, claims)
 }
 
 /// What a wire answered.
@@ -132,12 +87,22 @@ fn cases() -> Vec<(&'static str, Option<String>, Outcome)> {
         ("good RS256", Some(rs256(&claims(|_| {}))), Accepted),
         (
             "good ES256",
-            Some(sign(Algorithm::ES256, Some("ec"), &k.ec, &claims(|_| {}))),
+            Some(sign(
+                Algorithm::ES256,
+                Some("ec"),
+                &k.signing.ec,
+                &claims(|_| {}),
+            )),
             Accepted,
         ),
         (
             "good EdDSA",
-            Some(sign(Algorithm::EdDSA, Some("ed"), &k.ed, &claims(|_| {}))),
+            Some(sign(
+                Algorithm::EdDSA,
+                Some("ed"),
+                &k.signing.ed,
+                &claims(|_| {}),
+            )),
             Accepted,
         ),
         ("API key", Some(API_KEY.into()), Accepted),
@@ -489,7 +454,7 @@ impl JwksServer {
 #[test]
 fn jwks_from_a_url_is_cached_and_refetched_for_a_new_kid_at_most_once_per_interval() {
     let k = keys();
-    let jwks_server = JwksServer::start(jwks(&[("rsa", &k.rsa, Algorithm::RS256)]));
+    let jwks_server = JwksServer::start(jwks(&[("rsa", &k.signing.rsa, Algorithm::RS256)]));
     let server = HttpServer::start(&[
         "--jwks-url",
         &jwks_server.url,
@@ -513,7 +478,7 @@ fn jwks_from_a_url_is_cached_and_refetched_for_a_new_kid_at_most_once_per_interv
 
     // The issuer rotates in a new key: a token naming it makes the server load the set again.
     *jwks_server.doc.lock().expect("doc") = standard_jwks();
-    let rotated = sign(Algorithm::EdDSA, Some("ed"), &k.ed, &claims(|_| {}));
+    let rotated = sign(Algorithm::EdDSA, Some("ed"), &k.signing.ed, &claims(|_| {}));
     assert_eq!(
         http_post(&server, Some(&rotated), None, &initialize_body()).status,
         200
@@ -523,7 +488,12 @@ fn jwks_from_a_url_is_cached_and_refetched_for_a_new_kid_at_most_once_per_interv
     // Tokens naming made-up keys cost no fetch within the interval.
     for i in 0..20 {
         let kid = format!("made-up-{i}");
-        let t = sign(Algorithm::RS256, Some(&kid), &k.rsa, &claims(|_| {}));
+        let t = sign(
+            Algorithm::RS256,
+            Some(&kid),
+            &k.signing.rsa,
+            &claims(|_| {}),
+        );
         let r = http_post(&server, Some(&t), None, &initialize_body());
         assert_eq!(r.status, 401);
     }

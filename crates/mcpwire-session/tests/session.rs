@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use mcpwire_model::jsonrpc::decode;
 use mcpwire_model::types::{
-    Implementation, ListChangedCapability, ResourcesCapability, ServerCapabilities,
+    Implementation, ListChangedCapability, RequestMeta, ResourcesCapability, ServerCapabilities,
 };
 use mcpwire_model::{
     BackendEvent, CallEvent, ClientAsk, McpError, ProgressUpdate, Reply, Revision, to_raw,
@@ -358,6 +358,34 @@ fn stateless_discover_and_decorated_results() {
     assert_eq!(out[1]["error"]["code"], -32022);
     assert_eq!(out[1]["error"]["data"]["requested"], "v999.0.0");
     assert_eq!(out[2]["error"]["code"], -32602);
+}
+
+/// A request handed over with the `_meta` its driver read already is answered exactly as
+/// the same request decoded by the session itself — including a `_meta` that does not
+/// parse.
+#[test]
+fn a_request_with_its_meta_read_already_is_answered_the_same() {
+    let requests = [
+        json!({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta": stateless_meta()}}),
+        json!({"jsonrpc":"2.0","id":2,"method":"ping","params":{"_meta": stateless_meta()}}),
+        json!({"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28"}}}),
+        json!({"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"_meta": 7}}),
+    ];
+    for request in requests {
+        let bytes = serde_json::to_vec(&request).unwrap();
+        let mut inbound = Harness::new();
+        inbound.send_raw(&bytes);
+        let mut read = Harness::new();
+        let Ok(mcpwire_model::Message::Request(req)) = decode(&bytes) else {
+            panic!("a request");
+        };
+        let meta = RequestMeta::from_params(req.params.as_deref());
+        read.s.handle_request(read.now, req, meta);
+        let (a, b) = (inbound.out(), read.out());
+        assert!(!a.is_empty(), "{request}");
+        assert_eq!(a, b, "{request}");
+    }
 }
 
 #[test]

@@ -10,17 +10,17 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::cluster::{memory, redis_store};
 use common::http::{Events, post, send};
 
 use http_body_util::BodyExt;
 use mcpwire::Service;
 use mcpwire::cluster::Cluster;
-use mcpwire::http::{HttpConfig, HttpServer};
 use mcpwire::model::ClientAsk;
 use mcpwire::model::types::Implementation;
 use mcpwire::router::{CallCtx, NoArgs, Server, ToolError, tool};
+use mcpwire_store::Store;
 use mcpwire_store::testing::RedisServer;
-use mcpwire_store::{MemoryStore, RedisConfig, RedisStore, SealKeys, Store};
 use serde_json::json;
 use tokio::sync::mpsc;
 
@@ -56,17 +56,12 @@ fn server(cancelled: mpsc::Sender<()>) -> Arc<Server> {
 
 /// A replica over `cluster`; its address.
 async fn replica(cluster: Arc<Cluster>, cancelled: mpsc::Sender<()>) -> String {
-    let service = Service::from_server(server(cancelled)).in_cluster(cluster);
-    let server = HttpServer::bind(service, HttpConfig::default())
-        .await
-        .expect("bind");
-    let addr = server.local_addr().expect("addr").to_string();
-    tokio::spawn(server.serve());
-    addr
+    common::cluster::replica(Service::from_server(server(cancelled)), cluster).await
 }
 
-fn keys() -> SealKeys {
-    SealKeys::new(&[[7u8; 32]]).expect("keys")
+/// A cluster over `store` (every replica seals with the same key).
+fn cluster(store: Arc<dyn Store>) -> Cluster {
+    common::cluster::cluster(store, &[7])
 }
 
 /// A session opened on `addr` declaring elicitation; its id.
@@ -148,24 +143,18 @@ async fn answered_and_cancelled_through_the_other_replica(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn asks_are_answered_through_another_replica_in_memory() {
     let (tx, mut cancelled) = mpsc::channel(4);
-    let cluster = Arc::new(Cluster::new(Arc::new(MemoryStore::new(1000)), keys()));
-    let a = replica(cluster.clone(), tx.clone()).await;
-    let b = replica(cluster, tx).await;
+    let shared = Arc::new(cluster(memory()));
+    let a = replica(shared.clone(), tx.clone()).await;
+    let b = replica(shared, tx).await;
     answered_and_cancelled_through_the_other_replica(&a, &b, &mut cancelled).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn asks_are_answered_through_another_replica_over_redis() {
-    let Some(server) = RedisServer::start() else {
+    let Some(redis) = RedisServer::start() else {
         return;
     };
-    let connect = || async {
-        let store = RedisStore::connect(RedisConfig::new(server.url()))
-            .await
-            .expect("redis");
-        let store: Arc<dyn Store> = Arc::new(store);
-        Arc::new(Cluster::new(store, keys()))
-    };
+    let connect = || async { Arc::new(cluster(redis_store(&redis).await)) };
     let (tx, mut cancelled) = mpsc::channel(4);
     let a = replica(connect().await, tx.clone()).await;
     let b = replica(connect().await, tx).await;
@@ -179,9 +168,8 @@ async fn asks_are_answered_through_another_replica_over_redis() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deleted_session_ends_on_the_replicas_holding_it() {
     let (tx, _cancelled) = mpsc::channel(4);
-    let store: Arc<dyn Store> = Arc::new(MemoryStore::new(1000));
-    let hourly =
-        || Arc::new(Cluster::new(store.clone(), keys()).with_recheck(Duration::from_secs(3600)));
+    let store = memory();
+    let hourly = || Arc::new(cluster(store.clone()).with_recheck(Duration::from_secs(3600)));
     let a = replica(hourly(), tx.clone()).await;
     let b = replica(hourly(), tx).await;
     let sid = open(&a).await;

@@ -6,19 +6,20 @@
 //! it on the other). Redis going down fails requests with a retryable 503, and coming back
 //! heals without restarting anything.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use http_body_util::{BodyExt, Full};
-use hyper::body::Bytes;
+use common::cluster::{memory, redis_store};
+use common::http::{Answer, answer};
 use mcpwire::Service;
 use mcpwire::auth::{ApiKeyConfig, ApiKeySecret, AuthConfig, Authenticator};
 use mcpwire::cluster::Cluster;
-use mcpwire::http::{HttpConfig, HttpServer};
 use mcpwire::model::types::Implementation;
 use mcpwire::router::{CallCtx, NoArgs, Server, ToolError, tool};
+use mcpwire_store::Store;
 use mcpwire_store::testing::RedisServer;
-use mcpwire_store::{MemoryStore, RedisConfig, RedisStore, SealKeys, Store};
 use serde_json::{Value, json};
 
 const ALICE: &str = "alice-0123456789abcdef0123";
@@ -56,75 +57,19 @@ fn authenticator() -> Arc<Authenticator> {
     )
 }
 
-fn keys(list: &[u8]) -> SealKeys {
-    let raw: Vec<[u8; 32]> = list.iter().map(|n| [*n; 32]).collect();
-    SealKeys::new(&raw).expect("keys")
-}
-
 /// A replica: an HTTP listener over the same server, in `cluster`; its address.
 async fn replica(cluster: Arc<Cluster>, auth: bool) -> String {
     let mut service = Service::from_server(server());
     if auth {
         service = service.with_auth(authenticator());
     }
-    let service = service.in_cluster(cluster);
-    let server = HttpServer::bind(service, HttpConfig::default())
-        .await
-        .expect("bind");
-    let addr = server.local_addr().expect("addr").to_string();
-    tokio::spawn(server.serve());
-    addr
+    common::cluster::replica(service, cluster).await
 }
 
-fn cluster(store: Arc<dyn Store>, key_list: &[u8]) -> Arc<Cluster> {
-    Arc::new(Cluster::new(store, keys(key_list)).with_recheck(Duration::ZERO))
-}
-
-struct Answer {
-    status: u16,
-    session: Option<String>,
-    retry_after: Option<String>,
-    body: String,
-}
-
-/// One request to `addr/mcp` with these headers.
-async fn send(addr: &str, method: &str, headers: &[(&str, &str)], body: Option<Value>) -> Answer {
-    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let (mut sender, conn) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
-            .await
-            .expect("handshake");
-    tokio::spawn(conn);
-    let mut req = hyper::Request::builder()
-        .method(method)
-        .uri("/mcp")
-        .header("host", addr)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream");
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    let body = body.map(|b| b.to_string()).unwrap_or_default();
-    let req = req.body(Full::new(Bytes::from(body))).expect("request");
-    let resp = sender.send_request(req).await.expect("response");
-    let header = |name: &str| {
-        resp.headers()
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned)
-    };
-    let (status, session, retry_after) = (
-        resp.status().as_u16(),
-        header("mcp-session-id"),
-        header("retry-after"),
-    );
-    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
-    Answer {
-        status,
-        session,
-        retry_after,
-        body: String::from_utf8_lossy(&bytes).into_owned(),
-    }
+/// A cluster over `store` sealing with `keys` (see `common::cluster::keys`), checking the
+/// session record on every request.
+fn cluster(store: Arc<dyn Store>, keys: &[u8]) -> Arc<Cluster> {
+    Arc::new(common::cluster::cluster(store, keys).with_recheck(Duration::ZERO))
 }
 
 fn bearer(secret: Option<&str>) -> Option<String> {
@@ -141,7 +86,7 @@ async fn initialize(addr: &str, who: Option<&str>) -> Answer {
     let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
         "protocolVersion":"2025-06-18","capabilities":{"sampling":{}},
         "clientInfo":{"name":"t","version":"1"}}});
-    send(addr, "POST", &h, Some(init)).await
+    answer(addr, "POST", &h, Some(init)).await
 }
 
 /// `tools/call whoami` in session `sid` on `addr` as `who`.
@@ -156,18 +101,13 @@ async fn whoami(addr: &str, sid: &str, who: Option<&str>, id: i64) -> Answer {
     }
     let call = json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
                       "params":{"name":"whoami","arguments":{}}});
-    send(addr, "POST", &h, Some(call)).await
+    answer(addr, "POST", &h, Some(call)).await
 }
 
 /// The `whoami` JSON of a successful call.
 fn seen(a: &Answer) -> Value {
     assert_eq!(a.status, 200, "{}", a.body);
-    let text = a
-        .body
-        .lines()
-        .find_map(|l| l.strip_prefix("data: "))
-        .unwrap_or(&a.body);
-    let answer: Value = serde_json::from_str(text).expect("JSON");
+    let answer = a.message();
     let inner = answer["result"]["content"][0]["text"]
         .as_str()
         .unwrap_or_else(|| panic!("a tool result: {answer}"));
@@ -180,7 +120,7 @@ async fn delete(addr: &str, sid: &str, who: Option<&str>) -> Answer {
     if let Some(a) = &auth {
         h.push(("authorization", a.as_str()));
     }
-    send(addr, "DELETE", &h, None).await
+    answer(addr, "DELETE", &h, None).await
 }
 
 /// Alternates `rounds` calls between the replicas; each sees the same session.
@@ -197,7 +137,7 @@ async fn alternate(replicas: &[&str], sid: &str, who: Option<&str>, rounds: i64)
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_moves_between_replicas_and_stays_bound_to_its_caller() {
-    let shared = cluster(Arc::new(MemoryStore::new(1000)), &[1]);
+    let shared = cluster(memory(), &[1]);
     let a = replica(shared.clone(), true).await;
     let b = replica(shared.clone(), true).await;
     let init = initialize(&a, Some(ALICE)).await;
@@ -227,7 +167,7 @@ async fn a_session_moves_between_replicas_and_stays_bound_to_its_caller() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delete_on_one_replica_ends_the_session_on_every_replica() {
-    let shared = cluster(Arc::new(MemoryStore::new(1000)), &[1]);
+    let shared = cluster(memory(), &[1]);
     let a = replica(shared.clone(), false).await;
     let b = replica(shared.clone(), false).await;
     let sid = initialize(&a, None).await.session.expect("id");
@@ -240,7 +180,7 @@ async fn delete_on_one_replica_ends_the_session_on_every_replica() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rotated_keys_keep_old_sessions_and_seal_new_ones_with_the_newest() {
-    let store: Arc<dyn Store> = Arc::new(MemoryStore::new(1000));
+    let store = memory();
     let old = replica(cluster(store.clone(), &[1]), false).await;
     let rotated = replica(cluster(store.clone(), &[2, 1]), false).await;
     let retired = replica(cluster(store.clone(), &[2]), false).await;
@@ -267,15 +207,9 @@ async fn replicas_share_sessions_through_redis_and_survive_its_restart() {
     let Some(mut redis) = RedisServer::start() else {
         return;
     };
-    let connect = || async {
-        let store = RedisStore::connect(RedisConfig::new(redis.url()))
-            .await
-            .expect("redis");
-        Arc::new(store) as Arc<dyn Store>
-    };
     // Each replica has its own connection, as separate processes would.
-    let a = replica(cluster(connect().await, &[1]), true).await;
-    let b = replica(cluster(connect().await, &[1]), true).await;
+    let a = replica(cluster(redis_store(&redis).await, &[1]), true).await;
+    let b = replica(cluster(redis_store(&redis).await, &[1]), true).await;
     let sid = initialize(&a, Some(ALICE)).await.session.expect("id");
     alternate(&[&a, &b], &sid, Some(ALICE), 4).await;
     assert_eq!(whoami(&b, &sid, Some(BOB), 20).await.status, 404);
@@ -353,7 +287,7 @@ async fn stateless_whoami(addr: &str, id: i64) -> Answer {
         ("mcp-method", "tools/call"),
         ("mcp-name", "whoami"),
     ];
-    send(addr, "POST", &h, Some(call)).await
+    answer(addr, "POST", &h, Some(call)).await
 }
 
 /// Issue 14: "stateless 2026-07-28 requests must not touch Redis except for rate limits".
@@ -363,10 +297,7 @@ async fn stateless_requests_leave_the_store_alone() {
     let Some(redis) = RedisServer::start() else {
         return;
     };
-    let store = RedisStore::connect(RedisConfig::new(redis.url()))
-        .await
-        .expect("redis");
-    let a = replica(cluster(Arc::new(store), &[1]), false).await;
+    let a = replica(cluster(redis_store(&redis).await, &[1]), false).await;
     let me = seen(&stateless_whoami(&a, 1).await);
     assert_eq!(me["revision"], "2026-07-28");
 

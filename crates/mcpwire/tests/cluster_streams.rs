@@ -11,14 +11,13 @@ mod common;
 
 use std::sync::Arc;
 
+use common::cluster::{memory, redis_store};
 use common::http::{Events, get, open, post, send};
 use mcpwire::Service;
-use mcpwire::cluster::Cluster;
-use mcpwire::http::{HttpConfig, HttpServer};
 use mcpwire::model::types::Implementation;
 use mcpwire::router::{CallCtx, NoArgs, ResourceDef, Server, ToolError, tool};
+use mcpwire_store::Store;
 use mcpwire_store::testing::RedisServer;
-use mcpwire_store::{MemoryStore, RedisConfig, RedisStore, SealKeys, Store};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
@@ -44,15 +43,8 @@ async fn replica(store: Arc<dyn Store>, release: Arc<Notify>) -> String {
 }
 
 async fn replica_of(store: Arc<dyn Store>, server: Arc<Server>) -> String {
-    let keys = SealKeys::new(&[[9u8; 32]]).expect("keys");
-    let cluster = Arc::new(Cluster::new(store, keys));
-    let service = Service::from_server(server).in_cluster(cluster);
-    let server = HttpServer::bind(service, HttpConfig::default())
-        .await
-        .expect("bind");
-    let addr = server.local_addr().expect("addr").to_string();
-    tokio::spawn(server.serve());
-    addr
+    let cluster = Arc::new(common::cluster::cluster(store, &[9]));
+    common::cluster::replica(Service::from_server(server), cluster).await
 }
 
 fn call(id: i64) -> Value {
@@ -114,7 +106,7 @@ async fn resumed_on_the_other_replica(a: &str, b: &str, release: &Notify) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_resumes_on_another_replica_in_memory() {
-    let store: Arc<dyn Store> = Arc::new(MemoryStore::new(1000));
+    let store = memory();
     let release = Arc::new(Notify::new());
     let a = replica(store.clone(), release.clone()).await;
     let b = replica(store, release.clone()).await;
@@ -123,18 +115,12 @@ async fn a_stream_resumes_on_another_replica_in_memory() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_resumes_on_another_replica_over_redis() {
-    let Some(server) = RedisServer::start() else {
+    let Some(redis) = RedisServer::start() else {
         return;
     };
-    let connect = || async {
-        let store = RedisStore::connect(RedisConfig::new(server.url()))
-            .await
-            .expect("redis");
-        Arc::new(store) as Arc<dyn Store>
-    };
     let release = Arc::new(Notify::new());
-    let a = replica(connect().await, release.clone()).await;
-    let b = replica(connect().await, release.clone()).await;
+    let a = replica(redis_store(&redis).await, release.clone()).await;
+    let b = replica(redis_store(&redis).await, release.clone()).await;
     resumed_on_the_other_replica(&a, &b, &release).await;
     resumed_on_the_other_replica(&b, &a, &release).await;
 }
@@ -251,20 +237,14 @@ async fn changes_reach_every_replica(store_a: Arc<dyn Store>, store_b: Arc<dyn S
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn changes_reach_clients_on_every_replica_in_memory() {
-    let store: Arc<dyn Store> = Arc::new(MemoryStore::new(1000));
+    let store = memory();
     changes_reach_every_replica(store.clone(), store).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn changes_reach_clients_on_every_replica_over_redis() {
-    let Some(server) = RedisServer::start() else {
+    let Some(redis) = RedisServer::start() else {
         return;
     };
-    let connect = || async {
-        let store = RedisStore::connect(RedisConfig::new(server.url()))
-            .await
-            .expect("redis");
-        Arc::new(store) as Arc<dyn Store>
-    };
-    changes_reach_every_replica(connect().await, connect().await).await;
+    changes_reach_every_replica(redis_store(&redis).await, redis_store(&redis).await).await;
 }

@@ -11,14 +11,14 @@ use std::time::Duration;
 
 use mcpwire::Service;
 use mcpwire::cluster::Cluster;
-use mcpwire::http::{HttpConfig, HttpServer};
 use mcpwire::model::types::Implementation;
 use mcpwire::router::{CallCtx, NoArgs, Server, TaskSupport, ToolError, tool};
-use mcpwire_store::{MemoryStore, SealKeys, Store};
+use mcpwire_store::Store;
 use serde_json::json;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use common::cluster::memory;
 use common::tasks::{EndsOnCancel, STEP, client, request, wait_for};
 
 /// `job` becomes a task and finishes once `release` is notified; `wait` becomes a task and
@@ -52,28 +52,23 @@ fn server(release: Arc<Notify>, cancelled: Arc<Notify>) -> Arc<Server> {
 }
 
 fn cluster(store: Arc<dyn Store>) -> Arc<Cluster> {
-    let keys = SealKeys::new(&[[7; 32]]).expect("keys");
     Arc::new(
-        Cluster::new(store, keys)
+        common::cluster::cluster(store, &[7])
             .with_task_timing(Duration::from_millis(50), Duration::from_millis(300)),
     )
 }
 
 /// A replica over `server` in `cluster`, until `stop` is cancelled; its URL.
 async fn replica(server: Arc<Server>, cluster: Arc<Cluster>, stop: CancellationToken) -> String {
-    let service = Service::from_server(server).in_cluster(cluster);
-    let http = HttpServer::bind(service, HttpConfig::default())
-        .await
-        .expect("bind");
-    let url = format!("http://{}/mcp", http.local_addr().expect("addr"));
-    tokio::spawn(http.serve_until(stop, Duration::from_millis(100)));
-    url
+    let service = Service::from_server(server);
+    let addr = common::cluster::replica_until(service, cluster, stop).await;
+    format!("http://{addr}/mcp")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_created_on_one_replica_is_answered_and_cancelled_by_another() {
     let (release, cancelled) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
-    let shared = cluster(Arc::new(MemoryStore::new(1000)));
+    let shared = cluster(memory());
     let stop = CancellationToken::new();
     let a = replica(
         server(release.clone(), cancelled.clone()),
@@ -126,7 +121,7 @@ async fn a_task_created_on_one_replica_is_answered_and_cancelled_by_another() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_whose_replica_stopped_fails_instead_of_working_forever() {
     let (release, cancelled) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
-    let store: Arc<dyn Store> = Arc::new(MemoryStore::new(1000));
+    let store = memory();
     let (stop_a, stop_b) = (CancellationToken::new(), CancellationToken::new());
     let a = replica(
         server(release.clone(), cancelled.clone()),

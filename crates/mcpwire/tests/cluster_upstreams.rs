@@ -12,26 +12,24 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use http_body_util::BodyExt;
 use mcpwire::Service;
 use mcpwire::client::Target;
 use mcpwire::cluster::Cluster;
-use mcpwire::http::{HttpConfig, HttpServer};
+use mcpwire::http::HttpConfig;
 use mcpwire::model::types::Implementation;
 use mcpwire::router::{CallCtx, NoArgs, Router, Server, ToolError, tool};
 use mcpwire::upstream::{UpstreamBackend, UpstreamConfig};
+use mcpwire_store::Store;
 use mcpwire_store::testing::RedisServer;
-use mcpwire_store::{MemoryStore, RedisConfig, RedisStore, SealKeys, Store};
 use serde_json::{Value, json};
 
-use common::http::{open, post, send};
+use common::cluster::{memory, redis_store, replica_with};
+use common::http::{Answer, open, post, send};
 
-fn keys(n: u8) -> SealKeys {
-    SealKeys::new(&[[n; 32]]).expect("keys")
-}
-
+/// A cluster over `store` sealing with key `n`, checking the session record on every
+/// request.
 fn cluster(store: Arc<dyn Store>, n: u8) -> Arc<Cluster> {
-    Arc::new(Cluster::new(store, keys(n)).with_recheck(Duration::ZERO))
+    Arc::new(common::cluster::cluster(store, &[n]).with_recheck(Duration::ZERO))
 }
 
 /// The upstream: a replica set of one (its own store, so the test can end its sessions)
@@ -70,26 +68,21 @@ async fn gateway_with(url: &str, cluster: Arc<Cluster>, http: HttpConfig) -> Str
     config.shared = false;
     let backend = UpstreamBackend::connect(config).await.expect("connect");
     let info = backend.server_info().clone();
-    let service = Service::new(Router::new(backend), info, None).in_cluster(cluster);
-    let server = HttpServer::bind(service, http).await.expect("bind");
-    let addr = server.local_addr().expect("addr").to_string();
-    tokio::spawn(server.serve());
-    addr
+    replica_with(
+        Service::new(Router::new(backend), info, None),
+        cluster,
+        http,
+    )
+    .await
 }
 
 /// `tools/call visit` in session `sid` on `addr`: the result's JSON, or the error.
 async fn visit(addr: &str, sid: &str, id: i64) -> Result<Value, Value> {
     let call = json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
                       "params":{"name":"visit","arguments":{}}});
-    let resp = post(addr, Some(sid), call).await;
-    assert_eq!(resp.status(), 200, "visit on {addr}");
-    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
-    let body = String::from_utf8_lossy(&bytes).into_owned();
-    let text = body
-        .lines()
-        .find_map(|l| l.strip_prefix("data: "))
-        .unwrap_or(&body);
-    let answer: Value = serde_json::from_str(text).expect("JSON");
+    let answer = Answer::read(post(addr, Some(sid), call).await).await;
+    assert_eq!(answer.status, 200, "visit on {addr}");
+    let answer = answer.message();
     let result = &answer["result"];
     if result["isError"] == true || result.is_null() {
         return Err(answer);
@@ -181,11 +174,7 @@ async fn one_upstream_session_across_replicas(gateways: Arc<dyn Store>, ups: Arc
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_http_upstream_session_follows_its_downstream_session_in_memory() {
-    one_upstream_session_across_replicas(
-        Arc::new(MemoryStore::new(10_000)),
-        Arc::new(MemoryStore::new(10_000)),
-    )
-    .await;
+    one_upstream_session_across_replicas(memory(), memory()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -193,10 +182,7 @@ async fn an_http_upstream_session_follows_its_downstream_session_over_redis() {
     let Some(redis) = RedisServer::start() else {
         return;
     };
-    let store = RedisStore::connect(RedisConfig::new(redis.url()))
-        .await
-        .expect("redis");
-    one_upstream_session_across_replicas(Arc::new(store), Arc::new(MemoryStore::new(10_000))).await;
+    one_upstream_session_across_replicas(redis_store(&redis).await, memory()).await;
 }
 
 /// A replica that drops its copy of a downstream session (its table is full) while the
@@ -204,8 +190,8 @@ async fn an_http_upstream_session_follows_its_downstream_session_over_redis() {
 /// replica now using it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_dropping_its_copy_keeps_the_upstream_session() {
-    let url = upstream(Arc::new(MemoryStore::new(10_000))).await;
-    let shared = cluster(Arc::new(MemoryStore::new(10_000)), 1);
+    let url = upstream(memory()).await;
+    let shared = cluster(memory(), 1);
     let one_session = HttpConfig {
         max_sessions: 1,
         ..HttpConfig::default()

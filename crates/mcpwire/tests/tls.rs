@@ -80,12 +80,17 @@ async fn serve_mcpbs(tls: TlsConfig) -> SocketAddr {
     addr
 }
 
-fn options(tls: ClientTls) -> ClientOptions {
-    let mut o = ClientOptions::with_handshake_timeout(Duration::from_secs(10));
-    o.tls = tls;
-    o
+/// The `https://` URL of an HTTP listener on `addr`.
+fn https_url(addr: SocketAddr) -> String {
+    format!("https://localhost:{}/mcp", addr.port())
 }
 
+/// The `{scheme}://` URL of an MCPB listener on `addr`.
+fn mcpb_url(scheme: &str, addr: SocketAddr) -> String {
+    format!("{scheme}://localhost:{}", addr.port())
+}
+
+/// Trusting the CA in `ca`.
 fn trusting(ca: &Path) -> ClientTls {
     ClientTls {
         ca: Some(ca.to_owned()),
@@ -93,12 +98,29 @@ fn trusting(ca: &Path) -> ClientTls {
     }
 }
 
-/// Connects to `target`, calls `ping` and closes.
-async fn ping(target: &str, tls: ClientTls) -> Result<(), String> {
+/// Trusting the CA in `ca` and presenting the certificate `cert` with its `key`.
+fn presenting(ca: &Path, cert: &Path, key: &Path) -> ClientTls {
+    ClientTls {
+        cert: Some(cert.to_owned()),
+        key: Some(key.to_owned()),
+        ..trusting(ca)
+    }
+}
+
+/// The crate's client connected to `target` with `tls` (the error's text when it fails).
+async fn connect(target: &str, tls: ClientTls) -> Result<Client, String> {
     let target = Target::parse(target).map_err(|e| e.to_string())?;
-    let (client, _events) = Client::connect(&target, &options(tls))
+    let mut options = ClientOptions::with_handshake_timeout(Duration::from_secs(10));
+    options.tls = tls;
+    let (client, _events) = Client::connect(&target, &options)
         .await
         .map_err(|e| e.to_string())?;
+    Ok(client)
+}
+
+/// Connects to `target`, calls `ping` and closes.
+async fn ping(target: &str, tls: ClientTls) -> Result<(), String> {
+    let client = connect(target, tls).await?;
     let tools = client.list_tools().await.map_err(|e| e.to_string())?;
     assert_eq!(tools.len(), 2);
     let result = client
@@ -117,17 +139,17 @@ async fn https_and_mcpbs_serve_a_client_trusting_their_ca() {
     let http = serve_https(TlsConfig::new(&cert, &key)).await;
     let mcpb = serve_mcpbs(TlsConfig::new(&cert, &key)).await;
 
-    let https = format!("https://localhost:{}/mcp", http.port());
+    let https = https_url(http);
     ping(&https, trusting(&ca_file)).await.expect("https");
     for scheme in ["mcpbs", "tcps"] {
-        let url = format!("{scheme}://localhost:{}", mcpb.port());
+        let url = mcpb_url(scheme, mcpb);
         ping(&url, trusting(&ca_file)).await.expect(scheme);
     }
 
     // Without the CA (the system's roots) the handshake fails, and says so.
     let refused = ping(&https, ClientTls::default()).await.unwrap_err();
     assert!(refused.contains("certificate"), "{refused}");
-    let mcpbs = format!("mcpbs://localhost:{}", mcpb.port());
+    let mcpbs = mcpb_url("mcpbs", mcpb);
     let refused = ping(&mcpbs, ClientTls::default()).await.unwrap_err();
     assert!(refused.contains("certificate"), "{refused}");
 }
@@ -166,9 +188,9 @@ async fn plaintext_and_silent_clients_on_a_tls_listener_fail_alone() {
         assert!(!answer.starts_with(b"HTTP/"), "{answer:?}");
     }
     // Meanwhile TLS clients are served.
-    let https = format!("https://localhost:{}/mcp", http.port());
+    let https = https_url(http);
     ping(&https, trusting(&ca_file)).await.expect("https");
-    let mcpbs = format!("mcpbs://localhost:{}", mcpb.port());
+    let mcpbs = mcpb_url("mcpbs", mcpb);
     ping(&mcpbs, trusting(&ca_file)).await.expect("mcpbs");
 }
 
@@ -193,18 +215,11 @@ async fn mutual_tls_refuses_clients_without_a_good_certificate() {
         client_auth: ClientAuth::Optional,
         ..required.clone()
     };
-    let with_cert = |c: &Path, k: &Path| ClientTls {
-        cert: Some(c.to_owned()),
-        key: Some(k.to_owned()),
-        ..trusting(&ca_file)
-    };
+    let with_cert = |c: &Path, k: &Path| presenting(&ca_file, c, k);
 
     let mcpb = serve_mcpbs(required.clone()).await;
     let http = serve_https(required).await;
-    for url in [
-        format!("mcpbs://localhost:{}", mcpb.port()),
-        format!("https://localhost:{}/mcp", http.port()),
-    ] {
+    for url in [mcpb_url("mcpbs", mcpb), https_url(http)] {
         assert!(
             ping(&url, trusting(&ca_file)).await.is_err(),
             "{url}: no certificate"
@@ -220,7 +235,7 @@ async fn mutual_tls_refuses_clients_without_a_good_certificate() {
 
     // Optional: no certificate is served, a bad one still refused.
     let http = serve_https(optional).await;
-    let url = format!("https://localhost:{}/mcp", http.port());
+    let url = https_url(http);
     ping(&url, trusting(&ca_file))
         .await
         .expect("optional: none");
@@ -354,7 +369,7 @@ async fn silent_clients_of_one_address_hold_only_their_share_of_handshakes() {
         ca_file, cert, key, ..
     } = Setup::new("per-ip");
     let http = serve_https(TlsConfig::new(&cert, &key)).await;
-    let https = format!("https://localhost:{}/mcp", http.port());
+    let https = https_url(http);
 
     let mut silent = Vec::new();
     for _ in 0..mcpwire::tls::MAX_HANDSHAKES_PER_IP {
@@ -377,10 +392,7 @@ async fn silent_clients_of_one_address_hold_only_their_share_of_handshakes() {
 
 /// Who `whoami` says the caller is, over `target`.
 async fn whoami(target: &str, tls: ClientTls) -> String {
-    let target = Target::parse(target).expect("target");
-    let (client, _events) = Client::connect(&target, &options(tls))
-        .await
-        .expect("connect");
+    let client = connect(target, tls).await.expect("connect");
     let result = client
         .request("tools/call", json!({"name": "whoami", "arguments": {}}))
         .await
@@ -408,17 +420,10 @@ async fn a_client_certificate_names_the_caller_when_nothing_else_does() {
         client_auth: ClientAuth::Optional,
         ..TlsConfig::new(&cert, &key)
     };
-    let alice = ClientTls {
-        cert: Some(alice_cert),
-        key: Some(alice_key),
-        ..trusting(&ca_file)
-    };
+    let alice = presenting(&ca_file, &alice_cert, &alice_key);
     let http = serve_https(tls.clone()).await;
     let mcpb = serve_mcpbs(tls).await;
-    for url in [
-        format!("https://localhost:{}/mcp", http.port()),
-        format!("mcpbs://localhost:{}", mcpb.port()),
-    ] {
+    for url in [https_url(http), mcpb_url("mcpbs", mcpb)] {
         let who = whoami(&url, alice.clone()).await;
         assert_eq!(
             who, r#"cert:spiffe://test/alice {"dns":[],"uri":["spiffe://test/alice"]}"#,

@@ -303,6 +303,18 @@ impl ServerSession {
         }
     }
 
+    /// Takes a request whose `_meta` the driver has read already: `meta` is what
+    /// [`RequestMeta::from_params`] made of `req`'s params (the 2026-07-28 HTTP listener
+    /// reads it to choose the era and check the routing headers; it is not parsed again).
+    pub fn handle_request(
+        &mut self,
+        now: Instant,
+        req: Request,
+        meta: Result<Option<RequestMeta>, String>,
+    ) {
+        self.on_request_with(now, req, meta);
+    }
+
     /// Takes the router's answer to a dispatch.
     pub fn handle_reply(&mut self, now: Instant, id: DispatchId, reply: Result<Reply, McpError>) {
         let Some(entry) = self.inflight.remove(&id) else {
@@ -551,12 +563,22 @@ impl ServerSession {
     // ----- requests -----
 
     fn on_request(&mut self, now: Instant, req: Request) {
+        let meta = RequestMeta::from_params(req.params.as_deref());
+        self.on_request_with(now, req, meta);
+    }
+
+    fn on_request_with(
+        &mut self,
+        now: Instant,
+        req: Request,
+        meta: Result<Option<RequestMeta>, String>,
+    ) {
         if self.dialect() == Dialect::Bb {
             tracing::info!(target: "mcpwire::telemetry", method = %req.method, id = %req.id, "request received");
         } else {
             tracing::trace!(target: "mcpwire::telemetry", method = %req.method, id = %req.id, "request received");
         }
-        let meta = match RequestMeta::from_params(req.params.as_deref()) {
+        let meta = match meta {
             Ok(m) => m,
             Err(e) => return self.error(req.id, McpError::InvalidParams(e)),
         };

@@ -581,3 +581,74 @@ async fn sleep_until(at: Option<Instant>) {
         None => std::future::pending().await,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::ClientOptions;
+    use crate::client::handle::parts;
+
+    /// A request command for `id`, and the caller's end of its reply.
+    fn request(id: ClientRequestId) -> (Command, oneshot::Receiver<Outcome>) {
+        let (reply, rx) = oneshot::channel();
+        let command = Command::Request {
+            id,
+            method: Method::parse("tools/list"),
+            params: None,
+            opts: RequestOptions::default(),
+            reply,
+            trace: Vec::new(),
+        };
+        (command, rx)
+    }
+
+    /// Cancellations of ids the core has not seen yet (their command may still come) are
+    /// remembered, at most [`EARLY_CANCELS`]: a flood of them keeps the list at its bound,
+    /// newest kept, and a request whose cancellation was forgotten is still not sent when
+    /// its caller is gone (the reply channel is closed) — the bound costs nothing.
+    #[tokio::test(start_paused = true)]
+    async fn a_flood_of_early_cancellations_keeps_the_list_at_its_bound() {
+        let mut core = parts(&ClientOptions::default(), "`test`").core;
+        let first = 1_000;
+        let flood = 100 * EARLY_CANCELS as u64;
+        for n in first..first + flood {
+            core.cancel(ClientRequestId::new(n), "caller cancelled");
+            assert!(core.early_cancels.len() <= EARLY_CANCELS);
+        }
+        assert_eq!(core.early_cancels.len(), EARLY_CANCELS);
+        let now = crate::driver::now();
+
+        // The newest cancellation is remembered: its request is not sent even though a
+        // caller still holds its reply.
+        let newest = ClientRequestId::new(first + flood - 1);
+        let (command, mut reply) = request(newest);
+        core.take(now, command);
+        assert!(
+            !core.session.is_awaiting(newest),
+            "a cancelled request went out"
+        );
+        assert!(matches!(
+            reply.try_recv(),
+            Err(oneshot::error::TryRecvError::Closed)
+        ));
+        assert_eq!(
+            core.early_cancels.len(),
+            EARLY_CANCELS - 1,
+            "taken off the list"
+        );
+
+        // The oldest was forgotten; its caller is gone, so it is not sent either.
+        let oldest = ClientRequestId::new(first);
+        let (command, reply) = request(oldest);
+        drop(reply);
+        core.take(now, command);
+        assert!(!core.session.is_awaiting(oldest));
+        assert!(core.waiters.is_empty());
+
+        // A request nobody cancelled goes out as usual.
+        let fresh = ClientRequestId::new(first + flood);
+        let (command, _reply) = request(fresh);
+        core.take(now, command);
+        assert!(core.session.is_awaiting(fresh));
+    }
+}

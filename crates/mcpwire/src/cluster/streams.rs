@@ -512,33 +512,69 @@ mod tests {
         assert!(b.follow("s1", "p1", 0).await.is_ok(), "a place came free");
     }
 
-    /// The queue to the store is bounded in entries and bytes: past it, events are
-    /// dropped (counted), and the live stream never waits.
-    #[tokio::test(flavor = "current_thread")]
-    async fn the_write_queue_is_bounded() {
+    /// `mcpwire_cluster_store_errors_total{use="replay"}` as this process counts it.
+    fn replay_errors() -> f64 {
+        let Some(handle) = crate::observe::prometheus() else {
+            return 0.0;
+        };
+        handle
+            .render()
+            .lines()
+            .find_map(|l| l.strip_prefix(r#"mcpwire_cluster_store_errors_total{use="replay"} "#))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0.0)
+    }
+
+    /// A stream writing far faster than the store takes its copies (nothing runs the
+    /// writer task until the test yields): round after round the queue to the store stays
+    /// within its bounds in bytes and entries, every copy past them is dropped and counted,
+    /// what was queued reaches the store and is accounted for, and `append` never waits.
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_flood_keeps_the_write_queue_at_its_bounds() {
         let store: Arc<dyn Store> = Arc::new(MemoryStore::new(64));
         let a = StreamLogs::new(store.clone(), Arc::from("aaaa"));
-        let log = LogKey::new("s1", "p1", None);
         let big = "x".repeat(1 << 20);
-        // The writer task does not run until this test yields: everything queues.
-        for seq in 1..=64 {
-            a.append(&log, seq, &big, 1, false);
-        }
-        assert!(a.queued_bytes.load(Ordering::Relaxed) <= QUEUE_BYTES);
-        for seq in 65..65 + QUEUE as u64 + 10 {
-            a.append(&log, seq, "y", 1, false);
-        }
-        assert!(a.writer().capacity() == 0, "the queue is full, not grown");
-        for _ in 0..100 {
-            tokio::task::yield_now().await;
-            if a.queued_bytes.load(Ordering::Relaxed) == 0 {
-                break;
+        let before = replay_errors();
+        let mut dropped = 0;
+        let mut seq = 0;
+        for round in 0..4 {
+            let log = LogKey::new("s1", &format!("p{round}"), None);
+            // Twice the byte bound in 1 MiB events, then twice the entry bound in small ones.
+            let events = (0..2 * (QUEUE_BYTES >> 20))
+                .map(|_| big.as_str())
+                .chain((0..2 * QUEUE).map(|_| "y"));
+            let mut offered = 0;
+            for data in events {
+                seq += 1;
+                offered += 1;
+                a.append(&log, seq, data, 1, false);
+                assert!(a.queued_bytes.load(Ordering::Relaxed) <= QUEUE_BYTES);
             }
+            let queue = a.writer();
+            assert_eq!(queue.capacity(), 0, "the queue is full");
+            assert_eq!(queue.max_capacity(), QUEUE, "and has not grown");
+            dropped += offered - QUEUE;
+            for _ in 0..1000 {
+                if a.queued_bytes.load(Ordering::Relaxed) == 0 && queue.capacity() == QUEUE {
+                    break;
+                }
+                tokio::task::yield_now().await;
+            }
+            assert_eq!(
+                a.queued_bytes.load(Ordering::Relaxed),
+                0,
+                "written, accounted"
+            );
+            assert_eq!(queue.capacity(), QUEUE, "the queue drained");
+            let stored = store.log_read(&log.key, 0, 1).await.expect("store");
+            assert!(
+                stored.is_some_and(|e| !e.is_empty()),
+                "the copies reached the store"
+            );
         }
-        assert_eq!(
-            a.queued_bytes.load(Ordering::Relaxed),
-            0,
-            "written and accounted"
+        assert!(
+            replay_errors() - before >= dropped as f64,
+            "every dropped copy is counted ({dropped})"
         );
     }
 }

@@ -5,6 +5,7 @@
 use std::collections::VecDeque;
 
 use futures::Stream;
+use mcpwire_model::types::RequestMeta;
 use mcpwire_model::{Message, Outbound, Request, RequestId};
 
 use super::ServerCore;
@@ -22,6 +23,22 @@ impl Exchange {
     pub(crate) fn new(mut core: ServerCore, req: Request) -> Exchange {
         let id = req.id.clone();
         core.inbound(Ok(Message::Request(req)));
+        Exchange::around(core, id)
+    }
+
+    /// [`Exchange::new`] for a request whose `_meta` the driver read already (`meta`:
+    /// what `RequestMeta::from_params` made of its params; not parsed again).
+    pub(crate) fn with_meta(
+        mut core: ServerCore,
+        req: Request,
+        meta: Result<Option<RequestMeta>, String>,
+    ) -> Exchange {
+        let id = req.id.clone();
+        core.inbound_request(req, meta);
+        Exchange::around(core, id)
+    }
+
+    fn around(core: ServerCore, id: RequestId) -> Exchange {
         Exchange {
             core,
             out: VecDeque::new(),

@@ -3,7 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use mcpwire_model::{Malformed, Message, RequestId};
+use mcpwire_model::types::RequestMeta;
+use mcpwire_model::{Malformed, Message, Request, RequestId};
 use mcpwire_session::{ServerSession, Transmit};
 
 use super::calls::{Calls, PEER_QUEUE, Wake, sleep_until};
@@ -49,6 +50,16 @@ impl ServerCore {
     /// Hands one decoded message (or a codec's refusal) to the session.
     pub(crate) fn inbound(&mut self, msg: Result<Message, Malformed>) {
         self.session.handle_inbound(now(), msg);
+    }
+
+    /// Hands a request whose `_meta` the driver read already to the session
+    /// (`ServerSession::handle_request`).
+    pub(crate) fn inbound_request(
+        &mut self,
+        req: Request,
+        meta: Result<Option<RequestMeta>, String>,
+    ) {
+        self.session.handle_request(now(), req, meta);
     }
 
     /// The peer's input ended: the session fails what waits on the client (asks); accepted

@@ -22,6 +22,8 @@
 
 pub(crate) mod auth;
 mod callback;
+#[doc(hidden)]
+pub mod fuzzing;
 mod get;
 mod guard;
 pub(crate) mod headers;

@@ -270,15 +270,16 @@ async fn without_session(
     identity: Option<Identity>,
     ip: Option<IpAddr>,
 ) -> Response {
-    let enveloped = match &msg {
-        Message::Request(r) => RequestMeta::from_params(r.params.as_deref())
-            .ok()
-            .flatten()
-            .is_some_and(|m| m.protocol_version.is_some()),
-        _ => false,
+    // Read once: it chooses the era here, and a stateless request's headers are checked
+    // against it and its session takes it as it is.
+    let meta = match &msg {
+        Message::Request(r) => RequestMeta::from_params(r.params.as_deref()),
+        _ => Ok(None),
     };
+    let enveloped = matches!(&meta, Ok(Some(m)) if m.protocol_version.is_some());
     if enveloped || version == Some(Revision::STATELESS.as_str()) {
-        return stateless(app, headers, version, msg, identity, ip).await;
+        let sent = Stateless { msg, meta };
+        return stateless(app, headers, version, sent, identity, ip).await;
     }
     if let Some(v) = version
         && Revision::parse(v).is_none()
@@ -342,22 +343,32 @@ async fn initialize(
     }
 }
 
+/// A 2026-07-28 message and its `_meta` as [`without_session`] read it.
+struct Stateless {
+    msg: Message,
+    meta: Result<Option<RequestMeta>, String>,
+}
+
 /// A 2026-07-28 request: validate the routing headers against the body, then answer it
 /// with a fresh stateless session.
 async fn stateless(
     app: &App,
     headers: &HeaderMap,
     version: Option<&str>,
-    msg: Message,
+    sent: Stateless,
     identity: Option<Identity>,
     ip: Option<IpAddr>,
 ) -> Response {
     // 2026-07-28 has no session to notify; notifications (cancel is the stream closing)
     // and stray responses have nothing to act on.
-    let Message::Request(req) = msg else {
+    let Stateless {
+        msg: Message::Request(req),
+        meta,
+    } = sent
+    else {
         return reply::accepted();
     };
-    if let Err(e) = route_headers::check(headers, version, &req, &app.service.router) {
+    if let Err(e) = route_headers::check(headers, version, &req, &meta, &app.service.router) {
         return reply::error_object(Some(req.id), e.to_wire(Revision::STATELESS));
     }
     // A fresh session would take `initialize` as a handshake: 2026-07-28 removed it.
@@ -366,7 +377,8 @@ async fn stateless(
         return reply::error_object(Some(req.id), e.to_wire(Revision::STATELESS));
     }
     let trace = TraceParent::from_headers(headers);
-    let exchange = Exchange::start(&app.service, req, identity, ip, app.sessions.hub(), trace);
+    let hub = app.sessions.hub();
+    let exchange = Exchange::start(&app.service, req, meta, identity, ip, hub, trace);
     let id = exchange.id().clone();
     match reply::answer(exchange.into_stream(), &id).await {
         Some(a) => a.response,

@@ -12,11 +12,13 @@ use mcpwire_router::Router;
 use super::headers::{self, MCP_METHOD, MCP_NAME};
 
 /// The stateless validation ladder: version header present, envelope present, headers
-/// agreeing with the body. (The version itself is the session's to judge.)
+/// agreeing with the body. (The version itself is the session's to judge.) `meta`: the
+/// request's `_meta` as the listener read it (`RequestMeta::from_params`).
 pub(crate) fn check(
     headers: &HeaderMap,
     version: Option<&str>,
     req: &Request,
+    meta: &Result<Option<RequestMeta>, String>,
     router: &Router,
 ) -> Result<(), McpError> {
     let Some(version) = version else {
@@ -24,9 +26,11 @@ pub(crate) fn check(
             "MCP-Protocol-Version header is required".into(),
         ));
     };
-    let meta = RequestMeta::from_params(req.params.as_deref())
-        .map_err(McpError::InvalidParams)?
-        .unwrap_or_default();
+    let meta = match meta {
+        Ok(Some(meta)) => meta,
+        Ok(None) => &RequestMeta::default(),
+        Err(e) => return Err(McpError::InvalidParams(e.clone())),
+    };
     let Some(body_version) = &meta.protocol_version else {
         return Err(McpError::InvalidParams(
             "params._meta must carry io.modelcontextprotocol/protocolVersion".into(),

@@ -4,6 +4,7 @@
 //! yields what it sends. Dropping the exchange — the client closed the response stream —
 //! drops the call, which is how a 2026-07-28 client over HTTP cancels.
 
+use mcpwire_model::types::RequestMeta;
 use mcpwire_model::{BackendEvent, Method, Request};
 use mcpwire_router::Identity;
 use mcpwire_session::ServerSession;
@@ -15,12 +16,14 @@ use crate::driver::{Calls, ServerCore};
 use crate::observe::{TraceParent, Wire};
 
 impl Exchange {
-    /// Hands `req`, made by `identity`, to a fresh session of `service`; a
-    /// `subscriptions/listen` hears `hub` (in a cluster: every replica's changes) rather
-    /// than the router alone; its span is a child of the caller's `trace` context.
+    /// Hands `req` (with its `_meta` as the listener read it), made by `identity`, to a
+    /// fresh session of `service`; a `subscriptions/listen` hears `hub` (in a cluster:
+    /// every replica's changes) rather than the router alone; its span is a child of the
+    /// caller's `trace` context.
     pub(crate) fn start(
         service: &Service,
         req: Request,
+        meta: Result<Option<RequestMeta>, String>,
         identity: Option<Identity>,
         ip: Option<std::net::IpAddr>,
         hub: Option<&broadcast::Sender<BackendEvent>>,
@@ -35,6 +38,6 @@ impl Exchange {
             .with_client_ip(ip)
             .with_trace_parent(trace);
         let core = ServerCore::new(ServerSession::new(service.config.clone()), calls);
-        Exchange::new(core, req)
+        Exchange::with_meta(core, req, meta)
     }
 }

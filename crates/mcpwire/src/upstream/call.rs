@@ -109,8 +109,8 @@ pub(crate) async fn run(
 /// A held round resumed by the downstream client's retry: its open asks answered from the
 /// retry's answers, then driven on.
 async fn resume(held: Held, ctx: &CallCtx, holder: &Arc<Holder>) -> Result<Answer, McpError> {
-    let Held { mut round, waiting } = held;
-    round.from_link = round.link.reattach(round._registered.id, ctx.clone());
+    let Held { round, waiting } = held;
+    round.link.reattach(round._registered.id, ctx.clone());
     let mut still = Vec::new();
     for w in waiting {
         match ctx.ask_as(Some(&w.key), w.ask.clone()).await {

@@ -22,7 +22,8 @@ use crate::client::{
     Client, ClientEvent, ClientEvents, ClientRequestId, ListKind, ServerRequest, ServerRequestId,
 };
 
-/// Server requests a call holds before further ones are refused.
+/// Server requests a call holds before further ones are refused (plus one: a `futures`
+/// channel gives its one sender a slot of its own).
 pub(crate) const CALL_QUEUE: usize = 16;
 
 /// Server requests without a known owner yet (their related request is still being
@@ -204,14 +205,15 @@ impl Link {
     }
 
     /// Gives the call under `id` a new context (a held call resumed by the downstream
-    /// client's retry); returns what the link will send it from now on.
-    pub(crate) fn reattach(&self, id: ClientRequestId, ctx: CallCtx) -> CallInbox {
-        let (tx, rx) = futures::channel::mpsc::channel(CALL_QUEUE);
-        if let Ok(mut t) = self.table.lock() {
-            let to = Inbox::Round(tx);
-            t.calls.insert(id, Slot { ctx, to });
+    /// client's retry). Its inbox stays: server requests the upstream sent while the call
+    /// was held wait there for it (a new inbox would strand them, unanswered, with the old
+    /// one).
+    pub(crate) fn reattach(&self, id: ClientRequestId, ctx: CallCtx) {
+        if let Ok(mut t) = self.table.lock()
+            && let Some(slot) = t.calls.get_mut(&id)
+        {
+            slot.ctx = ctx;
         }
-        rx
     }
 
     /// A request is about to be sent (call [`Link::register`] or [`Link::send_failed`]
@@ -506,5 +508,154 @@ async fn route(
                 link.on_event(event);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use futures::StreamExt;
+    use mcpwire_model::Revision;
+    use mcpwire_model::types::ClientCapabilities;
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::client::{ClientOptions, EraChoice, RequestOptions, Target};
+
+    /// Server requests the upstream floods one call with.
+    const FLOOD: usize = 4 * CALL_QUEUE;
+
+    /// A stdio server in `sh`: answers `initialize`; on the next request (a `tools/call`)
+    /// sends `asks` `roots/list` requests at once, reads answers until `refused` of them
+    /// are errors, then answers the call with those errors' codes.
+    fn asking_server(asks: usize, refused: usize) -> Target {
+        let id = r#"id=$(printf '%s' "$l" | sed 's/.*"id":\([0-9]*\).*/\1/')"#;
+        let init = r#"{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}\n"#;
+        let ask = r#"{"jsonrpc":"2.0","id":%s,"method":"roots/list"}\n"#;
+        let code = r#"code=$(printf '%s' "$l" | sed 's/.*"code":\(-*[0-9]*\).*/\1/')"#;
+        let result =
+            r#"{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"%s"}]}}\n"#;
+        let script = format!(
+            "read l; {id}; printf '{init}' \"$id\"; read l; read l; {id}; call=$id; \
+             i=1; while [ $i -le {asks} ]; do printf '{ask}' \"$i\"; i=$((i+1)); done; \
+             n=0; codes=''; while [ $n -lt {refused} ] && read l; do \
+               case \"$l\" in *'\"error\"'*) n=$((n+1)); {code}; codes=\"$codes $code\";; esac; \
+             done; \
+             printf '{result}' \"$call\" \"$codes\"; while read l; do :; done"
+        );
+        Target::Command {
+            argv: vec!["sh".into(), "-c".into(), script],
+        }
+    }
+
+    fn ctx(revision: Revision) -> CallCtx {
+        CallCtx::new(
+            revision,
+            Arc::new(ClientCapabilities::default()),
+            CancellationToken::new(),
+            None,
+        )
+    }
+
+    /// A link to `server` and a `tools/call` on it, registered as the gateway registers
+    /// one (before the upstream can ask anything); the call's text answer once it came,
+    /// every event the upstream sent before it routed.
+    async fn call_on(server: Target) -> (Arc<Link>, ClientRequestId, CallInbox, String) {
+        let mut opts = ClientOptions::with_handshake_timeout(Duration::from_secs(10));
+        opts.era = EraChoice::Handshake;
+        opts.capabilities.roots = Some(serde_json::json!({}));
+        let (client, events) = Client::connect(&server, &opts).await.expect("connect");
+        let (backend_events, _) = broadcast::channel(16);
+        let link = Link::start(client, events, true, backend_events);
+        link.sending();
+        let params = serde_json::value::to_raw_value(&serde_json::json!({"name": "t"})).ok();
+        let pending = link
+            .client()
+            .send("tools/call", params, RequestOptions::default())
+            .await
+            .expect("sent");
+        let id = pending.id();
+        let inbox = link.register(id, ctx(Revision::LATEST_STATEFUL));
+        let crate::client::Answer::Complete(raw) = pending.await.expect("answered") else {
+            panic!("not a complete answer");
+        };
+        link.flush().await;
+        let result: serde_json::Value = serde_json::from_str(raw.get()).expect("json");
+        let text = result["content"][0]["text"]
+            .as_str()
+            .expect("text")
+            .to_owned();
+        (link, id, inbox, text)
+    }
+
+    /// Takes what waits in `inbox`: how many asks.
+    fn asks_in(inbox: &mut CallInbox) -> usize {
+        let mut asks = 0;
+        while let Ok(msg) = inbox.try_recv() {
+            assert!(matches!(msg, ToCall::Ask(_)));
+            asks += 1;
+        }
+        asks
+    }
+
+    /// An upstream floods one call with server requests while the call takes none (as a
+    /// held round does): its inbox keeps at most its bound (`CALL_QUEUE`, plus the one
+    /// slot `futures` channels give each sender), the link remembers only those, and every
+    /// request past the bound is refused at once with `LimitExceeded` — the upstream is
+    /// answered, nothing piles up.
+    #[tokio::test]
+    async fn a_flood_of_server_requests_keeps_a_calls_inbox_at_its_bound() {
+        let bound = CALL_QUEUE + 1;
+        let (link, id, mut inbox, codes) = call_on(asking_server(FLOOD, FLOOD - bound)).await;
+        let busy = busy().to_wire_unnegotiated().code.to_string();
+        let codes: Vec<&str> = codes.split_whitespace().collect();
+        assert_eq!(
+            codes.len(),
+            FLOOD - bound,
+            "every request past the bound refused"
+        );
+        assert!(codes.iter().all(|c| *c == busy), "{codes:?}");
+
+        assert_eq!(
+            asks_in(&mut inbox),
+            bound,
+            "the inbox held exactly its bound"
+        );
+        {
+            let t = link.table.lock().expect("table");
+            assert_eq!(
+                t.asked.len(),
+                bound,
+                "only delivered requests are remembered"
+            );
+            assert!(t.orphans.is_empty() && t.early.is_empty());
+        }
+        link.unregister(id);
+        assert!(link.table.lock().expect("table").asked.is_empty());
+        assert!(
+            inbox.next().await.is_none(),
+            "the call's inbox closed with it"
+        );
+    }
+
+    /// A held call resumed with a new context (the downstream client's retry) keeps its
+    /// inbox: the server requests the upstream sent while it was held still wait there,
+    /// owned by it, what the link delivers next arrives there too, and what the link
+    /// routes by context goes to the new one.
+    #[tokio::test]
+    async fn a_reattached_call_keeps_its_inbox() {
+        let (link, id, mut inbox, _) = call_on(asking_server(3, 0)).await;
+        let Ok(ToCall::Ask(first)) = inbox.try_recv() else {
+            panic!("an ask waits");
+        };
+        link.reattach(id, ctx(Revision::STATELESS));
+        let now = link.ctx_of(Some(id), false).expect("the call's context");
+        assert!(now.revision().is_stateless(), "the new context");
+        let refused = link.table.lock().expect("table").deliver(first);
+        assert!(refused.is_none(), "delivered again");
+        assert_eq!(asks_in(&mut inbox), 3, "the two held back and the new one");
+        let t = link.table.lock().expect("table");
+        assert!(t.asked.values().all(|owner| *owner == id) && t.asked.len() == 3);
     }
 }

@@ -1,5 +1,6 @@
 //! A bare Streamable HTTP client for the cluster tests: one request per connection (as a
-//! balancer without affinity would send them), SSE read event by event.
+//! balancer without affinity would send them), a response read whole ([`Answer`]) or its
+//! SSE event by event ([`Events`]).
 
 use std::time::Duration;
 
@@ -38,6 +39,68 @@ pub async fn send(
     let bytes = body.map(|b| Bytes::from(b.to_string())).unwrap_or_default();
     let req = req.body(Full::new(bytes)).expect("request");
     sender.send_request(req).await.expect("response")
+}
+
+/// A response read whole.
+pub struct Answer {
+    pub status: u16,
+    /// Its `Mcp-Session-Id`.
+    pub session: Option<String>,
+    /// Its `Retry-After`.
+    pub retry_after: Option<String>,
+    pub body: String,
+}
+
+impl Answer {
+    /// Reads `response` to its end.
+    pub async fn read(response: hyper::Response<Incoming>) -> Answer {
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let (status, session, retry_after) = (
+            response.status().as_u16(),
+            header("mcp-session-id"),
+            header("retry-after"),
+        );
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes();
+        Answer {
+            status,
+            session,
+            retry_after,
+            body: String::from_utf8_lossy(&bytes).into_owned(),
+        }
+    }
+
+    /// The JSON-RPC message: the body, or an SSE body's first event with data.
+    pub fn message(&self) -> Value {
+        let text = self
+            .body
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .map(str::trim)
+            .find(|d| !d.is_empty())
+            .unwrap_or(&self.body);
+        serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+}
+
+/// [`send`], read whole.
+pub async fn answer(
+    addr: &str,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: Option<Value>,
+) -> Answer {
+    Answer::read(send(addr, method, headers, body).await).await
 }
 
 /// One POST of `body` in session `sid` (none: outside a session).

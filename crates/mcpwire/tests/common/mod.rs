@@ -1,6 +1,8 @@
 //! Helpers shared by the library's integration tests.
 
 #[allow(dead_code)] // each test binary uses its own part
+pub mod cluster;
+#[allow(dead_code)] // each test binary uses its own part
 pub mod http;
 #[allow(dead_code)] // each test binary uses its own part
 pub mod tasks;
