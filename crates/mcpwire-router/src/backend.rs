@@ -188,7 +188,10 @@ pub trait Backend: Send + Sync + 'static {
     /// nothing written again); gives the call back otherwise, and the router answers it
     /// the general way ([`Backend::call`]). The answer must be what [`Backend::call`]
     /// would give. By default, every call is given back.
-    fn forward_tool_call(&self, call: ForwardedCall) -> Result<BoxFuture<'static, Result<Reply, McpError>>, ForwardedCall> {
+    fn forward_tool_call(
+        &self,
+        call: ForwardedCall,
+    ) -> Result<BoxFuture<'static, Result<Reply, McpError>>, ForwardedCall> {
         Err(call)
     }
 }

@@ -101,8 +101,14 @@ mod tests {
 
     #[test]
     fn plain_calls_qualify_and_name_their_tool() {
-        assert_eq!(call(r#"{"name":"echo","arguments":{"text":"hi"}}"#), Ok("echo".into()));
-        assert_eq!(call(r#"{ "arguments" : {} , "name" : "a-b" }"#), Ok("a-b".into()));
+        assert_eq!(
+            call(r#"{"name":"echo","arguments":{"text":"hi"}}"#),
+            Ok("echo".into())
+        );
+        assert_eq!(
+            call(r#"{ "arguments" : {} , "name" : "a-b" }"#),
+            Ok("a-b".into())
+        );
         assert_eq!(call(r#"{"name":"only"}"#), Ok("only".into()));
         assert_eq!(call(r#"{"name":"é"}"#), Ok("é".into()));
     }

@@ -148,9 +148,15 @@ impl Router {
 
     /// A handshake-era `tools/call` the backend forwards with its params as they came
     /// (see [`Backend::forward_tool_call`]); the call back when it does not.
-    fn forward(&self, ctx: CallCtx, params: Raw) -> Result<BoxFuture<'static, McpReply>, (CallCtx, Raw)> {
+    fn forward(
+        &self,
+        ctx: CallCtx,
+        params: Raw,
+    ) -> Result<BoxFuture<'static, McpReply>, (CallCtx, Raw)> {
         let call = ForwardedCall::new(ctx, params)?;
-        self.backend.forward_tool_call(call).map_err(ForwardedCall::into_parts)
+        self.backend
+            .forward_tool_call(call)
+            .map_err(ForwardedCall::into_parts)
     }
 
     /// Answers one request.

@@ -18,8 +18,7 @@ use std::time::Instant;
 
 use mcpwire_model::{McpError, Method, Raw};
 use mcpwire_session::{
-    IdMap,
-    Answer, ClientEvent, ClientRequestId, ClientSession, Negotiated, RequestOptions,
+    Answer, ClientEvent, ClientRequestId, ClientSession, IdMap, Negotiated, RequestOptions,
     ServerRequestId,
 };
 use tokio::sync::{mpsc, oneshot};

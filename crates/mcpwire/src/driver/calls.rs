@@ -17,9 +17,7 @@ use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use mcpwire_model::{BackendEvent, CallEvent, ClientAsk, McpError, Raw, RequestId};
 use mcpwire_router::{BoxFuture, CallCtx, Identity, McpCall, McpReply, Peer, Router, SessionScope};
-use mcpwire_session::{
-    AskId, Dispatch, DispatchId, IdMap, ServerSession, SessionEvent, Transmit,
-};
+use mcpwire_session::{AskId, Dispatch, DispatchId, IdMap, ServerSession, SessionEvent, Transmit};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;

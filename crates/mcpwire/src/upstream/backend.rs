@@ -587,7 +587,9 @@ impl Backend for UpstreamBackend {
         let (ctx, params) = call.into_parts();
         let params = Some(params);
         let again = kept_for_again(&link, &params);
-        Ok(Box::pin(self.inner.clone().fast_call(link, ctx, params, again)))
+        Ok(Box::pin(
+            self.inner.clone().fast_call(link, ctx, params, again),
+        ))
     }
 
     fn tool_routing(&self, name: &str) -> Option<Arc<ToolRouting>> {
