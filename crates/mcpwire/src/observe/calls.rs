@@ -235,9 +235,40 @@ pub(super) fn outcome(reply: Option<&McpReply>) -> Outcome {
         None => Outcome::Cancelled,
         Some(Err(_)) => Outcome::Error,
         Some(Ok(Reply::InputRequired(_))) => Outcome::InputRequired,
-        Some(Ok(Reply::Complete(raw))) => match serde_json::from_str::<IsError>(raw.get()) {
-            Ok(IsError { is_error: true }) => Outcome::ToolError,
-            _ => Outcome::Ok,
-        },
+        Some(Ok(Reply::Complete(raw))) if is_error(raw.get()) => Outcome::ToolError,
+        Some(Ok(Reply::Complete(_))) => Outcome::Ok,
+    }
+}
+
+/// Whether a result says `isError: true`. A result whose text has neither `isError` nor a
+/// `\u` escape (which could spell the key) cannot, and is not parsed: most results.
+fn is_error(result: &str) -> bool {
+    if !result.contains("isError") && !result.contains("\\u") {
+        return false;
+    }
+    matches!(
+        serde_json::from_str::<IsError>(result),
+        Ok(IsError { is_error: true })
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_error;
+
+    #[test]
+    fn is_error_reads_the_top_level_flag_only() {
+        for (result, expected) in [
+            (r#"{"content":[]}"#, false),
+            (r#"{"content":[],"isError":true}"#, true),
+            (r#"{"content":[],"isError":false}"#, false),
+            (r#"{"content":[{"type":"text","text":"isError"}]}"#, false),
+            (r#"{"structuredContent":{"isError":true}}"#, false),
+            (r#"{"is\u0045rror":true}"#, true),
+            (r#"{"text":"caf\u00e9"}"#, false),
+            ("not json isError", false),
+        ] {
+            assert_eq!(is_error(result), expected, "{result}");
+        }
     }
 }
