@@ -5,6 +5,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use arc_swap::ArcSwap;
+
 use mcpwire_model::Raw;
 
 use crate::catalog::{Catalog, Entry, Scope};
@@ -111,10 +113,30 @@ impl Scope for Subset {
     }
 }
 
-/// One [`Subset`] per audience of the current catalog (at most [`MAX_AUDIENCES`]).
+/// One [`Subset`] per audience of the current catalog (at most [`MAX_AUDIENCES`]). Every
+/// call reads it, so reading takes no lock: the kept subsets are an immutable map swapped
+/// whole when one is added (once per audience and catalog generation).
 #[derive(Default)]
 pub(crate) struct Subsets {
-    cache: Mutex<(u64, HashMap<Audience, Arc<Subset>>)>,
+    kept: ArcSwap<Kept>,
+    /// Held while a subset is built and added (one writer at a time).
+    adding: Mutex<()>,
+}
+
+/// The subsets of one catalog generation.
+#[derive(Default)]
+struct Kept {
+    generation: u64,
+    by_audience: HashMap<Audience, Arc<Subset>>,
+}
+
+impl Kept {
+    fn find(&self, generation: u64, audience: &Audience) -> Option<Arc<Subset>> {
+        if self.generation != generation {
+            return None;
+        }
+        self.by_audience.get(audience).cloned()
+    }
 }
 
 impl Subsets {
@@ -125,31 +147,37 @@ impl Subsets {
         audience: &Audience,
         build: impl FnOnce() -> Subset,
     ) -> Arc<Subset> {
-        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
-        if cache.0 != generation {
-            *cache = (generation, HashMap::new());
+        if let Some(s) = self.kept.load().find(generation, audience) {
+            return s;
         }
-        if let Some(s) = cache.1.get(audience) {
-            return s.clone();
+        let _adding = self.adding.lock().unwrap_or_else(PoisonError::into_inner);
+        let kept = self.kept.load_full();
+        if let Some(s) = kept.find(generation, audience) {
+            return s;
         }
         let s = Arc::new(build());
-        if cache.1.len() >= MAX_AUDIENCES
-            && let Some(old) = cache.1.keys().next().cloned()
+        let mut by_audience = if kept.generation == generation {
+            kept.by_audience.clone()
+        } else {
+            HashMap::new()
+        };
+        if by_audience.len() >= MAX_AUDIENCES
+            && let Some(old) = by_audience.keys().next().cloned()
         {
-            cache.1.remove(&old);
+            by_audience.remove(&old);
         }
-        cache.1.insert(audience.clone(), s.clone());
+        by_audience.insert(audience.clone(), s.clone());
+        self.kept.store(Arc::new(Kept {
+            generation,
+            by_audience,
+        }));
         s
     }
 
     /// How many audiences are kept (for tests).
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.cache
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .1
-            .len()
+        self.kept.load().by_audience.len()
     }
 }
 

@@ -20,7 +20,7 @@ use super::McpbListenerState;
 use crate::auth::{AuthFailure, Check};
 use crate::driver::framed::output_full;
 use crate::driver::{Calls, Endpoint, FramedDriver, ServerCore, Status, Wake, now};
-use crate::observe::{Counted, Direction, McpbMetrics, ProtocolError, Wire};
+use crate::observe::{Counted, Direction, FrameKind, McpbMetrics, ProtocolError, Wire};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -603,10 +603,10 @@ impl McpbConnection {
     fn write(&mut self, out: &mut BytesMut, frame: McpbOut<'_>) {
         let kind = match &frame {
             McpbOut::Mcp(m) | McpbOut::Envelope(m) | McpbOut::AuthMcp(m, _) => outbound_kind(m),
-            McpbOut::Control(_) => "control",
-            McpbOut::Health(_) => "health_check",
-            McpbOut::Version(_) | McpbOut::VersionAck(_) => "version",
-            McpbOut::Error(_) => "error",
+            McpbOut::Control(_) => FrameKind::Control,
+            McpbOut::Health(_) => FrameKind::HealthCheck,
+            McpbOut::Version(_) | McpbOut::VersionAck(_) => FrameKind::Version,
+            McpbOut::Error(_) => FrameKind::Error,
         };
         self.listener.metrics.message(kind, Direction::Outbound);
         if let Err(e) = self.codec.encode(frame, out) {
@@ -666,27 +666,27 @@ impl AuthInit {
 }
 
 /// The `type` label of an inbound frame.
-fn inbound_kind(frame: &McpbFrame) -> &'static str {
+fn inbound_kind(frame: &McpbFrame) -> FrameKind {
     match frame {
         McpbFrame::Mcp { msg, .. } => match msg {
-            Ok(Message::Request(_)) => "request",
-            Ok(Message::Notification(_)) => "notification",
-            Ok(_) => "response",
-            Err(_) => "invalid",
+            Ok(Message::Request(_)) => FrameKind::Request,
+            Ok(Message::Notification(_)) => FrameKind::Notification,
+            Ok(_) => FrameKind::Response,
+            Err(_) => FrameKind::Invalid,
         },
-        McpbFrame::Health(_) => "health_check",
-        McpbFrame::Version(_) | McpbFrame::VersionAck(_) => "version",
-        McpbFrame::Control(_) => "control",
-        McpbFrame::PeerError(_) => "error",
-        McpbFrame::Refused(_) => "refused",
+        McpbFrame::Health(_) => FrameKind::HealthCheck,
+        McpbFrame::Version(_) | McpbFrame::VersionAck(_) => FrameKind::Version,
+        McpbFrame::Control(_) => FrameKind::Control,
+        McpbFrame::PeerError(_) => FrameKind::Error,
+        McpbFrame::Refused(_) => FrameKind::Refused,
     }
 }
 
 /// The `type` label of an outbound MCP message.
-fn outbound_kind(msg: &Outbound) -> &'static str {
+fn outbound_kind(msg: &Outbound) -> FrameKind {
     match msg {
-        Outbound::Response { .. } | Outbound::Error { .. } => "response",
-        Outbound::Notification { .. } => "notification",
-        Outbound::Request { .. } => "request",
+        Outbound::Response { .. } | Outbound::Error { .. } => FrameKind::Response,
+        Outbound::Notification { .. } => FrameKind::Notification,
+        Outbound::Request { .. } => FrameKind::Request,
     }
 }

@@ -1,22 +1,71 @@
-//! Requests and tool calls, recorded once for every wire by the driver core's call runner.
+//! Requests and tool calls, recorded once for every wire by the driver core's call runner,
+//! through handles kept per `method` and per `tool` (`handles.rs`).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::borrow::Cow;
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use mcpwire_model::{McpError, Method, Raw, Reply};
 use mcpwire_router::McpReply;
+use metrics::Gauge;
 use serde::Deserialize;
 
+use super::handles::{Family, LabelTable, Outcome, Series};
 use super::{
     REQUEST_DURATION, REQUESTS_IN_FLIGHT, REQUESTS_TOTAL, TOOL_CALL_DURATION, TOOL_CALLS_TOTAL,
 };
 
-/// Set once the Prometheus recorder is installed; until then nothing is measured.
-static ENABLED: AtomicBool = AtomicBool::new(false);
+/// Slots for `method` values: the model's methods and `other`, with room to spare.
+const METHOD_SLOTS: usize = 64;
+/// Slots for `tool` values: names answered as known tools. A catalog with more (or a
+/// crowded table) records the rest through the `metrics` facade, with the same labels.
+pub(crate) const TOOL_SLOTS: usize = 1024;
+/// The `tool` label of a call answered "unknown tool" (hidden tools included).
+const UNKNOWN_TOOL: &str = "(unknown)";
+
+/// The handles calls record through, made once the recorder is installed (until then
+/// nothing is measured).
+struct CallHandles {
+    requests: LabelTable,
+    tools: LabelTable,
+    in_flight: [OnceLock<Gauge>; Wire::COUNT],
+}
+
+static HANDLES: OnceLock<CallHandles> = OnceLock::new();
 
 /// Starts measuring calls (the recorder is installed).
 pub(crate) fn enable() {
-    ENABLED.store(true, Ordering::Relaxed);
+    HANDLES.get_or_init(|| CallHandles {
+        requests: LabelTable::new(
+            Family {
+                counter: REQUESTS_TOTAL,
+                histogram: REQUEST_DURATION,
+                label: "method",
+            },
+            METHOD_SLOTS,
+        ),
+        tools: LabelTable::new(
+            Family {
+                counter: TOOL_CALLS_TOTAL,
+                histogram: TOOL_CALL_DURATION,
+                label: "tool",
+            },
+            TOOL_SLOTS,
+        ),
+        in_flight: Default::default(),
+    });
+}
+
+/// Whether calls are measured (the recorder is installed).
+pub(crate) fn enabled() -> bool {
+    HANDLES.get().is_some()
+}
+
+impl CallHandles {
+    fn in_flight(&self, wire: Wire) -> &Gauge {
+        self.in_flight[wire as usize]
+            .get_or_init(|| metrics::gauge!(REQUESTS_IN_FLIGHT, "wire" => wire.as_str()))
+    }
 }
 
 /// The wire a call came in on: the `wire` label.
@@ -30,6 +79,9 @@ pub(crate) enum Wire {
 }
 
 impl Wire {
+    /// How many wires there are (the variants index arrays of handles).
+    pub(crate) const COUNT: usize = 5;
+
     /// The label value.
     pub(crate) fn as_str(self) -> &'static str {
         match self {
@@ -42,23 +94,31 @@ impl Wire {
     }
 }
 
+/// A label value: held in its table, or (not there yet, or no room) its text.
+enum Label {
+    Held(&'static Series),
+    Named(Box<str>),
+}
+
 /// One request being measured, from its dispatch to its answer. Dropped unanswered (its
 /// connection went away), it counts as `cancelled`.
 pub(crate) struct CallMetrics {
+    handles: &'static CallHandles,
     /// Whether the answer was recorded.
     finished: bool,
     wire: Wire,
     started: Instant,
     /// The method's wire name; `other` for methods the model does not name (a client's
     /// made-up names must not make new series).
-    method: String,
+    method: Label,
     /// `tools/call`: the tool's name as requested.
-    tool: Option<String>,
+    tool: Option<Label>,
 }
 
 #[derive(Deserialize)]
-struct ToolName {
-    name: String,
+struct ToolName<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
 }
 
 #[derive(Deserialize)]
@@ -70,16 +130,24 @@ struct IsError {
 impl CallMetrics {
     /// Starts measuring a request (`None` while metrics are off).
     pub(crate) fn start(wire: Wire, method: &Method, params: Option<&Raw>) -> Option<Self> {
-        if !ENABLED.load(Ordering::Relaxed) {
-            return None;
-        }
-        let tool = tool_name(method, params);
-        let method = match method {
-            Method::Other(_) => "other".to_owned(),
-            m => m.as_str().to_owned(),
+        let handles = HANDLES.get()?;
+        // A tool enters its table only once answered as known (`record`): here it is only
+        // looked up, so a made-up name takes no slot.
+        let tool = tool_name(method, params).map(|t| match handles.tools.get(&t) {
+            Some(series) => Label::Held(series),
+            None => Label::Named(t.into()),
+        });
+        let name = match method {
+            Method::Other(_) => "other",
+            m => m.as_str(),
         };
-        metrics::gauge!(REQUESTS_IN_FLIGHT, "wire" => wire.as_str()).increment(1.0);
+        let method = match handles.requests.get_or_insert(name) {
+            Some(series) => Label::Held(series),
+            None => Label::Named(name.into()),
+        };
+        handles.in_flight(wire).increment(1.0);
         Some(CallMetrics {
+            handles,
             finished: false,
             wire,
             started: Instant::now(),
@@ -97,28 +165,46 @@ impl CallMetrics {
         self.finished = true;
         let seconds = self.started.elapsed().as_secs_f64();
         let outcome = outcome(reply);
-        let wire = self.wire.as_str();
-        let method = std::mem::take(&mut self.method);
-        metrics::counter!(REQUESTS_TOTAL, "wire" => wire, "method" => method.clone(), "outcome" => outcome)
-            .increment(1);
-        metrics::histogram!(REQUEST_DURATION, "wire" => wire, "method" => method).record(seconds);
+        let (wire, handles) = (self.wire, self.handles);
+        match &self.method {
+            Label::Held(series) => handles.requests.record(series, wire, outcome, seconds),
+            Label::Named(name) => {
+                let family = handles.requests.family();
+                family.record_uncached(wire, name, outcome, seconds);
+            }
+        }
         if let Some(Err(McpError::RateLimited { limit, .. })) = reply {
-            super::rate_limited(self.wire, limit);
+            super::rate_limited(wire, limit);
         }
         let Some(tool) = self.tool.take() else { return };
         // Unknown (or hidden) tools share one series: names a client makes up must not
-        // grow the registry.
-        let tool = match reply {
-            Some(Err(
-                McpError::ToolNotFound(_)
+        // grow the registry (nor the table).
+        let unknown = matches!(
+            reply,
+            Some(Err(McpError::ToolNotFound(_)
                 | McpError::InvalidParams(_)
-                | McpError::MethodNotFound(_),
-            )) => "(unknown)".to_owned(),
-            _ => tool,
+                | McpError::MethodNotFound(_),))
+        );
+        let tools = &handles.tools;
+        let series = match &tool {
+            _ if unknown => tools.get_or_insert(UNKNOWN_TOOL),
+            Label::Held(series) => Some(*series),
+            Label::Named(name) => tools.get_or_insert(name),
         };
-        metrics::counter!(TOOL_CALLS_TOTAL, "wire" => wire, "tool" => tool.clone(), "outcome" => outcome)
-            .increment(1);
-        metrics::histogram!(TOOL_CALL_DURATION, "wire" => wire, "tool" => tool).record(seconds);
+        match series {
+            Some(series) => tools.record(series, wire, outcome, seconds),
+            None => {
+                let name = if unknown {
+                    UNKNOWN_TOOL
+                } else {
+                    match &tool {
+                        Label::Held(series) => series.value(),
+                        Label::Named(name) => name,
+                    }
+                };
+                tools.family().record_uncached(wire, name, outcome, seconds);
+            }
+        }
     }
 }
 
@@ -127,15 +213,16 @@ impl Drop for CallMetrics {
         if !self.finished {
             self.record(None);
         }
-        metrics::gauge!(REQUESTS_IN_FLIGHT, "wire" => self.wire.as_str()).decrement(1.0);
+        self.handles.in_flight(self.wire).decrement(1.0);
     }
 }
 
-/// The tool a `tools/call` names (`None` for other methods or unreadable params).
-pub(super) fn tool_name(method: &Method, params: Option<&Raw>) -> Option<String> {
+/// The tool a `tools/call` names (`None` for other methods or unreadable params), borrowed
+/// from the params unless it holds escapes.
+pub(super) fn tool_name<'a>(method: &Method, params: Option<&'a Raw>) -> Option<Cow<'a, str>> {
     match method {
         Method::ToolsCall => params
-            .and_then(|p| serde_json::from_str::<ToolName>(p.get()).ok())
+            .and_then(|p| serde_json::from_str::<ToolName<'a>>(p.get()).ok())
             .map(|t| t.name),
         _ => None,
     }
@@ -143,14 +230,45 @@ pub(super) fn tool_name(method: &Method, params: Option<&Raw>) -> Option<String>
 
 /// `ok`, `tool_error` (a result with `isError: true`), `input_required`, `error` (a
 /// JSON-RPC error) or `cancelled`.
-pub(super) fn outcome(reply: Option<&McpReply>) -> &'static str {
+pub(super) fn outcome(reply: Option<&McpReply>) -> Outcome {
     match reply {
-        None => "cancelled",
-        Some(Err(_)) => "error",
-        Some(Ok(Reply::InputRequired(_))) => "input_required",
-        Some(Ok(Reply::Complete(raw))) => match serde_json::from_str::<IsError>(raw.get()) {
-            Ok(IsError { is_error: true }) => "tool_error",
-            _ => "ok",
-        },
+        None => Outcome::Cancelled,
+        Some(Err(_)) => Outcome::Error,
+        Some(Ok(Reply::InputRequired(_))) => Outcome::InputRequired,
+        Some(Ok(Reply::Complete(raw))) if is_error(raw.get()) => Outcome::ToolError,
+        Some(Ok(Reply::Complete(_))) => Outcome::Ok,
+    }
+}
+
+/// Whether a result says `isError: true`. A result whose text has neither `isError` nor a
+/// `\u` escape (which could spell the key) cannot, and is not parsed: most results.
+fn is_error(result: &str) -> bool {
+    if !result.contains("isError") && !result.contains("\\u") {
+        return false;
+    }
+    matches!(
+        serde_json::from_str::<IsError>(result),
+        Ok(IsError { is_error: true })
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_error;
+
+    #[test]
+    fn is_error_reads_the_top_level_flag_only() {
+        for (result, expected) in [
+            (r#"{"content":[]}"#, false),
+            (r#"{"content":[],"isError":true}"#, true),
+            (r#"{"content":[],"isError":false}"#, false),
+            (r#"{"content":[{"type":"text","text":"isError"}]}"#, false),
+            (r#"{"structuredContent":{"isError":true}}"#, false),
+            (r#"{"is\u0045rror":true}"#, true),
+            (r#"{"text":"caf\u00e9"}"#, false),
+            ("not json isError", false),
+        ] {
+            assert_eq!(is_error(result), expected, "{result}");
+        }
     }
 }

@@ -2,6 +2,7 @@
 
 use std::io;
 use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
 use metrics::{Counter, Gauge, Histogram};
@@ -20,10 +21,53 @@ pub(crate) enum Direction {
 }
 
 impl Direction {
+    const COUNT: usize = 2;
+
     fn as_str(self) -> &'static str {
         match self {
             Direction::Inbound => "inbound",
             Direction::Outbound => "outbound",
+        }
+    }
+}
+
+/// The `type` label of `mcp_gateway_tcp_messages_total`: what a frame was.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum FrameKind {
+    /// An MCP request.
+    Request,
+    /// An MCP response (a result or an error).
+    Response,
+    /// An MCP notification.
+    Notification,
+    /// A health check or its answer.
+    HealthCheck,
+    /// Version negotiation.
+    Version,
+    /// A control frame.
+    Control,
+    /// An Error frame.
+    Error,
+    /// A frame the codec refused.
+    Refused,
+    /// An MCP frame whose JSON-RPC did not decode.
+    Invalid,
+}
+
+impl FrameKind {
+    const COUNT: usize = 9;
+
+    fn as_str(self) -> &'static str {
+        match self {
+            FrameKind::Request => "request",
+            FrameKind::Response => "response",
+            FrameKind::Notification => "notification",
+            FrameKind::HealthCheck => "health_check",
+            FrameKind::Version => "version",
+            FrameKind::Control => "control",
+            FrameKind::Error => "error",
+            FrameKind::Refused => "refused",
+            FrameKind::Invalid => "invalid",
         }
     }
 }
@@ -42,6 +86,8 @@ pub(crate) enum ProtocolError {
 }
 
 impl ProtocolError {
+    const COUNT: usize = 4;
+
     fn as_str(self) -> &'static str {
         match self {
             ProtocolError::Framing => "framing",
@@ -60,6 +106,15 @@ pub(crate) struct McpbMetrics {
     pub(crate) bytes_in: Counter,
     pub(crate) bytes_out: Counter,
     pub(crate) frame_duration: Histogram,
+    /// Frame and error counters by label, registered on first use once the recorder is
+    /// installed (a combination never seen never shows on `/metrics`).
+    labelled: Arc<Labelled>,
+}
+
+#[derive(Default)]
+struct Labelled {
+    messages: [[OnceLock<Counter>; Direction::COUNT]; FrameKind::COUNT],
+    protocol_errors: [OnceLock<Counter>; ProtocolError::COUNT],
 }
 
 impl McpbMetrics {
@@ -71,19 +126,31 @@ impl McpbMetrics {
             bytes_in: metrics::counter!(TCP_BYTES_TOTAL, "direction" => "inbound"),
             bytes_out: metrics::counter!(TCP_BYTES_TOTAL, "direction" => "outbound"),
             frame_duration: metrics::histogram!(TCP_MESSAGE_DURATION),
+            labelled: Arc::default(),
         }
     }
 
-    /// Counts one frame of `kind` (`request`, `response`, `notification`, `health_check`,
-    /// `version`, `control`, `error`).
-    pub(crate) fn message(&self, kind: &'static str, direction: Direction) {
-        metrics::counter!(TCP_MESSAGES_TOTAL, "type" => kind, "direction" => direction.as_str())
+    /// Counts one frame.
+    pub(crate) fn message(&self, kind: FrameKind, direction: Direction) {
+        let register = || metrics::counter!(TCP_MESSAGES_TOTAL, "type" => kind.as_str(), "direction" => direction.as_str());
+        if !super::calls::enabled() {
+            // Not our recorder (yet): a handle taken now would stay a no-op.
+            return register().increment(1);
+        }
+        self.labelled.messages[kind as usize][direction as usize]
+            .get_or_init(register)
             .increment(1);
     }
 
     /// Counts one protocol error.
     pub(crate) fn protocol_error(&self, kind: ProtocolError) {
-        metrics::counter!(TCP_PROTOCOL_ERRORS_TOTAL, "type" => kind.as_str()).increment(1);
+        let register = || metrics::counter!(TCP_PROTOCOL_ERRORS_TOTAL, "type" => kind.as_str());
+        if !super::calls::enabled() {
+            return register().increment(1);
+        }
+        self.labelled.protocol_errors[kind as usize]
+            .get_or_init(register)
+            .increment(1);
     }
 }
 

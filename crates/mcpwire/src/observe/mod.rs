@@ -7,6 +7,7 @@
 //! server without an admin listener pays nothing for it.
 
 mod calls;
+mod handles;
 mod logs;
 mod mcpb;
 #[cfg(feature = "otel")]
@@ -23,7 +24,7 @@ pub(crate) use calls::{CallMetrics, Wire};
 pub use logs::{
     ANNOUNCE_DIRECTIVE, ANNOUNCE_TARGET, LogFormat, announce, log_format, set_log_format,
 };
-pub(crate) use mcpb::{Counted, Direction, McpbMetrics, ProtocolError};
+pub(crate) use mcpb::{Counted, Direction, FrameKind, McpbMetrics, ProtocolError};
 #[cfg(feature = "otel")]
 pub use otel::{Telemetry, TelemetryError, install as install_telemetry};
 pub use spans::REQUEST_TARGET;

@@ -44,7 +44,7 @@ pub(crate) fn request_span(
     }
     let tool = super::calls::tool_name(method, params);
     if let Some(tool) = &tool {
-        span.record("tool", tool.as_str());
+        span.record("tool", &**tool);
     }
     if active() {
         match &tool {
@@ -61,7 +61,7 @@ pub(crate) fn request_span(
 /// `cancelled`) on `span`, and logs `request answered` at `debug` inside it.
 pub(crate) fn finish_span(span: &Span, reply: Option<&McpReply>) {
     if !span.is_disabled() {
-        let outcome = super::calls::outcome(reply);
+        let outcome = super::calls::outcome(reply).as_str();
         span.record("outcome", outcome);
         if outcome == "error" && active() {
             span.record("otel.status_code", "error");
