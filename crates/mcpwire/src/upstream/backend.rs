@@ -523,7 +523,9 @@ impl Inner {
                     params,
                     opts: self.options(&ctx, &link),
                 };
-                self.in_new_session(link, ctx, fwd, e).await
+                // Boxed: opening a session is a large future, and rare; the fast path's
+                // own stays small (it is moved into a box on every call).
+                Box::pin(self.in_new_session(link, ctx, fwd, e)).await
             }
             fast::Fallback::SessionGone(e) => Err(e),
         }
