@@ -25,7 +25,7 @@ command -v valgrind >/dev/null || { echo "gateway_instructions: valgrind is requ
 total() { # $1 = server command (its program is run under callgrind), $2 = calls
     local file="$out/cg.$2.$RANDOM"
     "$loadgen" --runs 1 --inflight 16 --warmup 500 -n "$2" --timeout-secs 900 \
-        --server "s=valgrind --tool=callgrind --callgrind-out-file=$file $1" >/dev/null
+        --server "s=valgrind --tool=callgrind --callgrind-out-file=$file $1" >/dev/null 2>&1
     callgrind_annotate "$file" | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1; exit }'
 }
 
