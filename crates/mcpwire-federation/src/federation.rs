@@ -671,6 +671,15 @@ impl Backend for Federation {
         dispatch::answer(s.catalog.clone(), Some(&s.pages), &*s, ctx, req)
     }
 
+    fn forwards_tool_calls(&self) -> bool {
+        self.policy().is_open()
+            && self
+                .catalog()
+                .members
+                .iter()
+                .any(|m| m.backend.forwards_tool_calls())
+    }
+
     fn forward_tool_call(
         &self,
         call: ForwardedCall,

@@ -183,6 +183,12 @@ pub trait Backend: Send + Sync + 'static {
         None
     }
 
+    /// Whether [`Backend::forward_tool_call`] may take calls now: the router reads a call's
+    /// params for it only then, so backends that never forward (the default) cost nothing.
+    fn forwards_tool_calls(&self) -> bool {
+        false
+    }
+
     /// Answers a handshake-era `tools/call` by sending its params on exactly as they came,
     /// when this backend forwards such calls (the gateway's fast path: nothing parsed,
     /// nothing written again); gives the call back otherwise, and the router answers it

@@ -153,6 +153,9 @@ impl Router {
         ctx: CallCtx,
         params: Raw,
     ) -> Result<BoxFuture<'static, McpReply>, (CallCtx, Raw)> {
+        if !self.backend.forwards_tool_calls() {
+            return Err((ctx, params));
+        }
         let call = ForwardedCall::new(ctx, params)?;
         self.backend
             .forward_tool_call(call)

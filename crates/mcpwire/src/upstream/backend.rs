@@ -579,6 +579,10 @@ impl Backend for UpstreamBackend {
         Box::pin(self.inner.clone().call(ctx, req))
     }
 
+    fn forwards_tool_calls(&self) -> bool {
+        true
+    }
+
     fn forward_tool_call(
         &self,
         call: ForwardedCall,

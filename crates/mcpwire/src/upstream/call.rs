@@ -33,10 +33,10 @@ pub(crate) struct Forward {
     pub(crate) opts: RequestOptions,
 }
 
-/// Forgets a call on its link however the call ends.
-struct Registered {
-    link: Arc<Link>,
-    id: ClientRequestId,
+/// Forgets a call on its link however the call ends (rounds here, `super::fast`'s calls).
+pub(crate) struct Registered {
+    pub(crate) link: Arc<Link>,
+    pub(crate) id: ClientRequestId,
 }
 
 impl Drop for Registered {

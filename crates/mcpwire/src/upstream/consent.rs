@@ -182,6 +182,14 @@ mod tests {
             .unwrap()
     }
 
+    /// A downstream client answering every elicitation with `action`.
+    fn answering(action: &'static str) -> Arc<Client> {
+        Arc::new(Client {
+            action,
+            asked: Mutex::default(),
+        })
+    }
+
     fn done() -> Result<Reply, McpError> {
         Ok(Reply::Complete(to_raw(
             &serde_json::json!({ "content": [] }),
@@ -191,10 +199,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_client_without_url_elicitation_gets_the_url_in_an_error() {
         let table = PendingConsents::new(8, Vec::new());
-        let client = Arc::new(Client {
-            action: "accept",
-            asked: Mutex::default(),
-        });
+        let client = answering("accept");
         let ctx = ctx(false, &client);
         let kept = Mutex::new(None);
         let call = || async {
@@ -217,10 +222,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn an_accepted_authorization_outlasting_the_handshake_runs_the_call_again() {
         let table = PendingConsents::new(8, Vec::new());
-        let client = Arc::new(Client {
-            action: "accept",
-            asked: Mutex::default(),
-        });
+        let client = answering("accept");
         let ctx = ctx(true, &client);
         let attempts = AtomicUsize::new(0);
         let answer = Arc::new(Mutex::new(None));
@@ -254,10 +256,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_declined_authorization_ends_the_call_and_is_forgotten() {
         let table = PendingConsents::new(8, Vec::new());
-        let client = Arc::new(Client {
-            action: "decline",
-            asked: Mutex::default(),
-        });
+        let client = answering("decline");
         let ctx = ctx(true, &client);
         let kept = Mutex::new(None);
         let call = || async {

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use mcpwire_model::{McpError, Raw, Reply};
 use mcpwire_router::CallCtx;
 
+use super::call::Registered;
 use super::link::Link;
 use crate::client::{Answer, ClientEra, RequestOptions};
 
@@ -52,7 +53,10 @@ pub(crate) async fn call(
     };
     let id = pending.id();
     link.register_fast(id, ctx.clone());
-    let _registered = Registered { link: &link, id };
+    let _registered = Registered {
+        link: link.clone(),
+        id,
+    };
     let mut pending = pending;
     tokio::select! {
         answer = &mut pending => {
@@ -79,17 +83,5 @@ pub(crate) async fn call(
             pending.cancel("the downstream client cancelled");
             Fallback::Done(Err(McpError::Cancelled))
         }
-    }
-}
-
-/// Forgets the call on its link however it ends.
-struct Registered<'a> {
-    link: &'a Link,
-    id: crate::client::ClientRequestId,
-}
-
-impl Drop for Registered<'_> {
-    fn drop(&mut self) {
-        self.link.unregister(self.id);
     }
 }
