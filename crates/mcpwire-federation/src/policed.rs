@@ -16,16 +16,20 @@ impl Federation {
     pub(crate) fn policed(&self, who: Option<&Identity>) -> Arc<Subset> {
         let catalog = self.catalog();
         let policy = self.policy();
-        let audience = policy.audience(who);
-        self.subsets.get(catalog.generation, &audience, || {
-            Subset::policed(
-                catalog.clone(),
-                &Everything,
-                &policy,
-                &audience,
-                self.page_size(),
-            )
-        })
+        self.subsets.for_caller(
+            catalog.generation,
+            who,
+            || policy.audience(who),
+            |audience| {
+                Subset::policed(
+                    catalog.clone(),
+                    &Everything,
+                    &policy,
+                    audience,
+                    self.page_size(),
+                )
+            },
+        )
     }
 
     /// The report of what `who` (`None`: the anonymous caller) may see and call.
@@ -41,16 +45,20 @@ impl View {
         let base = self.scope();
         let fed = self.federation();
         let policy = fed.policy();
-        let audience = policy.audience(who);
-        self.subsets().get(base.catalog.generation, &audience, || {
-            Subset::policed(
-                base.catalog.clone(),
-                &*base,
-                &policy,
-                &audience,
-                fed.page_size(),
-            )
-        })
+        self.subsets().for_caller(
+            base.catalog.generation,
+            who,
+            || policy.audience(who),
+            |audience| {
+                Subset::policed(
+                    base.catalog.clone(),
+                    &*base,
+                    &policy,
+                    audience,
+                    fed.page_size(),
+                )
+            },
+        )
     }
 
     /// The report of what `who` (`None`: the anonymous caller) may see and call in the

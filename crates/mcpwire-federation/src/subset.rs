@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use arc_swap::ArcSwap;
 
 use mcpwire_model::Raw;
+use mcpwire_router::Identity;
 
 use crate::catalog::{Catalog, Entry, Scope};
 use crate::listing::Kind;
@@ -17,6 +18,10 @@ use crate::policy::{Audience, Policy, PolicyItem};
 /// Audiences whose subsets are kept per catalog; past that, one is dropped (and rebuilt
 /// when next needed).
 const MAX_AUDIENCES: usize = 64;
+
+/// Callers (identities) whose subset is remembered per catalog, so their calls skip
+/// working out their audience; past that, the oldest is forgotten.
+const MAX_KNOWN_CALLERS: usize = 32;
 
 /// The visible part of one catalog, paged.
 pub(crate) struct Subset {
@@ -121,6 +126,26 @@ pub(crate) struct Subsets {
     kept: ArcSwap<Kept>,
     /// Held while a subset is built and added (one writer at a time).
     adding: Mutex<()>,
+    /// The subsets of the last callers, by identity instance.
+    known: Mutex<KnownCallers>,
+}
+
+/// The last callers' subsets of one catalog generation: a caller's requests share one
+/// verified [`Identity`], so finding it by pointer is cheaper than matching its claims
+/// against every rule again.
+#[derive(Default)]
+struct KnownCallers {
+    generation: u64,
+    /// `None`: the anonymous caller. At most [`MAX_KNOWN_CALLERS`], oldest first.
+    callers: Vec<(Option<Identity>, Arc<Subset>)>,
+}
+
+fn same_caller(a: Option<&Identity>, b: Option<&Identity>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => a.same_instance(b),
+        _ => false,
+    }
 }
 
 /// The subsets of one catalog generation.
@@ -140,6 +165,38 @@ impl Kept {
 }
 
 impl Subsets {
+    /// `who`'s subset of catalog generation `generation`: remembered for that identity,
+    /// else the subset of its audience (worked out by `audience`), built by `build` unless
+    /// kept.
+    pub(crate) fn for_caller(
+        &self,
+        generation: u64,
+        who: Option<&Identity>,
+        audience: impl FnOnce() -> Audience,
+        build: impl FnOnce(&Audience) -> Subset,
+    ) -> Arc<Subset> {
+        {
+            let known = self.known.lock().unwrap_or_else(PoisonError::into_inner);
+            if known.generation == generation
+                && let Some((_, s)) = known.callers.iter().find(|(c, _)| same_caller(c.as_ref(), who))
+            {
+                return s.clone();
+            }
+        }
+        let audience = audience();
+        let s = self.get(generation, &audience, || build(&audience));
+        let mut known = self.known.lock().unwrap_or_else(PoisonError::into_inner);
+        if known.generation != generation {
+            known.generation = generation;
+            known.callers.clear();
+        }
+        if known.callers.len() >= MAX_KNOWN_CALLERS {
+            known.callers.remove(0);
+        }
+        known.callers.push((who.cloned(), s.clone()));
+        s
+    }
+
     /// `audience`'s subset of catalog generation `generation`, built by `build` unless kept.
     pub(crate) fn get(
         &self,
@@ -214,5 +271,52 @@ mod tests {
         let kept = subsets.get(2, &again, || unreachable!("kept for this generation"));
         assert!(Arc::ptr_eq(&first, &kept));
         assert_eq!(subsets.len(), 1, "a new generation starts afresh");
+    }
+
+    #[test]
+    fn a_callers_subset_is_remembered_by_identity_within_the_bound() {
+        let settings = Settings {
+            prefix: PrefixMode::Conditional,
+            separator: "_".into(),
+            page_size: 10,
+        };
+        let catalog = Arc::new(Catalog::build(1, &[], &settings));
+        let policy = Policy::default();
+        let subsets = Subsets::default();
+        let audiences = std::cell::Cell::new(0);
+        let get = |generation: u64, who: Option<&Identity>| {
+            subsets.for_caller(
+                generation,
+                who,
+                || {
+                    audiences.set(audiences.get() + 1);
+                    policy.audience(who)
+                },
+                |a| Subset::policed(catalog.clone(), &Everything, &policy, a, 10),
+            )
+        };
+        let alice = Identity::bearer("alice", None, vec![], serde_json::Map::new());
+        let twin = Identity::bearer("alice", None, vec![], serde_json::Map::new());
+        get(1, Some(&alice));
+        get(1, Some(&alice.clone()));
+        get(1, None);
+        get(1, None);
+        assert_eq!(audiences.get(), 2, "once for alice, once for the anonymous caller");
+        get(1, Some(&twin));
+        assert_eq!(audiences.get(), 3, "an equal identity verified apart is worked out");
+        get(2, Some(&alice));
+        assert_eq!(audiences.get(), 4, "a new generation (catalog or policy) starts afresh");
+        let many: Vec<Identity> = (0..MAX_KNOWN_CALLERS * 3)
+            .map(|i| Identity::bearer(format!("u{i}"), None, vec![], serde_json::Map::new()))
+            .collect();
+        for id in &many {
+            get(2, Some(id));
+        }
+        assert!(subsets.known.lock().unwrap().callers.len() <= MAX_KNOWN_CALLERS);
+        let before = audiences.get();
+        get(2, many.last());
+        assert_eq!(audiences.get(), before, "the newest callers are kept");
+        get(2, many.first());
+        assert_eq!(audiences.get(), before + 1, "the oldest were forgotten");
     }
 }

@@ -125,6 +125,13 @@ impl Identity {
         self.inner.claims.get(name)
     }
 
+    /// Whether `other` is a clone of this very identity (one verification's result,
+    /// shared by the requests that presented the same credential) — cheaper than comparing,
+    /// for caches of what was worked out for a caller.
+    pub fn same_instance(&self, other: &Identity) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// Whether `other` is the same caller: the same subject, authenticated the same way
     /// (what an HTTP session checks on each request so one caller cannot use another's
     /// session).

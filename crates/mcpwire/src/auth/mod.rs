@@ -20,6 +20,7 @@ pub mod config;
 mod failure;
 mod jwks;
 mod jwt;
+mod remembered;
 pub mod resource;
 mod verified;
 
@@ -29,13 +30,14 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 
 use jsonwebtoken::DecodingKey;
-use mcpwire_router::{BoxFuture, Identity};
+use mcpwire_router::{BoxFuture, Credential, Identity};
 
 use api_keys::{ApiKey, ApiKeys};
 pub use config::{ApiKeyConfig, ApiKeySecret, AuthConfig, JwtConfig, JwtKeySource};
 pub use failure::AuthFailure;
 pub use jwks::JwksSource;
 use jwt::{JwtKeys, JwtVerifier, Verdict};
+pub use remembered::ConnectionCredential;
 pub use resource::ResourceServer;
 pub use verified::MAX_VERIFIED as MAX_VERIFIED_TOKENS;
 
@@ -206,6 +208,43 @@ impl Authenticator {
         let token = bearer_token(header)?;
         self.verify(token).await
     }
+
+    /// Verifies `credential` as [`Authenticator::verify`] does, for a request on the
+    /// connection `conn`: the credential that connection presented last, if it is this one
+    /// and still counts, is accepted again by a constant-time comparison; an accepted one
+    /// is remembered for the connection's next request.
+    pub async fn verify_on(
+        &self,
+        conn: &ConnectionCredential,
+        credential: Option<&str>,
+    ) -> Result<Identity, AuthFailure> {
+        let Some(token) = credential else {
+            return self.verify(None).await;
+        };
+        let v = self.current.load_full();
+        let keys = v.key_set();
+        if let Some(id) = conn.recall(token.as_bytes(), &v, &keys, verified::unix_now()) {
+            return Ok(id);
+        }
+        let r = self.verify(Some(token)).await;
+        if let Ok(id) = &r
+            && let Some(until) = v.accepted_until(id)
+        {
+            conn.remember(token.as_bytes(), id.clone(), &v, keys, until);
+        }
+        r
+    }
+
+    /// [`Authenticator::verify_header`] for a request on the connection `conn` (see
+    /// [`Authenticator::verify_on`]).
+    pub async fn verify_header_on(
+        &self,
+        conn: &ConnectionCredential,
+        header: Option<&[u8]>,
+    ) -> Result<Identity, AuthFailure> {
+        let token = bearer_token(header)?;
+        self.verify_on(conn, token).await
+    }
 }
 
 impl Verifiers {
@@ -254,6 +293,32 @@ impl Verifiers {
             required_scopes: config.required_scopes.clone(),
             config,
         })
+    }
+
+    /// The key set tokens are checked with now (`None`: none, or a shared secret).
+    fn key_set(&self) -> verified::KeySet {
+        match &self.jwt {
+            Some(JwtVerifier {
+                keys: JwtKeys::Jwks(cache),
+                ..
+            }) => Some(cache.keys()),
+            _ => None,
+        }
+    }
+
+    /// Until when (Unix seconds) an accepted `id` may be accepted again without a new
+    /// check: a token until its `exp` (plus the leeway), an API key for as long as these
+    /// verifiers are in force; `None`: never (a caller named by a client certificate).
+    fn accepted_until(&self, id: &Identity) -> Option<u64> {
+        match id.credential() {
+            Credential::ApiKey { .. } => Some(u64::MAX),
+            Credential::Bearer { .. } => {
+                let exp = id.claim("exp")?.as_u64()?;
+                let leeway = self.jwt.as_ref().map_or(0, |j| j.leeway);
+                Some(exp.saturating_add(leeway))
+            }
+            _ => None,
+        }
     }
 
     /// `id` if it holds every required scope.

@@ -41,7 +41,11 @@ pub(crate) async fn authenticate(
         return Ok(client.certificate.clone());
     };
     let header = headers.get(AUTHORIZATION).map(HeaderValue::as_bytes);
-    match auth.authenticator.verify_header(header).await {
+    match auth
+        .authenticator
+        .verify_header_on(&client.credential, header)
+        .await
+    {
         Ok(id) => Ok(Some(id)),
         Err(failure) => Err(refuse(auth, &failure)),
     }

@@ -66,6 +66,8 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 pub(crate) struct ClientAddr {
     pub(crate) addr: SocketAddr,
     pub(crate) certificate: Option<mcpwire_router::Identity>,
+    /// The bearer token this connection presented last and who it verified as.
+    pub(crate) credential: Arc<crate::auth::ConnectionCredential>,
 }
 
 /// A request refused before any session as a whole HTTP response: the error's status
@@ -289,6 +291,7 @@ impl HttpServer {
             let client = ClientAddr {
                 addr: peer,
                 certificate: io.certificate_identity(),
+                credential: Arc::default(),
             };
             let service = TowerToHyperService::new(router.clone().layer(axum::Extension(client)));
             let shutdown = shutdown.clone();

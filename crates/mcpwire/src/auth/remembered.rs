@@ -1,0 +1,163 @@
+//! [`ConnectionCredential`]: the credential one connection presented last and the caller it
+//! was verified as. A client that sends the same token on every request of a keep-alive
+//! connection is then recognised by a constant-time byte comparison — no digest, no shared
+//! map (`docs/design/auth.md`, "Verification cache").
+//!
+//! What is remembered counts only while the verifiers it was checked by are the ones in
+//! force (a reload of `[auth]` forgets it), with the same key set (a refreshed JWKS forgets
+//! it), and until the token expires. Only successes are remembered.
+
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+use mcpwire_router::Identity;
+use subtle::ConstantTimeEq;
+
+use super::Verifiers;
+use super::verified::KeySet;
+
+/// What one connection's last accepted credential verified as. Shared by the connection's
+/// requests (one at a time on HTTP/1.1); cheap when unused.
+#[derive(Default)]
+pub struct ConnectionCredential {
+    last: Mutex<Option<Recognised>>,
+}
+
+impl std::fmt::Debug for ConnectionCredential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectionCredential").finish_non_exhaustive()
+    }
+}
+
+struct Recognised {
+    token: Box<[u8]>,
+    identity: Identity,
+    /// The last second (Unix time) it is accepted.
+    until: u64,
+    /// The verifiers that accepted it (a weak reference keeps their address unique).
+    verifiers: Weak<Verifiers>,
+    /// The key set in force when it was checked.
+    keys: KeySet,
+}
+
+fn same_keys(a: &KeySet, b: &KeySet) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+        _ => false,
+    }
+}
+
+impl ConnectionCredential {
+    /// The caller `token` was verified as on this connection, if it still counts with
+    /// `verifiers` and `keys` at `now` (Unix seconds).
+    pub(super) fn recall(
+        &self,
+        token: &[u8],
+        verifiers: &Arc<Verifiers>,
+        keys: &KeySet,
+        now: u64,
+    ) -> Option<Identity> {
+        let last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        let r = last.as_ref()?;
+        let same_token = bool::from(r.token.as_ref().ct_eq(token));
+        (same_token
+            && now <= r.until
+            && std::ptr::eq(r.verifiers.as_ptr(), Arc::as_ptr(verifiers))
+            && same_keys(&r.keys, keys))
+        .then(|| r.identity.clone())
+    }
+
+    /// Remembers that `token` was accepted as `identity` by `verifiers` with `keys`, until
+    /// `until` (Unix seconds).
+    pub(super) fn remember(
+        &self,
+        token: &[u8],
+        identity: Identity,
+        verifiers: &Arc<Verifiers>,
+        keys: KeySet,
+        until: u64,
+    ) {
+        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        *last = Some(Recognised {
+            token: token.into(),
+            identity,
+            until,
+            verifiers: Arc::downgrade(verifiers),
+            keys,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::verified::unix_now;
+    use super::super::{
+        ApiKeyConfig, ApiKeySecret, AuthConfig, AuthFailure, Authenticator, JwtConfig,
+        JwtKeySource,
+    };
+    use super::*;
+
+    const SECRET: &str = "a-shared-hs256-secret-of-32-bytes-or-more";
+    const RESOURCE: &str = "https://mcp.test/mcp";
+    const KEY: &str = "k-0123456789abcdef0123";
+
+    fn config(with_key: bool) -> AuthConfig {
+        AuthConfig {
+            api_keys: if with_key {
+                vec![ApiKeyConfig {
+                    name: "robot".into(),
+                    secret: ApiKeySecret::Plain(KEY.into()),
+                    scopes: None,
+                }]
+            } else {
+                Vec::new()
+            },
+            jwt: Some(JwtConfig::new(JwtKeySource::Secret(SECRET.into()))),
+            resource: Some(RESOURCE.into()),
+            ..AuthConfig::default()
+        }
+    }
+
+    fn jwt(exp: u64) -> String {
+        let claims = serde_json::json!({"aud": RESOURCE, "sub": "alice", "exp": exp});
+        jsonwebtoken::encode(
+            &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
+            &claims,
+            &jsonwebtoken::EncodingKey::from_secret(SECRET.as_bytes()),
+        )
+        .expect("sign")
+    }
+
+    #[tokio::test]
+    async fn a_connection_recalls_its_last_accepted_credential_only_while_it_counts() {
+        let auth = Authenticator::new(config(true)).expect("config");
+        let conn = ConnectionCredential::default();
+        let first = auth.verify_on(&conn, Some(KEY)).await.expect("the key");
+        let again = auth.verify_on(&conn, Some(KEY)).await.expect("the key");
+        assert!(again.same_instance(&first), "recalled, not checked again");
+        // Any other credential on the same connection is checked on its own.
+        let near = "k-0123456789abcdef0124";
+        assert_eq!(auth.verify_on(&conn, Some(near)).await, Err(AuthFailure::Unknown));
+        assert_eq!(auth.verify_on(&conn, None).await, Err(AuthFailure::Missing));
+
+        // A token: recalled until its `exp` plus the leeway, not after.
+        let exp = unix_now() + 300;
+        let token = jwt(exp);
+        let alice = auth.verify_on(&conn, Some(&token)).await.expect("token");
+        assert_eq!(alice.subject(), "alice");
+        let v = auth.current.load_full();
+        let leeway = v.jwt.as_ref().map_or(0, |j| j.leeway);
+        let recall = |now| conn.recall(token.as_bytes(), &v, &None, now);
+        assert!(recall(exp + leeway).is_some());
+        assert!(recall(exp + leeway + 1).is_none(), "expired");
+        assert!(
+            conn.recall(KEY.as_bytes(), &v, &None, 0).is_none(),
+            "only the last credential is kept"
+        );
+
+        // A reload of `[auth]` that drops the key: the connection's memory no longer counts.
+        auth.verify_on(&conn, Some(KEY)).await.expect("the key");
+        auth.replace(&Authenticator::new(config(false)).expect("config"));
+        assert_eq!(auth.verify_on(&conn, Some(KEY)).await, Err(AuthFailure::Unknown));
+    }
+}
