@@ -39,6 +39,27 @@ struct Recognised {
     keys: KeySet,
 }
 
+/// Whether `a` and `b` are equal, in a time that depends only on their lengths: every
+/// 8-byte word is compared and the differences folded together without a branch; only the
+/// fold is tested, behind `subtle`'s optimisation barrier. (`subtle`'s byte-slice `ct_eq`
+/// puts a barrier on every byte: about 10 instructions per byte of a 1 KiB token, measured
+/// at more than the rest of the request's authentication.)
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let (words_a, tail_a) = a.as_chunks::<8>();
+    let (words_b, tail_b) = b.as_chunks::<8>();
+    let mut diff = 0u64;
+    for (x, y) in words_a.iter().zip(words_b) {
+        diff |= u64::from_ne_bytes(*x) ^ u64::from_ne_bytes(*y);
+    }
+    for (x, y) in tail_a.iter().zip(tail_b) {
+        diff |= u64::from(x ^ y);
+    }
+    bool::from(diff.ct_eq(&0))
+}
+
 fn same_keys(a: &KeySet, b: &KeySet) -> bool {
     match (a, b) {
         (None, None) => true,
@@ -59,7 +80,7 @@ impl ConnectionCredential {
     ) -> Option<Identity> {
         let last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
         let r = last.as_ref()?;
-        let same_token = bool::from(r.token.as_ref().ct_eq(token));
+        let same_token = same_bytes(&r.token, token);
         (same_token
             && now <= r.until
             && std::ptr::eq(r.verifiers.as_ptr(), Arc::as_ptr(verifiers))
@@ -126,6 +147,19 @@ mod tests {
             &jsonwebtoken::EncodingKey::from_secret(SECRET.as_bytes()),
         )
         .expect("sign")
+    }
+
+    #[test]
+    fn bytes_compare_whole() {
+        let a = b"0123456789abcdefXYZ";
+        assert!(same_bytes(a, a));
+        for i in 0..a.len() {
+            let mut b = *a;
+            b[i] ^= 1;
+            assert!(!same_bytes(a, &b), "differs at {i}");
+        }
+        assert!(!same_bytes(a, &a[..18]));
+        assert!(same_bytes(b"", b""));
     }
 
     #[tokio::test]
