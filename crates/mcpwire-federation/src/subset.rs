@@ -178,7 +178,10 @@ impl Subsets {
         {
             let known = self.known.lock().unwrap_or_else(PoisonError::into_inner);
             if known.generation == generation
-                && let Some((_, s)) = known.callers.iter().find(|(c, _)| same_caller(c.as_ref(), who))
+                && let Some((_, s)) = known
+                    .callers
+                    .iter()
+                    .find(|(c, _)| same_caller(c.as_ref(), who))
             {
                 return s.clone();
             }
@@ -301,11 +304,23 @@ mod tests {
         get(1, Some(&alice.clone()));
         get(1, None);
         get(1, None);
-        assert_eq!(audiences.get(), 2, "once for alice, once for the anonymous caller");
+        assert_eq!(
+            audiences.get(),
+            2,
+            "once for alice, once for the anonymous caller"
+        );
         get(1, Some(&twin));
-        assert_eq!(audiences.get(), 3, "an equal identity verified apart is worked out");
+        assert_eq!(
+            audiences.get(),
+            3,
+            "an equal identity verified apart is worked out"
+        );
         get(2, Some(&alice));
-        assert_eq!(audiences.get(), 4, "a new generation (catalog or policy) starts afresh");
+        assert_eq!(
+            audiences.get(),
+            4,
+            "a new generation (catalog or policy) starts afresh"
+        );
         let many: Vec<Identity> = (0..MAX_KNOWN_CALLERS * 3)
             .map(|i| Identity::bearer(format!("u{i}"), None, vec![], serde_json::Map::new()))
             .collect();

@@ -24,7 +24,8 @@ pub struct ConnectionCredential {
 
 impl std::fmt::Debug for ConnectionCredential {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ConnectionCredential").finish_non_exhaustive()
+        f.debug_struct("ConnectionCredential")
+            .finish_non_exhaustive()
     }
 }
 
@@ -113,8 +114,7 @@ impl ConnectionCredential {
 mod tests {
     use super::super::verified::unix_now;
     use super::super::{
-        ApiKeyConfig, ApiKeySecret, AuthConfig, AuthFailure, Authenticator, JwtConfig,
-        JwtKeySource,
+        ApiKeyConfig, ApiKeySecret, AuthConfig, AuthFailure, Authenticator, JwtConfig, JwtKeySource,
     };
     use super::*;
 
@@ -171,7 +171,10 @@ mod tests {
         assert!(again.same_instance(&first), "recalled, not checked again");
         // Any other credential on the same connection is checked on its own.
         let near = "k-0123456789abcdef0124";
-        assert_eq!(auth.verify_on(&conn, Some(near)).await, Err(AuthFailure::Unknown));
+        assert_eq!(
+            auth.verify_on(&conn, Some(near)).await,
+            Err(AuthFailure::Unknown)
+        );
         assert_eq!(auth.verify_on(&conn, None).await, Err(AuthFailure::Missing));
 
         // A token: recalled until its `exp` plus the leeway, not after.
@@ -192,6 +195,9 @@ mod tests {
         // A reload of `[auth]` that drops the key: the connection's memory no longer counts.
         auth.verify_on(&conn, Some(KEY)).await.expect("the key");
         auth.replace(&Authenticator::new(config(false)).expect("config"));
-        assert_eq!(auth.verify_on(&conn, Some(KEY)).await, Err(AuthFailure::Unknown));
+        assert_eq!(
+            auth.verify_on(&conn, Some(KEY)).await,
+            Err(AuthFailure::Unknown)
+        );
     }
 }

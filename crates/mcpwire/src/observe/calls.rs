@@ -220,12 +220,24 @@ impl Drop for CallMetrics {
 /// The tool a `tools/call` names (`None` for other methods or unreadable params), borrowed
 /// from the params unless it holds escapes.
 pub(super) fn tool_name<'a>(method: &Method, params: Option<&'a Raw>) -> Option<Cow<'a, str>> {
-    match method {
-        Method::ToolsCall => params
-            .and_then(|p| serde_json::from_str::<ToolName<'a>>(p.get()).ok())
-            .map(|t| t.name),
-        _ => None,
+    if *method != Method::ToolsCall {
+        return None;
     }
+    let text = params?.get();
+    // Most names: found by a scan that skips the other members (a stateless request's
+    // `_meta`, the arguments) without decoding them, and written without escapes, so the
+    // text between the quotes is the name. The params were checked as JSON when the
+    // request was decoded.
+    if let Some(value) =
+        mcpwire_wire::raw_frame::member(text.as_bytes(), "name").and_then(|r| text.get(r))
+        && let Some(name) = value.strip_prefix('"').and_then(|v| v.strip_suffix('"'))
+        && !name.contains('\\')
+    {
+        return Some(Cow::Borrowed(name));
+    }
+    serde_json::from_str::<ToolName<'a>>(text)
+        .ok()
+        .map(|t| t.name)
 }
 
 /// `ok`, `tool_error` (a result with `isError: true`), `input_required`, `error` (a
@@ -254,7 +266,35 @@ fn is_error(result: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::is_error;
+    use super::{is_error, tool_name};
+    use mcpwire_model::{Method, Raw};
+
+    #[test]
+    fn the_tool_name_of_a_call_scanned_or_decoded() {
+        let name = |method: &Method, params: &str| {
+            let raw: Raw =
+                serde_json::value::RawValue::from_string(params.to_owned()).expect("json");
+            tool_name(method, Some(&raw)).map(|n| n.into_owned())
+        };
+        let call = Method::ToolsCall;
+        for (params, expected) in [
+            (r#"{"name":"echo","arguments":{}}"#, Some("echo")),
+            (
+                r#"{"arguments":{"name":"x"},"_meta":{"a":[1,{"name":"y"}]},"name":"add"}"#,
+                Some("add"),
+            ),
+            (r#"{ "name" : "spaced" }"#, Some("spaced")),
+            (r#"{"name":"café"}"#, Some("café")),
+            (r#"{"name":"escaped_key"}"#, Some("escaped_key")),
+            (r#"{"name":"a\"b"}"#, Some("a\"b")),
+            (r#"{"name":7}"#, None),
+            (r#"{"name":"a","name":"b"}"#, None),
+            (r#"{"arguments":{}}"#, None),
+        ] {
+            assert_eq!(name(&call, params).as_deref(), expected, "{params}");
+        }
+        assert_eq!(name(&Method::PromptsGet, r#"{"name":"p"}"#), None);
+    }
 
     #[test]
     fn is_error_reads_the_top_level_flag_only() {
