@@ -7,9 +7,7 @@ use std::sync::Arc;
 
 use mcpwire_model::types::{CompleteParams, CompletionRef};
 use mcpwire_model::{McpError, Raw, Reply, to_raw};
-use mcpwire_router::{
-    BackendRequest, BoxFuture, CallCtx, ForwardedCall, RelayRoute, SessionScope,
-};
+use mcpwire_router::{BackendRequest, BoxFuture, CallCtx, ForwardedCall, RelayRoute, SessionScope};
 use serde_json::{Map, Value};
 
 use crate::catalog::{Catalog, Scope};

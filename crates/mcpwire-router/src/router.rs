@@ -165,8 +165,7 @@ impl Router {
     /// Where a handshake-era `tools/call` of tool `name` in session `scope` may go as a
     /// raw frame (see [`Backend::relay_route`]); `None` when the router must run it.
     pub fn relay_route(&self, name: &str, scope: &crate::SessionScope) -> Option<RelayRoute> {
-        if self.backend.info().capabilities.tools.is_none() || !self.backend.forwards_tool_calls()
-        {
+        if self.backend.info().capabilities.tools.is_none() || !self.backend.forwards_tool_calls() {
             return None;
         }
         self.backend.relay_route(name, scope)

@@ -131,9 +131,7 @@ impl Decoder for AnyCodec {
 
     fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<WireItem>, FramingError> {
         match self {
-            AnyCodec::Json(c) if c.raw_lines() => {
-                Ok(c.decode_line_eof(buf)?.map(WireItem::Line))
-            }
+            AnyCodec::Json(c) if c.raw_lines() => Ok(c.decode_line_eof(buf)?.map(WireItem::Line)),
             AnyCodec::Json(c) => Ok(c.decode_eof(buf)?.map(WireItem::Json)),
             #[cfg(feature = "proto-mcp")]
             AnyCodec::Proto(c) => Ok(c.decode_eof(buf)?.map(WireItem::Proto)),

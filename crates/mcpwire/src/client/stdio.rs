@@ -27,8 +27,8 @@ use super::handle::parts;
 use super::{
     Client, ClientError, ClientEvents, ClientOptions, ClientRequestId, MAX_MESSAGE_BYTES, excerpt,
 };
-use crate::relay::Relay;
 use crate::driver::{Endpoint, FramedDriver, Status, framed::output_full, now};
+use crate::relay::Relay;
 
 /// How long a server whose output ended gets to report its exit status.
 const EXIT_STATUS_WAIT: Duration = Duration::from_millis(500);
@@ -314,10 +314,7 @@ impl StdioEndpoint {
             return;
         }
         let relaying = self.relay.waiting() > 0;
-        if relaying
-            && !nesting_exceeds(line.as_bytes(), MAX_DEPTH)
-            && self.relay.answer_raw(line)
-        {
+        if relaying && !nesting_exceeds(line.as_bytes(), MAX_DEPTH) && self.relay.answer_raw(line) {
             return;
         }
         let decoded = decode_with_depth(line.as_bytes(), MAX_DEPTH);

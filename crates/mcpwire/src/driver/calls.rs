@@ -13,9 +13,9 @@ use std::time::Instant;
 
 use super::now;
 use super::relayed::RelayedCalls;
+use crate::observe::{CallMetrics, TraceParent, Wire, finish_span, request_span};
 use crate::relay::RelayableCall;
 use bytes::BytesMut;
-use crate::observe::{CallMetrics, TraceParent, Wire, finish_span, request_span};
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use mcpwire_model::{BackendEvent, CallEvent, ClientAsk, McpError, Raw, RequestId};

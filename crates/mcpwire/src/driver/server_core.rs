@@ -3,9 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use mcpwire_model::types::RequestMeta;
 use bytes::BytesMut;
 use mcpwire_model::jsonrpc::nesting_exceeds;
+use mcpwire_model::types::RequestMeta;
 use mcpwire_model::{Dialect, Malformed, Message, Request, RequestId};
 use mcpwire_session::{Era, ServerSession, Transmit};
 

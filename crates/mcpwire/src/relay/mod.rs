@@ -22,7 +22,7 @@
 mod scan;
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::{BufMut, BytesMut};
@@ -64,6 +64,8 @@ pub(crate) struct Relay {
     max_in_flight: usize,
     /// Relayed calls waiting, readable without the lock.
     waiting: AtomicUsize,
+    /// Calls relayed so far.
+    sent: AtomicU64,
     state: Mutex<RelayState>,
     /// Wakes the connection's task: frames or cancellations to write.
     wake: Notify,
@@ -80,9 +82,15 @@ impl Relay {
             next_id,
             max_in_flight,
             waiting: AtomicUsize::new(0),
+            sent: AtomicU64::new(0),
             state: Mutex::default(),
             wake: Notify::new(),
         }
+    }
+
+    /// Calls relayed so far.
+    pub(crate) fn sent(&self) -> u64 {
+        self.sent.load(Ordering::Relaxed)
     }
 
     /// Relayed calls waiting for their answers.
@@ -124,6 +132,7 @@ impl Relay {
         );
         self.waiting.store(s.waiting.len(), Ordering::Release);
         drop(s);
+        self.sent.fetch_add(1, Ordering::Relaxed);
         if wake {
             self.wake.notify_one();
         }
@@ -328,7 +337,13 @@ impl RelayInbox {
         s.logs = 0;
     }
 
-    fn push_answer(&self, dispatch: DispatchId, line: &[u8], at: std::ops::Range<usize>, id: &IdText) {
+    fn push_answer(
+        &self,
+        dispatch: DispatchId,
+        line: &[u8],
+        at: std::ops::Range<usize>,
+        id: &IdText,
+    ) {
         let Ok(mut s) = self.state.lock() else { return };
         let start = s.bytes.len();
         let id = id.as_bytes();

@@ -146,9 +146,13 @@ mod tests {
 
     #[test]
     fn plain_calls_are_found_with_their_id_and_tool() {
-        let got = call(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"id":1}}}"#);
+        let got = call(
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"id":1}}}"#,
+        );
         assert_eq!(got, Some(("Int(7)".into(), "7".into(), "echo".into())));
-        let got = call(r#"{ "params" : {"name":"e"} , "method":"tools/call", "id" : "a-1", "jsonrpc":"2.0" }"#);
+        let got = call(
+            r#"{ "params" : {"name":"e"} , "method":"tools/call", "id" : "a-1", "jsonrpc":"2.0" }"#,
+        );
         assert_eq!(got.map(|g| g.1), Some(r#""a-1""#.to_owned()));
     }
 

@@ -212,6 +212,15 @@ impl UpstreamBackend {
         self.inner.holder.len()
     }
 
+    /// Calls relayed as raw frames on the upstream sessions open now (`docs/design/gateway.md`
+    /// § The relay): how many calls skipped the router and the call machinery.
+    pub fn relayed_calls(&self) -> u64 {
+        self.inner
+            .sessions
+            .as_ref()
+            .map_or(0, |s| s.relayed_calls())
+    }
+
     /// Upstream sessions open for downstream sessions now (besides the shared one).
     pub fn session_count(&self) -> usize {
         self.inner.sessions.as_ref().map_or(0, |s| s.len())
