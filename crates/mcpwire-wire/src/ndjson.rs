@@ -76,7 +76,7 @@ impl NdjsonCodec {
     /// The next complete, non-blank line (an oversize one is refused, then skipped).
     pub fn decode_line(&mut self, buf: &mut BytesMut) -> Result<Option<NdjsonLine>, FramingError> {
         loop {
-            let newline = buf[self.scanned..].iter().position(|&b| b == b'\n');
+            let newline = memchr::memchr(b'\n', &buf[self.scanned..]);
             let Some(offset) = newline else {
                 if self.discarding {
                     buf.clear();

@@ -127,13 +127,17 @@ impl RelayedCalls {
         if self.items.is_empty() {
             return false;
         }
+        // Answers are read in place (not split off: the buffer keeps its allocation for the
+        // next take).
+        let mut at = 0;
         while let Some(item) = self.items.pop_front() {
             match item {
                 Arrived::Answer(id, len) => {
-                    let bytes = self.bytes.split_to(len);
+                    let bytes = self.bytes.get(at..at + len).unwrap_or_default();
+                    at += len;
                     if self.calls.remove(&id).is_some() && session.relayed_answered(now(), id) {
                         write(session, out, None);
-                        write(session, out, Some(&bytes));
+                        write(session, out, Some(bytes));
                     }
                 }
                 Arrived::Outcome(id, outcome) => {
@@ -148,6 +152,7 @@ impl RelayedCalls {
                 }
             }
         }
+        self.bytes.clear();
         write(session, out, None);
         true
     }
