@@ -362,3 +362,51 @@ def test_an_upstream_that_never_answers_initialize(mcpwire_bin, tmp_path):
     out = check_report(mcpwire_bin, conf)
     assert out.returncode != 0
     assert "silent" in out.stderr and "initialize" in out.stderr, out.stderr
+
+
+async def test_stdio_listener_relays_plain_calls_to_a_stdio_upstream(mcpwire_bin):
+    """`mcpwire serve --listen stdio --upstream up=COMMAND` with the official client over
+    stdio: plain `tools/call`s after the first go through the relay (raw frames to the
+    session's own child, docs/design/gateway.md § The relay). Results, tool errors, logs,
+    the upstream's sampling, elicitation and roots requests during a call, concurrent calls
+    and cancellation all work as through the general path."""
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(
+        command=mcpwire_bin,
+        args=["serve", "--upstream", f"up={mcpwire_bin} demo", "--listen", "stdio"],
+        env={**os.environ, "MCPWIRE_LOG": "warn"},
+    )
+    rec, notes = Recorder(), Notes()
+    async with stdio_client(params) as (read, write):
+        async with full_session(read, write, rec, notes) as s:
+            await s.initialize()
+            for i in range(5):
+                r = await s.call_tool("echo", {"text": f"é \"{i}\""})
+                assert text_of(r) == f"é \"{i}\""
+            r = await s.call_tool("add", {"a": 1, "b": 2})
+            assert r.structured_content == {"sum": 3.0}
+            r = await s.call_tool("test_error_handling", {})
+            assert r.is_error
+            r = await s.call_tool("test_sampling", {"prompt": "hi"})
+            assert SAMPLED in text_of(r)
+            r = await s.call_tool("test_elicitation", {"message": "hello?"})
+            assert "accept" in text_of(r)
+            await s.call_tool("test_tool_with_logging", {})
+            assert len(rec.logs) == 3, rec.logs
+
+            results = {}
+
+            async def echo(i):
+                results[i] = text_of(await s.call_tool("echo", {"text": str(i)}))
+
+            async with anyio.create_task_group() as tg:
+                for i in range(32):
+                    tg.start_soon(echo, i)
+            assert results == {i: str(i) for i in range(32)}
+
+            with anyio.move_on_after(0.3) as scope:
+                await s.call_tool("test_slow", {"seconds": 30})
+            assert scope.cancelled_caught
+            r = await s.call_tool("echo", {"text": "still here"})
+            assert text_of(r) == "still here"

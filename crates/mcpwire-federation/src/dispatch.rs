@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use mcpwire_model::types::{CompleteParams, CompletionRef};
 use mcpwire_model::{McpError, Raw, Reply, to_raw};
-use mcpwire_router::{BackendRequest, BoxFuture, CallCtx, ForwardedCall};
+use mcpwire_router::{BackendRequest, BoxFuture, CallCtx, ForwardedCall, RelayRoute, SessionScope};
 use serde_json::{Map, Value};
 
 use crate::catalog::{Catalog, Scope};
@@ -142,6 +142,22 @@ pub(crate) fn forward_tool_call(
     let fut = m.backend.forward_tool_call(call)?;
     record_member(&m.name);
     Ok(fut)
+}
+
+/// Where a `tools/call` of `name` may go as a raw frame (`Backend::relay_route`): to the
+/// member serving it under the same name whose task ids need no mapping — the conditions
+/// of [`forward_tool_call`] — when that member offers a route.
+pub(crate) fn relay_route(
+    catalog: &Catalog,
+    name: &str,
+    scope: &SessionScope,
+) -> Option<RelayRoute> {
+    let (_, e) = catalog.kind(Kind::Tools).get(name)?;
+    let m = &catalog.members[e.member];
+    if e.original != name || m.offers_tasks {
+        return None;
+    }
+    m.backend.relay_route(name, scope)
 }
 
 /// `(member, original name)` of the visible tool or prompt exposed as `name`.

@@ -12,8 +12,8 @@ use mcpwire_model::types::{
 };
 use mcpwire_model::{BackendEvent, McpError, Reply};
 use mcpwire_router::{
-    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ForwardedCall, TASKS_EXTENSION,
-    ToolRouting,
+    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ForwardedCall, RelayRoute,
+    SessionScope, TASKS_EXTENSION, ToolRouting,
 };
 use serde_json::Value;
 use tokio::sync::broadcast;
@@ -688,6 +688,13 @@ impl Backend for Federation {
             return Err(call);
         }
         dispatch::forward_tool_call(&self.catalog(), call)
+    }
+
+    fn relay_route(&self, name: &str, scope: &SessionScope) -> Option<RelayRoute> {
+        if !self.policy().is_open() {
+            return None;
+        }
+        dispatch::relay_route(&self.catalog(), name, scope)
     }
 
     fn tool_routing(&self, name: &str) -> Option<Arc<ToolRouting>> {

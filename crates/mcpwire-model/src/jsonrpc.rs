@@ -273,8 +273,9 @@ pub fn decode_with_depth(bytes: &[u8], max_depth: usize) -> Result<Message, Malf
 
 /// Whether `bytes` nests arrays/objects deeper than `max`. String contents are skipped with
 /// `memchr`, so long strings (the bulk of large payloads) cost a vectorized search, not a
-/// byte-by-byte walk.
-fn nesting_exceeds(bytes: &[u8], max: usize) -> bool {
+/// byte-by-byte walk. [`decode_with_depth`] refuses such input; a raw-frame path that
+/// forwards bytes undecoded checks it first, as the decoder would.
+pub fn nesting_exceeds(bytes: &[u8], max: usize) -> bool {
     let mut depth = 0usize;
     let mut i = 0usize;
     while i < bytes.len() {

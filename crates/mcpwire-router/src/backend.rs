@@ -9,7 +9,12 @@ use tokio::sync::broadcast;
 
 use std::sync::Arc;
 
-use crate::{CallCtx, ForwardedCall, TaskSupport};
+use crate::{CallCtx, ForwardedCall, SessionScope, TaskSupport};
+
+/// Where a wire may send a tool's calls as raw frames, bypassing the router (the gateway's
+/// stdio relay, `docs/design/gateway.md` § The relay): an opaque handle the wire that
+/// asked for it knows the type of (it downcasts it).
+pub type RelayRoute = Arc<dyn std::any::Any + Send + Sync>;
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -199,5 +204,15 @@ pub trait Backend: Send + Sync + 'static {
         call: ForwardedCall,
     ) -> Result<BoxFuture<'static, Result<Reply, McpError>>, ForwardedCall> {
         Err(call)
+    }
+
+    /// Where a handshake-era `tools/call` of tool `name` in downstream session `scope` may
+    /// go as a raw frame, with its params as they came ([`ForwardedCall`]'s conditions),
+    /// its answer coming back as the upstream wrote it — only when that is what
+    /// [`Backend::forward_tool_call`] would do and answer (no rename, no mapping, no
+    /// layer that acts on the call). `None` (the default): the call goes the general way.
+    fn relay_route(&self, name: &str, scope: &SessionScope) -> Option<RelayRoute> {
+        let _ = (name, scope);
+        None
     }
 }

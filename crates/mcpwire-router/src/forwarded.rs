@@ -48,6 +48,14 @@ impl ForwardedCall {
     }
 }
 
+/// Where the tool's name sits in the params `text` of a `tools/call` when they qualify
+/// for forwarding as they came (see the module docs): `None` otherwise. A wire relaying
+/// raw frames (the gateway's stdio relay) asks this of the params it found.
+pub fn plain_tool_name(text: &str) -> Option<Range<usize>> {
+    let params: &RawValue = serde_json::from_str(text).ok()?;
+    plain_name(params)
+}
+
 /// Where the name sits in `params` when they are only a plain `name` and an `arguments`
 /// object.
 fn plain_name(params: &RawValue) -> Option<Range<usize>> {

@@ -50,9 +50,11 @@ mod tool;
 mod uri_template;
 
 pub use ask::{ElicitRequest, Elicited, SampleRequest, Sampled, elicitation_schema};
-pub use backend::{Backend, BackendInfo, BackendRequest, BoxFuture, HeaderParam, ToolRouting};
+pub use backend::{
+    Backend, BackendInfo, BackendRequest, BoxFuture, HeaderParam, RelayRoute, ToolRouting,
+};
 pub use ctx::{CallCtx, Peer};
-pub use forwarded::ForwardedCall;
+pub use forwarded::{ForwardedCall, plain_tool_name};
 pub use handlers::Handlers;
 pub use identity::{Credential, Identity};
 pub use mcpwire_macros::{prompt, resource, server, tool};

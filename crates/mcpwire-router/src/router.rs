@@ -16,7 +16,7 @@ use tokio::sync::broadcast;
 use crate::input::InputRound;
 use crate::tasks::{self, StoreAnswer, TaskShare, TaskStore};
 use crate::{
-    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ForwardedCall, StateKey,
+    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ForwardedCall, RelayRoute, StateKey,
     TASKS_EXTENSION, TaskConfig, TaskSupport, ToolRouting,
 };
 
@@ -160,6 +160,15 @@ impl Router {
         self.backend
             .forward_tool_call(call)
             .map_err(ForwardedCall::into_parts)
+    }
+
+    /// Where a handshake-era `tools/call` of tool `name` in session `scope` may go as a
+    /// raw frame (see [`Backend::relay_route`]); `None` when the router must run it.
+    pub fn relay_route(&self, name: &str, scope: &crate::SessionScope) -> Option<RelayRoute> {
+        if self.backend.info().capabilities.tools.is_none() || !self.backend.forwards_tool_calls() {
+            return None;
+        }
+        self.backend.relay_route(name, scope)
     }
 
     /// Answers one request.

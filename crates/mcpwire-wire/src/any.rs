@@ -18,6 +18,10 @@ use crate::{Decoded, FramingError, Limits, NdjsonCodec};
 pub enum WireItem {
     /// A JSON-RPC message (or the error a bad line deserves).
     Json(Decoded),
+    /// A JSON-RPC line not decoded yet (or the refusal an oversize one gets), from a codec
+    /// made with [`AnyCodec::with_raw_lines`]: decode it with
+    /// [`NdjsonCodec::decode_body`].
+    Line(crate::ndjson::NdjsonLine),
     /// A proto-mcp message (or the `ErrorResponse` a bad frame deserves).
     #[cfg(feature = "proto-mcp")]
     Proto(ProtoDecoded),
@@ -32,6 +36,8 @@ pub enum AnyCodec {
         limits: Limits,
         /// Whether proto-mcp frames are accepted (else everything is JSON-RPC).
         proto: bool,
+        /// JSON-RPC lines are yielded undecoded ([`WireItem::Line`]).
+        raw: bool,
     },
     /// Newline-delimited JSON-RPC.
     Json(NdjsonCodec),
@@ -47,9 +53,33 @@ impl AnyCodec {
             AnyCodec::Undecided {
                 limits: limits.clone(),
                 proto,
+                raw: false,
             }
         } else {
             AnyCodec::Json(NdjsonCodec::new(limits))
+        }
+    }
+
+    /// This codec yielding JSON-RPC lines undecoded ([`WireItem::Line`]), for a wire that
+    /// looks at some frames before decoding them (the gateway's stdio relay).
+    pub fn with_raw_lines(self) -> AnyCodec {
+        match self {
+            AnyCodec::Undecided { limits, proto, .. } => AnyCodec::Undecided {
+                limits,
+                proto,
+                raw: true,
+            },
+            AnyCodec::Json(c) => AnyCodec::Json(c.with_raw_lines()),
+            #[cfg(feature = "proto-mcp")]
+            other => other,
+        }
+    }
+
+    /// The JSON-RPC codec, once the stream turned out to be JSON-RPC.
+    pub fn json(&self) -> Option<&NdjsonCodec> {
+        match self {
+            AnyCodec::Json(c) => Some(c),
+            _ => None,
         }
     }
 
@@ -63,9 +93,10 @@ impl AnyCodec {
     }
 
     fn decide(&mut self, first: u8) {
-        let AnyCodec::Undecided { limits, proto } = self else {
+        let AnyCodec::Undecided { limits, proto, raw } = self else {
             return;
         };
+        let raw = *raw;
         let json = matches!(first, b'{' | b'[') || first.is_ascii_whitespace() || first > 0x1f;
         #[cfg(feature = "proto-mcp")]
         if *proto && !json {
@@ -73,7 +104,8 @@ impl AnyCodec {
             return;
         }
         let _ = (json, proto);
-        *self = AnyCodec::Json(NdjsonCodec::new(limits));
+        let codec = NdjsonCodec::new(limits);
+        *self = AnyCodec::Json(if raw { codec.with_raw_lines() } else { codec });
     }
 }
 
@@ -83,6 +115,7 @@ impl Decoder for AnyCodec {
 
     fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<WireItem>, FramingError> {
         match self {
+            AnyCodec::Json(c) if c.raw_lines() => Ok(c.decode_line(buf)?.map(WireItem::Line)),
             AnyCodec::Json(c) => Ok(c.decode(buf)?.map(WireItem::Json)),
             #[cfg(feature = "proto-mcp")]
             AnyCodec::Proto(c) => Ok(c.decode(buf)?.map(WireItem::Proto)),
@@ -98,6 +131,7 @@ impl Decoder for AnyCodec {
 
     fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<WireItem>, FramingError> {
         match self {
+            AnyCodec::Json(c) if c.raw_lines() => Ok(c.decode_line_eof(buf)?.map(WireItem::Line)),
             AnyCodec::Json(c) => Ok(c.decode_eof(buf)?.map(WireItem::Json)),
             #[cfg(feature = "proto-mcp")]
             AnyCodec::Proto(c) => Ok(c.decode_eof(buf)?.map(WireItem::Proto)),

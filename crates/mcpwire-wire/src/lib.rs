@@ -23,7 +23,7 @@ pub use any::{AnyCodec, WireItem};
 pub use limits::Limits;
 pub use mcpb::{McpbCodec, McpbFrame, McpbOut};
 pub use mcpwire_model::Malformed;
-pub use ndjson::NdjsonCodec;
+pub use ndjson::{NdjsonCodec, NdjsonLine};
 
 /// What a decoder yields: a message, or the error reply a bad one deserves.
 pub type Decoded = Result<mcpwire_model::Message, Malformed>;

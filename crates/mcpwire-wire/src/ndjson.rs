@@ -18,6 +18,8 @@ pub struct NdjsonCodec {
     scanned: usize,
     /// Discarding the rest of an oversize line.
     discarding: bool,
+    /// Lines are yielded undecoded (through `AnyCodec`).
+    raw: bool,
 }
 
 impl NdjsonCodec {
@@ -27,6 +29,7 @@ impl NdjsonCodec {
             limits: limits.clone(),
             scanned: 0,
             discarding: false,
+            raw: false,
         }
     }
 
@@ -40,13 +43,40 @@ impl NdjsonCodec {
     }
 }
 
-impl Decoder for NdjsonCodec {
-    type Item = Decoded;
-    type Error = FramingError;
+/// One input line as its bytes (its end and a trailing `\r` removed), or the refusal an
+/// oversize one gets.
+pub type NdjsonLine = Result<BytesMut, Malformed>;
 
-    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Decoded>, FramingError> {
+impl NdjsonCodec {
+    /// Whether lines are yielded undecoded ([`WireItem::Line`](crate::WireItem::Line)):
+    /// a raw-frame path looks at them before they are decoded (see
+    /// [`NdjsonCodec::with_raw_lines`]).
+    pub fn raw_lines(&self) -> bool {
+        self.raw
+    }
+
+    /// This codec, splitting lines for a caller that decodes them itself (with
+    /// [`NdjsonCodec::decode_body`]): through [`AnyCodec`](crate::AnyCodec) it yields
+    /// [`WireItem::Line`](crate::WireItem::Line) instead of decoded messages.
+    pub fn with_raw_lines(mut self) -> NdjsonCodec {
+        self.raw = true;
+        self
+    }
+
+    /// Decodes one line's bytes as this codec does (its depth limit).
+    pub fn decode_body(&self, body: &[u8]) -> Decoded {
+        decode_with_depth(body, self.limits.max_depth)
+    }
+
+    /// The deepest nesting accepted.
+    pub fn max_depth(&self) -> usize {
+        self.limits.max_depth
+    }
+
+    /// The next complete, non-blank line (an oversize one is refused, then skipped).
+    pub fn decode_line(&mut self, buf: &mut BytesMut) -> Result<Option<NdjsonLine>, FramingError> {
         loop {
-            let newline = buf[self.scanned..].iter().position(|&b| b == b'\n');
+            let newline = memchr::memchr(b'\n', &buf[self.scanned..]);
             let Some(offset) = newline else {
                 if self.discarding {
                     buf.clear();
@@ -72,23 +102,26 @@ impl Decoder for NdjsonCodec {
                 buf.advance(end + 1);
                 return Ok(Some(Err(self.oversize())));
             }
-            let line = buf.split_to(end + 1);
-            let mut body = &line[..end];
-            if body.last() == Some(&b'\r') {
-                body = &body[..body.len() - 1];
+            let mut line = buf.split_to(end + 1);
+            line.truncate(end);
+            if line.last() == Some(&b'\r') {
+                line.truncate(end - 1);
             }
-            if body.iter().all(u8::is_ascii_whitespace) {
+            if line.iter().all(u8::is_ascii_whitespace) {
                 continue; // blank lines are not messages
             }
-            return Ok(Some(decode_with_depth(body, self.limits.max_depth)));
+            return Ok(Some(Ok(line)));
         }
     }
 
-    fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Decoded>, FramingError> {
-        match self.decode(buf)? {
+    /// [`NdjsonCodec::decode_line`] at the end of input: a final line without `\n` too.
+    pub fn decode_line_eof(
+        &mut self,
+        buf: &mut BytesMut,
+    ) -> Result<Option<NdjsonLine>, FramingError> {
+        match self.decode_line(buf)? {
             Some(item) => Ok(Some(item)),
             None => {
-                // A final line without `\n`: decode what is there.
                 if buf.is_empty() || self.discarding {
                     buf.clear();
                     return Ok(None);
@@ -98,9 +131,26 @@ impl Decoder for NdjsonCodec {
                 if line.iter().all(u8::is_ascii_whitespace) {
                     return Ok(None);
                 }
-                Ok(Some(decode_with_depth(&line, self.limits.max_depth)))
+                Ok(Some(Ok(line)))
             }
         }
+    }
+}
+
+impl Decoder for NdjsonCodec {
+    type Item = Decoded;
+    type Error = FramingError;
+
+    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Decoded>, FramingError> {
+        Ok(self
+            .decode_line(buf)?
+            .map(|line| line.and_then(|body| self.decode_body(&body))))
+    }
+
+    fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Decoded>, FramingError> {
+        Ok(self
+            .decode_line_eof(buf)?
+            .map(|line| line.and_then(|body| self.decode_body(&body))))
     }
 }
 

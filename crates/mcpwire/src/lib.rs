@@ -30,6 +30,7 @@ pub mod mcpb;
 pub mod observe;
 pub mod prelude;
 pub mod proto_mcp;
+mod relay;
 pub mod serve;
 pub mod stdio;
 pub mod tls;

@@ -334,6 +334,82 @@ impl ServerSession {
         self.send(msg, Some(entry.request_id));
     }
 
+    /// Takes a `tools/call` (client id `request_id`) that the wire relays to an upstream
+    /// as a raw frame instead of dispatching it (the gateway's stdio relay): it counts as a
+    /// dispatch — the in-flight bound, duplicate ids, the request timeout, cancellation by
+    /// the client ([`SessionEvent::Cancel`]), asks on its behalf — but none is handed out.
+    /// `None` when the general path must take it: not a handshake-era MCP session, at the
+    /// in-flight bound, or a duplicate id (the general path gives those their errors).
+    /// End it with [`ServerSession::relayed_answered`], [`ServerSession::handle_reply`] or
+    /// [`ServerSession::withdraw_relayed`].
+    pub fn accept_relayed(&mut self, now: Instant, request_id: RequestId) -> Option<DispatchId> {
+        let Era::Handshake(rev) = self.era else {
+            return None;
+        };
+        if rev.dialect() != Dialect::Mcp
+            || self.provisional
+            || self.inflight.len() >= self.config.limits.max_in_flight
+            || self.by_request.contains_key(&request_id)
+        {
+            return None;
+        }
+        tracing::trace!(target: "mcpwire::telemetry", method = "tools/call", id = %request_id, "request received");
+        let id = DispatchId(self.next_dispatch);
+        self.next_dispatch += 1;
+        let deadline = self.config.limits.request_timeout.map(|t| now + t);
+        if let Some(at) = deadline {
+            self.timers.insert(at, TimerKey::Request(id.0));
+        }
+        self.by_request.insert(request_id.clone(), id);
+        self.inflight.insert(
+            id,
+            InFlight {
+                request_id,
+                method: Method::ToolsCall,
+                started: now,
+                progress_token: None,
+                log_level: None,
+                deadline,
+                subscribe_uri: None,
+                tool: None,
+            },
+        );
+        Some(id)
+    }
+
+    /// The wire wrote the answer of relayed call `id` itself (the upstream's bytes, the
+    /// client's id restored): the call is over. `false` when it had ended already
+    /// (cancelled, timed out) — then the answer must not be written.
+    pub fn relayed_answered(&mut self, now: Instant, id: DispatchId) -> bool {
+        let Some(entry) = self.end_relayed(id) else {
+            return false;
+        };
+        if tracing::enabled!(target: "mcpwire::telemetry", tracing::Level::DEBUG) {
+            let msg = Outbound::Response {
+                id: entry.request_id.clone(),
+                result: raw_empty(),
+            };
+            self.telemetry_done(now, &entry, true, &msg);
+        }
+        true
+    }
+
+    /// Relayed call `id` did not go out after all: forgotten without an answer (the wire
+    /// hands the request to the general path next).
+    pub fn withdraw_relayed(&mut self, id: DispatchId) {
+        self.end_relayed(id);
+    }
+
+    fn end_relayed(&mut self, id: DispatchId) -> Option<InFlight> {
+        let entry = self.inflight.remove(&id)?;
+        self.by_request.remove(&entry.request_id);
+        if let Some(at) = entry.deadline {
+            self.timers.remove(at, TimerKey::Request(id.0));
+        }
+        self.fail_asks_of(id);
+        Some(entry)
+    }
+
     /// Records a resource subscription this session's client made through another
     /// connection (another replica of a cluster took its `resources/subscribe`), or its
     /// end: `notifications/resources/updated` for `uri` is sent here too. Bounded like the

@@ -24,6 +24,7 @@ use mcpwire_session::{
 use tokio::sync::{mpsc, oneshot};
 
 use super::ClientError;
+use crate::relay::Relay;
 
 /// How a request ended badly: the session's account, or the transport's (richer) one.
 #[derive(Debug)]
@@ -91,7 +92,12 @@ pub(crate) struct RequestIds(Arc<AtomicU64>);
 impl RequestIds {
     /// The next id.
     pub(crate) fn next(&self) -> ClientRequestId {
-        ClientRequestId::new(self.0.fetch_add(1, Ordering::Relaxed) + 1)
+        ClientRequestId::new(self.next_number())
+    }
+
+    /// The next id, as its number (the relay writes it into frames itself).
+    pub(crate) fn next_number(&self) -> u64 {
+        self.0.fetch_add(1, Ordering::Relaxed) + 1
     }
 }
 
@@ -147,6 +153,10 @@ pub(crate) enum CoreWake {
     Timer,
 }
 
+/// Why the upstream is told a relayed call was cancelled: the general path's words
+/// (`upstream::fast`), so the upstream sees no difference.
+const RELAY_CANCEL_REASON: &str = "the downstream client cancelled";
+
 /// Commands taken between two waits.
 const COMMAND_BURST: usize = 64;
 
@@ -179,6 +189,8 @@ pub(crate) struct ClientCore {
     direct: IdMap<ClientRequestId, oneshot::Sender<Outcome>>,
     /// Direct requests taken and not yet written by the wire.
     direct_out: VecDeque<(ClientRequestId, Option<Raw>)>,
+    /// The relay of this connection (stdio), and the server as errors name it.
+    relay: Option<(Arc<Relay>, Arc<str>)>,
 }
 
 impl ClientCore {
@@ -205,7 +217,21 @@ impl ClientCore {
             traces: HashMap::new(),
             direct: IdMap::default(),
             direct_out: VecDeque::new(),
+            relay: None,
         }
+    }
+
+    /// Relays calls on this connection with `relay` (`crate::relay`): their answers, the
+    /// logs sent while they wait and the connection's end go to it. `peer` names the
+    /// server in errors.
+    pub(crate) fn set_relay(&mut self, relay: Arc<Relay>, peer: Arc<str>) {
+        self.relay = Some((relay, peer));
+    }
+
+    /// The error a `tools/call` gets from the session's `error`, as a caller of
+    /// [`Client::send`](super::Client::send) reads it (what a relayed call is answered with).
+    fn relayed_error(peer: &str, error: McpError) -> McpError {
+        ClientError::from_session("tools/call", error, peer, None, "").to_mcp()
     }
 
     /// The next direct request to write: `tools/call` under its id with these params.
@@ -228,6 +254,24 @@ impl ClientCore {
         msg: Result<mcpwire_model::Message, mcpwire_model::Malformed>,
     ) -> Option<Result<mcpwire_model::Message, mcpwire_model::Malformed>> {
         use mcpwire_model::{Message, RequestId};
+        let claimed = match (&self.relay, &msg) {
+            (Some((relay, _)), Ok(Message::Response(r))) if relay.waiting() > 0 => match r.id {
+                RequestId::Int(n) => u64::try_from(n).ok().and_then(|n| relay.claim(n)),
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some(claimed) = claimed {
+            // A relayed call's answer the relay could not pass on as bytes: shaped as the
+            // general path shapes it.
+            if let (Ok(Message::Response(r)), Some((_, peer))) = (msg, &self.relay) {
+                claimed.answer(match r.outcome {
+                    Ok(raw) => Ok(mcpwire_model::Reply::Complete(raw)),
+                    Err(obj) => Err(Self::relayed_error(peer, McpError::Wire(obj))),
+                });
+            }
+            return None;
+        }
         if self.direct.is_empty() {
             return Some(msg);
         }
@@ -262,7 +306,9 @@ impl ClientCore {
             Some(McpError::ConnectionClosed(
                 "the connection to the server is closed".into(),
             ))
-        } else if self.session.in_flight() + self.direct.len() >= self.session.max_in_flight() {
+        } else if self.session.in_flight() + self.direct.len() + self.relayed()
+            >= self.session.max_in_flight()
+        {
             Some(McpError::LimitExceeded(format!(
                 "more than {} requests in flight to the server",
                 self.session.max_in_flight()
@@ -279,6 +325,29 @@ impl ClientCore {
                 self.direct_out.push_back((id, params));
             }
         }
+    }
+
+    /// Relayed calls waiting on this connection.
+    fn relayed(&self) -> usize {
+        self.relay.as_ref().map_or(0, |(r, _)| r.waiting())
+    }
+
+    /// Moves the frames and cancellations the relay queued to the wire's output `out`
+    /// (cancellations as the session words them); whether there were any.
+    pub(crate) fn take_relayed(&mut self, out: &mut bytes::BytesMut) -> bool {
+        let Some((relay, _)) = &self.relay else {
+            return false;
+        };
+        let session = &mut self.session;
+        relay.take(out, |id| {
+            session.cancel_untracked(ClientRequestId::new(id), RELAY_CANCEL_REASON);
+        })
+    }
+
+    /// Routes what the session produced now (the stdio wire does so after each line
+    /// while calls are relayed: a log reaches the relay before the answer behind it).
+    pub(crate) fn route_now(&mut self) {
+        self.route();
     }
 
     /// The trace context headers request `id` goes out with (empty when it has none).
@@ -380,6 +449,9 @@ impl ClientCore {
     /// stream ends.
     pub(crate) fn finish(&mut self, error: McpError) {
         self.ended.set();
+        if let Some((relay, peer)) = &self.relay {
+            relay.close(|| Self::relayed_error(peer, error.clone()));
+        }
         self.direct_out.clear();
         for (_, reply) in self.direct.drain() {
             let _ = reply.send(Err(Failure::Session(error.clone())));
@@ -507,6 +579,16 @@ impl ClientCore {
     }
 
     fn deliver(&mut self, e: ClientEvent) {
+        // A log while calls are relayed goes with their answers, in order.
+        let e = match (e, &self.relay) {
+            (ClientEvent::Log { entry, related }, Some((relay, _))) if relay.waiting() > 0 => {
+                match relay.log(entry) {
+                    Ok(()) => return,
+                    Err(entry) => ClientEvent::Log { entry, related },
+                }
+            }
+            (e, _) => e,
+        };
         let Some(tx) = &self.events else {
             return self.unheard(e);
         };

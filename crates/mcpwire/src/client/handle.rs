@@ -22,6 +22,7 @@ use super::core::{
     Settled,
 };
 use super::{ClientError, ClientOptions};
+use crate::relay::Relay;
 
 /// Commands a handle may queue before `send` waits for the wire's task.
 const COMMAND_QUEUE: usize = 64;
@@ -48,6 +49,8 @@ struct Inner {
     wire_session: Arc<WireSession>,
     /// The wire writes direct requests (`ClientCore::take_direct`).
     direct: bool,
+    /// The wire relays raw frames (`crate::relay`).
+    relay: Option<Arc<Relay>>,
 }
 
 /// The wire's own session with the server (HTTP: its `Mcp-Session-Id`), shared by the
@@ -141,6 +144,8 @@ pub(crate) struct PendingClient {
     wire_session: Arc<WireSession>,
     /// The wire writes direct requests (`ClientCore::take_direct`).
     pub(crate) direct: bool,
+    /// The wire relays raw frames (`crate::relay`).
+    pub(crate) relay: Option<Arc<Relay>>,
 }
 
 /// A session configured by `opts` and the channels around it; `peer` names the server in
@@ -198,12 +203,23 @@ pub(crate) fn parts_with(session: ClientSession, opts: &ClientOptions, peer: &st
             ended,
             wire_session: wire_session.clone(),
             direct: false,
+            relay: None,
         },
         wire_session,
     }
 }
 
 impl PendingClient {
+    /// The ids requests on this connection get (a relay numbers its frames from them).
+    pub(crate) fn ids(&self) -> RequestIds {
+        self.ids.clone()
+    }
+
+    /// The server as errors name it.
+    pub(crate) fn peer(&self) -> Arc<str> {
+        self.peer.clone()
+    }
+
     /// Waits for negotiation; `hint` follows a handshake timeout's message.
     pub(crate) async fn settle(self, hint: &str) -> Result<(Client, ClientEvents), ClientError> {
         let peer = self.peer.clone();
@@ -236,6 +252,7 @@ impl PendingClient {
                 ended: self.ended,
                 wire_session: self.wire_session,
                 direct: self.direct,
+                relay: self.relay,
             }),
         };
         let events = ClientEvents {
@@ -276,6 +293,15 @@ impl Client {
     pub async fn close_keeping_session(self) -> Result<(), ClientError> {
         self.inner.wire_session.keep.store(true, Ordering::Relaxed);
         self.close().await
+    }
+
+    /// The relay of this connection (stdio; `crate::relay`), when a `tools/call` with no
+    /// options would go out as a direct request ([`Client::send`]'s conditions): relaying
+    /// its frame as it came writes what that would.
+    pub(crate) fn relay(&self) -> Option<&Arc<Relay>> {
+        self.goes_direct("tools/call", &RequestOptions::default())
+            .then_some(self.inner.relay.as_ref())
+            .flatten()
     }
 
     /// The server as errors name it: the command line in backticks, or the URL.

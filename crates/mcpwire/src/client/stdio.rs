@@ -13,7 +13,9 @@ use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::{BufMut, BytesMut};
-use mcpwire_model::jsonrpc::decode_with_depth;
+use std::sync::Arc;
+
+use mcpwire_model::jsonrpc::{decode_with_depth, nesting_exceeds};
 use mcpwire_model::{McpError, codes};
 use mcpwire_wire::FramingError;
 use tokio::process::{ChildStdin, ChildStdout, Command};
@@ -26,6 +28,7 @@ use super::{
     Client, ClientError, ClientEvents, ClientOptions, ClientRequestId, MAX_MESSAGE_BYTES, excerpt,
 };
 use crate::driver::{Endpoint, FramedDriver, Status, framed::output_full, now};
+use crate::relay::Relay;
 
 /// How long a server whose output ended gets to report its exit status.
 const EXIT_STATUS_WAIT: Duration = Duration::from_millis(500);
@@ -79,9 +82,18 @@ pub(crate) async fn connect(
         let _ = exit_tx.send(status);
     });
     let mut parts = parts(opts, &peer);
-    // This wire writes `tools/call` requests itself (`ClientCore::take_direct`).
+    // This wire writes `tools/call` requests itself (`ClientCore::take_direct`), and relays
+    // the gateway's raw frames (`crate::relay`).
     parts.pending.direct = true;
+    let ids = parts.pending.ids();
+    let relay = Arc::new(Relay::new(
+        Box::new(move || ids.next_number()),
+        opts.limits.max_in_flight,
+    ));
+    parts.core.set_relay(relay.clone(), parts.pending.peer());
+    parts.pending.relay = Some(relay.clone());
     let endpoint = StdioEndpoint {
+        relay,
         core: parts.core,
         peer,
         line_no: 0,
@@ -267,6 +279,8 @@ fn describe_exit(status: ExitStatus) -> String {
 /// The client session over a child's pipes.
 struct StdioEndpoint {
     core: ClientCore,
+    /// The gateway's raw frames to and from this child (`crate::relay`).
+    relay: Arc<Relay>,
     peer: String,
     line_no: u64,
     exit: Exit,
@@ -280,6 +294,8 @@ struct StdioEndpoint {
 /// What the endpoint waits for besides the core.
 enum StdioWake {
     Core(CoreWake),
+    /// The relay queued frames.
+    Relayed,
     Exited(Option<std::io::Result<ExitStatus>>),
     ExitWaitOver,
 }
@@ -297,6 +313,10 @@ impl StdioEndpoint {
         if line.trim().is_empty() {
             return;
         }
+        let relaying = self.relay.waiting() > 0;
+        if relaying && !nesting_exceeds(line.as_bytes(), MAX_DEPTH) && self.relay.answer_raw(line) {
+            return;
+        }
         let decoded = decode_with_depth(line.as_bytes(), MAX_DEPTH);
         if let Err(bad) = &decoded
             && bad.error.code == codes::PARSE_ERROR
@@ -312,6 +332,10 @@ impl StdioEndpoint {
         }
         if let Some(decoded) = self.core.answer_direct(decoded) {
             self.core.session.handle_inbound(now(), decoded);
+            if relaying {
+                // What the line produced (a log) goes to the relay before the next line.
+                self.core.route_now();
+            }
         }
     }
 }
@@ -357,6 +381,10 @@ impl Endpoint for StdioEndpoint {
             return false;
         }
         let mut did = self.core.poll_ready(now(), !output_full(out));
+        // Relayed frames first: a cancellation of one (a session transmit) follows it.
+        if !output_full(out) {
+            did |= self.core.take_relayed(out);
+        }
         while !output_full(out)
             && let Some(t) = self.core.session.poll_transmit()
         {
@@ -391,12 +419,21 @@ impl Endpoint for StdioEndpoint {
                 _ = tokio::time::sleep_until(deadline) => StdioWake::ExitWaitOver,
             };
         }
-        StdioWake::Core(self.core.wait(!paused).await)
+        if paused {
+            return StdioWake::Core(self.core.wait(false).await);
+        }
+        let relay = self.relay.clone();
+        tokio::select! {
+            w = self.core.wait(true) => StdioWake::Core(w),
+            _ = relay.queued() => StdioWake::Relayed,
+        }
     }
 
     fn apply(&mut self, wake: StdioWake, _out: &mut BytesMut) {
         match wake {
             StdioWake::Core(w) => self.core.apply(now(), w),
+            // Taken by the next `poll_ready`.
+            StdioWake::Relayed => {}
             StdioWake::Exited(status) => {
                 self.exit.rx = None;
                 let how = match &status {

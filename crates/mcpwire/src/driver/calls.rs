@@ -12,7 +12,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::now;
+use super::relayed::RelayedCalls;
 use crate::observe::{CallMetrics, TraceParent, Wire, finish_span, request_span};
+use crate::relay::RelayableCall;
+use bytes::BytesMut;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use mcpwire_model::{BackendEvent, CallEvent, ClientAsk, McpError, Raw, RequestId};
@@ -85,6 +88,8 @@ pub(crate) enum Wake {
     Backend(Option<BackendEvent>),
     /// The timer passed.
     Timer,
+    /// Something came back for a relayed call (taken by [`Calls::take_relayed`]).
+    Relayed,
 }
 
 /// The calls of one session: their futures, cancellation and client asks.
@@ -116,6 +121,8 @@ pub(crate) struct Calls {
     trace_parent: Option<TraceParent>,
     /// The trace context of single requests, until they start (an HTTP session's POSTs).
     request_parents: HashMap<RequestId, TraceParent>,
+    /// Calls relayed to an upstream as raw frames (stdio; `crate::relay`).
+    relayed: RelayedCalls,
 }
 
 impl Drop for Calls {
@@ -168,6 +175,7 @@ impl Calls {
             wire,
             trace_parent: None,
             request_parents: HashMap::new(),
+            relayed: RelayedCalls::default(),
         }
     }
 
@@ -224,14 +232,47 @@ impl Calls {
         self.identity = identity;
     }
 
-    /// Calls still running.
+    /// Calls still running (relayed ones included).
     pub(crate) fn len(&self) -> usize {
-        self.calls.len()
+        self.calls.len() + self.relayed.len()
     }
 
-    /// Whether no call is running.
+    /// Whether no call is running (relayed ones included).
     pub(crate) fn is_empty(&self) -> bool {
-        self.calls.is_empty()
+        self.calls.is_empty() && self.relayed.len() == 0
+    }
+
+    /// Relays `call` (the frame `line`) to the upstream serving its tool, as raw bytes,
+    /// when the router offers a route and nothing here acts on calls — no metrics, no
+    /// request spans, no identity (`docs/design/gateway.md` § The relay); whether it went.
+    pub(crate) fn relay(
+        &mut self,
+        session: &mut ServerSession,
+        line: &[u8],
+        call: &RelayableCall<'_>,
+    ) -> bool {
+        let Some(scope) = &self.session else {
+            return false;
+        };
+        if self.identity.is_some()
+            || self.client_ip.is_some()
+            || crate::observe::calls_measured()
+            || tracing::enabled!(target: "mcpwire::request", tracing::Level::INFO)
+        {
+            return false;
+        }
+        self.relayed.send(&self.router, scope, session, line, call)
+    }
+
+    /// Takes what came back for relayed calls (see [`RelayedCalls::take`]); whether
+    /// anything came.
+    pub(crate) fn take_relayed(
+        &mut self,
+        session: &mut ServerSession,
+        out: &mut BytesMut,
+        write: impl FnMut(&mut ServerSession, &mut BytesMut, Option<&[u8]>),
+    ) -> bool {
+        self.relayed.take(session, out, write)
     }
 
     /// Waits for the next finished call, call message, backend event, or for `timer`.
@@ -241,6 +282,7 @@ impl Calls {
             Some((id, reply)) = self.calls.next(), if !self.calls.is_empty() => Wake::Done(id, reply),
             Some(msg) = self.peer_rx.recv() => Wake::Peer(msg),
             ev = recv_event(&mut self.events) => Wake::Backend(ev),
+            _ = self.relayed.arrived() => Wake::Relayed,
             _ = sleep_until(timer) => Wake::Timer,
         }
     }
@@ -252,6 +294,7 @@ impl Calls {
             Wake::Peer(msg) => self.on_peer(session, *msg),
             Wake::Backend(ev) => self.on_backend(session, ev),
             Wake::Timer => session.handle_timeout(now()),
+            Wake::Relayed => {}
         }
     }
 
@@ -337,11 +380,15 @@ impl Calls {
                     SessionEvent::Cancel(id) => {
                         if let Some(t) = self.cancels.remove(&id) {
                             t.cancel();
+                        } else {
+                            self.relayed.cancel(id);
                         }
                     }
                     SessionEvent::AskDone(ask, result) => {
                         if let Some(tx) = self.asks.remove(&ask) {
                             let _ = tx.send(result);
+                        } else {
+                            let _ = self.relayed.ask_done(ask, result);
                         }
                     }
                 }

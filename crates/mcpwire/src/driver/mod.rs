@@ -12,6 +12,8 @@
 //!   through a codec, writes bytes in batches, busy-polls briefly before sleeping, and stops
 //!   reading while its write buffer is full (backpressure). Role-neutral: what runs on top
 //!   is an [`Endpoint`] (stdio's and MCPB's server connections today).
+//! - [`relayed`]: the calls of a session relayed to an upstream as raw frames
+//!   (`crate::relay`), counted by [`Calls`] with the calls it runs.
 //! - [`exchange`]: [`Exchange`], one request on a session of its own, run until its response
 //!   (stateless HTTP and gRPC).
 //!
@@ -25,6 +27,7 @@
 pub(crate) mod calls;
 pub(crate) mod exchange;
 pub(crate) mod framed;
+mod relayed;
 pub(crate) mod server_core;
 
 pub(crate) use calls::{Calls, Wake};

@@ -3,9 +3,11 @@
 
 use std::time::{Duration, Instant};
 
+use bytes::BytesMut;
+use mcpwire_model::jsonrpc::nesting_exceeds;
 use mcpwire_model::types::RequestMeta;
-use mcpwire_model::{Malformed, Message, Request, RequestId};
-use mcpwire_session::{ServerSession, Transmit};
+use mcpwire_model::{Dialect, Malformed, Message, Request, RequestId};
+use mcpwire_session::{Era, ServerSession, Transmit};
 
 use super::calls::{Calls, PEER_QUEUE, Wake, sleep_until};
 use super::now;
@@ -142,6 +144,45 @@ impl ServerCore {
     /// Hands what [`ServerCore::wait`] woke up for to the session.
     pub(crate) fn apply(&mut self, wake: Wake) {
         self.calls.apply(&mut self.session, wake);
+    }
+
+    /// Relays the `tools/call` frame `line` to its upstream as it came, when it may be
+    /// (`crate::relay`: a handshake-era MCP session, a frame the general path would read
+    /// the same — nesting within `max_depth`, UTF-8, nothing but a plain tool call — and a
+    /// route for its tool); whether it went. When not, decode it as usual.
+    pub(crate) fn try_relay(&mut self, line: &[u8], max_depth: usize) -> bool {
+        if !matches!(self.session.era(), Era::Handshake(r) if r.dialect() == Dialect::Mcp) {
+            return false;
+        }
+        let Ok(text) = std::str::from_utf8(line) else {
+            return false;
+        };
+        if nesting_exceeds(line, max_depth) {
+            return false;
+        }
+        let Some(call) = crate::relay::scan_call(text) else {
+            return false;
+        };
+        self.calls.relay(&mut self.session, line, &call)
+    }
+
+    /// Takes what came back for relayed calls: answers' bytes written to `out` as they
+    /// are, the rest through the session (its output moved with `encode`). Whether
+    /// anything came.
+    pub(crate) fn take_relayed(
+        &mut self,
+        out: &mut BytesMut,
+        mut encode: impl FnMut(&mut BytesMut, Transmit),
+    ) -> bool {
+        self.calls
+            .take_relayed(&mut self.session, out, |session, out, bytes| {
+                while let Some(t) = session.poll_transmit() {
+                    encode(out, t);
+                }
+                if let Some(bytes) = bytes {
+                    out.extend_from_slice(bytes);
+                }
+            })
     }
 
     /// Requests whose calls asked to close their stream's connection (HTTP SSE polling).

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
-pub(crate) use calls::{CallMetrics, Wire};
+pub(crate) use calls::{CallMetrics, Wire, enabled as calls_measured};
 pub use logs::{
     ANNOUNCE_DIRECTIVE, ANNOUNCE_TARGET, LogFormat, announce, log_format, set_log_format,
 };

@@ -42,7 +42,8 @@ where
             schemas: service.proto.clone(),
             translator: None,
         };
-        let codec = AnyCodec::new(&service.limits, true);
+        // JSON-RPC lines come undecoded: a plain `tools/call` may be relayed as it came.
+        let codec = AnyCodec::new(&service.limits, true).with_raw_lines();
         StdioConnection {
             driver: FramedDriver::new(reader, codec, writer, endpoint, service.busy_poll),
         }
@@ -88,6 +89,12 @@ impl Endpoint for StdioEndpoint {
 
     fn on_frame(&mut self, frame: Option<Result<WireItem, FramingError>>, out: &mut BytesMut) {
         match frame {
+            Some(Ok(WireItem::Line(Ok(line)))) => {
+                if !self.core.try_relay(&line, self.json.max_depth()) {
+                    self.core.inbound(self.json.decode_body(&line));
+                }
+            }
+            Some(Ok(WireItem::Line(Err(refused)))) => self.core.inbound(Err(refused)),
             Some(Ok(WireItem::Json(decoded))) => self.core.inbound(decoded),
             Some(Ok(WireItem::Proto(item))) => self.on_proto(item, out),
             Some(Err(e)) => {
@@ -100,7 +107,7 @@ impl Endpoint for StdioEndpoint {
 
     fn poll_ready(&mut self, out: &mut BytesMut) -> bool {
         let (json, proto, translator) = (&mut self.json, &mut self.proto, &mut self.translator);
-        self.core.poll_ready(out, output_full, |out, t: Transmit| {
+        let mut encode = |out: &mut BytesMut, t: Transmit| {
             let r = match translator {
                 None => json.encode(&t.msg, out),
                 Some(tr) => match tr.outbound(&t.msg) {
@@ -111,7 +118,9 @@ impl Endpoint for StdioEndpoint {
             if let Err(e) = r {
                 tracing::error!(error = %e, "could not encode a message");
             }
-        })
+        };
+        let relayed = !output_full(out) && self.core.take_relayed(out, &mut encode);
+        self.core.poll_ready(out, output_full, encode) | relayed
     }
 
     async fn wait(&mut self, paused: bool) -> Wake {

@@ -6,8 +6,8 @@ use std::time::Duration;
 use mcpwire_model::types::{ClientCapabilities, Implementation, LoggingLevel, ServerCapabilities};
 use mcpwire_model::{BackendEvent, McpError, Raw, Reply};
 use mcpwire_router::{
-    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ForwardedCall, TASKS_EXTENSION,
-    ToolRouting, offers_tasks_extension,
+    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ForwardedCall, RelayRoute,
+    SessionScope, TASKS_EXTENSION, ToolRouting, offers_tasks_extension,
 };
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
@@ -210,6 +210,15 @@ impl UpstreamBackend {
     /// Upstream requests held for stateless clients' retries now.
     pub fn held_count(&self) -> usize {
         self.inner.holder.len()
+    }
+
+    /// Calls relayed as raw frames on the upstream sessions open now (`docs/design/gateway.md`
+    /// § The relay): how many calls skipped the router and the call machinery.
+    pub fn relayed_calls(&self) -> u64 {
+        self.inner
+            .sessions
+            .as_ref()
+            .map_or(0, |s| s.relayed_calls())
     }
 
     /// Upstream sessions open for downstream sessions now (besides the shared one).
@@ -501,6 +510,24 @@ impl Inner {
         fast::eligible(ctx, &link).then_some(link)
     }
 
+    /// The relay of downstream session `scope`'s own upstream session, when its calls may
+    /// be relayed as raw frames (`crate::relay`): what [`Inner::fast_link`] and
+    /// [`Inner::options`] allow for a call without `_meta` — the session open and up now,
+    /// a handshake era, no consent flow, no call timeout — on a per-session stdio link
+    /// whose client would write the call as a direct request. A shared link is not
+    /// relayed: what its upstream sends without naming a call is not one session's.
+    fn relay_for(&self, scope: &SessionScope) -> Option<RelayRoute> {
+        if self.config.consents.is_some() || self.config.call_timeout.is_some() {
+            return None;
+        }
+        let link = self.sessions.as_ref()?.ready(scope)?;
+        if !matches!(link.client().negotiated().era, ClientEra::Handshake(_)) {
+            return None;
+        }
+        let relay: RelayRoute = link.client().relay()?.clone();
+        Some(relay)
+    }
+
     /// A `tools/call` with `params` on the fast path (`super::fast`); `again` are the
     /// params for running it in a new upstream session if the upstream no longer holds
     /// this one (an HTTP session: nothing else can be gone).
@@ -596,6 +623,11 @@ impl Backend for UpstreamBackend {
         Ok(Box::pin(
             self.inner.clone().fast_call(link, ctx, params, again),
         ))
+    }
+
+    fn relay_route(&self, name: &str, scope: &SessionScope) -> Option<RelayRoute> {
+        let _ = name; // every tool of an upstream is called the same way
+        self.inner.relay_for(scope)
     }
 
     fn tool_routing(&self, name: &str) -> Option<Arc<ToolRouting>> {

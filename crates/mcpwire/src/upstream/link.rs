@@ -404,6 +404,9 @@ impl Link {
     }
 
     fn on_server_request(self: &Arc<Self>, req: ServerRequest) {
+        let Some(req) = self.ask_for_relayed_call(req) else {
+            return;
+        };
         let delivery = {
             let Ok(mut t) = self.table.lock() else { return };
             let unknown = match req.related {
@@ -425,6 +428,46 @@ impl Link {
             }
         };
         self.act(delivery);
+    }
+
+    /// Puts a server request naming no call to the downstream client on behalf of the
+    /// oldest relayed call (`crate::relay`) when no call of this link's own is in flight
+    /// or being sent — where [`Table::deliver`] would give it to the oldest call; gives it
+    /// back otherwise.
+    fn ask_for_relayed_call(&self, req: ServerRequest) -> Option<ServerRequest> {
+        let Some(relay) = self.client.relay().filter(|r| r.waiting() > 0) else {
+            return Some(req);
+        };
+        let idle = req.related.is_none()
+            && self
+                .table
+                .lock()
+                .is_ok_and(|t| t.calls.is_empty() && t.sending == 0);
+        if !idle {
+            return Some(req);
+        }
+        let ServerRequest {
+            id, method, params, ..
+        } = req;
+        let ask = ClientAsk {
+            method: method.as_str().to_owned().into(),
+            params,
+        };
+        let client = self.client.clone();
+        let answer: crate::relay::AnswerAsk = Box::new(move |result| {
+            tokio::spawn(async move {
+                let _ = client.answer(id, result).await;
+            });
+        });
+        match relay.ask(ask, answer) {
+            Ok(()) => None,
+            Err((ask, _)) => Some(ServerRequest {
+                id,
+                method: mcpwire_model::Method::parse(&ask.method),
+                params: ask.params,
+                related: None,
+            }),
+        }
     }
 
     /// The context of the call `related` names; without one, of the only call in flight,

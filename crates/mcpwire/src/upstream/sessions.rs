@@ -34,6 +34,14 @@ impl Sessions {
         self.open.lock().map_or(0, |m| m.len())
     }
 
+    /// Calls relayed as raw frames (`crate::relay`) on the upstream sessions open now.
+    pub(crate) fn relayed_calls(&self) -> u64 {
+        let Ok(open) = self.open.lock() else { return 0 };
+        open.values()
+            .filter_map(|slot| slot.get()?.client().relay().map(|r| r.sent()))
+            .sum()
+    }
+
     /// The upstream session of downstream session `scope`, opened with `open` on first
     /// use (or again when it went down); refused past the bound.
     pub(crate) async fn get<F, Fut>(

@@ -1,0 +1,353 @@
+//! The gateway's stdio relay (`docs/design/gateway.md` § The relay): a stdio client's plain
+//! `tools/call`s reach the session's own stdio upstream as raw frames and come back as
+//! raw frames. Every test runs the same conversation through a gateway that relays and
+//! through one that cannot (a call timeout on the backend takes the general path) and
+//! compares what the client saw, with the real `mcpwire demo` as the upstream (or a
+//! scripted one where a crash is needed). The gateway runs in this process, so the tests
+//! can also tell that the relay did carry the calls (`UpstreamBackend::relayed_calls`).
+
+mod peers;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpwire::Service;
+use mcpwire::client::{EraChoice, Target};
+use mcpwire::router::Router;
+use mcpwire::stdio::StdioConnection;
+use mcpwire::upstream::{UpstreamBackend, UpstreamConfig};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
+
+/// How long any one answer may take before a test fails.
+const WAIT: Duration = Duration::from_secs(30);
+
+/// A gateway in front of `argv` (one child per downstream session), relaying or not.
+async fn gateway(argv: Vec<String>, relay: bool) -> (Arc<UpstreamBackend>, Service) {
+    let mut config = UpstreamConfig::new("up", Target::Command { argv });
+    config.shared = false;
+    config.era = EraChoice::Handshake;
+    if !relay {
+        // A call timeout is something the relay does not keep: the general path runs.
+        config.call_timeout = Some(Duration::from_secs(3600));
+    }
+    let backend = UpstreamBackend::connect(config).await.expect("connect");
+    let info = backend.server_info().clone();
+    let service = Service::new(Router::new(backend.clone()), info, None);
+    (backend, service)
+}
+
+/// Waits until `cond` holds (bounded by [`WAIT`]).
+async fn eventually(what: &str, cond: impl Fn() -> bool) {
+    let wait = async {
+        while !cond() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    tokio::time::timeout(WAIT, wait)
+        .await
+        .unwrap_or_else(|_| panic!("{what}"));
+}
+
+fn demo() -> Vec<String> {
+    vec![peers::bin().to_owned(), "demo".to_owned()]
+}
+
+/// One downstream stdio client of a gateway, in this process.
+struct Client {
+    to: DuplexStream,
+    from: Lines<BufReader<DuplexStream>>,
+}
+
+impl Client {
+    /// Connects and initializes (with sampling, so the upstream may ask).
+    async fn connect(service: &Service) -> Client {
+        let (client, server) = tokio::io::duplex(1 << 20);
+        let (theirs, ours) = tokio::io::duplex(1 << 20);
+        tokio::spawn(StdioConnection::new(service, server, theirs).run());
+        let mut c = Client {
+            to: client,
+            from: BufReader::new(ours).lines(),
+        };
+        c.send_line(
+            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"sampling": {}},
+            "clientInfo": {"name": "t", "version": "1"}}})
+            .to_string(),
+        )
+        .await;
+        c.recv().await;
+        c.send_line(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+            .await;
+        c
+    }
+
+    async fn send_line(&mut self, line: &str) {
+        self.to.write_all(line.as_bytes()).await.expect("write");
+        self.to.write_all(b"\n").await.expect("write");
+    }
+
+    async fn recv(&mut self) -> Value {
+        let line = tokio::time::timeout(WAIT, self.from.next_line())
+            .await
+            .expect("an answer in time")
+            .expect("read")
+            .expect("a line");
+        serde_json::from_str(&line).expect("json")
+    }
+
+    /// Reads until the answer to `id`, answering sampling requests; everything read.
+    async fn until_answer(&mut self, id: &Value) -> Vec<Value> {
+        let mut seen = Vec::new();
+        loop {
+            let msg = self.recv().await;
+            if msg["method"] == "sampling/createMessage" {
+                let answer = json!({"jsonrpc": "2.0", "id": msg["id"], "result": {
+                    "role": "assistant", "model": "m",
+                    "content": {"type": "text", "text": "sampled"}}});
+                self.send_line(&answer.to_string()).await;
+            }
+            let done = msg.get("method").is_none() && &msg["id"] == id;
+            seen.push(msg);
+            if done {
+                return seen;
+            }
+        }
+    }
+
+    /// Sends `line` (a request with id `id`) and reads until its answer.
+    async fn call(&mut self, line: &str, id: Value) -> Vec<Value> {
+        self.send_line(line).await;
+        self.until_answer(&id).await
+    }
+}
+
+fn tool_call(id: &Value, name: &str, arguments: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": name, "arguments": arguments}})
+    .to_string()
+}
+
+/// The calls the conversation makes, as `(line, id)`.
+fn conversation() -> Vec<(String, Value)> {
+    let mut calls = Vec::new();
+    let mut add = |id: Value, name: &str, args: Value| {
+        calls.push((tool_call(&id, name, args), id));
+    };
+    // The first call opens the upstream session (always the general path).
+    add(json!(1), "echo", json!({"text": "first"}));
+    add(
+        json!(2),
+        "echo",
+        json!({"text": "é \"quoted\" \\ \u{2028}"}),
+    );
+    add(json!("str-3"), "echo", json!({"text": "string id"}));
+    add(json!(4), "add", json!({"a": 2, "b": 3}));
+    add(json!(5), "echo", json!({"wrong": 1}));
+    add(json!(6), "test_error_handling", json!({}));
+    add(json!(7), "no_such_tool", json!({}));
+    add(json!(8), "test_tool_with_logging", json!({}));
+    add(json!(9), "test_sampling", json!({"prompt": "hi"}));
+    add(json!(10), "test_slow", json!({"seconds": 0}));
+    add(json!(-11), "echo", json!({"text": "negative id"}));
+    // Not relayable: read the general way in both gateways.
+    calls.push((
+        r#"{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"echo","arguments":{"text":"m"},"_meta":{"k":1}}}"#.to_owned(),
+        json!(12),
+    ));
+    calls.push((
+        r#"{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"e\u0063ho","arguments":{"text":"escaped name"}}}"#.to_owned(),
+        json!(13),
+    ));
+    calls.push((
+        r#"{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"echo","arguments":[1]}}"#
+            .to_owned(),
+        json!(14),
+    ));
+    calls
+}
+
+/// What a client sees of `conversation` through a gateway in front of `argv`, and how
+/// many calls it relayed.
+async fn transcript(argv: Vec<String>, relay: bool) -> (Vec<Value>, u64) {
+    let (backend, service) = gateway(argv, relay).await;
+    let mut client = Client::connect(&service).await;
+    let mut seen = Vec::new();
+    for (line, id) in conversation() {
+        seen.extend(client.call(&line, id).await);
+    }
+    // Bad input, answered as before.
+    client.send_line("{\"jsonrpc\":\"2.0\",\"id\":20,").await;
+    seen.push(client.recv().await);
+    client
+        .to
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":21,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"\xff\"}}}\n")
+        .await
+        .expect("write");
+    seen.push(client.recv().await);
+    (seen, backend.relayed_calls())
+}
+
+/// Results, tool errors, protocol errors, logs and the upstream's sampling request during
+/// a call: the client sees exactly what the general path gives it, and the relay carried
+/// the relayable calls.
+#[tokio::test]
+async fn relayed_calls_are_answered_as_the_general_path_answers_them() {
+    let (general, none) = transcript(demo(), false).await;
+    let (relayed, count) = transcript(demo(), true).await;
+    assert_eq!(none, 0, "a gateway with a call timeout relays nothing");
+    // Calls 2–11 (the first opens the session; `_meta`, the escaped name, array
+    // arguments and bad input go the general way).
+    assert_eq!(count, 10, "the relay carried the plain calls");
+    assert_eq!(relayed, general);
+    // The conversation did meet what it is meant to.
+    let has = |pred: &dyn Fn(&Value) -> bool| relayed.iter().any(pred);
+    assert!(has(&|m| m["method"] == "notifications/message"), "logs");
+    assert!(has(&|m| m["method"] == "sampling/createMessage"), "an ask");
+    assert!(has(
+        &|m| m["result"]["content"][0]["text"] == "LLM response: sampled"
+    ));
+    assert!(has(&|m| m["id"] == "str-3" && m["result"].is_object()));
+    assert!(has(&|m| m["id"] == 7 && m["error"]["code"] == -32602));
+}
+
+/// A client's cancellation of a relayed call reaches the upstream, naming the request as
+/// the upstream knows it; the session goes on.
+#[tokio::test]
+async fn cancelling_a_relayed_call_tells_the_upstream() {
+    let dir = std::env::temp_dir().join(format!("mcpwire-relay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let log = dir.join("upstream-input.log");
+    let _ = std::fs::remove_file(&log);
+    let script = format!("tee -a '{}' | exec '{}' demo", log.display(), peers::bin());
+    let argv = vec!["sh".to_owned(), "-c".to_owned(), script];
+    let (backend, service) = gateway(argv, true).await;
+    let mut client = Client::connect(&service).await;
+    client
+        .call(
+            &tool_call(&json!(1), "echo", json!({"text": "open"})),
+            json!(1),
+        )
+        .await;
+    client
+        .send_line(&tool_call(&json!(2), "test_slow", json!({"seconds": 600})))
+        .await;
+    eventually("the slow call was relayed", || backend.relayed_calls() == 1).await;
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 2, "reason": "changed my mind"}});
+    client.send_line(&cancel.to_string()).await;
+    let told = async {
+        loop {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let lines: Vec<Value> = text
+                .lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect();
+            let slow = lines
+                .iter()
+                .find(|m| m["params"]["name"] == "test_slow")
+                .map(|m| m["id"].clone());
+            let cancelled = lines
+                .iter()
+                .find(|m| m["method"] == "notifications/cancelled")
+                .map(|m| m["params"]["requestId"].clone());
+            if let (Some(slow), Some(cancelled)) = (slow, cancelled) {
+                return (slow, cancelled);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let (slow, cancelled) = tokio::time::timeout(WAIT, told)
+        .await
+        .expect("the upstream was told");
+    assert_eq!(cancelled, slow, "the cancellation names the upstream's id");
+    assert_ne!(slow, json!(2), "the upstream's id is the gateway's own");
+    // No answer for the cancelled call; the next call is answered.
+    let seen = client
+        .call(
+            &tool_call(&json!(3), "echo", json!({"text": "after"})),
+            json!(3),
+        )
+        .await;
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0]["result"]["content"][0]["text"], "after");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A stdio server in `sh` that answers `initialize` and its first two `tools/call`s, then
+/// exits with status 3 on the next one.
+fn crashing() -> Vec<String> {
+    let id = r#"id=$(printf '%s' "$l" | sed 's/.*"id":\([0-9]*\).*/\1/')"#;
+    let init = r#"{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}\n"#;
+    let answer =
+        r#"{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"ok"}]}}\n"#;
+    let script = format!(
+        "read l; {id}; printf '{init}' \"$id\"; read l; \
+         read l; {id}; printf '{answer}' \"$id\"; \
+         read l; {id}; printf '{answer}' \"$id\"; read l; exit 3"
+    );
+    vec!["sh".into(), "-c".into(), script]
+}
+
+/// The upstream dies during a relayed call: the call gets the general path's error, and
+/// the next call works (on a new upstream session).
+#[tokio::test]
+async fn an_upstream_crash_during_a_relayed_call_is_the_general_paths_error() {
+    let mut outcomes = Vec::new();
+    for relay in [false, true] {
+        let (backend, service) = gateway(crashing(), relay).await;
+        let mut client = Client::connect(&service).await;
+        let mut seen = Vec::new();
+        for id in 1..=4 {
+            let line = tool_call(&json!(id), "echo", json!({"text": "x"}));
+            seen.extend(client.call(&line, json!(id)).await);
+            if id == 2 {
+                // The second call was relayed (the first opened the session), and so is
+                // the third, during which the upstream exits.
+                assert_eq!(backend.relayed_calls(), u64::from(relay));
+            }
+        }
+        let error = &seen[2]["error"];
+        assert!(
+            error["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("exited with status 3")),
+            "{seen:?}"
+        );
+        assert_eq!(seen[3]["result"]["content"][0]["text"], "ok", "{seen:?}");
+        outcomes.push(seen);
+    }
+    assert_eq!(outcomes[0], outcomes[1]);
+}
+
+/// A client that ends its input while relayed calls run still gets their answers.
+#[tokio::test]
+async fn relayed_calls_are_answered_after_the_client_input_ends() {
+    let (backend, service) = gateway(demo(), true).await;
+    let mut client = Client::connect(&service).await;
+    client
+        .call(
+            &tool_call(&json!(1), "echo", json!({"text": "open"})),
+            json!(1),
+        )
+        .await;
+    for id in 2..=9 {
+        client
+            .send_line(&tool_call(&json!(id), "test_slow", json!({"seconds": 0.2})))
+            .await;
+    }
+    eventually("the calls were relayed", || backend.relayed_calls() == 8).await;
+    client.to.shutdown().await.expect("shutdown");
+    let mut answered = Vec::new();
+    while let Ok(Some(line)) = tokio::time::timeout(WAIT, client.from.next_line())
+        .await
+        .expect("in time")
+    {
+        let msg: Value = serde_json::from_str(&line).expect("json");
+        assert_eq!(msg["result"]["content"][0]["text"], "done", "{msg}");
+        answered.push(msg["id"].as_i64().expect("id"));
+    }
+    answered.sort_unstable();
+    assert_eq!(answered, (2..=9).collect::<Vec<_>>());
+}

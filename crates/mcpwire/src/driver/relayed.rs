@@ -1,0 +1,159 @@
+//! [`RelayedCalls`]: a session's calls relayed to an upstream as raw frames
+//! (`crate::relay`), which [`Calls`](super::Calls) counts with the calls it runs — so the
+//! in-flight bound, drain on end of input and cancellation hold for them as for any call.
+//!
+//! A relayed call is accounted in the session (`ServerSession::accept_relayed`) and kept
+//! here under its dispatch id with the relay it went to and its upstream id: a
+//! cancellation (the client's, or the request timeout) tells the relay, which tells the
+//! upstream. What comes back ([`Arrived`]) is taken in order: an answer's bytes are written
+//! as they are (once the session agrees the call is still on), an outcome is answered by
+//! the session as the general path's would be, a log is the session's to filter and send,
+//! and an ask is put to the client on the call's behalf, its answer handed back upstream.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use mcpwire_model::{BackendEvent, McpError, Raw};
+use mcpwire_router::{Router, SessionScope};
+use mcpwire_session::{AskId, DispatchId, IdMap, ServerSession};
+
+use super::now;
+use crate::relay::{AnswerAsk, Arrived, Relay, RelayInbox, RelayableCall};
+
+/// The relayed calls of one session.
+#[derive(Default)]
+pub(crate) struct RelayedCalls {
+    /// Calls in flight: the relay each went to and its upstream id.
+    calls: IdMap<DispatchId, (Arc<Relay>, u64)>,
+    /// Asks put to the client for relayed calls, and how to answer the upstream.
+    asks: IdMap<AskId, AnswerAsk>,
+    /// What comes back for this session's relayed calls (made on the first).
+    inbox: Option<Arc<RelayInbox>>,
+    /// Answers' bytes taken from the inbox and not yet written.
+    bytes: BytesMut,
+    /// Items taken from the inbox (kept for its allocation).
+    items: VecDeque<Arrived>,
+}
+
+impl RelayedCalls {
+    /// Relayed calls in flight.
+    pub(crate) fn len(&self) -> usize {
+        self.calls.len()
+    }
+
+    /// Sends `call` (the frame `line`) to the upstream the router names for its tool in
+    /// session `scope`, accounted in `session`; whether it went (else the general path
+    /// takes it, and nothing was recorded).
+    pub(crate) fn send(
+        &mut self,
+        router: &Router,
+        scope: &SessionScope,
+        session: &mut ServerSession,
+        line: &[u8],
+        call: &RelayableCall<'_>,
+    ) -> bool {
+        let Some(route) = router.relay_route(call.tool, scope) else {
+            return false;
+        };
+        let Ok(relay) = route.downcast::<Relay>() else {
+            return false;
+        };
+        let Some(dispatch) = session.accept_relayed(now(), call.request_id.clone()) else {
+            return false;
+        };
+        let inbox = self.inbox.get_or_insert_with(Default::default);
+        match relay.send(line, call, dispatch, inbox) {
+            Ok(up) => {
+                self.calls.insert(dispatch, (relay, up));
+                true
+            }
+            Err(_) => {
+                session.withdraw_relayed(dispatch);
+                false
+            }
+        }
+    }
+
+    /// The session ended call `id` without its answer (the client cancelled it, or it
+    /// timed out): the upstream is told when it was relayed; whether it was.
+    pub(crate) fn cancel(&mut self, id: DispatchId) -> bool {
+        match self.calls.remove(&id) {
+            Some((relay, up)) => {
+                relay.cancel(up);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The client answered ask `ask`: handed upstream when it was asked for a relayed
+    /// call; the result back otherwise.
+    pub(crate) fn ask_done(
+        &mut self,
+        ask: AskId,
+        result: Result<Raw, McpError>,
+    ) -> Option<Result<Raw, McpError>> {
+        match self.asks.remove(&ask) {
+            Some(answer) => {
+                answer(result);
+                None
+            }
+            None => Some(result),
+        }
+    }
+
+    /// Completes when something came back (never before the first relayed call).
+    pub(crate) async fn arrived(&self) {
+        match &self.inbox {
+            Some(inbox) => inbox.arrived().await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Takes what came back: answers' bytes go to `out` through `write` (called with
+    /// `None` first to flush what the session queued before them, in order), the rest to
+    /// `session`. Whether anything came.
+    pub(crate) fn take(
+        &mut self,
+        session: &mut ServerSession,
+        out: &mut BytesMut,
+        mut write: impl FnMut(&mut ServerSession, &mut BytesMut, Option<&[u8]>),
+    ) -> bool {
+        let Some(inbox) = &self.inbox else {
+            return false;
+        };
+        inbox.take(&mut self.bytes, &mut self.items);
+        if self.items.is_empty() {
+            return false;
+        }
+        // Answers are read in place (not split off: the buffer keeps its allocation for the
+        // next take).
+        let mut at = 0;
+        while let Some(item) = self.items.pop_front() {
+            match item {
+                Arrived::Answer(id, len) => {
+                    let bytes = self.bytes.get(at..at + len).unwrap_or_default();
+                    at += len;
+                    if self.calls.remove(&id).is_some() && session.relayed_answered(now(), id) {
+                        write(session, out, None);
+                        write(session, out, Some(bytes));
+                    }
+                }
+                Arrived::Outcome(id, outcome) => {
+                    if self.calls.remove(&id).is_some() {
+                        session.handle_reply(now(), id, outcome);
+                    }
+                }
+                Arrived::Log(entry) => session.handle_backend_event(&BackendEvent::Log(entry)),
+                Arrived::Ask(origin, ask, answer) => {
+                    let id = session.start_ask(now(), origin, ask);
+                    self.asks.insert(id, answer);
+                }
+            }
+        }
+        self.bytes.clear();
+        write(session, out, None);
+        true
+    }
+}

@@ -1,0 +1,388 @@
+//! The relay: a downstream stdio session's `tools/call` sent to its own stdio upstream
+//! child as bytes, its answer brought back as bytes — no decoding, no router, no call
+//! future (`docs/design/gateway.md` § The relay). What both ends share is here; the
+//! downstream end is the stdio listener (`crate::stdio`), the upstream end the stdio
+//! client (`crate::client`), and `crate::upstream` says when a tool's calls may take it.
+//!
+//! - [`Relay`] (one per upstream stdio connection): the frames the downstream end queued for
+//!   the child, with their ids already rewritten to upstream ids; the calls waiting for
+//!   answers (upstream id → the downstream call and the client's id text); the
+//!   cancellations to tell the child.
+//! - [`RelayInbox`] (one per downstream session): what came back for that session's relayed
+//!   calls, in the order the child wrote it — answers as bytes with the client's id restored,
+//!   answers the general path must shape (errors, unusual frames, the connection's end) as
+//!   outcomes, and the child's logs and server→client requests during relayed calls.
+//!
+//! Bounds: a relay holds at most the connection's `max_in_flight` calls, and the
+//! downstream session at most its own; their frames and answers are bounded by those
+//! counts (a frame is at most the message limit). Logs queued in an inbox are capped at
+//! [`MAX_QUEUED_LOGS`] (further ones are dropped, as a running call's events are under
+//! pressure); asks come through the link, which bounds them.
+
+mod scan;
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::{BufMut, BytesMut};
+use mcpwire_model::{ClientAsk, LogEntry, McpError, Raw, Reply};
+use mcpwire_session::{DispatchId, IdMap};
+use tokio::sync::Notify;
+
+pub(crate) use scan::{IdText, RelayableCall, scan_call, scan_result};
+
+/// Logs of the upstream waiting in an inbox before further ones are dropped.
+pub(crate) const MAX_QUEUED_LOGS: usize = 1024;
+
+/// Answers a server→client request of the upstream (`Client::answer`, spawned).
+pub(crate) type AnswerAsk = Box<dyn FnOnce(Result<Raw, McpError>) + Send + Sync>;
+
+/// A relayed call waiting for its answer.
+struct Waiting {
+    dispatch: DispatchId,
+    id: IdText,
+    inbox: Arc<RelayInbox>,
+}
+
+#[derive(Default)]
+struct RelayState {
+    /// The connection ended: nothing more is relayed.
+    closed: bool,
+    /// Frames for the child, ids rewritten.
+    out: BytesMut,
+    /// Upstream ids of relayed calls cancelled downstream, to tell the child.
+    cancels: Vec<u64>,
+    waiting: IdMap<u64, Waiting>,
+}
+
+/// The upstream end: one stdio connection's relayed calls.
+pub(crate) struct Relay {
+    /// The next upstream request id (shared with the client's other requests).
+    next_id: Box<dyn Fn() -> u64 + Send + Sync>,
+    /// Calls in flight on the connection at most.
+    max_in_flight: usize,
+    /// Relayed calls waiting, readable without the lock.
+    waiting: AtomicUsize,
+    /// Calls relayed so far.
+    sent: AtomicU64,
+    state: Mutex<RelayState>,
+    /// Wakes the connection's task: frames or cancellations to write.
+    wake: Notify,
+}
+
+/// Why a call was not relayed (the general path takes it).
+#[derive(Debug)]
+pub(crate) struct NotRelayed;
+
+impl Relay {
+    /// A relay numbering its requests with `next_id`, holding at most `max_in_flight`.
+    pub(crate) fn new(next_id: Box<dyn Fn() -> u64 + Send + Sync>, max_in_flight: usize) -> Relay {
+        Relay {
+            next_id,
+            max_in_flight,
+            waiting: AtomicUsize::new(0),
+            sent: AtomicU64::new(0),
+            state: Mutex::default(),
+            wake: Notify::new(),
+        }
+    }
+
+    /// Calls relayed so far.
+    pub(crate) fn sent(&self) -> u64 {
+        self.sent.load(Ordering::Relaxed)
+    }
+
+    /// Relayed calls waiting for their answers.
+    pub(crate) fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::Acquire)
+    }
+
+    // ----- the downstream end -----
+
+    /// Queues `call` (found in `line`) for the child under a new upstream id, its answer
+    /// for `dispatch` of the session reading `inbox`; the upstream id. Refused when the
+    /// connection ended or holds its bound.
+    pub(crate) fn send(
+        &self,
+        line: &[u8],
+        call: &RelayableCall<'_>,
+        dispatch: DispatchId,
+        inbox: &Arc<RelayInbox>,
+    ) -> Result<u64, NotRelayed> {
+        let mut s = self.state.lock().map_err(|_| NotRelayed)?;
+        if s.closed || s.waiting.len() >= self.max_in_flight {
+            return Err(NotRelayed);
+        }
+        let id = (self.next_id)();
+        let wake = s.out.is_empty() && s.cancels.is_empty();
+        s.out.reserve(line.len() + 21);
+        s.out.put_slice(&line[..call.id_at.start]);
+        let mut digits = itoa::Buffer::new();
+        s.out.put_slice(digits.format(id).as_bytes());
+        s.out.put_slice(&line[call.id_at.end..]);
+        s.out.put_u8(b'\n');
+        s.waiting.insert(
+            id,
+            Waiting {
+                dispatch,
+                id: call.id_text,
+                inbox: inbox.clone(),
+            },
+        );
+        self.waiting.store(s.waiting.len(), Ordering::Release);
+        drop(s);
+        self.sent.fetch_add(1, Ordering::Relaxed);
+        if wake {
+            self.wake.notify_one();
+        }
+        Ok(id)
+    }
+
+    /// The downstream call relayed as `id` ended without its answer (the client cancelled
+    /// it, or it timed out): the child is told, its answer will not be relayed.
+    pub(crate) fn cancel(&self, id: u64) {
+        let Ok(mut s) = self.state.lock() else { return };
+        if s.waiting.remove(&id).is_none() || s.closed {
+            return;
+        }
+        self.waiting.store(s.waiting.len(), Ordering::Release);
+        let wake = s.out.is_empty() && s.cancels.is_empty();
+        s.cancels.push(id);
+        drop(s);
+        if wake {
+            self.wake.notify_one();
+        }
+    }
+
+    // ----- the upstream end -----
+
+    /// Completes when frames or cancellations were queued (or were already).
+    pub(crate) async fn queued(&self) {
+        self.wake.notified().await
+    }
+
+    /// Moves the queued frames to `out` and hands each cancelled upstream id to `cancel`;
+    /// whether there was anything.
+    pub(crate) fn take(&self, out: &mut BytesMut, mut cancel: impl FnMut(u64)) -> bool {
+        let Ok(mut s) = self.state.lock() else {
+            return false;
+        };
+        if s.out.is_empty() && s.cancels.is_empty() {
+            return false;
+        }
+        if out.is_empty() {
+            std::mem::swap(out, &mut s.out);
+        } else {
+            out.extend_from_slice(&s.out);
+            s.out.clear();
+        }
+        let cancels = std::mem::take(&mut s.cancels);
+        drop(s);
+        for id in cancels {
+            cancel(id);
+        }
+        true
+    }
+
+    /// Hands `line` back to its downstream call when it is a plain result for a relayed
+    /// call ([`scan_result`]), the client's id restored; whether it did.
+    pub(crate) fn answer_raw(&self, line: &str) -> bool {
+        if self.waiting() == 0 {
+            return false;
+        }
+        let Some((id, at)) = scan_result(line) else {
+            return false;
+        };
+        let Some(w) = self.remove(id) else {
+            return false;
+        };
+        w.inbox.push_answer(w.dispatch, line.as_bytes(), at, &w.id);
+        true
+    }
+
+    /// The relayed call waiting under upstream request `id`, taken to be answered
+    /// ([`Claimed::answer`]); `None` when it is not one.
+    pub(crate) fn claim(&self, id: u64) -> Option<Claimed> {
+        self.remove(id).map(Claimed)
+    }
+
+    fn remove(&self, id: u64) -> Option<Waiting> {
+        let mut s = self.state.lock().ok()?;
+        let w = s.waiting.remove(&id)?;
+        self.waiting.store(s.waiting.len(), Ordering::Release);
+        Some(w)
+    }
+
+    /// The connection ended: nothing more is relayed, and every call waiting ends with
+    /// the error `error` gives it.
+    pub(crate) fn close(&self, error: impl Fn() -> McpError) {
+        let Ok(mut s) = self.state.lock() else { return };
+        s.closed = true;
+        s.out.clear();
+        s.cancels.clear();
+        let waiting = std::mem::take(&mut s.waiting);
+        self.waiting.store(0, Ordering::Release);
+        drop(s);
+        for (_, w) in waiting {
+            w.inbox.push(Arrived::Outcome(w.dispatch, Err(error())));
+        }
+    }
+
+    /// Hands a log of the upstream to the downstream session of the relayed calls waiting
+    /// (in order with their answers); gives it back when none waits.
+    pub(crate) fn log(&self, entry: LogEntry) -> Result<(), LogEntry> {
+        match self.any_inbox() {
+            Some(inbox) => {
+                inbox.push_log(entry);
+                Ok(())
+            }
+            None => Err(entry),
+        }
+    }
+
+    /// Puts a server→client request of the upstream to the downstream client on behalf
+    /// of the oldest relayed call waiting (as the general path gives it to the oldest
+    /// call); gives it back when none waits.
+    pub(crate) fn ask(
+        &self,
+        ask: ClientAsk,
+        answer: AnswerAsk,
+    ) -> Result<(), (ClientAsk, AnswerAsk)> {
+        let oldest = self.state.lock().ok().and_then(|s| {
+            let (_, w) = s.waiting.iter().min_by_key(|(id, _)| **id)?;
+            Some((w.dispatch, w.inbox.clone()))
+        });
+        match oldest {
+            Some((origin, inbox)) => {
+                inbox.push(Arrived::Ask(origin, ask, answer));
+                Ok(())
+            }
+            None => Err((ask, answer)),
+        }
+    }
+
+    fn any_inbox(&self) -> Option<Arc<RelayInbox>> {
+        if self.waiting() == 0 {
+            return None;
+        }
+        let s = self.state.lock().ok()?;
+        s.waiting.values().next().map(|w| w.inbox.clone())
+    }
+}
+
+/// A relayed call taken off its relay ([`Relay::claim`]), to be answered.
+pub(crate) struct Claimed(Waiting);
+
+impl Claimed {
+    /// Answers the call with `outcome`, which its downstream session shapes as the general
+    /// path does.
+    pub(crate) fn answer(self, outcome: Result<Reply, McpError>) {
+        let Waiting {
+            dispatch, inbox, ..
+        } = self.0;
+        inbox.push(Arrived::Outcome(dispatch, outcome));
+    }
+}
+
+/// What came back for a downstream session's relayed calls.
+pub(crate) enum Arrived {
+    /// The answer of this call, as the next `len` bytes of the inbox's buffer.
+    Answer(DispatchId, usize),
+    /// The outcome of this call, for the session to answer as the general path does.
+    Outcome(DispatchId, Result<Reply, McpError>),
+    /// A log the upstream sent while relayed calls were waiting.
+    Log(LogEntry),
+    /// A server→client request of the upstream, on behalf of this call.
+    Ask(DispatchId, ClientAsk, AnswerAsk),
+}
+
+#[derive(Default)]
+struct InboxState {
+    bytes: BytesMut,
+    items: VecDeque<Arrived>,
+    logs: usize,
+}
+
+/// The downstream end: what came back for one session's relayed calls.
+#[derive(Default)]
+pub(crate) struct RelayInbox {
+    state: Mutex<InboxState>,
+    wake: Notify,
+}
+
+impl RelayInbox {
+    /// Completes when something arrived (or had already).
+    pub(crate) async fn arrived(&self) {
+        self.wake.notified().await
+    }
+
+    /// Takes what arrived: the answers' bytes appended to `bytes`, the items to `items`.
+    pub(crate) fn take(&self, bytes: &mut BytesMut, items: &mut VecDeque<Arrived>) {
+        let Ok(mut s) = self.state.lock() else { return };
+        if s.items.is_empty() {
+            return;
+        }
+        if bytes.is_empty() {
+            std::mem::swap(bytes, &mut s.bytes);
+        } else {
+            bytes.extend_from_slice(&s.bytes);
+            s.bytes.clear();
+        }
+        if items.is_empty() {
+            std::mem::swap(items, &mut s.items);
+        } else {
+            items.append(&mut s.items);
+        }
+        s.logs = 0;
+    }
+
+    fn push_answer(
+        &self,
+        dispatch: DispatchId,
+        line: &[u8],
+        at: std::ops::Range<usize>,
+        id: &IdText,
+    ) {
+        let Ok(mut s) = self.state.lock() else { return };
+        let start = s.bytes.len();
+        let id = id.as_bytes();
+        s.bytes.reserve(line.len() - at.len() + id.len() + 1);
+        s.bytes.put_slice(&line[..at.start]);
+        s.bytes.put_slice(id);
+        s.bytes.put_slice(&line[at.end..]);
+        s.bytes.put_u8(b'\n');
+        let len = s.bytes.len() - start;
+        let wake = s.items.is_empty();
+        s.items.push_back(Arrived::Answer(dispatch, len));
+        drop(s);
+        if wake {
+            self.wake.notify_one();
+        }
+    }
+
+    fn push_log(&self, entry: LogEntry) {
+        let Ok(mut s) = self.state.lock() else { return };
+        if s.logs >= MAX_QUEUED_LOGS {
+            tracing::debug!("the downstream session is not taking relayed logs; one dropped");
+            return;
+        }
+        s.logs += 1;
+        let wake = s.items.is_empty();
+        s.items.push_back(Arrived::Log(entry));
+        drop(s);
+        if wake {
+            self.wake.notify_one();
+        }
+    }
+
+    fn push(&self, item: Arrived) {
+        let Ok(mut s) = self.state.lock() else { return };
+        let wake = s.items.is_empty();
+        s.items.push_back(item);
+        drop(s);
+        if wake {
+            self.wake.notify_one();
+        }
+    }
+}
