@@ -223,13 +223,7 @@ async fn cancelling_a_relayed_call_tells_the_upstream() {
     let script = format!("tee -a '{}' | exec '{}' demo", log.display(), peers::bin());
     let argv = vec!["sh".to_owned(), "-c".to_owned(), script];
     let (backend, service) = gateway(argv, true).await;
-    let mut client = Client::connect(&service).await;
-    client
-        .call(
-            &tool_call(&json!(1), "echo", json!({"text": "open"})),
-            json!(1),
-        )
-        .await;
+    let mut client = opened(&service).await;
     client
         .send_line(&tool_call(&json!(2), "test_slow", json!({"seconds": 600})))
         .await;
@@ -325,13 +319,7 @@ async fn an_upstream_crash_during_a_relayed_call_is_the_general_paths_error() {
 #[tokio::test]
 async fn relayed_calls_are_answered_after_the_client_input_ends() {
     let (backend, service) = gateway(demo(), true).await;
-    let mut client = Client::connect(&service).await;
-    client
-        .call(
-            &tool_call(&json!(1), "echo", json!({"text": "open"})),
-            json!(1),
-        )
-        .await;
+    let mut client = opened(&service).await;
     for id in 2..=9 {
         client
             .send_line(&tool_call(&json!(id), "test_slow", json!({"seconds": 0.2})))
@@ -350,4 +338,17 @@ async fn relayed_calls_are_answered_after_the_client_input_ends() {
     }
     answered.sort_unstable();
     assert_eq!(answered, (2..=9).collect::<Vec<_>>());
+}
+
+/// A client connected to `service` whose session has made its first call (so its upstream
+/// session is up and the next calls can be relayed).
+async fn opened(service: &Service) -> Client {
+    let mut client = Client::connect(service).await;
+    client
+        .call(
+            &tool_call(&json!(1), "echo", json!({"text": "open"})),
+            json!(1),
+        )
+        .await;
+    client
 }

@@ -247,16 +247,20 @@ mod tests {
     use crate::catalog::{Everything, Settings};
     use crate::config::PrefixMode;
 
-    #[test]
-    fn one_subset_per_audience_and_generation_within_the_bound() {
+    /// An empty catalog, an open policy and no subsets kept yet.
+    fn empty() -> (Arc<Catalog>, Policy, Subsets) {
         let settings = Settings {
             prefix: PrefixMode::Conditional,
             separator: "_".into(),
             page_size: 10,
         };
         let catalog = Arc::new(Catalog::build(1, &[], &settings));
-        let policy = Policy::default();
-        let subsets = Subsets::default();
+        (catalog, Policy::default(), Subsets::default())
+    }
+
+    #[test]
+    fn one_subset_per_audience_and_generation_within_the_bound() {
+        let (catalog, policy, subsets) = empty();
         let mut built = 0;
         for i in 0..200u32 {
             let audience = Audience::from_bits((0..8).map(|b| i & (1 << b) != 0).collect());
@@ -278,14 +282,7 @@ mod tests {
 
     #[test]
     fn a_callers_subset_is_remembered_by_identity_within_the_bound() {
-        let settings = Settings {
-            prefix: PrefixMode::Conditional,
-            separator: "_".into(),
-            page_size: 10,
-        };
-        let catalog = Arc::new(Catalog::build(1, &[], &settings));
-        let policy = Policy::default();
-        let subsets = Subsets::default();
+        let (catalog, policy, subsets) = empty();
         let audiences = std::cell::Cell::new(0);
         let get = |generation: u64, who: Option<&Identity>| {
             subsets.for_caller(

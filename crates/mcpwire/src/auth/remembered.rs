@@ -13,7 +13,7 @@ use mcpwire_router::Identity;
 use subtle::ConstantTimeEq;
 
 use super::Verifiers;
-use super::verified::KeySet;
+use super::verified::{KeySet, same_keys};
 
 /// What one connection's last accepted credential verified as. Shared by the connection's
 /// requests (one at a time on HTTP/1.1); cheap when unused.
@@ -59,14 +59,6 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
         diff |= u64::from(x ^ y);
     }
     bool::from(diff.ct_eq(&0))
-}
-
-fn same_keys(a: &KeySet, b: &KeySet) -> bool {
-    match (a, b) {
-        (None, None) => true,
-        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-        _ => false,
-    }
 }
 
 impl ConnectionCredential {

@@ -47,7 +47,8 @@ fn digest(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }
 
-fn same_keys(a: &KeySet, b: &KeySet) -> bool {
+/// Whether two key sets are the same one (not merely equal).
+pub(super) fn same_keys(a: &KeySet, b: &KeySet) -> bool {
     match (a, b) {
         (None, None) => true,
         (Some(a), Some(b)) => Arc::ptr_eq(a, b),
