@@ -190,6 +190,16 @@ mod tests {
         })
     }
 
+    /// A call whose OAuth flow opens the authorization `s1` (its code awaited in `kept`), then
+    /// waits for it for ever.
+    async fn opens_then_waits(
+        table: &PendingConsents,
+        kept: &Mutex<Option<tokio::sync::oneshot::Receiver<String>>>,
+    ) -> Result<Reply, McpError> {
+        *kept.lock().unwrap() = Some(open(table, "s1"));
+        std::future::pending().await
+    }
+
     fn done() -> Result<Reply, McpError> {
         Ok(Reply::Complete(to_raw(
             &serde_json::json!({ "content": [] }),
@@ -202,11 +212,7 @@ mod tests {
         let client = answering("accept");
         let ctx = ctx(false, &client);
         let kept = Mutex::new(None);
-        let call = || async {
-            *kept.lock().unwrap() = Some(open(&table, "s1"));
-            std::future::pending::<()>().await;
-            done()
-        };
+        let call = || opens_then_waits(&table, &kept);
         let e = asking_consent(&table, "up", &ctx, "key:alice", call)
             .await
             .unwrap_err();
@@ -259,11 +265,7 @@ mod tests {
         let client = answering("decline");
         let ctx = ctx(true, &client);
         let kept = Mutex::new(None);
-        let call = || async {
-            *kept.lock().unwrap() = Some(open(&table, "s1"));
-            std::future::pending::<()>().await;
-            done()
-        };
+        let call = || opens_then_waits(&table, &kept);
         let e = asking_consent(&table, "up", &ctx, "key:alice", call)
             .await
             .unwrap_err();
