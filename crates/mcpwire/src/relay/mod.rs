@@ -386,3 +386,34 @@ impl RelayInbox {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use mcpwire_model::types::LoggingLevel;
+
+    use super::*;
+
+    fn log() -> LogEntry {
+        LogEntry {
+            level: LoggingLevel::Info,
+            logger: None,
+            data: mcpwire_model::to_raw(&"a line of an upstream's log"),
+        }
+    }
+
+    #[test]
+    fn logs_for_a_session_that_does_not_take_them_stay_bounded() {
+        let inbox = RelayInbox::default();
+        for _ in 0..MAX_QUEUED_LOGS * 3 {
+            inbox.push_log(log());
+        }
+        let (mut bytes, mut items) = (BytesMut::new(), VecDeque::new());
+        inbox.take(&mut bytes, &mut items);
+        assert_eq!(items.len(), MAX_QUEUED_LOGS, "the rest were dropped");
+        // Taken: the session keeps up again, and logs are queued again.
+        items.clear();
+        inbox.push_log(log());
+        inbox.take(&mut bytes, &mut items);
+        assert_eq!(items.len(), 1);
+    }
+}
