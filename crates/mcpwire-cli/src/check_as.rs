@@ -2,7 +2,7 @@
 //! check prints under the configuration's `[policy]`.
 
 use anyhow::Result;
-use mcpwire::gateway::{CheckCaller, GatewayConfig};
+use mcpwire_gateway::{CheckCaller, GatewayConfig};
 use mcpwire_router::Identity;
 
 use crate::exit::UsageError;

@@ -4,8 +4,8 @@
 use std::process::ExitCode;
 
 use mcpwire::client::{Blame, ClientError};
-use mcpwire::gateway::{ConfigError, GatewayError, StartFailure};
 use mcpwire::observe::LogFormat;
+use mcpwire_gateway::{ConfigError, GatewayError, StartFailure};
 
 /// Any other failure.
 pub const OTHER: u8 = 1;

@@ -2,8 +2,8 @@
 //! `[limits]` section on the command line.
 
 use anyhow::Result;
-use mcpwire::gateway::LimitsConfig;
 use mcpwire::limits::{DEFAULT_MAX_KEYS, Rate};
+use mcpwire_gateway::LimitsConfig;
 
 use crate::exit::UsageError;
 

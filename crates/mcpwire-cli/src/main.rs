@@ -382,7 +382,7 @@ fn start(cli: Cli, matches: &clap::ArgMatches) -> Result<ExitCode> {
     // The flag (or environment) wins over the configuration's `[server] log_format`.
     // Serving commands (a configuration) export traces when `[telemetry]` or the
     // environment names an endpoint.
-    let log_format = |config: Option<&mcpwire::gateway::GatewayConfig>, serving: bool| {
+    let log_format = |config: Option<&mcpwire_gateway::GatewayConfig>, serving: bool| {
         let format = cli
             .log_format
             .or_else(|| config.and_then(|c| c.server.log_format));

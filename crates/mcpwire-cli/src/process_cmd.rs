@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Result;
-use mcpwire::gateway::{BackendSource, BackendSpec, GatewayConfig, ProcessSpec};
+use mcpwire_gateway::{BackendSource, BackendSpec, GatewayConfig, ProcessSpec};
 
 use crate::ServeArgs;
 

@@ -1,7 +1,7 @@
 //! `mcpwire serve`: the gateway from a configuration file or quick flags — and `demo`,
 //! `run` and `dev` as presets of it (each builds a one-backend configuration; one code
 //! path serves them all). Flag parsing only: the configuration model, starting and
-//! serving are the library's (`mcpwire::gateway`).
+//! serving are the library's (`mcpwire_gateway`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::ArgMatches;
-use mcpwire::gateway::{
+use mcpwire_gateway::{
     AdminConfig, BackendSource, BackendSpec, CheckCaller, Gateway, GatewayConfig, GatewayError,
     ListenOptions, ListenerSpec, Natives, PrefixMode, ProcessSpec, ServerOptions, UpstreamSpec,
 };
@@ -258,7 +258,7 @@ pub fn preset(serve: &ServeArgs, backend: BackendSpec, command: &str) -> Result<
         ..ServerOptions::default()
     };
     if serve.schema_registry.is_some() {
-        let key = mcpwire::gateway::KeyPath::root()
+        let key = mcpwire_gateway::KeyPath::root()
             .key("server")
             .key("schema_registry");
         config.note_flag(&key, "--schema-registry".into());

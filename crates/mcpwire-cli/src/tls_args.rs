@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
-use mcpwire::gateway::TlsOptions;
 use mcpwire::tls::ClientTls;
+use mcpwire_gateway::TlsOptions;
 
 /// How `list` and `call` check an `https://` or `mcpbs://` server and prove themselves.
 #[derive(clap::Args, Debug, Clone, Default)]

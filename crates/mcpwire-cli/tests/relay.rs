@@ -15,7 +15,7 @@ use mcpwire::Service;
 use mcpwire::client::{EraChoice, Target};
 use mcpwire::router::Router;
 use mcpwire::stdio::StdioConnection;
-use mcpwire::upstream::{UpstreamBackend, UpstreamConfig};
+use mcpwire_gateway::upstream::{UpstreamBackend, UpstreamConfig};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 

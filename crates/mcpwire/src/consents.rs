@@ -107,7 +107,7 @@ impl PendingConsents {
     /// Opens the authorization `state` of `identity` at `upstream` for `ttl`; the
     /// receiver gets the full redirect URL (`redirect_uri?code=…&state=…`). Expired
     /// entries are swept first; a full table refuses.
-    pub(crate) fn open(
+    pub fn open(
         &self,
         state: &str,
         upstream: Arc<str>,

@@ -21,7 +21,6 @@ pub mod cluster;
 mod consents;
 mod driver;
 mod fetch;
-pub mod gateway;
 #[doc = include_str!("guide.md")]
 pub mod guide {}
 pub mod http;
@@ -30,11 +29,10 @@ pub mod mcpb;
 pub mod observe;
 pub mod prelude;
 pub mod proto_mcp;
-mod relay;
+pub mod relay;
 pub mod serve;
 pub mod stdio;
 pub mod tls;
-pub mod upstream;
 pub mod wires;
 
 pub use serve::Service;

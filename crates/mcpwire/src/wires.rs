@@ -390,7 +390,7 @@ fn labelled(
 }
 
 /// A token cancelled by the first SIGTERM or Ctrl-C.
-pub(crate) fn shutdown_on_signals() -> io::Result<CancellationToken> {
+pub fn shutdown_on_signals() -> io::Result<CancellationToken> {
     let token = CancellationToken::new();
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let signals = token.clone();

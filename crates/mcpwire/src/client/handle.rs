@@ -298,7 +298,7 @@ impl Client {
     /// The relay of this connection (stdio; `crate::relay`), when a `tools/call` with no
     /// options would go out as a direct request ([`Client::send`]'s conditions): relaying
     /// its frame as it came writes what that would.
-    pub(crate) fn relay(&self) -> Option<&Arc<Relay>> {
+    pub fn relay(&self) -> Option<&Arc<Relay>> {
         self.goes_direct("tools/call", &RequestOptions::default())
             .then_some(self.inner.relay.as_ref())
             .flatten()

@@ -36,7 +36,7 @@ pub(crate) use scan::{IdText, RelayableCall, scan_call, scan_result};
 pub(crate) const MAX_QUEUED_LOGS: usize = 1024;
 
 /// Answers a server→client request of the upstream (`Client::answer`, spawned).
-pub(crate) type AnswerAsk = Box<dyn FnOnce(Result<Raw, McpError>) + Send + Sync>;
+pub type AnswerAsk = Box<dyn FnOnce(Result<Raw, McpError>) + Send + Sync>;
 
 /// A relayed call waiting for its answer.
 struct Waiting {
@@ -57,7 +57,7 @@ struct RelayState {
 }
 
 /// The upstream end: one stdio connection's relayed calls.
-pub(crate) struct Relay {
+pub struct Relay {
     /// The next upstream request id (shared with the client's other requests).
     next_id: Box<dyn Fn() -> u64 + Send + Sync>,
     /// Calls in flight on the connection at most.
@@ -89,12 +89,12 @@ impl Relay {
     }
 
     /// Calls relayed so far.
-    pub(crate) fn sent(&self) -> u64 {
+    pub fn sent(&self) -> u64 {
         self.sent.load(Ordering::Relaxed)
     }
 
     /// Relayed calls waiting for their answers.
-    pub(crate) fn waiting(&self) -> usize {
+    pub fn waiting(&self) -> usize {
         self.waiting.load(Ordering::Acquire)
     }
 
@@ -244,11 +244,7 @@ impl Relay {
     /// Puts a server→client request of the upstream to the downstream client on behalf
     /// of the oldest relayed call waiting (as the general path gives it to the oldest
     /// call); gives it back when none waits.
-    pub(crate) fn ask(
-        &self,
-        ask: ClientAsk,
-        answer: AnswerAsk,
-    ) -> Result<(), (ClientAsk, AnswerAsk)> {
+    pub fn ask(&self, ask: ClientAsk, answer: AnswerAsk) -> Result<(), (ClientAsk, AnswerAsk)> {
         let oldest = self.state.lock().ok().and_then(|s| {
             let (_, w) = s.waiting.iter().min_by_key(|(id, _)| **id)?;
             Some((w.dispatch, w.inbox.clone()))

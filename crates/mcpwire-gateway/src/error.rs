@@ -1,0 +1,178 @@
+//! [`ConfigError`]: a configuration refused, with where (file, line, column, key — or the
+//! command-line flag) and why. [`KeyPath`] names a key (`listen[1].url`); [`Origin`]
+//! turns a key into a place.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::position;
+
+/// A key in the configuration: `backends.fs.command`, `listen[1].url`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeyPath(Vec<Seg>);
+
+/// One step of a [`KeyPath`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Seg {
+    /// A table key.
+    Key(String),
+    /// An array index.
+    Index(usize),
+}
+
+impl KeyPath {
+    /// The whole document.
+    pub fn root() -> KeyPath {
+        KeyPath::default()
+    }
+
+    /// This path's key `key`.
+    pub fn key(&self, key: &str) -> KeyPath {
+        let mut p = self.clone();
+        p.0.push(Seg::Key(key.to_owned()));
+        p
+    }
+
+    /// This path's element `i`.
+    pub fn index(&self, i: usize) -> KeyPath {
+        let mut p = self.clone();
+        p.0.push(Seg::Index(i));
+        p
+    }
+
+    /// The steps.
+    pub fn segs(&self) -> &[Seg] {
+        &self.0
+    }
+
+    /// Whether `self` is `other` or inside it.
+    pub fn starts_with(&self, other: &KeyPath) -> bool {
+        self.0.starts_with(&other.0)
+    }
+
+    pub(crate) fn from_segs(segs: Vec<Seg>) -> KeyPath {
+        KeyPath(segs)
+    }
+}
+
+impl fmt::Display for KeyPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, seg) in self.0.iter().enumerate() {
+            match seg {
+                Seg::Key(k) if i == 0 => f.write_str(&quoted(k))?,
+                Seg::Key(k) => write!(f, ".{}", quoted(k))?,
+                Seg::Index(n) => write!(f, "[{n}]")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A key as TOML would need it written.
+fn quoted(key: &str) -> String {
+    if !key.is_empty()
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        key.to_owned()
+    } else {
+        format!("{key:?}")
+    }
+}
+
+/// Where a configuration came from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Origin {
+    /// A TOML file, and its text as read.
+    File {
+        /// The file as named.
+        path: PathBuf,
+        /// Its text (to place errors).
+        text: Arc<str>,
+    },
+    /// Command-line flags: which flag declared the entry at each path.
+    Flags(Vec<(KeyPath, String)>),
+}
+
+impl Origin {
+    /// Command-line flags that declared nothing yet.
+    pub fn flags() -> Origin {
+        Origin::Flags(Vec::new())
+    }
+
+    /// An error about the value at `key`.
+    pub fn error_at(&self, key: &KeyPath, message: impl Into<String>) -> ConfigError {
+        let message = message.into();
+        match self {
+            Origin::File { path, text } => {
+                let at =
+                    position::span_of(text, key).map(|span| position::line_col(text, span.start));
+                ConfigError {
+                    place: place(path, at),
+                    key: (!key.segs().is_empty()).then(|| key.to_string()),
+                    message,
+                }
+            }
+            Origin::Flags(flags) => {
+                let flag = flags
+                    .iter()
+                    .filter(|(p, _)| key.starts_with(p))
+                    .max_by_key(|(p, _)| p.segs().len())
+                    .map(|(_, f)| f.clone());
+                ConfigError {
+                    place: flag.unwrap_or_else(|| "command line".into()),
+                    key: None,
+                    message,
+                }
+            }
+        }
+    }
+
+    /// The TOML parser's or deserializer's error, placed.
+    pub(crate) fn toml_error(
+        path: &std::path::Path,
+        text: &str,
+        e: &toml::de::Error,
+    ) -> ConfigError {
+        let span = e.span();
+        let at = span.as_ref().map(|s| position::line_col(text, s.start));
+        let key = span
+            .and_then(|s| position::path_at(text, s.start))
+            .filter(|k| !k.segs().is_empty())
+            .map(|k| k.to_string());
+        ConfigError {
+            place: place(path, at),
+            key,
+            message: e.message().trim().to_owned(),
+        }
+    }
+}
+
+fn place(path: &std::path::Path, at: Option<(usize, usize)>) -> String {
+    match at {
+        Some((line, col)) => format!("{}:{line}:{col}", path.display()),
+        None => path.display().to_string(),
+    }
+}
+
+/// A configuration refused: `mcpwire.toml:12:7: listen[1].url: …`, or `--listen …: …`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ConfigError {
+    /// `FILE:LINE:COLUMN` (or just `FILE`), or the command-line flag.
+    pub place: String,
+    /// The key concerned, when there is one.
+    pub key: Option<String>,
+    /// What is wrong, and what to do.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.key {
+            Some(key) => write!(f, "{}: {key}: {}", self.place, self.message),
+            None => write!(f, "{}: {}", self.place, self.message),
+        }
+    }
+}

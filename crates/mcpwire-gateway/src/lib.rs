@@ -1,0 +1,42 @@
+//! The gateway behind `mcpwire serve`: one process, many listeners, many backends.
+//!
+//! **Is:** the configuration ([`GatewayConfig`], from a TOML file or built from flags, with
+//! errors that name file, line and key), building the serving graph from it (backends →
+//! one service per listener), `--check` and hot reload of the configuration file.
+//!
+//! **Is not:** the catalog merging (that is the federation), the listeners (`wires`) or
+//! flag parsing (the CLI).
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod auth;
+mod backends;
+mod check;
+mod cluster;
+mod config;
+mod consent;
+mod credentials;
+mod error;
+mod file;
+mod limits;
+mod listen;
+mod policy;
+mod position;
+mod reload;
+mod serving;
+pub mod upstream;
+
+pub use backends::{Natives, StartFailure, Started, supported};
+pub use check::{BackendCheck, CheckCaller, CheckReport, ListenerCheck, ViewCheck};
+pub use reload::{ReloadPlan, plan};
+pub use serving::{Gateway, GatewayError};
+
+pub use config::{
+    AdminConfig, BackendSource, BackendSpec, FailMode, GatewayConfig, MemberOptions, PrefixMode,
+    ProcessSpec, ServerOptions, UpstreamSpec, mcpb_target,
+};
+pub use consent::DEFAULT_CALLBACK_PATH;
+pub use credentials::{ConsentMode, CredentialsSpec, OAuthSpec};
+pub use error::{ConfigError, KeyPath, Origin, Seg};
+pub use limits::LimitsConfig;
+pub use listen::{ListenOptions, ListenerSpec, Scheme, TlsOptions};

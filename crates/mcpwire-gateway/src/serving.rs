@@ -1,0 +1,793 @@
+//! [`Gateway`]: a configuration started — its backends running, the federation over them,
+//! a service per listener — served on every listener at once, with its configuration file
+//! reloaded while serving.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::join_all;
+use mcpwire_federation::{
+    Federation, FederationConfig, FederationError, Member, MemberFilter, MemberHealth,
+};
+use mcpwire_model::types::Implementation;
+use mcpwire_proto_mcp::ProtoToolSchemas;
+use mcpwire_router::{Backend, Router, TaskConfig};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::backends::{self, Natives, StartFailure, Started};
+use crate::check::{CheckCaller, CheckReport};
+use crate::config::{BackendSource, BackendSpec, FailMode, GatewayConfig, ServerOptions};
+use crate::error::{ConfigError, KeyPath, Origin};
+use crate::reload::{ReloadPlan, plan};
+use arc_swap::ArcSwap;
+use mcpwire_server::Service;
+use mcpwire_server::admin::{AdminServer, BackendHealth, HealthProbe};
+use mcpwire_server::auth::Authenticator;
+use mcpwire_server::client::auth::PendingConsents;
+use mcpwire_server::cluster::Cluster;
+use mcpwire_server::limits::{ConnectionLimits, Limited, RateLimits, Rejections, SharedRateLimits};
+
+/// Quiet time after an edit of the configuration file before it is read.
+const RELOAD_DEBOUNCE: Duration = Duration::from_millis(300);
+
+/// Why the gateway could not start, serve or reload.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GatewayError {
+    /// The configuration is refused.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A backend did not start.
+    #[error(transparent)]
+    Start(#[from] StartFailure),
+    /// A listener could not listen, or failed.
+    #[error("{0}")]
+    Serve(#[source] std::io::Error),
+    /// `[cluster]`: the store could not be reached, or the session keys are unusable.
+    #[error("cluster: {0}")]
+    Cluster(#[from] mcpwire_server::cluster::ClusterError),
+}
+
+/// A started gateway: its backends running and a service in front of them per listener.
+///
+/// One backend configured by flags (the `demo`, `run` and `dev` presets, `serve` with one
+/// backend flag) is served directly, exactly as itself. Several backends, views, or a
+/// configuration file (which may gain backends when it is edited) are served through a
+/// [`Federation`].
+pub struct Gateway {
+    /// The configuration as applied (a reload updates its backends).
+    config: GatewayConfig,
+    natives: Natives,
+    /// Running backends, in configuration order.
+    running: Vec<Started>,
+    /// Fail-open backends that did not start: name and why.
+    down: Vec<(String, String)>,
+    federation: Option<Arc<Federation>>,
+    /// One service per listener, in listener order.
+    services: Vec<Service>,
+    /// The call rate limits every listener shares (`[limits]`), if any; always present
+    /// (maybe empty) when the configuration can be reloaded, so a reload can set them.
+    rate_limits: Option<SharedRateLimits>,
+    /// The connections per IP limit every network listener shares, on the same terms.
+    connections: Option<Arc<ConnectionLimits>>,
+    /// The authenticator every authenticating listener shares (`[auth]`), if any.
+    auth: Option<Arc<Authenticator>>,
+    /// Requests and connections refused by `[limits]`, for the metrics.
+    rejections: Arc<Rejections>,
+    /// The replica set this gateway is one of (`[cluster]`), if any.
+    cluster: Option<Arc<Cluster>>,
+    /// Users' authorizations of upstreams waiting for the redirect endpoint.
+    consents: Arc<PendingConsents>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("running", &self.running)
+            .field("down", &self.down)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Gateway {
+    /// Starts every backend of `config` (native ones from `natives`, all at once) and builds
+    /// the services in front of them. A backend that cannot start fails the start, unless
+    /// it is one of several and fails open (`fail = "open"`, the default): then it is left
+    /// out, logged, and tried again at the next reload. One this build cannot serve is
+    /// refused as a configuration error naming it.
+    pub async fn start(config: GatewayConfig, natives: Natives) -> Result<Gateway, GatewayError> {
+        let federate = config.backends.len() > 1
+            || !config.views.is_empty()
+            || config.policy.is_some()
+            || matches!(config.origin, Origin::File { .. });
+        Gateway::start_as(config, natives, federate).await
+    }
+
+    /// Starts `config` as [`Gateway::start`] does, always through a federation, and reports
+    /// the merged catalog without serving (`mcpwire serve --check`).
+    pub async fn check(
+        config: GatewayConfig,
+        natives: Natives,
+    ) -> Result<CheckReport, GatewayError> {
+        Gateway::check_as(config, natives, &CheckCaller::Everything).await
+    }
+
+    /// [`Gateway::check`] reporting what `caller` may see and call under `[policy]`
+    /// (`mcpwire serve --check --as SUBJECT`).
+    pub async fn check_as(
+        config: GatewayConfig,
+        natives: Natives,
+        caller: &CheckCaller,
+    ) -> Result<CheckReport, GatewayError> {
+        let gateway = Gateway::start_as(config, natives, true).await?;
+        Ok(CheckReport::new(
+            &gateway.config,
+            &gateway.down,
+            gateway.federation.as_deref(),
+            caller,
+        ))
+    }
+
+    async fn start_as(
+        config: GatewayConfig,
+        natives: Natives,
+        federate: bool,
+    ) -> Result<Gateway, GatewayError> {
+        config.validate()?;
+        for spec in &config.backends {
+            check_supported(&config, spec, &natives)?;
+        }
+        let consents = crate::consent::pending_consents(&config);
+        let starting = config
+            .backends
+            .iter()
+            .map(|spec| backends::start(spec, &config.server, &natives, &consents));
+        let results = join_all(starting).await;
+        let mut running = Vec::new();
+        let mut down = Vec::new();
+        for (spec, result) in config.backends.iter().zip(results) {
+            match result {
+                Ok(started) => running.push(started),
+                Err(f) if federate && spec.member.fail == FailMode::Open => {
+                    tracing::error!("{f}; serving the others without it (fail = \"open\")");
+                    down.push((spec.name.clone(), f.reason));
+                }
+                Err(f) => return Err(f.into()),
+            }
+        }
+        let mut gateway = Gateway {
+            config,
+            natives,
+            running,
+            down,
+            federation: None,
+            services: Vec::new(),
+            rate_limits: None,
+            connections: None,
+            auth: None,
+            rejections: Arc::new(Rejections::default()),
+            cluster: None,
+            consents,
+        };
+        if let Some(c) = &gateway.config.cluster {
+            gateway.cluster = Some(Arc::new(Cluster::connect(c).await?));
+        }
+        gateway.rate_limits = gateway.rate_limits_of(&gateway.config);
+        if federate {
+            gateway.federation = Some(gateway.federate().await?);
+        }
+        gateway.auth = crate::auth::authenticator(&gateway.config).await?;
+        let mut services = gateway.front()?;
+        if !gateway.consents.paths().is_empty() {
+            for s in &mut services {
+                s.consents = Some(gateway.consents.clone());
+            }
+        }
+        let services = crate::auth::apply(&gateway.config, gateway.auth.as_ref(), services);
+        let services = gateway.with_connection_limits(services);
+        gateway.services = gateway.in_cluster(services);
+        Ok(gateway)
+    }
+
+    /// The call rate limits of `config` (`None`: none, and the configuration cannot be
+    /// reloaded to add some), over the previous ones if any (kept where unchanged).
+    fn rate_limits_of(&self, config: &GatewayConfig) -> Option<SharedRateLimits> {
+        let limits = config.limits.clone().unwrap_or_default();
+        if !limits.limits_calls() && !reloadable(config) {
+            return None;
+        }
+        let (identity, ip, tool, keys) = (
+            limits.per_identity,
+            limits.per_ip,
+            limits.per_tool,
+            limits.max_keys,
+        );
+        if let Some(current) = &self.rate_limits {
+            let next = current.load().renewed(identity, ip, tool, keys);
+            current.store(Arc::new(next));
+            return Some(current.clone());
+        }
+        let rejections = self.rejections.clone();
+        // In a replica set the rates live in the shared store: one budget for all.
+        let limits = match &self.cluster {
+            Some(c) => RateLimits::in_store(identity, ip, tool, c.store().clone(), rejections),
+            None => RateLimits::new(identity, ip, tool, keys, rejections),
+        };
+        Some(Arc::new(ArcSwap::from_pointee(limits)))
+    }
+
+    /// `services` with the connections per IP limit (`[limits] connections_per_ip`), one
+    /// count shared by every network listener.
+    fn with_connection_limits(&mut self, services: Vec<Service>) -> Vec<Service> {
+        let per_ip = self
+            .config
+            .limits
+            .as_ref()
+            .and_then(|l| l.connections_per_ip);
+        if per_ip.is_none() && !reloadable(&self.config) {
+            return services;
+        }
+        let limits = ConnectionLimits::new(u32::MAX, self.rejections.clone());
+        limits.set_per_ip(per_ip);
+        self.connections = Some(limits.clone());
+        services
+            .into_iter()
+            .map(|mut s| {
+                s.connections = Some(limits.clone());
+                s
+            })
+            .collect()
+    }
+
+    /// `services` as replicas of the cluster (`[cluster]`): sealed session ids, shared
+    /// session records.
+    fn in_cluster(&self, services: Vec<Service>) -> Vec<Service> {
+        let Some(cluster) = &self.cluster else {
+            return services;
+        };
+        services
+            .into_iter()
+            .map(|s| s.in_cluster(cluster.clone()))
+            .collect()
+    }
+
+    /// The federation over the running backends.
+    async fn federate(&self) -> Result<Arc<Federation>, GatewayError> {
+        let server = &self.config.server;
+        let mut fc = FederationConfig::new(Implementation::new(
+            server.name.clone(),
+            env!("CARGO_PKG_VERSION"),
+        ));
+        fc.prefix = server.prefix;
+        fc.separator = server.separator.clone();
+        // Reloads may bring kinds no backend offers yet; capabilities are fixed per session.
+        fc.advertise_all = matches!(self.config.origin, Origin::File { .. });
+        fc.members = self.running.iter().map(member).collect();
+        if let Some(policy) = &self.config.policy {
+            fc.policy = policy.clone();
+        }
+        Federation::new(fc)
+            .await
+            .map_err(|e| federation_error(&self.config, e))
+    }
+
+    /// A service per listener: the whole catalog, or the listener's view of it.
+    fn front(&self) -> Result<Vec<Service>, GatewayError> {
+        let config = &self.config;
+        let Some(fed) = &self.federation else {
+            let one = self.running.first().ok_or_else(|| {
+                config.error_at(&KeyPath::root().key("backends"), "no backend started")
+            })?;
+            let service = service_over(
+                config,
+                self.rate_limits.as_ref(),
+                one.backend.clone(),
+                one.server_info.clone(),
+                one.instructions.clone(),
+            )?;
+            return Ok(vec![service; config.listeners.len()]);
+        };
+        let all = service_over(
+            config,
+            self.rate_limits.as_ref(),
+            fed.clone(),
+            fed.server_info(),
+            Some(fed.instructions()),
+        )?;
+        let mut views: HashMap<&str, Service> = HashMap::new();
+        let mut services = Vec::with_capacity(config.listeners.len());
+        for listener in &config.listeners {
+            let Some(name) = &listener.options.view else {
+                services.push(all.clone());
+                continue;
+            };
+            if let Some(s) = views.get(name.as_str()) {
+                services.push(s.clone());
+                continue;
+            }
+            let Some(spec) = config.views.iter().find(|v| &v.name == name) else {
+                return Err(config
+                    .error_at(
+                        &listener.key.key("view"),
+                        format!("no view is named `{name}`"),
+                    )
+                    .into());
+            };
+            let view = fed.view(spec);
+            let service = service_over(
+                config,
+                self.rate_limits.as_ref(),
+                view.clone(),
+                view.server_info(),
+                Some(view.instructions()),
+            )?;
+            views.insert(name, service.clone());
+            services.push(service);
+        }
+        Ok(services)
+    }
+
+    /// Requests and connections refused by `[limits]` so far.
+    pub fn rejections(&self) -> &Arc<Rejections> {
+        &self.rejections
+    }
+
+    /// Every backend's health, for the admin listener: the federation's members as they
+    /// last listed, or the one backend served directly (it started, so it is up).
+    fn health_probe(&self) -> HealthProbe {
+        match &self.federation {
+            Some(fed) => {
+                let fed = Arc::downgrade(fed);
+                Arc::new(move || {
+                    let Some(fed) = fed.upgrade() else {
+                        return Vec::new();
+                    };
+                    fed.report()
+                        .members
+                        .into_iter()
+                        .map(|m| BackendHealth {
+                            required: m.fail_mode == mcpwire_federation::FailMode::FailClosed,
+                            up: m.health.is_ok(),
+                            reason: match m.health {
+                                MemberHealth::Ok => None,
+                                MemberHealth::Unavailable { reason, .. } => Some(reason),
+                            },
+                            name: m.name,
+                        })
+                        .collect()
+                })
+            }
+            None => {
+                let names: Vec<String> = self.running.iter().map(|b| b.spec.name.clone()).collect();
+                Arc::new(move || {
+                    names
+                        .iter()
+                        .map(|name| BackendHealth {
+                            name: name.clone(),
+                            required: true,
+                            up: true,
+                            reason: None,
+                        })
+                        .collect()
+                })
+            }
+        }
+    }
+
+    /// The configuration as applied.
+    pub fn config(&self) -> &GatewayConfig {
+        &self.config
+    }
+
+    /// The service of listener `i` (in configuration order).
+    pub fn service(&self, i: usize) -> Option<&Service> {
+        self.services.get(i)
+    }
+
+    /// The federation, when the gateway has one.
+    pub fn federation(&self) -> Option<&Arc<Federation>> {
+        self.federation.as_ref()
+    }
+
+    /// Fail-open backends that are not running: name and why.
+    pub fn down(&self) -> &[(String, String)] {
+        &self.down
+    }
+
+    /// Listeners, backends (running or not, and why) and the merged catalog.
+    pub fn report(&self) -> CheckReport {
+        CheckReport::new(
+            &self.config,
+            &self.down,
+            self.federation.as_deref(),
+            &CheckCaller::Everything,
+        )
+    }
+
+    /// Serves every listener at once until the first ends (stdio: stdin closed) or fails,
+    /// or `shutdown` is cancelled (`None`: SIGTERM or Ctrl-C); MCPB connections get their
+    /// grace period. With a configuration file, SIGHUP — and, unless `reload = false`,
+    /// every edit of the file — reloads it meanwhile ([`Gateway::reload`]); the result is
+    /// logged. The backends stop with it (tool processes and their process groups end).
+    pub async fn serve(mut self, shutdown: Option<CancellationToken>) -> Result<(), GatewayError> {
+        let shutdown = match shutdown {
+            Some(token) => token,
+            None => mcpwire_server::wires::shutdown_on_signals().map_err(GatewayError::Serve)?,
+        };
+        let admin = match &self.config.admin {
+            Some(admin) => {
+                let server = AdminServer::bind(admin.listen, self.health_probe(), shutdown.clone())
+                    .await
+                    .map_err(GatewayError::Serve)?;
+                mcpwire_server::observe::announce(format_args!(
+                    "mcpwire: admin on http://{} (/metrics, /healthz, /readyz)",
+                    server.local_addr().map_err(GatewayError::Serve)?
+                ));
+                Some(tokio::spawn(server.serve()))
+            }
+            None => None,
+        };
+        let listeners: Vec<_> = self
+            .config
+            .listeners
+            .iter()
+            .zip(&self.services)
+            .map(|(l, s)| (s.clone(), l.wire()))
+            .collect();
+        let serving = mcpwire_server::wires::serve_listeners(listeners, Some(shutdown.clone()));
+        let served = match self.reload_triggers(&shutdown) {
+            None => serving.await,
+            Some(triggers) => {
+                let reloading = async {
+                    loop {
+                        triggers.notified().await;
+                        self.reload_logged().await;
+                    }
+                };
+                tokio::select! {
+                    served = serving => served,
+                    never = reloading => never,
+                }
+            }
+        };
+        shutdown.cancel();
+        if let Some(admin) = admin {
+            admin.abort();
+        }
+        let processes = self
+            .running
+            .iter()
+            .any(|m| matches!(m.spec.source, BackendSource::Process(_)));
+        drop(self);
+        if processes {
+            // Give the supervisors a moment to end the process groups politely.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        served.map_err(GatewayError::Serve)
+    }
+
+    /// What asks for a reload: SIGHUP, and edits of the configuration file (debounced)
+    /// unless `reload = false`. `None` without a configuration file or a federation.
+    fn reload_triggers(&self, shutdown: &CancellationToken) -> Option<Arc<Notify>> {
+        let Origin::File { path, .. } = &self.config.origin else {
+            return None;
+        };
+        self.federation.as_ref()?;
+        let triggers = Arc::new(Notify::new());
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+            Ok(mut hup) => {
+                let (tx, stop) = (triggers.clone(), shutdown.clone());
+                tokio::spawn(async move {
+                    loop {
+                        tokio::select! {
+                            _ = stop.cancelled() => return,
+                            got = hup.recv() => match got {
+                                Some(()) => tx.notify_one(),
+                                None => return,
+                            },
+                        }
+                    }
+                });
+            }
+            Err(e) => tracing::warn!("cannot reload on SIGHUP: {e}"),
+        }
+        if self.config.server.reload {
+            let tx = triggers.clone();
+            mcpwire_process::watch::watch_file(
+                path,
+                RELOAD_DEBOUNCE,
+                shutdown.clone(),
+                move || {
+                    tx.notify_one();
+                    true
+                },
+            );
+        }
+        Some(triggers)
+    }
+
+    /// Reloads and says how it went: applied changes on stderr, a refused edit as an error.
+    async fn reload_logged(&mut self) {
+        let file = match &self.config.origin {
+            Origin::File { path, .. } => path.display().to_string(),
+            Origin::Flags(_) => "the configuration".into(),
+        };
+        match self.reload().await {
+            Ok(plan) => {
+                mcpwire_server::observe::announce(format_args!("mcpwire: reloaded {file}: {plan}"));
+                if !plan.ignored.is_empty() {
+                    tracing::warn!(
+                        "{file}: changed {} are applied at the next start only",
+                        plan.ignored.join(", ")
+                    );
+                }
+            }
+            Err(e) => tracing::error!(
+                "{file}: edit refused, still serving the previous configuration: {e}"
+            ),
+        }
+    }
+
+    /// Reads the configuration file again and applies it ([`Gateway::apply`]).
+    pub async fn reload(&mut self) -> Result<ReloadPlan, GatewayError> {
+        let Origin::File { path, .. } = &self.config.origin else {
+            return Err(self
+                .config
+                .error_at(
+                    &KeyPath::root(),
+                    "only a configuration file can be reloaded",
+                )
+                .into());
+        };
+        let next = GatewayConfig::load(path)?;
+        self.apply(next).await
+    }
+
+    /// Applies the backends of `next` while serving: new and changed backends are started
+    /// first (a failure refuses the whole edit, nothing changes), then removed backends
+    /// leave the federation, changed ones replace theirs and new ones join; sessions stay
+    /// and are told which lists changed. A changed `[auth]` (still on), `[policy]` or
+    /// `[limits]` applies to the requests and connections that start afterwards.
+    /// Listeners, server options, views and turning authentication on or off apply at the
+    /// next start (the plan lists them as ignored). Backends that did not start before are
+    /// tried again; still failing, they stay out without refusing the edit.
+    pub async fn apply(&mut self, next: GatewayConfig) -> Result<ReloadPlan, GatewayError> {
+        let Some(fed) = self.federation.clone() else {
+            return Err(self
+                .config
+                .error_at(
+                    &KeyPath::root(),
+                    "a gateway without a federation cannot reload",
+                )
+                .into());
+        };
+        next.validate()?;
+        let down: Vec<String> = self.down.iter().map(|(n, _)| n.clone()).collect();
+        let plan = plan(&self.config, &next, &down);
+        // The new verifiers are built (key files read, a JWKS fetched) before anything
+        // changes: an `[auth]` that cannot be used refuses the whole edit.
+        let next_auth = match plan.auth {
+            true => crate::auth::authenticator(&next).await?,
+            false => None,
+        };
+        let fresh: Vec<&BackendSpec> = plan
+            .add
+            .iter()
+            .chain(&plan.restart)
+            .chain(&plan.retry)
+            .collect();
+        for spec in &fresh {
+            check_supported(&next, spec, &self.natives)?;
+        }
+        let starting = fresh
+            .iter()
+            .map(|spec| backends::start(spec, &next.server, &self.natives, &self.consents));
+        let mut started: HashMap<String, Started> = HashMap::new();
+        let mut still_down = Vec::new();
+        for (spec, result) in fresh.iter().zip(join_all(starting).await) {
+            match result {
+                Ok(s) => {
+                    started.insert(spec.name.clone(), s);
+                }
+                Err(f) if plan.retry.iter().any(|r| r.name == spec.name) => {
+                    tracing::error!("{f}; still serving without it");
+                    still_down.push((spec.name.clone(), f.reason));
+                }
+                Err(f) => return Err(f.into()),
+            }
+        }
+        for name in &plan.remove {
+            if self.running.iter().any(|s| &s.spec.name == name) {
+                fed.replace_member(name, None)
+                    .await
+                    .map_err(|e| federation_error(&next, e))?;
+                self.running.retain(|s| &s.spec.name != name);
+            }
+            self.down.retain(|(n, _)| n != name);
+            self.config.backends.retain(|b| &b.name != name);
+        }
+        let mut joining: Vec<Started> = plan
+            .rejoin
+            .iter()
+            .filter_map(|spec| {
+                let running = self.running.iter().find(|s| s.spec.name == spec.name)?;
+                Some(Started {
+                    spec: spec.clone(),
+                    ..running.clone()
+                })
+            })
+            .collect();
+        joining.extend(
+            plan.restart
+                .iter()
+                .chain(&plan.retry)
+                .chain(&plan.add)
+                .filter_map(|spec| started.remove(&spec.name)),
+        );
+        // Renames may depend on each other's order: apply what fits, then the rest again,
+        // until everything is applied or a pass makes no progress.
+        while !joining.is_empty() {
+            let before = joining.len();
+            let mut refused = Vec::new();
+            let mut last_error = None;
+            for s in std::mem::take(&mut joining) {
+                match fed.replace_member(&s.spec.name, Some(member(&s))).await {
+                    Ok(()) => self.joined(s),
+                    Err(e) => {
+                        last_error = Some(e);
+                        refused.push(s);
+                    }
+                }
+            }
+            if let Some(e) = last_error
+                && refused.len() == before
+            {
+                return Err(federation_error(&next, e));
+            }
+            joining = refused;
+        }
+        for (name, _) in &still_down {
+            if let (Some(old), Some(new)) = (
+                self.config.backends.iter_mut().find(|b| &b.name == name),
+                next.backend(name),
+            ) {
+                *old = new.clone();
+            }
+        }
+        self.down
+            .retain(|(n, _)| !still_down.iter().any(|(d, _)| d == n));
+        self.down.extend(still_down);
+        self.apply_sections(&plan, &next, &fed, next_auth.as_deref());
+        if let Origin::File { .. } = next.origin {
+            self.config.origin = next.origin;
+        }
+        Ok(plan)
+    }
+
+    /// Applies the changed `[auth]`, `[policy]` and `[limits]` of `next` to the requests and
+    /// connections that start from now on; sessions stay.
+    fn apply_sections(
+        &mut self,
+        plan: &ReloadPlan,
+        next: &GatewayConfig,
+        fed: &Federation,
+        next_auth: Option<&Authenticator>,
+    ) {
+        if let (Some(current), Some(new)) = (&self.auth, next_auth) {
+            current.replace(new);
+            self.config.auth = next.auth.clone();
+        }
+        if plan.policy {
+            fed.set_policy(next.policy.clone().unwrap_or_default());
+            self.config.policy = next.policy.clone();
+        }
+        if plan.limits {
+            self.rate_limits = self.rate_limits_of(next);
+            if let Some(c) = &self.connections {
+                c.set_per_ip(next.limits.as_ref().and_then(|l| l.connections_per_ip));
+            }
+            self.config.limits = next.limits.clone();
+        }
+    }
+
+    /// Records that `s` is serving (in place of its namesake, or after the others).
+    fn joined(&mut self, s: Started) {
+        let name = s.spec.name.clone();
+        match self.config.backends.iter_mut().find(|b| b.name == name) {
+            Some(b) => *b = s.spec.clone(),
+            None => self.config.backends.push(s.spec.clone()),
+        }
+        match self.running.iter_mut().find(|r| r.spec.name == name) {
+            Some(r) => *r = s,
+            None => self.running.push(s),
+        }
+        self.down.retain(|(n, _)| n != &name);
+    }
+}
+
+/// Whether `config` comes from a file, and so may be reloaded.
+fn reloadable(config: &GatewayConfig) -> bool {
+    matches!(config.origin, Origin::File { .. })
+}
+
+/// A configuration error when the configuration asks for what this build cannot serve.
+fn check_supported(
+    config: &GatewayConfig,
+    spec: &BackendSpec,
+    natives: &Natives,
+) -> Result<(), ConfigError> {
+    backends::supported(spec, natives).map_err(|reason| config.error_at(&spec.key, reason))
+}
+
+/// How a started backend joins the federation.
+fn member(s: &Started) -> Member {
+    let options = &s.spec.member;
+    Member {
+        name: s.spec.name.clone(),
+        backend: s.backend.clone(),
+        filter: MemberFilter {
+            include: options.include.clone(),
+            exclude: options.exclude.clone(),
+        },
+        renames: options.rename.clone(),
+        fail_mode: options.fail.into(),
+        instructions: s.instructions.clone(),
+    }
+}
+
+/// A federation's refusal: a fail-closed member that cannot list is a start failure; the
+/// rest are configuration errors.
+fn federation_error(config: &GatewayConfig, e: FederationError) -> GatewayError {
+    match e {
+        FederationError::MemberUnavailable { member, reason } => StartFailure {
+            backend: member,
+            reason: format!("cannot list what it offers (fail = \"closed\"): {reason}"),
+            unsupported: false,
+        }
+        .into(),
+        other => config
+            .error_at(&KeyPath::root().key("backends"), other.to_string())
+            .into(),
+    }
+}
+
+/// The service over `backend`: tasks, limits and proto-mcp schemas from the server options.
+fn service_over(
+    config: &GatewayConfig,
+    rate_limits: Option<&SharedRateLimits>,
+    backend: Arc<dyn Backend>,
+    info: Implementation,
+    instructions: Option<String>,
+) -> Result<Service, GatewayError> {
+    let ServerOptions {
+        max_message_bytes,
+        max_in_flight,
+        busy_poll,
+        call_timeout,
+        schema_registry,
+        ..
+    } = &config.server;
+    let backend: Arc<dyn Backend> = match rate_limits {
+        Some(limits) => Arc::new(Limited::shared(backend, limits.clone())),
+        None => backend,
+    };
+    let router = Router::new(backend).with_tasks(TaskConfig::default());
+    let mut service = Service::new(router, info, instructions);
+    service.limits.max_message_bytes = *max_message_bytes;
+    service.busy_poll = *busy_poll;
+    let limits = &mut Arc::make_mut(&mut service.config).limits;
+    limits.max_in_flight = *max_in_flight;
+    limits.request_timeout = *call_timeout;
+    if let Some(dir) = schema_registry {
+        let converter = mcpwire_server::proto_mcp::converter_with_registry(dir).map_err(|e| {
+            config.error_at(
+                &KeyPath::root().key("server").key("schema_registry"),
+                format!("loading the schema registry {}: {e}", dir.display()),
+            )
+        })?;
+        service.proto = Arc::new(ProtoToolSchemas::new(converter));
+    }
+    Ok(service)
+}

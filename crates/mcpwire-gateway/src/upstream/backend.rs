@@ -1,0 +1,640 @@
+//! [`UpstreamBackend`]: the [`Backend`] over an upstream MCP server.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use mcpwire_model::types::{ClientCapabilities, Implementation, LoggingLevel, ServerCapabilities};
+use mcpwire_model::{BackendEvent, McpError, Raw, Reply};
+use mcpwire_router::{
+    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ForwardedCall, RelayRoute,
+    SessionScope, TASKS_EXTENSION, ToolRouting, offers_tasks_extension,
+};
+use tokio::sync::{broadcast, watch};
+use tokio_util::sync::CancellationToken;
+
+use super::call::{self, Forward};
+use super::fast;
+use super::forward::{Outgoing, forwarded_capabilities, forwarded_meta, outgoing};
+use super::hold::Holder;
+use super::link::Link;
+use super::reattach;
+use super::restart::{Shared, reopen};
+use super::routes::ToolRoutes;
+use super::sessions::Sessions;
+use mcpwire_server::client::auth::{PendingConsents, UpstreamAuth};
+use mcpwire_server::client::{
+    Client, ClientEra, ClientError, ClientOptions, EraChoice, RequestOptions, Target,
+};
+
+/// Backend events held for slow sessions before the oldest are dropped.
+const EVENTS_CAPACITY: usize = 256;
+
+/// Upstream requests held for stateless clients' retries at once, per backend.
+const MAX_HELD: usize = 256;
+
+/// How to reach an upstream server and how to forward to it.
+#[derive(Debug, Clone)]
+pub struct UpstreamConfig {
+    /// The backend's name (logs, messages).
+    pub name: String,
+    /// Where the server is: a command line, an `http(s)://` URL or an `mcpb://` address.
+    pub target: Target,
+    /// How long starting or reaching the server and negotiating may take.
+    pub handshake_timeout: Duration,
+    /// How long one forwarded request may wait without news (progress restarts it);
+    /// `None`: no limit.
+    pub call_timeout: Option<Duration>,
+    /// Which era to speak upstream (default: discover, falling back to `initialize`).
+    pub era: EraChoice,
+    /// One upstream session for every downstream session (`true`), or one per downstream
+    /// session (`false`: each stateful downstream session gets its own, opened on its first
+    /// call and closed when it ends; stateless requests and catalog listing use the shared
+    /// one).
+    pub shared: bool,
+    /// Upstream sessions open at once besides the shared one (`shared = false`).
+    pub max_sessions: usize,
+    /// How long an upstream request that asked a stateless (2026-07-28) downstream client
+    /// something waits for the client's retry with the answer before it is cancelled.
+    pub hold_timeout: Duration,
+    /// `https://` and `mcpbs://` targets: which CA to trust, which certificate to present.
+    pub tls: mcpwire_server::tls::ClientTls,
+    /// How long an upstream connection keeps polling for the server's output before it
+    /// sleeps (the gateway's `busy_poll_us`, as its listeners do).
+    pub busy_poll: Duration,
+    /// HTTP: what the gateway authenticates with (its own credentials; OAuth tokens are
+    /// kept per downstream identity for the sessions opened for that identity).
+    pub auth: Option<UpstreamAuth>,
+    /// Where `auth`'s users' authorizations wait (`consent = "elicit"`): a call that needs
+    /// one puts it to its user.
+    pub consents: Option<Arc<PendingConsents>>,
+}
+
+impl UpstreamConfig {
+    /// Defaults for `target` (30 s to start, no call timeout, era chosen by discovery).
+    pub fn new(name: impl Into<String>, target: Target) -> UpstreamConfig {
+        UpstreamConfig {
+            name: name.into(),
+            target,
+            handshake_timeout: Duration::from_secs(30),
+            call_timeout: None,
+            era: EraChoice::Auto,
+            shared: true,
+            max_sessions: 64,
+            hold_timeout: Duration::from_secs(60),
+            tls: mcpwire_server::tls::ClientTls::default(),
+            busy_poll: mcpwire_server::serve::DEFAULT_BUSY_POLL,
+            auth: None,
+            consents: None,
+        }
+    }
+
+    /// The client options every upstream session of this backend uses: it offers
+    /// sampling, elicitation and roots (answered by the downstream client that caused the
+    /// ask, or refused with its error), and asks for every log (sessions filter by their
+    /// own level).
+    fn client_options(&self) -> ClientOptions {
+        let mut o = ClientOptions::with_handshake_timeout(self.handshake_timeout);
+        o.client_info = Implementation::new("mcpwire-gateway", env!("CARGO_PKG_VERSION"));
+        o.capabilities = ClientCapabilities {
+            sampling: Some(serde_json::json!({})),
+            elicitation: Some(serde_json::json!({ "form": {}, "url": {} })),
+            roots: Some(serde_json::json!({})),
+            ..ClientCapabilities::default()
+        };
+        o.era = self.era;
+        o.tls = self.tls.clone();
+        o.log_level = Some(LoggingLevel::Debug);
+        // As the listeners do: an upstream's answer usually follows its request within
+        // microseconds, and waking an idle vCPU costs tens of them (docs/benchmarks.md).
+        o.busy_poll = self.busy_poll;
+        o.auth = self.auth.clone();
+        o
+    }
+}
+
+/// A backend whose catalog and calls are an upstream MCP server's.
+pub struct UpstreamBackend {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: UpstreamConfig,
+    info: BackendInfo,
+    server_info: Implementation,
+    instructions: Option<String>,
+    events: broadcast::Sender<BackendEvent>,
+    /// The shared upstream session (kept up by `supervise`).
+    shared: watch::Sender<Shared>,
+    /// Cancelled when the backend is dropped: the shared session closes.
+    stop: CancellationToken,
+    /// Upstream sessions of downstream sessions (`None`: every call uses the shared one).
+    sessions: Option<Arc<Sessions>>,
+    /// Upstream requests waiting for a stateless client's retry.
+    holder: Arc<Holder>,
+    /// Task support and header parameters of the tools, from the lists passing through.
+    routes: ToolRoutes,
+}
+
+impl std::fmt::Debug for UpstreamBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpstreamBackend")
+            .field("name", &self.inner.config.name)
+            .field("target", &self.inner.config.target.to_string())
+            .finish()
+    }
+}
+
+impl UpstreamBackend {
+    /// Starts or reaches the server, negotiates, and returns the backend; its capabilities
+    /// are the server's — the tasks extension only when the server runs tasks for the
+    /// gateway's clients itself (it offers the extension in the 2026-07-28 era), the
+    /// 2025-11-25 `tasks` capability never.
+    pub async fn connect(config: UpstreamConfig) -> Result<Arc<UpstreamBackend>, ClientError> {
+        let (events, _) = broadcast::channel(EVENTS_CAPACITY);
+        let link = open(&config, false, &events).await?;
+        let negotiated = link.client().negotiated();
+        let mut capabilities = negotiated.capabilities.clone();
+        // The 2025-11-25 task surface is not spoken downstream. The tasks extension is
+        // kept when the upstream can run tasks for the gateway's stateless clients (whose
+        // requests use the shared session): those tasks are its own, passed through.
+        capabilities.tasks = None;
+        let runs_tasks =
+            negotiated.era == ClientEra::Stateless && offers_tasks_extension(&capabilities);
+        if !runs_tasks {
+            drop_tasks_extension(&mut capabilities);
+        }
+        if negotiated.era == ClientEra::Stateless
+            && let Some(resources) = &mut capabilities.resources
+        {
+            // Subscriptions to a 2026-07-28 server need `subscriptions/listen`, which the
+            // client does not speak yet.
+            resources.subscribe = None;
+        }
+        let info = BackendInfo {
+            name: config.name.clone(),
+            capabilities,
+        };
+        let server_info = negotiated.server_info.clone();
+        let instructions = negotiated.instructions.clone();
+        let inner = Arc::new(Inner {
+            info,
+            server_info,
+            instructions,
+            events,
+            shared: watch::Sender::new(Shared::Up(link.clone())),
+            stop: CancellationToken::new(),
+            sessions: (!config.shared).then(|| Sessions::new(&config.name, config.max_sessions)),
+            holder: Holder::new(MAX_HELD, config.hold_timeout),
+            routes: ToolRoutes::new(runs_tasks),
+            config,
+        });
+        tokio::spawn(supervise(Arc::downgrade(&inner), link, inner.stop.clone()));
+        Ok(Arc::new(UpstreamBackend { inner }))
+    }
+
+    /// `serverInfo` as the upstream gave it.
+    pub fn server_info(&self) -> &Implementation {
+        &self.inner.server_info
+    }
+
+    /// The upstream's instructions for the model.
+    pub fn instructions(&self) -> Option<&str> {
+        self.inner.instructions.as_deref()
+    }
+
+    /// Where the upstream is (a command line, a URL).
+    pub fn peer(&self) -> String {
+        self.inner.config.target.to_string()
+    }
+
+    /// Upstream requests held for stateless clients' retries now.
+    pub fn held_count(&self) -> usize {
+        self.inner.holder.len()
+    }
+
+    /// Calls relayed as raw frames on the upstream sessions open now (`docs/design/gateway.md`
+    /// § The relay): how many calls skipped the router and the call machinery.
+    pub fn relayed_calls(&self) -> u64 {
+        self.inner
+            .sessions
+            .as_ref()
+            .map_or(0, |s| s.relayed_calls())
+    }
+
+    /// Upstream sessions open for downstream sessions now (besides the shared one).
+    pub fn session_count(&self) -> usize {
+        self.inner.sessions.as_ref().map_or(0, |s| s.len())
+    }
+}
+
+/// Connects one upstream session and starts routing its events.
+async fn open(
+    config: &UpstreamConfig,
+    scoped: bool,
+    events: &broadcast::Sender<BackendEvent>,
+) -> Result<Arc<Link>, ClientError> {
+    connect(config, config.client_options(), scoped, events).await
+}
+
+/// Connects the upstream session of the stateful downstream session `ctx` came in: it
+/// declares that client's capabilities (less the 2025-11-25 `tasks`), and — unless the configuration fixes
+/// the era — speaks a handshake era when the upstream has one, as its client does: the
+/// upstream's asks then ride the call as they would directly, and subscriptions work
+/// (2026-07-28 has none without `subscriptions/listen`). An upstream that refuses
+/// `initialize` is reached as `era` says.
+async fn open_for_session(
+    config: &UpstreamConfig,
+    ctx: &CallCtx,
+    events: &broadcast::Sender<BackendEvent>,
+) -> Result<Arc<Link>, ClientError> {
+    let mut options = config.client_options();
+    options.capabilities = forwarded_capabilities(ctx);
+    // The session acts for its caller: OAuth tokens obtained for it are that identity's.
+    options.auth = options
+        .auth
+        .map(|a| a.for_identity(ctx.identity().map(|i| i.subject())));
+    if config.era != EraChoice::Auto || ctx.revision().is_stateless() {
+        return connect(config, options, true, events).await;
+    }
+    options.era = EraChoice::Handshake;
+    // In a replica set, an HTTP upstream session this downstream session opened on another
+    // replica is continued, and one opened here is recorded for the others.
+    let cluster = ctx.session().and_then(|s| s.cluster());
+    let url = match &config.target {
+        Target::Url(url) => cluster.map(|c| (c, url)),
+        _ => None,
+    };
+    if let Some((cluster, url)) = url
+        && let Some(record) = reattach::recorded(cluster, &config.name).await
+        && let Some(link) = reattach::reattach(url, &options, &record, &config.name, events).await
+    {
+        return Ok(link);
+    }
+    let link = match connect(config, options.clone(), true, events).await {
+        Ok(link) => link,
+        // Not an era question: discovering would only ask for the authorization again.
+        Err(e @ ClientError::Auth(_)) => return Err(e),
+        Err(e) => {
+            tracing::debug!(upstream = %config.name, "initialize refused ({e}); discovering");
+            options.era = EraChoice::Auto;
+            connect(config, options, true, events).await?
+        }
+    };
+    if let Some((cluster, _)) = url {
+        reattach::record(cluster, &config.name, link.client()).await;
+    }
+    Ok(link)
+}
+
+async fn connect(
+    config: &UpstreamConfig,
+    options: ClientOptions,
+    scoped: bool,
+    events: &broadcast::Sender<BackendEvent>,
+) -> Result<Arc<Link>, ClientError> {
+    let (client, client_events) = Client::connect(&config.target, &options).await?;
+    let handshake = matches!(client.negotiated().era, ClientEra::Handshake(_));
+    if handshake && client.negotiated().capabilities.logging.is_some() {
+        // Every log comes; each downstream session filters at its own level.
+        let set = client
+            .request("logging/setLevel", serde_json::json!({ "level": "debug" }))
+            .await;
+        if let Err(e) = set {
+            tracing::warn!(upstream = %config.name, "logging/setLevel refused: {e}");
+        }
+    }
+    tracing::info!(upstream = %config.name, peer = %client.peer(), "upstream session open");
+    Ok(Link::start(client, client_events, scoped, events.clone()))
+}
+
+impl Drop for UpstreamBackend {
+    fn drop(&mut self) {
+        self.inner.stop.cancel();
+    }
+}
+
+/// Keeps the shared session up: when it ends, sessions are told every list may have
+/// changed (a federation lists the backend again, and so sees whether it is healthy), it
+/// is opened again with backoff, and told again once it is back. Closes it when the
+/// backend is dropped.
+async fn supervise(inner: Weak<Inner>, mut link: Arc<Link>, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => {
+                link.client().clone().close().await.ok();
+                return;
+            }
+            _ = link.closed() => {}
+        }
+        let Some(backend) = inner.upgrade() else {
+            return;
+        };
+        tracing::warn!(upstream = %backend.config.name, "the upstream session ended; opening it again");
+        backend.announce_lists();
+        let reopened = {
+            let open = || async {
+                open(&backend.config, false, &backend.events)
+                    .await
+                    .map_err(|e| unavailable(&backend.config, e))
+            };
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                l = reopen(&backend.shared, open) => l,
+            }
+        };
+        let next = reopened;
+        tracing::info!(upstream = %backend.config.name, "the upstream session is back");
+        backend.announce_lists();
+        link = next;
+    }
+}
+
+impl Inner {
+    /// The shared upstream session; while it is being opened again, waits for it (at most
+    /// the handshake timeout).
+    async fn shared(&self) -> Result<Arc<Link>, McpError> {
+        let mut state = self.shared.subscribe();
+        let deadline = tokio::time::Instant::now() + self.config.handshake_timeout;
+        loop {
+            let now = state.borrow_and_update().clone();
+            match now {
+                Shared::Up(link) if !link.is_down() => return Ok(link),
+                Shared::Down(e) => {
+                    return Err(McpError::Unavailable(format!(
+                        "{e} (tried again with backoff)"
+                    )));
+                }
+                // Restarting, or ended and not yet noticed by the supervisor.
+                _ => {}
+            }
+            if tokio::time::timeout_at(deadline, state.changed())
+                .await
+                .is_err()
+            {
+                return Err(McpError::Unavailable(format!(
+                    "upstream `{}` is being restarted",
+                    self.config.name
+                )));
+            }
+        }
+    }
+
+    /// Tells sessions every list this backend offers may have changed.
+    fn announce_lists(&self) {
+        let caps = &self.info.capabilities;
+        let kinds = [
+            (caps.tools.is_some(), BackendEvent::ToolsListChanged),
+            (caps.prompts.is_some(), BackendEvent::PromptsListChanged),
+            (caps.resources.is_some(), BackendEvent::ResourcesListChanged),
+        ];
+        for (offered, ev) in kinds {
+            if offered {
+                let _ = self.events.send(ev);
+            }
+        }
+    }
+
+    /// The upstream session for a call: its downstream session's own, or the shared one.
+    async fn link_for(&self, ctx: &CallCtx) -> Result<Arc<Link>, McpError> {
+        match (&self.sessions, ctx.session()) {
+            (Some(sessions), Some(scope)) => {
+                sessions
+                    .get(scope, || async {
+                        open_for_session(&self.config, ctx, &self.events)
+                            .await
+                            .map_err(|e| unavailable(&self.config, e))
+                    })
+                    .await
+            }
+            _ => self.shared().await,
+        }
+    }
+
+    async fn call(self: Arc<Self>, ctx: CallCtx, req: BackendRequest) -> Result<Reply, McpError> {
+        let listing = match &req {
+            BackendRequest::ListTools { cursor } => Some(cursor.is_none()),
+            _ => None,
+        };
+        let out = outgoing(&req)?;
+        let reply = match (&self.config.consents, ctx.identity()) {
+            (Some(consents), Some(who)) => {
+                let forward = || self.forward(ctx.clone(), out.clone());
+                let name = &self.config.name;
+                super::consent::asking_consent(consents, name, &ctx, who.subject(), forward).await
+            }
+            _ => self.forward(ctx, out).await,
+        };
+        if let (Some(first_page), Ok(reply)) = (listing, &reply) {
+            self.routes.learn(first_page, reply);
+        }
+        reply
+    }
+
+    /// The options of a request forwarded on `link` for the call `ctx`.
+    fn options(&self, ctx: &CallCtx, link: &Link) -> RequestOptions {
+        // Only 2026-07-28 requests carry the client's capabilities (a handshake-era link
+        // declared them once, at `initialize`).
+        let stateless = link.client().negotiated().era == ClientEra::Stateless;
+        RequestOptions {
+            timeout: self.config.call_timeout,
+            progress: ctx.progress_token().is_some(),
+            reset_timeout_on_progress: true,
+            meta: forwarded_meta(ctx),
+            capabilities: stateless.then(|| Arc::new(forwarded_capabilities(ctx))),
+        }
+    }
+
+    async fn forward(&self, ctx: CallCtx, out: Outgoing) -> Result<Reply, McpError> {
+        let resumed = self.holder.resume(&ctx);
+        let link = match &resumed {
+            Some(held) => held.round.link().clone(),
+            None => self.link_for(&ctx).await?,
+        };
+        let fwd = Forward {
+            method: out.method,
+            params: out.params,
+            opts: self.options(&ctx, &link),
+        };
+        if !(resumed.is_none() && self.scoped(&ctx)) {
+            return call::run(link, ctx, fwd, &self.holder, resumed).await;
+        }
+        match call::run(link.clone(), ctx.clone(), fwd.clone(), &self.holder, None).await {
+            Err(McpError::Unavailable(e)) if link.client().wire_session_gone() => {
+                self.in_new_session(link, ctx, fwd, e).await
+            }
+            other => other,
+        }
+    }
+
+    /// Whether the call `ctx` has an upstream session of its downstream session's own.
+    fn scoped(&self, ctx: &CallCtx) -> bool {
+        self.sessions.is_some() && ctx.session().is_some()
+    }
+
+    /// A downstream session's upstream session that the upstream no longer holds (it
+    /// expired, or another replica's 404 made a new one): the request was not run, the
+    /// link is down, and it runs once more on the session's next upstream session.
+    async fn in_new_session(
+        &self,
+        link: Arc<Link>,
+        ctx: CallCtx,
+        fwd: Forward,
+        e: String,
+    ) -> Result<Reply, McpError> {
+        tracing::info!(upstream = %self.config.name, "{e}; running the call in a new upstream session");
+        // The link is ending; the next one is opened once it has.
+        let closing = tokio::time::timeout(self.config.handshake_timeout, link.closed());
+        if closing.await.is_err() {
+            return Err(McpError::Unavailable(e));
+        }
+        let link = self.link_for(&ctx).await?;
+        call::run(link, ctx, fwd, &self.holder, None).await
+    }
+
+    /// The link a `tools/call` in `ctx` takes the fast path on, if it may (`super::fast`):
+    /// its downstream session's upstream session when open and up now, or the shared one
+    /// when up.
+    fn fast_link(&self, ctx: &CallCtx) -> Option<Arc<Link>> {
+        if self.config.consents.is_some() {
+            // A call may need the user's consent (`super::consent`): the general path asks.
+            return None;
+        }
+        let link = match (&self.sessions, ctx.session()) {
+            (Some(sessions), Some(scope)) => sessions.ready(scope)?,
+            (Some(_), None) => return None,
+            (None, _) => match &*self.shared.borrow() {
+                Shared::Up(link) if !link.is_down() => link.clone(),
+                _ => return None,
+            },
+        };
+        fast::eligible(ctx, &link).then_some(link)
+    }
+
+    /// The relay of downstream session `scope`'s own upstream session, when its calls may
+    /// be relayed as raw frames (`mcpwire_server::relay`): what [`Inner::fast_link`] and
+    /// [`Inner::options`] allow for a call without `_meta` — the session open and up now,
+    /// a handshake era, no consent flow, no call timeout — on a per-session stdio link
+    /// whose client would write the call as a direct request. A shared link is not
+    /// relayed: what its upstream sends without naming a call is not one session's.
+    fn relay_for(&self, scope: &SessionScope) -> Option<RelayRoute> {
+        if self.config.consents.is_some() || self.config.call_timeout.is_some() {
+            return None;
+        }
+        let link = self.sessions.as_ref()?.ready(scope)?;
+        if !matches!(link.client().negotiated().era, ClientEra::Handshake(_)) {
+            return None;
+        }
+        let relay: RelayRoute = link.client().relay()?.clone();
+        Some(relay)
+    }
+
+    /// A `tools/call` with `params` on the fast path (`super::fast`); `again` are the
+    /// params for running it in a new upstream session if the upstream no longer holds
+    /// this one (an HTTP session: nothing else can be gone).
+    async fn fast_call(
+        self: Arc<Self>,
+        link: Arc<Link>,
+        ctx: CallCtx,
+        params: Option<Raw>,
+        again: Option<Option<Raw>>,
+    ) -> Result<Reply, McpError> {
+        let opts = self.options(&ctx, &link);
+        match fast::call(link.clone(), ctx.clone(), params, opts).await {
+            fast::Fallback::Done(reply) => reply,
+            fast::Fallback::SessionGone(McpError::Unavailable(e))
+                if self.scoped(&ctx)
+                    && let Some(params) = again =>
+            {
+                let fwd = Forward {
+                    method: "tools/call".into(),
+                    params,
+                    opts: self.options(&ctx, &link),
+                };
+                // Boxed: opening a session is a large future, and rare; the fast path's
+                // own stays small (it is moved into a box on every call).
+                Box::pin(self.in_new_session(link, ctx, fwd, e)).await
+            }
+            fast::Fallback::SessionGone(e) => Err(e),
+        }
+    }
+}
+
+/// The params of a fast-path call kept for running it again in a new upstream session
+/// (see `Inner::fast_call`): only on a link with a wire session the upstream can lose.
+fn kept_for_again(link: &Link, params: &Option<Raw>) -> Option<Option<Raw>> {
+    link.client()
+        .wire_session_id()
+        .is_some()
+        .then(|| params.clone())
+}
+
+/// `caps` without the tasks extension (and without `extensions` if it was the only one).
+fn drop_tasks_extension(caps: &mut ServerCapabilities) {
+    if let Some(serde_json::Value::Object(ext)) = &mut caps.extensions {
+        ext.remove(TASKS_EXTENSION);
+        if ext.is_empty() {
+            caps.extensions = None;
+        }
+    }
+}
+
+/// An upstream session could not be opened.
+fn unavailable(config: &UpstreamConfig, e: ClientError) -> McpError {
+    McpError::Unavailable(format!("upstream `{}`: {e}", config.name))
+}
+
+impl Backend for UpstreamBackend {
+    fn info(&self) -> &BackendInfo {
+        &self.inner.info
+    }
+
+    fn call(
+        &self,
+        ctx: CallCtx,
+        req: BackendRequest,
+    ) -> BoxFuture<'static, Result<Reply, McpError>> {
+        if matches!(req, BackendRequest::CallTool { .. })
+            && let Some(link) = self.inner.fast_link(&ctx)
+        {
+            let params = match outgoing(&req) {
+                Ok(out) => out.params,
+                Err(e) => return Box::pin(std::future::ready(Err(e))),
+            };
+            let again = kept_for_again(&link, &params);
+            return Box::pin(self.inner.clone().fast_call(link, ctx, params, again));
+        }
+        Box::pin(self.inner.clone().call(ctx, req))
+    }
+
+    fn forwards_tool_calls(&self) -> bool {
+        true
+    }
+
+    fn forward_tool_call(
+        &self,
+        call: ForwardedCall,
+    ) -> Result<BoxFuture<'static, Result<Reply, McpError>>, ForwardedCall> {
+        let Some(link) = self.inner.fast_link(&call.ctx) else {
+            return Err(call);
+        };
+        let (ctx, params) = call.into_parts();
+        let params = Some(params);
+        let again = kept_for_again(&link, &params);
+        Ok(Box::pin(
+            self.inner.clone().fast_call(link, ctx, params, again),
+        ))
+    }
+
+    fn relay_route(&self, name: &str, scope: &SessionScope) -> Option<RelayRoute> {
+        let _ = name; // every tool of an upstream is called the same way
+        self.inner.relay_for(scope)
+    }
+
+    fn tool_routing(&self, name: &str) -> Option<Arc<ToolRouting>> {
+        self.inner.routes.get(name)
+    }
+
+    fn events(&self) -> Option<broadcast::Receiver<BackendEvent>> {
+        Some(self.inner.events.subscribe())
+    }
+}
