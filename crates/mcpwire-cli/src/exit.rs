@@ -3,8 +3,8 @@
 
 use std::process::ExitCode;
 
-use mcpwire::client::{Blame, ClientError};
 use mcpwire::observe::LogFormat;
+use mcpwire_client::{Blame, ClientError};
 use mcpwire_gateway::{ConfigError, GatewayError, StartFailure};
 
 /// Any other failure.

@@ -4,9 +4,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
-use mcpwire::client::auth::{LoopbackConsent, OAuthConfig, OAuthGrant, UpstreamAuth};
-use mcpwire::client::{Client, ClientOptions, Target};
 use mcpwire::observe::LogFormat;
+use mcpwire_client::auth::{LoopbackConsent, OAuthConfig, OAuthGrant, UpstreamAuth};
+use mcpwire_client::{Client, ClientOptions, Target};
 use serde_json::Value;
 
 mod auth_args;
@@ -158,7 +158,7 @@ pub struct ConnectArgs {
 
 /// A usage error (exit status 2).
 fn usage(message: String) -> anyhow::Error {
-    mcpwire::client::ClientError::Target(message).into()
+    mcpwire_client::ClientError::Target(message).into()
 }
 
 impl ConnectArgs {
@@ -450,7 +450,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                     let name = t["name"].as_str().unwrap_or("?");
                     let desc = t["description"].as_str().unwrap_or("");
                     let first = desc.lines().next().unwrap_or("");
-                    let task = if mcpwire::client::requires_task(t) {
+                    let task = if mcpwire_client::requires_task(t) {
                         "[task] "
                     } else {
                         ""
@@ -532,5 +532,5 @@ async fn must_run_as_task(client: &Client, tool: &str) -> Result<bool> {
     let tools = client.list_tools().await?;
     Ok(tools
         .iter()
-        .any(|t| t["name"] == tool && mcpwire::client::requires_task(t)))
+        .any(|t| t["name"] == tool && mcpwire_client::requires_task(t)))
 }

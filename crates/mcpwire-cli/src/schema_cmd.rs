@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use mcpwire::client::{Client, ClientError, Target};
+use mcpwire_client::{Client, ClientError, Target};
 
 use crate::TimeoutArg;
 

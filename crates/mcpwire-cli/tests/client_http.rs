@@ -1,4 +1,4 @@
-//! The library client (`mcpwire::client`) over Streamable HTTP against `mcpwire demo`, in both
+//! The library client (`mcpwire_client`) over Streamable HTTP against `mcpwire demo`, in both
 //! eras: negotiation (fixed and discovered), server→client requests arriving on a call's SSE
 //! stream and answered by POST, `input_required` rounds, tasks, progress, and a call whose
 //! stream the server closes mid-call (resumed with `Last-Event-ID`). A scripted server
@@ -11,7 +11,7 @@ mod common;
 use std::time::Duration;
 
 use common::served::Served;
-use mcpwire::client::{
+use mcpwire_client::{
     Answer, Client, ClientEra, ClientEvent, ClientEvents, ClientOptions, EraChoice, RequestOptions,
     Target,
 };
@@ -278,7 +278,7 @@ async fn tasks_are_followed_to_their_result() {
             .call_tool("protocol_error_job", json!({}), false)
             .await
             .unwrap_err();
-        assert!(matches!(e, mcpwire::client::ClientError::Rpc { .. }), "{e}");
+        assert!(matches!(e, mcpwire_client::ClientError::Rpc { .. }), "{e}");
         client.close().await.unwrap();
     })
     .await

@@ -12,9 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpwire::Service;
-use mcpwire::client::{EraChoice, Target};
 use mcpwire::router::Router;
 use mcpwire::stdio::StdioConnection;
+use mcpwire_client::{EraChoice, Target};
 use mcpwire_gateway::upstream::{UpstreamBackend, UpstreamConfig};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};

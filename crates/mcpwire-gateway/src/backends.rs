@@ -11,8 +11,8 @@ use mcpwire_router::{Backend, Server};
 
 use crate::config::{BackendSource, BackendSpec, ServerOptions};
 use crate::upstream::{UpstreamBackend, UpstreamConfig};
-use mcpwire_server::client::Target;
-use mcpwire_server::client::auth::PendingConsents;
+use mcpwire_client::Target;
+use mcpwire_client::auth::PendingConsents;
 
 type MakeServer = Arc<dyn Fn() -> Arc<Server> + Send + Sync>;
 

@@ -13,7 +13,7 @@ pub use mcpwire_federation::PrefixMode;
 
 use crate::error::{ConfigError, KeyPath, Origin};
 use crate::listen::ListenerSpec;
-use mcpwire_server::client::{EraChoice, Target};
+use mcpwire_client::{EraChoice, Target};
 use mcpwire_server::tls::ClientTls;
 
 /// Everything `mcpwire serve` needs: listeners, backends and server options.

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crate::config::{BackendSource, BackendSpec, GatewayConfig};
 use crate::credentials::ConsentMode;
 use crate::listen::{ListenerSpec, Scheme};
-use mcpwire_server::client::auth::{MAX_PENDING_CONSENTS, PendingConsents};
+use mcpwire_client::auth::{MAX_PENDING_CONSENTS, PendingConsents};
 
 /// `consent = "elicit"` (the default of the authorization-code grant): the redirect URI is
 /// the gateway's own redirect endpoint, by default `/oauth/callback` on the origin of the

@@ -37,8 +37,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use mcpwire_server::client::Target;
-use mcpwire_server::client::auth::{
+use mcpwire_client::Target;
+use mcpwire_client::auth::{
     Assertion, ClientSigningKey, ElicitConsent, FollowRedirect, OAuthConfig, OAuthGrant,
     PendingConsents, UpstreamAuth,
 };
@@ -466,10 +466,8 @@ mod tests {
         }
     }
 
-    fn auth(
-        spec: &super::CredentialsSpec,
-    ) -> Result<mcpwire_server::client::auth::UpstreamAuth, String> {
-        let pending = mcpwire_server::client::auth::PendingConsents::new(1, Vec::new());
+    fn auth(spec: &super::CredentialsSpec) -> Result<mcpwire_client::auth::UpstreamAuth, String> {
+        let pending = mcpwire_client::auth::PendingConsents::new(1, Vec::new());
         spec.to_auth("up", &mcpwire_server::tls::ClientTls::default(), &pending)
     }
 

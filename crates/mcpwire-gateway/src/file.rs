@@ -57,7 +57,7 @@ use crate::config::{
 use crate::credentials::{CredentialsSpec, RawCredentials};
 use crate::error::{ConfigError, KeyPath, Origin};
 use crate::listen::{ListenOptions, ListenerSpec};
-use mcpwire_server::client::{EraChoice, Target};
+use mcpwire_client::{EraChoice, Target};
 use mcpwire_server::tls::ClientTls;
 
 #[derive(Debug, Deserialize)]

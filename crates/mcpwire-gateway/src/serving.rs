@@ -22,10 +22,10 @@ use crate::config::{BackendSource, BackendSpec, FailMode, GatewayConfig, ServerO
 use crate::error::{ConfigError, KeyPath, Origin};
 use crate::reload::{ReloadPlan, plan};
 use arc_swap::ArcSwap;
+use mcpwire_client::auth::PendingConsents;
 use mcpwire_server::Service;
 use mcpwire_server::admin::{AdminServer, BackendHealth, HealthProbe};
 use mcpwire_server::auth::Authenticator;
-use mcpwire_server::client::auth::PendingConsents;
 use mcpwire_server::cluster::Cluster;
 use mcpwire_server::limits::{ConnectionLimits, Limited, RateLimits, Rejections, SharedRateLimits};
 

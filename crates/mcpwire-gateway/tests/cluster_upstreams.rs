@@ -12,9 +12,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use mcpwire_client::Target;
 use mcpwire_gateway::upstream::{UpstreamBackend, UpstreamConfig};
 use mcpwire_server::Service;
-use mcpwire_server::client::Target;
 use mcpwire_server::cluster::Cluster;
 use mcpwire_server::http::HttpConfig;
 use mcpwire_server::model::types::Implementation;

@@ -12,11 +12,11 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcpwire_client::{Client, ClientError, Target};
 use mcpwire_gateway::{
     BackendSource, BackendSpec, Gateway, GatewayConfig, ListenerSpec, Natives, UpstreamSpec,
 };
 use mcpwire_server::Service;
-use mcpwire_server::client::{Client, ClientError, Target};
 use mcpwire_server::model::types::Implementation;
 use mcpwire_server::router::{
     CallCtx, NoArgs, Router, Server, TaskConfig, TaskSupport, ToolError, tool,

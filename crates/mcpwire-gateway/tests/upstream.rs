@@ -13,9 +13,9 @@ mod common;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use mcpwire_client::{EraChoice, Target};
 use mcpwire_gateway::upstream::{UpstreamBackend, UpstreamConfig};
 use mcpwire_server::Service;
-use mcpwire_server::client::{EraChoice, Target};
 use mcpwire_server::model::types::{ClientCapabilities, Implementation};
 use mcpwire_server::model::{CallEvent, ClientAsk, McpError, Method, Raw, Reply, Revision, to_raw};
 use mcpwire_server::router::{

@@ -145,7 +145,7 @@ impl PendingConsents {
     }
 
     /// Forgets the authorization `state` (its flow gave up or was declined).
-    pub(crate) fn close(&self, state: &str) {
+    pub fn close(&self, state: &str) {
         lock(&self.entries).remove(state);
         self.bump();
     }

@@ -17,16 +17,16 @@ use crate::tls::{self, ClientTls};
 /// How a one-shot exchange reaches its server: how long it may take, and the TLS trust
 /// (CA, client certificate) of an `https` URL.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Reach {
+pub struct Reach {
     /// The whole exchange's deadline.
-    pub(crate) timeout: Duration,
+    pub timeout: Duration,
     /// Which CA to trust and which certificate to present (default: the system's roots).
-    pub(crate) tls: ClientTls,
+    pub tls: ClientTls,
 }
 
 impl Reach {
     /// `timeout` with the default trust.
-    pub(crate) fn plain(timeout: Duration) -> Reach {
+    pub fn plain(timeout: Duration) -> Reach {
         Reach {
             timeout,
             tls: ClientTls::default(),
@@ -36,30 +36,30 @@ impl Reach {
 
 /// What came back: status, headers and (at most `max` bytes of) body.
 #[derive(Debug)]
-pub(crate) struct Fetched {
+pub struct Fetched {
     /// The status.
-    pub(crate) status: StatusCode,
+    pub status: StatusCode,
     /// The headers.
-    pub(crate) headers: HeaderMap,
+    pub headers: HeaderMap,
     /// The body.
-    pub(crate) body: Bytes,
+    pub body: Bytes,
 }
 
 /// One request to send: method, URL, extra headers and an optional body with its type.
-pub(crate) struct Outgoing<'a> {
+pub struct Outgoing<'a> {
     /// The method.
-    pub(crate) method: Method,
+    pub method: Method,
     /// An absolute `http(s)` URL.
-    pub(crate) url: &'a str,
+    pub url: &'a str,
     /// Extra headers (`Authorization`, …).
-    pub(crate) headers: Vec<(HeaderName, String)>,
+    pub headers: Vec<(HeaderName, String)>,
     /// The body and its content type.
-    pub(crate) body: Option<(&'static str, Bytes)>,
+    pub body: Option<(&'static str, Bytes)>,
 }
 
 impl<'a> Outgoing<'a> {
     /// A `GET` of `url` accepting JSON.
-    pub(crate) fn get(url: &'a str) -> Outgoing<'a> {
+    pub fn get(url: &'a str) -> Outgoing<'a> {
         Outgoing {
             method: Method::GET,
             url,
@@ -71,7 +71,7 @@ impl<'a> Outgoing<'a> {
 
 /// GETs `url` within `timeout` and returns its body if the status is 2xx and the body is at
 /// most `max` bytes; the error says what failed.
-pub(crate) async fn get(url: &str, timeout: Duration, max: usize) -> Result<Bytes, String> {
+pub async fn get(url: &str, timeout: Duration, max: usize) -> Result<Bytes, String> {
     let fetched = send(Outgoing::get(url), timeout, max).await?;
     if !fetched.status.is_success() {
         return Err(format!("GET {url}: status {}", fetched.status));
@@ -81,21 +81,13 @@ pub(crate) async fn get(url: &str, timeout: Duration, max: usize) -> Result<Byte
 
 /// Sends `out` within `timeout`; any status is an answer. A body over `max` bytes is an
 /// error.
-pub(crate) async fn send(
-    out: Outgoing<'_>,
-    timeout: Duration,
-    max: usize,
-) -> Result<Fetched, String> {
+pub async fn send(out: Outgoing<'_>, timeout: Duration, max: usize) -> Result<Fetched, String> {
     send_via(out, &Reach::plain(timeout), max).await
 }
 
 /// Sends `out` as `reach` says (deadline, TLS trust); any status is an answer. A body over
 /// `max` bytes is an error.
-pub(crate) async fn send_via(
-    out: Outgoing<'_>,
-    reach: &Reach,
-    max: usize,
-) -> Result<Fetched, String> {
+pub async fn send_via(out: Outgoing<'_>, reach: &Reach, max: usize) -> Result<Fetched, String> {
     let timeout = reach.timeout;
     let url = out.url;
     let what = format!("{} {url}", out.method);

@@ -16,11 +16,10 @@
 
 pub mod admin;
 pub mod auth;
-pub mod client;
 pub mod cluster;
-mod consents;
-mod driver;
-mod fetch;
+pub mod consents;
+pub mod driver;
+pub mod fetch;
 #[doc = include_str!("guide.md")]
 pub mod guide {}
 pub mod http;

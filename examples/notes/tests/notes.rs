@@ -194,9 +194,9 @@ async fn serves_over_http() {
     .await;
     assert_eq!(listening.ok(), Some(true));
     let url = format!("http://127.0.0.1:{port}/mcp");
-    let opts = mcpwire::client::ClientOptions::default();
-    let target = mcpwire::client::Target::parse(&url).unwrap_or_else(|e| panic!("{e}"));
-    let (client, _events) = mcpwire::client::Client::connect(&target, &opts)
+    let opts = mcpwire_client::ClientOptions::default();
+    let target = mcpwire_client::Target::parse(&url).unwrap_or_else(|e| panic!("{e}"));
+    let (client, _events) = mcpwire_client::Client::connect(&target, &opts)
         .await
         .unwrap_or_else(|e| panic!("connect: {e}"));
     let added = client

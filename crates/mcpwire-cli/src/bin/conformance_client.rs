@@ -1,4 +1,4 @@
-//! `mcpwire-conformance-client URL`: the library client (`mcpwire::client`) driven the way the
+//! `mcpwire-conformance-client URL`: the library client (`mcpwire_client`) driven the way the
 //! official conformance suite's *client* scenarios expect. The suite
 //! (`npx @modelcontextprotocol/conformance client --command … --scenario S`) starts a scenario
 //! server, then runs this command with the server's URL as its last argument and
@@ -7,7 +7,7 @@
 //! runs them, the `auth/*` ones included.
 //!
 //! `auth/*` scenarios: the server answers `401` and the library's OAuth client
-//! (`mcpwire::client::auth`) runs the MCP authorization flow. Consent is obtained as the
+//! (`mcpwire_client::auth`) runs the MCP authorization flow. Consent is obtained as the
 //! suite's own harness does it: the authorization URL is fetched and its redirect read
 //! (`FollowRedirect`; the suite's authorization server approves everything). The client
 //! offers a client ID metadata document URL (`https://conformance-test.local/client-metadata.json`,
@@ -31,10 +31,10 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow, bail};
 use std::sync::Arc;
 
-use mcpwire::client::auth::{
+use mcpwire_client::auth::{
     Assertion, ClientSigningKey, FollowRedirect, OAuthConfig, OAuthGrant, UpstreamAuth,
 };
-use mcpwire::client::{Client, ClientEvent, ClientEvents, ClientOptions, EraChoice, Target};
+use mcpwire_client::{Client, ClientEvent, ClientEvents, ClientOptions, EraChoice, Target};
 use mcpwire_model::McpError;
 use mcpwire_model::types::{Implementation, LoggingLevel};
 use serde_json::{Value, json};

@@ -21,8 +21,8 @@ use super::reattach;
 use super::restart::{Shared, reopen};
 use super::routes::ToolRoutes;
 use super::sessions::Sessions;
-use mcpwire_server::client::auth::{PendingConsents, UpstreamAuth};
-use mcpwire_server::client::{
+use mcpwire_client::auth::{PendingConsents, UpstreamAuth};
+use mcpwire_client::{
     Client, ClientEra, ClientError, ClientOptions, EraChoice, RequestOptions, Target,
 };
 

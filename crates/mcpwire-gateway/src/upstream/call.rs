@@ -17,7 +17,7 @@ use mcpwire_router::{BoxFuture, CallCtx};
 use super::forward::undecorated;
 use super::hold::{Held, Holder, Waiting};
 use super::link::{CallInbox, Link, ToCall};
-use mcpwire_server::client::{
+use mcpwire_client::{
     Answer, ClientEra, ClientRequestId, InputRequired, PendingRequest, RequestOptions,
     ServerRequestId,
 };

@@ -1,7 +1,7 @@
 //! A downstream user's consent to the upstream's OAuth, asked while their call waits for
 //! it. When the call needs a token the gateway does not have for the caller, the OAuth
 //! flow opens an authorization in the gateway's [`PendingConsents`]
-//! ([`ElicitConsent`](mcpwire_server::client::auth::ElicitConsent)); this puts it to the user: a
+//! ([`ElicitConsent`](mcpwire_client::auth::ElicitConsent)); this puts it to the user: a
 //! URL-mode `elicitation/create` to a client that declared `elicitation.url` (the call then
 //! finishes once the authorization comes back: when it failed meanwhile for want of it —
 //! the upstream session's handshake timed out before the user was done — it runs once more
@@ -14,7 +14,7 @@ use mcpwire_model::{McpError, Reply};
 use mcpwire_router::CallCtx;
 use std::future::Future;
 
-use mcpwire_server::client::auth::{PendingConsent, PendingConsents};
+use mcpwire_client::auth::{PendingConsent, PendingConsents};
 
 /// Runs `call` (again, at most once) for `ctx`, whose caller is `who`, at the upstream
 /// `upstream`, putting any authorization they are asked for meanwhile to them.
@@ -128,7 +128,7 @@ mod tests {
     use tokio_util::sync::CancellationToken;
 
     use super::*;
-    use mcpwire_server::client::auth::PendingConsent;
+    use mcpwire_client::auth::PendingConsent;
 
     /// A client answering every elicitation with `action`, keeping what it was asked.
     struct Client {

@@ -18,7 +18,7 @@ use mcpwire_router::CallCtx;
 
 use super::call::Registered;
 use super::link::Link;
-use mcpwire_server::client::{Answer, ClientEra, RequestOptions};
+use mcpwire_client::{Answer, ClientEra, RequestOptions};
 
 /// Whether a call in `ctx` may take the fast path on `link`.
 pub(crate) fn eligible(ctx: &CallCtx, link: &Link) -> bool {

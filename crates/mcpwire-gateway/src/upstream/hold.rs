@@ -14,7 +14,7 @@ use mcpwire_model::ClientAsk;
 use mcpwire_router::CallCtx;
 
 use super::call::Round;
-use mcpwire_server::client::ServerRequestId;
+use mcpwire_client::ServerRequestId;
 
 /// What the keys of held rounds' asks start with.
 const PREFIX: &str = "mcpwire-upstream-";

@@ -18,7 +18,7 @@ use mcpwire_model::{BackendEvent, ClientAsk, McpError};
 use mcpwire_router::CallCtx;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
-use mcpwire_server::client::{
+use mcpwire_client::{
     Client, ClientEvent, ClientEvents, ClientRequestId, ListKind, ServerRequest, ServerRequestId,
 };
 
@@ -564,7 +564,7 @@ mod tests {
     use tokio_util::sync::CancellationToken;
 
     use super::*;
-    use mcpwire_server::client::{ClientOptions, EraChoice, RequestOptions, Target};
+    use mcpwire_client::{ClientOptions, EraChoice, RequestOptions, Target};
 
     /// Server requests the upstream floods one call with.
     const FLOOD: usize = 4 * CALL_QUEUE;
@@ -620,7 +620,7 @@ mod tests {
             .expect("sent");
         let id = pending.id();
         let inbox = link.register(id, ctx(Revision::LATEST_STATEFUL));
-        let mcpwire_server::client::Answer::Complete(raw) = pending.await.expect("answered") else {
+        let mcpwire_client::Answer::Complete(raw) = pending.await.expect("answered") else {
             panic!("not a complete answer");
         };
         link.flush().await;

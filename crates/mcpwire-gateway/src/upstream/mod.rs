@@ -1,5 +1,5 @@
 //! Upstream MCP servers as backends: [`UpstreamBackend`] fronts a server reached through
-//! the library's [`Client`](mcpwire_server::client::Client) — a stdio command, a Streamable HTTP
+//! the library's [`Client`](mcpwire_client::Client) — a stdio command, a Streamable HTTP
 //! URL or an MCPB address — so a federation (and so `mcpwire serve`) can serve its tools,
 //! resources and prompts next to others.
 //!

@@ -14,7 +14,7 @@ use serde_json::value::RawValue;
 use tokio::sync::broadcast;
 
 use super::link::Link;
-use mcpwire_server::client::{Client, ClientEra, ClientError, ClientOptions};
+use mcpwire_client::{Client, ClientEra, ClientError, ClientOptions};
 
 /// Bytes of one recorded `initialize` result, at most (a larger one is not recorded: that
 /// session starts afresh on another replica).

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpwire_server::client::{Client, ClientOptions, EraChoice, Target};
+use mcpwire_client::{Client, ClientOptions, EraChoice, Target};
 use mcpwire_server::model::types::ClientCapabilities;
 use mcpwire_server::router::{CallCtx, TASKS_EXTENSION};
 use serde_json::{Value, json};

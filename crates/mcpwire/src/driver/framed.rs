@@ -21,7 +21,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio_util::codec::{Decoder, FramedRead};
 
 /// Bytes of unwritten output at which a connection stops reading and taking finished work.
-pub(crate) const WRITE_HIGH_WATER: usize = 256 * 1024;
+pub const WRITE_HIGH_WATER: usize = 256 * 1024;
 /// Frames (and ready work items) handled between two writes.
 const READ_BURST: usize = 64;
 /// How long a closing connection may take to hand its last output to a peer.
@@ -30,13 +30,13 @@ const CLOSE_FLUSH: Duration = Duration::from_secs(10);
 const BUFFER: usize = 64 * 1024;
 
 /// Whether the write buffer is full (see [`WRITE_HIGH_WATER`]).
-pub(crate) fn output_full(out: &BytesMut) -> bool {
+pub fn output_full(out: &BytesMut) -> bool {
     out.len() >= WRITE_HIGH_WATER
 }
 
 /// What an endpoint wants the connection to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Status {
+pub enum Status {
     /// Keep going.
     Open,
     /// Read nothing more; flush the output and close.
@@ -45,7 +45,7 @@ pub(crate) enum Status {
 
 /// What runs over a [`FramedDriver`]: it takes frames, writes output into the driver's
 /// buffer, and may have events of its own to wait for.
-pub(crate) trait Endpoint {
+pub trait Endpoint {
     /// Splits the input into frames.
     type Codec: Decoder<Error = FramingError>;
     /// What [`Endpoint::wait`] woke up for.
@@ -82,7 +82,7 @@ pub(crate) trait Endpoint {
 }
 
 /// One connection: a reader split into frames, a writer, and the endpoint between them.
-pub(crate) struct FramedDriver<R, W, E: Endpoint> {
+pub struct FramedDriver<R, W, E: Endpoint> {
     reader: FramedRead<R, E::Codec>,
     writer: W,
     wbuf: BytesMut,
@@ -99,13 +99,7 @@ where
 {
     /// A driver reading `reader` with `codec` and writing `writer`, for `endpoint`; it keeps
     /// polling for up to `busy_poll` after activity before it sleeps (zero: never).
-    pub(crate) fn new(
-        reader: R,
-        codec: E::Codec,
-        writer: W,
-        endpoint: E,
-        busy_poll: Duration,
-    ) -> Self {
+    pub fn new(reader: R, codec: E::Codec, writer: W, endpoint: E, busy_poll: Duration) -> Self {
         FramedDriver {
             reader: FramedRead::with_capacity(reader, codec, BUFFER),
             writer,
@@ -117,20 +111,20 @@ where
     }
 
     /// The endpoint, to act on before running (an initial refusal, say).
-    pub(crate) fn endpoint_mut(&mut self) -> (&mut E, &mut BytesMut) {
+    pub fn endpoint_mut(&mut self) -> (&mut E, &mut BytesMut) {
         (&mut self.endpoint, &mut self.wbuf)
     }
 
     /// Runs until the endpoint says [`Status::Close`], then hands the peer what is left to
     /// write (for at most [`CLOSE_FLUSH`]) and closes the writing side.
-    pub(crate) async fn run(mut self) -> std::io::Result<()> {
+    pub async fn run(mut self) -> std::io::Result<()> {
         self.drive().await
     }
 
     /// [`FramedDriver::run`], keeping the driver: its endpoint can be taken afterwards
     /// ([`FramedDriver::into_endpoint`]) to wind down (a client's session learns why the
     /// connection ended).
-    pub(crate) async fn drive(&mut self) -> std::io::Result<()> {
+    pub async fn drive(&mut self) -> std::io::Result<()> {
         let mut just_spun = false;
         loop {
             self.pump();
@@ -170,7 +164,7 @@ where
     }
 
     /// The endpoint, once the connection is over.
-    pub(crate) fn into_endpoint(self) -> E {
+    pub fn into_endpoint(self) -> E {
         self.endpoint
     }
 

@@ -26,18 +26,18 @@
 
 pub(crate) mod calls;
 pub(crate) mod exchange;
-pub(crate) mod framed;
+pub mod framed;
 mod relayed;
 pub(crate) mod server_core;
 
 pub(crate) use calls::{Calls, Wake};
 pub(crate) use exchange::Exchange;
-pub(crate) use framed::{Endpoint, FramedDriver, Status};
+pub use framed::{Endpoint, FramedDriver, Status};
 pub(crate) use server_core::ServerCore;
 
 /// The shell's clock for protocol time (deadlines, idle expiry, grace periods): tokio's, so
 /// tests can pause and advance it (`tokio::time::pause`), as the `std` instant the sans-IO
 /// session takes. (Busy polling measures real time and keeps `std::time::Instant::now`.)
-pub(crate) fn now() -> std::time::Instant {
+pub fn now() -> std::time::Instant {
     tokio::time::Instant::now().into_std()
 }

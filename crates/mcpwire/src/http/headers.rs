@@ -5,15 +5,15 @@ use axum::http::header::{ACCEPT, CONTENT_TYPE};
 use base64::Engine;
 
 /// The session id header (case-insensitive on the wire).
-pub(crate) const SESSION_ID: &str = "mcp-session-id";
+pub const SESSION_ID: &str = "mcp-session-id";
 /// The negotiated (stateful) or per-request (2026-07-28) revision.
-pub(crate) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+pub const PROTOCOL_VERSION: &str = "mcp-protocol-version";
 /// 2026-07-28: the request's method, mirrored for intermediaries.
-pub(crate) const MCP_METHOD: &str = "mcp-method";
+pub const MCP_METHOD: &str = "mcp-method";
 /// 2026-07-28: the tool/prompt name or resource URI, mirrored for intermediaries.
-pub(crate) const MCP_NAME: &str = "mcp-name";
+pub const MCP_NAME: &str = "mcp-name";
 /// The last SSE event id a reconnecting client saw.
-pub(crate) const LAST_EVENT_ID: &str = "last-event-id";
+pub const LAST_EVENT_ID: &str = "last-event-id";
 
 /// Which response media types the client's `Accept` allows.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -26,7 +26,7 @@ mod callback;
 pub mod fuzzing;
 mod get;
 mod guard;
-pub(crate) mod headers;
+pub mod headers;
 mod locate;
 mod post;
 mod replay;

@@ -29,7 +29,7 @@ pub(crate) use mcpb::{Counted, Direction, FrameKind, McpbMetrics, ProtocolError}
 pub use otel::{Telemetry, TelemetryError, install as install_telemetry};
 pub use spans::REQUEST_TARGET;
 pub(crate) use spans::{finish_span, request_span};
-pub(crate) use trace::outgoing as outgoing_trace;
+pub use trace::outgoing as outgoing_trace;
 pub use trace::{TRACEPARENT, TRACESTATE, TelemetryConfig, TraceParent, active as tracing_active};
 
 /// MCPB connections accepted (`mcp_gateway_tcp_connections_total`).

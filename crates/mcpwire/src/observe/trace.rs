@@ -135,7 +135,7 @@ pub(crate) fn adopt(span: &Span, parent: Option<&TraceParent>) {
 
 /// The trace context headers naming the current span, for a request to an HTTP upstream;
 /// empty without an exporter or outside a recorded span.
-pub(crate) fn outgoing() -> Vec<(String, String)> {
+pub fn outgoing() -> Vec<(String, String)> {
     #[cfg(feature = "otel")]
     if active() {
         return super::otel::inject(&Span::current());

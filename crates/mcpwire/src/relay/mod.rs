@@ -77,7 +77,7 @@ pub(crate) struct NotRelayed;
 
 impl Relay {
     /// A relay numbering its requests with `next_id`, holding at most `max_in_flight`.
-    pub(crate) fn new(next_id: Box<dyn Fn() -> u64 + Send + Sync>, max_in_flight: usize) -> Relay {
+    pub fn new(next_id: Box<dyn Fn() -> u64 + Send + Sync>, max_in_flight: usize) -> Relay {
         Relay {
             next_id,
             max_in_flight,
@@ -158,13 +158,13 @@ impl Relay {
     // ----- the upstream end -----
 
     /// Completes when frames or cancellations were queued (or were already).
-    pub(crate) async fn queued(&self) {
+    pub async fn queued(&self) {
         self.wake.notified().await
     }
 
     /// Moves the queued frames to `out` and hands each cancelled upstream id to `cancel`;
     /// whether there was anything.
-    pub(crate) fn take(&self, out: &mut BytesMut, mut cancel: impl FnMut(u64)) -> bool {
+    pub fn take(&self, out: &mut BytesMut, mut cancel: impl FnMut(u64)) -> bool {
         let Ok(mut s) = self.state.lock() else {
             return false;
         };
@@ -187,7 +187,7 @@ impl Relay {
 
     /// Hands `line` back to its downstream call when it is a plain result for a relayed
     /// call ([`scan_result`]), the client's id restored; whether it did.
-    pub(crate) fn answer_raw(&self, line: &str) -> bool {
+    pub fn answer_raw(&self, line: &str) -> bool {
         if self.waiting() == 0 {
             return false;
         }
@@ -203,7 +203,7 @@ impl Relay {
 
     /// The relayed call waiting under upstream request `id`, taken to be answered
     /// ([`Claimed::answer`]); `None` when it is not one.
-    pub(crate) fn claim(&self, id: u64) -> Option<Claimed> {
+    pub fn claim(&self, id: u64) -> Option<Claimed> {
         self.remove(id).map(Claimed)
     }
 
@@ -216,7 +216,7 @@ impl Relay {
 
     /// The connection ended: nothing more is relayed, and every call waiting ends with
     /// the error `error` gives it.
-    pub(crate) fn close(&self, error: impl Fn() -> McpError) {
+    pub fn close(&self, error: impl Fn() -> McpError) {
         let Ok(mut s) = self.state.lock() else { return };
         s.closed = true;
         s.out.clear();
@@ -231,7 +231,7 @@ impl Relay {
 
     /// Hands a log of the upstream to the downstream session of the relayed calls waiting
     /// (in order with their answers); gives it back when none waits.
-    pub(crate) fn log(&self, entry: LogEntry) -> Result<(), LogEntry> {
+    pub fn log(&self, entry: LogEntry) -> Result<(), LogEntry> {
         match self.any_inbox() {
             Some(inbox) => {
                 inbox.push_log(entry);
@@ -268,12 +268,12 @@ impl Relay {
 }
 
 /// A relayed call taken off its relay ([`Relay::claim`]), to be answered.
-pub(crate) struct Claimed(Waiting);
+pub struct Claimed(Waiting);
 
 impl Claimed {
     /// Answers the call with `outcome`, which its downstream session shapes as the general
     /// path does.
-    pub(crate) fn answer(self, outcome: Result<Reply, McpError>) {
+    pub fn answer(self, outcome: Result<Reply, McpError>) {
         let Waiting {
             dispatch, inbox, ..
         } = self.0;

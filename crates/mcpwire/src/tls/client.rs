@@ -77,7 +77,7 @@ fn config(tls: &ClientTls, alpn: &[&[u8]]) -> Result<Arc<rustls::ClientConfig>, 
 
 /// Runs the TLS handshake for `host` over `tcp` as `tls` says, offering `alpn`; the error
 /// says what failed.
-pub(crate) async fn connect_with(
+pub async fn connect_with(
     host: &str,
     tcp: TcpStream,
     tls: &ClientTls,

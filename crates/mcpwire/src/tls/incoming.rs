@@ -49,17 +49,17 @@ pub const MAX_HANDSHAKES_PER_IP: usize = 16;
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
 /// ALPN protocol ids a listener offers.
-pub(crate) mod alpn {
+pub mod alpn {
     /// HTTP/1.1 (Streamable HTTP, the WebSocket upgrade).
-    pub(crate) const HTTP1: &[&[u8]] = &[b"http/1.1"];
+    pub const HTTP1: &[&[u8]] = &[b"http/1.1"];
     /// HTTP/2 (gRPC).
     pub(crate) const H2: &[&[u8]] = &[b"h2"];
     /// None (MCPB).
-    pub(crate) const NONE: &[&[u8]] = &[];
+    pub const NONE: &[&[u8]] = &[];
 }
 
 /// A listening socket and, for a TLS listener, its TLS.
-pub(crate) struct Incoming {
+pub struct Incoming {
     tcp: TcpListener,
     tls: Option<Arc<ServerTls>>,
     handshakes: JoinSet<Handshake>,
@@ -198,7 +198,7 @@ async fn handshake(
 /// Where a connection came from, as axum's connect info (WebSocket): the address, and the
 /// caller its client certificate names (mTLS).
 #[derive(Debug, Clone)]
-pub(crate) struct PeerAddr {
+pub struct PeerAddr {
     /// The client's address.
     pub(crate) addr: SocketAddr,
     /// The caller its verified client certificate names, if it presented one.
@@ -230,7 +230,7 @@ impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, Inco
 }
 
 /// An accepted connection: plain TCP, or TLS over TCP.
-pub(crate) enum ServerStream {
+pub enum ServerStream {
     /// No TLS.
     Plain(TcpStream),
     /// TLS, handshake done.

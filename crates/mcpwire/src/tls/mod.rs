@@ -18,12 +18,11 @@ mod reload;
 mod server;
 
 pub use client::ClientTls;
-pub(crate) use client::connect_with;
+pub use client::connect_with;
 pub use incoming::{
     HANDSHAKE_FAILURES_TOTAL, HANDSHAKE_TIMEOUT, MAX_HANDSHAKES, MAX_HANDSHAKES_PER_IP,
 };
-pub(crate) use incoming::{Incoming, PeerAddr, ServerStream, alpn};
+pub use incoming::{Incoming, PeerAddr, ServerStream, alpn};
 pub use pem::TlsError;
-#[cfg(test)]
-pub(crate) use pem::provider as pem_provider;
+pub use pem::provider as pem_provider;
 pub use server::{ClientAuth, DEFAULT_RELOAD_EVERY, TlsConfig};

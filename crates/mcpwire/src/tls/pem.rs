@@ -79,6 +79,6 @@ pub(crate) fn roots(path: &Path, pem: &[u8]) -> Result<rustls::RootCertStore, Tl
 }
 
 /// The crypto provider of every TLS configuration here (ring: builds without cmake).
-pub(crate) fn provider() -> std::sync::Arc<rustls::crypto::CryptoProvider> {
+pub fn provider() -> std::sync::Arc<rustls::crypto::CryptoProvider> {
     std::sync::Arc::new(rustls::crypto::ring::default_provider())
 }

@@ -11,8 +11,8 @@ use hyper::Uri;
 use serde::Deserialize;
 
 use super::challenge::Challenge;
-use crate::client::ClientError;
-use crate::fetch::{Outgoing, Reach, send_via};
+use crate::ClientError;
+use mcpwire_server::fetch::{Outgoing, Reach, send_via};
 
 /// Protected-resource metadata (RFC 9728 §2), the fields used.
 #[derive(Debug, Clone, Deserialize)]

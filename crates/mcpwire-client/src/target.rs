@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::ClientError;
+use crate::ClientError;
 
 /// A server to connect to.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,8 +4,8 @@
 //! list|call|tokens|schema`, the conformance client harness, and the gateway's upstreams.
 //!
 //! ```no_run
-//! # async fn f() -> Result<(), mcpwire::client::ClientError> {
-//! use mcpwire::client::{Client, ClientOptions, Target};
+//! # async fn f() -> Result<(), mcpwire_client::ClientError> {
+//! use mcpwire_client::{Client, ClientOptions, Target};
 //! let target = Target::parse("mcpwire demo")?;
 //! let (client, _events) = Client::connect(&target, &ClientOptions::default()).await?;
 //! let tools = client.list_tools().await?;
@@ -23,6 +23,9 @@
 //! the [`ClientEvents`] stream (answer server requests with [`Client::answer`]; drop the
 //! stream to refuse them all). Everything is bounded ([`ClientLimits`]); failures are
 //! [`ClientError`]s that name the program, URL or line involved.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 use std::time::Duration;
 
@@ -78,7 +81,7 @@ pub struct ClientOptions {
     /// Framed wires (stdio, MCPB): keep polling this long after activity before sleeping.
     pub busy_poll: Duration,
     /// `https://` and `mcpbs://`: which CA to trust and which certificate to present.
-    pub tls: crate::tls::ClientTls,
+    pub tls: mcpwire_server::tls::ClientTls,
     /// HTTP: the credentials sent to the server (static headers, bearer token, OAuth).
     pub auth: Option<auth::UpstreamAuth>,
 }
@@ -95,7 +98,7 @@ impl Default for ClientOptions {
             mcpb_token: None,
             mcpb_per_message_auth: false,
             busy_poll: Duration::ZERO,
-            tls: crate::tls::ClientTls::default(),
+            tls: mcpwire_server::tls::ClientTls::default(),
             auth: None,
         }
     }

@@ -9,8 +9,8 @@ use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair}
 use super::challenge::Challenge;
 use super::tests::{bearer, config, start, start_serving};
 use super::{ElicitConsent, FollowRedirect, OAuthGrant, PendingConsents, UpstreamAuth};
-use crate::fetch::{Outgoing, send};
-use crate::tls::ClientTls;
+use mcpwire_server::fetch::{Outgoing, send};
+use mcpwire_server::tls::ClientTls;
 
 fn elicit(pending: &Arc<PendingConsents>) -> super::OAuthConfig {
     let mut c = config(OAuthGrant::AuthorizationCode);
@@ -106,7 +106,7 @@ fn test_pki(dir: &std::path::Path) -> (std::path::PathBuf, Arc<rustls::ServerCon
     std::fs::create_dir_all(dir).unwrap();
     let ca_file = dir.join("ca.pem");
     std::fs::write(&ca_file, ca.pem()).unwrap();
-    let server = rustls::ServerConfig::builder_with_provider(crate::tls::pem_provider())
+    let server = rustls::ServerConfig::builder_with_provider(mcpwire_server::tls::pem_provider())
         .with_safe_default_protocol_versions()
         .unwrap()
         .with_no_client_auth()

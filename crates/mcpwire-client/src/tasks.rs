@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use mcpwire_model::ErrorObject;
 use serde_json::{Value, json};
 
-use super::ClientError;
+use crate::ClientError;
 
 /// Bounds on the server's poll interval.
 const MIN_POLL: Duration = Duration::from_millis(50);

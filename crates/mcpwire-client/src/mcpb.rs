@@ -18,10 +18,10 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio_util::codec::Encoder;
 
-use super::core::{ClientCore, CoreWake};
-use super::handle::parts;
-use super::{Client, ClientError, ClientEvents, ClientOptions};
-use crate::driver::{Endpoint, FramedDriver, Status, framed::output_full, now};
+use crate::core::{ClientCore, CoreWake};
+use crate::handle::parts;
+use crate::{Client, ClientError, ClientEvents, ClientOptions};
+use mcpwire_server::driver::{Endpoint, FramedDriver, Status, framed::output_full, now};
 
 /// The id of the authenticating `initialize` (MCPB string ids are `[A-Za-z0-9_-]`).
 const AUTH_ID: &str = "mcpb-auth";
@@ -45,7 +45,13 @@ pub(crate) async fn connect(
         }
         let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
         let host = host.trim_start_matches('[').trim_end_matches(']');
-        let stream = crate::tls::connect_with(host, tcp, &opts.tls, crate::tls::alpn::NONE).await?;
+        let stream = mcpwire_server::tls::connect_with(
+            host,
+            tcp,
+            &opts.tls,
+            mcpwire_server::tls::alpn::NONE,
+        )
+        .await?;
         Ok(Stream::Tls(Box::new(stream)))
     };
     let stream = match tokio::time::timeout(timeout, reach).await {

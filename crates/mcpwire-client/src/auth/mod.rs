@@ -32,13 +32,13 @@ mod tests;
 mod tests_consent;
 mod token;
 
-pub use crate::consents::{
-    CallbackRefusal, ConsentsFull, MAX_PENDING_CONSENTS, PendingConsent, PendingConsents,
-};
 pub use assertion::ClientSigningKey;
 pub use consent::{AuthorizationRequest, Consent, FollowRedirect};
 pub use elicit::ElicitConsent;
 pub use loopback::LoopbackConsent;
+pub use mcpwire_server::consents::{
+    CallbackRefusal, ConsentsFull, MAX_PENDING_CONSENTS, PendingConsent, PendingConsents,
+};
 
 pub(crate) use challenge::Challenge;
 use flow::OAuthClient;
@@ -97,7 +97,7 @@ impl Assertion {
         &self,
         issuer: &str,
         resource: Option<&str>,
-        reach: &crate::fetch::Reach,
+        reach: &mcpwire_server::fetch::Reach,
     ) -> Result<String, ClientError> {
         match self {
             Assertion::Value(v) => Ok(v.trim().to_owned()),
@@ -172,7 +172,7 @@ pub struct OAuthConfig {
     /// How the authorization server's `https` URLs are trusted (its CA, a client
     /// certificate): the upstream's own TLS settings, so an internal authorization server
     /// behind the same private CA is reached.
-    pub tls: crate::tls::ClientTls,
+    pub tls: mcpwire_server::tls::ClientTls,
     /// Ask for DPoP-bound tokens (RFC 9449) where the authorization server offers them
     /// with ES256 (default: yes).
     pub dpop: bool,
@@ -199,7 +199,7 @@ impl OAuthConfig {
             issuer: None,
             consent: None,
             timeout: Duration::from_secs(30),
-            tls: crate::tls::ClientTls::default(),
+            tls: mcpwire_server::tls::ClientTls::default(),
             dpop: true,
         }
     }

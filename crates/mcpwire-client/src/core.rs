@@ -1,4 +1,4 @@
-//! [`ClientCore`]: a [`ClientSession`] and the channels to its [`Client`](super::Client)
+//! [`ClientCore`]: a [`ClientSession`] and the channels to its [`Client`](crate::Client)
 //! handles — what every client wire's task holds, as `ServerCore` is for servers. It takes
 //! commands (requests, answers to server requests, close), routes the session's answers to
 //! their waiters and everything else to the owner's bounded event stream, and knows the
@@ -6,7 +6,7 @@
 //! rather than a bare code.
 //!
 //! Bounds: commands are a bounded channel (the handle waits for room); cancellations come
-//! from dropped [`PendingRequest`](super::PendingRequest)s, at most one per request in
+//! from dropped [`PendingRequest`](crate::PendingRequest)s, at most one per request in
 //! flight; events wait in the session (bounded) and, when the owner's channel is full, in
 //! `held` (bounded by the same limit; notifications past it are dropped, server requests
 //! refused).
@@ -23,8 +23,8 @@ use mcpwire_session::{
 };
 use tokio::sync::{mpsc, oneshot};
 
-use super::ClientError;
-use crate::relay::Relay;
+use crate::ClientError;
+use mcpwire_server::relay::Relay;
 
 /// How a request ended badly: the session's account, or the transport's (richer) one.
 #[derive(Debug)]
@@ -101,7 +101,7 @@ impl RequestIds {
     }
 }
 
-/// Events handed to the owner's [`ClientEvents`](super::ClientEvents) and not yet done
+/// Events handed to the owner's [`ClientEvents`](crate::ClientEvents) and not yet done
 /// with (an event counts until the owner asks for the next one), so an owner that must
 /// see every event sent before an answer can tell when there is nothing left to wait
 /// for.
@@ -196,7 +196,7 @@ pub(crate) struct ClientCore {
 impl ClientCore {
     /// A core over `session` (started here) and the task's ends of the channels.
     pub(crate) fn new(mut session: ClientSession, ch: CoreChannels, max_held: usize) -> Self {
-        session.start(crate::driver::now());
+        session.start(mcpwire_server::driver::now());
         ClientCore {
             session,
             commands: ch.commands,
@@ -221,7 +221,7 @@ impl ClientCore {
         }
     }
 
-    /// Relays calls on this connection with `relay` (`crate::relay`): their answers, the
+    /// Relays calls on this connection with `relay` (`mcpwire_server::relay`): their answers, the
     /// logs sent while they wait and the connection's end go to it. `peer` names the
     /// server in errors.
     pub(crate) fn set_relay(&mut self, relay: Arc<Relay>, peer: Arc<str>) {
@@ -229,7 +229,7 @@ impl ClientCore {
     }
 
     /// The error a `tools/call` gets from the session's `error`, as a caller of
-    /// [`Client::send`](super::Client::send) reads it (what a relayed call is answered with).
+    /// [`Client::send`](crate::Client::send) reads it (what a relayed call is answered with).
     fn relayed_error(peer: &str, error: McpError) -> McpError {
         ClientError::from_session("tools/call", error, peer, None, "").to_mcp()
     }
@@ -666,8 +666,8 @@ async fn sleep_until(at: Option<Instant>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::ClientOptions;
-    use crate::client::handle::parts;
+    use crate::ClientOptions;
+    use crate::handle::parts;
 
     /// A request command for `id`, and the caller's end of its reply.
     fn request(id: ClientRequestId) -> (Command, oneshot::Receiver<Outcome>) {
@@ -697,7 +697,7 @@ mod tests {
             assert!(core.early_cancels.len() <= EARLY_CANCELS);
         }
         assert_eq!(core.early_cancels.len(), EARLY_CANCELS);
-        let now = crate::driver::now();
+        let now = mcpwire_server::driver::now();
 
         // The newest cancellation is remembered: its request is not sent even though a
         // caller still holds its reply.

@@ -4,7 +4,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest, Sha256};
 
-use crate::client::ClientError;
+use crate::ClientError;
 
 /// A code verifier and its `S256` challenge.
 #[derive(Debug, Clone)]

@@ -17,8 +17,8 @@ use super::pkce::{Pkce, random_token};
 use super::scope;
 use super::token::{self, ClientMetadata, Registered, TokenAuth, TokenRequest, TokenSet};
 use super::{OAuthConfig, OAuthGrant, form};
-use crate::client::ClientError;
-use crate::fetch::Reach;
+use crate::ClientError;
+use mcpwire_server::fetch::Reach;
 
 /// Identities whose tokens are kept at once per upstream; beyond, an idle one is forgotten.
 pub(crate) const MAX_IDENTITIES: usize = 4096;

@@ -15,10 +15,10 @@ use hyper::header::{ACCEPT, CONTENT_TYPE, HOST, LOCATION, WWW_AUTHENTICATE};
 use hyper::{Method, Request, Response, StatusCode, Uri};
 use hyper_util::rt::TokioIo;
 
-use crate::client::auth::{Challenge, UpstreamAuth};
-use crate::client::{ClientError, excerpt};
-use crate::http::headers::{LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
-use crate::tls;
+use crate::auth::{Challenge, UpstreamAuth};
+use crate::{ClientError, excerpt};
+use mcpwire_server::http::headers::{LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
+use mcpwire_server::tls;
 
 /// How many redirects one request follows.
 const MAX_REDIRECTS: usize = 5;

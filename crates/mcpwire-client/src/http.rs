@@ -16,11 +16,11 @@ use mcpwire_session::{ClientEra, ClientRequestId, TransmitKind};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::{AbortHandle, JoinHandle};
 
-use super::core::ClientCore;
-use super::handle::{Parts, WireSession, parts, parts_with, session_for};
-use super::{Client, ClientError, ClientEvents, ClientOptions};
-use crate::driver::now;
-use crate::http::headers::PROTOCOL_VERSION;
+use crate::core::ClientCore;
+use crate::handle::{Parts, WireSession, parts, parts_with, session_for};
+use crate::{Client, ClientError, ClientEvents, ClientOptions};
+use mcpwire_server::driver::now;
+use mcpwire_server::http::headers::PROTOCOL_VERSION;
 
 mod conn;
 mod exchange;

@@ -11,7 +11,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::conn::Headers;
-use crate::http::headers::{MCP_METHOD, MCP_NAME};
+use mcpwire_server::http::headers::{MCP_METHOD, MCP_NAME};
 
 /// Tools remembered at most (a server listing more gets no `Mcp-Param-*` for the rest).
 const MAX_TOOLS: usize = 4096;

@@ -17,12 +17,12 @@ use mcpwire_session::{
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use super::core::{
+use crate::core::{
     ClientCore, Command, ConnectionEnded, CoreChannels, EventBacklog, Failure, Outcome, RequestIds,
     Settled,
 };
-use super::{ClientError, ClientOptions};
-use crate::relay::Relay;
+use crate::{ClientError, ClientOptions};
+use mcpwire_server::relay::Relay;
 
 /// Commands a handle may queue before `send` waits for the wire's task.
 const COMMAND_QUEUE: usize = 64;
@@ -49,7 +49,7 @@ struct Inner {
     wire_session: Arc<WireSession>,
     /// The wire writes direct requests (`ClientCore::take_direct`).
     direct: bool,
-    /// The wire relays raw frames (`crate::relay`).
+    /// The wire relays raw frames (`mcpwire_server::relay`).
     relay: Option<Arc<Relay>>,
 }
 
@@ -144,7 +144,7 @@ pub(crate) struct PendingClient {
     wire_session: Arc<WireSession>,
     /// The wire writes direct requests (`ClientCore::take_direct`).
     pub(crate) direct: bool,
-    /// The wire relays raw frames (`crate::relay`).
+    /// The wire relays raw frames (`mcpwire_server::relay`).
     pub(crate) relay: Option<Arc<Relay>>,
 }
 
@@ -277,7 +277,7 @@ impl Client {
     }
 
     /// HTTP: the server's `Mcp-Session-Id` for this connection, once it gave one (what
-    /// [`Client::reattach`](super::Client::reattach) continues from another process).
+    /// [`Client::reattach`](crate::Client::reattach) continues from another process).
     pub fn wire_session_id(&self) -> Option<&str> {
         self.inner.wire_session.id.get().map(String::as_str)
     }
@@ -295,7 +295,7 @@ impl Client {
         self.close().await
     }
 
-    /// The relay of this connection (stdio; `crate::relay`), when a `tools/call` with no
+    /// The relay of this connection (stdio; `mcpwire_server::relay`), when a `tools/call` with no
     /// options would go out as a direct request ([`Client::send`]'s conditions): relaying
     /// its frame as it came writes what that would.
     pub fn relay(&self) -> Option<&Arc<Relay>> {
@@ -343,7 +343,7 @@ impl Client {
                 params,
                 opts,
                 reply,
-                trace: crate::observe::outgoing_trace(),
+                trace: mcpwire_server::observe::outgoing_trace(),
             }
         };
         self.inner

@@ -14,8 +14,8 @@ use futures::future::BoxFuture;
 
 use super::consent::{AuthorizationRequest, Consent, FollowRedirect};
 use super::pkce::random_token;
-use crate::client::ClientError;
-use crate::consents::{PendingConsent, PendingConsents};
+use crate::ClientError;
+use mcpwire_server::consents::{PendingConsent, PendingConsents};
 
 /// Consent of the downstream user a token is for, asked through the gateway.
 #[derive(Debug, Clone)]

@@ -9,7 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 
 use super::pkce::random_token;
-use crate::client::ClientError;
+use crate::ClientError;
 
 /// How long an assertion is valid.
 const LIFETIME_SECS: u64 = 300;

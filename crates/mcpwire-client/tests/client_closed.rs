@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use mcpwire::client::{Client, ClientOptions, EraChoice, Target};
+use mcpwire_client::{Client, ClientOptions, EraChoice, Target};
 use serde_json::json;
 
 /// A stdio server that completes the handshake, then exits on the first request.

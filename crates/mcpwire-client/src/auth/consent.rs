@@ -10,8 +10,8 @@ use hyper::header::LOCATION;
 
 use super::discovery::ServerMetadata;
 use super::form;
-use crate::client::ClientError;
-use crate::fetch::{Outgoing, Reach, send_via};
+use crate::ClientError;
+use mcpwire_server::fetch::{Outgoing, Reach, send_via};
 
 /// One authorization request waiting for consent.
 #[derive(Debug, Clone)]
@@ -47,14 +47,14 @@ pub struct FollowRedirect {
     /// How long the authorization server may take to answer.
     pub timeout: Duration,
     /// How its `https` URL is trusted (the upstream's TLS settings).
-    pub tls: crate::tls::ClientTls,
+    pub tls: mcpwire_server::tls::ClientTls,
 }
 
 impl Default for FollowRedirect {
     fn default() -> Self {
         FollowRedirect {
             timeout: Duration::from_secs(30),
-            tls: crate::tls::ClientTls::default(),
+            tls: mcpwire_server::tls::ClientTls::default(),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Server-sent events, split from a byte stream (only what an MCP client needs: `id`,
 //! `data`, `retry`).
 
-use crate::client::{ClientError, MAX_MESSAGE_BYTES};
+use crate::{ClientError, MAX_MESSAGE_BYTES};
 
 /// One SSE event: its id, its type, and its `data` lines joined by newlines.
 #[derive(Debug, PartialEq)]

@@ -10,7 +10,7 @@ use futures::future::BoxFuture;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::consent::{AuthorizationRequest, Consent};
-use crate::client::ClientError;
+use crate::ClientError;
 
 /// The largest request read from the browser.
 const MAX_REQUEST: usize = 16 * 1024;

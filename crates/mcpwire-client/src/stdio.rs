@@ -22,13 +22,13 @@ use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::oneshot;
 use tokio_util::codec::Decoder;
 
-use super::core::{ClientCore, CoreWake};
-use super::handle::parts;
-use super::{
+use crate::core::{ClientCore, CoreWake};
+use crate::handle::parts;
+use crate::{
     Client, ClientError, ClientEvents, ClientOptions, ClientRequestId, MAX_MESSAGE_BYTES, excerpt,
 };
-use crate::driver::{Endpoint, FramedDriver, Status, framed::output_full, now};
-use crate::relay::Relay;
+use mcpwire_server::driver::{Endpoint, FramedDriver, Status, framed::output_full, now};
+use mcpwire_server::relay::Relay;
 
 /// How long a server whose output ended gets to report its exit status.
 const EXIT_STATUS_WAIT: Duration = Duration::from_millis(500);
@@ -83,7 +83,7 @@ pub(crate) async fn connect(
     });
     let mut parts = parts(opts, &peer);
     // This wire writes `tools/call` requests itself (`ClientCore::take_direct`), and relays
-    // the gateway's raw frames (`crate::relay`).
+    // the gateway's raw frames (`mcpwire_server::relay`).
     parts.pending.direct = true;
     let ids = parts.pending.ids();
     let relay = Arc::new(Relay::new(
@@ -279,7 +279,7 @@ fn describe_exit(status: ExitStatus) -> String {
 /// The client session over a child's pipes.
 struct StdioEndpoint {
     core: ClientCore,
-    /// The gateway's raw frames to and from this child (`crate::relay`).
+    /// The gateway's raw frames to and from this child (`mcpwire_server::relay`).
     relay: Arc<Relay>,
     peer: String,
     line_no: u64,
@@ -461,7 +461,7 @@ impl Endpoint for StdioEndpoint {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::{Answer, ClientEvent, RequestOptions};
+    use crate::{Answer, ClientEvent, RequestOptions};
     use mcpwire_model::Raw;
 
     fn lines(codec: &mut StdioLines, input: &[&[u8]]) -> Vec<Result<Vec<u8>, usize>> {
@@ -504,27 +504,27 @@ mod tests {
 
     /// A server written in `sh`: answers `initialize`, then each later request with `answer`
     /// (a printf format taking the request's id).
-    fn scripted(answer: &str) -> crate::client::Target {
+    fn scripted(answer: &str) -> crate::Target {
         scripted_with(&format!("printf '{answer}' \"$id\""))
     }
 
     /// A server written in `sh`: answers `initialize`, then runs `each` for every later
     /// line (`$l`, with its id in `$id`).
-    fn scripted_with(each: &str) -> crate::client::Target {
+    fn scripted_with(each: &str) -> crate::Target {
         let id = r#"id=$(printf '%s' "$l" | sed 's/.*"id":\([0-9]*\).*/\1/')"#;
         let init = r#"{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}\r\n"#;
         let script = format!(
             "read l; {id}; printf '{init}' \"$id\"; read l; \
              while read l; do {id}; {each}; done"
         );
-        crate::client::Target::Command {
+        crate::Target::Command {
             argv: vec!["sh".into(), "-c".into(), script],
         }
     }
 
     fn options() -> ClientOptions {
         let mut o = ClientOptions::with_handshake_timeout(Duration::from_secs(10));
-        o.era = crate::client::EraChoice::Handshake;
+        o.era = crate::EraChoice::Handshake;
         o
     }
 

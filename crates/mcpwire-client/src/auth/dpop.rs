@@ -13,7 +13,7 @@ use p256::ecdsa::{Signature, SigningKey};
 use sha2::{Digest, Sha256};
 
 use super::pkce::random_token;
-use crate::client::ClientError;
+use crate::ClientError;
 
 /// A client's DPoP key and the nonces its servers gave.
 pub(crate) struct DpopKey {

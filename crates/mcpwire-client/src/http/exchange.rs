@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::conn::{Headers, HttpConn, read_limited};
 use super::sse::{SseEvent, SseParser};
-use crate::client::{ClientError, MAX_MESSAGE_BYTES, excerpt};
+use crate::{ClientError, MAX_MESSAGE_BYTES, excerpt};
 
 /// Nesting accepted in a server's messages (serde_json's own limit).
 const MAX_DEPTH: usize = 128;
