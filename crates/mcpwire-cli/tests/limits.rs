@@ -4,7 +4,7 @@
 //! others) while another caller goes on; a client over its connections per IP is refused the
 //! same way and served again once a connection closes. (The rates are per hour, so nothing
 //! refills during a test: no timing is assumed. The limiters' timing is tested on the paused
-//! clock in `crates/mcpwire/src/limits/tests.rs`.)
+//! clock in `crates/mcpwire-server/src/limits/tests.rs`.)
 
 mod common;
 

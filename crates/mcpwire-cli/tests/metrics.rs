@@ -3,7 +3,7 @@
 //! clients call; auth failures are counted; `/healthz` and `/readyz` answer.
 
 mod common;
-#[path = "../../mcpwire/tests/pki/mod.rs"]
+#[path = "../../mcpwire-server/tests/pki/mod.rs"]
 mod pki;
 
 use common::http::{Exchange, HttpServer};

@@ -7,7 +7,7 @@
 
 mod common;
 mod peers;
-#[path = "../../mcpwire/tests/pki/mod.rs"]
+#[path = "../../mcpwire-server/tests/pki/mod.rs"]
 mod pki;
 
 use std::net::TcpStream;

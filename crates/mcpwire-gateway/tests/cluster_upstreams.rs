@@ -14,11 +14,11 @@ use std::time::Duration;
 
 use mcpwire_client::Target;
 use mcpwire_gateway::upstream::{UpstreamBackend, UpstreamConfig};
+use mcpwire_model::types::Implementation;
+use mcpwire_router::{CallCtx, NoArgs, Router, Server, ToolError, tool};
 use mcpwire_server::Service;
 use mcpwire_server::cluster::Cluster;
 use mcpwire_server::http::HttpConfig;
-use mcpwire_server::model::types::Implementation;
-use mcpwire_server::router::{CallCtx, NoArgs, Router, Server, ToolError, tool};
 use mcpwire_store::Store;
 use mcpwire_store::testing::RedisServer;
 use serde_json::{Value, json};

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use mcpwire_gateway::{Gateway, GatewayConfig, GatewayError, Natives};
-use mcpwire_server::model::BackendEvent;
-use mcpwire_server::router::Backend;
+use mcpwire_model::BackendEvent;
+use mcpwire_router::Backend;
 
 /// Natives `alpha`, `beta` and `gamma`, counting how many servers were made.
 fn natives(made: &Arc<AtomicUsize>) -> Natives {

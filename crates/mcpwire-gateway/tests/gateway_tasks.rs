@@ -16,11 +16,9 @@ use mcpwire_client::{Client, ClientError, Target};
 use mcpwire_gateway::{
     BackendSource, BackendSpec, Gateway, GatewayConfig, ListenerSpec, Natives, UpstreamSpec,
 };
+use mcpwire_model::types::Implementation;
+use mcpwire_router::{CallCtx, NoArgs, Router, Server, TaskConfig, TaskSupport, ToolError, tool};
 use mcpwire_server::Service;
-use mcpwire_server::model::types::Implementation;
-use mcpwire_server::router::{
-    CallCtx, NoArgs, Router, Server, TaskConfig, TaskSupport, ToolError, tool,
-};
 use serde_json::json;
 
 use common::serve_http;

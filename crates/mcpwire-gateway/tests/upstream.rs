@@ -15,12 +15,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use mcpwire_client::{EraChoice, Target};
 use mcpwire_gateway::upstream::{UpstreamBackend, UpstreamConfig};
+use mcpwire_model::types::{ClientCapabilities, Implementation};
+use mcpwire_model::{CallEvent, ClientAsk, McpError, Method, Raw, Reply, Revision, to_raw};
+use mcpwire_router::{BoxFuture, CallCtx, McpCall, NoArgs, Peer, Router, Server, ToolError, tool};
 use mcpwire_server::Service;
-use mcpwire_server::model::types::{ClientCapabilities, Implementation};
-use mcpwire_server::model::{CallEvent, ClientAsk, McpError, Method, Raw, Reply, Revision, to_raw};
-use mcpwire_server::router::{
-    BoxFuture, CallCtx, McpCall, NoArgs, Peer, Router, Server, ToolError, tool,
-};
 use serde_json::{Value, json};
 
 use common::serve_http;

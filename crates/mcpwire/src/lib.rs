@@ -1,45 +1,38 @@
 //! mcpwire: one fast MCP runtime and gateway serving tools over every wire from one core.
 //!
-//! **Is:** the shell around the sans-IO core — the driver core every connection loop is built
-//! from, the wires (stdio, Streamable HTTP, WebSocket and gRPC proto-mcp, MCPB), and the MCP
-//! clients (stdio, Streamable HTTP over http or https) behind `mcpwire list`/`call`. Tokio
-//! lives here and nowhere below.
+//! This crate is a facade: it re-exports the crates that do the work, and its features
+//! choose what you compile.
 //!
-//! **Is not:** protocol logic (that is `mcpwire-session`), byte layouts (`mcpwire-wire`) or
-//! tools (`mcpwire-router`).
+//! - Always: writing and serving tools — [`prelude`] (`use mcpwire::prelude::*;`: the
+//!   `#[server]`, `#[tool]`, `#[prompt]` and `#[resource]` macros and what they need), the
+//!   message [`model`], the [`router`] and its `Backend` trait, and the wires of
+//!   `mcpwire-server` ([`stdio`], [`http`], [`mcpb`], [`proto_mcp`], [`wires`]).
+//! - Feature `client`: [`client`], the MCP client (stdio, Streamable HTTP, MCPB, OAuth).
+//! - Feature `gateway`: [`gateway`] and [`upstream`], what `mcpwire serve` runs.
 //!
-//! Writing a server: `use mcpwire::prelude::*;` (see [`prelude`]) brings the `#[server]`,
-//! `#[tool]`, `#[prompt]` and `#[resource]` macros and everything they need; the crates
-//! below are re-exported as [`model`] and [`router`] for the rest.
+//! The guide is [`guide`]; the map of the crates is `docs/ARCHITECTURE.md`.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod admin;
-pub mod auth;
-pub mod cluster;
-pub mod consents;
-pub mod driver;
-pub mod fetch;
 #[doc = include_str!("guide.md")]
 pub mod guide {}
-pub mod http;
-pub mod limits;
-pub mod mcpb;
-pub mod observe;
 pub mod prelude;
-pub mod proto_mcp;
-pub mod relay;
-pub mod serve;
-pub mod stdio;
-pub mod tls;
-pub mod wires;
-
-pub use serve::Service;
-pub use wires::{GrpcWire, McpbWire, Serve, ServeConfig, Wire, WsWire, serve_listeners};
 
 pub use mcpwire_model as model;
 pub use mcpwire_router as router;
 pub use mcpwire_router::{schemars, serde};
+pub use mcpwire_server::{
+    GrpcWire, McpbWire, Serve, ServeConfig, Service, Wire, WsWire, admin, auth, cluster, consents,
+    driver, fetch, http, limits, mcpb, observe, proto_mcp, relay, serve, serve_listeners, stdio,
+    tls, wires,
+};
+
+#[cfg(feature = "client")]
+pub use mcpwire_client as client;
+#[cfg(feature = "gateway")]
+pub use mcpwire_gateway as gateway;
+#[cfg(feature = "gateway")]
+pub use mcpwire_gateway::upstream;
 
 /// What the code the macros generate calls.
 #[doc(hidden)]

@@ -39,4 +39,4 @@ pub use mcpwire_router::{
     TaskSupport, TemplateDef, ToolDef, ToolError, prompt, resource, server, tool,
 };
 
-pub use crate::{Serve, ServeConfig, Service};
+pub use mcpwire_server::{Serve, ServeConfig, Service};

@@ -23,9 +23,9 @@ pub async fn serve_http(service: Service) -> String {
 
 /// A native server `name` with tools `{name}_one` and `{name}_two`.
 #[allow(dead_code)] // the reload tests' backends
-pub fn native(name: &'static str) -> std::sync::Arc<mcpwire_server::router::Server> {
-    use mcpwire_server::model::types::Implementation;
-    use mcpwire_server::router::{CallCtx, NoArgs, Server, ToolError, tool};
+pub fn native(name: &'static str) -> std::sync::Arc<mcpwire_router::Server> {
+    use mcpwire_model::types::Implementation;
+    use mcpwire_router::{CallCtx, NoArgs, Server, ToolError, tool};
     let t = |tool_name: String| {
         tool(tool_name, move |_: CallCtx, _: NoArgs| async move {
             Ok::<_, ToolError>(name.to_string())

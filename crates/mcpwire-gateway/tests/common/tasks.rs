@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpwire_client::{Client, ClientOptions, EraChoice, Target};
-use mcpwire_server::model::types::ClientCapabilities;
-use mcpwire_server::router::{CallCtx, TASKS_EXTENSION};
+use mcpwire_model::types::ClientCapabilities;
+use mcpwire_router::{CallCtx, TASKS_EXTENSION};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 

@@ -7,8 +7,8 @@ pub mod http;
 #[allow(dead_code)] // each test binary uses its own part
 pub mod tasks;
 
-use mcpwire::Service;
-use mcpwire::http::{HttpConfig, HttpServer};
+use mcpwire_server::Service;
+use mcpwire_server::http::{HttpConfig, HttpServer};
 
 /// Serves `service` over Streamable HTTP on a free loopback port; its URL.
 #[allow(dead_code)] // not every test binary serves HTTP this way
@@ -23,9 +23,9 @@ pub async fn serve_http(service: Service) -> String {
 
 /// A native server `name` with tools `{name}_one` and `{name}_two`.
 #[allow(dead_code)] // the reload tests' backends
-pub fn native(name: &'static str) -> std::sync::Arc<mcpwire::router::Server> {
-    use mcpwire::model::types::Implementation;
-    use mcpwire::router::{CallCtx, NoArgs, Server, ToolError, tool};
+pub fn native(name: &'static str) -> std::sync::Arc<mcpwire_router::Server> {
+    use mcpwire_model::types::Implementation;
+    use mcpwire_router::{CallCtx, NoArgs, Server, ToolError, tool};
     let t = |tool_name: String| {
         tool(tool_name, move |_: CallCtx, _: NoArgs| async move {
             Ok::<_, ToolError>(name.to_string())

@@ -14,11 +14,11 @@ use common::cluster::{memory, redis_store};
 use common::http::{Events, post, send};
 
 use http_body_util::BodyExt;
-use mcpwire::Service;
-use mcpwire::cluster::Cluster;
-use mcpwire::model::ClientAsk;
-use mcpwire::model::types::Implementation;
-use mcpwire::router::{CallCtx, NoArgs, Server, ToolError, tool};
+use mcpwire_model::ClientAsk;
+use mcpwire_model::types::Implementation;
+use mcpwire_router::{CallCtx, NoArgs, Server, ToolError, tool};
+use mcpwire_server::Service;
+use mcpwire_server::cluster::Cluster;
 use mcpwire_store::Store;
 use mcpwire_store::testing::RedisServer;
 use serde_json::json;
@@ -32,7 +32,7 @@ fn server(cancelled: mpsc::Sender<()>) -> Arc<Server> {
             "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}});
         let ask = ClientAsk {
             method: "elicitation/create".into(),
-            params: Some(mcpwire::model::to_raw(&params)),
+            params: Some(mcpwire_model::to_raw(&params)),
         };
         let answer = ctx
             .ask(ask)

@@ -14,13 +14,13 @@ use std::time::Duration;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
-use mcpwire::Service;
-use mcpwire::http::{HttpConfig, HttpServer};
-use mcpwire::mcpb::{McpbConfig, McpbServer};
-use mcpwire::model::types::Implementation;
-use mcpwire::router::{CallCtx, NoArgs, Server, ToolError, tool};
-use mcpwire::tls::{ClientAuth, ClientTls, TlsConfig};
 use mcpwire_client::{Client, ClientOptions, Target};
+use mcpwire_model::types::Implementation;
+use mcpwire_router::{CallCtx, NoArgs, Server, ToolError, tool};
+use mcpwire_server::Service;
+use mcpwire_server::http::{HttpConfig, HttpServer};
+use mcpwire_server::mcpb::{McpbConfig, McpbServer};
+use mcpwire_server::tls::{ClientAuth, ClientTls, TlsConfig};
 use pki::{Ca, Setup, dir, write, write_ca};
 use rustls::pki_types::pem::PemObject;
 use serde_json::json;
@@ -322,7 +322,7 @@ async fn a_replaced_certificate_serves_new_handshakes_and_old_connections_go_on(
     let first = ca.leaf("first", 1);
     let (cert, key) = write(&d, "server", &first);
     let http = serve_https(TlsConfig::new(&cert, &key)).await;
-    let every = mcpwire::tls::DEFAULT_RELOAD_EVERY;
+    let every = mcpwire_server::tls::DEFAULT_RELOAD_EVERY;
 
     let (old, presented) = handshake(http, &ca).await;
     assert_eq!(presented, first.der);
@@ -372,7 +372,7 @@ async fn silent_clients_of_one_address_hold_only_their_share_of_handshakes() {
     let https = https_url(http);
 
     let mut silent = Vec::new();
-    for _ in 0..mcpwire::tls::MAX_HANDSHAKES_PER_IP {
+    for _ in 0..mcpwire_server::tls::MAX_HANDSHAKES_PER_IP {
         silent.push(TcpStream::connect(http).await.expect("connect"));
     }
     // One more handshake from the same address is closed at once, not queued.

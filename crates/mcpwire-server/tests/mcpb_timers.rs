@@ -5,11 +5,11 @@
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
-use mcpwire::Service;
-use mcpwire::mcpb::{McpbConfig, McpbServer};
 use mcpwire_model::types::Implementation;
 use mcpwire_model::{Message, Outbound, RequestId, to_raw};
 use mcpwire_router::Server;
+use mcpwire_server::Service;
+use mcpwire_server::mcpb::{McpbConfig, McpbServer};
 use mcpwire_wire::Limits;
 use mcpwire_wire::mcpb::{McpbCodec, McpbFrame, McpbOut, VersionOffer};
 use tokio::net::TcpStream;

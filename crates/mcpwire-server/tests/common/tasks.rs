@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpwire::model::types::ClientCapabilities;
-use mcpwire::router::{CallCtx, TASKS_EXTENSION};
 use mcpwire_client::{Client, ClientOptions, EraChoice, Target};
+use mcpwire_model::types::ClientCapabilities;
+use mcpwire_router::{CallCtx, TASKS_EXTENSION};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 

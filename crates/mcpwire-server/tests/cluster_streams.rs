@@ -13,9 +13,9 @@ use std::sync::Arc;
 
 use common::cluster::{memory, redis_store};
 use common::http::{Events, get, open, post, send};
-use mcpwire::Service;
-use mcpwire::model::types::Implementation;
-use mcpwire::router::{CallCtx, NoArgs, ResourceDef, Server, ToolError, tool};
+use mcpwire_model::types::Implementation;
+use mcpwire_router::{CallCtx, NoArgs, ResourceDef, Server, ToolError, tool};
+use mcpwire_server::Service;
 use mcpwire_store::Store;
 use mcpwire_store::testing::RedisServer;
 use serde_json::{Value, json};

@@ -9,14 +9,14 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
-use mcpwire::Service;
-use mcpwire::auth::{
+use mcpwire_model::types::Implementation;
+use mcpwire_router::{CallCtx, Credential, NoArgs, Server, ToolError, tool};
+use mcpwire_server::Service;
+use mcpwire_server::auth::{
     ApiKeyConfig, ApiKeySecret, AuthConfig, AuthFailure, Authenticator, JwksSource, JwtConfig,
     JwtKeySource,
 };
-use mcpwire::http::{HttpConfig, HttpServer};
-use mcpwire::model::types::Implementation;
-use mcpwire::router::{CallCtx, Credential, NoArgs, Server, ToolError, tool};
+use mcpwire_server::http::{HttpConfig, HttpServer};
 use serde_json::{Value, json};
 
 const SECRET: &str = "a-shared-hs256-secret-of-32-bytes-or-more";

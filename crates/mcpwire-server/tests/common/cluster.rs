@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpwire::Service;
-use mcpwire::cluster::Cluster;
-use mcpwire::http::{HttpConfig, HttpServer};
+use mcpwire_server::Service;
+use mcpwire_server::cluster::Cluster;
+use mcpwire_server::http::{HttpConfig, HttpServer};
 use mcpwire_store::testing::RedisServer;
 use mcpwire_store::{MemoryStore, RedisConfig, RedisStore, SealKeys, Store};
 use tokio_util::sync::CancellationToken;
