@@ -18,7 +18,7 @@ const DEFAULT_FILTER: &str = "warn,mcpwire::telemetry=info";
 static INSTALLED: OnceLock<LogFormat> = OnceLock::new();
 
 #[cfg(feature = "otel")]
-static TELEMETRY: OnceLock<mcpwire::observe::Telemetry> = OnceLock::new();
+static TELEMETRY: OnceLock<mcpwire_gateway::otel::Telemetry> = OnceLock::new();
 
 type BoxedLayer = Box<dyn Layer<Registry> + Send + Sync>;
 
@@ -67,7 +67,7 @@ pub fn init(format: LogFormat, telemetry: Option<&TelemetryConfig>) -> Result<()
 /// returns where spans go.
 #[cfg(feature = "otel")]
 fn exporter(config: &TelemetryConfig, layers: &mut Vec<BoxedLayer>) -> Result<Option<String>> {
-    let Some((layer, telemetry)) = mcpwire::observe::install_telemetry(config)? else {
+    let Some((layer, telemetry)) = mcpwire_gateway::otel::install(config)? else {
         return Ok(None);
     };
     layers.push(layer);

@@ -28,7 +28,8 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::config::GatewayConfig;
-use crate::error::{ConfigError, KeyPath};
+use crate::error::ConfigError;
+use crate::key_path::KeyPath;
 use mcpwire_server::Service;
 use mcpwire_server::auth::{
     ApiKeyConfig, ApiKeySecret, AuthConfig, Authenticator, JwksSource, JwtConfig, JwtKeySource,

@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 
 pub use mcpwire_federation::PrefixMode;
 
-use crate::error::{ConfigError, KeyPath, Origin};
+use crate::error::{ConfigError, Origin};
+use crate::key_path::KeyPath;
 use crate::listen::ListenerSpec;
 use mcpwire_client::{EraChoice, Target};
 use mcpwire_server::tls::ClientTls;

@@ -1,86 +1,12 @@
 //! [`ConfigError`]: a configuration refused, with where (file, line, column, key — or the
-//! command-line flag) and why. [`KeyPath`] names a key (`listen[1].url`); [`Origin`]
-//! turns a key into a place.
+//! command-line flag) and why. [`Origin`] turns a [`KeyPath`] into a place.
 
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::key_path::KeyPath;
 use crate::position;
-
-/// A key in the configuration: `backends.fs.command`, `listen[1].url`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct KeyPath(Vec<Seg>);
-
-/// One step of a [`KeyPath`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Seg {
-    /// A table key.
-    Key(String),
-    /// An array index.
-    Index(usize),
-}
-
-impl KeyPath {
-    /// The whole document.
-    pub fn root() -> KeyPath {
-        KeyPath::default()
-    }
-
-    /// This path's key `key`.
-    pub fn key(&self, key: &str) -> KeyPath {
-        let mut p = self.clone();
-        p.0.push(Seg::Key(key.to_owned()));
-        p
-    }
-
-    /// This path's element `i`.
-    pub fn index(&self, i: usize) -> KeyPath {
-        let mut p = self.clone();
-        p.0.push(Seg::Index(i));
-        p
-    }
-
-    /// The steps.
-    pub fn segs(&self) -> &[Seg] {
-        &self.0
-    }
-
-    /// Whether `self` is `other` or inside it.
-    pub fn starts_with(&self, other: &KeyPath) -> bool {
-        self.0.starts_with(&other.0)
-    }
-
-    pub(crate) fn from_segs(segs: Vec<Seg>) -> KeyPath {
-        KeyPath(segs)
-    }
-}
-
-impl fmt::Display for KeyPath {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, seg) in self.0.iter().enumerate() {
-            match seg {
-                Seg::Key(k) if i == 0 => f.write_str(&quoted(k))?,
-                Seg::Key(k) => write!(f, ".{}", quoted(k))?,
-                Seg::Index(n) => write!(f, "[{n}]")?,
-            }
-        }
-        Ok(())
-    }
-}
-
-/// A key as TOML would need it written.
-fn quoted(key: &str) -> String {
-    if !key.is_empty()
-        && key
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-    {
-        key.to_owned()
-    } else {
-        format!("{key:?}")
-    }
-}
 
 /// Where a configuration came from.
 #[derive(Debug, Clone, PartialEq)]

@@ -55,7 +55,8 @@ use crate::config::{
     ServerOptions, UpstreamSpec, mcpb_target,
 };
 use crate::credentials::{CredentialsSpec, RawCredentials};
-use crate::error::{ConfigError, KeyPath, Origin};
+use crate::error::{ConfigError, Origin};
+use crate::key_path::KeyPath;
 use crate::listen::{ListenOptions, ListenerSpec};
 use mcpwire_client::{EraChoice, Target};
 use mcpwire_server::tls::ClientTls;

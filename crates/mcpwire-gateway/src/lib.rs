@@ -18,8 +18,11 @@ mod consent;
 mod credentials;
 mod error;
 mod file;
+mod key_path;
 mod limits;
 mod listen;
+#[cfg(feature = "otel")]
+pub mod otel;
 mod policy;
 mod position;
 mod reload;
@@ -37,6 +40,7 @@ pub use config::{
 };
 pub use consent::DEFAULT_CALLBACK_PATH;
 pub use credentials::{ConsentMode, CredentialsSpec, OAuthSpec};
-pub use error::{ConfigError, KeyPath, Origin, Seg};
+pub use error::{ConfigError, Origin};
+pub use key_path::{KeyPath, Seg};
 pub use limits::LimitsConfig;
 pub use listen::{ListenOptions, ListenerSpec, Scheme, TlsOptions};

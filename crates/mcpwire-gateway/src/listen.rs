@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::error::KeyPath;
+use crate::key_path::KeyPath;
 use mcpwire_server::http::{Guard, HttpConfig};
 use mcpwire_server::mcpb::McpbConfig;
 use mcpwire_server::tls::{ClientAuth, TlsConfig};

@@ -6,7 +6,7 @@ use std::ops::Range;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
-use crate::error::{KeyPath, Seg};
+use crate::key_path::{KeyPath, Seg};
 
 /// 1-based line and column (in characters) of byte `offset`.
 pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {

@@ -28,7 +28,7 @@ pub use events::{BackendEvent, CallEvent, ClientAsk, LogEntry, ProgressUpdate, R
 pub use id::RequestId;
 pub use jsonrpc::{Malformed, Message, Notification, Outbound, Request, Response};
 pub use method::Method;
-pub use revision::{Dialect, PROTO_MCP_PREFIX, PROTO_MCP_VERSION, Revision};
+pub use revision::{Dialect, PROTO_MCP_PREFIX, PROTO_MCP_VERSION, Revision, UnsupportedRevision};
 
 /// A raw JSON value carried without being parsed.
 pub type Raw = Box<serde_json::value::RawValue>;

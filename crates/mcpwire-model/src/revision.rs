@@ -2,8 +2,6 @@
 
 use std::fmt;
 
-use crate::McpError;
-
 /// How the proto-mcp translator spells a proto-mcp version as an `initialize`
 /// protocolVersion: `"proto-mcp/1.0.0"`.
 pub const PROTO_MCP_PREFIX: &str = "proto-mcp/";
@@ -118,12 +116,13 @@ impl Revision {
     /// the newest stateful revision (the client then decides whether to continue).
     ///
     /// `"proto-mcp/X.Y.Z"` is semver: major 1 → [`Revision::ProtoMcp1`] (any minor and
-    /// patch), anything else → [`McpError::UnsupportedVersion`] (−33002 in proto-mcp).
-    pub fn negotiate(requested: &str) -> Result<Revision, McpError> {
+    /// patch), anything else → [`UnsupportedRevision`] (an `McpError::UnsupportedVersion`:
+    /// −33002 in proto-mcp).
+    pub fn negotiate(requested: &str) -> Result<Revision, UnsupportedRevision> {
         if let Some(v) = requested.strip_prefix(PROTO_MCP_PREFIX) {
             return match semver_major(v) {
                 Some(1) => Ok(Revision::ProtoMcp1),
-                _ => Err(McpError::UnsupportedVersion {
+                _ => Err(UnsupportedRevision {
                     requested: v.to_owned(),
                     supported: vec![PROTO_MCP_VERSION.to_owned()],
                 }),
@@ -148,6 +147,17 @@ impl fmt::Display for Revision {
     }
 }
 
+/// A protocol version [`Revision::negotiate`] refuses (it becomes
+/// `McpError::UnsupportedVersion`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unsupported protocol version {requested} (supported: {})", supported.join(", "))]
+pub struct UnsupportedRevision {
+    /// The version asked for.
+    pub requested: String,
+    /// The versions this server speaks.
+    pub supported: Vec<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,8 +180,11 @@ mod tests {
         }
         for bad in ["2.0.0", "0.9.0", "", "one", "1.x.0", "1.0.0.0"] {
             let e = Revision::negotiate(&format!("proto-mcp/{bad}")).unwrap_err();
-            assert!(matches!(e, McpError::UnsupportedVersion { .. }), "{bad}");
-            assert_eq!(e.to_wire(Revision::ProtoMcp1).code, -33002);
+            assert_eq!(e.supported, [PROTO_MCP_VERSION], "{bad}");
+            assert_eq!(
+                crate::McpError::from(e).to_wire(Revision::ProtoMcp1).code,
+                -33002
+            );
         }
         assert_eq!(Revision::ProtoMcp1.dialect(), Dialect::Proto);
         assert!(Revision::ProtoMcp1.has_structured_output());

@@ -1,7 +1,6 @@
 //! The one trait every source of tools implements.
 
 use std::collections::BTreeMap;
-use std::pin::Pin;
 
 use mcpwire_model::types::{CompleteParams, ServerCapabilities};
 use mcpwire_model::{BackendEvent, McpError, Method, Raw, Reply};
@@ -9,15 +8,13 @@ use tokio::sync::broadcast;
 
 use std::sync::Arc;
 
+use crate::future::BoxFuture;
 use crate::{CallCtx, ForwardedCall, SessionScope, TaskSupport};
 
 /// Where a wire may send a tool's calls as raw frames, bypassing the router (the gateway's
 /// stdio relay, `docs/design/gateway.md` § The relay): an opaque handle the wire that
 /// asked for it knows the type of (it downcasts it).
 pub type RelayRoute = Arc<dyn std::any::Any + Send + Sync>;
-
-/// A boxed, sendable future.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// A backend's name and what it offers.
 #[derive(Debug, Clone)]

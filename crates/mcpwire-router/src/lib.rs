@@ -35,6 +35,7 @@ mod ask;
 mod backend;
 mod ctx;
 mod forwarded;
+mod future;
 mod handlers;
 mod identity;
 mod input;
@@ -45,16 +46,16 @@ mod router;
 mod server;
 mod session_scope;
 mod state_key;
+mod task_entry;
 mod tasks;
 mod tool;
 mod uri_template;
 
 pub use ask::{ElicitRequest, Elicited, SampleRequest, Sampled, elicitation_schema};
-pub use backend::{
-    Backend, BackendInfo, BackendRequest, BoxFuture, HeaderParam, RelayRoute, ToolRouting,
-};
+pub use backend::{Backend, BackendInfo, BackendRequest, HeaderParam, RelayRoute, ToolRouting};
 pub use ctx::{CallCtx, Peer};
 pub use forwarded::{ForwardedCall, plain_tool_name};
+pub use future::BoxFuture;
 pub use handlers::Handlers;
 pub use identity::{Credential, Identity};
 pub use mcpwire_macros::{prompt, resource, server, tool};

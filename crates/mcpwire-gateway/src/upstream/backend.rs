@@ -12,6 +12,7 @@ use mcpwire_router::{
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
+use super::call::Held;
 use super::call::{self, Forward};
 use super::fast;
 use super::forward::{Outgoing, forwarded_capabilities, forwarded_meta, outgoing};
@@ -130,7 +131,7 @@ struct Inner {
     /// Upstream sessions of downstream sessions (`None`: every call uses the shared one).
     sessions: Option<Arc<Sessions>>,
     /// Upstream requests waiting for a stateless client's retry.
-    holder: Arc<Holder>,
+    holder: Arc<Holder<Held>>,
     /// Task support and header parameters of the tools, from the lists passing through.
     routes: ToolRoutes,
 }

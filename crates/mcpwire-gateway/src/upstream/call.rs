@@ -15,7 +15,7 @@ use mcpwire_model::{ClientAsk, McpError, Raw, Reply};
 use mcpwire_router::{BoxFuture, CallCtx};
 
 use super::forward::undecorated;
-use super::hold::{Held, Holder, Waiting};
+use super::hold::Holder;
 use super::link::{CallInbox, Link, ToCall};
 use mcpwire_client::{
     Answer, ClientEra, ClientRequestId, InputRequired, PendingRequest, RequestOptions,
@@ -55,6 +55,22 @@ type Asked = (
 );
 type AskFuture = BoxFuture<'static, Result<Asked, ()>>;
 
+/// An ask of the upstream's waiting for the downstream client's answer.
+pub(crate) struct Waiting {
+    /// The upstream's request.
+    pub(crate) id: ServerRequestId,
+    /// The `inputRequests` key it was put to the client under.
+    pub(crate) key: String,
+    /// The ask.
+    pub(crate) ask: ClientAsk,
+}
+
+/// A round waiting for its retry.
+pub(crate) struct Held {
+    pub(crate) round: Round,
+    pub(crate) waiting: Vec<Waiting>,
+}
+
 /// One upstream request in flight for a downstream call.
 pub(crate) struct Round {
     link: Arc<Link>,
@@ -72,7 +88,7 @@ pub(crate) async fn run(
     link: Arc<Link>,
     ctx: CallCtx,
     fwd: Forward,
-    holder: &Arc<Holder>,
+    holder: &Arc<Holder<Held>>,
     resumed: Option<Held>,
 ) -> Result<Reply, McpError> {
     let mut params = fwd.params;
@@ -108,7 +124,7 @@ pub(crate) async fn run(
 
 /// A held round resumed by the downstream client's retry: its open asks answered from the
 /// retry's answers, then driven on.
-async fn resume(held: Held, ctx: &CallCtx, holder: &Arc<Holder>) -> Result<Answer, McpError> {
+async fn resume(held: Held, ctx: &CallCtx, holder: &Arc<Holder<Held>>) -> Result<Answer, McpError> {
     let Held { round, waiting } = held;
     round.link.reattach(round._registered.id, ctx.clone());
     let mut still = Vec::new();
@@ -160,7 +176,7 @@ impl Round {
         method: &str,
         params: Option<Raw>,
         opts: &RequestOptions,
-        holder: &Holder,
+        holder: &Holder<Held>,
     ) -> Result<Round, McpError> {
         link.sending();
         let pending = match link.client().send(method, params, opts.clone()).await {
@@ -191,7 +207,7 @@ impl Round {
     async fn drive(
         mut self,
         ctx: &CallCtx,
-        holder: &Arc<Holder>,
+        holder: &Arc<Holder<Held>>,
         mut waiting: Vec<Waiting>,
     ) -> Result<Answer, McpError> {
         let mut asks: FuturesUnordered<AskFuture> = FuturesUnordered::new();
@@ -250,17 +266,17 @@ impl Round {
 
     /// The key of the round's next ask under a stateless client: unique, naming the round
     /// (`None` when the round cannot be held: asks are then keyed by order).
-    fn key(&mut self, holder: &Holder) -> Option<String> {
+    fn key(&mut self, holder: &Holder<Held>) -> Option<String> {
         let id = self.hold_id?;
         if !holder.has_room() {
             return None;
         }
         self.asked += 1;
-        Some(Holder::key(id, self.asked))
+        Some(Holder::<Held>::key(id, self.asked))
     }
 
     /// Keeps the round until the downstream client's retry (or the deadline).
-    fn hold(self, holder: &Arc<Holder>, waiting: Vec<Waiting>) -> Result<Answer, McpError> {
+    fn hold(self, holder: &Arc<Holder<Held>>, waiting: Vec<Waiting>) -> Result<Answer, McpError> {
         let Some(id) = self.hold_id else {
             return Err(McpError::Internal("a round without a hold id".into()));
         };

@@ -10,42 +10,22 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use mcpwire_model::ClientAsk;
 use mcpwire_router::CallCtx;
-
-use super::call::Round;
-use mcpwire_client::ServerRequestId;
 
 /// What the keys of held rounds' asks start with.
 const PREFIX: &str = "mcpwire-upstream-";
 
-/// An ask of the upstream's waiting for the downstream client's answer.
-pub(crate) struct Waiting {
-    /// The upstream's request.
-    pub(crate) id: ServerRequestId,
-    /// The `inputRequests` key it was put to the client under.
-    pub(crate) key: String,
-    /// The ask.
-    pub(crate) ask: ClientAsk,
-}
-
-/// A round waiting for its retry.
-pub(crate) struct Held {
-    pub(crate) round: Round,
-    pub(crate) waiting: Vec<Waiting>,
-}
-
-/// Held rounds by id.
-pub(crate) struct Holder {
-    held: Mutex<HashMap<u64, Held>>,
+/// Held rounds by id (`T`: what a held round is, `call.rs`'s `Held`).
+pub(crate) struct Holder<T> {
+    held: Mutex<HashMap<u64, T>>,
     next: AtomicU64,
     max: usize,
     deadline: Duration,
 }
 
-impl Holder {
+impl<T: Send + 'static> Holder<T> {
     /// At most `max` rounds held, each at most `deadline`.
-    pub(crate) fn new(max: usize, deadline: Duration) -> Arc<Holder> {
+    pub(crate) fn new(max: usize, deadline: Duration) -> Arc<Holder<T>> {
         Arc::new(Holder {
             held: Mutex::new(HashMap::new()),
             next: AtomicU64::new(1),
@@ -76,12 +56,12 @@ impl Holder {
 
     /// Holds round `id` until [`Holder::resume`] takes it or its deadline passes (then it
     /// is dropped, which cancels its upstream request).
-    pub(crate) fn hold(self: &Arc<Self>, id: u64, held: Held) {
+    pub(crate) fn hold(self: &Arc<Self>, id: u64, held: T) {
         let Ok(mut map) = self.held.lock() else {
             return;
         };
         map.insert(id, held);
-        let weak: Weak<Holder> = Arc::downgrade(self);
+        let weak: Weak<Holder<T>> = Arc::downgrade(self);
         let deadline = self.deadline;
         tokio::spawn(async move {
             tokio::time::sleep(deadline).await;
@@ -95,7 +75,7 @@ impl Holder {
     }
 
     /// The held round the retry `ctx` answers (by the keys of its answers), taken.
-    pub(crate) fn resume(&self, ctx: &CallCtx) -> Option<Held> {
+    pub(crate) fn resume(&self, ctx: &CallCtx) -> Option<T> {
         if !ctx.revision().is_stateless() {
             return None;
         }
@@ -119,7 +99,7 @@ mod tests {
 
     #[test]
     fn keys_name_their_round() {
-        let k = Holder::key(42, 3);
+        let k = Holder::<()>::key(42, 3);
         assert_eq!(k, "mcpwire-upstream-42-3");
         let id = k
             .strip_prefix(PREFIX)

@@ -317,3 +317,12 @@ pub enum McpError {
     #[error("Internal error: {0}")]
     Internal(String),
 }
+
+impl From<crate::revision::UnsupportedRevision> for McpError {
+    fn from(e: crate::revision::UnsupportedRevision) -> McpError {
+        McpError::UnsupportedVersion {
+            requested: e.requested,
+            supported: e.supported,
+        }
+    }
+}

@@ -13,7 +13,6 @@
 //! [`TaskConfig::ttl`] after their last change. When the store is full the call simply
 //! runs to completion in its request, which the extension allows.
 
-mod entry;
 mod share;
 
 use std::collections::{BTreeMap, HashMap};
@@ -29,7 +28,7 @@ use serde_json::value::RawValue;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use entry::TaskEntry;
+pub(crate) use crate::task_entry::TaskEntry;
 pub use share::{RemoteTask, TaskCommand, TaskShare, TaskSnapshot};
 
 use crate::{BoxFuture, CallCtx};

@@ -10,8 +10,6 @@ mod calls;
 mod handles;
 mod logs;
 mod mcpb;
-#[cfg(feature = "otel")]
-mod otel;
 mod spans;
 mod trace;
 
@@ -25,12 +23,13 @@ pub use logs::{
     ANNOUNCE_DIRECTIVE, ANNOUNCE_TARGET, LogFormat, announce, log_format, set_log_format,
 };
 pub(crate) use mcpb::{Counted, Direction, FrameKind, McpbMetrics, ProtocolError};
-#[cfg(feature = "otel")]
-pub use otel::{Telemetry, TelemetryError, install as install_telemetry};
 pub use spans::REQUEST_TARGET;
 pub(crate) use spans::{finish_span, request_span};
 pub use trace::outgoing as outgoing_trace;
-pub use trace::{TRACEPARENT, TRACESTATE, TelemetryConfig, TraceParent, active as tracing_active};
+pub use trace::{
+    Propagation, TRACEPARENT, TRACESTATE, TelemetryConfig, TraceParent, active as tracing_active,
+    install_propagation, set_active as set_tracing_active,
+};
 
 /// MCPB connections accepted (`mcp_gateway_tcp_connections_total`).
 pub const TCP_CONNECTIONS_TOTAL: &str = "mcp_gateway_tcp_connections_total";

@@ -4,8 +4,10 @@
 //!
 //! Everything here costs one relaxed load while no exporter is installed: the headers are
 //! not read, spans get no parent, nothing is injected. The exporter itself (OTLP over HTTP)
-//! is in `otel.rs`, behind the `otel` cargo feature; without it [`active`] stays false.
+//! is the gateway crate's `otel` module (cargo feature `otel`): it installs a
+//! [`Propagation`]; until one is installed [`active`] stays false.
 
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Deserialize;
@@ -71,10 +73,32 @@ pub fn active() -> bool {
     ACTIVE.load(Ordering::Relaxed)
 }
 
-/// Turns propagation on (the exporter's installer calls it).
-#[cfg_attr(not(feature = "otel"), allow(dead_code))]
-pub(crate) fn set_active(on: bool) {
+/// Turns propagation on or off (the exporter's installer and its shutdown call it).
+pub fn set_active(on: bool) {
     ACTIVE.store(on, Ordering::Relaxed);
+}
+
+/// How trace context becomes a span's parent and is written for an outgoing request: what
+/// an exporter installs ([`install_propagation`]). The wires only see this trait, so the
+/// exporter and its dependencies live outside this crate (the gateway's `otel` feature).
+pub trait Propagation: Send + Sync {
+    /// Makes `parent` the parent of `span` (a request span just opened); nothing when
+    /// `parent` is malformed.
+    fn adopt(&self, span: &Span, parent: &TraceParent);
+    /// `traceparent` (and `tracestate`) naming `span`; empty when it is not recorded.
+    fn inject(&self, span: &Span) -> Vec<(String, String)>;
+}
+
+static PROPAGATION: OnceLock<Box<dyn Propagation>> = OnceLock::new();
+
+/// Installs `propagation` for the process and turns propagation on; `false` when one was
+/// installed before (the first stays).
+pub fn install_propagation(propagation: Box<dyn Propagation>) -> bool {
+    let installed = PROPAGATION.set(propagation).is_ok();
+    if installed {
+        set_active(true);
+    }
+    installed
 }
 
 /// A caller's trace context as it arrived: the parent of the request spans it starts.
@@ -122,25 +146,22 @@ impl TraceParent {
 /// Makes `parent` the parent of `span` (a request span just opened); nothing without an
 /// exporter or with a malformed `traceparent` (the span then starts a trace of its own).
 pub(crate) fn adopt(span: &Span, parent: Option<&TraceParent>) {
-    #[cfg(feature = "otel")]
     if let Some(parent) = parent
         && active()
         && !span.is_disabled()
+        && let Some(p) = PROPAGATION.get()
     {
-        super::otel::adopt(span, parent);
+        p.adopt(span, parent);
     }
-    #[cfg(not(feature = "otel"))]
-    let _ = (span, parent);
 }
 
 /// The trace context headers naming the current span, for a request to an HTTP upstream;
 /// empty without an exporter or outside a recorded span.
 pub fn outgoing() -> Vec<(String, String)> {
-    #[cfg(feature = "otel")]
-    if active() {
-        return super::otel::inject(&Span::current());
+    match PROPAGATION.get() {
+        Some(p) if active() => p.inject(&Span::current()),
+        _ => Vec::new(),
     }
-    Vec::new()
 }
 
 #[cfg(test)]

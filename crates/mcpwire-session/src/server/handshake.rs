@@ -20,6 +20,7 @@ impl ServerSession {
                 // uninitialized so it may retry.
                 // (`negotiate` refuses proto-mcp versions only.)
                 let asked = Revision::ProtoMcp1;
+                let e = McpError::from(e);
                 let error = e.to_wire(asked);
                 tracing::debug!(error = %e, "initialize refused");
                 return self.send(

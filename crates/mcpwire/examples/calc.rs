@@ -1,8 +1,8 @@
 //! The README's example: a one-tool MCP server over stdio (`cargo run -p mcpwire --example calc`).
 
 use mcpwire::Service;
-use mcpwire_model::types::Implementation;
-use mcpwire_router::{CallCtx, Json, Server, ToolError, tool};
+use mcpwire::model::types::Implementation;
+use mcpwire::router::{CallCtx, Json, Server, ToolError, tool};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Add {

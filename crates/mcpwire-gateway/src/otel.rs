@@ -1,6 +1,7 @@
 //! The OpenTelemetry exporter (cargo feature `otel`): request spans become OTLP trace spans
 //! POSTed as protobuf to `{endpoint}/v1/traces` in batches, and W3C trace context is read
-//! into them and written from them (`trace.rs` calls [`adopt`] and [`inject`]).
+//! into them and written from them (installed as the server's
+//! [`Propagation`](mcpwire_server::observe::Propagation)).
 //!
 //! The layer sees request spans (`mcpwire::request`) only, whatever `MCPWIRE_LOG` lets
 //! through to stderr. Spans wait in the SDK's batch queue (bounded: 2048, the excess is
@@ -23,7 +24,10 @@ use tracing_subscriber::Layer;
 use tracing_subscriber::filter::Targets;
 use tracing_subscriber::registry::LookupSpan;
 
-use super::trace::{TRACEPARENT, TRACESTATE, TelemetryConfig, TraceParent, set_active};
+use mcpwire_server::observe::{
+    Propagation, REQUEST_TARGET, TRACEPARENT, TRACESTATE, TelemetryConfig, TraceParent,
+    install_propagation, set_tracing_active,
+};
 
 /// How long one export may take.
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -55,7 +59,7 @@ impl Telemetry {
     /// Exports what is queued and stops (blocks up to the export timeout; call it outside
     /// the async runtime, e.g. once serving returned).
     pub fn shutdown(&self) {
-        set_active(false);
+        set_tracing_active(false);
         if let Err(e) = self.provider.shutdown() {
             tracing::warn!(error = %e, "the last spans were not exported");
         }
@@ -114,13 +118,28 @@ where
     let tracer = provider.tracer("mcpwire");
     let layer = tracing_opentelemetry::layer()
         .with_tracer(tracer)
-        .with_filter(Targets::new().with_target(super::REQUEST_TARGET, tracing::Level::INFO));
-    set_active(true);
+        .with_filter(Targets::new().with_target(REQUEST_TARGET, tracing::Level::INFO));
+    if !install_propagation(Box::new(W3c)) {
+        set_tracing_active(true);
+    }
     Ok(Some((Box::new(layer), Telemetry { provider, endpoint })))
 }
 
+/// W3C trace context through the OpenTelemetry SDK.
+struct W3c;
+
+impl Propagation for W3c {
+    fn adopt(&self, span: &Span, parent: &TraceParent) {
+        adopt(span, parent)
+    }
+
+    fn inject(&self, span: &Span) -> Vec<(String, String)> {
+        inject(span)
+    }
+}
+
 /// Makes `parent` the OpenTelemetry parent of `span`.
-pub(crate) fn adopt(span: &Span, parent: &TraceParent) {
+fn adopt(span: &Span, parent: &TraceParent) {
     let mut carrier = HashMap::with_capacity(2);
     carrier.insert(TRACEPARENT.to_owned(), parent.traceparent.clone());
     if let Some(state) = &parent.tracestate {
@@ -133,7 +152,7 @@ pub(crate) fn adopt(span: &Span, parent: &TraceParent) {
 }
 
 /// `traceparent` (and `tracestate`) naming `span`; empty when it is not recorded.
-pub(crate) fn inject(span: &Span) -> Vec<(String, String)> {
+fn inject(span: &Span) -> Vec<(String, String)> {
     if span.is_disabled() {
         return Vec::new();
     }
@@ -146,7 +165,7 @@ pub(crate) fn inject(span: &Span) -> Vec<(String, String)> {
     carrier.into_iter().collect()
 }
 
-/// The exporter's HTTP client: [`crate::fetch`] on a small runtime of its own, since the
+/// The exporter's HTTP client: `mcpwire_server::fetch` on a small runtime of its own, since the
 /// SDK's batch thread runs exports outside the server's runtime.
 #[derive(Debug)]
 struct OtlpClient {
@@ -174,15 +193,15 @@ impl HttpClient for OtlpClient {
             .filter(|(k, _)| *k != hyper::header::CONTENT_TYPE)
             .filter_map(|(k, v)| Some((k.clone(), v.to_str().ok()?.to_owned())))
             .collect();
-        let out = crate::fetch::Outgoing {
+        let out = mcpwire_server::fetch::Outgoing {
             method: parts.method,
             url: &url,
             headers,
             body: Some(("application/x-protobuf", body)),
         };
-        let fetched = self
-            .runtime
-            .block_on(crate::fetch::send(out, EXPORT_TIMEOUT, MAX_ANSWER))?;
+        let fetched =
+            self.runtime
+                .block_on(mcpwire_server::fetch::send(out, EXPORT_TIMEOUT, MAX_ANSWER))?;
         let mut response = Response::builder().status(fetched.status);
         if let Some(h) = response.headers_mut() {
             *h = fetched.headers;
