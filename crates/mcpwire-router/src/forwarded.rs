@@ -14,7 +14,7 @@ use mcpwire_model::Raw;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::CallCtx;
+use crate::{BackendRequest, CallCtx};
 
 /// A `tools/call` to forward with its params as received.
 #[derive(Debug)]
@@ -45,6 +45,21 @@ impl ForwardedCall {
     /// The call's parts back.
     pub fn into_parts(self) -> (CallCtx, Raw) {
         (self.ctx, self.params)
+    }
+
+    /// The call as the general path would give it to [`Backend::call`](crate::Backend::call)
+    /// (a layer that took a forwarded call and must run it the general way after all).
+    pub fn into_request(self) -> (CallCtx, BackendRequest) {
+        #[derive(Deserialize)]
+        struct Arguments {
+            arguments: Option<Raw>,
+        }
+        let name = self.name().to_owned();
+        // The params qualified (see `plain_name`): they parse, and `arguments` is an object.
+        let arguments = serde_json::from_str::<Arguments>(self.params.get())
+            .ok()
+            .and_then(|a| a.arguments);
+        (self.ctx, BackendRequest::CallTool { name, arguments })
     }
 }
 
@@ -119,6 +134,28 @@ mod tests {
         );
         assert_eq!(call(r#"{"name":"only"}"#), Ok("only".into()));
         assert_eq!(call(r#"{"name":"é"}"#), Ok("é".into()));
+    }
+
+    #[test]
+    fn a_forwarded_call_becomes_the_general_request() {
+        let ctx = CallCtx::new(
+            Revision::LATEST_STATEFUL,
+            Default::default(),
+            CancellationToken::new(),
+            None,
+        );
+        let raw = RawValue::from_string(r#"{"arguments":{"a":[1,2]},"name":"echo"}"#.into());
+        let call = ForwardedCall::new(ctx, raw.unwrap()).unwrap();
+        match call.into_request().1 {
+            BackendRequest::CallTool { name, arguments } => {
+                assert_eq!(name, "echo");
+                assert_eq!(
+                    arguments.map(|a| a.get().to_owned()).as_deref(),
+                    Some(r#"{"a":[1,2]}"#)
+                );
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

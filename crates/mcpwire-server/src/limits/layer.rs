@@ -5,7 +5,9 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 
 use mcpwire_model::{McpError, Reply};
-use mcpwire_router::{Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ToolRouting};
+use mcpwire_router::{
+    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ForwardedCall, ToolRouting,
+};
 use tokio::sync::broadcast;
 
 use super::RateLimits;
@@ -15,6 +17,12 @@ use super::RateLimits;
 /// (`CallCtx::client_ip`, none on stdio) and, for `tools/call`, the tool's exposed name.
 /// A refused request never reaches the inner backend. The server's own calls (no client:
 /// the proto-mcp tool schema listing) are not counted.
+///
+/// The layer keeps the inner backend's fast path: a forwarded `tools/call`
+/// ([`Backend::forward_tool_call`]) is counted exactly as [`Backend::call`] counts it, then
+/// forwarded (or, when the inner backend gives it back, run the general way — counted
+/// once either way). The raw-frame relay ([`Backend::relay_route`]) stays off behind it,
+/// on purpose: relayed calls never pass a layer, so they could not be counted.
 pub struct Limited {
     inner: Arc<dyn Backend>,
     limits: SharedRateLimits,
@@ -36,6 +44,39 @@ impl Limited {
     }
 }
 
+impl Limited {
+    /// Runs `then` once the call in `ctx` (of `tool`, for `tools/call`) passes the limits;
+    /// the refusal otherwise. Calls without a client are not counted.
+    fn checked(
+        &self,
+        ctx: &CallCtx,
+        tool: Option<&str>,
+        then: impl FnOnce(CallCtx) -> BoxFuture<'static, Result<Reply, McpError>> + Send + 'static,
+        owned: CallCtx,
+    ) -> BoxFuture<'static, Result<Reply, McpError>> {
+        if !ctx.has_client() {
+            return then(owned);
+        }
+        let limits = self.limits.load();
+        if limits.is_stored() {
+            // Shared across replicas: one round trip to the store before the call.
+            let limits = arc_swap::Guard::into_inner(limits);
+            let tool = tool.map(str::to_owned);
+            return Box::pin(async move {
+                let (identity, ip) = (owned.identity().cloned(), owned.client_ip());
+                limits
+                    .check_stored(identity.as_ref(), ip, tool.as_deref())
+                    .await?;
+                then(owned).await
+            });
+        }
+        if let Err(refused) = limits.check(ctx.identity(), ctx.client_ip(), tool) {
+            return Box::pin(std::future::ready(Err(refused)));
+        }
+        then(owned)
+    }
+}
+
 impl Backend for Limited {
     fn info(&self) -> &BackendInfo {
         self.inner.info()
@@ -47,29 +88,44 @@ impl Backend for Limited {
         req: BackendRequest,
     ) -> BoxFuture<'static, Result<Reply, McpError>> {
         let tool = match &req {
-            BackendRequest::CallTool { name, .. } => Some(name.as_str()),
+            BackendRequest::CallTool { name, .. } => Some(name.to_owned()),
             _ => None,
         };
-        if !ctx.has_client() {
-            return self.inner.call(ctx, req);
+        let inner = self.inner.clone();
+        self.checked(
+            &ctx,
+            tool.as_deref(),
+            move |ctx| inner.call(ctx, req),
+            ctx.clone(),
+        )
+    }
+
+    fn forwards_tool_calls(&self) -> bool {
+        self.inner.forwards_tool_calls()
+    }
+
+    fn forward_tool_call(
+        &self,
+        call: ForwardedCall,
+    ) -> Result<BoxFuture<'static, Result<Reply, McpError>>, ForwardedCall> {
+        if !self.inner.forwards_tool_calls() || !call.ctx.has_client() {
+            return self.inner.forward_tool_call(call);
         }
-        let limits = self.limits.load();
-        if limits.is_stored() {
-            // Shared across replicas: one round trip to the store before the call.
-            let (limits, inner) = (arc_swap::Guard::into_inner(limits), self.inner.clone());
-            let tool = tool.map(str::to_owned);
-            return Box::pin(async move {
-                let (identity, ip) = (ctx.identity().cloned(), ctx.client_ip());
-                limits
-                    .check_stored(identity.as_ref(), ip, tool.as_deref())
-                    .await?;
-                inner.call(ctx, req).await
-            });
-        }
-        if let Err(refused) = limits.check(ctx.identity(), ctx.client_ip(), tool) {
-            return Box::pin(std::future::ready(Err(refused)));
-        }
-        self.inner.call(ctx, req)
+        let (ctx, tool) = (call.ctx.clone(), call.name().to_owned());
+        let inner = self.inner.clone();
+        Ok(self.checked(
+            &ctx,
+            Some(&tool),
+            move |_| match inner.forward_tool_call(call) {
+                Ok(answer) => answer,
+                // Counted once already: the general way, without the router's parse.
+                Err(call) => {
+                    let (ctx, req) = call.into_request();
+                    inner.call(ctx, req)
+                }
+            },
+            ctx.clone(),
+        ))
     }
 
     fn tool_routing(&self, name: &str) -> Option<Arc<ToolRouting>> {

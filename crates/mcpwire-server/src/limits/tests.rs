@@ -139,7 +139,7 @@ mod layer {
     use mcpwire_model::types::{ClientCapabilities, Implementation};
     use mcpwire_model::{CallEvent, ClientAsk, McpError, Raw, Revision};
     use mcpwire_router::{
-        Backend, BackendRequest, BoxFuture, CallCtx, NoArgs, Peer, ToolError, tool,
+        Backend, BackendRequest, BoxFuture, CallCtx, ForwardedCall, NoArgs, Peer, ToolError, tool,
     };
     use tokio_util::sync::CancellationToken;
 
@@ -218,6 +218,99 @@ mod layer {
         assert!(limited.call(from_client(2), call("count")).await.is_ok());
         tokio::time::advance(Duration::from_secs(30)).await;
         assert!(limited.call(from_client(1), call("count")).await.is_ok());
+    }
+
+    /// Forwards calls of `fast`, gives every other call back; counts what it forwarded.
+    struct Forwarding {
+        info: mcpwire_router::BackendInfo,
+        forwarded: AtomicUsize,
+        called: AtomicUsize,
+    }
+
+    impl Backend for Forwarding {
+        fn info(&self) -> &mcpwire_router::BackendInfo {
+            &self.info
+        }
+        fn call(
+            &self,
+            _: CallCtx,
+            _: BackendRequest,
+        ) -> BoxFuture<'static, Result<mcpwire_model::Reply, McpError>> {
+            self.called.fetch_add(1, Ordering::Relaxed);
+            Box::pin(async {
+                Ok(mcpwire_model::Reply::Complete(mcpwire_model::to_raw(
+                    &"general",
+                )))
+            })
+        }
+        fn forwards_tool_calls(&self) -> bool {
+            true
+        }
+        fn forward_tool_call(
+            &self,
+            call: ForwardedCall,
+        ) -> Result<BoxFuture<'static, Result<mcpwire_model::Reply, McpError>>, ForwardedCall>
+        {
+            if call.name() != "fast" {
+                return Err(call);
+            }
+            self.forwarded.fetch_add(1, Ordering::Relaxed);
+            Ok(Box::pin(async {
+                Ok(mcpwire_model::Reply::Complete(mcpwire_model::to_raw(
+                    &"forwarded",
+                )))
+            }))
+        }
+    }
+
+    fn forwarded(ctx: CallCtx, name: &str) -> ForwardedCall {
+        let params = serde_json::value::RawValue::from_string(format!(
+            r#"{{"name":"{name}","arguments":{{}}}}"#
+        ))
+        .unwrap();
+        ForwardedCall::new(ctx, params).map_err(|_| ()).unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn forwarded_calls_stay_fast_behind_the_limits_and_are_counted_once() {
+        let inner = Arc::new(Forwarding {
+            info: mcpwire_router::BackendInfo {
+                name: "f".into(),
+                capabilities: Default::default(),
+            },
+            forwarded: AtomicUsize::new(0),
+            called: AtomicUsize::new(0),
+        });
+        let limits = Arc::new(RateLimits::new(
+            None,
+            Some(rate(3, 60)),
+            None,
+            100,
+            Arc::new(Rejections::default()),
+        ));
+        let limited = Limited::new(inner.clone(), limits);
+        assert!(limited.forwards_tool_calls());
+        // Forwarded as it came: one token each.
+        for _ in 0..2 {
+            let answer = limited.forward_tool_call(forwarded(from_client(1), "fast"));
+            assert!(answer.map_err(|_| ()).unwrap().await.is_ok());
+        }
+        // Given back by the inner backend: run the general way, still one token.
+        let answer = limited.forward_tool_call(forwarded(from_client(1), "slow"));
+        assert!(answer.map_err(|_| ()).unwrap().await.is_ok());
+        assert_eq!(inner.forwarded.load(Ordering::Relaxed), 2);
+        assert_eq!(inner.called.load(Ordering::Relaxed), 1);
+        // The fourth call from the address is refused and reaches nothing.
+        let refused = limited.forward_tool_call(forwarded(from_client(1), "fast"));
+        let refused = refused.map_err(|_| ()).unwrap().await;
+        assert!(
+            matches!(refused, Err(McpError::RateLimited { .. })),
+            "{refused:?}"
+        );
+        assert_eq!(inner.forwarded.load(Ordering::Relaxed), 2);
+        // The server's own calls pass straight through, uncounted.
+        let own = limited.forward_tool_call(forwarded(CallCtx::detached(), "fast"));
+        assert!(own.map_err(|_| ()).unwrap().await.is_ok());
     }
 }
 
