@@ -44,7 +44,7 @@ fn open_stream(s: &HttpServer, sid: &str) -> Exchange {
 
 #[test]
 fn a_full_table_evicts_the_least_recently_used_idle_session() {
-    let s = HttpServer::start_logging(&["--max-sessions", "2"], "warn,mcpwire::http=info");
+    let s = HttpServer::start_logging(&["--max-sessions", "2"], "warn,mcpwire_server::http=info");
     let a = s.initialize();
     let b = s.initialize();
     assert_eq!(tools_list(&s, &a), 200); // a is now used more recently than b
