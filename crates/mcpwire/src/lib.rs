@@ -19,6 +19,7 @@ pub mod auth;
 pub mod client;
 pub mod cluster;
 mod consents;
+pub mod directory;
 mod driver;
 mod fetch;
 pub mod gateway;

@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 use super::replay::{self, EventId, Mirror, ReplayLog, StreamItem, StreamKind};
 use super::sessions::{Busy, Sessions};
 use crate::Service;
-use crate::cluster::Cluster;
+use crate::directory::SessionDirectory;
 use crate::driver::calls::sleep_until;
 use crate::driver::{Calls, ServerCore, now};
 use crate::observe::{TraceParent, Wire};
@@ -80,7 +80,8 @@ enum Command {
     Standalone(mpsc::Sender<StreamItem>, u64),
     /// Resume a stream after an event id; answers whether the stream is known.
     Resume(EventId, mpsc::Sender<StreamItem>, oneshot::Sender<bool>),
-    /// What the session agreed in its handshake (to seal into a cluster session id).
+    /// What the session agreed in its handshake (for the session directory to carry in the
+    /// session's id).
     Handshake(oneshot::Sender<Option<HandshakeState>>),
     /// Resource subscriptions (`true`) or their end, made through another replica.
     Subscription(Vec<String>, bool),
@@ -294,7 +295,9 @@ pub(crate) fn spawn(
         core: ServerCore::new(
             session,
             Calls::new(service.router.clone(), Wire::Http)
-                .in_cluster(service.cluster.as_ref().map(|c| c.session(&id, idle)))
+                .with_shared_session(
+                    (service.directory.as_ref()).map(|d| d.backend_session(&id, idle)),
+                )
                 .hearing(events)
                 .with_identity(owner.clone())
                 .with_client_ip(ip),
@@ -309,7 +312,7 @@ pub(crate) fn spawn(
         idle,
         last_active: now(),
         busy,
-        logged: service.cluster.clone().map(|c| (c, Arc::from(id.as_str()))),
+        logged: (service.directory.clone()).map(|d| (d, Arc::from(id.as_str()))),
     };
     tokio::spawn(async move {
         task.run().await;
@@ -335,22 +338,22 @@ struct SessionTask {
     idle: Duration,
     last_active: Instant,
     busy: Arc<Busy>,
-    /// In a replica set: the cluster whose store keeps copies of this session's stream
+    /// In a replica set: the session directory keeping copies of this session's stream
     /// logs, and the session's name there.
-    logged: Option<(Arc<Cluster>, Arc<str>)>,
+    logged: Option<(Arc<dyn SessionDirectory>, Arc<str>)>,
 }
 
 impl SessionTask {
     /// A fresh log for stream `n` (answering `request`, or the standalone one), copied to
-    /// the cluster's store in a replica set.
+    /// the session directory in a replica set.
     fn new_log(&self, kind: StreamKind, n: u64, request: Option<&RequestId>) -> ReplayLog {
-        ReplayLog::new(self.logged.as_ref().map(|(cluster, sid)| Mirror {
-            cluster: cluster.clone(),
+        ReplayLog::new(self.logged.as_ref().map(|(directory, sid)| Mirror {
+            directory: directory.clone(),
             sid: sid.clone(),
             kind,
             n,
             request: request.cloned(),
-            key: std::sync::OnceLock::new(),
+            log: std::sync::OnceLock::new(),
         }))
     }
 
