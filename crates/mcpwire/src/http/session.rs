@@ -15,6 +15,7 @@ use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -28,7 +29,6 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::replay::{self, EventId, Mirror, ReplayLog, StreamItem, StreamKind};
-use super::sessions::{Busy, Sessions};
 use crate::Service;
 use crate::directory::SessionDirectory;
 use crate::driver::calls::sleep_until;
@@ -249,6 +249,23 @@ impl SessionHandle {
     }
 }
 
+/// Whether a session is busy (something in flight or a stream open), kept up to date by
+/// its task; an idle session may be evicted.
+#[derive(Debug, Default)]
+pub(crate) struct Busy(AtomicBool);
+
+impl Busy {
+    /// Records the session's state.
+    pub(crate) fn set(&self, busy: bool) {
+        self.0.store(busy, Ordering::Relaxed);
+    }
+
+    /// Whether the session was busy when its task last said.
+    pub(crate) fn get(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
 /// Who a session is for and where it starts.
 pub(crate) struct Origin {
     /// Who opened it (its calls carry this identity).
@@ -264,15 +281,15 @@ pub(crate) struct Origin {
     pub(crate) events: Option<tokio::sync::broadcast::Receiver<BackendEvent>>,
 }
 
-/// Starts the task of session `id`; it removes itself from `sessions` when it ends, and
-/// keeps `busy` up to date (the table evicts idle sessions only).
+/// Starts the task of session `id`; it keeps `busy` up to date (the table evicts idle
+/// sessions only) and calls `ended` when it ends (the table then forgets it).
 pub(crate) fn spawn(
     service: &Service,
     idle: Duration,
     id: String,
-    sessions: Arc<Sessions>,
     busy: Arc<Busy>,
     origin: Origin,
+    ended: impl FnOnce() + Send + 'static,
 ) -> SessionHandle {
     let Origin {
         owner,
@@ -316,7 +333,7 @@ pub(crate) fn spawn(
     };
     tokio::spawn(async move {
         task.run().await;
-        sessions.forget(&id);
+        ended();
         tracing::debug!(session = %id, "session ended");
     });
     SessionHandle { tx, close, owner }

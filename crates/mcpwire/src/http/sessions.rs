@@ -7,7 +7,7 @@
 //! counted ([`HttpStats`]) and logged.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
@@ -16,7 +16,7 @@ use mcpwire_router::{BoxFuture, Identity};
 use mcpwire_session::HandshakeState;
 use tokio::sync::broadcast;
 
-use super::session::{self, SessionHandle};
+use super::session::{self, Busy, SessionHandle};
 use crate::Service;
 use crate::directory::HeldSessions;
 
@@ -30,22 +30,6 @@ impl HttpStats {
     /// Idle sessions ended to make room for new ones since the server started.
     pub fn sessions_evicted(&self) -> u64 {
         self.sessions_evicted.load(Ordering::Relaxed)
-    }
-}
-
-/// Whether a session is busy (something in flight or a stream open), kept up to date by
-/// its task; an idle session may be evicted.
-#[derive(Debug, Default)]
-pub(crate) struct Busy(AtomicBool);
-
-impl Busy {
-    /// Records the session's state.
-    pub(crate) fn set(&self, busy: bool) {
-        self.0.store(busy, Ordering::Relaxed);
-    }
-
-    fn get(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
     }
 }
 
@@ -193,11 +177,12 @@ impl Sessions {
             },
         };
         let busy = Arc::new(Busy::default());
+        let sessions = self.clone();
+        let ended = id.clone();
         let handle = session::spawn(
             service,
             idle,
             id.clone(),
-            self.clone(),
             busy.clone(),
             session::Origin {
                 owner,
@@ -206,6 +191,7 @@ impl Sessions {
                 ask_prefix: self.ask_prefix.get().cloned(),
                 events: self.hub.get().map(broadcast::Sender::subscribe),
             },
+            move || sessions.forget(&ended),
         );
         let entry = Entry {
             handle: handle.clone(),
