@@ -37,7 +37,7 @@ use mcpwire_store::{MemoryStore, SealKeys, Store, StoreError};
 /// base64 keys separated by commas, newest first.
 pub const SESSION_KEYS_ENV: &str = "MCPWIRE_SESSION_KEYS";
 
-/// The default [`Cluster::recheck`].
+/// How often a replica re-checks a session it holds, by default ([`Cluster::with_recheck`]).
 pub const DEFAULT_RECHECK: Duration = Duration::from_secs(5);
 
 /// How often a replica running tasks proves itself alive and takes relayed requests.

@@ -308,13 +308,16 @@ pub(crate) fn spawn(
         Some(prefix) => session.with_ask_id_prefix(prefix),
         None => session,
     };
+    // In a replica set: the session as backends see it on every replica.
+    let shared = service
+        .directory
+        .as_ref()
+        .map(|d| d.backend_session(&id, idle));
     let task = SessionTask {
         core: ServerCore::new(
             session,
             Calls::new(service.router.clone(), Wire::Http)
-                .with_shared_session(
-                    (service.directory.as_ref()).map(|d| d.backend_session(&id, idle)),
-                )
+                .with_shared_session(shared)
                 .hearing(events)
                 .with_identity(owner.clone())
                 .with_client_ip(ip),
@@ -329,7 +332,7 @@ pub(crate) fn spawn(
         idle,
         last_active: now(),
         busy,
-        logged: (service.directory.clone()).map(|d| (d, Arc::from(id.as_str()))),
+        logged: service.directory.clone().map(|d| (d, Arc::from(&*id))),
     };
     tokio::spawn(async move {
         task.run().await;
