@@ -9,6 +9,7 @@ use mcpwire_session::SessionConfig;
 use mcpwire_wire::Limits;
 
 use crate::auth::Authenticator;
+use crate::directory::SessionDirectory;
 use crate::stdio::StdioConnection;
 
 /// How long a connection keeps polling after activity before it sleeps, by default. On
@@ -36,9 +37,10 @@ pub struct Service {
     /// Open connections per client IP on the network listeners serving this service
     /// (`None`: unlimited). Shared by every listener of a gateway.
     pub connections: Option<Arc<crate::limits::ConnectionLimits>>,
-    /// The replica set this service is one of (`[cluster]`): sealed session ids and the
-    /// shared store. `None`: one process, sessions in memory.
-    pub cluster: Option<Arc<crate::cluster::Cluster>>,
+    /// Where the HTTP listeners' sessions live beyond this process (in a replica set:
+    /// sealed session ids, shared records, relayed messages, copies of resumable streams).
+    /// `None`: one process, sessions in memory.
+    pub directory: Option<Arc<dyn SessionDirectory>>,
     /// Users' authorizations of upstream OAuth waiting for their redirect: the HTTP
     /// listeners serving this service answer the redirect endpoint at its paths (a
     /// gateway with `consent = "elicit"` upstreams). `None`: no such endpoint.
@@ -70,7 +72,7 @@ impl Service {
             proto: Arc::new(ProtoToolSchemas::new(crate::proto_mcp::default_converter())),
             auth: None,
             connections: None,
-            cluster: None,
+            directory: None,
             consents: None,
         }
     }
@@ -81,7 +83,13 @@ impl Service {
     pub fn in_cluster(mut self, cluster: Arc<crate::cluster::Cluster>) -> Service {
         self.router = self.router.with_state_key(cluster.state_key());
         self.router.share_tasks(cluster.task_share());
-        self.cluster = Some(cluster);
+        self.with_directory(cluster)
+    }
+
+    /// This service with its HTTP listeners' sessions kept in `directory` as well as in
+    /// memory (see [`Service::directory`]).
+    pub fn with_directory(mut self, directory: Arc<dyn SessionDirectory>) -> Service {
+        self.directory = Some(directory);
         self
     }
 

@@ -3,6 +3,8 @@
 //! keys sealing session ids. A [`crate::Service`] without one behaves exactly as a single
 //! process always has (random session ids, sessions in memory, local rate limits).
 //!
+//! - `directory.rs`: the [`crate::directory::SessionDirectory`] the HTTP listener uses, over
+//!   the pieces below (the listener knows only that trait).
 //! - `session_id.rs`: what a sealed `Mcp-Session-Id` holds, sealing and opening it, and the
 //!   identity binding.
 //! - `relay.rs`: a client's answer to an ask (and its cancellations) POSTed to another
@@ -18,11 +20,12 @@
 //! - `upstreams.rs`: backends' records per session (`up:{sid}`: upstream sessions to
 //!   re-attach on another replica), living and ending with the session's record.
 
-pub(crate) mod relay;
-pub(crate) mod session_id;
-pub(crate) mod streams;
+mod directory;
+mod relay;
+mod session_id;
+mod streams;
 mod tasks;
-pub(crate) mod upstreams;
+mod upstreams;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,7 +37,7 @@ use mcpwire_store::{MemoryStore, SealKeys, Store, StoreError};
 /// base64 keys separated by commas, newest first.
 pub const SESSION_KEYS_ENV: &str = "MCPWIRE_SESSION_KEYS";
 
-/// The default [`Cluster::recheck`].
+/// How often a replica re-checks a session it holds, by default ([`Cluster::with_recheck`]).
 pub const DEFAULT_RECHECK: Duration = Duration::from_secs(5);
 
 /// How often a replica running tasks proves itself alive and takes relayed requests.
@@ -220,34 +223,9 @@ impl Cluster {
         mcpwire_router::StateKey::from_bytes(self.keys.derive("mcpwire requestState v1"))
     }
 
-    pub(crate) fn relay(&self) -> &relay::Relay {
-        &self.relay
-    }
-
-    pub(crate) fn streams(&self) -> &streams::StreamLogs {
-        &self.streams
-    }
-
-    pub(crate) fn keys(&self) -> &SealKeys {
-        &self.keys
-    }
-
-    pub(crate) fn recheck(&self) -> Duration {
-        self.recheck
-    }
-
-    /// Session `sid` as backends see it: its cluster-wide id and the store its records
-    /// live in (for `ttl`, the session's idle time).
-    pub(crate) fn session(&self, sid: &str, ttl: Duration) -> mcpwire_router::ClusterSession {
-        mcpwire_router::ClusterSession {
-            sid: Arc::from(sid),
-            records: Arc::new(upstreams::StoreRecords::new(self.store.clone(), ttl)),
-        }
-    }
-
     /// Records session `sid` as live for `ttl`, with its capabilities when they did not fit
     /// in its id.
-    pub(crate) async fn register(
+    async fn register(
         &self,
         sid: &str,
         spilled: Option<&ClientCapabilities>,
@@ -262,7 +240,7 @@ impl Cluster {
 
     /// Whether session `sid` is live (`None`: ended or expired), extending it by `ttl`;
     /// with the capabilities kept in its record when `want_caps`.
-    pub(crate) async fn revive(
+    async fn revive_record(
         &self,
         sid: &str,
         ttl: Duration,
@@ -290,8 +268,8 @@ impl Cluster {
         Ok(Some(Some(caps)))
     }
 
-    /// Ends session `sid` for every replica; whether it was live.
-    pub(crate) async fn end(&self, sid: &str) -> Result<bool, StoreError> {
+    /// Removes session `sid`'s records, for every replica; whether it was live.
+    async fn remove_records(&self, sid: &str) -> Result<bool, StoreError> {
         let live = self.store.remove(&record_key(sid)).await?;
         self.store.remove(&subscriptions_key(sid)).await?;
         self.store.remove(&upstreams::upstreams_key(sid)).await?;
@@ -302,14 +280,14 @@ impl Cluster {
     /// `uri`, for a replica rebuilding it later; `ttl`: the session's idle time (extended
     /// with its record). Not atomic across replicas: one client's subscribes are sent one
     /// after the other. Past the bounds the subscription is not shared (an error).
-    pub(crate) async fn record_subscription(
+    async fn record_subscription(
         &self,
         sid: &str,
         uri: &str,
         on: bool,
         ttl: Duration,
     ) -> Result<(), StoreError> {
-        let mut uris = self.subscriptions(sid).await?;
+        let mut uris = self.recorded_subscriptions(sid).await?;
         uris.retain(|u| u != uri);
         if on {
             uris.push(uri.to_owned());
@@ -329,7 +307,7 @@ impl Cluster {
     }
 
     /// The resource subscriptions recorded for session `sid`.
-    pub(crate) async fn subscriptions(&self, sid: &str) -> Result<Vec<String>, StoreError> {
+    async fn recorded_subscriptions(&self, sid: &str) -> Result<Vec<String>, StoreError> {
         let Some(value) = self.store.get(&subscriptions_key(sid)).await? else {
             return Ok(Vec::new());
         };
@@ -368,14 +346,17 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(
-            cluster.subscriptions("s").await.unwrap(),
+            cluster.recorded_subscriptions("s").await.unwrap(),
             ["a://2", "a://1"]
         );
         cluster
             .record_subscription("s", "a://2", false, ttl)
             .await
             .unwrap();
-        assert_eq!(cluster.subscriptions("s").await.unwrap(), ["a://1"]);
+        assert_eq!(
+            cluster.recorded_subscriptions("s").await.unwrap(),
+            ["a://1"]
+        );
         for i in 1..MAX_SHARED_SUBSCRIPTIONS {
             let uri = format!("b://{i}");
             cluster
@@ -396,7 +377,13 @@ mod tests {
                 .await
                 .is_err()
         );
-        assert!(cluster.end("s").await.is_ok());
-        assert!(cluster.subscriptions("s").await.unwrap().is_empty());
+        assert!(cluster.remove_records("s").await.is_ok());
+        assert!(
+            cluster
+                .recorded_subscriptions("s")
+                .await
+                .unwrap()
+                .is_empty()
+        );
     }
 }

@@ -30,33 +30,16 @@
 
 use std::sync::{Arc, Mutex, Weak};
 
-use futures::future::BoxFuture;
 use mcpwire_model::jsonrpc::decode;
-use mcpwire_model::{BackendEvent, Message, RequestId};
+use mcpwire_model::{BackendEvent, RequestId};
 use mcpwire_store::{Store, StoreError};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use crate::directory::HeldSessions;
+
 /// The relay channel, under the store's key prefix.
 const CHANNEL: &str = "relay";
-
-/// Where relayed messages are delivered: one endpoint's sessions (the HTTP session table).
-pub(crate) trait RelayTarget: Send + Sync + 'static {
-    /// Feeds `msg` to session `sid` if this endpoint holds it (never rebuilding it);
-    /// whether it did.
-    fn deliver(&self, sid: &str, msg: Message) -> BoxFuture<'static, bool>;
-
-    /// Ends session `sid` here if this endpoint holds it (`DELETE` on another replica).
-    fn end(&self, sid: &str);
-
-    /// Passes a list change or resource update from another replica to every session
-    /// this endpoint holds (each sends what it is interested in, as for its own events).
-    fn event(&self, event: &BackendEvent);
-
-    /// Records (`on`) or ends a resource subscription session `sid` made through another
-    /// replica, if this endpoint holds the session.
-    fn subscription(&self, sid: &str, uri: &str, on: bool);
-}
 
 /// What every endpoint of a path hears, or every holder of a session.
 #[derive(Serialize, Deserialize)]
@@ -95,7 +78,7 @@ struct Endpoint {
     name: Arc<str>,
     /// The path it serves (changes are spread to the endpoints serving the same one).
     path: Arc<str>,
-    target: Weak<dyn RelayTarget>,
+    target: Weak<dyn HeldSessions>,
 }
 
 /// The cluster's relay: the endpoints of this process and the subscription feeding them.
@@ -120,7 +103,7 @@ impl Relay {
     /// unregisters it.
     pub(crate) async fn attach(
         &self,
-        target: Weak<dyn RelayTarget>,
+        target: Weak<dyn HeldSessions>,
         path: &str,
     ) -> Result<Arc<str>, StoreError> {
         let name: Arc<str> = Arc::from(random_name());
@@ -192,7 +175,7 @@ impl Relay {
         let payload = serde_json::to_vec(&envelope).unwrap_or_default();
         let reached = self.store.publish(CHANNEL, &payload).await?;
         tracing::debug!(session = %sid, to = ?to, reached, "relayed a client message");
-        crate::observe::cluster_relayed("sent");
+        crate::observe::replica_relayed("sent");
         Ok(())
     }
 
@@ -277,7 +260,7 @@ pub(crate) fn spread_events(
     path: String,
     mut events: tokio::sync::broadcast::Receiver<BackendEvent>,
     hub: tokio::sync::broadcast::Sender<BackendEvent>,
-    alive: Weak<dyn RelayTarget>,
+    alive: Weak<dyn HeldSessions>,
 ) {
     use tokio::sync::broadcast::error::RecvError;
     tokio::spawn(async move {
@@ -298,7 +281,7 @@ pub(crate) fn spread_events(
             }
             // No listener now: nobody here to tell.
             let _ = hub.send(event.clone());
-            if let Err(e) = cluster.relay().publish_event(&from, &path, &event).await {
+            if let Err(e) = cluster.relay.publish_event(&from, &path, &event).await {
                 crate::observe::store_error("relay");
                 tracing::warn!(error = %e, "could not tell the other replicas about a change");
             }
@@ -316,7 +299,7 @@ async fn receive(endpoints: &Mutex<Vec<Endpoint>>, payload: &[u8]) {
         Some(Note::ListChanged { path, .. } | Note::ResourceUpdated { path, .. }) => Some(&**path),
         _ => None,
     };
-    let targets: Vec<Arc<dyn RelayTarget>> = lock(endpoints)
+    let targets: Vec<Arc<dyn HeldSessions>> = lock(endpoints)
         .iter()
         .filter(|e| match envelope.to {
             Some(to) => *e.name == *to,
@@ -359,7 +342,7 @@ async fn receive(endpoints: &Mutex<Vec<Endpoint>>, payload: &[u8]) {
         };
         if target.deliver(envelope.sid, msg).await {
             tracing::debug!(session = %envelope.sid, "relayed message delivered");
-            crate::observe::cluster_relayed("delivered");
+            crate::observe::replica_relayed("delivered");
         }
     }
 }

@@ -10,13 +10,14 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use mcpwire_model::Revision;
 use mcpwire_model::types::{ClientCapabilities, Implementation};
 use mcpwire_router::{Credential, Identity};
 use mcpwire_session::HandshakeState;
 use mcpwire_store::{SealError, SealKeys};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+
+use crate::directory::SessionTicket;
 
 /// What sealed session ids are sealed for (the AEAD's associated data, followed by the
 /// listener's endpoint path): a token sealed for another purpose — or by another endpoint
@@ -71,15 +72,15 @@ impl SessionClaims {
         }
     }
 
-    /// The handshake to resume, with `caps` when they were kept in the store. `None` when
-    /// the revision is not one this build knows (sealed by a newer replica).
-    pub(crate) fn handshake(&self, caps: Option<ClientCapabilities>) -> Option<HandshakeState> {
-        let revision = Revision::parse(&self.rev).filter(|r| !r.is_stateless())?;
-        Some(HandshakeState {
-            revision,
-            client_capabilities: self.caps.clone().or(caps).unwrap_or_default(),
-            client_info: self.info.clone(),
-        })
+    /// What the listener learns from the id: the session's name and its sealed handshake
+    /// (the identity binding was checked by then).
+    pub(crate) fn ticket(self) -> SessionTicket {
+        SessionTicket {
+            sid: self.sid,
+            revision: self.rev,
+            client_capabilities: self.caps,
+            client_info: self.info,
+        }
     }
 
     /// Whether `caller` may use the session: the same caller as the one who opened it
@@ -150,6 +151,7 @@ pub(crate) fn owner_tag(identity: &Identity) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mcpwire_model::Revision;
 
     fn keys(n: u8) -> SealKeys {
         SealKeys::new(&[[n; 32]]).unwrap()
@@ -180,7 +182,7 @@ mod tests {
         );
         let opened = SessionClaims::open(&keys(1), "/mcp", &id).unwrap();
         assert_eq!(opened, claims);
-        assert_eq!(opened.handshake(None), Some(state()));
+        assert_eq!(opened.clone().ticket().handshake(None), Some(state()));
         assert!(opened.allows(Some(&alice)));
         assert!(opened.allows(Some(&Identity::api_key("alice", vec!["more".into()]))));
         assert!(!opened.allows(Some(&Identity::api_key("bob", vec![]))));
@@ -205,6 +207,6 @@ mod tests {
         let caps = spilled.expect("spilled");
         let opened = SessionClaims::open(&keys(1), "/mcp", &id).unwrap();
         assert!(opened.caps.is_none());
-        assert_eq!(opened.handshake(Some(caps)), Some(big));
+        assert_eq!(opened.ticket().handshake(Some(caps)), Some(big));
     }
 }

@@ -30,6 +30,8 @@ use mcpwire_store::{LogAppend, LogEntry, Store, StoreError, log_gap};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
+use crate::directory::{CopiedEvent, DirectoryUnavailable, FollowError, Followed, StreamLog};
+
 /// Entries waiting to be written to the store, at most (more are dropped, counted).
 const QUEUE: usize = 4096;
 /// Bytes of entries waiting to be written, at most.
@@ -65,41 +67,10 @@ struct Header {
     end: bool,
 }
 
-/// One stream's place in the store.
-#[derive(Debug, Clone)]
-pub(crate) struct LogKey {
-    key: String,
-    request: Option<RequestId>,
-}
-
-impl LogKey {
-    /// The log of stream `stream` (its event-id prefix, `p{n}` or `g{n}`) of session `sid`,
-    /// answering `request` (`None`: the standalone stream).
-    pub(crate) fn new(sid: &str, stream: &str, request: Option<RequestId>) -> LogKey {
-        LogKey {
-            key: format!("l:{sid}:{stream}"),
-            request,
-        }
-    }
-}
-
-/// An event of a followed stream.
-#[derive(Debug)]
-pub(crate) enum Followed {
-    /// A logged event: its sequence number and JSON.
-    Event(u64, Arc<str>),
-    /// The writer died before the request was answered: the error to end the stream with
-    /// (as event `seq`).
-    Lost(u64, Arc<str>),
-}
-
-/// Why a stream cannot be followed.
-#[derive(Debug)]
-pub(crate) enum FollowError {
-    /// No replica logged it (or its log expired).
-    Unknown,
-    /// The store cannot be reached, or this replica follows too many streams.
-    Unavailable(StoreError),
+/// The store key of the log of stream `stream` (its event-id prefix, `p{n}` or `g{n}`) of
+/// session `sid`.
+fn log_key(sid: &str, stream: &str) -> String {
+    format!("l:{sid}:{stream}")
 }
 
 /// The replay logs of one replica.
@@ -126,7 +97,7 @@ impl StreamLogs {
     /// Queues event `seq` of the stream `log` for the store (never waits; needs a tokio
     /// runtime). `keep_from`: the first event the writer still keeps (its bound); `end`:
     /// the event is the request's response.
-    pub(crate) fn append(&self, log: &LogKey, seq: u64, data: &str, keep_from: u64, end: bool) {
+    pub(crate) fn append(&self, log: &StreamLog, seq: u64, data: &str, keep_from: u64, end: bool) {
         let header = Header {
             w: self.name.to_string(),
             id: log.request.clone(),
@@ -142,7 +113,7 @@ impl StreamLogs {
             return;
         }
         let entry = LogAppend {
-            key: log.key.clone(),
+            key: log_key(&log.sid, &log.stream),
             seq,
             data: bytes,
             keep_from,
@@ -178,7 +149,7 @@ impl StreamLogs {
         after: u64,
     ) -> Result<impl Stream<Item = Followed> + Send + 'static, FollowError> {
         let permit = self.permit()?;
-        let key = LogKey::new(sid, stream, None).key;
+        let key = log_key(sid, stream);
         let first = self.first_read(&key, after).await?;
         // Who writes the stream (for its liveness): said by every entry, so by the last
         // one the client saw when nothing newer is logged yet.
@@ -220,9 +191,9 @@ impl StreamLogs {
         sid: &str,
         stream: &str,
         after: u64,
-    ) -> Result<Vec<(u64, Arc<str>)>, FollowError> {
+    ) -> Result<Vec<CopiedEvent>, FollowError> {
         let _permit = self.permit()?;
-        let key = LogKey::new(sid, stream, None).key;
+        let key = log_key(sid, stream);
         let entries = self.first_read(&key, after).await?;
         Ok(entries
             .iter()
@@ -236,7 +207,7 @@ impl StreamLogs {
         self.followers
             .clone()
             .try_acquire_owned()
-            .map_err(|_| FollowError::Unavailable(too_many()))
+            .map_err(|_| FollowError::Unavailable(DirectoryUnavailable::new(too_many())))
     }
 
     /// The log's entries after `after`, waiting up to [`APPEAR`] for it to exist.
@@ -256,7 +227,7 @@ impl StreamLogs {
                 Ok(None) => return Err(FollowError::Unknown),
                 Err(e) => {
                     crate::observe::store_error("replay");
-                    return Err(FollowError::Unavailable(e));
+                    return Err(FollowError::Unavailable(DirectoryUnavailable::new(e)));
                 }
             }
         }
@@ -412,6 +383,15 @@ mod tests {
 
     use super::*;
 
+    /// Stream `stream` of session `sid`, answering `request`.
+    fn log(sid: &str, stream: &str, request: Option<RequestId>) -> StreamLog {
+        StreamLog {
+            sid: Arc::from(sid),
+            stream: stream.to_owned(),
+            request,
+        }
+    }
+
     fn texts(events: &[Followed]) -> Vec<(u64, String)> {
         events
             .iter()
@@ -429,7 +409,7 @@ mod tests {
         let store: Arc<dyn Store> = Arc::new(MemoryStore::new(64));
         let a = StreamLogs::new(store.clone(), Arc::from("aaaa"));
         let b = StreamLogs::new(store.clone(), Arc::from("bbbb"));
-        let log = LogKey::new("s1", "p7", Some(RequestId::Int(3)));
+        let log = log("s1", "p7", Some(RequestId::Int(3)));
         a.append(&log, 1, "one", 1, false);
         a.append(&log, 2, "two", 1, false);
         // Unknown streams are unknown (after waiting for a log that may be on its way).
@@ -461,7 +441,7 @@ mod tests {
         let store: Arc<dyn Store> = Arc::new(MemoryStore::new(64));
         let a = StreamLogs::new(store.clone(), Arc::from("aaaa"));
         let b = StreamLogs::new(store.clone(), Arc::from("bbbb"));
-        let log = LogKey::new("s1", "p9", Some(RequestId::Str("call-1".into())));
+        let log = log("s1", "p9", Some(RequestId::Str("call-1".into())));
         a.append(&log, 1, "progress", 1, false);
         let mut followed = Box::pin(b.follow("s1", "p9", 0).await.expect("logged"));
         assert_eq!(
@@ -495,7 +475,7 @@ mod tests {
         let store: Arc<dyn Store> = Arc::new(MemoryStore::new(64));
         let a = StreamLogs::new(store.clone(), Arc::from("aaaa"));
         let b = StreamLogs::new(store.clone(), Arc::from("bbbb"));
-        a.append(&LogKey::new("s1", "p1", None), 1, "x", 1, false);
+        a.append(&log("s1", "p1", None), 1, "x", 1, false);
         let mut held = Vec::new();
         for _ in 0..MAX_FOLLOWERS {
             held.push(b.follow("s1", "p1", 0).await.expect("followed"));
@@ -538,7 +518,7 @@ mod tests {
         let mut dropped = 0;
         let mut seq = 0;
         for round in 0..4 {
-            let log = LogKey::new("s1", &format!("p{round}"), None);
+            let log = log("s1", &format!("p{round}"), None);
             // Twice the byte bound in 1 MiB events, then twice the entry bound in small ones.
             let events = (0..2 * (QUEUE_BYTES >> 20))
                 .map(|_| big.as_str())
@@ -566,7 +546,8 @@ mod tests {
                 "written, accounted"
             );
             assert_eq!(queue.capacity(), QUEUE, "the queue drained");
-            let stored = store.log_read(&log.key, 0, 1).await.expect("store");
+            let key = log_key(&log.sid, &log.stream);
+            let stored = store.log_read(&key, 0, 1).await.expect("store");
             assert!(
                 stored.is_some_and(|e| !e.is_empty()),
                 "the copies reached the store"

@@ -194,11 +194,14 @@ impl Calls {
         self.request_parents.insert(id, parent);
     }
 
-    /// These calls' session is `cluster`'s in a replica set (backends then see its
-    /// cluster-wide id); set before any call starts.
-    pub(crate) fn in_cluster(mut self, cluster: Option<mcpwire_router::ClusterSession>) -> Calls {
-        if cluster.is_some() && self.session.is_some() {
-            self.session = Some(SessionScope::with_cluster(cluster));
+    /// These calls' session is `shared` in a replica set (backends then see its id on every
+    /// replica, and its records there); set before any call starts.
+    pub(crate) fn with_shared_session(
+        mut self,
+        shared: Option<mcpwire_router::ClusterSession>,
+    ) -> Calls {
+        if shared.is_some() && self.session.is_some() {
+            self.session = Some(SessionScope::with_cluster(shared));
         }
         self
     }

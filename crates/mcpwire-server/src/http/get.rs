@@ -19,8 +19,7 @@ use super::locate::{end, locate};
 use super::replay::{EventId, StreamItem, StreamKind};
 use super::session::{ResumeError, SessionHandle};
 use super::{App, ClientAddr, auth, guard, reply};
-use crate::cluster::Cluster;
-use crate::cluster::streams::{FollowError, Followed};
+use crate::directory::{FollowError, Followed, SessionDirectory};
 
 /// Opens the standalone SSE stream of a session (server notifications and requests that
 /// relate to no open `POST`; a newer stream replaces an older one), or, with
@@ -63,9 +62,9 @@ pub(crate) async fn open(
         // Resume a stream: what the client missed, then the rest of it.
         Some(id) => match session.resume(id).await {
             Ok(rx) => reply::sse_items(receiver_stream(rx), id.kind.prefix(id.stream), false),
-            Err(ResumeError::Unknown) => match &app.service.cluster {
+            Err(ResumeError::Unknown) => match &app.directory {
                 // Another replica's stream (or one this replica no longer holds).
-                Some(cluster) => from_store(cluster, &session, &key, id).await,
+                Some(shared) => from_directory(&*shared.directory, &session, &key, id).await,
                 None => bad("this session cannot resume that stream"),
             },
             Err(ResumeError::Gone) => not_found(),
@@ -79,24 +78,23 @@ pub(crate) async fn open(
     }
 }
 
-/// Resumes a stream from the replay log another replica wrote in the store
-/// ([`crate::cluster::streams`]): a request's stream is followed until its response (or
-/// an error saying its replica stopped); for the standalone stream, the events the client
-/// missed are replayed, then this replica's own standalone stream goes on in the same
-/// response (its events carry its own ids).
-/// `sid`: the session's name in the cluster (the sealed id's `sid`).
-async fn from_store(
-    cluster: &Cluster,
+/// Resumes a stream from the copy of its replay log another replica left in the session
+/// directory ([`SessionDirectory::follow`]): a request's stream is followed until its
+/// response (or an error saying its replica stopped); for the standalone stream, the events
+/// the client missed are replayed, then this replica's own standalone stream goes on in the
+/// same response (its events carry its own ids).
+/// `sid`: the session's name in the directory (its ticket's `sid`).
+async fn from_directory(
+    directory: &dyn SessionDirectory,
     session: &SessionHandle,
     sid: &str,
     id: EventId,
 ) -> Response {
-    let logs = cluster.streams();
     let stream = id.kind.name(id.stream);
     let refused = |e: FollowError| match e {
         FollowError::Unknown => bad("this session cannot resume that stream"),
         FollowError::Unavailable(e) => {
-            tracing::warn!(error = %e, "could not resume a stream from the shared store");
+            tracing::warn!(error = %e, "could not resume a stream from the session directory");
             reply::refuse(
                 None,
                 McpError::Unavailable(
@@ -106,20 +104,20 @@ async fn from_store(
         }
     };
     match id.kind {
-        StreamKind::Request => match logs.follow(sid, &stream, id.seq).await {
+        StreamKind::Request => match directory.follow(sid, &stream, id.seq).await {
             Ok(followed) => {
                 let items = followed.map(|f| match f {
                     Followed::Event(seq, data) | Followed::Lost(seq, data) => {
                         StreamItem::Event(seq, data)
                     }
                 });
-                crate::observe::cluster_relayed("resumed");
+                crate::observe::replica_relayed("resumed");
                 reply::sse_items(items, id.kind.prefix(id.stream), false)
             }
             Err(e) => refused(e),
         },
         StreamKind::Standalone => {
-            let missed = match logs.replay(sid, &stream, id.seq).await {
+            let missed = match directory.replay(sid, &stream, id.seq).await {
                 Ok(missed) => missed,
                 Err(e) => return refused(e),
             };
@@ -130,7 +128,7 @@ async fn from_store(
             let replayed = missed
                 .into_iter()
                 .map(move |(seq, data)| StreamItem::Replayed(format!("{prefix}{seq}"), data));
-            crate::observe::cluster_relayed("resumed");
+            crate::observe::replica_relayed("resumed");
             let items = futures::stream::iter(replayed).chain(receiver_stream(rx));
             reply::sse_items(items, StreamKind::Standalone.prefix(n), false)
         }

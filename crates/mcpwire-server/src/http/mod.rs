@@ -14,7 +14,8 @@
 //! - [`reply`] turns a request's messages into `application/json` (only the response) or
 //!   `text/event-stream` (anything came before the response), and builds error replies.
 //! - [`locate`] finds the session an `Mcp-Session-Id` names: in the table, or — in a
-//!   replica set — rebuilt from the sealed id ([`crate::cluster`]).
+//!   replica set — through the service's [`SessionDirectory`], rebuilt from the handshake
+//!   the id carries.
 //! - [`replay`] numbers a session's SSE events and keeps the recent ones, so a client can
 //!   resume a stream with `Last-Event-ID` (including one the server closed on purpose).
 //!
@@ -38,7 +39,7 @@ mod stateless;
 mod unread;
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use axum::routing::MethodRouter;
@@ -49,6 +50,7 @@ pub use guard::Guard;
 pub use sessions::HttpStats;
 
 use crate::Service;
+use crate::directory::{HeldSessions, SessionDirectory};
 use crate::observe::Wire;
 use crate::tls::{Incoming, ServerStream};
 use sessions::Sessions;
@@ -124,8 +126,8 @@ impl Default for HttpConfig {
 /// the excess connections were reset.
 const LISTEN_BACKLOG: u32 = 1024;
 
-/// Changes waiting for the slowest session of a cluster endpoint (as the router's own
-/// event channel: past it, a session loses the oldest, with a warning).
+/// Changes waiting for the slowest session of an endpoint in a session directory (as the
+/// router's own event channel: past it, a session loses the oldest, with a warning).
 const EVENT_HUB: usize = 256;
 
 /// What every handler shares.
@@ -135,6 +137,15 @@ pub(crate) struct App {
     pub(crate) sessions: Arc<Sessions>,
     /// Authentication, when the service has it.
     pub(crate) auth: Option<auth::HttpAuth>,
+    /// This listener in the service's session directory, when it has one.
+    pub(crate) directory: Option<Attached>,
+}
+
+/// A listener attached to a [`SessionDirectory`]: the directory, and the name it gave the
+/// listener's endpoint (what relayed messages are addressed to).
+pub(crate) struct Attached {
+    pub(crate) directory: Arc<dyn SessionDirectory>,
+    pub(crate) endpoint: Arc<str>,
 }
 
 /// A bound, not yet serving, Streamable HTTP listener.
@@ -171,30 +182,10 @@ impl HttpServer {
         });
         let stats = Arc::new(HttpStats::default());
         let sessions = Arc::new(Sessions::new(config.max_sessions, stats.clone()));
-        if let Some(cluster) = &service.cluster {
-            let target: std::sync::Weak<dyn crate::cluster::relay::RelayTarget> =
-                Arc::downgrade(&sessions) as _;
-            let name = cluster
-                .relay()
-                .attach(target.clone(), &config.path)
-                .await
-                .map_err(std::io::Error::other)?;
-            // The changes this endpoint's sessions hear: its router's, passed through a
-            // hub that the other replicas' changes reach too.
-            if let Some(events) = service.router.events() {
-                let (hub, _) = tokio::sync::broadcast::channel(EVENT_HUB);
-                sessions.set_hub(hub.clone());
-                crate::cluster::relay::spread_events(
-                    cluster.clone(),
-                    name.clone(),
-                    config.path.clone(),
-                    events,
-                    hub,
-                    target,
-                );
-            }
-            sessions.set_relay_name(name);
-        }
+        let directory = match &service.directory {
+            Some(directory) => Some(attach(directory, &sessions, &service, &config).await?),
+            None => None,
+        };
         Ok(HttpServer {
             listener,
             app: Arc::new(App {
@@ -202,6 +193,7 @@ impl HttpServer {
                 config,
                 sessions,
                 auth,
+                directory,
             }),
             stats,
         })
@@ -324,6 +316,36 @@ impl HttpServer {
         }
         Ok(())
     }
+}
+
+/// Attaches the listener's `sessions` to `directory`: relayed messages and other replicas'
+/// changes reach them, their asks are numbered under the endpoint's name, and they hear a
+/// hub of the router's changes and the other replicas'.
+async fn attach(
+    directory: &Arc<dyn SessionDirectory>,
+    sessions: &Arc<Sessions>,
+    service: &Service,
+    config: &HttpConfig,
+) -> std::io::Result<Attached> {
+    let held: Weak<dyn HeldSessions> = Arc::downgrade(sessions) as _;
+    let endpoint = directory
+        .attach(held.clone(), &config.path)
+        .await
+        .map_err(std::io::Error::other)?;
+    // The changes this endpoint's sessions hear: its router's, passed through a hub that the
+    // other replicas' changes reach too.
+    if let Some(events) = service.router.events() {
+        let (hub, _) = tokio::sync::broadcast::channel(EVENT_HUB);
+        sessions.set_hub(hub.clone());
+        directory
+            .clone()
+            .spread_events(endpoint.clone(), config.path.clone(), events, hub, held);
+    }
+    sessions.set_ask_prefix(directory.ask_prefix(&endpoint));
+    Ok(Attached {
+        directory: directory.clone(),
+        endpoint,
+    })
 }
 
 /// A connection over the per-IP limit: its first request is answered 429 with

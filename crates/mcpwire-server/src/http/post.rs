@@ -28,7 +28,6 @@ use super::locate::{Located, locate, mint};
 use super::reply;
 use super::stateless::Exchange;
 use super::{App, ClientAddr, auth, guard, route_headers};
-use crate::cluster::relay::Relay;
 use crate::observe::TraceParent;
 
 /// Handles a `POST` to the endpoint.
@@ -197,21 +196,19 @@ async fn with_session(
 }
 
 /// In a replica set, sends what belongs to a request held by another replica there
-/// ([`crate::cluster::relay`]): the answer to another endpoint's ask is relayed (202, or 503
-/// while the store is down) and not delivered here (`Some`); a cancellation is relayed to
-/// every replica and still delivered here (`None`).
+/// ([`crate::directory::SessionDirectory::relay`]): the answer to another endpoint's ask is
+/// relayed (202, or 503 while the directory is unavailable) and not delivered here (`Some`);
+/// a cancellation is relayed to every replica and still delivered here (`None`).
 async fn relay(app: &App, sid: &str, sent: &Sent<'_>) -> Option<Response> {
-    let cluster = app.service.cluster.as_ref()?;
-    let me = app.sessions.relay_name()?;
-    let relay = cluster.relay();
+    let shared = app.directory.as_ref()?;
+    let (directory, me) = (&shared.directory, &*shared.endpoint);
     match &sent.msg {
         Message::Response(r) => {
-            let owner = Relay::asked_elsewhere(me, &r.id)?;
+            let owner = directory.asked_elsewhere(me, &r.id)?;
             Some(
-                match relay.publish(me, Some(owner), sid, sent.bytes).await {
+                match directory.relay(me, Some(owner), sid, sent.bytes).await {
                     Ok(()) => reply::accepted(),
                     Err(e) => {
-                        crate::observe::store_error("relay");
                         tracing::warn!(error = %e, "could not relay an answer to another replica");
                         let e = McpError::Unavailable(
                             "shared session state is unavailable; try again shortly".into(),
@@ -222,8 +219,7 @@ async fn relay(app: &App, sid: &str, sent: &Sent<'_>) -> Option<Response> {
             )
         }
         Message::Notification(n) if n.method == Method::NotificationsCancelled => {
-            if let Err(e) = relay.publish(me, None, sid, sent.bytes).await {
-                crate::observe::store_error("relay");
+            if let Err(e) = directory.relay(me, None, sid, sent.bytes).await {
                 tracing::warn!(error = %e, "could not relay a cancellation to the other replicas");
             }
             None
@@ -243,21 +239,21 @@ fn subscription_change(req: &Request) -> Option<(String, bool)> {
     Some((p.uri, on))
 }
 
-/// In a replica set, shares a subscription change this replica took: recorded in the store
-/// (for replicas rebuilding the session later) and told to the replicas holding the
-/// session now, so whichever has the client's `GET` stream sends the updates. A failure is
-/// logged: the subscription still holds on this replica.
+/// In a replica set, shares a subscription change this replica took: kept in the session
+/// directory (for replicas rebuilding the session later) and told to the replicas holding
+/// the session now, so whichever has the client's `GET` stream sends the updates. A failure
+/// is logged: the subscription still holds on this replica.
 async fn share_subscription(app: &App, sid: &str, uri: &str, on: bool) {
-    let (Some(cluster), Some(me)) = (&app.service.cluster, app.sessions.relay_name()) else {
+    let Some(shared) = &app.directory else {
         return;
     };
     let ttl = app.config.session_idle;
-    let shared = match cluster.record_subscription(sid, uri, on, ttl).await {
-        Ok(()) => cluster.relay().publish_subscription(me, sid, uri, on).await,
-        Err(e) => Err(e),
-    };
-    if let Err(e) = shared {
-        crate::observe::store_error("relay");
+    let me = &shared.endpoint;
+    if let Err(e) = shared
+        .directory
+        .share_subscription(me, sid, uri, on, ttl)
+        .await
+    {
         tracing::warn!(error = %e, "could not share a resource subscription with the other replicas");
     }
 }

@@ -3,13 +3,14 @@
 //!
 //! Every SSE stream of a session has a number `n`, unique in the process and — as each
 //! process starts counting at a random point of a 2^52 range — across the replicas of a
-//! cluster, so an event id names its stream wherever it is presented; its events have ids
+//! replica set, so an event id names its stream wherever it is presented; its events have ids
 //! `p{n}-{seq}` (a request's stream) or `g{n}-{seq}` (the standalone stream), `seq` counting
 //! from 1. Sequence 0 is the priming event (an id and empty data, with `retry:`), sent first
 //! so a client can resume a stream that closes before anything else arrived. A stream keeps
 //! its recent events so a client reconnecting with `GET` and `Last-Event-ID` gets what it
 //! missed, then the rest of the stream. In a replica set a log also copies each event to
-//! the store ([`Mirror`], `cluster/streams.rs`), so another replica can replay it.
+//! the session directory ([`Mirror`], [`SessionDirectory::log_event`]), so another replica
+//! can replay it.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -19,8 +20,7 @@ use std::time::Duration;
 
 use mcpwire_model::RequestId;
 
-use crate::cluster::Cluster;
-use crate::cluster::streams::LogKey;
+use crate::directory::{SessionDirectory, StreamLog};
 
 /// Events kept per stream for replay (oldest dropped first).
 const MAX_EVENTS: usize = 256;
@@ -30,7 +30,7 @@ const MAX_BYTES: usize = 4 << 20;
 pub(crate) const RETRY: Duration = Duration::from_millis(500);
 
 /// Numbers SSE streams, from a random start in `[2^32, 2^52)`: unique in the process,
-/// and across the replicas of a cluster but by a chance of one in ~2^52 per pair of
+/// and across replicas sharing a session directory but by a chance of one in ~2^52 per pair of
 /// streams (the logs are per session too). Below 2^53, so every JSON number reader agrees.
 static STREAMS: LazyLock<AtomicU64> = LazyLock::new(|| {
     let mut bytes = [0u8; 8];
@@ -108,21 +108,24 @@ pub(crate) enum StreamItem {
 }
 
 /// Where a log's events are copied in a replica set: stream `n` of `kind` of session
-/// `sid`, answering `request`. The store key is made on the first event (most requests are
-/// answered with JSON and log nothing).
+/// `sid`, answering `request`, in the session directory. The log's name there is made on the
+/// first event (most requests are answered with JSON and log nothing).
 pub(crate) struct Mirror {
-    pub(crate) cluster: Arc<Cluster>,
+    pub(crate) directory: Arc<dyn SessionDirectory>,
     pub(crate) sid: Arc<str>,
     pub(crate) kind: StreamKind,
     pub(crate) n: u64,
     pub(crate) request: Option<RequestId>,
-    pub(crate) key: OnceLock<LogKey>,
+    pub(crate) log: OnceLock<StreamLog>,
 }
 
 impl Mirror {
-    fn key(&self) -> &LogKey {
-        self.key
-            .get_or_init(|| LogKey::new(&self.sid, &self.kind.name(self.n), self.request.clone()))
+    fn log(&self) -> &StreamLog {
+        self.log.get_or_init(|| StreamLog {
+            sid: self.sid.clone(),
+            stream: self.kind.name(self.n),
+            request: self.request.clone(),
+        })
     }
 }
 
@@ -166,9 +169,8 @@ impl ReplayLog {
         }
         if let Some(m) = &self.mirror {
             let keep_from = self.events.front().map_or(self.last_seq, |(s, _)| *s);
-            m.cluster
-                .streams()
-                .append(m.key(), self.last_seq, &data, keep_from, end);
+            m.directory
+                .log_event(m.log(), self.last_seq, &data, keep_from, end);
         }
         StreamItem::Event(self.last_seq, data)
     }

@@ -56,7 +56,7 @@ pub(crate) fn json(status: StatusCode, msg: &Outbound) -> Response {
     {
         response.headers_mut().insert(RETRY_AFTER, secs.into());
     }
-    // Unavailable (the cluster store is down, every session busy): worth retrying soon.
+    // Unavailable (the session directory is down, every session busy): worth retrying soon.
     if status == StatusCode::SERVICE_UNAVAILABLE {
         response
             .headers_mut()

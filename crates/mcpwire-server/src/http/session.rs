@@ -15,6 +15,7 @@ use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -28,9 +29,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::replay::{self, EventId, Mirror, ReplayLog, StreamItem, StreamKind};
-use super::sessions::{Busy, Sessions};
 use crate::Service;
-use crate::cluster::Cluster;
+use crate::directory::SessionDirectory;
 use crate::driver::calls::sleep_until;
 use crate::driver::{Calls, ServerCore, now};
 use crate::observe::{TraceParent, Wire};
@@ -80,7 +80,8 @@ enum Command {
     Standalone(mpsc::Sender<StreamItem>, u64),
     /// Resume a stream after an event id; answers whether the stream is known.
     Resume(EventId, mpsc::Sender<StreamItem>, oneshot::Sender<bool>),
-    /// What the session agreed in its handshake (to seal into a cluster session id).
+    /// What the session agreed in its handshake (for the session directory to carry in the
+    /// session's id).
     Handshake(oneshot::Sender<Option<HandshakeState>>),
     /// Resource subscriptions (`true`) or their end, made through another replica.
     Subscription(Vec<String>, bool),
@@ -248,6 +249,23 @@ impl SessionHandle {
     }
 }
 
+/// Whether a session is busy (something in flight or a stream open), kept up to date by
+/// its task; an idle session may be evicted.
+#[derive(Debug, Default)]
+pub(crate) struct Busy(AtomicBool);
+
+impl Busy {
+    /// Records the session's state.
+    pub(crate) fn set(&self, busy: bool) {
+        self.0.store(busy, Ordering::Relaxed);
+    }
+
+    /// Whether the session was busy when its task last said.
+    pub(crate) fn get(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
 /// Who a session is for and where it starts.
 pub(crate) struct Origin {
     /// Who opened it (its calls carry this identity).
@@ -263,15 +281,15 @@ pub(crate) struct Origin {
     pub(crate) events: Option<tokio::sync::broadcast::Receiver<BackendEvent>>,
 }
 
-/// Starts the task of session `id`; it removes itself from `sessions` when it ends, and
-/// keeps `busy` up to date (the table evicts idle sessions only).
+/// Starts the task of session `id`; it keeps `busy` up to date (the table evicts idle
+/// sessions only) and calls `ended` when it ends (the table then forgets it).
 pub(crate) fn spawn(
     service: &Service,
     idle: Duration,
     id: String,
-    sessions: Arc<Sessions>,
     busy: Arc<Busy>,
     origin: Origin,
+    ended: impl FnOnce() + Send + 'static,
 ) -> SessionHandle {
     let Origin {
         owner,
@@ -290,11 +308,16 @@ pub(crate) fn spawn(
         Some(prefix) => session.with_ask_id_prefix(prefix),
         None => session,
     };
+    // In a replica set: the session as backends see it on every replica.
+    let shared = service
+        .directory
+        .as_ref()
+        .map(|d| d.backend_session(&id, idle));
     let task = SessionTask {
         core: ServerCore::new(
             session,
             Calls::new(service.router.clone(), Wire::Http)
-                .in_cluster(service.cluster.as_ref().map(|c| c.session(&id, idle)))
+                .with_shared_session(shared)
                 .hearing(events)
                 .with_identity(owner.clone())
                 .with_client_ip(ip),
@@ -309,11 +332,11 @@ pub(crate) fn spawn(
         idle,
         last_active: now(),
         busy,
-        logged: service.cluster.clone().map(|c| (c, Arc::from(id.as_str()))),
+        logged: service.directory.clone().map(|d| (d, Arc::from(&*id))),
     };
     tokio::spawn(async move {
         task.run().await;
-        sessions.forget(&id);
+        ended();
         tracing::debug!(session = %id, "session ended");
     });
     SessionHandle { tx, close, owner }
@@ -335,22 +358,22 @@ struct SessionTask {
     idle: Duration,
     last_active: Instant,
     busy: Arc<Busy>,
-    /// In a replica set: the cluster whose store keeps copies of this session's stream
+    /// In a replica set: the session directory keeping copies of this session's stream
     /// logs, and the session's name there.
-    logged: Option<(Arc<Cluster>, Arc<str>)>,
+    logged: Option<(Arc<dyn SessionDirectory>, Arc<str>)>,
 }
 
 impl SessionTask {
     /// A fresh log for stream `n` (answering `request`, or the standalone one), copied to
-    /// the cluster's store in a replica set.
+    /// the session directory in a replica set.
     fn new_log(&self, kind: StreamKind, n: u64, request: Option<&RequestId>) -> ReplayLog {
-        ReplayLog::new(self.logged.as_ref().map(|(cluster, sid)| Mirror {
-            cluster: cluster.clone(),
+        ReplayLog::new(self.logged.as_ref().map(|(directory, sid)| Mirror {
+            directory: directory.clone(),
             sid: sid.clone(),
             kind,
             n,
             request: request.cloned(),
-            key: std::sync::OnceLock::new(),
+            log: std::sync::OnceLock::new(),
         }))
     }
 

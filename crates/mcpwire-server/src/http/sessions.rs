@@ -7,20 +7,18 @@
 //! counted ([`HttpStats`]) and logged.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-use mcpwire_router::Identity;
-use mcpwire_session::HandshakeState;
-
-use futures::future::BoxFuture;
 use mcpwire_model::{BackendEvent, Message};
+use mcpwire_router::{BoxFuture, Identity};
+use mcpwire_session::HandshakeState;
 use tokio::sync::broadcast;
 
-use super::session::{self, SessionHandle};
+use super::session::{self, Busy, SessionHandle};
 use crate::Service;
-use crate::cluster::relay::{Relay, RelayTarget};
+use crate::directory::HeldSessions;
 
 /// Counters of a Streamable HTTP server, readable while it serves.
 #[derive(Debug, Default)]
@@ -35,28 +33,12 @@ impl HttpStats {
     }
 }
 
-/// Whether a session is busy (something in flight or a stream open), kept up to date by
-/// its task; an idle session may be evicted.
-#[derive(Debug, Default)]
-pub(crate) struct Busy(AtomicBool);
-
-impl Busy {
-    /// Records the session's state.
-    pub(crate) fn set(&self, busy: bool) {
-        self.0.store(busy, Ordering::Relaxed);
-    }
-
-    fn get(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
-    }
-}
-
 struct Entry {
     handle: SessionHandle,
     busy: Arc<Busy>,
     /// When a request last named this session, on the table's use counter.
     last_used: u64,
-    /// When this replica last checked the session's record in the cluster store.
+    /// When this replica last checked with the session directory that the session is live.
     checked: std::time::Instant,
 }
 
@@ -79,11 +61,11 @@ pub(crate) struct Sessions {
     table: Mutex<Table>,
     max: usize,
     stats: Arc<HttpStats>,
-    /// In a replica set: this endpoint's name for relayed messages (its sessions' asks are
-    /// numbered under it).
-    relay_name: OnceLock<Arc<str>>,
+    /// In a replica set: what its sessions' asks' ids start with (the endpoint's name in the
+    /// session directory, which relays answers by it).
+    ask_prefix: OnceLock<Arc<str>>,
     /// In a replica set: the changes its sessions and `subscriptions/listen` streams hear —
-    /// its router's and the other replicas' (`crate::cluster::relay::spread_events`).
+    /// its router's and the other replicas' (`SessionDirectory::spread_events`).
     hub: OnceLock<broadcast::Sender<BackendEvent>>,
 }
 
@@ -98,7 +80,7 @@ impl Sessions {
             table: Mutex::new(Table::default()),
             max,
             stats,
-            relay_name: OnceLock::new(),
+            ask_prefix: OnceLock::new(),
             hub: OnceLock::new(),
         }
     }
@@ -114,15 +96,9 @@ impl Sessions {
         self.hub.get()
     }
 
-    /// Names this endpoint for relayed messages (once; sessions started later number their
-    /// asks under the name).
-    pub(crate) fn set_relay_name(&self, name: Arc<str>) {
-        let _ = self.relay_name.set(name);
-    }
-
-    /// This endpoint's name for relayed messages, in a replica set.
-    pub(crate) fn relay_name(&self) -> Option<&str> {
-        self.relay_name.get().map(|n| &**n)
+    /// Makes sessions started from now on start their asks' ids with `prefix` (once).
+    pub(crate) fn set_ask_prefix(&self, prefix: Arc<str>) {
+        let _ = self.ask_prefix.set(prefix);
     }
 
     fn lock(&self) -> MutexGuard<'_, Table> {
@@ -201,19 +177,21 @@ impl Sessions {
             },
         };
         let busy = Arc::new(Busy::default());
+        let sessions = self.clone();
+        let ended = id.clone();
         let handle = session::spawn(
             service,
             idle,
             id.clone(),
-            self.clone(),
             busy.clone(),
             session::Origin {
                 owner,
                 ip,
                 handshake,
-                ask_prefix: self.relay_name.get().map(|n| Relay::ask_prefix(n)),
+                ask_prefix: self.ask_prefix.get().cloned(),
                 events: self.hub.get().map(broadcast::Sender::subscribe),
             },
+            move || sessions.forget(&ended),
         );
         let entry = Entry {
             handle: handle.clone(),
@@ -225,8 +203,8 @@ impl Sessions {
         Ok((id, handle))
     }
 
-    /// Whether this replica should check session `id`'s cluster record now (last checked
-    /// `every` ago or more); if so, counts the check as done.
+    /// Whether this replica should check with the session directory that session `id` is
+    /// still live (last checked `every` ago or more); if so, counts the check as done.
     pub(crate) fn due_for_check(&self, id: &str, every: Duration) -> bool {
         let mut table = self.lock();
         let now = crate::driver::now();
@@ -266,7 +244,7 @@ impl Sessions {
     }
 }
 
-impl RelayTarget for Sessions {
+impl HeldSessions for Sessions {
     fn deliver(&self, sid: &str, msg: Message) -> BoxFuture<'static, bool> {
         let running = self.lock().map.get(sid).map(|e| e.handle.clone());
         Box::pin(async move {

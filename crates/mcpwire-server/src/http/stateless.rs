@@ -17,7 +17,7 @@ use crate::observe::{TraceParent, Wire};
 
 impl Exchange {
     /// Hands `req` (with its `_meta` as the listener read it), made by `identity`, to a
-    /// fresh session of `service`; a `subscriptions/listen` hears `hub` (in a cluster:
+    /// fresh session of `service`; a `subscriptions/listen` hears `hub` (in a replica set:
     /// every replica's changes) rather than the router alone; its span is a child of the
     /// caller's `trace` context.
     pub(crate) fn start(

@@ -165,12 +165,13 @@ fn describe() {
 }
 
 /// Counts one replica-set session event (see [`CLUSTER_SESSIONS_TOTAL`]).
-pub(crate) fn cluster_session(event: &'static str) {
+pub(crate) fn replica_session(event: &'static str) {
     metrics::counter!(CLUSTER_SESSIONS_TOTAL, "event" => event).increment(1);
 }
 
-/// Counts one relayed client message (see [`CLUSTER_RELAYED_TOTAL`]).
-pub(crate) fn cluster_relayed(event: &'static str) {
+/// Counts one client message or stream relayed between replicas (see
+/// [`CLUSTER_RELAYED_TOTAL`]).
+pub(crate) fn replica_relayed(event: &'static str) {
     metrics::counter!(CLUSTER_RELAYED_TOTAL, "event" => event).increment(1);
 }
 
