@@ -2,8 +2,8 @@
 //! `[limits]` section on the command line.
 
 use anyhow::Result;
-use mcpwire::limits::{DEFAULT_MAX_KEYS, Rate};
 use mcpwire_gateway::LimitsConfig;
+use mcpwire_gateway::limits::{DEFAULT_MAX_KEYS, Rate};
 
 use crate::exit::UsageError;
 

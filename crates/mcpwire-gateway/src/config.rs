@@ -36,12 +36,12 @@ pub struct GatewayConfig {
     /// everything.
     pub policy: Option<mcpwire_federation::Policy>,
     /// Rate and connection limits (`[limits]`, see `gateway/limits.rs`); `None`: none.
-    pub limits: Option<crate::limits::LimitsConfig>,
+    pub limits: Option<crate::section::limits::LimitsConfig>,
     /// The admin listener (`[admin]`: `/metrics`, `/healthz`, `/readyz`); `None`: none.
     pub admin: Option<AdminConfig>,
     /// One replica of several sharing a store (`[cluster]`, see `gateway/cluster.rs`);
     /// `None`: a single process with its state in memory.
-    pub cluster: Option<mcpwire_server::cluster::ClusterConfig>,
+    pub cluster: Option<crate::cluster::ClusterConfig>,
     /// Where traces go (`[telemetry]`; read at start only, the binary installs it).
     pub telemetry: mcpwire_server::observe::TelemetryConfig,
 }

@@ -72,11 +72,11 @@ struct RawFile {
     backends: Ordered<RawBackend>,
     #[serde(default)]
     views: Ordered<RawView>,
-    auth: Option<crate::auth::RawAuth>,
-    policy: Option<crate::policy::RawPolicy>,
-    limits: Option<crate::limits::RawLimits>,
+    auth: Option<crate::section::auth::RawAuth>,
+    policy: Option<crate::section::policy::RawPolicy>,
+    limits: Option<crate::section::limits::RawLimits>,
     admin: Option<RawAdmin>,
-    cluster: Option<crate::cluster::RawCluster>,
+    cluster: Option<crate::section::cluster::RawCluster>,
     telemetry: Option<mcpwire_server::observe::TelemetryConfig>,
 }
 

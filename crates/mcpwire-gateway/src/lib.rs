@@ -9,23 +9,22 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-mod auth;
 mod backends;
 mod check;
-mod cluster;
+pub mod cluster;
 mod config;
 mod consent;
 mod credentials;
 mod error;
 mod file;
 mod key_path;
-mod limits;
+pub mod limits;
 mod listen;
 #[cfg(feature = "otel")]
 pub mod otel;
-mod policy;
 mod position;
 mod reload;
+mod section;
 mod serving;
 pub mod upstream;
 
@@ -42,5 +41,5 @@ pub use consent::DEFAULT_CALLBACK_PATH;
 pub use credentials::{ConsentMode, CredentialsSpec, OAuthSpec};
 pub use error::{ConfigError, Origin};
 pub use key_path::{KeyPath, Seg};
-pub use limits::LimitsConfig;
 pub use listen::{ListenOptions, ListenerSpec, Scheme, TlsOptions};
+pub use section::limits::LimitsConfig;

@@ -18,17 +18,18 @@ use tokio_util::sync::CancellationToken;
 
 use crate::backends::{self, Natives, StartFailure, Started};
 use crate::check::{CheckCaller, CheckReport};
+use crate::cluster::Cluster;
 use crate::config::{BackendSource, BackendSpec, FailMode, GatewayConfig, ServerOptions};
 use crate::error::{ConfigError, Origin};
 use crate::key_path::KeyPath;
+use crate::limits::{Limited, RateLimits, Rejections, SharedRateLimits};
 use crate::reload::{ReloadPlan, plan};
 use arc_swap::ArcSwap;
 use mcpwire_client::auth::PendingConsents;
 use mcpwire_server::Service;
 use mcpwire_server::admin::{AdminServer, BackendHealth, HealthProbe};
 use mcpwire_server::auth::Authenticator;
-use mcpwire_server::cluster::Cluster;
-use mcpwire_server::limits::{ConnectionLimits, Limited, RateLimits, Rejections, SharedRateLimits};
+use mcpwire_server::limits::ConnectionLimits;
 
 /// Quiet time after an edit of the configuration file before it is read.
 const RELOAD_DEBOUNCE: Duration = Duration::from_millis(300);
@@ -48,7 +49,7 @@ pub enum GatewayError {
     Serve(#[source] std::io::Error),
     /// `[cluster]`: the store could not be reached, or the session keys are unusable.
     #[error("cluster: {0}")]
-    Cluster(#[from] mcpwire_server::cluster::ClusterError),
+    Cluster(#[from] crate::cluster::ClusterError),
 }
 
 /// A started gateway: its backends running and a service in front of them per listener.
@@ -179,14 +180,15 @@ impl Gateway {
         if federate {
             gateway.federation = Some(gateway.federate().await?);
         }
-        gateway.auth = crate::auth::authenticator(&gateway.config).await?;
+        gateway.auth = crate::section::auth::authenticator(&gateway.config).await?;
         let mut services = gateway.front()?;
         if !gateway.consents.paths().is_empty() {
             for s in &mut services {
                 s.consents = Some(gateway.consents.clone());
             }
         }
-        let services = crate::auth::apply(&gateway.config, gateway.auth.as_ref(), services);
+        let services =
+            crate::section::auth::apply(&gateway.config, gateway.auth.as_ref(), services);
         let services = gateway.with_connection_limits(services);
         gateway.services = gateway.in_cluster(services);
         Ok(gateway)
@@ -250,7 +252,7 @@ impl Gateway {
         };
         services
             .into_iter()
-            .map(|s| s.in_cluster(cluster.clone()))
+            .map(|s| crate::cluster::in_cluster(s, cluster.clone()))
             .collect()
     }
 
@@ -570,7 +572,7 @@ impl Gateway {
         // The new verifiers are built (key files read, a JWKS fetched) before anything
         // changes: an `[auth]` that cannot be used refuses the whole edit.
         let next_auth = match plan.auth {
-            true => crate::auth::authenticator(&next).await?,
+            true => crate::section::auth::authenticator(&next).await?,
             false => None,
         };
         let fresh: Vec<&BackendSpec> = plan

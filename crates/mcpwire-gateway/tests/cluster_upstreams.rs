@@ -13,11 +13,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcpwire_client::Target;
+use mcpwire_gateway::cluster::Cluster;
 use mcpwire_gateway::upstream::{UpstreamBackend, UpstreamConfig};
 use mcpwire_model::types::Implementation;
 use mcpwire_router::{CallCtx, NoArgs, Router, Server, ToolError, tool};
 use mcpwire_server::Service;
-use mcpwire_server::cluster::Cluster;
 use mcpwire_server::http::HttpConfig;
 use mcpwire_store::Store;
 use mcpwire_store::testing::RedisServer;
@@ -54,7 +54,11 @@ async fn upstream(store: Arc<dyn Store>) -> String {
     let server = Server::builder(Implementation::new("upstream", "1"))
         .tool(visit)
         .build();
-    common::serve_http(Service::from_server(server).in_cluster(cluster(store, 9))).await
+    common::serve_http(mcpwire_gateway::cluster::in_cluster(
+        Service::from_server(server),
+        cluster(store, 9),
+    ))
+    .await
 }
 
 /// A gateway replica in `cluster` in front of the upstream at `url`, one upstream session

@@ -18,7 +18,7 @@
 
 pub mod admin;
 pub mod auth;
-pub mod cluster;
+
 pub mod consents;
 pub mod directory;
 pub mod driver;

@@ -77,15 +77,6 @@ impl Service {
         }
     }
 
-    /// This service as one replica of `cluster`: sealed session ids any replica continues,
-    /// session records in the shared store, the `requestState` key every replica shares,
-    /// and its tasks answered by any replica.
-    pub fn in_cluster(mut self, cluster: Arc<crate::cluster::Cluster>) -> Service {
-        self.router = self.router.with_state_key(cluster.state_key());
-        self.router.share_tasks(cluster.task_share());
-        self.with_directory(cluster)
-    }
-
     /// This service with its HTTP listeners' sessions kept in `directory` as well as in
     /// memory (see [`Service::directory`]).
     pub fn with_directory(mut self, directory: Arc<dyn SessionDirectory>) -> Service {

@@ -22,9 +22,9 @@ pub use mcpwire_model as model;
 pub use mcpwire_router as router;
 pub use mcpwire_router::{schemars, serde};
 pub use mcpwire_server::{
-    GrpcWire, McpbWire, Serve, ServeConfig, Service, Wire, WsWire, admin, auth, cluster, consents,
-    driver, fetch, http, limits, mcpb, observe, proto_mcp, relay, serve, serve_listeners, stdio,
-    tls, wires,
+    GrpcWire, McpbWire, Serve, ServeConfig, Service, Wire, WsWire, admin, auth, consents, driver,
+    fetch, http, limits, mcpb, observe, proto_mcp, relay, serve, serve_listeners, stdio, tls,
+    wires,
 };
 
 #[cfg(feature = "client")]
@@ -32,7 +32,7 @@ pub use mcpwire_client as client;
 #[cfg(feature = "gateway")]
 pub use mcpwire_gateway as gateway;
 #[cfg(feature = "gateway")]
-pub use mcpwire_gateway::upstream;
+pub use mcpwire_gateway::{cluster, upstream};
 
 /// What the code the macros generate calls.
 #[doc(hidden)]

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcpwire_gateway::cluster::Cluster;
 use mcpwire_server::Service;
-use mcpwire_server::cluster::Cluster;
 use mcpwire_server::http::{HttpConfig, HttpServer};
 use mcpwire_store::testing::RedisServer;
 use mcpwire_store::{MemoryStore, RedisConfig, RedisStore, SealKeys, Store};
@@ -62,7 +62,10 @@ pub async fn replica_until(
 }
 
 async fn bind(service: Service, cluster: Arc<Cluster>, config: HttpConfig) -> HttpServer {
-    HttpServer::bind(service.in_cluster(cluster), config)
-        .await
-        .expect("bind")
+    HttpServer::bind(
+        mcpwire_gateway::cluster::in_cluster(service, cluster),
+        config,
+    )
+    .await
+    .expect("bind")
 }

@@ -1,8 +1,7 @@
-//! Rate and connection limits (issue 13, item 4; decisions in `docs/design/limits.md`).
+//! Connection limits, and the counters of every refused request and connection (issue 13,
+//! item 4; decisions in `docs/design/limits.md`). The rate limits themselves are the
+//! gateway's (`mcpwire_gateway::limits`: `RateLimits`, the `Limited` layer).
 //!
-//! - [`RateLimits`]: GCRA limiters (`governor`) keyed per identity, per client IP and per
-//!   tool, each map bounded and pruned; applied to every call by [`Limited`], a layer over
-//!   any [`mcpwire_router::Backend`].
 //! - [`ConnectionLimits`]: connections per client IP, taken by every network listener at
 //!   accept time ([`ConnectionPermit`] gives the slot back on drop).
 //! - [`Rejections`]: what was refused, as plain atomics the metrics can read.
@@ -10,15 +9,9 @@
 //! A refusal is [`mcpwire_model::McpError::RateLimited`]: HTTP 429 with `Retry-After`,
 //! gRPC `RESOURCE_EXHAUSTED`, a JSON-RPC error elsewhere.
 
-mod clock;
 mod connections;
-mod layer;
-mod rate;
 
-pub use clock::TokioClock;
 pub use connections::{ConnectionLimits, ConnectionPermit};
-pub use layer::{Limited, SharedRateLimits};
-pub use rate::{ANONYMOUS, Rate, RateLimits};
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -60,9 +53,6 @@ impl Rejections {
         }
     }
 }
-
-/// The default bound on the keys one limiter keeps (identities, IPs or tools).
-pub const DEFAULT_MAX_KEYS: usize = 10_000;
 
 #[cfg(test)]
 mod tests;

@@ -171,12 +171,12 @@ pub(crate) fn replica_session(event: &'static str) {
 
 /// Counts one client message or stream relayed between replicas (see
 /// [`CLUSTER_RELAYED_TOTAL`]).
-pub(crate) fn replica_relayed(event: &'static str) {
+pub fn replica_relayed(event: &'static str) {
     metrics::counter!(CLUSTER_RELAYED_TOTAL, "event" => event).increment(1);
 }
 
 /// Counts one failed store operation (see [`CLUSTER_STORE_ERRORS_TOTAL`]).
-pub(crate) fn store_error(used_for: &'static str) {
+pub fn store_error(used_for: &'static str) {
     metrics::counter!(CLUSTER_STORE_ERRORS_TOTAL, "use" => used_for).increment(1);
 }
 

@@ -30,7 +30,9 @@ use mcpwire_store::{LogAppend, LogEntry, Store, StoreError, log_gap};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
-use crate::directory::{CopiedEvent, DirectoryUnavailable, FollowError, Followed, StreamLog};
+use mcpwire_server::directory::{
+    CopiedEvent, DirectoryUnavailable, FollowError, Followed, StreamLog,
+};
 
 /// Entries waiting to be written to the store, at most (more are dropped, counted).
 const QUEUE: usize = 4096;
@@ -226,7 +228,7 @@ impl StreamLogs {
                 }
                 Ok(None) => return Err(FollowError::Unknown),
                 Err(e) => {
-                    crate::observe::store_error("replay");
+                    mcpwire_server::observe::store_error("replay");
                     return Err(FollowError::Unavailable(DirectoryUnavailable::new(e)));
                 }
             }
@@ -275,7 +277,7 @@ impl Follow {
                 Ok(Some(_)) => {}
                 Err(e) => {
                     tracing::debug!(log = %self.key, error = %e, "could not follow a stream; ending it");
-                    crate::observe::store_error("replay");
+                    mcpwire_server::observe::store_error("replay");
                     return None;
                 }
             }
@@ -331,7 +333,7 @@ fn alive_key(writer: &str) -> String {
 }
 
 fn dropped(why: &str) {
-    crate::observe::store_error("replay");
+    mcpwire_server::observe::store_error("replay");
     tracing::warn!("{why}; an event was not logged for other replicas");
 }
 
@@ -359,7 +361,7 @@ impl Writer {
                     }
                     let size: usize = batch.iter().map(|e| e.data.len()).sum();
                     if let Err(e) = self.store.log_append(&batch).await {
-                        crate::observe::store_error("replay");
+                        mcpwire_server::observe::store_error("replay");
                         tracing::warn!(error = %e, entries = batch.len(), "could not write replay logs; those events cannot be resumed on another replica");
                     }
                     self.queued_bytes.fetch_sub(size, Ordering::Relaxed);
@@ -494,7 +496,7 @@ mod tests {
 
     /// `mcpwire_cluster_store_errors_total{use="replay"}` as this process counts it.
     fn replay_errors() -> f64 {
-        let Some(handle) = crate::observe::prometheus() else {
+        let Some(handle) = mcpwire_server::observe::prometheus() else {
             return 0.0;
         };
         handle

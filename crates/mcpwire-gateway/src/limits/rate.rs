@@ -318,7 +318,7 @@ impl RateLimits {
                 Err(self.refuse(limit, counter, retry_after))
             }
             Err(e) => {
-                crate::observe::store_error("rate");
+                mcpwire_server::observe::store_error("rate");
                 tracing::warn!(error = %e, "rate limits could not be checked");
                 Err(McpError::Unavailable(
                     "rate limits cannot be checked right now; try again shortly".into(),

@@ -14,11 +14,11 @@ use common::cluster::{memory, redis_store};
 use common::http::{Events, post, send};
 
 use http_body_util::BodyExt;
+use mcpwire_gateway::cluster::Cluster;
 use mcpwire_model::ClientAsk;
 use mcpwire_model::types::Implementation;
 use mcpwire_router::{CallCtx, NoArgs, Server, ToolError, tool};
 use mcpwire_server::Service;
-use mcpwire_server::cluster::Cluster;
 use mcpwire_store::Store;
 use mcpwire_store::testing::RedisServer;
 use serde_json::json;

@@ -29,7 +29,7 @@ use serde_json::Value;
 /// `[policy]` as written.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawPolicy {
+pub(crate) struct RawPolicy {
     #[serde(default)]
     default: RawEffect,
     #[serde(default)]
@@ -79,7 +79,7 @@ type Refusal = (String, String);
 impl RawPolicy {
     /// The checked policy; `backends` are the configured backend names (a rule naming a
     /// backend literally must name one of them).
-    pub(super) fn check(self, backends: &[&str]) -> Result<Policy, Refusal> {
+    pub(crate) fn check(self, backends: &[&str]) -> Result<Policy, Refusal> {
         let mut rules = Vec::new();
         for (i, r) in self.rules.into_iter().enumerate() {
             let at = |key: &str, m: String| (format!("rules.{i}.{key}"), m);

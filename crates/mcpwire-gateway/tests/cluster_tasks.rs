@@ -9,10 +9,10 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcpwire_gateway::cluster::Cluster;
 use mcpwire_model::types::Implementation;
 use mcpwire_router::{CallCtx, NoArgs, Server, TaskSupport, ToolError, tool};
 use mcpwire_server::Service;
-use mcpwire_server::cluster::Cluster;
 use mcpwire_store::Store;
 use serde_json::json;
 use tokio::sync::Notify;

@@ -17,12 +17,12 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use mcpwire_server::cluster::{ClusterConfig, DEFAULT_RECHECK, StoreSpec};
+use crate::cluster::{ClusterConfig, DEFAULT_RECHECK, StoreSpec};
 
 /// `[cluster]` as written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawCluster {
+pub(crate) struct RawCluster {
     store: String,
     session_keys: Option<Vec<String>>,
     prefix: Option<String>,
@@ -33,7 +33,7 @@ impl RawCluster {
     /// The checked section, or the key at fault (below `cluster`) and why. Listed keys are
     /// checked here (so a bad one names its line); keys from the environment when the
     /// gateway starts.
-    pub(super) fn check(self) -> Result<ClusterConfig, (String, String)> {
+    pub(crate) fn check(self) -> Result<ClusterConfig, (String, String)> {
         let store = StoreSpec::parse(&self.store).map_err(|m| ("store".to_owned(), m))?;
         let session_keys = self.session_keys.unwrap_or_default();
         if !session_keys.is_empty() {

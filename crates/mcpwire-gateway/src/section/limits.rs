@@ -12,12 +12,12 @@
 
 use serde::Deserialize;
 
-use mcpwire_server::limits::{DEFAULT_MAX_KEYS, Rate};
+use crate::limits::{DEFAULT_MAX_KEYS, Rate};
 
 /// `[limits]` as written.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawLimits {
+pub(crate) struct RawLimits {
     per_identity: Option<String>,
     per_ip: Option<String>,
     per_tool: Option<String>,
@@ -48,14 +48,14 @@ impl Default for LimitsConfig {
             per_ip: None,
             per_tool: None,
             connections_per_ip: None,
-            max_keys: mcpwire_server::limits::DEFAULT_MAX_KEYS,
+            max_keys: crate::limits::DEFAULT_MAX_KEYS,
         }
     }
 }
 
 impl RawLimits {
     /// The checked limits, or the key at fault (below `limits`) and why.
-    pub(super) fn check(self) -> Result<LimitsConfig, (String, String)> {
+    pub(crate) fn check(self) -> Result<LimitsConfig, (String, String)> {
         let rate = |key: &str, v: Option<String>| -> Result<Option<Rate>, (String, String)> {
             v.map(|t| Rate::parse(&t).map_err(|m| (key.to_owned(), m)))
                 .transpose()

@@ -17,7 +17,7 @@ use mcpwire_store::{SealError, SealKeys};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::directory::SessionTicket;
+use mcpwire_server::directory::SessionTicket;
 
 /// What sealed session ids are sealed for (the AEAD's associated data, followed by the
 /// listener's endpoint path): a token sealed for another purpose — or by another endpoint

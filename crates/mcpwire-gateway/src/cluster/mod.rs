@@ -1,9 +1,9 @@
 //! Running several replicas of one gateway behind a load balancer (issue 14; decisions in
 //! `docs/design/scale-out.md`): [`Cluster`] is the shared store every replica uses and the
-//! keys sealing session ids. A [`crate::Service`] without one behaves exactly as a single
+//! keys sealing session ids. A [`Service`] without one behaves exactly as a single
 //! process always has (random session ids, sessions in memory, local rate limits).
 //!
-//! - `directory.rs`: the [`crate::directory::SessionDirectory`] the HTTP listener uses, over
+//! - `directory.rs`: the [`mcpwire_server::directory::SessionDirectory`] the HTTP listener uses, over
 //!   the pieces below (the listener knows only that trait).
 //! - `session_id.rs`: what a sealed `Mcp-Session-Id` holds, sealing and opening it, and the
 //!   identity binding.
@@ -31,6 +31,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpwire_model::types::ClientCapabilities;
+use mcpwire_server::Service;
 use mcpwire_store::{MemoryStore, SealKeys, Store, StoreError};
 
 /// The environment variable holding session keys when the configuration lists none:
@@ -54,6 +55,15 @@ const SEALED: &[u8] = b"1";
 const MAX_SHARED_SUBSCRIPTIONS: usize = 1024;
 /// Bytes of a session's subscription record, at most.
 const MAX_SUBSCRIPTION_BYTES: usize = 256 << 10;
+
+/// `service` as one replica of `cluster`: sealed session ids any replica continues, session
+/// records in the shared store (the cluster is its HTTP listeners' session directory), the
+/// `requestState` key every replica shares, and its tasks answered by any replica.
+pub fn in_cluster(mut service: Service, cluster: Arc<Cluster>) -> Service {
+    service.router = service.router.with_state_key(cluster.state_key());
+    service.router.share_tasks(cluster.task_share());
+    service.with_directory(cluster)
+}
 
 /// What several replicas share: the store and the session keys.
 pub struct Cluster {

@@ -38,7 +38,7 @@ use mcpwire_server::auth::{
 /// `[auth]` as written.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawAuth {
+pub(crate) struct RawAuth {
     resource: Option<String>,
     #[serde(default)]
     authorization_servers: Vec<String>,
@@ -83,7 +83,7 @@ type Refusal = (String, String);
 impl RawAuth {
     /// The checked configuration; relative paths are relative to `base` (the file's
     /// directory). On error: the key at fault (below `auth`) and why.
-    pub(super) fn check(self, base: &Path) -> Result<AuthConfig, Refusal> {
+    pub(crate) fn check(self, base: &Path) -> Result<AuthConfig, Refusal> {
         let mut api_keys = Vec::new();
         for (i, k) in self.api_keys.into_iter().enumerate() {
             let at = |m: &str| (format!("api_keys[{i}]"), m.to_owned());
@@ -166,7 +166,7 @@ fn check_uri(uri: &str) -> Result<(), String> {
 }
 
 /// The authenticator of `config`'s `[auth]` (`None` without one), its key sets loaded.
-pub(super) async fn authenticator(
+pub(crate) async fn authenticator(
     config: &GatewayConfig,
 ) -> Result<Option<Arc<Authenticator>>, ConfigError> {
     let Some(auth) = &config.auth else {
@@ -180,7 +180,7 @@ pub(super) async fn authenticator(
 
 /// `services` (one per listener, in order) with authentication on every network listener
 /// that does not opt out.
-pub(super) fn apply(
+pub(crate) fn apply(
     config: &GatewayConfig,
     auth: Option<&Arc<Authenticator>>,
     services: Vec<Service>,

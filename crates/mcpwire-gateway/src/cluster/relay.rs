@@ -36,7 +36,7 @@ use mcpwire_store::{Store, StoreError};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::directory::HeldSessions;
+use mcpwire_server::directory::HeldSessions;
 
 /// The relay channel, under the store's key prefix.
 const CHANNEL: &str = "relay";
@@ -175,7 +175,7 @@ impl Relay {
         let payload = serde_json::to_vec(&envelope).unwrap_or_default();
         let reached = self.store.publish(CHANNEL, &payload).await?;
         tracing::debug!(session = %sid, to = ?to, reached, "relayed a client message");
-        crate::observe::replica_relayed("sent");
+        mcpwire_server::observe::replica_relayed("sent");
         Ok(())
     }
 
@@ -282,7 +282,7 @@ pub(crate) fn spread_events(
             // No listener now: nobody here to tell.
             let _ = hub.send(event.clone());
             if let Err(e) = cluster.relay.publish_event(&from, &path, &event).await {
-                crate::observe::store_error("relay");
+                mcpwire_server::observe::store_error("relay");
                 tracing::warn!(error = %e, "could not tell the other replicas about a change");
             }
         }
@@ -342,7 +342,7 @@ async fn receive(endpoints: &Mutex<Vec<Endpoint>>, payload: &[u8]) {
         };
         if target.deliver(envelope.sid, msg).await {
             tracing::debug!(session = %envelope.sid, "relayed message delivered");
-            crate::observe::replica_relayed("delivered");
+            mcpwire_server::observe::replica_relayed("delivered");
         }
     }
 }

@@ -16,7 +16,7 @@ use tokio::sync::broadcast;
 
 use super::session_id::SessionClaims;
 use super::{Cluster, relay, upstreams};
-use crate::directory::{
+use mcpwire_server::directory::{
     CopiedEvent, DirectoryUnavailable, FollowError, Followed, HeldSessions, SessionDirectory,
     SessionTicket, StreamLog,
 };
@@ -219,6 +219,6 @@ impl SessionDirectory for Cluster {
 
 /// A store failure while using it for `used_for` (counted), as the listener sees it.
 fn unavailable(used_for: &'static str, e: StoreError) -> DirectoryUnavailable {
-    crate::observe::store_error(used_for);
+    mcpwire_server::observe::store_error(used_for);
     DirectoryUnavailable::new(e)
 }

@@ -152,7 +152,7 @@ impl StoreTasks {
         match self.store.put(&hb, b"1", self.alive_for).await {
             Ok(()) => true,
             Err(e) => {
-                crate::observe::store_error("task");
+                mcpwire_server::observe::store_error("task");
                 tracing::warn!(error = %e, "task heartbeat failed");
                 false
             }
@@ -196,7 +196,7 @@ impl TaskShare for StoreTasks {
                 let value = serde_json::to_vec(&published).unwrap_or_default();
                 let ttl = t.ttl.max(Duration::from_secs(1));
                 if let Err(e) = self.store.put(&format!("t:{}", t.id), &value, ttl).await {
-                    crate::observe::store_error("task");
+                    mcpwire_server::observe::store_error("task");
                     tracing::warn!(task = %t.id, error = %e, "could not publish a task's state");
                 }
             }
@@ -236,7 +236,7 @@ impl TaskShare for StoreTasks {
                 ));
             }
             self.answer(request).await.map_err(|e| {
-                crate::observe::store_error("task");
+                mcpwire_server::observe::store_error("task");
                 tracing::warn!(error = %e, "could not read a shared task");
                 McpError::Unavailable("shared task state is unavailable; try again shortly".into())
             })
