@@ -117,7 +117,7 @@ def serve_http(mode, arg):
             length = int(self.headers.get("content-length") or 0)
             self.rfile.read(length)
             if mode == "http-silent":
-                time.sleep(3600)
+                time.sleep(3600)  # the misbehaviour under test: a server that never answers
             if mode == "http-redirect-loop":
                 self.send_response(307)
                 self.send_header("location", self.path)

@@ -1,6 +1,8 @@
 """What every Python-client interop test shares: the client's callbacks, a recorder for
 notifications, and the checks run against a client that negotiated 2026-07-28."""
 
+import time
+
 import anyio
 
 import mcp.types as types
@@ -93,8 +95,7 @@ async def exercise_stateless_client(client, rec: "Recorder") -> None:
     r = await client.call_tool("test_tool_with_progress", {}, progress_callback=rec.on_progress)
     assert len(rec.progress) >= 3
     await client.call_tool("test_tool_with_logging", {})
-    await anyio.sleep(0.2)
-    assert len(rec.logs) >= 3
+    await wait_until(lambda: len(rec.logs) >= 3)
 
     rr = await client.read_resource("test://template/7/data")
     assert "7" in rr.contents[0].text
@@ -122,10 +123,32 @@ class Notes:
         return [m for m in self.seen if m.method == method]
 
 
+POLL = 0.02
+"""How often `wait_until` and `wait_until_blocking` poll (seconds)."""
+
+
 async def wait_until(pred, seconds=15.0):
+    """Polls `pred` (sync or async) every `POLL` until it is true; fails after `seconds`.
+    What a test waits for, instead of a fixed sleep."""
     with anyio.fail_after(seconds):
-        while not pred():
-            await anyio.sleep(0.02)
+        while True:
+            v = pred()
+            if hasattr(v, "__await__"):
+                v = await v
+            if v:
+                return
+            await anyio.sleep(POLL)
+
+
+def wait_until_blocking(pred, seconds=10.0) -> bool:
+    """Polls `pred` every `POLL` until it is true (True) or `seconds` passed (False): for
+    fixtures outside an event loop."""
+    deadline = time.monotonic() + seconds
+    while not pred():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(POLL)
+    return True
 
 
 async def error_of(coro) -> MCPError:

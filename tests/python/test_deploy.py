@@ -37,7 +37,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from peers import SAMPLED, Recorder, auto_client_options, full_session, text_of
+from peers import SAMPLED, Recorder, auto_client_options, full_session, text_of, wait_until_blocking
 from test_gateway_serve import Served
 from test_replicas import answers_ping, free_port
 
@@ -119,11 +119,8 @@ class Redis:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
         )
-        for _ in range(200):
-            if answers_ping(self.port):
-                return
-            time.sleep(0.05)
-        pytest.fail("redis-server did not answer PING within 10 s")
+        if not wait_until_blocking(lambda: answers_ping(self.port), seconds=10):
+            pytest.fail("redis-server did not answer PING within 10 s")
 
     def stop(self):
         self.proc.kill()

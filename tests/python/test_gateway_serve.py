@@ -197,14 +197,21 @@ async def test_a_reload_leaves_calls_in_flight_on_other_backends_alone(mcpwire_b
                 r = await s.call_tool("up_echo", {"text": "before"})
                 assert text_of(r) == "before"
 
-                result = {}
+                result, started = {}, anyio.Event()
+
+                async def on_progress(progress, total, message):
+                    started.set()
 
                 async def slow():
-                    result["r"] = await s.call_tool("up_test_slow", {"seconds": 2})
+                    # Reports progress as it starts, then works 2 s.
+                    args = {"seconds": 2}
+                    result["r"] = await s.call_tool("up_slow_compute", args, progress_callback=on_progress)
 
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(slow)
-                    await anyio.sleep(0.3)
+                    # The reload comes once the call runs on the upstream.
+                    with anyio.fail_after(15):
+                        await started.wait()
                     seen = len(served.lines)
                     conf.write_text(head + config_text(upstream))
                     line = served.wait_for("mcpwire: reloaded", after=seen)

@@ -18,6 +18,7 @@ from peers import (
     list_roots_cb,
     sampling_cb,
     text_of,
+    wait_until,
 )
 
 pytestmark = pytest.mark.anyio
@@ -62,8 +63,7 @@ async def test_legacy_session_over_http(http_url):
 
             await s.set_logging_level("debug")
             await s.call_tool("test_tool_with_logging", {})
-            await anyio.sleep(0.2)
-            assert len(rec.logs) >= 3
+            await wait_until(lambda: len(rec.logs) >= 3)
 
             # Server -> client requests ride the call's stream; answers come back as POSTs.
             r = await s.call_tool("test_sampling", {"prompt": "Test prompt for sampling"})

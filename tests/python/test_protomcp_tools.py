@@ -15,7 +15,7 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
-from peers import SAMPLED, Recorder, list_roots_cb, sampling_cb, text_of
+from peers import SAMPLED, Recorder, list_roots_cb, sampling_cb, text_of, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -46,18 +46,6 @@ class Notes:
 
     def count(self, method: str) -> int:
         return self.seen.count(method)
-
-
-async def wait_until(pred, seconds=15.0):
-    """Polls `pred` (sync or async) until true, failing after `seconds`."""
-    with anyio.fail_after(seconds):
-        while True:
-            v = pred()
-            if hasattr(v, "__await__"):
-                v = await v
-            if v:
-                return
-            await anyio.sleep(0.05)
 
 
 async def test_protomcp_kitchen_full_surface(mcpwire_bin, tmp_path):
@@ -127,7 +115,9 @@ async def test_protomcp_kitchen_full_surface(mcpwire_bin, tmp_path):
             await s.set_logging_level("warning")
             rec.logs.clear()
             await s.call_tool("chatty", {})
-            await anyio.sleep(0.2)
+            # Logs arrive in order (debug, info, warning): once the warning is here, anything
+            # below the level that was let through is here too.
+            await wait_until(lambda: any(l.level == "warning" for l in rec.logs))
             assert [l.level for l in rec.logs] == ["warning"]
 
             # Sampling asked by the process goes to the calling client.
@@ -197,15 +187,17 @@ async def test_protomcp_dev_hot_reload(mcpwire_bin, tmp_path):
         async with ClientSession(read, write, read_timeout_seconds=30, message_handler=notes.handler) as s:
             await s.initialize()
             first = text_of(await s.call_tool("whoami", {}))
-            slow = {}
+            slow, steps = {}, Recorder()
 
             async def slow_call():
-                slow["r"] = text_of(await s.call_tool("slow_count", {"steps": 300}))
+                r = await s.call_tool("slow_count", {"steps": 300}, progress_callback=steps.on_progress)
+                slow["r"] = text_of(r)
 
             tg = anyio.create_task_group()
             await tg.__aenter__()
             tg.start_soon(slow_call)
-            await anyio.sleep(0.3)
+            # The edit comes once the call runs in the old process (its first step reported).
+            await wait_until(lambda: steps.progress)
             # An editor's rename-save: write a temporary file, rename it over the tool file.
             src = tool.read_text().replace(
                 "if __name__ ==",

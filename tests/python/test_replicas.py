@@ -16,7 +16,6 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 
 import httpx2
 import pytest
@@ -24,7 +23,7 @@ import pytest
 from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from peers import Recorder, auto_client_options, text_of
+from peers import Recorder, auto_client_options, text_of, wait_until_blocking
 from test_gateway_serve import Served
 
 pytestmark = pytest.mark.anyio
@@ -60,11 +59,7 @@ def redis_url():
         stdout=subprocess.DEVNULL,
     )
     try:
-        for _ in range(200):
-            if answers_ping(port):
-                break
-            time.sleep(0.05)
-        else:
+        if not wait_until_blocking(lambda: answers_ping(port), seconds=10):
             pytest.fail("redis-server did not answer PING within 10 s")
         yield f"redis://127.0.0.1:{port}/0"
     finally:

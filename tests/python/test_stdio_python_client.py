@@ -19,6 +19,7 @@ from peers import (
     list_roots_cb,
     sampling_cb,
     text_of,
+    wait_until,
 )
 
 pytestmark = pytest.mark.anyio
@@ -84,8 +85,7 @@ async def test_legacy_session_full_surface(demo):
             assert [p[0] for p in rec.progress] == sorted(p[0] for p in rec.progress)
             await s.set_logging_level("debug")
             await s.call_tool("test_tool_with_logging", {})
-            await anyio.sleep(0.2)
-            assert len(rec.logs) >= 3
+            await wait_until(lambda: len(rec.logs) >= 3)
 
             # Server -> client requests.
             r = await s.call_tool("test_sampling", {"prompt": "Test prompt for sampling"})

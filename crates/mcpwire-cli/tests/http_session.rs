@@ -3,7 +3,10 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::http::{ACCEPT_BOTH, HttpServer};
+use mcpwire_testkit::wait::poll_for;
 use serde_json::{Value, json};
 
 fn call(id: i64, name: &str, args: Value) -> Value {
@@ -389,17 +392,15 @@ fn stateless_tasks_over_http() {
     let result = &created["result"];
     assert_eq!(result["resultType"], "task", "{created}");
     let id = result["taskId"].as_str().unwrap().to_owned();
-    let mut done = Value::Null;
-    for i in 0..100 {
+    let mut i = 1;
+    let done = poll_for(Duration::from_secs(5), || {
+        i += 1;
         let got = s
-            .post_stateless_with(2 + i, "tasks/get", json!({"taskId": id}), tasks.clone())
+            .post_stateless_with(i, "tasks/get", json!({"taskId": id}), tasks.clone())
             .json();
-        if got["result"]["status"] == "completed" {
-            done = got;
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+        (got["result"]["status"] == "completed").then_some(got)
+    })
+    .unwrap_or(Value::Null);
     let text = done["result"]["result"]["content"][0]["text"]
         .as_str()
         .unwrap_or("");

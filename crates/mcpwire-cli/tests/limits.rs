@@ -9,10 +9,12 @@
 mod common;
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use common::http::HttpServer;
 use common::listen;
 use common::wires::{Conversation, Mcpb, Ws, grpc_call, grpc_call_with};
+use mcpwire_testkit::wait::wait_for;
 use mcpwire_wire::proto_mcp::pb;
 use serde_json::{Value, json};
 
@@ -195,14 +197,8 @@ fn a_caller_over_its_rate_is_refused_on_every_wire_and_others_go_on() {
 
 /// Tries `f` until it gives a value (bounded: a connection that just closed may still hold
 /// its slot for a moment, until the server has seen it close).
-fn eventually<T>(mut f: impl FnMut() -> Option<T>) -> T {
-    for _ in 0..200 {
-        if let Some(v) = f() {
-            return v;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    panic!("never succeeded");
+fn eventually<T>(f: impl FnMut() -> Option<T>) -> T {
+    wait_for(Duration::from_secs(3), "a connection served", f)
 }
 
 /// An MCPB connection whose `initialize` was answered: it holds a slot.

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use mcpwire_model::{Message, Outbound, RequestId, to_raw};
+use mcpwire_testkit::wait::poll_for;
 use mcpwire_wire::Limits;
 use mcpwire_wire::mcpb::{McpbCodec, McpbFrame, McpbOut, VersionOffer, frame_type};
 use serde_json::{Value, json};
@@ -60,14 +61,7 @@ impl Server {
 
     /// Waits (bounded) for the server to exit; its exit status.
     fn wait(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
-        let until = Instant::now() + limit;
-        while Instant::now() < until {
-            if let Ok(Some(s)) = self.child.try_wait() {
-                return Some(s);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        None
+        poll_for(limit, || self.child.try_wait().ok().flatten())
     }
 }
 

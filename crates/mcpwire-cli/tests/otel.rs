@@ -19,6 +19,7 @@ use common::http::HttpServer;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
+use mcpwire_testkit::wait::wait_for;
 use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTraceServiceRequest, ExportTraceServiceResponse,
 };
@@ -188,14 +189,11 @@ impl ChildGuard {
             .status()
             .expect("kill");
         assert!(status.success());
-        let until = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < until {
-            if let Ok(Some(_)) = self.0.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        panic!("mcpwire did not exit after SIGTERM");
+        wait_for(
+            Duration::from_secs(20),
+            "mcpwire exits after SIGTERM",
+            || self.0.try_wait().ok().flatten(),
+        );
     }
 }
 

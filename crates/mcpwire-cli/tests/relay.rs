@@ -16,6 +16,7 @@ use mcpwire::router::Router;
 use mcpwire::stdio::StdioConnection;
 use mcpwire_client::{EraChoice, Target};
 use mcpwire_gateway::upstream::{UpstreamBackend, UpstreamConfig};
+use mcpwire_testkit::wait::{wait_for_async, wait_until_async};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 
@@ -39,14 +40,7 @@ async fn gateway(argv: Vec<String>, relay: bool) -> (Arc<UpstreamBackend>, Servi
 
 /// Waits until `cond` holds (bounded by [`WAIT`]).
 async fn eventually(what: &str, cond: impl Fn() -> bool) {
-    let wait = async {
-        while !cond() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    };
-    tokio::time::timeout(WAIT, wait)
-        .await
-        .unwrap_or_else(|_| panic!("{what}"));
+    wait_until_async(WAIT, what, async || cond()).await;
 }
 
 fn demo() -> Vec<String> {
@@ -231,30 +225,23 @@ async fn cancelling_a_relayed_call_tells_the_upstream() {
     let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": 2, "reason": "changed my mind"}});
     client.send_line(&cancel.to_string()).await;
-    let told = async {
-        loop {
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
-            let lines: Vec<Value> = text
-                .lines()
-                .filter_map(|l| serde_json::from_str(l).ok())
-                .collect();
-            let slow = lines
-                .iter()
-                .find(|m| m["params"]["name"] == "test_slow")
-                .map(|m| m["id"].clone());
-            let cancelled = lines
-                .iter()
-                .find(|m| m["method"] == "notifications/cancelled")
-                .map(|m| m["params"]["requestId"].clone());
-            if let (Some(slow), Some(cancelled)) = (slow, cancelled) {
-                return (slow, cancelled);
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+    let told = async || {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let lines: Vec<Value> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        let slow = lines
+            .iter()
+            .find(|m| m["params"]["name"] == "test_slow")
+            .map(|m| m["id"].clone());
+        let cancelled = lines
+            .iter()
+            .find(|m| m["method"] == "notifications/cancelled")
+            .map(|m| m["params"]["requestId"].clone());
+        slow.zip(cancelled)
     };
-    let (slow, cancelled) = tokio::time::timeout(WAIT, told)
-        .await
-        .expect("the upstream was told");
+    let (slow, cancelled) = wait_for_async(WAIT, "the upstream was told", told).await;
     assert_eq!(cancelled, slow, "the cancellation names the upstream's id");
     assert_ne!(slow, json!(2), "the upstream's id is the gateway's own");
     // No answer for the cancelled call; the next call is answered.

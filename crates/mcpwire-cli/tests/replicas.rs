@@ -9,11 +9,13 @@
 mod common;
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use common::http::{Exchange, HttpServer};
 use common::listen;
 use mcpwire_store::SealKeys;
 use mcpwire_store::testing::RedisServer;
+use mcpwire_testkit::wait::poll_for;
 use serde_json::{Value, json};
 
 const ALICE: &str = "replica-key-alice-0123456789";
@@ -166,20 +168,17 @@ fn with_tasks() -> Value {
     json!({"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}})
 }
 
-/// `tasks/get` on `replica` until the task is in `status` (bounded: 400 polls).
+/// `tasks/get` on `replica` until the task is in `status` (bounded: 15 s).
 fn wait_for(replica: &HttpServer, id: &str, status: &str) -> Value {
-    let mut last = Value::Null;
-    for n in 0..400 {
-        let r =
-            replica.post_stateless_with(1000 + n, "tasks/get", json!({"taskId": id}), with_tasks());
+    let (mut last, mut n) = (Value::Null, 1000);
+    let got = poll_for(Duration::from_secs(15), || {
+        n += 1;
+        let r = replica.post_stateless_with(n, "tasks/get", json!({"taskId": id}), with_tasks());
         assert_eq!(r.status, 200);
         last = r.json();
-        if last["result"]["status"] == status {
-            return last["result"].clone();
-        }
-        std::thread::sleep(std::time::Duration::from_millis(25));
-    }
-    panic!("task {id} never reached {status}: {last}");
+        (last["result"]["status"] == status).then(|| last["result"].clone())
+    });
+    got.unwrap_or_else(|| panic!("task {id} never reached {status}: {last}"))
 }
 
 /// `confirm_delete` (a task asking for confirmation) started on `replica`; its task id.

@@ -9,6 +9,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use mcpwire_testkit::wait::wait_until_async;
 use rmcp::{
     ClientHandler, ErrorData, RoleClient, ServiceExt,
     model::*,
@@ -161,12 +162,7 @@ async fn shutdown(client: Client, pid: u32) {
     within("client shutdown", client.cancel())
         .await
         .expect("client task joined");
-    within("child exit", async {
-        while alive(pid) {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await;
+    wait_until_async(WAIT, "child exit", async || !alive(pid)).await;
 }
 
 fn text_of(content: &[ContentBlock]) -> String {
@@ -191,12 +187,7 @@ async fn call(client: &Client, name: &'static str, args: serde_json::Value) -> C
 
 /// Polls the handler state until `done` holds (bounded by [`WAIT`]).
 async fn wait_until(handler: &TestClient, what: &str, done: impl Fn(&Seen) -> bool) {
-    within(what, async {
-        while !done(&handler.seen()) {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await;
+    wait_until_async(WAIT, what, async || done(&handler.seen())).await;
 }
 
 #[tokio::test]

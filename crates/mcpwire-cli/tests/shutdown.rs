@@ -8,10 +8,11 @@ mod common;
 
 use std::process::Command;
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::http::{Exchange, HttpServer};
 use common::wires::{Mcpb, Peer, Ws, grpc_call};
+use mcpwire_testkit::wait::{poll_for, wait_for};
 use mcpwire_wire::mcpb::frame_type;
 use mcpwire_wire::proto_mcp::pb;
 use serde_json::{Value, json};
@@ -74,18 +75,13 @@ fn sigterm_answers_every_accepted_call_on_http_mcpb_and_grpc() {
         let r = grpc_call::<pb::CallToolResponse>(&grpc_addr, "CallTool", &req);
         grpc_tx.send(format!("{r:?}")).expect("send");
     });
-    let until = Instant::now() + Duration::from_secs(10);
-    loop {
-        let text = Exchange::get(&admin, "/metrics").text();
-        if text.contains(r#"mcpwire_requests_in_flight{wire="grpc"} 1"#) {
-            break;
-        }
-        assert!(
-            Instant::now() < until,
-            "the gRPC call did not start:\n{text}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut text = String::new();
+    let started = poll_for(Duration::from_secs(10), || {
+        text = Exchange::get(&admin, "/metrics").text();
+        text.contains(r#"mcpwire_requests_in_flight{wire="grpc"} 1"#)
+            .then_some(())
+    });
+    assert!(started.is_some(), "the gRPC call did not start:\n{text}");
 
     // HTTP: two calls in flight, each seen started (its progress event arrived).
     let http = HttpServer::at(&http_url);
@@ -207,13 +203,10 @@ fn sigterm_answers_every_accepted_call_on_http_mcpb_and_grpc() {
     assert!(grpc.contains("Success") && grpc.contains("done"), "{grpc}");
 
     // The process ends by itself, successfully.
-    let until = Instant::now() + Duration::from_secs(20);
-    let exit = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s;
-        }
-        assert!(Instant::now() < until, "still running after the drain");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let exit = wait_for(
+        Duration::from_secs(20),
+        "the process ends after the drain",
+        || child.try_wait().expect("wait"),
+    );
     assert!(exit.success(), "{exit}");
 }

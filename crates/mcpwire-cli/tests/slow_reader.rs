@@ -101,6 +101,8 @@ fn watch(mut server: Child, rss_before_kib: u64, flood: Flood, wire: &str) -> Fi
     let started = Instant::now();
     let (mut last, mut last_change) = (0, Instant::now());
     loop {
+        // A sampling interval of what is measured (the server's memory as the flood goes
+        // on), not a wait for one event.
         std::thread::sleep(Duration::from_millis(50));
         let sent = flood.sent.load(Ordering::Relaxed);
         if sent != last {
@@ -115,7 +117,8 @@ fn watch(mut server: Child, rss_before_kib: u64, flood: Flood, wire: &str) -> Fi
             break;
         }
     }
-    // A last look after the client stalled: still flat.
+    // A last look after the client stalled: still flat. An observation window (nothing is
+    // to happen in it), so it cannot be a condition poll.
     std::thread::sleep(Duration::from_millis(300));
     let figures = Figures {
         sent: flood.sent.load(Ordering::Relaxed),
@@ -178,6 +181,8 @@ fn stdio_stops_reading_a_client_that_does_not_read() {
         r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
     )
     .expect("write");
+    // Settling before the baseline is read (what follows the handshake is allocated), not
+    // a wait for an event: the growth measured against it is what is tested.
     std::thread::sleep(Duration::from_millis(200));
     let before = status_kib(child.id(), "VmRSS");
     let mut line = tools_list(0);
@@ -244,6 +249,8 @@ fn mcpb_stops_reading_a_client_that_does_not_read() {
         "mcpwire: listening on mcpb://",
     );
     let stream = mcpb_ready(&addr, "t0ken");
+    // Settling before the baseline is read (what follows the handshake is allocated), not
+    // a wait for an event: the growth measured against it is what is tested.
     std::thread::sleep(Duration::from_millis(200));
     let before = status_kib(child.id(), "VmRSS");
     let payload = tools_list(PAD);
@@ -339,6 +346,8 @@ fn websocket_stops_reading_a_client_that_does_not_read() {
             br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
         ))
         .expect("write");
+    // Settling before the baseline is read (what follows the handshake is allocated), not
+    // a wait for an event: the growth measured against it is what is tested.
     std::thread::sleep(Duration::from_millis(200));
     let before = status_kib(child.id(), "VmRSS");
     let flood = flood(stream, ws_text(&tools_list(PAD)));

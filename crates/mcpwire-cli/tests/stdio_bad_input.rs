@@ -158,6 +158,8 @@ fn exits_when_stdin_closes_while_idle() {
     for busy_poll in ["0", "100", "5000"] {
         let mut p = Proc::spawn(&["demo", "--busy-poll-us", busy_poll]);
         p.initialize("2025-11-25");
+        // Part of what is tested, not a wait for an event: stdin closes once the server is
+        // idle, past its busy poll (at most 5 ms here), asleep on its reads.
         std::thread::sleep(std::time::Duration::from_millis(20));
         assert!(p.finish().success(), "busy poll {busy_poll}");
     }

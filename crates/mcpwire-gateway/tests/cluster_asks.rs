@@ -21,6 +21,7 @@ use mcpwire_router::{CallCtx, NoArgs, Server, ToolError, tool};
 use mcpwire_server::Service;
 use mcpwire_store::Store;
 use mcpwire_store::testing::RedisServer;
+use mcpwire_testkit::wait::wait_until_async;
 use serde_json::json;
 use tokio::sync::mpsc;
 
@@ -184,13 +185,11 @@ async fn a_deleted_session_ends_on_the_replicas_holding_it() {
     assert_eq!(deleted.status(), 200);
 
     // Bounded: the message crosses in well under a second; B never re-checks by itself.
-    let mut ended = false;
-    for i in 0..100 {
-        if post(&b, Some(&sid), list(10 + i)).await.status() == 404 {
-            ended = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(ended, "B ended the session deleted on A");
+    let mut i = 10;
+    let ended = async || {
+        i += 1;
+        post(&b, Some(&sid), list(i)).await.status() == 404
+    };
+    let what = "B ended the session deleted on A";
+    wait_until_async(Duration::from_secs(3), what, ended).await;
 }

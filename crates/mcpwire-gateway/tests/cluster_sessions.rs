@@ -20,6 +20,7 @@ use mcpwire_server::Service;
 use mcpwire_server::auth::{ApiKeyConfig, ApiKeySecret, AuthConfig, Authenticator};
 use mcpwire_store::Store;
 use mcpwire_store::testing::RedisServer;
+use mcpwire_testkit::wait::wait_for_async;
 use serde_json::{Value, json};
 
 const ALICE: &str = "alice-0123456789abcdef0123";
@@ -230,17 +231,16 @@ async fn replicas_share_sessions_through_redis_and_survive_its_restart() {
     // Back (empty: nothing was persisted, so the old session is gone and the client
     // starts a new one, as after any 404): no replica was restarted. Bounded wait for
     // the reconnect.
-    let mut fresh = None;
-    for _ in 0..100 {
+    let back = async || {
         let r = initialize(&b, Some(ALICE)).await;
-        if r.status == 200 {
-            fresh = r.session;
-            break;
+        if r.status != 200 {
+            assert_eq!(r.status, 503, "{}", r.body);
         }
-        assert_eq!(r.status, 503, "{}", r.body);
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let fresh = fresh.expect("initialize succeeds once Redis is back");
+        (r.status == 200).then_some(r.session)
+    };
+    let what = "initialize succeeds once Redis is back";
+    let fresh = wait_for_async(Duration::from_secs(10), what, back).await;
+    let fresh = fresh.expect("a session id");
     alternate(&[&a, &b], &fresh, Some(ALICE), 4).await;
     assert_eq!(
         whoami(&a, &sid, Some(ALICE), 30).await.status,

@@ -10,16 +10,21 @@
 mod common;
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use common::cluster::{memory, redis_store};
+use common::cluster::{Watched, memory, redis_store};
 use common::http::{Events, get, open, post, send};
 use mcpwire_model::types::Implementation;
 use mcpwire_router::{CallCtx, NoArgs, ResourceDef, Server, ToolError, tool};
 use mcpwire_server::Service;
 use mcpwire_store::Store;
 use mcpwire_store::testing::RedisServer;
+use mcpwire_testkit::wait::wait_until_async;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
+
+/// How long a replica may take to log what crosses the store.
+const WAIT: Duration = Duration::from_secs(5);
 
 /// `steps` reports progress 1, waits for `release`, reports progress 2 and answers.
 fn server(release: Arc<Notify>) -> Arc<Server> {
@@ -143,7 +148,8 @@ fn subscribe(id: i64) -> Value {
 async fn changes_reach_every_replica(store_a: Arc<dyn Store>, store_b: Arc<dyn Store>) {
     let server_a = server(Arc::new(Notify::new()));
     let a = replica_of(store_a, server_a.clone()).await;
-    let b = replica_of(store_b, server(Arc::new(Notify::new()))).await;
+    let watched_b = Watched::new(store_b);
+    let b = replica_of(watched_b.clone(), server(Arc::new(Notify::new()))).await;
 
     // B holds the session (its GET stream) before the client subscribes through A.
     let sid = open(&a, json!({})).await;
@@ -184,7 +190,11 @@ async fn changes_reach_every_replica(store_a: Arc<dyn Store>, store_b: Arc<dyn S
     // B's stream lost: what B logged meanwhile is replayed on A, then A's own stream goes on.
     drop(on_b);
     server_a.notify_resource_updated("test://r");
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // Resumed once B logged the update it missed (an event after `last` in its stream's log).
+    let seq = last.rsplit_once('-').and_then(|(_, n)| n.parse().ok());
+    let seq = seq.expect("a stream event id");
+    let logged = async || watched_b.appended_after(seq, "notifications/resources/updated");
+    wait_until_async(WAIT, "B logged the update it missed", logged).await;
     let mut on_a = Events::new(get(&a, &sid, Some(&last)).await);
     let (replayed, missed) = notification(&mut on_a).await;
     assert_eq!(missed["method"], "notifications/resources/updated");

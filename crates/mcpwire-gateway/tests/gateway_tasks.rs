@@ -63,6 +63,7 @@ fn natives() -> Natives {
         Server::builder(Implementation::new("alpha", "1"))
             .tool(
                 tool("slow", |_: CallCtx, _: NoArgs| async move {
+                    // A deliberately slow tool (what the router makes a task of), not a wait.
                     tokio::time::sleep(Duration::from_millis(20)).await;
                     Ok::<_, ToolError>("alpha finished")
                 })

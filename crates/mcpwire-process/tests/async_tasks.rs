@@ -10,11 +10,15 @@ use mcpwire_model::{
     CallEvent, ClientAsk, McpError, Method, Raw, Reply, RequestId, Revision, to_raw,
 };
 use mcpwire_router::{BoxFuture, CallCtx, McpCall, Peer, Router, TASKS_EXTENSION, TaskConfig};
+use mcpwire_testkit::wait::{wait_for_async, wait_until_async};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 mod common;
 use common::{call, call_with, is_error, start, text};
+
+/// How long a task may take to reach a state before a test fails.
+const WAIT: Duration = Duration::from_secs(30);
 
 /// One progress notification: progress, total, message.
 type Progress = (f64, Option<f64>, Option<String>);
@@ -110,9 +114,8 @@ async fn cancelling_the_call_cancels_the_process_task() {
     let waiting = call_with(&router, "hang", client_ctx(peer.clone(), cancel.clone()));
     let canceller = async {
         // Cancel once the task has reported that it is waiting.
-        while peer.0.lock().expect("lock").is_empty() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        let reported = async || !peer.0.lock().expect("lock").is_empty();
+        wait_until_async(WAIT, "the task reported waiting", reported).await;
         cancel.cancel();
     };
     let (r, ()) = tokio::join!(waiting, canceller);
@@ -145,16 +148,13 @@ async fn task_client(router: &Router, method: &str, params: Value) -> Value {
     }
 }
 
-/// Polls `tasks/get` until the task is no longer working (bounded).
+/// Polls `tasks/get` until the task is no longer working (bounded by [`WAIT`]).
 async fn settle(router: &Router, id: &str) -> Value {
-    for _ in 0..3000 {
+    wait_for_async(WAIT, &format!("task {id} settles"), async || {
         let got = task_client(router, "tasks/get", json!({ "taskId": id })).await;
-        if got["status"] != "working" {
-            return got;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("task {id} never settled");
+        (got["status"] != "working").then_some(got)
+    })
+    .await
 }
 
 async fn create(router: &Router, text: &str) -> String {
@@ -184,25 +184,22 @@ async fn a_process_task_is_an_mcp_task_and_tasks_cancel_reaches_the_process() {
     assert_eq!(done["result"]["content"][0]["text"], "task t1: mapped");
 
     let hung = create(&router, "hang").await;
-    let mut seen = Value::Null;
-    for _ in 0..3000 {
-        seen = task_client(&router, "tasks/get", json!({ "taskId": hung })).await;
-        if seen["statusMessage"] == "waiting" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert_eq!(seen["statusMessage"], "waiting", "{seen}");
+    wait_until_async(WAIT, "the task reports waiting", async || {
+        let seen = task_client(&router, "tasks/get", json!({ "taskId": hung })).await;
+        seen["statusMessage"] == "waiting"
+    })
+    .await;
     task_client(&router, "tasks/cancel", json!({ "taskId": hung })).await;
     assert_eq!(settle(&router, &hung).await["status"], "cancelled");
     // The cancel reached the process (bounded wait: the ack may precede the frame).
-    let mut gone = String::new();
-    for _ in 0..300 {
-        gone = text(&call(&router, "cancelled?").await);
-        if !gone.is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let gone = wait_for_async(
+        Duration::from_secs(3),
+        "the cancel reaches the process",
+        async || {
+            let gone = text(&call(&router, "cancelled?").await);
+            (!gone.is_empty()).then_some(gone)
+        },
+    )
+    .await;
     assert_eq!(gone, "t2");
 }

@@ -10,6 +10,7 @@ use mcpwire_store::{
     Gcra, LOG_MAX_ENTRIES, LogAppend, RateCheck, RateOutcome, RedisConfig, RedisStore, Store,
     StoreError,
 };
+use mcpwire_testkit::wait::{wait_for_async, wait_until_async};
 
 async fn store(server: &RedisServer, prefix: &str) -> RedisStore {
     let mut config = RedisConfig::new(server.url());
@@ -32,13 +33,8 @@ async fn values_live_until_their_expiry() {
     assert!(!s.remove("a").await.unwrap());
     // Expiry is the server's: a short one passes.
     s.put("b", b"x", Duration::from_millis(1)).await.unwrap();
-    for _ in 0..100 {
-        if s.get("b").await.unwrap().is_none() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert_eq!(s.get("b").await.unwrap(), None);
+    let expired = async || s.get("b").await.unwrap().is_none();
+    wait_until_async(Duration::from_secs(2), "the value expired", expired).await;
     // Lists: the newest entries, taken once.
     for v in [b"1", b"2", b"3"] {
         s.push("q", v, 2, Duration::from_secs(60)).await.unwrap();
@@ -94,13 +90,8 @@ async fn a_log_written_by_one_replica_is_read_by_another() {
     short.key = "short".into();
     short.ttl = Duration::from_millis(1);
     a.log_append(&[short]).await.unwrap();
-    for _ in 0..100 {
-        if b.log_read("short", 0, 1).await.unwrap().is_none() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert_eq!(b.log_read("short", 0, 1).await.unwrap(), None);
+    let expired = async || b.log_read("short", 0, 1).await.unwrap().is_none();
+    wait_until_async(Duration::from_secs(2), "the log expired", expired).await;
 }
 
 #[tokio::test]
@@ -189,16 +180,9 @@ async fn an_outage_fails_clearly_and_heals_without_a_restart() {
     server.start_again().unwrap();
     // The connection comes back by itself (bounded wait: 100 tries); the restarted server
     // is empty, and the rate script is loaded again.
-    let mut healed = false;
-    for _ in 0..100 {
-        if let Ok(v) = s.get("a").await {
-            assert_eq!(v, None, "nothing was persisted");
-            healed = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(healed, "the store reconnected");
+    let healed = async || s.get("a").await.ok();
+    let v = wait_for_async(Duration::from_secs(10), "the store reconnected", healed).await;
+    assert_eq!(v, None, "nothing was persisted");
     assert_eq!(
         s.rate(&[check("k", limit)]).await.unwrap(),
         RateOutcome::Allowed
@@ -243,15 +227,9 @@ async fn published_messages_cross_replicas_and_subscriptions_survive_a_restart()
         Err(StoreError::Unavailable { .. })
     ));
     server.start_again().unwrap();
-    // Bounded: 200 tries until the subscription is back and a message gets through.
-    let mut delivered = false;
-    for _ in 0..200 {
-        if a.publish("to-b", b"again").await.unwrap_or(0) == 1 {
-            delivered = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(delivered, "the subscription came back by itself");
+    // Bounded: tried until the subscription is back and a message gets through.
+    let delivered = async || a.publish("to-b", b"again").await.unwrap_or(0) == 1;
+    let what = "the subscription came back by itself";
+    wait_until_async(Duration::from_secs(10), what, delivered).await;
     assert_eq!(on_b.recv().await.unwrap(), b"again");
 }

@@ -62,7 +62,7 @@ def weather(city: str) -> ToolResult:
 def slow_count(steps: int, ctx: ToolContext) -> str:
     for i in range(1, steps + 1):
         ctx.report_progress(i, steps, f"step {i}")
-        time.sleep(0.01)
+        time.sleep(0.01)  # the work of a step: a slow tool is what is tested, not a wait
     return f"counted {steps}"
 
 
@@ -74,7 +74,7 @@ def wait_for_cancel(ctx: ToolContext) -> str:
             with open(os.environ.get("KITCHEN_CANCEL_MARK", "/dev/null"), "w") as f:
                 f.write("cancelled")
             return "cancelled"
-        time.sleep(0.01)
+        time.sleep(0.01)  # the tool's own poll of its cancellation flag (the SDK has no wait)
     return "not cancelled"
 
 

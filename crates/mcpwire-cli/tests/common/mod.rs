@@ -11,6 +11,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use mcpwire_testkit::wait::poll_for;
 use serde_json::{Value, json};
 
 /// A listening child and what it printed.
@@ -187,14 +188,13 @@ impl Proc {
     /// Closes stdin and waits for a clean exit (panics after 10 s).
     pub fn finish(mut self) -> std::process::ExitStatus {
         self.close_stdin();
-        for _ in 0..100 {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                return status;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = self.child.kill();
-        panic!("mcpwire did not exit after stdin closed");
+        let exited = poll_for(Duration::from_secs(10), || {
+            self.child.try_wait().expect("wait")
+        });
+        exited.unwrap_or_else(|| {
+            let _ = self.child.kill();
+            panic!("mcpwire did not exit after stdin closed");
+        })
     }
 }
 

@@ -4,11 +4,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use mcpwire_gateway::cluster::Cluster;
 use mcpwire_server::Service;
 use mcpwire_server::http::{HttpConfig, HttpServer};
 use mcpwire_store::testing::RedisServer;
-use mcpwire_store::{MemoryStore, RedisConfig, RedisStore, SealKeys, Store};
+use mcpwire_store::{
+    LogAppend, LogEntry, MemoryStore, RateCheck, RateOutcome, RedisConfig, RedisStore, SealKeys,
+    Store, StoreError, Subscription,
+};
 use tokio_util::sync::CancellationToken;
 
 /// Seal keys `[n; 32]` for each `n` of `list`: the first seals, every one opens.
@@ -68,4 +72,110 @@ async fn bind(service: Service, cluster: Arc<Cluster>, config: HttpConfig) -> Ht
     )
     .await
     .expect("bind")
+}
+
+/// A store that remembers the log entries appended through it: what a test waits for
+/// before it reads what a replica logged (instead of sleeping).
+pub struct Watched {
+    inner: Arc<dyn Store>,
+    appended: std::sync::Mutex<Vec<(u64, Vec<u8>)>>,
+}
+
+impl Watched {
+    /// `inner`, watched.
+    pub fn new(inner: Arc<dyn Store>) -> Arc<Watched> {
+        Arc::new(Watched {
+            inner,
+            appended: std::sync::Mutex::default(),
+        })
+    }
+
+    /// Whether a log entry numbered after `seq` whose bytes contain `text` was appended.
+    pub fn appended_after(&self, seq: u64, text: &str) -> bool {
+        let appended = self.appended.lock().expect("lock");
+        appended
+            .iter()
+            .any(|(n, data)| *n > seq && String::from_utf8_lossy(data).contains(text))
+    }
+}
+
+impl Store for Watched {
+    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Vec<u8>>, StoreError>> {
+        self.inner.get(key)
+    }
+
+    fn put<'a>(
+        &'a self,
+        key: &'a str,
+        value: &'a [u8],
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.inner.put(key, value, ttl)
+    }
+
+    fn touch<'a>(&'a self, key: &'a str, ttl: Duration) -> BoxFuture<'a, Result<bool, StoreError>> {
+        self.inner.touch(key, ttl)
+    }
+
+    fn remove<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        self.inner.remove(key)
+    }
+
+    fn push<'a>(
+        &'a self,
+        key: &'a str,
+        value: &'a [u8],
+        max_len: usize,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.inner.push(key, value, max_len, ttl)
+    }
+
+    fn take<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Vec<Vec<u8>>, StoreError>> {
+        self.inner.take(key)
+    }
+
+    fn log_append<'a>(&'a self, entries: &'a [LogAppend]) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            self.inner.log_append(entries).await?;
+            let mut appended = self.appended.lock().expect("lock");
+            appended.extend(entries.iter().map(|e| (e.seq, e.data.clone())));
+            Ok(())
+        })
+    }
+
+    fn log_read<'a>(
+        &'a self,
+        key: &'a str,
+        after: u64,
+        max: usize,
+    ) -> BoxFuture<'a, Result<Option<Vec<LogEntry>>, StoreError>> {
+        self.inner.log_read(key, after, max)
+    }
+
+    fn publish<'a>(
+        &'a self,
+        channel: &'a str,
+        payload: &'a [u8],
+    ) -> BoxFuture<'a, Result<usize, StoreError>> {
+        self.inner.publish(channel, payload)
+    }
+
+    fn subscribe<'a>(
+        &'a self,
+        channels: &'a [String],
+    ) -> BoxFuture<'a, Result<Subscription, StoreError>> {
+        self.inner.subscribe(channels)
+    }
+
+    fn rate<'a>(
+        &'a self,
+        checks: &'a [RateCheck],
+    ) -> BoxFuture<'a, Result<RateOutcome, StoreError>> {
+        self.inner.rate(checks)
+    }
+
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
 }

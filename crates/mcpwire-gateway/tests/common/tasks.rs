@@ -7,6 +7,7 @@ use std::time::Duration;
 use mcpwire_client::{Client, ClientOptions, EraChoice, Target};
 use mcpwire_model::types::ClientCapabilities;
 use mcpwire_router::{CallCtx, TASKS_EXTENSION};
+use mcpwire_testkit::wait::wait_for_async;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
@@ -47,15 +48,12 @@ pub async fn request(c: &Client, method: &str, params: Value) -> Value {
         .unwrap_or_else(|e| panic!("{method}: {e}"))
 }
 
-/// Polls `tasks/get` until the task is in `status` (bounded: 400 polls).
+/// Polls `tasks/get` until the task is in `status` (bounded: 10 s).
 pub async fn wait_for(c: &Client, id: &str, status: &str) -> Value {
-    let mut last = Value::Null;
-    for _ in 0..400 {
-        last = request(c, "tasks/get", json!({ "taskId": id })).await;
-        if last["status"] == status {
-            return last;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("task {id} never reached {status}: {last}");
+    let what = format!("task {id} reaches {status}");
+    wait_for_async(Duration::from_secs(10), &what, async || {
+        let last = request(c, "tasks/get", json!({ "taskId": id })).await;
+        (last["status"] == status).then_some(last)
+    })
+    .await
 }

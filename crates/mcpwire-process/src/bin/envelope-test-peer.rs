@@ -81,6 +81,7 @@ fn main() -> std::io::Result<()> {
         match env.msg {
             Some(Msg::ListTools(_)) => {
                 if mode == "no-handshake" {
+                    // The misbehaviour under test (a peer that never answers), not a wait.
                     std::thread::sleep(std::time::Duration::from_secs(3600));
                 }
                 let tool = pb::ToolDefinition {
@@ -146,6 +147,7 @@ fn main() -> std::io::Result<()> {
                         w.flush()?;
                         continue;
                     }
+                    // The misbehaviour under test (a peer that stops reading), not a wait.
                     "no-read" => std::thread::sleep(std::time::Duration::from_secs(3600)),
                     "ask-flood" => {
                         let prompt =
@@ -182,6 +184,7 @@ fn main() -> std::io::Result<()> {
                         }
                     }
                     "exit" => std::process::exit(7),
+                    // A deliberately slow tool (what makes the call a task), not a wait.
                     "slow-task" => std::thread::sleep(std::time::Duration::from_millis(100)),
                     "chunked" => {
                         let data = text_result(&format!("{text}{}", "c".repeat(300_000)));

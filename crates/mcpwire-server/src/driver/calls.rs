@@ -5,6 +5,17 @@
 //! progress, logs and asks. [`Calls::wait`] is the one place that waits for any of them (or
 //! the session's timer) and names what happened as a [`Wake`]; [`Calls::apply`] hands it to
 //! the [`ServerSession`]. No protocol decisions are made.
+//!
+//! Everything held here is bounded: call events queued by running calls ([`PEER_QUEUE`];
+//! progress and logs dropped past it, asks refused), trace contexts of requests not started
+//! yet ([`MAX_WAITING_PARENTS`]), and the requests whose calls asked to close their stream's
+//! connection (`ctx.close_stream()`, HTTP SSE polling; [`MAX_DETACHED`]). Only a stateful HTTP
+//! session has streams a client can resume, and it takes those requests after every drain
+//! ([`Calls::take_detached`]); on every other wire (stdio, WebSocket, MCPB, gRPC, stateless
+//! HTTP) `close_stream` is a no-op and nothing is recorded. A request is recorded once however
+//! often its call asks; past [`MAX_DETACHED`] waiting requests a close is refused (the stream
+//! stays open, which is always correct: closing is only a hint to free a connection), counted
+//! and logged (a warning at the 1st, 2nd, 4th, 8th, … refusal of a session, with the count).
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
@@ -33,6 +44,11 @@ pub(crate) const PEER_QUEUE: usize = 1024;
 /// starts a trace of its own.
 const MAX_WAITING_PARENTS: usize = 256;
 
+/// Requests whose calls asked to close their stream's connection, kept until the wire takes
+/// them; past this, a close is refused (the stream stays open). A stateful HTTP session takes
+/// them after every drain, so this is reached only by a burst within one drain.
+pub(crate) const MAX_DETACHED: usize = 256;
+
 /// What a running call sends back to its driver.
 pub(crate) enum PeerMsg {
     Event(DispatchId, CallEvent),
@@ -49,6 +65,9 @@ pub(crate) enum PeerMsg {
 struct DriverPeer {
     id: DispatchId,
     tx: mpsc::Sender<Box<PeerMsg>>,
+    /// Whether the wire has streams a client can resume (otherwise `close_stream` is a
+    /// no-op and does not take a place in the queue).
+    resumable: bool,
 }
 
 impl Peer for DriverPeer {
@@ -72,7 +91,9 @@ impl Peer for DriverPeer {
     }
 
     fn close_stream(&self) {
-        let _ = self.tx.try_send(Box::new(PeerMsg::CloseStream(self.id)));
+        if self.resumable {
+            let _ = self.tx.try_send(Box::new(PeerMsg::CloseStream(self.id)));
+        }
     }
 }
 
@@ -105,9 +126,13 @@ pub(crate) struct Calls {
     peer_rx: mpsc::Receiver<Box<PeerMsg>>,
     /// Catalog changes and other backend events (`None` once the backends closed it).
     events: Option<broadcast::Receiver<BackendEvent>>,
-    /// Requests whose calls asked to close their stream's connection; drivers with
-    /// resumable streams take them (others ignore them).
+    /// Requests whose calls asked to close their stream's connection, each once, until the
+    /// wire takes them (at most [`MAX_DETACHED`]); only recorded when `resumable`.
     detached: Vec<RequestId>,
+    /// Whether these calls' wire has streams a client can resume (a stateful HTTP session).
+    resumable: bool,
+    /// Closes refused because [`MAX_DETACHED`] requests were waiting.
+    detaches_refused: u64,
     /// The downstream session these calls belong to (`None` for a stateless request);
     /// ended when the calls are dropped with their connection or HTTP session.
     session: Option<SessionScope>,
@@ -135,7 +160,8 @@ impl Drop for Calls {
 
 impl Calls {
     /// The calls of a new stateful session on `wire`; subscribed to the router's backend
-    /// events.
+    /// events. On [`Wire::Http`] (a session with resumable streams) they record the requests
+    /// whose calls ask to close their stream ([`Calls::take_detached`]).
     pub(crate) fn new(router: Router, wire: Wire) -> Calls {
         let events = router.events();
         Calls::with_events(router, events, Some(SessionScope::new()), wire)
@@ -169,6 +195,8 @@ impl Calls {
             peer_rx,
             events,
             detached: Vec::new(),
+            resumable: session.is_some() && wire == Wire::Http,
+            detaches_refused: 0,
             session,
             identity: None,
             client_ip: None,
@@ -301,9 +329,16 @@ impl Calls {
         }
     }
 
-    /// Requests whose calls asked to close their stream's connection since the last take.
+    /// Requests whose calls asked to close their stream's connection since the last take
+    /// (always empty but on a stateful HTTP session, the one wire with resumable streams).
     pub(crate) fn take_detached(&mut self) -> Vec<RequestId> {
         std::mem::take(&mut self.detached)
+    }
+
+    /// How many closes were refused because [`MAX_DETACHED`] requests were waiting.
+    #[cfg(test)]
+    pub(crate) fn detaches_refused(&self) -> u64 {
+        self.detaches_refused
     }
 
     /// Takes a finished call's outcome (`None`: it was cancelled).
@@ -328,10 +363,31 @@ impl Calls {
             }
             PeerMsg::CloseStream(id) => {
                 if let Some(request) = session.request_id(id) {
-                    self.detached.push(request.clone());
+                    self.detach(request.clone());
                 }
             }
         }
+    }
+
+    /// Records that `request`'s call asked to close its stream's connection: once, and not
+    /// past [`MAX_DETACHED`] (refused, counted and logged: the stream stays open).
+    fn detach(&mut self, request: RequestId) {
+        if !self.resumable || self.detached.contains(&request) {
+            return;
+        }
+        if self.detached.len() >= MAX_DETACHED {
+            self.detaches_refused += 1;
+            // Logged at 1, 2, 4, 8, … refusals: a flood cannot flood the log too.
+            if self.detaches_refused.is_power_of_two() {
+                tracing::warn!(
+                    refused = self.detaches_refused,
+                    max = MAX_DETACHED,
+                    "too many streams waiting to be closed; this one stays open"
+                );
+            }
+            return;
+        }
+        self.detached.push(request);
     }
 
     /// Takes one backend event (`None`: the backends closed their event channel).
@@ -415,6 +471,7 @@ impl Calls {
         let peer: Arc<dyn Peer> = Arc::new(DriverPeer {
             id: d.id,
             tx: self.peer_tx.clone(),
+            resumable: self.resumable,
         });
         let ctx = CallCtx::new(
             d.ctx.revision,
@@ -498,5 +555,128 @@ pub(crate) async fn sleep_until(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at.into()).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Service;
+    use mcpwire_model::types::Implementation;
+    use mcpwire_model::{Message, Method, Request, to_raw};
+    use mcpwire_router::{NoArgs, ToolError, tool};
+    use serde_json::json;
+
+    /// How often each call of the flood asks to close its stream.
+    const CLOSES_PER_CALL: usize = 8;
+    /// Calls in the flood: four times the bound.
+    const FLOOD: usize = 4 * MAX_DETACHED;
+    /// Calls sent before their answers are awaited.
+    const BATCH: usize = 64;
+
+    /// A service whose tool `detach` asks [`CLOSES_PER_CALL`] times to close its stream.
+    fn service() -> Service {
+        let server = mcpwire_router::Server::builder(Implementation::new("t", "1"))
+            .tool(tool("detach", |ctx: CallCtx, _: NoArgs| async move {
+                for _ in 0..CLOSES_PER_CALL {
+                    ctx.close_stream();
+                }
+                Ok::<_, ToolError>("closed")
+            }))
+            .build();
+        Service::from_server(server)
+    }
+
+    fn request(id: usize, method: Method, params: serde_json::Value) -> Message {
+        Message::Request(Request {
+            id: RequestId::Int(id as i64),
+            method,
+            params: Some(to_raw(&params)),
+        })
+    }
+
+    /// What a flood did to a session's record of streams to close.
+    #[derive(Debug)]
+    struct Flood {
+        /// The most requests held at any point.
+        most: usize,
+        /// Closes refused because the record was full.
+        refused: u64,
+        /// Requests the wire took (`take`).
+        taken: usize,
+        /// Calls answered.
+        answered: usize,
+    }
+
+    /// [`FLOOD`] calls of `detach` on a stateful session over `wire`, in batches of
+    /// [`BATCH`]; with `take`, the detached requests are taken after every drain (what the
+    /// HTTP session does), otherwise never.
+    async fn flood(wire: Wire, take: bool) -> Flood {
+        let service = service();
+        let mut session = ServerSession::new(service.config.clone());
+        let mut calls = Calls::new(service.router.clone(), wire);
+        let init = json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                          "clientInfo": {"name": "t", "version": "1"}});
+        session.handle_inbound(now(), Ok(request(0, Method::Initialize, init)));
+        let mut answered = 0;
+        let mut counted = |t: Transmit| {
+            if t.msg.response_id().is_some() {
+                answered += 1;
+            }
+        };
+        calls.drain(&mut session, &mut counted);
+        let (mut most, mut taken) = (0, 0);
+        let call = json!({"name": "detach", "arguments": {}});
+        for first in (1..=FLOOD).step_by(BATCH) {
+            for id in first..first + BATCH {
+                session.handle_inbound(now(), Ok(request(id, Method::ToolsCall, call.clone())));
+            }
+            loop {
+                calls.drain(&mut session, &mut counted);
+                most = most.max(calls.detached.len());
+                if take {
+                    let ids = calls.take_detached();
+                    taken += ids.len();
+                }
+                if calls.is_empty() && session.in_flight() == 0 {
+                    break;
+                }
+                let wake = calls.wait(session.poll_timeout()).await;
+                calls.apply(&mut session, wake);
+            }
+        }
+        Flood {
+            most,
+            refused: calls.detaches_refused(),
+            taken,
+            answered,
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn wires_without_resumable_streams_hold_no_detached_requests() {
+        for wire in [Wire::Stdio, Wire::WebSocket, Wire::Mcpb, Wire::Grpc] {
+            let f = flood(wire, false).await;
+            assert_eq!(f.answered, FLOOD + 1, "{wire:?}: {f:?}");
+            assert_eq!((f.most, f.refused), (0, 0), "{wire:?}: nothing held: {f:?}");
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_session_that_never_takes_its_detached_requests_holds_at_most_the_bound() {
+        let f = flood(Wire::Http, false).await;
+        assert_eq!(f.answered, FLOOD + 1, "{f:?}");
+        assert_eq!(f.most, MAX_DETACHED, "flat at the bound: {f:?}");
+        let refused_calls = (FLOOD - MAX_DETACHED) as u64;
+        assert_eq!(f.refused, refused_calls * CLOSES_PER_CALL as u64, "{f:?}");
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn an_http_session_takes_each_detached_request_once() {
+        let f = flood(Wire::Http, true).await;
+        assert_eq!(f.answered, FLOOD + 1, "{f:?}");
+        assert_eq!(f.taken, FLOOD, "every call's request once: {f:?}");
+        assert!(f.most <= BATCH, "{f:?}");
+        assert_eq!(f.refused, 0, "{f:?}");
     }
 }
