@@ -3,11 +3,10 @@
 //! clients call; auth failures are counted; `/healthz` and `/readyz` answer.
 
 mod common;
-#[path = "../../mcpwire-server/tests/pki/mod.rs"]
-mod pki;
 
 use common::http::{Exchange, HttpServer};
 use common::wires::{Conversation, Mcpb};
+use mcpwire_testkit::pki;
 use mcpwire_testkit::wait::wait_until;
 use serde_json::json;
 

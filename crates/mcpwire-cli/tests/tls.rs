@@ -2,13 +2,11 @@
 //! the server: tungstenite over rustls (`wss://`, JSON-RPC text messages) and hyper's HTTP/2
 //! client over tokio-rustls with ALPN `h2` (`grpcs://`). The listeners come from `serve
 //! --listen wss://… --listen grpcs://… --tls-cert … --tls-key …` and from `demo --transport
-//! ws --tls-cert …`; certificates are made by rcgen at test time. And the gateway fronting
+//! ws --tls-cert …`; certificates come from the test PKI. And the gateway fronting
 //! TLS upstreams: an mTLS `https://` one and an `mcpbs://` one, trusted through `ca`.
 
 mod common;
 mod peers;
-#[path = "../../mcpwire-server/tests/pki/mod.rs"]
-mod pki;
 
 use std::net::TcpStream;
 use std::sync::Arc;
@@ -17,8 +15,7 @@ use std::time::Duration;
 use common::listen;
 use common::wires::{Conversation, Peer, grpc_call_over};
 use mcpwire_wire::proto_mcp::pb;
-use pki::{Ca, Setup, write, write_ca};
-use rustls::pki_types::pem::PemObject;
+use mcpwire_testkit::pki::{self, Ca, Setup, write, write_ca};
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcpwire");
@@ -34,30 +31,7 @@ fn client_config_as(
     alpn: &[&[u8]],
     certificate: Option<&pki::Leaf>,
 ) -> Arc<rustls::ClientConfig> {
-    let mut roots = rustls::RootCertStore::empty();
-    let der = rustls::pki_types::CertificateDer::from_pem_slice(ca.pem().as_bytes());
-    roots.add(der.expect("CA")).expect("root");
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .expect("versions")
-    .with_root_certificates(roots);
-    let mut config = match certificate {
-        None => config.with_no_client_auth(),
-        Some(leaf) => {
-            let chain = rustls::pki_types::CertificateDer::pem_slice_iter(leaf.cert_pem.as_bytes())
-                .collect::<Result<Vec<_>, _>>()
-                .expect("chain");
-            let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(leaf.key_pem.as_bytes())
-                .expect("key");
-            config
-                .with_client_auth_cert(chain, key)
-                .expect("client certificate")
-        }
-    };
-    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-    Arc::new(config)
+    ca.client_config(alpn, certificate)
 }
 
 type TlsSocket = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;

@@ -7,8 +7,7 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use http_body_util::{BodyExt, Full};
-use hyper::body::Bytes;
+use jsonwebtoken::{Algorithm, EncodingKey};
 use mcpwire_model::types::Implementation;
 use mcpwire_router::{CallCtx, Credential, NoArgs, Server, ToolError, tool};
 use mcpwire_server::Service;
@@ -17,6 +16,8 @@ use mcpwire_server::auth::{
     JwtKeySource,
 };
 use mcpwire_server::http::{HttpConfig, HttpServer};
+use mcpwire_testkit::jwt;
+use mcpwire_testkit::raw::http::HttpClient;
 use serde_json::{Value, json};
 
 const SECRET: &str = "a-shared-hs256-secret-of-32-bytes-or-more";
@@ -65,46 +66,32 @@ fn authenticator() -> Arc<Authenticator> {
     )
 }
 
-fn jwt() -> String {
+fn hs256_token() -> String {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let claims = json!({"iss": "https://as.test", "aud": RESOURCE, "sub": "alice",
                         "scope": "mcp read", "email": "alice@example.com", "exp": now + 300});
-    jsonwebtoken::encode(
-        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
+    jwt::sign(
+        Algorithm::HS256,
+        None,
+        &EncodingKey::from_secret(SECRET.as_bytes()),
         &claims,
-        &jsonwebtoken::EncodingKey::from_secret(SECRET.as_bytes()),
     )
-    .expect("sign")
 }
 
 /// POSTs `body` to `addr/mcp` with these headers; the status, session id and body.
 async fn post(addr: &str, headers: &[(&str, &str)], body: Value) -> (u16, Option<String>, String) {
-    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let (mut send, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
-        .await
-        .expect("handshake");
-    tokio::spawn(conn);
-    let mut req = hyper::Request::post("/mcp")
-        .header("host", addr)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream");
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    let req = req
-        .body(Full::new(Bytes::from(body.to_string())))
-        .expect("request");
-    let resp = send.send_request(req).await.expect("response");
-    let status = resp.status().as_u16();
-    let sid = resp
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
-    (status, sid, String::from_utf8_lossy(&bytes).into_owned())
+    let mut h = vec![
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+    ];
+    h.extend_from_slice(headers);
+    let r = HttpClient::new(addr)
+        .send("POST", &h, body.to_string().as_bytes())
+        .await;
+    let (status, sid) = (r.status, r.session().map(str::to_owned));
+    (status, sid, r.text().await)
 }
 
 /// The `whoami` text of a tools/call answer (JSON, or the data line of an SSE event).
@@ -151,7 +138,7 @@ async fn tools_see_who_calls_over_http() {
     assert_eq!(me["scopes"], json!(["mcp", "admin"]));
 
     // A stateless 2026-07-28 request with a JWT: its claims reach the tool.
-    let bearer = format!("Bearer {}", jwt());
+    let bearer = format!("Bearer {}", hs256_token());
     let call = json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{
         "name":"whoami","arguments":{},
         "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
@@ -171,28 +158,19 @@ async fn tools_see_who_calls_over_http() {
     assert_eq!(me["email"], "alice@example.com");
 }
 
-/// An EdDSA key (PKCS#8 v1) from a fixed seed, and its JWKS under `kid`.
-fn ed_key(seed: u8, kid: &str) -> (jsonwebtoken::EncodingKey, Value) {
-    let mut der = vec![
-        0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04,
-        0x20,
-    ];
-    der.extend_from_slice(&[seed; 32]);
-    let key = jsonwebtoken::EncodingKey::from_ed_der(&der);
-    let mut jwk = jsonwebtoken::jwk::Jwk::from_encoding_key(&key, jsonwebtoken::Algorithm::EdDSA)
-        .expect("JWK");
-    jwk.common.key_id = Some(kid.into());
-    (key, serde_json::to_value(jwk).expect("JSON"))
+/// A fresh EdDSA key and its JWK under `kid`.
+fn ed_key(kid: &str) -> (EncodingKey, Value) {
+    let key = jwt::ed_key();
+    let jwk = jwt::jwk(kid, &key, Algorithm::EdDSA);
+    (key, jwk)
 }
 
-fn ed_token(key: &jsonwebtoken::EncodingKey, kid: &str) -> String {
+fn ed_token(key: &EncodingKey, kid: &str) -> String {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let mut h = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::EdDSA);
-    h.kid = Some(kid.into());
     let claims = json!({"aud": RESOURCE, "sub": "bob", "exp": now + 300});
-    jsonwebtoken::encode(&h, &claims, key).expect("sign")
+    jwt::sign(Algorithm::EdDSA, Some(kid), key, &claims)
 }
 
 #[tokio::test(start_paused = true)]
@@ -200,9 +178,9 @@ async fn a_rotated_jwks_file_is_read_again_at_most_once_per_interval() {
     let dir = std::env::temp_dir().join(format!("mcpwire-jwks-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let file = dir.join("jwks.json");
-    let (old, old_jwk) = ed_key(1, "old");
-    let (new, new_jwk) = ed_key(2, "new");
-    let (newer, newer_jwk) = ed_key(3, "newer");
+    let (old, old_jwk) = ed_key("old");
+    let (new, new_jwk) = ed_key("new");
+    let (newer, newer_jwk) = ed_key("newer");
     std::fs::write(&file, json!({"keys": [old_jwk]}).to_string()).expect("write");
     let auth = Arc::new(
         Authenticator::new(AuthConfig {

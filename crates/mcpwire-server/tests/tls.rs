@@ -4,11 +4,8 @@
 //! certificate replaced on disk serving new handshakes while an old connection goes on
 //! (on the paused clock).
 
-mod pki;
-
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use http_body_util::{BodyExt, Full};
@@ -21,9 +18,8 @@ use mcpwire_server::Service;
 use mcpwire_server::http::{HttpConfig, HttpServer};
 use mcpwire_server::mcpb::{McpbConfig, McpbServer};
 use mcpwire_server::tls::{ClientAuth, ClientTls, TlsConfig};
+use mcpwire_testkit::pki::{Ca, Setup, dir, write, write_ca};
 use mcpwire_testkit::wait::wait_until_async;
-use pki::{Ca, Setup, dir, write, write_ca};
-use rustls::pki_types::pem::PemObject;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -276,19 +272,10 @@ async fn handshake(
     addr: SocketAddr,
     ca: &Ca,
 ) -> (tokio_rustls::client::TlsStream<TcpStream>, Vec<u8>) {
-    let mut roots = rustls::RootCertStore::empty();
-    let ca_der = rustls::pki_types::CertificateDer::from_pem_slice(ca.pem().as_bytes());
-    roots.add(ca_der.expect("CA")).expect("root");
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .expect("versions")
-    .with_root_certificates(roots)
-    .with_no_client_auth();
+    let config = ca.client_config(&[], None);
     let tcp = TcpStream::connect(addr).await.expect("connect");
     let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
-    let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+    let tls = tokio_rustls::TlsConnector::from(config)
         .connect(name, tcp)
         .await
         .expect("handshake");

@@ -1,6 +1,6 @@
 //! Signing keys made on the spot, the JWKS that publishes them, and tokens signed with
-//! them — for the authentication tests (`mcpwire-cli/tests/auth.rs`) and benchmarks
-//! (`bench/src/jwt_fixture.rs`).
+//! them — for the authentication tests (`mcpwire-cli/tests/auth.rs`,
+//! `mcpwire-server/tests/auth_identity.rs`) and benchmarks (`bench/src/jwt_fixture.rs`).
 
 use jsonwebtoken::jwk::Jwk;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
@@ -67,15 +67,18 @@ impl SigningKeys {
     }
 }
 
+/// The JWK publishing `key` (for `alg`) under `kid`.
+pub fn jwk(kid: &str, key: &EncodingKey, alg: Algorithm) -> Value {
+    let mut jwk = Jwk::from_encoding_key(key, alg).expect("JWK");
+    jwk.common.key_id = Some(kid.to_owned());
+    serde_json::to_value(jwk).expect("JWK JSON")
+}
+
 /// A JWKS publishing `keys` as (`kid`, key, algorithm).
 pub fn jwks(keys: &[(&str, &EncodingKey, Algorithm)]) -> Value {
     let keys: Vec<Value> = keys
         .iter()
-        .map(|(kid, key, alg)| {
-            let mut jwk = Jwk::from_encoding_key(key, *alg).expect("JWK");
-            jwk.common.key_id = Some((*kid).to_owned());
-            serde_json::to_value(jwk).expect("JWK JSON")
-        })
+        .map(|(kid, key, alg)| jwk(kid, key, *alg))
         .collect();
     json!({ "keys": keys })
 }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+use mcpwire_testkit::pki::{Ca, write_ca};
 
 use super::challenge::Challenge;
 use super::tests::{bearer, config, start, start_serving};
@@ -93,29 +93,14 @@ async fn the_gateways_own_session_follows_the_redirect() {
     assert!(pending.is_empty());
 }
 
-/// A CA, and a server configuration for 127.0.0.1 signed by it.
+/// A CA (its file in `dir`), and a server configuration for 127.0.0.1 signed by it.
 fn test_pki(dir: &std::path::Path) -> (std::path::PathBuf, Arc<rustls::ServerConfig>) {
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
-    let key = KeyPair::generate().unwrap();
-    let leaf = CertificateParams::new(vec!["127.0.0.1".to_owned()])
-        .unwrap()
-        .signed_by(&key, &ca)
-        .unwrap();
     std::fs::create_dir_all(dir).unwrap();
-    let ca_file = dir.join("ca.pem");
-    std::fs::write(&ca_file, ca.pem()).unwrap();
-    let server = rustls::ServerConfig::builder_with_provider(mcpwire_server::tls::pem_provider())
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![leaf.der().clone()],
-            rustls::pki_types::PrivateKeyDer::try_from(key.serialize_der()).unwrap(),
-        )
-        .unwrap();
-    (ca_file, Arc::new(server))
+    let ca = Ca::new("test CA");
+    (
+        write_ca(dir, "ca", &ca),
+        ca.leaf("upstream", 1).server_config(),
+    )
 }
 
 #[tokio::test]

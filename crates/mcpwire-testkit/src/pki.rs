@@ -1,10 +1,14 @@
-//! Certificates made at test time with rcgen (no private key is checked in): CAs, server
-//! certificates for `localhost` and client certificates, written as PEM files into a
-//! directory of the test's own. Shared by the library's and the CLI's TLS tests.
-
-#![allow(dead_code)]
+//! The test PKI: certificates made at test time with rcgen (no private key is checked in) —
+//! CAs, server certificates for `localhost` and client certificates — written as PEM files
+//! into a directory of the test's own, and the rustls configurations a client trusting a
+//! CA (and presenting a certificate) or a server presenting a leaf needs. Every TLS test
+//! takes its certificates from here (the server's, the CLI's and the client's).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, SanType,
@@ -72,7 +76,9 @@ impl Ca {
 
 /// A certificate and its key.
 pub struct Leaf {
+    /// The certificate (PEM).
     pub cert_pem: String,
+    /// Its private key (PEM, PKCS#8).
     pub key_pem: String,
     /// The certificate as a peer presents it.
     pub der: Vec<u8>,
@@ -107,10 +113,15 @@ pub fn write_ca(dir: &Path, name: &str, ca: &Ca) -> PathBuf {
 /// What most TLS tests start from: a directory of their own holding a CA (`ca.pem`) and a
 /// server certificate for `localhost` it signed (`server.crt`, `server.key`).
 pub struct Setup {
+    /// The test's directory.
     pub dir: PathBuf,
+    /// The CA.
     pub ca: Ca,
+    /// The CA's certificate file (`ca.pem`).
     pub ca_file: PathBuf,
+    /// The server certificate file (`server.crt`).
     pub cert: PathBuf,
+    /// The server key file (`server.key`).
     pub key: PathBuf,
 }
 
@@ -139,5 +150,62 @@ impl Setup {
             "--tls-key".into(),
             path(&self.key),
         ]
+    }
+}
+
+/// The crypto provider every configuration here uses (ring, as the product's).
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+impl Ca {
+    /// A client configuration trusting only this CA, offering the ALPN protocols `alpn`
+    /// (e.g. `b"h2"` for gRPC, `b"http/1.1"` for WebSocket), presenting `certificate` when
+    /// the server asks for one.
+    pub fn client_config(
+        &self,
+        alpn: &[&[u8]],
+        certificate: Option<&Leaf>,
+    ) -> Arc<rustls::ClientConfig> {
+        let mut roots = rustls::RootCertStore::empty();
+        let der = CertificateDer::from_pem_slice(self.pem().as_bytes());
+        roots.add(der.expect("CA")).expect("root");
+        let config = rustls::ClientConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .expect("versions")
+            .with_root_certificates(roots);
+        let mut config = match certificate {
+            None => config.with_no_client_auth(),
+            Some(leaf) => config
+                .with_client_auth_cert(leaf.chain(), leaf.key())
+                .expect("client certificate"),
+        };
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        Arc::new(config)
+    }
+}
+
+impl Leaf {
+    /// The certificate chain (this certificate alone).
+    pub fn chain(&self) -> Vec<CertificateDer<'static>> {
+        CertificateDer::pem_slice_iter(self.cert_pem.as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .expect("chain")
+    }
+
+    /// The private key.
+    pub fn key(&self) -> PrivateKeyDer<'static> {
+        PrivateKeyDer::from_pem_slice(self.key_pem.as_bytes()).expect("key")
+    }
+
+    /// A server configuration presenting this certificate (no client authentication).
+    pub fn server_config(&self) -> Arc<rustls::ServerConfig> {
+        let config = rustls::ServerConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .expect("versions")
+            .with_no_client_auth()
+            .with_single_cert(self.chain(), self.key())
+            .expect("server config");
+        Arc::new(config)
     }
 }
