@@ -7,12 +7,11 @@ extern crate mcpwire_router as mcpwire;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
+use mcpwire_model::McpError;
 use mcpwire_model::types::{Content, Implementation};
-use mcpwire_model::{McpError, Method, Reply, to_raw};
-use mcpwire_router::{
-    CallCtx, Json, McpCall, Router, Server, ToolError, prompt, resource, server, tool,
-};
-use serde_json::{Value, json};
+use mcpwire_router::{CallCtx, Json, Router, Server, ToolError, prompt, resource, server, tool};
+use mcpwire_testkit::router::{call, call_tool as tool_call};
+use serde_json::json;
 
 #[derive(serde::Serialize, schemars::JsonSchema)]
 struct Total {
@@ -183,25 +182,6 @@ fn router() -> Router {
         .resource(readme_resource())
         .build();
     Router::new(s)
-}
-
-async fn call(r: &Router, method: &str, params: Value) -> Result<Value, McpError> {
-    let reply = r
-        .call(McpCall {
-            method: Method::parse(method),
-            params: Some(to_raw(&params)),
-            ctx: CallCtx::detached(),
-        })
-        .await?;
-    match reply {
-        Reply::Complete(raw) | Reply::InputRequired(raw) => {
-            Ok(serde_json::from_str(raw.get()).unwrap_or_default())
-        }
-    }
-}
-
-async fn tool_call(r: &Router, name: &str, args: Value) -> Result<Value, McpError> {
-    call(r, "tools/call", json!({ "name": name, "arguments": args })).await
 }
 
 #[tokio::test]

@@ -1,9 +1,10 @@
 //! The native `Server` through the `Router`: pagination, validation paths, catalog changes.
 
 use mcpwire_model::types::Implementation;
-use mcpwire_model::{BackendEvent, McpError, Method, Reply, to_raw};
-use mcpwire_router::{CallCtx, McpCall, Router, Server, ToolError, tool};
-use serde_json::{Value, json};
+use mcpwire_model::{BackendEvent, McpError};
+use mcpwire_router::{CallCtx, Router, Server, ToolError, tool};
+use mcpwire_testkit::router::call;
+use serde_json::json;
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Plain {
@@ -33,21 +34,6 @@ fn server() -> std::sync::Arc<Server> {
         .description("bounded"),
     )
     .build()
-}
-
-async fn call(r: &Router, method: &str, params: Value) -> Result<Value, McpError> {
-    let reply = r
-        .call(McpCall {
-            method: Method::parse(method),
-            params: Some(to_raw(&params)),
-            ctx: CallCtx::detached(),
-        })
-        .await?;
-    match reply {
-        Reply::Complete(raw) | Reply::InputRequired(raw) => {
-            Ok(serde_json::from_str(raw.get()).unwrap())
-        }
-    }
 }
 
 #[tokio::test]

@@ -1,10 +1,9 @@
 //! Members for the federation tests: small native servers, a backend that counts what it
 //! is asked, and one that can be made to fail.
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -12,10 +11,10 @@ use std::time::Duration;
 use mcpwire_model::types::{
     GetPromptResult, Implementation, PromptMessage, ResourceContents, ServerCapabilities,
 };
-use mcpwire_model::{BackendEvent, McpError, Method, Reply, to_raw};
+use mcpwire_model::{BackendEvent, McpError, Reply, to_raw};
 use mcpwire_router::{
-    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, McpCall, PromptDef, ResourceDef,
-    Router, Server, TemplateDef, ToolError, ToolRouting, tool,
+    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, PromptDef, ResourceDef, Server,
+    TemplateDef, ToolError, ToolRouting, tool,
 };
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
@@ -89,62 +88,8 @@ pub fn server(name: &str, tools: &[&str]) -> Arc<Server> {
     .build()
 }
 
-/// Sends `method` with `params` through `router` (a detached context).
-pub async fn call(router: &Router, method: &str, params: Value) -> Result<Value, McpError> {
-    call_with(router, method, params, CallCtx::detached()).await
-}
-
-/// Sends `method` with `params` through `router` under `ctx`.
-pub async fn call_with(
-    router: &Router,
-    method: &str,
-    params: Value,
-    ctx: CallCtx,
-) -> Result<Value, McpError> {
-    let reply = router
-        .call(McpCall {
-            method: Method::parse(method),
-            params: Some(to_raw(&params)),
-            ctx,
-        })
-        .await?;
-    match reply {
-        Reply::Complete(raw) | Reply::InputRequired(raw) => {
-            Ok(serde_json::from_str(raw.get()).expect("json"))
-        }
-    }
-}
-
-/// Every item name (or URI) of a list, following cursors.
-pub async fn list_all(router: &Router, method: &str, field: &str, key: &str) -> Vec<String> {
-    let mut names = Vec::new();
-    let mut params = json!({});
-    for _ in 0..100 {
-        let page = call(router, method, params).await.expect("list");
-        names.extend(
-            page[field]
-                .as_array()
-                .expect("list")
-                .iter()
-                .map(|t| t[key].as_str().expect("key").to_owned()),
-        );
-        match page.get("nextCursor") {
-            Some(c) => params = json!({ "cursor": c }),
-            None => return names,
-        }
-    }
-    panic!("more than 100 pages");
-}
-
-/// Exposed tool names, in order.
-pub async fn tool_names(router: &Router) -> Vec<String> {
-    list_all(router, "tools/list", "tools", "name").await
-}
-
-/// The text of a tool result's first content.
-pub fn text(result: &Value) -> &str {
-    result["content"][0]["text"].as_str().unwrap_or_default()
-}
+pub use mcpwire_testkit::peers::root;
+pub use mcpwire_testkit::router::{call, call_with, list_all, text, tool_names};
 
 /// The next event within `secs` seconds (a bound, never a timing assertion).
 pub async fn next_event(rx: &mut broadcast::Receiver<BackendEvent>, secs: u64) -> BackendEvent {
@@ -289,29 +234,8 @@ impl Backend for TaskMaker {
     }
 }
 
-/// The workspace root.
-pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .expect("workspace root")
-}
-
 /// The venv's Python with the official `mcp` client and the `protomcp` SDK: `None` (skip)
 /// locally when missing, a failure under CI (`scripts/test.sh` installs it).
 pub fn venv_python() -> Option<PathBuf> {
-    let python = root().join("target/venv/bin/python");
-    let ok = std::process::Command::new(&python)
-        .args(["-c", "import mcp, protomcp"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if ok {
-        return Some(python);
-    }
-    if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) {
-        panic!("the Python venv with mcp and protomcp (target/venv) is missing under CI");
-    }
-    eprintln!("SKIPPED: the Python venv is not installed (run scripts/test.sh)");
-    None
+    mcpwire_testkit::peers::venv_python("mcp, protomcp")
 }

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpwire_model::{McpError, Method, Reply, to_raw};
+use mcpwire_model::McpError;
 use mcpwire_process::{Launch, ProcessBackend, ProcessConfig, StartError};
-use mcpwire_router::{CallCtx, McpCall, Router};
+use mcpwire_router::{CallCtx, Router};
 use serde_json::{Value, json};
 
 pub const PEER: &str = env!("CARGO_BIN_EXE_envelope-test-peer");
@@ -31,15 +31,10 @@ pub async fn call(router: &Router, text: &str) -> Value {
 
 /// [`call`] under the caller's context.
 pub async fn call_with(router: &Router, text: &str, ctx: CallCtx) -> Value {
-    let fut = router.call(McpCall {
-        method: Method::parse("tools/call"),
-        params: Some(to_raw(
-            &json!({"name": "echo", "arguments": {"text": text}}),
-        )),
-        ctx,
-    });
+    let params = json!({"name": "echo", "arguments": {"text": text}});
+    let fut = mcpwire_testkit::router::call_with(router, "tools/call", params, ctx);
     match tokio::time::timeout(Duration::from_secs(30), fut).await {
-        Ok(Ok(Reply::Complete(raw))) => serde_json::from_str(raw.get()).expect("result is JSON"),
+        Ok(Ok(result)) => result,
         Ok(Err(McpError::ToolFailed { message, .. })) => {
             json!({"isError": true, "content": [{"type": "text", "text": message}]})
         }

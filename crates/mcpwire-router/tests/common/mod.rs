@@ -1,11 +1,11 @@
 //! Helpers shared by the router's task tests: a 2026-07-28 caller with or without the
-//! tasks extension.
+//! tasks extension (the call itself is testkit's).
 
 use std::sync::Arc;
 
 use mcpwire_model::types::ClientCapabilities;
-use mcpwire_model::{McpError, Method, Reply, Revision, to_raw};
-use mcpwire_router::{CallCtx, McpCall, Router, TASKS_EXTENSION};
+use mcpwire_model::{McpError, Revision};
+use mcpwire_router::{CallCtx, Router, TASKS_EXTENSION};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -30,18 +30,7 @@ pub async fn call(r: &Router, tasks: bool, method: &str, params: Value) -> Resul
         CancellationToken::new(),
         None,
     );
-    let reply = r
-        .call(McpCall {
-            method: Method::parse(method),
-            params: Some(to_raw(&params)),
-            ctx,
-        })
-        .await?;
-    match reply {
-        Reply::Complete(raw) | Reply::InputRequired(raw) => {
-            Ok(serde_json::from_str(raw.get()).unwrap())
-        }
-    }
+    mcpwire_testkit::router::call_with(r, method, params, ctx).await
 }
 
 /// The wire code of `e` in 2026-07-28.
