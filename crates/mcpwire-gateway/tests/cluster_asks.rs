@@ -10,10 +10,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::cluster::{memory, redis_store};
-use common::http::{Events, post, send};
-
-use http_body_util::BodyExt;
+use common::cluster::{http, memory, redis_store};
 use mcpwire_gateway::cluster::Cluster;
 use mcpwire_model::ClientAsk;
 use mcpwire_model::types::Implementation;
@@ -67,7 +64,7 @@ fn cluster(store: Arc<dyn Store>) -> Cluster {
 
 /// A session opened on `addr` declaring elicitation; its id.
 async fn open(addr: &str) -> String {
-    common::http::open(addr, json!({"elicitation":{}})).await
+    http(addr).initialize_with(json!({"elicitation":{}})).await
 }
 
 /// The elicitation asked on `a` is answered through `b`; the call on `a` gets the answer.
@@ -81,20 +78,19 @@ async fn answered_and_cancelled_through_the_other_replica(
     for round in 0..3 {
         let call = json!({"jsonrpc":"2.0","id": 10 + round,"method":"tools/call",
                           "params":{"name":"confirm","arguments":{}}});
-        let mut stream = Events::new(post(a, Some(&sid), call).await);
-        let ask = stream.message().await;
+        let mut stream = http(a).post(Some(&sid), &call).await;
+        let ask = stream.next_message().await;
         assert_eq!(ask["method"], "elicitation/create", "{ask}");
         let ask_id = ask["id"].clone();
         assert!(ask_id.is_string(), "a replica's ask id names it: {ask_id}");
         let answer = json!({"jsonrpc":"2.0","id": ask_id,
                             "result":{"action":"accept","content":{"ok": round % 2 == 0}}});
-        let relayed = post(b, Some(&sid), answer).await;
+        let relayed = http(b).post(Some(&sid), &answer).await;
         assert_eq!(
-            relayed.status(),
-            202,
+            relayed.status, 202,
             "the answer was taken on the other replica"
         );
-        let result = stream.message().await;
+        let result = stream.next_message().await;
         assert_eq!(result["id"], 10 + round, "{result}");
         let text = result["result"]["content"][0]["text"]
             .as_str()
@@ -110,8 +106,11 @@ async fn answered_and_cancelled_through_the_other_replica(
     let a_owned = a.to_owned();
     let sid_owned = sid.clone();
     let running = tokio::spawn(async move {
-        let resp = post(&a_owned, Some(&sid_owned), call).await;
-        resp.into_body().collect().await.map(|b| b.to_bytes())
+        http(&a_owned)
+            .post(Some(&sid_owned), &call)
+            .await
+            .bytes()
+            .await
     });
     // The call must be running on A before it is cancelled: retry the (idempotent)
     // cancellation until the tool reports it, bounded.
@@ -119,7 +118,7 @@ async fn answered_and_cancelled_through_the_other_replica(
                         "params":{"requestId": 20, "reason": "user"}});
     let mut seen = false;
     for _ in 0..50 {
-        assert_eq!(post(b, Some(&sid), cancel.clone()).await.status(), 202);
+        assert_eq!(http(b).post(Some(&sid), &cancel).await.status, 202);
         if tokio::time::timeout(Duration::from_millis(200), cancelled.recv())
             .await
             .is_ok()
@@ -133,8 +132,7 @@ async fn answered_and_cancelled_through_the_other_replica(
     let body = tokio::time::timeout(Duration::from_secs(20), running)
         .await
         .expect("the cancelled call's stream ended")
-        .expect("task")
-        .expect("body");
+        .expect("task");
     assert!(
         !String::from_utf8_lossy(&body).contains("\"id\":20"),
         "a cancelled request is not answered"
@@ -176,19 +174,19 @@ async fn a_deleted_session_ends_on_the_replicas_holding_it() {
     let sid = open(&a).await;
     let list = |id: i64| json!({"jsonrpc":"2.0","id": id,"method":"tools/list"});
     assert_eq!(
-        post(&b, Some(&sid), list(1)).await.status(),
+        http(&b).post(Some(&sid), &list(1)).await.status,
         200,
         "B holds it now"
     );
 
-    let deleted = send(&a, "DELETE", &[("mcp-session-id", &sid)], None).await;
-    assert_eq!(deleted.status(), 200);
+    let deleted = http(&a).delete(&sid).await;
+    assert_eq!(deleted.status, 200);
 
     // Bounded: the message crosses in well under a second; B never re-checks by itself.
     let mut i = 10;
     let ended = async || {
         i += 1;
-        post(&b, Some(&sid), list(i)).await.status() == 404
+        http(&b).post(Some(&sid), &list(i)).await.status == 404
     };
     let what = "B ended the session deleted on A";
     wait_until_async(Duration::from_secs(3), what, ended).await;

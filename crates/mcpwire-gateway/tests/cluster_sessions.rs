@@ -11,8 +11,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::cluster::{memory, redis_store};
-use common::http::{Answer, answer};
+use common::cluster::{http, memory, redis_store};
 use mcpwire_gateway::cluster::Cluster;
 use mcpwire_model::types::Implementation;
 use mcpwire_router::{CallCtx, NoArgs, Server, ToolError, tool};
@@ -20,6 +19,7 @@ use mcpwire_server::Service;
 use mcpwire_server::auth::{ApiKeyConfig, ApiKeySecret, AuthConfig, Authenticator};
 use mcpwire_store::Store;
 use mcpwire_store::testing::RedisServer;
+use mcpwire_testkit::raw::http::Answer;
 use mcpwire_testkit::wait::wait_for_async;
 use serde_json::{Value, json};
 
@@ -87,22 +87,23 @@ async fn initialize(addr: &str, who: Option<&str>) -> Answer {
     let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
         "protocolVersion":"2025-06-18","capabilities":{"sampling":{}},
         "clientInfo":{"name":"t","version":"1"}}});
-    answer(addr, "POST", &h, Some(init)).await
+    http(addr).post_with(None, &init, &h).await.whole().await
 }
 
 /// `tools/call whoami` in session `sid` on `addr` as `who`.
 async fn whoami(addr: &str, sid: &str, who: Option<&str>, id: i64) -> Answer {
     let auth = bearer(who);
-    let mut h = vec![
-        ("mcp-session-id", sid),
-        ("mcp-protocol-version", "2025-06-18"),
-    ];
+    let mut h = Vec::new();
     if let Some(a) = &auth {
         h.push(("authorization", a.as_str()));
     }
     let call = json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
                       "params":{"name":"whoami","arguments":{}}});
-    answer(addr, "POST", &h, Some(call)).await
+    http(addr)
+        .post_with(Some(sid), &call, &h)
+        .await
+        .whole()
+        .await
 }
 
 /// The `whoami` JSON of a successful call.
@@ -117,11 +118,14 @@ fn seen(a: &Answer) -> Value {
 
 async fn delete(addr: &str, sid: &str, who: Option<&str>) -> Answer {
     let auth = bearer(who);
-    let mut h = vec![("mcp-session-id", sid)];
+    let mut h = vec![
+        ("mcp-session-id", sid),
+        ("mcp-protocol-version", "2025-06-18"),
+    ];
     if let Some(a) = &auth {
         h.push(("authorization", a.as_str()));
     }
-    answer(addr, "DELETE", &h, None).await
+    http(addr).send("DELETE", &h, b"").await.whole().await
 }
 
 /// Alternates `rounds` calls between the replicas; each sees the same session.
@@ -143,7 +147,7 @@ async fn a_session_moves_between_replicas_and_stays_bound_to_its_caller() {
     let b = replica(shared.clone(), true).await;
     let init = initialize(&a, Some(ALICE)).await;
     assert_eq!(init.status, 200, "{}", init.body);
-    let sid = init.session.expect("a session id");
+    let sid = init.session().expect("a session id").to_owned();
     assert!(sid.len() > 64, "sealed, not a bare random id: {sid}");
     alternate(&[&a, &b], &sid, Some(ALICE), 6).await;
 
@@ -171,7 +175,7 @@ async fn delete_on_one_replica_ends_the_session_on_every_replica() {
     let shared = cluster(memory(), &[1]);
     let a = replica(shared.clone(), false).await;
     let b = replica(shared.clone(), false).await;
-    let sid = initialize(&a, None).await.session.expect("id");
+    let sid = initialize(&a, None).await.session().expect("id").to_owned();
     alternate(&[&a, &b], &sid, None, 2).await; // both replicas now hold it
     assert_eq!(delete(&a, &sid, None).await.status, 200);
     assert_eq!(whoami(&b, &sid, None, 9).await.status, 404);
@@ -186,7 +190,11 @@ async fn rotated_keys_keep_old_sessions_and_seal_new_ones_with_the_newest() {
     let rotated = replica(cluster(store.clone(), &[2, 1]), false).await;
     let retired = replica(cluster(store.clone(), &[2]), false).await;
 
-    let before = initialize(&old, None).await.session.expect("id");
+    let before = initialize(&old, None)
+        .await
+        .session()
+        .expect("id")
+        .to_owned();
     alternate(&[&old, &rotated], &before, None, 2).await;
     assert_eq!(
         whoami(&retired, &before, None, 5).await.status,
@@ -194,7 +202,11 @@ async fn rotated_keys_keep_old_sessions_and_seal_new_ones_with_the_newest() {
         "its key was retired"
     );
 
-    let after = initialize(&rotated, None).await.session.expect("id");
+    let after = initialize(&rotated, None)
+        .await
+        .session()
+        .expect("id")
+        .to_owned();
     alternate(&[&rotated, &retired], &after, None, 2).await;
     assert_eq!(
         whoami(&old, &after, None, 6).await.status,
@@ -211,7 +223,11 @@ async fn replicas_share_sessions_through_redis_and_survive_its_restart() {
     // Each replica has its own connection, as separate processes would.
     let a = replica(cluster(redis_store(&redis).await, &[1]), true).await;
     let b = replica(cluster(redis_store(&redis).await, &[1]), true).await;
-    let sid = initialize(&a, Some(ALICE)).await.session.expect("id");
+    let sid = initialize(&a, Some(ALICE))
+        .await
+        .session()
+        .expect("id")
+        .to_owned();
     alternate(&[&a, &b], &sid, Some(ALICE), 4).await;
     assert_eq!(whoami(&b, &sid, Some(BOB), 20).await.status, 404);
 
@@ -219,7 +235,7 @@ async fn replicas_share_sessions_through_redis_and_survive_its_restart() {
     // Down: a new session cannot be recorded — a clear, retryable refusal.
     let refused = initialize(&b, Some(ALICE)).await;
     assert_eq!(refused.status, 503, "{}", refused.body);
-    assert_eq!(refused.retry_after.as_deref(), Some("1"));
+    assert_eq!(refused.header("retry-after"), Some("1"));
     assert!(refused.body.contains("try again"), "{}", refused.body);
     assert!(
         !refused.body.contains("redis://"),
@@ -236,7 +252,7 @@ async fn replicas_share_sessions_through_redis_and_survive_its_restart() {
         if r.status != 200 {
             assert_eq!(r.status, 503, "{}", r.body);
         }
-        (r.status == 200).then_some(r.session)
+        (r.status == 200).then(|| r.session().map(str::to_owned))
     };
     let what = "initialize succeeds once Redis is back";
     let fresh = wait_for_async(Duration::from_secs(10), what, back).await;
@@ -282,12 +298,11 @@ async fn stateless_whoami(addr: &str, id: i64) -> Answer {
             "io.modelcontextprotocol/protocolVersion":"2026-07-28",
             "io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},
             "io.modelcontextprotocol/clientCapabilities":{}}}});
-    let h = [
-        ("mcp-protocol-version", "2026-07-28"),
-        ("mcp-method", "tools/call"),
-        ("mcp-name", "whoami"),
-    ];
-    answer(addr, "POST", &h, Some(call)).await
+    http(addr)
+        .post_stateless_request(&call, json!({}), &[])
+        .await
+        .whole()
+        .await
 }
 
 /// Issue 14: "stateless 2026-07-28 requests must not touch Redis except for rate limits".
@@ -313,7 +328,7 @@ async fn stateless_requests_leave_the_store_alone() {
     );
 
     // The count does see a replica's store traffic: a stateful session checks its record.
-    let sid = initialize(&a, None).await.session.expect("id");
+    let sid = initialize(&a, None).await.session().expect("id").to_owned();
     let before = commands_processed(&redis).await;
     let _ = seen(&whoami(&a, &sid, None, 1).await);
     let stateful = commands_processed(&redis).await - before;

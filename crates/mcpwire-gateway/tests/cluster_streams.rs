@@ -12,13 +12,13 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::cluster::{Watched, memory, redis_store};
-use common::http::{Events, get, open, post, send};
+use common::cluster::{Watched, http, memory, redis_store};
 use mcpwire_model::types::Implementation;
 use mcpwire_router::{CallCtx, NoArgs, ResourceDef, Server, ToolError, tool};
 use mcpwire_server::Service;
 use mcpwire_store::Store;
 use mcpwire_store::testing::RedisServer;
+use mcpwire_testkit::raw::http::Exchange;
 use mcpwire_testkit::wait::wait_until_async;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
@@ -58,25 +58,24 @@ fn call(id: i64) -> Value {
 }
 
 /// The event's id and its data.
-async fn event(events: &mut Events) -> (String, Option<Value>) {
+async fn event(events: &mut Exchange) -> (String, Option<Value>) {
     let (id, data) = events.event().await.expect("an event");
     (id.expect("an event id"), data)
 }
 
 async fn resumed_on_the_other_replica(a: &str, b: &str, release: &Notify) {
-    let sid = open(a, json!({})).await;
+    let sid = http(a).initialize().await;
 
     // Lost before the call went on: B replays what A logged after the client's last event.
-    let mut stream = Events::new(post(a, Some(&sid), call(1)).await);
+    let mut stream = http(a).post(Some(&sid), &call(1)).await;
     let (priming, data) = event(&mut stream).await;
     assert!(priming.starts_with('p') && priming.ends_with("-0") && data.is_none());
     let (first, data) = event(&mut stream).await;
     assert_eq!(data.expect("progress")["params"]["message"], "one");
     drop(stream);
     release.notify_one();
-    let resumed = get(b, &sid, Some(&first)).await;
-    assert_eq!(resumed.status(), 200);
-    let mut resumed = Events::new(resumed);
+    let mut resumed = http(b).get(&sid, Some(&first)).await;
+    assert_eq!(resumed.status, 200);
     let prefix = first.trim_end_matches(char::is_numeric).to_owned();
     let (id, data) = event(&mut resumed).await;
     assert_eq!(id, format!("{prefix}2"));
@@ -92,11 +91,11 @@ async fn resumed_on_the_other_replica(a: &str, b: &str, release: &Notify) {
     );
 
     // Resumed while the call still runs: B follows what A logs next, to the response.
-    let mut stream = Events::new(post(a, Some(&sid), call(2)).await);
+    let mut stream = http(a).post(Some(&sid), &call(2)).await;
     let _priming = event(&mut stream).await;
     let (first, _) = event(&mut stream).await;
     drop(stream);
-    let mut resumed = Events::new(get(b, &sid, Some(&first)).await);
+    let mut resumed = http(b).get(&sid, Some(&first)).await;
     release.notify_one();
     let (_, data) = event(&mut resumed).await;
     assert_eq!(data.expect("progress")["params"]["message"], "two");
@@ -105,8 +104,8 @@ async fn resumed_on_the_other_replica(a: &str, b: &str, release: &Notify) {
     assert!(resumed.event().await.is_none());
 
     // A stream no replica logged is unknown: 400, as in one process.
-    let unknown = get(b, &sid, Some("p1-0")).await;
-    assert_eq!(unknown.status(), 400);
+    let unknown = http(b).get(&sid, Some("p1-0")).await;
+    assert_eq!(unknown.status, 400);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -131,7 +130,7 @@ async fn a_stream_resumes_on_another_replica_over_redis() {
 }
 
 /// The next message of a standalone stream that is not a keep-alive.
-async fn notification(events: &mut Events) -> (String, Value) {
+async fn notification(events: &mut Exchange) -> (String, Value) {
     loop {
         let (id, data) = event(events).await;
         if let Some(data) = data {
@@ -152,11 +151,11 @@ async fn changes_reach_every_replica(store_a: Arc<dyn Store>, store_b: Arc<dyn S
     let b = replica_of(watched_b.clone(), server(Arc::new(Notify::new()))).await;
 
     // B holds the session (its GET stream) before the client subscribes through A.
-    let sid = open(&a, json!({})).await;
-    let mut on_b = Events::new(get(&b, &sid, None).await);
+    let sid = http(&a).initialize().await;
+    let mut on_b = http(&b).get(&sid, None).await;
     let (priming, _) = event(&mut on_b).await;
     assert!(priming.starts_with('g'), "{priming}");
-    assert_eq!(post(&a, Some(&sid), subscribe(1)).await.status(), 200);
+    assert_eq!(http(&a).post(Some(&sid), &subscribe(1)).await.status, 200);
     // Bounded: the subscription crosses through the store in well under a second; the
     // update is sent again until B's stream has it.
     let mut seen = None;
@@ -195,7 +194,7 @@ async fn changes_reach_every_replica(store_a: Arc<dyn Store>, store_b: Arc<dyn S
     let seq = seq.expect("a stream event id");
     let logged = async || watched_b.appended_after(seq, "notifications/resources/updated");
     wait_until_async(WAIT, "B logged the update it missed", logged).await;
-    let mut on_a = Events::new(get(&a, &sid, Some(&last)).await);
+    let mut on_a = http(&a).get(&sid, Some(&last)).await;
     let (replayed, missed) = notification(&mut on_a).await;
     assert_eq!(missed["method"], "notifications/resources/updated");
     assert_eq!(
@@ -216,11 +215,9 @@ async fn changes_reach_every_replica(store_a: Arc<dyn Store>, store_b: Arc<dyn S
         "notifications":{"toolsListChanged": true, "resourceSubscriptions": ["test://r"]},
         "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
                  "io.modelcontextprotocol/clientCapabilities":{}}}});
-    let headers = [
-        ("mcp-protocol-version", "2026-07-28"),
-        ("mcp-method", "subscriptions/listen"),
-    ];
-    let mut listening = Events::new(send(&b, "POST", &headers, Some(listen)).await);
+    let mut listening = http(&b)
+        .post_stateless_request(&listen, json!({}), &[])
+        .await;
     let (_, ack) = notification(&mut listening).await;
     assert_eq!(
         ack["method"], "notifications/subscriptions/acknowledged",
@@ -236,9 +233,9 @@ async fn changes_reach_every_replica(store_a: Arc<dyn Store>, store_b: Arc<dyn S
 
     // Subscribed through A before B ever saw the session: B rebuilds it with the
     // subscription from the store.
-    let sid = open(&a, json!({})).await;
-    assert_eq!(post(&a, Some(&sid), subscribe(1)).await.status(), 200);
-    let mut on_b = Events::new(get(&b, &sid, None).await);
+    let sid = http(&a).initialize().await;
+    assert_eq!(http(&a).post(Some(&sid), &subscribe(1)).await.status, 200);
+    let mut on_b = http(&b).get(&sid, None).await;
     let _priming = event(&mut on_b).await;
     server_a.notify_resource_updated("test://r");
     let (_, update) = notification(&mut on_b).await;

@@ -14,9 +14,9 @@ use mcpwire_model::types::Implementation;
 use mcpwire_router::{CallCtx, NoArgs, Server, TaskSupport, ToolError, tool};
 use mcpwire_server::Service;
 use mcpwire_store::Store;
+use mcpwire_testkit::serve::{self, Served, serve};
 use serde_json::json;
 use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 
 use common::cluster::memory;
 use common::tasks::{EndsOnCancel, STEP, client, request, wait_for};
@@ -58,31 +58,19 @@ fn cluster(store: Arc<dyn Store>) -> Arc<Cluster> {
     )
 }
 
-/// A replica over `server` in `cluster`, until `stop` is cancelled; its URL.
-async fn replica(server: Arc<Server>, cluster: Arc<Cluster>, stop: CancellationToken) -> String {
-    let service = Service::from_server(server);
-    let addr = common::cluster::replica_until(service, cluster, stop).await;
-    format!("http://{addr}/mcp")
+/// A replica over `server` in `cluster`: its listener, shut down to stop the replica.
+async fn replica(server: Arc<Server>, cluster: Arc<Cluster>) -> Served {
+    let service = mcpwire_gateway::cluster::in_cluster(Service::from_server(server), cluster);
+    serve(service, serve::http()).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_created_on_one_replica_is_answered_and_cancelled_by_another() {
     let (release, cancelled) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
     let shared = cluster(memory());
-    let stop = CancellationToken::new();
-    let a = replica(
-        server(release.clone(), cancelled.clone()),
-        shared.clone(),
-        stop.clone(),
-    )
-    .await;
-    let b = replica(
-        server(release.clone(), cancelled.clone()),
-        shared.clone(),
-        stop.clone(),
-    )
-    .await;
-    let (on_a, on_b) = (client(&a).await, client(&b).await);
+    let a = replica(server(release.clone(), cancelled.clone()), shared.clone()).await;
+    let b = replica(server(release.clone(), cancelled.clone()), shared.clone()).await;
+    let (on_a, on_b) = (client(&a.url()).await, client(&b.url()).await);
 
     let created = request(&on_a, "tools/call", json!({"name": "job"})).await;
     assert_eq!(created["resultType"], "task", "{created}");
@@ -115,29 +103,25 @@ async fn a_task_created_on_one_replica_is_answered_and_cancelled_by_another() {
         .await
         .expect("answered");
     assert!(unknown.is_err(), "{unknown:?}");
-    stop.cancel();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_whose_replica_stopped_fails_instead_of_working_forever() {
     let (release, cancelled) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
     let store = memory();
-    let (stop_a, stop_b) = (CancellationToken::new(), CancellationToken::new());
     let a = replica(
         server(release.clone(), cancelled.clone()),
         cluster(store.clone()),
-        stop_a.clone(),
     )
     .await;
     let b = replica(
         server(release.clone(), cancelled.clone()),
         cluster(store.clone()),
-        stop_b.clone(),
     )
     .await;
-    let on_b = client(&b).await;
+    let on_b = client(&b.url()).await;
     let id = {
-        let on_a = client(&a).await;
+        let on_a = client(&a.url()).await;
         let created = request(&on_a, "tools/call", json!({"name": "job"})).await;
         let id = created["taskId"].as_str().expect("taskId").to_owned();
         on_a.close().await.ok();
@@ -150,7 +134,7 @@ async fn a_task_whose_replica_stopped_fails_instead_of_working_forever() {
 
     // Replica A stops (its listener and task store go; the tool never finishes): within
     // the executor timeout its task is answered failed, with an error saying why.
-    stop_a.cancel();
+    a.shutdown().await.expect("replica A stops");
     let failed = wait_for(&on_b, &id, "failed").await;
     let message = failed["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("stopped"), "{failed}");
@@ -173,5 +157,4 @@ async fn a_task_whose_replica_stopped_fails_instead_of_working_forever() {
         .unwrap();
     let failed = request(&on_b, "tasks/get", json!({"taskId": "orphan"})).await;
     assert_eq!(failed["status"], "failed", "{failed}");
-    stop_b.cancel();
 }

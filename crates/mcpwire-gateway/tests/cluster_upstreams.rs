@@ -21,11 +21,11 @@ use mcpwire_server::Service;
 use mcpwire_server::http::HttpConfig;
 use mcpwire_store::Store;
 use mcpwire_store::testing::RedisServer;
+use mcpwire_testkit::serve::{self, serve};
 use mcpwire_testkit::wait::wait_until_async;
 use serde_json::{Value, json};
 
-use common::cluster::{memory, redis_store, replica_with};
-use common::http::{Answer, open, post, send};
+use common::cluster::{http, memory, redis_store, replica_with};
 
 /// A cluster over `store` sealing with key `n`, checking the session record on every
 /// request.
@@ -55,11 +55,9 @@ async fn upstream(store: Arc<dyn Store>) -> String {
     let server = Server::builder(Implementation::new("upstream", "1"))
         .tool(visit)
         .build();
-    common::serve_http(mcpwire_gateway::cluster::in_cluster(
-        Service::from_server(server),
-        cluster(store, 9),
-    ))
-    .await
+    let service =
+        mcpwire_gateway::cluster::in_cluster(Service::from_server(server), cluster(store, 9));
+    serve(service, serve::http()).await.detach()
 }
 
 /// A gateway replica in `cluster` in front of the upstream at `url`, one upstream session
@@ -85,7 +83,7 @@ async fn gateway_with(url: &str, cluster: Arc<Cluster>, http: HttpConfig) -> Str
 async fn visit(addr: &str, sid: &str, id: i64) -> Result<Value, Value> {
     let call = json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
                       "params":{"name":"visit","arguments":{}}});
-    let answer = Answer::read(post(addr, Some(sid), call).await).await;
+    let answer = http(addr).post(Some(sid), &call).await.whole().await;
     assert_eq!(answer.status, 200, "visit on {addr}");
     let answer = answer.message();
     let result = &answer["result"];
@@ -111,7 +109,7 @@ async fn one_upstream_session_across_replicas(gateways: Arc<dyn Store>, ups: Arc
     let b = gateway(&url, shared).await;
     let replicas = [a.as_str(), b.as_str()];
 
-    let sid = open(&a, json!({})).await;
+    let sid = http(&a).initialize().await;
     let mut first = None;
     for i in 0..6 {
         let addr = replicas[i % 2];
@@ -151,15 +149,15 @@ async fn one_upstream_session_across_replicas(gateways: Arc<dyn Store>, ups: Arc
     assert_eq!(ran(&v), (renewed.clone(), 3));
 
     // The downstream session ends (DELETE on B): its upstream session is deleted too.
-    let gone = send(&b, "DELETE", &[("mcp-session-id", &sid)], None).await;
-    assert_eq!(gone.status(), 200);
+    let gone = http(&b).delete(&sid).await;
+    assert_eq!(gone.status, 200);
     let key = format!("s:{renewed}");
     let deleted = async || ups.get(&key).await.expect("get").is_none();
     let what = "the upstream session was deleted with its downstream session";
     wait_until_async(Duration::from_secs(3), what, deleted).await;
 
     // A second downstream session gets an upstream session of its own.
-    let other = open(&b, json!({})).await;
+    let other = http(&b).initialize().await;
     let v = visit(&a, &other, 1).await.expect("visit");
     assert_eq!(ran(&v).1, 1);
 }
@@ -191,14 +189,14 @@ async fn a_replica_dropping_its_copy_keeps_the_upstream_session() {
     let a = gateway_with(&url, shared.clone(), one_session).await;
     let b = gateway(&url, shared).await;
 
-    let sid = open(&b, json!({})).await;
+    let sid = http(&b).initialize().await;
     let (first, _) = ran(&visit(&a, &sid, 1).await.expect("visit on A"));
     assert_eq!(
         ran(&visit(&b, &sid, 2).await.expect("visit on B")),
         (first.clone(), 2)
     );
     // Another session on A evicts A's copy of the first (idle) one.
-    let other = open(&a, json!({})).await;
+    let other = http(&a).initialize().await;
     assert_eq!(ran(&visit(&a, &other, 1).await.expect("visit")).1, 1);
     // Give A's upstream link the time to close (it would DELETE the upstream session if it
     // did not keep it), then continue on B: the same upstream session. An observation

@@ -21,8 +21,8 @@ use mcpwire_router::{CallCtx, NoArgs, Router, Server, TaskConfig, TaskSupport, T
 use mcpwire_server::Service;
 use serde_json::json;
 
-use common::serve_http;
 use common::tasks::{EndsOnCancel, STEP, client, request, wait_for};
+use mcpwire_testkit::serve::{self, serve};
 use tokio::sync::Notify;
 
 /// An upstream running tasks itself: `wait` becomes a task at once and runs until it is
@@ -77,7 +77,8 @@ fn natives() -> Natives {
 /// the gateway (kept alive by the caller).
 async fn gateway(config: GatewayConfig) -> (String, Gateway) {
     let g = Gateway::start(config, natives()).await.expect("starts");
-    let url = serve_http(g.service(0).expect("a listener").clone()).await;
+    let service = g.service(0).expect("a listener").clone();
+    let url = serve(service, serve::http()).await.detach();
     (url, g)
 }
 
@@ -125,7 +126,8 @@ async fn upstream_tasks_pass_through(
 #[tokio::test]
 async fn an_upstreams_own_tasks_are_created_polled_and_cancelled_through_the_gateway() {
     let cancelled = Arc::new(Notify::new());
-    let up_url = serve_http(tasking_upstream(cancelled.clone())).await;
+    let up_url_served = serve(tasking_upstream(cancelled.clone()), serve::http()).await;
+    let up_url = up_url_served.url();
     let upstream = client(&up_url).await;
     let spec = UpstreamSpec::new(Target::Url(up_url.clone()));
     let config = GatewayConfig::new(
@@ -139,7 +141,8 @@ async fn an_upstreams_own_tasks_are_created_polled_and_cancelled_through_the_gat
 #[tokio::test]
 async fn federated_the_ids_name_the_member_and_native_tasks_stay_the_gateways() {
     let cancelled = Arc::new(Notify::new());
-    let up_url = serve_http(tasking_upstream(cancelled.clone())).await;
+    let up_url_served = serve(tasking_upstream(cancelled.clone()), serve::http()).await;
+    let up_url = up_url_served.url();
     let upstream = client(&up_url).await;
     let text = format!(
         "[[listen]]\nurl = \"http://127.0.0.1:0/mcp\"\n\

@@ -21,7 +21,7 @@ use mcpwire_router::{BoxFuture, CallCtx, McpCall, NoArgs, Peer, Router, Server, 
 use mcpwire_server::Service;
 use serde_json::{Value, json};
 
-use common::serve_http;
+use mcpwire_testkit::serve::{self, serve};
 use tokio_util::sync::CancellationToken;
 
 /// A server whose tool `two_asks` lists the client's roots twice and counts its runs.
@@ -70,7 +70,8 @@ fn json_of(raw: &Raw) -> Value {
 #[tokio::test]
 async fn a_stateless_client_resumes_the_held_upstream_request() {
     let runs = Arc::new(AtomicUsize::new(0));
-    let url = serve_http(asking_server(runs.clone())).await;
+    let url_served = serve(asking_server(runs.clone()), serve::http()).await;
+    let url = url_served.url();
     let router = upstream(&url, EraChoice::Handshake).await;
     let stateless = || {
         CallCtx::new(
@@ -129,7 +130,8 @@ impl Peer for RootsPeer {
 #[tokio::test]
 async fn a_handshake_client_answers_a_stateless_upstream_in_real_requests() {
     let runs = Arc::new(AtomicUsize::new(0));
-    let url = serve_http(asking_server(runs.clone())).await;
+    let url_served = serve(asking_server(runs.clone()), serve::http()).await;
+    let url = url_served.url();
     let router = upstream(&url, EraChoice::Stateless).await;
     let peer = Arc::new(RootsPeer {
         asked: AtomicUsize::new(0),
@@ -215,7 +217,12 @@ impl Peer for RecordingPeer {
 async fn calls_on_a_session_that_is_up_keep_progress_logs_asks_and_cancellation() {
     let started = Arc::new(tokio::sync::Notify::new());
     let cancelled = Arc::new(AtomicUsize::new(0));
-    let url = serve_http(reporting_server(started.clone(), cancelled.clone())).await;
+    let url_served = serve(
+        reporting_server(started.clone(), cancelled.clone()),
+        serve::http(),
+    )
+    .await;
+    let url = url_served.url();
     let router = upstream(&url, EraChoice::Handshake).await;
     for _ in 0..3 {
         let peer = Arc::new(RecordingPeer::default());

@@ -1,19 +1,21 @@
 //! Replica sets for the cluster tests: seal keys, clusters over a shared store (in memory,
-//! or a `redis-server` of the test's own), and HTTP listeners in them.
+//! or a `redis-server` of the test's own), HTTP listeners in them (testkit's), and their
+//! raw HTTP client (testkit's).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use mcpwire_gateway::cluster::Cluster;
-use mcpwire_server::Service;
-use mcpwire_server::http::{HttpConfig, HttpServer};
+use mcpwire_server::http::HttpConfig;
+use mcpwire_server::{Service, Wire};
 use mcpwire_store::testing::RedisServer;
 use mcpwire_store::{
     LogAppend, LogEntry, MemoryStore, RateCheck, RateOutcome, RedisConfig, RedisStore, SealKeys,
     Store, StoreError, Subscription,
 };
-use tokio_util::sync::CancellationToken;
+use mcpwire_testkit::raw::http::HttpClient;
+use mcpwire_testkit::serve::serve;
 
 /// Seal keys `[n; 32]` for each `n` of `list`: the first seals, every one opens.
 pub fn keys(list: &[u8]) -> SealKeys {
@@ -39,39 +41,25 @@ pub async fn redis_store(redis: &RedisServer) -> Arc<dyn Store> {
     Arc::new(store)
 }
 
-/// A replica: `service` in `cluster`, served over Streamable HTTP on a free loopback port;
-/// its address (`host:port`).
+/// A replica: `service` in `cluster`, served over Streamable HTTP on a free loopback port
+/// until the runtime ends; its address (`host:port`).
 pub async fn replica(service: Service, cluster: Arc<Cluster>) -> String {
     replica_with(service, cluster, HttpConfig::default()).await
 }
 
 /// [`replica`] with its own HTTP configuration.
 pub async fn replica_with(service: Service, cluster: Arc<Cluster>, config: HttpConfig) -> String {
-    let server = bind(service, cluster, config).await;
-    let addr = server.local_addr().expect("addr").to_string();
-    tokio::spawn(server.serve());
+    let service = mcpwire_gateway::cluster::in_cluster(service, cluster);
+    let served = serve(service, Wire::Http(config)).await;
+    let addr = served.host_port();
+    served.detach();
     addr
 }
 
-/// [`replica`] until `stop` is cancelled (then it drains for at most 100 ms).
-pub async fn replica_until(
-    service: Service,
-    cluster: Arc<Cluster>,
-    stop: CancellationToken,
-) -> String {
-    let server = bind(service, cluster, HttpConfig::default()).await;
-    let addr = server.local_addr().expect("addr").to_string();
-    tokio::spawn(server.serve_until(stop, Duration::from_millis(100)));
-    addr
-}
-
-async fn bind(service: Service, cluster: Arc<Cluster>, config: HttpConfig) -> HttpServer {
-    HttpServer::bind(
-        mcpwire_gateway::cluster::in_cluster(service, cluster),
-        config,
-    )
-    .await
-    .expect("bind")
+/// The raw HTTP client of the replica at `addr` (`host:port`), opening sessions at
+/// 2025-06-18.
+pub fn http(addr: &str) -> HttpClient {
+    HttpClient::new(addr).with_revision("2025-06-18")
 }
 
 /// A store that remembers the log entries appended through it: what a test waits for
