@@ -1,4 +1,4 @@
-//! The library client (`mcpwire_client`) over Streamable HTTP against `mcpwire demo`, in both
+//! The library client (`mcpwire_client`) over Streamable HTTP against the demo, in both
 //! eras: negotiation (fixed and discovered), server→client requests arriving on a call's SSE
 //! stream and answered by POST, `input_required` rounds, tasks, progress, and a call whose
 //! stream the server closes mid-call (resumed with `Last-Event-ID`). A scripted server
@@ -10,12 +10,12 @@ mod common;
 
 use std::time::Duration;
 
-use common::served::Served;
 use mcpwire_client::{
     Answer, Client, ClientEra, ClientEvent, ClientEvents, ClientOptions, EraChoice, RequestOptions,
     Target,
 };
 use mcpwire_model::{McpError, Raw, to_raw};
+use mcpwire_testkit::serve::{self, Served, serve};
 use serde_json::{Value, json};
 
 /// Every test ends within this, whatever the client does.
@@ -37,9 +37,10 @@ async fn connect(url: &str, era: EraChoice) -> (Client, ClientEvents) {
         .unwrap_or_else(|e| panic!("connect {url} ({era:?}): {e}"))
 }
 
-fn demo() -> (Served, String) {
-    let served = Served::start("http", &[]);
-    let url = format!("http://{}", served.addr);
+/// The demo served in-process over HTTP; its URL.
+async fn demo() -> (Served, String) {
+    let served = serve(common::demo_service(|_| {}).await, serve::http()).await;
+    let url = served.url();
     (served, url)
 }
 
@@ -108,7 +109,7 @@ fn answer_as_user(
 
 #[tokio::test]
 async fn both_eras_list_and_call_against_the_demo() {
-    let (_demo, url) = demo();
+    let (_demo, url) = demo().await;
     tokio::time::timeout(LIMIT, async {
         for (choice, want) in [
             (EraChoice::Handshake, "2025-11-25"),
@@ -139,7 +140,7 @@ async fn both_eras_list_and_call_against_the_demo() {
 
 #[tokio::test]
 async fn server_requests_on_the_call_stream_are_answered_by_post() {
-    let (_demo, url) = demo();
+    let (_demo, url) = demo().await;
     tokio::time::timeout(LIMIT, async {
         let (client, events) = connect(&url, EraChoice::Handshake).await;
         let seen = answer_as_user(client.clone(), events);
@@ -218,7 +219,7 @@ async fn call_with_input(client: &Client, name: &str) -> (Value, usize) {
 
 #[tokio::test]
 async fn input_required_rounds_are_answered_and_retried() {
-    let (_demo, url) = demo();
+    let (_demo, url) = demo().await;
     tokio::time::timeout(LIMIT, async {
         let (client, _events) = connect(&url, EraChoice::Stateless).await;
         assert_eq!(client.negotiated().era, ClientEra::Stateless);
@@ -247,7 +248,7 @@ async fn input_required_rounds_are_answered_and_retried() {
 
 #[tokio::test]
 async fn tasks_are_followed_to_their_result() {
-    let (_demo, url) = demo();
+    let (_demo, url) = demo().await;
     tokio::time::timeout(LIMIT, async {
         // The demo offers tasks in 2026-07-28 (the `io.modelcontextprotocol/tasks`
         // extension, declared by the client); a call that waits becomes one.
@@ -287,7 +288,7 @@ async fn tasks_are_followed_to_their_result() {
 
 #[tokio::test]
 async fn progress_arrives_as_events_of_its_request() {
-    let (_demo, url) = demo();
+    let (_demo, url) = demo().await;
     tokio::time::timeout(LIMIT, async {
         let (client, events) = connect(&url, EraChoice::Handshake).await;
         let seen = answer_as_user(client.clone(), events);
@@ -313,7 +314,7 @@ async fn progress_arrives_as_events_of_its_request() {
 
 #[tokio::test]
 async fn a_call_whose_stream_the_demo_closes_is_resumed() {
-    let (_demo, url) = demo();
+    let (_demo, url) = demo().await;
     tokio::time::timeout(LIMIT, async {
         for era in [EraChoice::Handshake, EraChoice::Stateless] {
             let (client, _events) = connect(&url, era).await;

@@ -1,5 +1,6 @@
 //! Bad input over Streamable HTTP: every fault gets its status and a JSON-RPC error body,
-//! and the server keeps serving — also under stalled, idle and flooding clients.
+//! and the server keeps serving — also under stalled, idle and flooding clients. Against the
+//! demo served in-process with the listener options the flags would set.
 
 mod common;
 
@@ -9,6 +10,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use common::http::{ACCEPT_BOTH, Exchange, HttpServer};
+use mcpwire_server::http::Guard;
 use serde_json::{Value, json};
 
 const JSON: (&str, &str) = ("content-type", "application/json");
@@ -28,7 +30,7 @@ fn error_code(body: &Value) -> i64 {
 
 #[test]
 fn content_negotiation_and_framing_faults() {
-    let s = HttpServer::start(&["--max-message-bytes", "1024"]);
+    let s = HttpServer::demo(|o| o.max_message_bytes = 1024, |_| {});
     let sid = s.initialize();
     let sess = ("mcp-session-id", sid.as_str());
 
@@ -104,7 +106,7 @@ fn content_negotiation_and_framing_faults() {
 
 #[test]
 fn session_id_and_protocol_version_faults() {
-    let s = HttpServer::start(&[]);
+    let s = HttpServer::demo(|_| {}, |_| {});
     // No session id on a non-initialize request.
     let r = s.send("POST", &[JSON, ACCEPT], &tools_list(1));
     assert_eq!(r.status, 400);
@@ -155,7 +157,7 @@ fn session_id_and_protocol_version_faults() {
 
 #[test]
 fn foreign_origin_and_host_are_forbidden() {
-    let s = HttpServer::start(&[]);
+    let s = HttpServer::demo(|_| {}, |_| {});
     let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
         "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})
     .to_string();
@@ -194,12 +196,15 @@ fn foreign_origin_and_host_are_forbidden() {
     }
 
     // Configured lists replace the loopback default.
-    let s = HttpServer::start(&[
-        "--allowed-origins",
-        "https://app.example.com",
-        "--allowed-hosts",
-        "mcp.example.com",
-    ]);
+    let s = HttpServer::demo(
+        |_| {},
+        |h| {
+            h.guard = Guard {
+                allowed_origins: Some(vec!["https://app.example.com".into()]),
+                allowed_hosts: Some(vec!["mcp.example.com".into()]),
+            }
+        },
+    );
     let ok = [
         JSON,
         ACCEPT,
@@ -221,7 +226,7 @@ fn foreign_origin_and_host_are_forbidden() {
 
 #[test]
 fn stateless_faults() {
-    let s = HttpServer::start(&[]);
+    let s = HttpServer::demo(|_| {}, |_| {});
     // GET and DELETE without a session: 405.
     for method in ["GET", "DELETE"] {
         let r = s.send(
@@ -393,7 +398,7 @@ fn status_or_close(conn: &mut TcpStream, limit: Duration) -> Option<u16> {
 /// afterwards, other connections are served.
 #[test]
 fn stalled_body_and_headers_time_out() {
-    let s = HttpServer::start(&["--read-timeout-secs", "1"]);
+    let s = HttpServer::demo(|_| {}, |h| h.read_timeout = Duration::from_secs(1));
     let sid = s.initialize();
     let start = Instant::now();
 
@@ -448,7 +453,7 @@ fn stalled_body_and_headers_time_out() {
 /// served, and are closed after the read timeout instead of being held forever.
 #[test]
 fn idle_connections_do_not_starve_others() {
-    let s = HttpServer::start(&["--read-timeout-secs", "1"]);
+    let s = HttpServer::demo(|_| {}, |h| h.read_timeout = Duration::from_secs(1));
     let idle: Vec<TcpStream> = (0..200)
         .map(|_| TcpStream::connect(&s.addr).expect("connect"))
         .collect();
@@ -509,7 +514,7 @@ fn flood(s: &HttpServer, sid: &str, n: usize) -> Vec<Value> {
 /// is refused with a clear error, and the server serves normally afterwards.
 #[test]
 fn flood_of_concurrent_calls_on_one_session() {
-    let s = HttpServer::start(&[]);
+    let s = HttpServer::demo(|_| {}, |_| {});
     let sid = s.initialize();
     for (i, body) in flood(&s, &sid, 500).iter().enumerate() {
         assert_eq!(body["id"], i, "{body}");
@@ -520,7 +525,7 @@ fn flood_of_concurrent_calls_on_one_session() {
         );
     }
 
-    let s = HttpServer::start(&["--max-in-flight", "4"]);
+    let s = HttpServer::demo(|o| o.max_in_flight = 4, |_| {});
     let sid = s.initialize_with(json!({"sampling": {}}));
     // Take up the limit with four calls waiting for our answers to their sampling asks:
     // once an ask arrives, its call is in flight (no sleeping to let them start).

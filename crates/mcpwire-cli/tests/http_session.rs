@@ -15,7 +15,7 @@ fn call(id: i64, name: &str, args: Value) -> Value {
 
 #[test]
 fn session_answers_json_or_sse() {
-    let s = HttpServer::start(&[]);
+    let s = HttpServer::demo(|_| {}, |_| {});
     let sid = s.initialize();
     assert!(sid.bytes().all(|b| (0x21..=0x7e).contains(&b)), "{sid}");
 
@@ -77,7 +77,7 @@ fn session_answers_json_or_sse() {
 
 #[test]
 fn server_requests_ride_the_call_stream() {
-    let s = HttpServer::start(&[]);
+    let s = HttpServer::demo(|_| {}, |_| {});
     let sid = s.initialize_with(json!({"sampling": {}}));
     let mut r = s.post(
         Some(&sid),
@@ -97,7 +97,7 @@ fn server_requests_ride_the_call_stream() {
 
 #[test]
 fn unrelated_messages_go_to_the_standalone_stream() {
-    let s = HttpServer::start(&[]);
+    let s = HttpServer::demo(|_| {}, |_| {});
     let sid = s.initialize();
     let mut get = s.send(
         "GET",
@@ -154,7 +154,7 @@ fn fields(raw: &str) -> (Option<String>, Option<String>, Option<String>) {
 
 #[test]
 fn a_closed_request_stream_resumes_with_last_event_id() {
-    let s = HttpServer::start(&[]);
+    let s = HttpServer::demo(|_| {}, |_| {});
     let sid = s.initialize();
     // The tool closes its stream mid-call: the priming event (id, retry, empty data) and
     // the end of the connection, no answer.
@@ -190,7 +190,7 @@ fn a_closed_request_stream_resumes_with_last_event_id() {
 
 #[test]
 fn a_resumed_stream_replays_only_what_was_missed() {
-    let s = HttpServer::start(&[]);
+    let s = HttpServer::demo(|_| {}, |_| {});
     let sid = s.initialize();
     let msg = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {
         "name": "test_reconnection", "arguments": {}, "_meta": {"progressToken": "t"}}});
@@ -208,7 +208,7 @@ fn a_resumed_stream_replays_only_what_was_missed() {
 
 #[test]
 fn the_standalone_stream_resumes_too() {
-    let s = HttpServer::start(&[]);
+    let s = HttpServer::demo(|_| {}, |_| {});
     let sid = s.initialize();
     let mut get = s.send(
         "GET",
@@ -231,7 +231,7 @@ fn the_standalone_stream_resumes_too() {
 
 #[test]
 fn cancelled_calls_end_their_stream_and_duplicates_are_refused() {
-    let s = HttpServer::start(&[]);
+    let s = HttpServer::demo(|_| {}, |_| {});
     let sid = s.initialize_with(json!({"sampling": {}}));
     // A call held in flight by its sampling ask: once the ask arrives, the call runs.
     let mut held = s.post(
@@ -258,7 +258,7 @@ fn cancelled_calls_end_their_stream_and_duplicates_are_refused() {
 
 #[test]
 fn stateless_requests() {
-    let s = HttpServer::start(&[]);
+    let s = HttpServer::demo(|_| {}, |_| {});
     // Plain result: JSON, decorated for 2026-07-28, no session.
     let r = s.post_stateless(
         1,
@@ -341,7 +341,7 @@ fn stateless_requests() {
 
 #[test]
 fn stateless_argument_headers_must_mirror_the_body() {
-    let s = HttpServer::start(&[]);
+    let s = HttpServer::demo(|_| {}, |_| {});
     let call = |extra: &[(&str, &str)], region: Option<&str>| {
         let mut args = json!({"text": "hi"});
         if let Some(r) = region {
@@ -379,7 +379,7 @@ fn stateless_argument_headers_must_mirror_the_body() {
 
 #[test]
 fn stateless_tasks_over_http() {
-    let s = HttpServer::start(&[]);
+    let s = HttpServer::demo(|_| {}, |_| {});
     let tasks = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
     let created = s
         .post_stateless_with(
@@ -422,7 +422,7 @@ fn stateless_tasks_over_http() {
 
 #[test]
 fn cli_list_and_call_take_an_http_url() {
-    let s = HttpServer::start(&[]);
+    let s = HttpServer::demo(|_| {}, |_| {});
     let url = format!("http://{}{}", s.addr, s.path);
     let bin = env!("CARGO_BIN_EXE_mcpwire");
     let out = std::process::Command::new(bin)

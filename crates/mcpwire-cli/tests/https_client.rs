@@ -1,6 +1,6 @@
-//! `mcpwire list|call https://…`: a real TLS handshake on loopback. The test makes a CA and
-//! a `localhost` certificate with rcgen, terminates TLS with rustls in front of `mcpwire
-//! demo --transport http`, and points the client's trust store at the CA (`SSL_CERT_FILE`,
+//! `mcpwire list|call https://…`: a real TLS handshake on loopback. The test takes a CA and
+//! a `localhost` certificate from the test PKI, terminates TLS with rustls in front of the
+//! demo served in-process over HTTP, and points the client's trust store at the CA (`SSL_CERT_FILE`,
 //! read by rustls-native-certs). Without that CA the handshake fails, naming the URL.
 
 mod common;
@@ -8,30 +8,14 @@ mod peers;
 
 use std::sync::Arc;
 
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
-use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+use mcpwire_testkit::pki::Ca;
+use mcpwire_testkit::serve::{self, serve};
 use tokio::net::TcpListener;
 
 /// A CA (PEM) and a server config whose certificate it signed for `localhost`.
 fn certificates() -> (String, Arc<rustls::ServerConfig>) {
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("params");
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca =
-        CertifiedIssuer::self_signed(ca_params, KeyPair::generate().expect("key")).expect("CA");
-    let leaf_key = KeyPair::generate().expect("key");
-    let leaf = CertificateParams::new(vec!["localhost".to_owned()])
-        .expect("params")
-        .signed_by(&leaf_key, &ca)
-        .expect("leaf");
-    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der()));
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("versions")
-        .with_no_client_auth()
-        .with_single_cert(vec![leaf.der().clone(), ca.der().clone()], key)
-        .expect("server config");
-    (ca.pem(), Arc::new(config))
+    let ca = Ca::new("test CA");
+    (ca.pem(), ca.leaf("localhost", 1).server_config())
 }
 
 /// Accepts TLS connections on a loopback port and forwards their bytes to `backend`.
@@ -63,10 +47,10 @@ async fn tls_proxy(config: Arc<rustls::ServerConfig>, backend: String) -> u16 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn https_targets_with_a_trusted_and_an_untrusted_ca() {
-    let demo = common::http::HttpServer::start(&[]);
+    let demo = serve(common::demo_service(|_| {}).await, serve::http()).await;
     let (ca_pem, config) = certificates();
-    let port = tls_proxy(config, demo.addr.clone()).await;
-    let url = format!("https://localhost:{port}{}", demo.path);
+    let port = tls_proxy(config, demo.host_port()).await;
+    let url = format!("https://localhost:{port}/mcp");
     let dir = std::env::temp_dir().join(format!("mcpwire-https-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let ca_file = dir.join("ca.pem");

@@ -273,11 +273,11 @@ fn connections_per_ip_are_limited_on_every_wire() {
 
 /// `mcpwire demo FLAGS` over stdio, `echo` called until refused: the conversation, the
 /// calls that went through and the refusal.
-fn stdio_echo_until_refused(flags: &[&str]) -> (Conversation<common::Proc>, usize, Value) {
+fn stdio_echo_until_refused(flags: &[&str]) -> (Conversation<common::wires::Stdio>, usize, Value) {
     let args: Vec<&str> = std::iter::once("demo")
         .chain(flags.iter().copied())
         .collect();
-    let mut c = Conversation::new(common::Proc::spawn(&args));
+    let mut c = Conversation::new(common::proc(&args));
     c.request(1, "initialize", init_params());
     c.notify("notifications/initialized", json!({}));
     let (ok, refusal) = echo_until_refused(&mut c);

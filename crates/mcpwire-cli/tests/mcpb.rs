@@ -7,7 +7,7 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
@@ -42,21 +42,18 @@ impl Server {
         if args.contains(&"--mcpb-health-port") {
             prefixes.push("mcpwire: health checks on mcpb://");
         }
-        let (child, mut found) =
-            common::spawn_listening(env!("CARGO_BIN_EXE_mcpwire"), &all, &prefixes);
-        let addr = found.remove(0);
+        let mut l = common::listen(common::BIN, &all, "warn", &prefixes, false);
+        let addr = l.addrs.remove(0);
         Server {
-            child,
+            child: l.child,
             addr,
-            health: found.pop(),
+            health: l.addrs.pop(),
         }
     }
 
     /// Sends SIGTERM.
     fn terminate(&self) {
-        let pid = self.child.id().to_string();
-        let ok = Command::new("kill").args(["-TERM", &pid]).status();
-        assert!(ok.is_ok_and(|s| s.success()));
+        mcpwire_testkit::spawn::terminate(&self.child);
     }
 
     /// Waits (bounded) for the server to exit; its exit status.

@@ -11,7 +11,7 @@ use std::process::Command;
 
 use common::http::HttpServer;
 use common::wires::{Conversation, Mcpb, grpc_call_with};
-use common::{Proc, listen};
+use common::{listen, proc};
 use mcpwire_wire::proto_mcp::pb;
 use serde_json::{Value, json};
 
@@ -189,11 +189,7 @@ fn denied_tools_are_hidden_and_refused_on_http_grpc_and_mcpb() {
 #[test]
 fn stdio_is_the_anonymous_caller() {
     let path = config("stdio", "");
-    let mut c = Conversation::new(Proc::spawn(&[
-        "serve",
-        "--config",
-        path.to_str().expect("path"),
-    ]));
+    let mut c = Conversation::new(proc(&["serve", "--config", path.to_str().expect("path")]));
     let r = c.request(1, "initialize", initialize_params());
     assert!(r["result"]["serverInfo"].is_object(), "{r}");
     c.notify("notifications/initialized", json!({}));

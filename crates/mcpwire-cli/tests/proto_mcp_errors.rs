@@ -1,4 +1,4 @@
-//! proto-mcp error codes through the binary on every proto-mcp wire — stdio frames,
+//! proto-mcp error codes through the demo served in-process on every proto-mcp wire — stdio frames,
 //! WebSocket binary messages, gRPC (issue 10, defects 3 and 5):
 //!
 //! - an `Any` whose type URL is not the tool's input message is a validation failure,
@@ -12,11 +12,9 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-
-use common::served::Served;
 use common::wires::{Ws, grpc_call};
+use common::{Demo, StdioDemo};
+use mcpwire_testkit::serve;
 use mcpwire_wire::proto_mcp::pb::{self, McpMessage, call_tool_response, mcp_message::Payload};
 use prost::Message as _;
 
@@ -90,65 +88,29 @@ fn proto_mcp_checks(mut exchange: impl FnMut(McpMessage) -> McpMessage) {
     );
 }
 
-/// `mcpwire demo` speaking proto-mcp frames on stdio (its first byte picks the protocol).
-struct ProtoStdio {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: ChildStdout,
-}
-
-impl ProtoStdio {
-    fn start() -> ProtoStdio {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mcpwire"))
-            .arg("demo")
-            .env("MCPWIRE_LOG", "error")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn mcpwire");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = child.stdout.take().expect("stdout");
-        ProtoStdio {
-            child,
-            stdin,
-            stdout,
-        }
-    }
-
-    fn exchange(&mut self, m: McpMessage) -> McpMessage {
-        let body = m.encode_to_vec();
-        let mut frame = (body.len() as u32).to_be_bytes().to_vec();
-        frame.extend_from_slice(&body);
-        self.stdin.write_all(&frame).expect("write");
-        self.stdin.flush().expect("flush");
-        let mut len = [0u8; 4];
-        self.stdout.read_exact(&mut len).expect("a frame");
-        let mut body = vec![0; u32::from_be_bytes(len) as usize];
-        self.stdout.read_exact(&mut body).expect("a frame");
-        let answer = McpMessage::decode(&body[..]).expect("MCPMessage");
-        assert_eq!(answer.id, m.id);
-        answer
-    }
-}
-
-impl Drop for ProtoStdio {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// One proto-mcp frame to the demo on stdio, and the frame it answers.
+fn exchange_on_stdio(p: &mut StdioDemo, m: McpMessage) -> McpMessage {
+    let body = m.encode_to_vec();
+    let mut frame = (body.len() as u32).to_be_bytes().to_vec();
+    frame.extend_from_slice(&body);
+    p.write_raw(&frame);
+    let len = p.read_exact(4);
+    let body = p.read_exact(u32::from_be_bytes(len.try_into().expect("4 bytes")) as usize);
+    let answer = McpMessage::decode(&body[..]).expect("MCPMessage");
+    assert_eq!(answer.id, m.id);
+    answer
 }
 
 #[test]
 fn proto_mcp_errors_on_stdio() {
-    let mut p = ProtoStdio::start();
-    proto_mcp_checks(|m| p.exchange(m));
+    let mut p = StdioDemo::start();
+    proto_mcp_checks(|m| exchange_on_stdio(&mut p, m));
 }
 
 #[test]
 fn proto_mcp_errors_on_websocket() {
-    let s = Served::start("ws", &[]);
-    let mut ws = Ws::connect(&s.addr);
+    let s = Demo::serve(serve::ws(), |_| {});
+    let mut ws = Ws::connect(&s.url());
     proto_mcp_checks(|m| {
         ws.send_proto(&m);
         ws.recv_proto()
@@ -159,8 +121,8 @@ fn proto_mcp_errors_on_websocket() {
 fn proto_mcp_errors_on_grpc() {
     const INVALID_ARGUMENT: i32 = 3;
     const FAILED_PRECONDITION: i32 = 9;
-    let s = Served::start("grpc", &[]);
-    let addr = s.host_port();
+    let s = Demo::serve(serve::grpc(), |_| {});
+    let addr = &s.addr();
     let request = pb::InitializeRequest {
         protocol_version: "2.0.0".into(),
         ..Default::default()

@@ -1,6 +1,6 @@
-//! Refused requests leave no trace (issue 10, defects 3, 4 and 6), through the binary on
-//! every JSON-RPC wire: stdio, WebSocket text, MCPB and Streamable HTTP (stateful and, where
-//! it applies, stateless).
+//! Refused requests leave no trace (issue 10, defects 3, 4 and 6), through the demo served
+//! in-process on every JSON-RPC wire: stdio, WebSocket text, MCPB and Streamable HTTP
+//! (stateful and, where it applies, stateless).
 //!
 //! - A failed `initialize` does not initialize: the next, valid one is answered as the
 //!   handshake (not "already initialized"), and nothing else is served before it.
@@ -13,10 +13,10 @@
 
 mod common;
 
-use common::Proc;
 use common::http::HttpServer;
-use common::served::Served;
 use common::wires::{Conversation, Mcpb, Peer, Ws};
+use common::{Demo, StdioDemo};
+use mcpwire_testkit::serve;
 use serde_json::{Value, json};
 
 const WATCHED: &str = "test://watched-resource";
@@ -161,23 +161,23 @@ fn refused_subscribe_does_not_subscribe(p: impl Peer) {
 
 #[test]
 fn failed_initialize_on_stdio() {
-    failed_bb_initialize_does_not_initialize(Proc::demo());
-    failed_initialize_does_not_initialize(Proc::demo());
+    failed_bb_initialize_does_not_initialize(StdioDemo::start());
+    failed_initialize_does_not_initialize(StdioDemo::start());
 }
 
 #[test]
 fn failed_initialize_on_websocket_and_mcpb() {
-    let ws = Served::start("ws", &[]);
-    failed_bb_initialize_does_not_initialize(Ws::connect(&ws.addr));
-    failed_initialize_does_not_initialize(Ws::connect(&ws.addr));
-    let mcpb = Served::start("mcpb", &[]);
-    failed_bb_initialize_does_not_initialize(Mcpb::connect(&mcpb.addr));
-    failed_initialize_does_not_initialize(Mcpb::connect(&mcpb.addr));
+    let ws = Demo::serve(serve::ws(), |_| {});
+    failed_bb_initialize_does_not_initialize(Ws::connect(&ws.url()));
+    failed_initialize_does_not_initialize(Ws::connect(&ws.url()));
+    let mcpb = Demo::serve(serve::mcpb(), |_| {});
+    failed_bb_initialize_does_not_initialize(Mcpb::connect(&mcpb.addr()));
+    failed_initialize_does_not_initialize(Mcpb::connect(&mcpb.addr()));
 }
 
 #[test]
 fn failed_initialize_over_http_leaves_no_session() {
-    let s = HttpServer::start(&[]);
+    let s = HttpServer::demo(|_| {}, |_| {});
     let init = |id: i64, params: Value| {
         s.post(
             None,
@@ -212,23 +212,23 @@ fn failed_initialize_over_http_leaves_no_session() {
 
 #[test]
 fn malformed_tool_calls_on_stdio() {
-    malformed_tool_calls_are_invalid_params(Proc::demo(), false);
-    malformed_tool_calls_are_invalid_params(Proc::demo(), true);
+    malformed_tool_calls_are_invalid_params(StdioDemo::start(), false);
+    malformed_tool_calls_are_invalid_params(StdioDemo::start(), true);
 }
 
 #[test]
 fn malformed_tool_calls_on_websocket_and_mcpb() {
-    let ws = Served::start("ws", &[]);
-    malformed_tool_calls_are_invalid_params(Ws::connect(&ws.addr), false);
-    malformed_tool_calls_are_invalid_params(Ws::connect(&ws.addr), true);
-    let mcpb = Served::start("mcpb", &[]);
-    malformed_tool_calls_are_invalid_params(Mcpb::connect(&mcpb.addr), false);
-    malformed_tool_calls_are_invalid_params(Mcpb::connect(&mcpb.addr), true);
+    let ws = Demo::serve(serve::ws(), |_| {});
+    malformed_tool_calls_are_invalid_params(Ws::connect(&ws.url()), false);
+    malformed_tool_calls_are_invalid_params(Ws::connect(&ws.url()), true);
+    let mcpb = Demo::serve(serve::mcpb(), |_| {});
+    malformed_tool_calls_are_invalid_params(Mcpb::connect(&mcpb.addr()), false);
+    malformed_tool_calls_are_invalid_params(Mcpb::connect(&mcpb.addr()), true);
 }
 
 #[test]
 fn malformed_tool_calls_over_http() {
-    let s = HttpServer::start(&[]);
+    let s = HttpServer::demo(|_| {}, |_| {});
     let sid = s.initialize();
     let call = |id: i64, params: Value| {
         s.post(
@@ -261,16 +261,16 @@ fn malformed_tool_calls_over_http() {
 
 #[test]
 fn refused_subscribe_on_stdio_websocket_and_mcpb() {
-    refused_subscribe_does_not_subscribe(Proc::spawn(&["demo", "--max-in-flight", "1"]));
-    let ws = Served::start("ws", &["--max-in-flight", "1"]);
-    refused_subscribe_does_not_subscribe(Ws::connect(&ws.addr));
-    let mcpb = Served::start("mcpb", &["--max-in-flight", "1"]);
-    refused_subscribe_does_not_subscribe(Mcpb::connect(&mcpb.addr));
+    refused_subscribe_does_not_subscribe(StdioDemo::with(|o| o.max_in_flight = 1));
+    let ws = Demo::serve(serve::ws(), |o| o.max_in_flight = 1);
+    refused_subscribe_does_not_subscribe(Ws::connect(&ws.url()));
+    let mcpb = Demo::serve(serve::mcpb(), |o| o.max_in_flight = 1);
+    refused_subscribe_does_not_subscribe(Mcpb::connect(&mcpb.addr()));
 }
 
 #[test]
 fn refused_subscribe_over_http() {
-    let s = HttpServer::start(&["--max-in-flight", "1"]);
+    let s = HttpServer::demo(|o| o.max_in_flight = 1, |_| {});
     let sid = s.initialize_with(json!({"sampling": {}}));
     let post = |msg: Value| s.post(Some(&sid), &msg);
     // Hold the only slot with a call waiting for our answer to its sampling ask.

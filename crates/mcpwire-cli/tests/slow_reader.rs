@@ -155,8 +155,8 @@ fn assert_flat(f: &Figures) {
 fn listen(transport: &str, extra: &[&str], prefix: &str) -> (Child, String) {
     let mut args = vec!["demo", "--transport", transport, "--port", "0"];
     args.extend_from_slice(extra);
-    let (child, mut found) = common::spawn_listening(&binary(), &args, &[prefix]);
-    (child, found.remove(0))
+    let mut l = common::listen(&binary(), &args, "warn", &[prefix], false);
+    (l.child, l.addrs.remove(0))
 }
 
 #[test]

@@ -1,6 +1,6 @@
-//! TLS on the WebSocket and gRPC wires of the binary, with clients that share no code with
-//! the server: tungstenite over rustls (`wss://`, JSON-RPC text messages) and hyper's HTTP/2
-//! client over tokio-rustls with ALPN `h2` (`grpcs://`). The listeners come from `serve
+//! TLS on the WebSocket and gRPC wires of the binary, with testkit's clients, which share no
+//! code with the server: tungstenite over rustls (`wss://`, JSON-RPC text messages) and
+//! hyper's HTTP/2 client over tokio-rustls with ALPN `h2` (`grpcs://`). The listeners come from `serve
 //! --listen wss://… --listen grpcs://… --tls-cert … --tls-key …` and from `demo --transport
 //! ws --tls-cert …`; certificates come from the test PKI. And the gateway fronting
 //! TLS upstreams: an mTLS `https://` one and an `mcpbs://` one, trusted through `ca`.
@@ -8,70 +8,30 @@
 mod common;
 mod peers;
 
-use std::net::TcpStream;
 use std::sync::Arc;
-use std::time::Duration;
 
 use common::listen;
-use common::wires::{Conversation, Peer, grpc_call_over};
-use mcpwire_wire::proto_mcp::pb;
+use common::wires::{Conversation, Peer, Ws, grpc_call_over};
 use mcpwire_testkit::pki::{self, Ca, Setup, write, write_ca};
+use mcpwire_wire::proto_mcp::pb;
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcpwire");
 
 /// A client configuration trusting only `ca`, offering `alpn`.
 fn client_config(ca: &Ca, alpn: &[&[u8]]) -> Arc<rustls::ClientConfig> {
-    client_config_as(ca, alpn, None)
+    ca.client_config(alpn, None)
 }
 
-/// [`client_config`], presenting `certificate` when the server asks for one.
-fn client_config_as(
-    ca: &Ca,
-    alpn: &[&[u8]],
-    certificate: Option<&pki::Leaf>,
-) -> Arc<rustls::ClientConfig> {
-    ca.client_config(alpn, certificate)
+/// A `wss://` connection (tungstenite over rustls) to `addr` at `path`, trusting `ca`,
+/// speaking JSON-RPC text messages.
+fn wss_to(addr: &str, path: &str, ca: &Ca) -> Ws {
+    wss_with(addr, path, client_config(ca, &[b"http/1.1"]))
 }
 
-type TlsSocket = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
-
-/// A `wss://` connection (tungstenite over rustls) speaking JSON-RPC text messages.
-struct Wss(tungstenite::WebSocket<TlsSocket>);
-
-impl Wss {
-    fn connect(addr: &str, path: &str, ca: &Ca) -> Wss {
-        Wss::connect_with(addr, path, client_config(ca, &[b"http/1.1"]))
-    }
-
-    fn connect_with(addr: &str, path: &str, config: Arc<rustls::ClientConfig>) -> Wss {
-        let port = addr.rsplit_once(':').expect("port").1;
-        let tcp = TcpStream::connect(addr).expect("connect");
-        tcp.set_read_timeout(Some(Duration::from_secs(10)))
-            .expect("timeout");
-        let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
-        let conn = rustls::ClientConnection::new(config, name).expect("TLS client");
-        let url = format!("wss://localhost:{port}{path}");
-        let (socket, _) =
-            tungstenite::client(url.as_str(), rustls::StreamOwned::new(conn, tcp)).expect("wss");
-        Wss(socket)
-    }
-}
-
-impl Peer for Wss {
-    fn send(&mut self, msg: Value) {
-        self.0
-            .send(tungstenite::Message::Text(msg.to_string().into()))
-            .expect("send");
-    }
-    fn recv(&mut self) -> Value {
-        loop {
-            match self.0.read().expect("a message within 10 s") {
-                tungstenite::Message::Text(t) => return serde_json::from_str(&t).expect("JSON"),
-                _ => continue,
-            }
-        }
-    }
+/// [`wss_to`] with its own client configuration.
+fn wss_with(addr: &str, path: &str, config: Arc<rustls::ClientConfig>) -> Ws {
+    Ws::connect_tls(&format!("{addr}{path}"), &[], config).expect("a wss upgrade")
 }
 
 fn initialize_params() -> Value {
@@ -112,7 +72,7 @@ fn serve_terminates_tls_on_websocket_and_grpc() {
     let wss = l.addrs[0].trim_end_matches("/mcp").to_owned();
     let grpcs = l.addrs[1].clone();
 
-    echo_over(Wss::connect(&wss, "/mcp", ca));
+    echo_over(wss_to(&wss, "/mcp", ca));
 
     let tools: pb::ListToolsResponse = grpc_call_over(
         &grpcs,
@@ -168,7 +128,7 @@ fn demo_transport_ws_with_a_certificate_is_wss() {
     let setup = Setup::new("cli-demo-wss");
     let mut l = demo_tls(&setup, "ws", "wss", &[]);
     let addr = format!("127.0.0.1:{}", l.addrs[0].trim_end_matches("/mcp"));
-    echo_over(Wss::connect(&addr, "/mcp", &setup.ca));
+    echo_over(wss_to(&addr, "/mcp", &setup.ca));
     let _ = l.child.kill();
     let _ = l.child.wait();
 }
@@ -330,8 +290,8 @@ tools = ["echo"]
     let wss = l.addrs[0].trim_end_matches("/mcp").to_owned();
     let grpcs = l.addrs[1].clone();
     let sees_echo = |certificate: Option<&pki::Leaf>| {
-        let config = client_config_as(&setup.ca, &[b"http/1.1"], certificate);
-        let mut c = Conversation::new(Wss::connect_with(&wss, "/mcp", config));
+        let config = setup.ca.client_config(&[b"http/1.1"], certificate);
+        let mut c = Conversation::new(wss_with(&wss, "/mcp", config));
         c.request(1, "initialize", initialize_params());
         c.notify("notifications/initialized", json!({}));
         let listed = c.request(2, "tools/list", json!({}));
@@ -345,7 +305,7 @@ tools = ["echo"]
             "ListTools",
             &pb::ListToolsRequest::default(),
             &[],
-            Some(client_config_as(&setup.ca, &[b"h2"], certificate)),
+            Some(setup.ca.client_config(&[b"h2"], certificate)),
         )
         .expect("ListTools");
         let over_grpc = tools.tools.iter().any(|t| t.name == "echo");

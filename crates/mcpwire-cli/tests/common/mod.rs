@@ -1,206 +1,161 @@
-//! Spawns the `mcpwire` binary and talks NDJSON to it, line by line.
+//! Shared by the CLI's tests. Two tiers:
+//!
+//! - the binary started as a server ([`proc`], [`served::Served`], [`listen`]): the smoke
+//!   tier, for what only the binary has — flags, configuration files, exit codes, signals,
+//!   logs, its stdin;
+//! - `mcpwire demo`'s service served in-process ([`Demo`], [`StdioDemo`]), built as the
+//!   binary builds it, for tests that only need a server to talk to.
+//!
+//! The clients are the testkit's (`mcpwire_testkit::blocking`, re-exported in [`http`] and
+//! [`wires`]).
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 pub mod http;
 pub mod served;
 pub mod wires;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::ops::{Deref, DerefMut};
+use std::process::{Command, Stdio};
 
-use mcpwire_testkit::wait::poll_for;
-use serde_json::{Value, json};
+use mcpwire_gateway::{
+    BackendSource, BackendSpec, Gateway, GatewayConfig, ListenOptions, ListenerSpec, Natives,
+    ServerOptions,
+};
+use mcpwire_server::{Service, Wire};
+use mcpwire_testkit::blocking;
+use mcpwire_testkit::serve::{Host, Served};
+pub use mcpwire_testkit::spawn::{Listening, listen};
 
-/// A listening child and what it printed.
-pub struct Listening {
-    /// The child.
-    pub child: Child,
-    /// The rest of each line that started with one of the prefixes (the addresses), in the
-    /// order of the prefixes.
-    pub addrs: Vec<String>,
-    /// The later stderr lines, when asked to keep them.
-    pub log: Option<mpsc::Receiver<String>>,
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_mcpwire");
+
+/// `mcpwire ARGS` with its stdio piped to a client (logging at `warn`, stderr dropped).
+pub fn proc(args: &[&str]) -> blocking::Stdio {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .env("MCPWIRE_LOG", "warn")
+        .stderr(Stdio::null());
+    blocking::Stdio::spawn(cmd)
 }
 
-/// Spawns `BINARY ARGS` (a network listener) with log filter `log` and reads its stderr until
-/// it has printed a line starting with each of `prefixes` (in any order). The rest of stderr
-/// is drained so the server never blocks on it, and kept in [`Listening::log`] if `keep_log`.
-pub fn listen(
-    binary: &str,
-    args: &[&str],
-    log: &str,
-    prefixes: &[&str],
-    keep_log: bool,
-) -> Listening {
-    let mut child = Command::new(binary)
-        .args(args)
-        .env("MCPWIRE_LOG", log)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn mcpwire");
-    let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-    let mut found: Vec<Option<String>> = vec![None; prefixes.len()];
-    while found.iter().any(Option::is_none) {
-        let mut line = String::new();
-        if stderr.read_line(&mut line).expect("stderr") == 0 {
-            panic!("mcpwire exited before printing {prefixes:?}");
-        }
-        for (p, slot) in prefixes.iter().zip(found.iter_mut()) {
-            if let Some(rest) = line.trim().strip_prefix(p) {
-                *slot = Some(rest.to_owned());
-            }
-        }
-    }
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in stderr.lines() {
-            let Ok(line) = line else { break };
-            if keep_log {
-                let _ = tx.send(line);
-            }
-        }
-    });
-    Listening {
-        child,
-        addrs: found.into_iter().flatten().collect(),
-        log: keep_log.then_some(rx),
-    }
+/// [`proc`] with the default log filter, stderr going to the file `log`.
+pub fn proc_logging(args: &[&str], log: &std::path::Path) -> blocking::Stdio {
+    let mut cmd = Command::new(BIN);
+    let file = std::fs::File::create(log).expect("log file");
+    cmd.args(args)
+        .env_remove("MCPWIRE_LOG")
+        .stderr(Stdio::from(file));
+    blocking::Stdio::spawn(cmd)
 }
 
-/// [`listen`] logging at `warn`, stderr dropped: the child and the addresses.
-pub fn spawn_listening(binary: &str, args: &[&str], prefixes: &[&str]) -> (Child, Vec<String>) {
-    let l = listen(binary, args, "warn", prefixes, false);
-    (l.child, l.addrs)
+/// The service `mcpwire demo` serves, built as the binary builds it — the gateway over the
+/// example server — with `edit` applied to its server options (what `--max-in-flight`,
+/// `--max-message-bytes`, `--busy-poll-us` set).
+pub async fn demo_service(edit: impl FnOnce(&mut ServerOptions)) -> Service {
+    let mut config = GatewayConfig::new(Vec::new(), Vec::new());
+    edit(&mut config.server);
+    config.server.reload = false;
+    let demo = BackendSource::Native {
+        server: "demo".into(),
+    };
+    config.push_backend(BackendSpec::new("demo", demo), "demo");
+    let stdio = ListenOptions {
+        url: "stdio".into(),
+        ..ListenOptions::default()
+    };
+    let listener = ListenerSpec::with_options(stdio).expect("a listener");
+    config.push_listener(listener, "--transport");
+    let natives = Natives::new().with("demo", mcpwire_example_everything::server);
+    let gateway = Gateway::start(config, natives)
+        .await
+        .expect("the demo starts");
+    gateway.service(0).expect("its service").clone()
 }
 
-/// A running `mcpwire` child with line-oriented access to its stdio.
-pub struct Proc {
-    pub child: Child,
-    stdin: Option<ChildStdin>,
-    lines: mpsc::Receiver<String>,
+/// `mcpwire demo`'s service served in-process on `wire`, on a runtime of its own (the
+/// test drives it with blocking clients).
+pub struct Demo {
+    /// The listener.
+    pub served: Served,
+    host: Host,
 }
 
-impl Proc {
-    pub fn spawn(args: &[&str]) -> Proc {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpwire"));
-        cmd.args(args)
-            .env("MCPWIRE_LOG", "warn")
-            .stderr(Stdio::null());
-        Proc::start(cmd)
-    }
-
-    /// Spawns with the default log filter, stderr going to `log`.
-    pub fn spawn_logging(args: &[&str], log: &std::path::Path) -> Proc {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpwire"));
-        let file = std::fs::File::create(log).expect("log file");
-        cmd.args(args)
-            .env_remove("MCPWIRE_LOG")
-            .stderr(Stdio::from(file));
-        Proc::start(cmd)
-    }
-
-    fn start(mut cmd: Command) -> Proc {
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("spawn mcpwire");
-        let stdin = child.stdin.take();
-        let stdout: ChildStdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Proc {
-            child,
-            stdin,
-            lines: rx,
+impl Demo {
+    /// Serves the demo on `wire`, its server options edited by `edit`.
+    pub fn serve(wire: Wire, edit: impl FnOnce(&mut ServerOptions)) -> Demo {
+        let host = Host::new();
+        let service = host.block_on(demo_service(edit));
+        Demo {
+            served: host.serve(service, wire),
+            host,
         }
     }
 
-    pub fn demo() -> Proc {
-        Proc::spawn(&["demo"])
+    /// The listener's `host:port`.
+    pub fn addr(&self) -> String {
+        self.served.host_port()
     }
 
-    pub fn write_raw(&mut self, bytes: &[u8]) {
-        let w = self.stdin.as_mut().expect("stdin open");
-        w.write_all(bytes).expect("write");
-        w.flush().expect("flush");
+    /// The listener's URL.
+    pub fn url(&self) -> String {
+        self.served.url()
     }
 
-    pub fn send(&mut self, v: Value) {
-        let mut b = serde_json::to_vec(&v).unwrap();
-        b.push(b'\n');
-        self.write_raw(&b);
-    }
-
-    /// The next line from stdout, parsed (panics after 10 s).
-    pub fn recv(&mut self) -> Value {
-        let line = self
-            .lines
-            .recv_timeout(Duration::from_secs(10))
-            .expect("a line from mcpwire within 10 s");
-        serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"))
-    }
-
-    /// Receives until the response with `id`, returning it and the messages before it.
-    pub fn recv_response(&mut self, id: Value) -> (Value, Vec<Value>) {
-        let mut before = Vec::new();
-        loop {
-            let m = self.recv();
-            if m.get("id") == Some(&id) && m.get("method").is_none() {
-                return (m, before);
-            }
-            before.push(m);
-        }
-    }
-
-    pub fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
-        self.send(json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}));
-        self.recv_response(json!(id)).0
-    }
-
-    pub fn initialize(&mut self, version: &str) -> Value {
-        let r = self.request(
-            0,
-            "initialize",
-            json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}),
-        );
-        self.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
-        r
-    }
-
-    pub fn close_stdin(&mut self) {
-        self.stdin = None;
-    }
-
-    /// Closes stdin and waits for a clean exit (panics after 10 s).
-    pub fn finish(mut self) -> std::process::ExitStatus {
-        self.close_stdin();
-        let exited = poll_for(Duration::from_secs(10), || {
-            self.child.try_wait().expect("wait")
-        });
-        exited.unwrap_or_else(|| {
-            let _ = self.child.kill();
-            panic!("mcpwire did not exit after stdin closed");
-        })
+    /// A client of the HTTP listener.
+    pub fn http(&self) -> http::HttpClient {
+        self.served.http().into()
     }
 }
 
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+/// `mcpwire demo`'s service on in-process stdio, and its client.
+pub struct StdioDemo {
+    client: blocking::Stdio,
+    demo: Demo,
+}
+
+impl StdioDemo {
+    /// The demo with default options.
+    pub fn start() -> StdioDemo {
+        StdioDemo::with(|_| {})
+    }
+
+    /// The demo with its server options edited by `edit`.
+    pub fn with(edit: impl FnOnce(&mut ServerOptions)) -> StdioDemo {
+        let mut demo = Demo::serve(mcpwire_testkit::serve::stdio(), edit);
+        let client = blocking::Stdio::over(demo.served.take_pipe());
+        StdioDemo { client, demo }
+    }
+
+    /// Closes the input and checks that the connection then ends cleanly by itself, every
+    /// accepted call answered (its output read to the end first).
+    pub fn finish(mut self) {
+        self.client.close_input();
+        self.client.rest();
+        let Demo { served, host } = self.demo;
+        host.block_on(served.ended())
+            .expect("the connection ends cleanly");
+    }
+}
+
+impl Deref for StdioDemo {
+    type Target = blocking::Stdio;
+    fn deref(&self) -> &blocking::Stdio {
+        &self.client
+    }
+}
+
+impl DerefMut for StdioDemo {
+    fn deref_mut(&mut self) -> &mut blocking::Stdio {
+        &mut self.client
+    }
+}
+
+impl blocking::Peer for StdioDemo {
+    fn send(&mut self, msg: serde_json::Value) {
+        blocking::Peer::send(&mut self.client, msg);
+    }
+    fn recv(&mut self) -> serde_json::Value {
+        blocking::Peer::recv(&mut self.client)
     }
 }

@@ -1,19 +1,17 @@
-//! Starts `mcpwire demo --transport {transport} --port 0` and learns its address from the
-//! `listening on {transport}://…` line it prints on stderr.
+//! The smoke tier's server: `mcpwire demo --transport {transport} --port 0`, its address
+//! learnt from the `listening on {transport}://…` line it prints (testkit's `listen`).
 
 #![allow(dead_code)]
 
-use std::process::Child;
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use mcpwire_testkit::spawn::{Listening, listen};
 
 /// A served `mcpwire demo`, killed when dropped.
 pub struct Served {
-    child: Child,
+    listening: Listening,
     /// `host:port[/path]`, as printed after `listening on {transport}://`.
     pub addr: String,
-    /// The stderr lines after that one, when started with [`Served::spawn`]`(…, true)`.
-    log: Option<mpsc::Receiver<String>>,
 }
 
 impl Served {
@@ -27,18 +25,9 @@ impl Served {
         let mut args = vec!["demo", "--transport", transport, "--port", "0"];
         args.extend_from_slice(extra);
         let prefix = format!("mcpwire: listening on {transport}://");
-        let mut l = super::listen(
-            env!("CARGO_BIN_EXE_mcpwire"),
-            &args,
-            log,
-            &[prefix.as_str()],
-            keep_log,
-        );
-        Served {
-            child: l.child,
-            addr: l.addrs.remove(0),
-            log: l.log,
-        }
+        let mut listening = listen(super::BIN, &args, log, &[prefix.as_str()], keep_log);
+        let addr = listening.addrs.remove(0);
+        Served { listening, addr }
     }
 
     /// The `host:port` part of the address.
@@ -48,22 +37,13 @@ impl Served {
 
     /// Waits (at most 10 s) for a log line containing `needle`, and returns it.
     pub fn wait_for_log(&self, needle: &str) -> Option<String> {
-        let log = self.log.as_ref().expect("started keeping its log");
-        let until = Instant::now() + Duration::from_secs(10);
-        loop {
-            let left = until.saturating_duration_since(Instant::now());
-            match log.recv_timeout(left) {
-                Ok(line) if line.contains(needle) => return Some(line),
-                Ok(_) => {}
-                Err(_) => return None,
-            }
-        }
+        self.listening.wait_for_log(needle, Duration::from_secs(10))
     }
 }
 
 impl Drop for Served {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = self.listening.child.kill();
+        let _ = self.listening.child.wait();
     }
 }
