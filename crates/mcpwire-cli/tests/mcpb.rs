@@ -1,17 +1,17 @@
-//! The MCPB wire end to end: `mcpwire demo --transport mcpb` driven by a blocking client built
-//! on the crate's own `McpbCodec` — negotiation, token auth, MCP calls, health checks (main and
-//! dedicated port), per-message tokens, bad input, the handshake deadline and graceful
-//! shutdown on SIGTERM.
+//! The MCPB wire end to end: `mcpwire demo --transport mcpb` driven by testkit's raw MCPB
+//! client carrying the frames of the crate's own `McpbCodec` — negotiation, token auth, MCP
+//! calls, health checks (main and dedicated port), per-message tokens, bad input, the
+//! handshake deadline and graceful shutdown on SIGTERM.
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use mcpwire_model::{Message, Outbound, RequestId, to_raw};
+use mcpwire_testkit::blocking::Mcpb;
+use mcpwire_testkit::raw::mcpb::encode_frame;
 use mcpwire_testkit::wait::poll_for;
 use mcpwire_wire::Limits;
 use mcpwire_wire::mcpb::{McpbCodec, McpbFrame, McpbOut, VersionOffer, frame_type};
@@ -69,23 +69,18 @@ impl Drop for Server {
     }
 }
 
+/// testkit's raw MCPB client carrying the frames of the crate's own codec (client side).
 struct Client {
-    stream: TcpStream,
+    raw: Mcpb,
     codec: McpbCodec,
-    buf: BytesMut,
     next_id: i64,
 }
 
 impl Client {
     fn connect(addr: &str) -> Client {
-        let stream = TcpStream::connect(addr).expect("connect");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .expect("timeout");
         Client {
-            stream,
+            raw: Mcpb::connect_raw(addr, None),
             codec: McpbCodec::client(&Limits::default()),
-            buf: BytesMut::new(),
             next_id: 1,
         }
     }
@@ -93,23 +88,16 @@ impl Client {
     fn send(&mut self, out: McpbOut<'_>) {
         let mut b = BytesMut::new();
         self.codec.encode(out, &mut b).expect("encode");
-        self.stream.write_all(&b).expect("write");
+        self.raw.write_raw(&b);
     }
 
     fn send_raw(&mut self, bytes: &[u8]) {
-        self.stream.write_all(bytes).expect("write");
+        self.raw.write_raw(bytes);
     }
 
     /// Sends `payload` as a Request frame, exactly as given.
     fn send_json(&mut self, payload: &Value) {
-        let body = payload.to_string();
-        let mut frame = Vec::with_capacity(12 + body.len());
-        frame.extend_from_slice(b"MCPB");
-        frame.extend_from_slice(&1u16.to_be_bytes());
-        frame.extend_from_slice(&frame_type::REQUEST.to_be_bytes());
-        frame.extend_from_slice(&(body.len() as u32).to_be_bytes());
-        frame.extend_from_slice(body.as_bytes());
-        self.send_raw(&frame);
+        self.raw.frame(frame_type::REQUEST, payload);
     }
 
     /// Sends `payload` and returns the next Response frame's JSON.
@@ -120,41 +108,22 @@ impl Client {
         v
     }
 
-    /// The next frame; `None` once the server closed the connection.
+    /// The next frame, decoded by the codec; `None` once the server closed the connection.
     fn recv(&mut self) -> Option<McpbFrame> {
-        loop {
-            if let Some(f) = self.codec.decode(&mut self.buf).expect("valid frames") {
-                return Some(f);
-            }
-            let mut chunk = [0u8; 65536];
-            match self.stream.read(&mut chunk) {
-                Ok(0) => return None,
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return None,
-                Err(e) => panic!("read: {e}"),
-            }
-        }
+        let (kind, body) = self.raw.next_raw_frame()?;
+        let mut frame = BytesMut::from(&encode_frame(kind, &body)[..]);
+        Some(
+            self.codec
+                .decode(&mut frame)
+                .expect("a valid frame")
+                .expect("a whole frame"),
+        )
     }
 
     /// The next frame as (type, payload JSON), read without the codec (for answers the
     /// codec's client side would not accept, such as errors with `"id": null`).
     fn recv_json(&mut self) -> (u16, Value) {
-        loop {
-            if self.buf.len() >= 12 {
-                let len = u32::from_be_bytes([self.buf[8], self.buf[9], self.buf[10], self.buf[11]])
-                    as usize;
-                if self.buf.len() >= 12 + len {
-                    let kind = u16::from_be_bytes([self.buf[6], self.buf[7]]);
-                    let frame = self.buf.split_to(12 + len);
-                    let v = serde_json::from_slice(&frame[12..]).unwrap_or(Value::Null);
-                    return (kind, v);
-                }
-            }
-            let mut chunk = [0u8; 65536];
-            let n = self.stream.read(&mut chunk).expect("read");
-            assert!(n > 0, "connection closed");
-            self.buf.extend_from_slice(&chunk[..n]);
-        }
+        self.raw.next_frame()
     }
 
     /// The next MCP message, answering nothing else (health pings are skipped).
