@@ -68,6 +68,10 @@ def slow_count(steps: int, ctx: ToolContext) -> str:
 
 @tool("Waits until cancelled (or 30 s)")
 def wait_for_cancel(ctx: ToolContext) -> str:
+    start_mark = os.environ.get("KITCHEN_START_MARK")
+    if start_mark:
+        with open(start_mark, "w") as f:
+            f.write("started")
     deadline = time.time() + 30
     while time.time() < deadline:
         if ctx.is_cancelled():
