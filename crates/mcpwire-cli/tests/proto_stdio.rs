@@ -1,12 +1,11 @@
-//! proto-mcp through the stdio driver, in process: the first byte picks the protocol, `Any`
+//! proto-mcp through the stdio driver, in process (testkit's stdio wire): the first byte picks the protocol, `Any`
 //! arguments are unpacked with the tool's schema, structured results come back packed.
 
 use std::time::Duration;
 
 use bytes::BytesMut;
 use futures::StreamExt;
-use mcpwire::Service;
-use mcpwire::stdio::StdioConnection;
+use mcpwire_testkit::serve::{self, serve};
 use mcpwire_wire::Limits;
 use mcpwire_wire::proto_mcp::ProtoMcpCodec;
 use mcpwire_wire::proto_mcp::pb::{self, McpMessage, mcp_message::Payload};
@@ -14,12 +13,6 @@ use prost::Message as _;
 use prost_reflect::{DescriptorPool, DynamicMessage};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::codec::{Encoder, FramedRead};
-
-async fn service() -> Service {
-    let service = Service::from_server(mcpwire_example_everything::server());
-    mcpwire::proto_mcp::keep_tool_schemas(service.router.clone(), service.proto.clone()).await;
-    service
-}
 
 fn frames(msgs: &[McpMessage]) -> Vec<u8> {
     let mut buf = BytesMut::new();
@@ -32,12 +25,9 @@ fn frames(msgs: &[McpMessage]) -> Vec<u8> {
 
 #[tokio::test(flavor = "current_thread")]
 async fn proto_frames_on_stdio_reach_the_tools() {
-    let service = service().await;
-    let (client, server) = tokio::io::duplex(1 << 20);
-    let (sr, sw) = tokio::io::split(server);
-    let driver = StdioConnection::new(&service, sr, sw);
-    let task = tokio::spawn(driver.run());
-    let (cr, mut cw) = tokio::io::split(client);
+    // testkit's stdio listener keeps the tool schemas, as `serve_stdio` does.
+    let mut served = serve(mcpwire_example_everything::server(), serve::stdio()).await;
+    let (cr, mut cw) = tokio::io::split(served.take_pipe());
     let mut replies = FramedRead::new(cr, ProtoMcpCodec::new(&Limits::default()));
     let mut next = async || {
         let item = tokio::time::timeout(Duration::from_secs(10), replies.next()).await;
@@ -124,16 +114,13 @@ async fn proto_frames_on_stdio_reach_the_tools() {
         serde_json::json!({"sum": 2.5})
     );
     cw.shutdown().await.unwrap();
-    task.await.unwrap().unwrap();
+    served.ended().await.unwrap();
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn json_lines_still_work_on_a_proto_enabled_driver() {
-    let service = service().await;
-    let (client, server) = tokio::io::duplex(1 << 16);
-    let (sr, sw) = tokio::io::split(server);
-    let task = tokio::spawn(StdioConnection::new(&service, sr, sw).run());
-    let (mut cr, mut cw) = tokio::io::split(client);
+    let mut served = serve(mcpwire_example_everything::server(), serve::stdio()).await;
+    let (mut cr, mut cw) = tokio::io::split(served.take_pipe());
     cw.write_all(b" {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n")
         .await
         .unwrap();
@@ -141,5 +128,5 @@ async fn json_lines_still_work_on_a_proto_enabled_driver() {
     let mut out = String::new();
     cr.read_to_string(&mut out).await.unwrap();
     assert_eq!(out, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n");
-    task.await.unwrap().unwrap();
+    served.ended().await.unwrap();
 }

@@ -13,12 +13,12 @@ use std::time::Duration;
 
 use mcpwire::Service;
 use mcpwire::router::Router;
-use mcpwire::stdio::StdioConnection;
 use mcpwire_client::{EraChoice, Target};
 use mcpwire_gateway::upstream::{UpstreamBackend, UpstreamConfig};
+use mcpwire_testkit::raw::stdio::Stdio;
+use mcpwire_testkit::serve::{self, Served, serve};
 use mcpwire_testkit::wait::{wait_for_async, wait_until_async};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 
 /// How long any one answer may take before a test fails.
 const WAIT: Duration = Duration::from_secs(30);
@@ -47,21 +47,20 @@ fn demo() -> Vec<String> {
     vec![peers::bin().to_owned(), "demo".to_owned()]
 }
 
-/// One downstream stdio client of a gateway, in this process.
+/// One downstream stdio client of a gateway, in this process (testkit's stdio wire and
+/// raw client).
 struct Client {
-    to: DuplexStream,
-    from: Lines<BufReader<DuplexStream>>,
+    io: Stdio,
+    _served: Served,
 }
 
 impl Client {
     /// Connects and initializes (with sampling, so the upstream may ask).
     async fn connect(service: &Service) -> Client {
-        let (client, server) = tokio::io::duplex(1 << 20);
-        let (theirs, ours) = tokio::io::duplex(1 << 20);
-        tokio::spawn(StdioConnection::new(service, server, theirs).run());
+        let mut served = serve(service.clone(), serve::stdio()).await;
         let mut c = Client {
-            to: client,
-            from: BufReader::new(ours).lines(),
+            io: served.stdio(),
+            _served: served,
         };
         c.send_line(
             &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -78,17 +77,11 @@ impl Client {
     }
 
     async fn send_line(&mut self, line: &str) {
-        self.to.write_all(line.as_bytes()).await.expect("write");
-        self.to.write_all(b"\n").await.expect("write");
+        self.io.write_raw(format!("{line}\n").as_bytes()).await;
     }
 
     async fn recv(&mut self) -> Value {
-        let line = tokio::time::timeout(WAIT, self.from.next_line())
-            .await
-            .expect("an answer in time")
-            .expect("read")
-            .expect("a line");
-        serde_json::from_str(&line).expect("json")
+        self.io.recv_json().await
     }
 
     /// Reads until the answer to `id`, answering sampling requests; everything read.
@@ -175,10 +168,9 @@ async fn transcript(argv: Vec<String>, relay: bool) -> (Vec<Value>, u64) {
     client.send_line("{\"jsonrpc\":\"2.0\",\"id\":20,").await;
     seen.push(client.recv().await);
     client
-        .to
-        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":21,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"\xff\"}}}\n")
-        .await
-        .expect("write");
+        .io
+        .write_raw(b"{\"jsonrpc\":\"2.0\",\"id\":21,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"\xff\"}}}\n")
+        .await;
     seen.push(client.recv().await);
     (seen, backend.relayed_calls())
 }
@@ -313,12 +305,9 @@ async fn relayed_calls_are_answered_after_the_client_input_ends() {
             .await;
     }
     eventually("the calls were relayed", || backend.relayed_calls() == 8).await;
-    client.to.shutdown().await.expect("shutdown");
+    client.io.close_input().await;
     let mut answered = Vec::new();
-    while let Ok(Some(line)) = tokio::time::timeout(WAIT, client.from.next_line())
-        .await
-        .expect("in time")
-    {
+    while let Some(line) = client.io.recv_line().await {
         let msg: Value = serde_json::from_str(&line).expect("json");
         assert_eq!(msg["result"]["content"][0]["text"], "done", "{msg}");
         answered.push(msg["id"].as_i64().expect("id"));

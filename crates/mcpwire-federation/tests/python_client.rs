@@ -12,12 +12,12 @@ use std::time::Duration;
 
 use common::{Text, root, venv_python};
 use mcpwire::Service;
-use mcpwire::http::{HttpConfig, HttpServer};
 use mcpwire_federation::{Federation, FederationConfig, Glob, Member, PrefixMode, ViewSpec};
 use mcpwire_model::types::{GetPromptResult, Implementation, PromptMessage};
 use mcpwire_router::{
     Backend, CallCtx, PromptDef, ResourceDef, Router, Server, TaskConfig, ToolError, tool,
 };
+use mcpwire_testkit::serve::{http, serve};
 
 /// A member whose `echo`, `add` and `test://static-text` collide with the fixture set's.
 fn extra() -> Arc<Server> {
@@ -59,15 +59,6 @@ fn service(backend: Arc<dyn Backend>, info: Implementation, instructions: String
     Service::new(router, info, Some(instructions))
 }
 
-async fn listen(service: Service) -> String {
-    let server = HttpServer::bind(service, HttpConfig::default())
-        .await
-        .expect("bind");
-    let url = format!("http://{}/mcp", server.local_addr().expect("addr"));
-    tokio::spawn(server.serve());
-    url
-}
-
 #[test]
 fn python_client_sees_one_catalog_a_collision_and_a_view() {
     let Some(python) = venv_python() else { return };
@@ -86,22 +77,25 @@ fn python_client_sees_one_catalog_a_collision_and_a_view() {
             .member(Member::new("notes", mcpwire_example_notes::server()))
             .member(Member::new("extra", extra()));
         let fed = Federation::new(config).await.expect("federation");
-        let url = listen(service(fed.clone(), fed.server_info(), fed.instructions())).await;
+        let all = serve(
+            service(fed.clone(), fed.server_info(), fed.instructions()),
+            http(),
+        )
+        .await;
         let spec = ViewSpec::new("notes-view")
             .member("notes")
             .tools(Glob::new("echo").expect("glob"));
         let view = fed.view(&spec);
-        let view_url = listen(service(
-            view.clone(),
-            view.server_info(),
-            view.instructions(),
-        ))
+        let view = serve(
+            service(view.clone(), view.server_info(), view.instructions()),
+            http(),
+        )
         .await;
         let script = root().join("tests/python/federation_client.py");
         let run = tokio::process::Command::new(&python)
             .arg(&script)
-            .arg(&url)
-            .arg(&view_url)
+            .arg(all.url())
+            .arg(view.url())
             .stdin(Stdio::null())
             .kill_on_drop(true)
             .output();

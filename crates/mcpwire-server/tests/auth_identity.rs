@@ -15,9 +15,9 @@ use mcpwire_server::auth::{
     ApiKeyConfig, ApiKeySecret, AuthConfig, AuthFailure, Authenticator, JwksSource, JwtConfig,
     JwtKeySource,
 };
-use mcpwire_server::http::{HttpConfig, HttpServer};
 use mcpwire_testkit::jwt;
 use mcpwire_testkit::raw::http::HttpClient;
+use mcpwire_testkit::serve::{http, serve};
 use serde_json::{Value, json};
 
 const SECRET: &str = "a-shared-hs256-secret-of-32-bytes-or-more";
@@ -110,11 +110,8 @@ fn whoami_of(body: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tools_see_who_calls_over_http() {
     let service = Service::from_server(whoami_server()).with_auth(authenticator());
-    let server = HttpServer::bind(service, HttpConfig::default())
-        .await
-        .expect("bind");
-    let addr = server.local_addr().expect("addr").to_string();
-    tokio::spawn(server.serve());
+    let served = serve(service, http()).await;
+    let addr = served.host_port();
 
     // A stateful session opened with the API key.
     let key = format!("Bearer {KEY}");

@@ -16,14 +16,13 @@ use mcpwire_model::types::Implementation;
 use mcpwire_router::{CallCtx, NoArgs, Server, ToolError, tool};
 use mcpwire_server::Service;
 use mcpwire_server::http::{HttpConfig, HttpServer};
-use mcpwire_server::mcpb::{McpbConfig, McpbServer};
 use mcpwire_server::tls::{ClientAuth, ClientTls, TlsConfig};
 use mcpwire_testkit::pki::{Ca, Setup, dir, write, write_ca};
+use mcpwire_testkit::serve::{self as testkit, serve};
 use mcpwire_testkit::wait::wait_until_async;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio_util::sync::CancellationToken;
 
 /// `ping` answers `pong`; `whoami` the caller's subject (or `anonymous`).
 fn service() -> Service {
@@ -48,32 +47,19 @@ fn service() -> Service {
     )
 }
 
-fn loopback() -> SocketAddr {
-    SocketAddr::from(([127, 0, 0, 1], 0))
-}
-
+/// `service()` over `https://` (testkit's listener, serving until the test ends).
 async fn serve_https(tls: TlsConfig) -> SocketAddr {
-    let config = HttpConfig {
-        bind: loopback(),
-        tls: Some(tls),
-        ..HttpConfig::default()
-    };
-    let server = HttpServer::bind(service(), config).await.expect("bind");
-    let addr = server.local_addr().expect("addr");
-    tokio::spawn(server.serve());
+    let served = serve(service(), testkit::http_with(|h| h.tls = Some(tls))).await;
+    let addr = served.addr();
+    served.detach();
     addr
 }
 
+/// `service()` over `mcpbs://` (testkit's listener, serving until the test ends).
 async fn serve_mcpbs(tls: TlsConfig) -> SocketAddr {
-    let config = McpbConfig {
-        tls: Some(tls),
-        ..McpbConfig::default()
-    };
-    let server = McpbServer::bind(service(), loopback(), config, CancellationToken::new())
-        .await
-        .expect("bind");
-    let addr = server.local_addr().expect("addr");
-    tokio::spawn(server.serve());
+    let served = serve(service(), testkit::mcpb_with(|w| w.config.tls = Some(tls))).await;
+    let addr = served.addr();
+    served.detach();
     addr
 }
 
