@@ -322,7 +322,7 @@ pub mod grpc {
         rpc: &str,
         request: &impl prost::Message,
     ) -> Result<R, GrpcError> {
-        call_with(addr, rpc, request, &[], None)
+        call_over(addr, rpc, request, &[], None)
     }
 
     /// See [`crate::raw::grpc::call_with`].
@@ -331,11 +331,20 @@ pub mod grpc {
         rpc: &str,
         request: &impl prost::Message,
         metadata: &[(&str, &str)],
+    ) -> Result<R, GrpcError> {
+        call_over(addr, rpc, request, metadata, None)
+    }
+
+    /// See [`crate::raw::grpc::call_over`].
+    pub fn call_over<R: prost::Message + Default>(
+        addr: &str,
+        rpc: &str,
+        request: &impl prost::Message,
+        metadata: &[(&str, &str)],
         tls: Option<Arc<rustls::ClientConfig>>,
     ) -> Result<R, GrpcError> {
-        super::runtime().block_on(crate::raw::grpc::call_with(
-            addr, rpc, request, metadata, tls,
-        ))
+        let call = crate::raw::grpc::call_over(addr, rpc, request, metadata, tls);
+        super::runtime().block_on(call)
     }
 }
 

@@ -51,6 +51,30 @@ pub struct Backend {
 }
 
 impl Backend {
+    /// A backend offering the example server's tools (its own, or through an upstream):
+    /// `echo`, `add`'s structured sum, `test_error_handling`, `test_tool_with_progress`,
+    /// and `blocking` run until cancelled.
+    fn example(
+        kind: &'static str,
+        service: Service,
+        blocking: (&'static str, Value),
+        witness: Witness,
+        keep: Vec<Box<dyn Any + Send>>,
+    ) -> Backend {
+        Backend {
+            kind,
+            name: service.config.server_info.name.clone(),
+            service,
+            echo: "echo",
+            structured: ("add", json!({"a": 2, "b": 3}), json!({"sum": 5.0})),
+            failing: ("test_error_handling", json!({})),
+            progress: ("test_tool_with_progress", json!({})),
+            blocking,
+            witness,
+            _keep: keep,
+        }
+    }
+
     /// Every tool the assertions call.
     pub fn tools(&self) -> [&'static str; 5] {
         [
@@ -223,18 +247,16 @@ async fn kitchen(dir: &std::path::Path) -> Option<(Arc<ProcessBackend>, Witness)
 /// A native server: the example server.
 pub async fn native() -> Option<Backend> {
     let (server, counts) = everything();
-    Some(Backend {
-        kind: "native",
-        name: server.server_info().name.clone(),
-        service: Service::from_server(server),
-        echo: "echo",
-        structured: ("add", json!({"a": 2, "b": 3}), json!({"sum": 5.0})),
-        failing: ("test_error_handling", json!({})),
-        progress: ("test_tool_with_progress", json!({})),
-        blocking: ("wait_for_cancel", json!({})),
-        witness: Witness::Counted(counts),
-        _keep: Vec::new(),
-    })
+    let service = Service::from_server(server);
+    let blocking = ("wait_for_cancel", json!({}));
+    let witness = Witness::Counted(counts);
+    Some(Backend::example(
+        "native",
+        service,
+        blocking,
+        witness,
+        Vec::new(),
+    ))
 }
 
 /// A tool process: `kitchen.py` (protomcp SDK) in the venv's Python.
@@ -292,21 +314,20 @@ pub async fn upstream_stdio() -> Option<Backend> {
     let upstream = UpstreamBackend::connect(UpstreamConfig::new("demo", target))
         .await
         .expect("the stdio upstream answers");
-    Some(Backend {
-        kind: "upstream over stdio",
-        name: upstream.server_info().name.clone(),
-        service: upstream_service(upstream),
-        echo: "echo",
-        structured: ("add", json!({"a": 2, "b": 3}), json!({"sum": 5.0})),
-        failing: ("test_error_handling", json!({})),
-        progress: ("test_tool_with_progress", json!({})),
-        blocking: ("test_slow", json!({"seconds": 30})),
-        witness: Witness::Logged {
-            log,
-            armed: AtomicUsize::new(0),
-        },
-        _keep: vec![Box::new(Scratch(dir))],
-    })
+    let witness = Witness::Logged {
+        log,
+        armed: AtomicUsize::new(0),
+    };
+    let blocking = ("test_slow", json!({"seconds": 30}));
+    let keep: Vec<Box<dyn Any + Send>> = vec![Box::new(Scratch(dir))];
+    let service = upstream_service(upstream);
+    Some(Backend::example(
+        "upstream over stdio",
+        service,
+        blocking,
+        witness,
+        keep,
+    ))
 }
 
 /// An upstream MCP server over Streamable HTTP: the example server, served in-process.
@@ -317,18 +338,16 @@ pub async fn upstream_http() -> Option<Backend> {
     let upstream = UpstreamBackend::connect(UpstreamConfig::new("demo", target))
         .await
         .expect("the HTTP upstream answers");
-    Some(Backend {
-        kind: "upstream over HTTP",
-        name: upstream.server_info().name.clone(),
-        service: upstream_service(upstream),
-        echo: "echo",
-        structured: ("add", json!({"a": 2, "b": 3}), json!({"sum": 5.0})),
-        failing: ("test_error_handling", json!({})),
-        progress: ("test_tool_with_progress", json!({})),
-        blocking: ("wait_for_cancel", json!({})),
-        witness: Witness::Counted(counts),
-        _keep: vec![Box::new(served)],
-    })
+    let blocking = ("wait_for_cancel", json!({}));
+    let keep: Vec<Box<dyn Any + Send>> = vec![Box::new(served)];
+    let service = upstream_service(upstream);
+    Some(Backend::example(
+        "upstream over HTTP",
+        service,
+        blocking,
+        Witness::Counted(counts),
+        keep,
+    ))
 }
 
 /// A federation of two: the example server (`demo_…`) and the tool process

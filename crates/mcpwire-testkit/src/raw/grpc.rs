@@ -32,12 +32,22 @@ pub async fn call<R: prost::Message + Default>(
     rpc: &str,
     request: &impl prost::Message,
 ) -> Result<R, GrpcError> {
-    call_with(addr, rpc, request, &[], None).await
+    call_over(addr, rpc, request, &[], None).await
 }
 
-/// [`call`] with request `metadata` (e.g. `authorization`, `grpc-timeout`), over TLS with
-/// `tls` when given (to `localhost` at `addr`'s port; ALPN `h2` is checked).
+/// [`call`] with request `metadata` (e.g. `authorization`, `grpc-timeout`).
 pub async fn call_with<R: prost::Message + Default>(
+    addr: &str,
+    rpc: &str,
+    request: &impl prost::Message,
+    metadata: &[(&str, &str)],
+) -> Result<R, GrpcError> {
+    call_over(addr, rpc, request, metadata, None).await
+}
+
+/// [`call_with`], over TLS with `tls` when given (to `localhost` at `addr`'s port; ALPN
+/// `h2`).
+pub async fn call_over<R: prost::Message + Default>(
     addr: &str,
     rpc: &str,
     request: &impl prost::Message,

@@ -270,6 +270,14 @@ pub fn stateless_request(
     (body, name)
 }
 
+/// The value of header `name` (in lowercase) among `headers`.
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
 /// One HTTP response: status and headers read, the body read on demand.
 pub struct Exchange {
     /// The status code.
@@ -343,10 +351,7 @@ impl Exchange {
 
     /// A response header (name in lowercase).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+        header(&self.headers, name)
     }
 
     /// The `Mcp-Session-Id` header.
@@ -514,10 +519,7 @@ pub struct Answer {
 impl Answer {
     /// A header (name in lowercase).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+        header(&self.headers, name)
     }
 
     /// The `Mcp-Session-Id` header.
