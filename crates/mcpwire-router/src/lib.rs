@@ -50,6 +50,7 @@ mod task_entry;
 mod tasks;
 mod tool;
 mod uri_template;
+mod validate;
 
 pub use ask::{ElicitRequest, Elicited, SampleRequest, Sampled, elicitation_schema};
 pub use backend::{Backend, BackendInfo, BackendRequest, HeaderParam, RelayRoute, ToolRouting};

@@ -152,11 +152,11 @@ impl SessionDirectory for Cluster {
     }
 
     fn ask_prefix(&self, endpoint: &str) -> Arc<str> {
-        relay::Relay::ask_prefix(endpoint)
+        relay::ReplicaRelay::ask_prefix(endpoint)
     }
 
     fn asked_elsewhere<'a>(&self, endpoint: &str, id: &'a RequestId) -> Option<&'a str> {
-        relay::Relay::asked_elsewhere(endpoint, id)
+        relay::ReplicaRelay::asked_elsewhere(endpoint, id)
     }
 
     fn relay<'a>(
