@@ -180,15 +180,14 @@ impl Gateway {
         if federate {
             gateway.federation = Some(gateway.federate().await?);
         }
-        gateway.auth = crate::section::auth::authenticator(&gateway.config).await?;
+        gateway.auth = crate::access::authenticator(&gateway.config).await?;
         let mut services = gateway.front()?;
         if !gateway.consents.paths().is_empty() {
             for s in &mut services {
                 s.consents = Some(gateway.consents.clone());
             }
         }
-        let services =
-            crate::section::auth::apply(&gateway.config, gateway.auth.as_ref(), services);
+        let services = crate::access::apply(&gateway.config, gateway.auth.as_ref(), services);
         let services = gateway.with_connection_limits(services);
         gateway.services = gateway.in_cluster(services);
         Ok(gateway)
@@ -572,7 +571,7 @@ impl Gateway {
         // The new verifiers are built (key files read, a JWKS fetched) before anything
         // changes: an `[auth]` that cannot be used refuses the whole edit.
         let next_auth = match plan.auth {
-            true => crate::section::auth::authenticator(&next).await?,
+            true => crate::access::authenticator(&next).await?,
             false => None,
         };
         let fresh: Vec<&BackendSpec> = plan

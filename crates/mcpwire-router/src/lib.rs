@@ -41,6 +41,7 @@ mod identity;
 mod input;
 mod output;
 mod prompt;
+mod request;
 mod resource;
 mod router;
 mod server;
@@ -53,7 +54,7 @@ mod uri_template;
 mod validate;
 
 pub use ask::{ElicitRequest, Elicited, SampleRequest, Sampled, elicitation_schema};
-pub use backend::{Backend, BackendInfo, BackendRequest, HeaderParam, RelayRoute, ToolRouting};
+pub use backend::{Backend, BackendInfo, HeaderParam, RelayRoute, ToolRouting};
 pub use ctx::{CallCtx, Peer};
 pub use forwarded::{ForwardedCall, plain_tool_name};
 pub use future::BoxFuture;
@@ -65,6 +66,7 @@ pub use output::{
     tool_error,
 };
 pub use prompt::PromptDef;
+pub use request::BackendRequest;
 pub use resource::{ResourceDef, TemplateDef};
 pub use router::{McpCall, McpReply, Router};
 pub use server::{CatalogEdit, Server, ServerBuilder};

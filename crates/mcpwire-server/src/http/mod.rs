@@ -51,7 +51,7 @@ pub use sessions::HttpStats;
 
 use crate::Service;
 use crate::directory::{HeldSessions, SessionDirectory};
-use crate::observe::Wire;
+use crate::observe::WireLabel;
 use crate::tls::{Incoming, ServerStream};
 use sessions::Sessions;
 use tokio_util::sync::CancellationToken;
@@ -272,7 +272,10 @@ impl HttpServer {
                 a = listener.next() => a,
                 _ = shutdown.cancelled() => break,
             };
-            let permit = match conn_limit.as_ref().map(|c| c.admit(peer.ip(), Wire::Http)) {
+            let permit = match conn_limit
+                .as_ref()
+                .map(|c| c.admit(peer.ip(), WireLabel::Http))
+            {
                 Some(Err(refused)) => {
                     tokio::spawn(refuse_connection(io, refused, read_timeout));
                     continue;

@@ -12,13 +12,14 @@ mod logs;
 mod mcpb;
 mod spans;
 mod trace;
+mod wire_label;
 
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
-pub(crate) use calls::{CallMetrics, Wire, enabled as calls_measured};
+pub(crate) use calls::{CallMetrics, enabled as calls_measured};
 pub use logs::{
     ANNOUNCE_DIRECTIVE, ANNOUNCE_TARGET, LogFormat, announce, log_format, set_log_format,
 };
@@ -30,6 +31,7 @@ pub use trace::{
     Propagation, TRACEPARENT, TRACESTATE, TelemetryConfig, TraceParent, active as tracing_active,
     install_propagation, set_active as set_tracing_active,
 };
+pub(crate) use wire_label::WireLabel;
 
 /// MCPB connections accepted (`mcp_gateway_tcp_connections_total`).
 pub const TCP_CONNECTIONS_TOTAL: &str = "mcp_gateway_tcp_connections_total";
@@ -187,7 +189,7 @@ pub(crate) fn auth_failure(reason: &'static str) {
 
 /// Counts one refusal by a rate or connection limit (see [`RATE_LIMITED_TOTAL`]); `limit`
 /// is the refusal's `data.limit`, any other text counts as `other`.
-pub(crate) fn rate_limited(wire: Wire, limit: &str) {
+pub(crate) fn rate_limited(wire: WireLabel, limit: &str) {
     let limit = match limit {
         "identity" => "identity",
         "ip" => "ip",

@@ -34,7 +34,7 @@ use mcpwire_wire::proto_mcp::{decode_message, encode_message};
 use crate::Service;
 use crate::driver::framed::WRITE_HIGH_WATER;
 use crate::driver::{Calls, ServerCore};
-use crate::observe::{TraceParent, Wire};
+use crate::observe::{TraceParent, WireLabel};
 use crate::tls::{Incoming, PeerAddr, TlsConfig};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -145,7 +145,7 @@ async fn upgrade(
         .service
         .connections
         .as_ref()
-        .map(|c| c.admit(peer.ip(), Wire::WebSocket))
+        .map(|c| c.admit(peer.ip(), WireLabel::WebSocket))
     {
         Some(Err(refused)) => return crate::http::refusal(refused),
         Some(Ok(permit)) => Some(permit),
@@ -236,7 +236,7 @@ impl WsConnection {
         WsConnection {
             core: ServerCore::new(
                 ServerSession::new(st.service.config.clone()),
-                Calls::new(st.service.router.clone(), Wire::WebSocket)
+                Calls::new(st.service.router.clone(), WireLabel::WebSocket)
                     .with_identity(identity)
                     .with_client_ip(ip)
                     .with_trace_parent(trace),

@@ -15,7 +15,7 @@ use tokio_util::codec::Encoder;
 use crate::Service;
 use crate::driver::framed::output_full;
 use crate::driver::{Calls, Endpoint, FramedDriver, ServerCore, Status, Wake};
-use crate::observe::Wire;
+use crate::observe::WireLabel;
 
 /// Serves one client reading `R` and writing `W` until the client closes its input and
 /// every accepted call has been answered (or the grace period passed).
@@ -35,7 +35,7 @@ where
         let endpoint = StdioEndpoint {
             core: ServerCore::new(
                 ServerSession::new(service.config.clone()),
-                Calls::new(service.router.clone(), Wire::Stdio),
+                Calls::new(service.router.clone(), WireLabel::Stdio),
             ),
             json: NdjsonCodec::new(&service.limits),
             proto: ProtoMcpCodec::new(&service.limits),
