@@ -25,6 +25,7 @@ pub mod gateway;
 #[doc = include_str!("guide.md")]
 pub mod guide {}
 pub mod http;
+pub mod identify;
 pub mod limits;
 pub mod mcpb;
 pub mod observe;

@@ -1,6 +1,6 @@
 //! The HTTP listener as an OAuth 2.1 protected resource (the MCP authorization spec):
 //! every `POST`, `GET` and `DELETE` on the endpoint needs `Authorization: Bearer …` that
-//! the service's [`Authenticator`] accepts; a refusal is 401 (403 for a missing scope) with
+//! the service's [`Authenticate`] accepts; a refusal is 401 (403 for a missing scope) with
 //! a `WWW-Authenticate` challenge naming the protected resource metadata, which is served
 //! (without authentication) at the RFC 9728 well-known URIs.
 
@@ -13,12 +13,12 @@ use axum::response::{IntoResponse, Response};
 use mcpwire_router::Identity;
 
 use super::{App, ClientAddr, reply};
-use crate::auth::{AuthFailure, Authenticator, ResourceServer};
+use crate::identify::{AuthFailure, Authenticate, ResourceServer};
 
 /// Authentication of one HTTP listener.
 pub(crate) struct HttpAuth {
-    pub(crate) authenticator: Arc<Authenticator>,
-    /// The listener's own URL (the resource when `[auth] resource` names none).
+    pub(crate) authenticator: Arc<dyn Authenticate>,
+    /// The listener's own URL (the resource when the authenticator configures none).
     pub(crate) url: String,
 }
 
@@ -40,12 +40,10 @@ pub(crate) async fn authenticate(
     let Some(auth) = &app.auth else {
         return Ok(client.certificate.clone());
     };
+    // The connection's own authenticator remembers its last credential.
+    let checks = client.auth.as_deref().unwrap_or(&*auth.authenticator);
     let header = headers.get(AUTHORIZATION).map(HeaderValue::as_bytes);
-    match auth
-        .authenticator
-        .verify_header_on(&client.credential, header)
-        .await
-    {
+    match checks.verify_header(header).await {
         Ok(id) => Ok(Some(id)),
         Err(failure) => Err(refuse(auth, &failure)),
     }

@@ -49,6 +49,8 @@ pub use guard::Guard;
 pub use sessions::HttpStats;
 
 use crate::Service;
+use crate::identify::Authenticate;
+use crate::identify::resource::WELL_KNOWN;
 use crate::observe::Wire;
 use crate::tls::{Incoming, ServerStream};
 use sessions::Sessions;
@@ -66,8 +68,10 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 pub(crate) struct ClientAddr {
     pub(crate) addr: SocketAddr,
     pub(crate) certificate: Option<mcpwire_router::Identity>,
-    /// The bearer token this connection presented last and who it verified as.
-    pub(crate) credential: Arc<crate::auth::ConnectionCredential>,
+    /// The service's authenticator as this connection uses it
+    /// ([`Authenticate::for_connection`]: it remembers the credential the connection
+    /// presented last); `None` when the service does not authenticate.
+    pub(crate) auth: Option<Arc<dyn Authenticate>>,
 }
 
 /// A request refused before any session as a whole HTTP response: the error's status
@@ -242,13 +246,9 @@ impl HttpServer {
             // RFC 9728: the metadata of the resource at its path-suffixed well-known URI,
             // and at the root one for clients that look there.
             let mut paths = vec![
-                crate::auth::resource::WELL_KNOWN.to_owned(),
+                WELL_KNOWN.to_owned(),
                 auth.resource().metadata_path(),
-                format!(
-                    "{}{}",
-                    crate::auth::resource::WELL_KNOWN,
-                    self.app.config.path
-                ),
+                format!("{WELL_KNOWN}{}", self.app.config.path),
             ];
             paths.sort();
             paths.dedup();
@@ -266,6 +266,7 @@ impl HttpServer {
             }
         }
         let conn_limit = self.app.service.connections.clone();
+        let auth = self.app.auth.as_ref().map(|a| a.authenticator.clone());
         // After the routes: every answer, the metadata's and refusals' included.
         let router = router
             .with_state(self.app)
@@ -291,7 +292,7 @@ impl HttpServer {
             let client = ClientAddr {
                 addr: peer,
                 certificate: io.certificate_identity(),
-                credential: Arc::default(),
+                auth: auth.clone().map(Authenticate::for_connection),
             };
             let service = TowerToHyperService::new(router.clone().layer(axum::Extension(client)));
             let shutdown = shutdown.clone();

@@ -26,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::Service;
 use crate::auth::{ApiKeyConfig, ApiKeySecret, AuthConfig, Authenticator};
+use crate::identify::Authenticate;
 use crate::observe::McpbMetrics;
 use crate::tls::{Incoming, ServerStream};
 
@@ -81,7 +82,7 @@ pub(crate) struct McpbListenerState {
     pub(crate) shutdown: CancellationToken,
     /// Verifies `initialize` tokens and per-message `auth_token`s (`None`: authentication
     /// is off).
-    pub(crate) auth: Option<Arc<Authenticator>>,
+    pub(crate) auth: Option<Arc<dyn Authenticate>>,
     /// What the listener records (`mcp_gateway_tcp_*`).
     pub(crate) metrics: McpbMetrics,
 }
@@ -152,7 +153,7 @@ pub(crate) fn new_session_id() -> Option<String> {
 fn listener_auth(
     service: &Service,
     config: &McpbConfig,
-) -> std::io::Result<Option<Arc<Authenticator>>> {
+) -> std::io::Result<Option<Arc<dyn Authenticate>>> {
     if let Some(auth) = &service.auth {
         if !config.tokens.is_empty() {
             tracing::warn!(
