@@ -12,6 +12,12 @@
 //! [`MAX_CREDENTIAL`] (reading a credential), and [`resource`] (RFC 9728 protected resource
 //! metadata and the RFC 6750 challenges an HTTP refusal carries).
 //!
+//! MCPB's own static tokens (`--mcpb-token`, when the service has no authenticator) are an
+//! implementation of the trait in the MCPB listener (`mcpb/tokens.rs`) rather than an
+//! authenticator over API keys: a server with MCPB tokens then needs no authentication crate,
+//! and the tokens are compared in constant time without a digest — a handful of tokens
+//! checked once per connection, where a keyed hash would buy nothing but a dependency.
+//!
 //! Decisions: `docs/design/auth.md`.
 
 mod failure;
