@@ -3,6 +3,8 @@
 //! `Mcp-Session-Id` header) and stateless 2026-07-28 (every `POST` stands alone).
 //!
 //! - [`guard`] refuses foreign `Origin`/`Host` headers (DNS rebinding) before anything else.
+//! - [`auth`]: `Caller`, the extractor admitting every `POST`, `GET` and `DELETE` (the guard,
+//!   then the credential when the service authenticates), and the RFC 9728 metadata route.
 //! - [`post`] validates a `POST` (content type, `Accept`, size, JSON) and routes it: to a
 //!   session, to a new session (`initialize`), or to a stateless exchange.
 //! - [`session`] is one stateful session: a task owning a `ServerSession` and its calls,
@@ -20,7 +22,7 @@
 //!
 //! Like every driver, nothing here makes protocol decisions: those stay in the session.
 
-pub(crate) mod auth;
+mod auth;
 mod callback;
 #[doc(hidden)]
 pub mod fuzzing;
