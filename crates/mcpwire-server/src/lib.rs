@@ -24,6 +24,7 @@ pub mod directory;
 pub mod driver;
 pub mod fetch;
 pub mod http;
+pub mod identify;
 pub mod limits;
 pub mod mcpb;
 pub mod observe;

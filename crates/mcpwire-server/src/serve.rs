@@ -8,8 +8,8 @@ use mcpwire_router::{Router, Server, TaskConfig};
 use mcpwire_session::SessionConfig;
 use mcpwire_wire::Limits;
 
-use crate::auth::Authenticator;
 use crate::directory::SessionDirectory;
+use crate::identify::Authenticate;
 use crate::stdio::StdioConnection;
 
 /// How long a connection keeps polling after activity before it sleeps, by default. On
@@ -32,8 +32,9 @@ pub struct Service {
     /// Each tool's protobuf schema, for proto-mcp connections.
     pub proto: Arc<ProtoToolSchemas>,
     /// Authentication for the network listeners serving this service (HTTP, WebSocket,
-    /// gRPC, MCPB; never stdio). `None`: they accept anyone (MCPB: its own static tokens).
-    pub auth: Option<Arc<Authenticator>>,
+    /// gRPC, MCPB; never stdio), e.g. the gateway's `Authenticator`. `None`: they accept
+    /// anyone (MCPB: its own static tokens).
+    pub auth: Option<Arc<dyn Authenticate>>,
     /// Open connections per client IP on the network listeners serving this service
     /// (`None`: unlimited). Shared by every listener of a gateway.
     pub connections: Option<Arc<crate::limits::ConnectionLimits>>,
@@ -84,8 +85,10 @@ impl Service {
         self
     }
 
-    /// This service with every network listener requiring a credential `auth` accepts.
-    pub fn with_auth(mut self, auth: Arc<Authenticator>) -> Service {
+    /// This service with every network listener requiring a credential `auth` accepts
+    /// (the gateway's `Arc<Authenticator>`: a reload's `Authenticator::replace` reaches every
+    /// listener holding it).
+    pub fn with_auth(mut self, auth: Arc<dyn Authenticate>) -> Service {
         self.auth = Some(auth);
         self
     }

@@ -17,9 +17,9 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::Encoder;
 
 use super::McpbListenerState;
-use crate::auth::{AuthFailure, Check};
 use crate::driver::framed::output_full;
 use crate::driver::{Calls, Endpoint, FramedDriver, ServerCore, Status, Wake, now};
+use crate::identify::{AuthFailure, Check};
 use crate::observe::{Counted, Direction, FrameKind, McpbMetrics, ProtocolError, WireLabel};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
