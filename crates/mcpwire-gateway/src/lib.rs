@@ -24,6 +24,7 @@ mod listen;
 #[cfg(feature = "otel")]
 pub mod otel;
 mod position;
+mod redirect;
 mod reload;
 mod section;
 mod serving;

@@ -182,10 +182,9 @@ impl Gateway {
         }
         gateway.auth = crate::access::authenticator(&gateway.config).await?;
         let mut services = gateway.front()?;
-        if !gateway.consents.paths().is_empty() {
-            for s in &mut services {
-                s.consents = Some(gateway.consents.clone());
-            }
+        let redirect = crate::redirect::routes(&gateway.consents);
+        for s in &mut services {
+            s.http_routes.extend(redirect.iter().cloned());
         }
         let services = crate::access::apply(&gateway.config, gateway.auth.as_ref(), services);
         let services = gateway.with_connection_limits(services);

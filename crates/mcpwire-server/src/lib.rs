@@ -19,7 +19,6 @@
 pub mod admin;
 pub mod auth;
 
-pub mod consents;
 pub mod directory;
 pub mod driver;
 pub mod fetch;
@@ -35,5 +34,5 @@ pub mod stdio;
 pub mod tls;
 pub mod wires;
 
-pub use serve::Service;
+pub use serve::{HttpRoute, Service};
 pub use wires::{GrpcWire, McpbWire, Serve, ServeConfig, Wire, WsWire, serve_listeners};

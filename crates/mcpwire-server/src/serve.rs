@@ -42,10 +42,20 @@ pub struct Service {
     /// sealed session ids, shared records, relayed messages, copies of resumable streams).
     /// `None`: one process, sessions in memory.
     pub directory: Option<Arc<dyn SessionDirectory>>,
-    /// Users' authorizations of upstream OAuth waiting for their redirect: the HTTP
-    /// listeners serving this service answer the redirect endpoint at its paths (a
-    /// gateway with `consent = "elicit"` upstreams). `None`: no such endpoint.
-    pub consents: Option<Arc<crate::consents::PendingConsents>>,
+    /// Pages the HTTP listeners serving this service answer beside the MCP endpoint,
+    /// without authentication (the gateway's OAuth redirect endpoint, where a user's
+    /// browser lands after consenting to an upstream). A route at the MCP endpoint's own
+    /// path is ignored.
+    pub http_routes: Vec<HttpRoute>,
+}
+
+/// A page an HTTP listener answers beside the MCP endpoint ([`Service::http_routes`]).
+#[derive(Clone, Debug)]
+pub struct HttpRoute {
+    /// The path (`/oauth/callback`).
+    pub path: String,
+    /// What answers it.
+    pub handler: axum::routing::MethodRouter,
 }
 
 impl Service {
@@ -74,7 +84,7 @@ impl Service {
             auth: None,
             connections: None,
             directory: None,
-            consents: None,
+            http_routes: Vec::new(),
         }
     }
 

@@ -22,9 +22,8 @@ pub use mcpwire_model as model;
 pub use mcpwire_router as router;
 pub use mcpwire_router::{schemars, serde};
 pub use mcpwire_server::{
-    GrpcWire, McpbWire, Serve, ServeConfig, Service, Wire, WsWire, admin, auth, consents, driver,
-    fetch, http, limits, mcpb, observe, proto_mcp, relay, serve, serve_listeners, stdio, tls,
-    wires,
+    GrpcWire, McpbWire, Serve, ServeConfig, Service, Wire, WsWire, admin, auth, driver, fetch,
+    http, limits, mcpb, observe, proto_mcp, relay, serve, serve_listeners, stdio, tls, wires,
 };
 
 #[cfg(feature = "client")]

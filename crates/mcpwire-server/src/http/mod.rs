@@ -24,7 +24,6 @@
 //! Like every driver, nothing here makes protocol decisions: those stay in the session.
 
 mod auth;
-mod callback;
 #[doc(hidden)]
 pub mod fuzzing;
 mod get;
@@ -250,13 +249,11 @@ impl HttpServer {
                 router = router.route(&p, axum::routing::get(auth::metadata));
             }
         }
-        if let Some(consents) = &self.app.service.consents {
-            // The OAuth redirect endpoint of `consent = "elicit"` upstreams: no
-            // authentication (the browser has none; the `state` is the proof).
-            for p in consents.paths() {
-                if *p != self.app.config.path {
-                    router = router.route(p, axum::routing::get(callback::redirected));
-                }
+        for extra in &self.app.service.http_routes {
+            // Pages beside the endpoint (the gateway's OAuth redirect endpoint): no
+            // authentication.
+            if extra.path != self.app.config.path {
+                router = router.route_service(&extra.path, extra.handler.clone());
             }
         }
         let conn_limit = self.app.service.connections.clone();
