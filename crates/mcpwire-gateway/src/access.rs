@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
+use crate::auth::Authenticator;
 use mcpwire_server::Service;
-use mcpwire_server::auth::Authenticator;
 
 use crate::config::GatewayConfig;
 use crate::error::ConfigError;

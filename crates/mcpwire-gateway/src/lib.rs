@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 mod access;
+pub mod auth;
 mod backends;
 mod check;
 pub mod cluster;

@@ -16,6 +16,7 @@ use mcpwire_router::{Backend, Router, TaskConfig};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::Authenticator;
 use crate::backends::{self, Natives, StartFailure, Started};
 use crate::check::{CheckCaller, CheckReport};
 use crate::cluster::Cluster;
@@ -28,7 +29,6 @@ use arc_swap::ArcSwap;
 use mcpwire_client::auth::PendingConsents;
 use mcpwire_server::Service;
 use mcpwire_server::admin::{AdminServer, BackendHealth, HealthProbe};
-use mcpwire_server::auth::Authenticator;
 use mcpwire_server::limits::ConnectionLimits;
 
 /// Quiet time after an edit of the configuration file before it is read.

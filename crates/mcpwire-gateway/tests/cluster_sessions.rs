@@ -13,11 +13,11 @@ use std::time::Duration;
 
 use common::cluster::{memory, redis_store};
 use common::http::{Answer, answer};
+use mcpwire_gateway::auth::{ApiKeyConfig, ApiKeySecret, AuthConfig, Authenticator};
 use mcpwire_gateway::cluster::Cluster;
 use mcpwire_model::types::Implementation;
 use mcpwire_router::{CallCtx, NoArgs, Server, ToolError, tool};
 use mcpwire_server::Service;
-use mcpwire_server::auth::{ApiKeyConfig, ApiKeySecret, AuthConfig, Authenticator};
 use mcpwire_store::Store;
 use mcpwire_store::testing::RedisServer;
 use mcpwire_testkit::wait::wait_for_async;

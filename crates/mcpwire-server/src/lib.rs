@@ -17,11 +17,9 @@
 #![warn(missing_docs)]
 
 pub mod admin;
-pub mod auth;
 
 pub mod directory;
 pub mod driver;
-pub mod fetch;
 pub mod http;
 pub mod identify;
 pub mod limits;

@@ -98,7 +98,7 @@ impl Assertion {
         &self,
         issuer: &str,
         resource: Option<&str>,
-        reach: &mcpwire_server::fetch::Reach,
+        reach: &crate::fetch::Reach,
     ) -> Result<String, ClientError> {
         match self {
             Assertion::Value(v) => Ok(v.trim().to_owned()),

@@ -26,9 +26,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use mcpwire_server::auth::{
-    ApiKeyConfig, ApiKeySecret, AuthConfig, JwksSource, JwtConfig, JwtKeySource,
-};
+use crate::auth::{ApiKeyConfig, ApiKeySecret, AuthConfig, JwksSource, JwtConfig, JwtKeySource};
 
 /// `[auth]` as written.
 #[derive(Debug, Default, Deserialize)]

@@ -1,6 +1,6 @@
 //! Authentication on every network listener, as one layer: the [`Authenticator`] turns a
 //! credential (an API key, or a JWT bearer token) into the caller's [`Identity`] or an
-//! [`AuthFailure`]. The wires know it only as [`Authenticate`] (`crate::identify`): each
+//! [`AuthFailure`]. The wires know it only as [`Authenticate`] (`mcpwire_server::identify`): each
 //! says where the credential is and how a refusal looks (HTTP: `Authorization` header,
 //! 401/403 with a challenge naming the protected resource metadata; WebSocket: the upgrade
 //! request's `Authorization`; gRPC: `authorization` metadata; MCPB: the `initialize` token
@@ -15,7 +15,7 @@
 //! - `verified`: tokens verified already, until they expire; `remembered`: per connection,
 //!   the credential it presented last ([`Authenticate::for_connection`]).
 //! - The RFC 9728 metadata and `WWW-Authenticate` challenges for HTTP are the wires'
-//!   ([`crate::identify::resource`]); the `Authenticate` impl here fills them in from
+//!   ([`mcpwire_server::identify::resource`]); the `Authenticate` impl here fills them in from
 //!   `[auth]`.
 //!
 //! Decisions: `docs/design/auth.md`.
@@ -42,8 +42,8 @@ use jwt::{JwtKeys, JwtVerifier, Verdict};
 use remembered::ConnectionCredential;
 pub use verified::MAX_VERIFIED as MAX_VERIFIED_TOKENS;
 
-pub use crate::identify::{AuthFailure, Check, MAX_CREDENTIAL, ResourceServer};
-use crate::identify::{Authenticate, count_failure, resource};
+pub use mcpwire_server::identify::{AuthFailure, Check, MAX_CREDENTIAL, ResourceServer};
+use mcpwire_server::identify::{Authenticate, count_failure, resource};
 
 /// A configuration [`Authenticator::new`] refuses, saying why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -17,7 +17,7 @@ use subtle::ConstantTimeEq;
 
 use super::verified::{KeySet, same_keys, unix_now};
 use super::{AuthFailure, Authenticator, Check, ResourceServer, Verifiers};
-use crate::identify::Authenticate;
+use mcpwire_server::identify::Authenticate;
 
 /// One connection's authenticator: the shared one, and what the connection's last accepted
 /// credential verified as. Used by the connection's requests (one at a time on HTTP/1.1).

@@ -169,7 +169,7 @@ impl JwksCache {
                 }
                 bytes
             }
-            JwksSource::Url(url) => crate::fetch::get(url, FETCH_TIMEOUT, MAX_JWKS_BYTES)
+            JwksSource::Url(url) => mcpwire_client::fetch::get(url, FETCH_TIMEOUT, MAX_JWKS_BYTES)
                 .await?
                 .to_vec(),
         };

@@ -9,13 +9,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
-use mcpwire_model::types::Implementation;
-use mcpwire_router::{CallCtx, Credential, NoArgs, Server, ToolError, tool};
-use mcpwire_server::Service;
-use mcpwire_server::auth::{
+use mcpwire_gateway::auth::{
     ApiKeyConfig, ApiKeySecret, AuthConfig, AuthFailure, Authenticator, JwksSource, JwtConfig,
     JwtKeySource,
 };
+use mcpwire_model::types::Implementation;
+use mcpwire_router::{CallCtx, Credential, NoArgs, Server, ToolError, tool};
+use mcpwire_server::Service;
 use mcpwire_server::http::{HttpConfig, HttpServer};
 use serde_json::{Value, json};
 
