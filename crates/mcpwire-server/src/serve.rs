@@ -1,8 +1,11 @@
-//! Serving a router over the wires the binary knows.
+//! [`Service`]: what a listener serves — the router, the session configuration, the codec
+//! limits, and the typed parts the gateway plugs in (authentication, connection limits, a
+//! session directory, extra HTTP pages).
 
 use std::sync::Arc;
 
 use mcpwire_model::types::Implementation;
+#[cfg(feature = "proto-mcp")]
 use mcpwire_proto_mcp::ProtoToolSchemas;
 use mcpwire_router::{Router, Server, TaskConfig};
 use mcpwire_session::SessionConfig;
@@ -10,7 +13,6 @@ use mcpwire_wire::Limits;
 
 use crate::directory::SessionDirectory;
 use crate::identify::Authenticate;
-use crate::stdio::StdioConnection;
 
 /// How long a connection keeps polling after activity before it sleeps, by default. On
 /// virtual machines waking an idle vCPU costs tens of microseconds per message; polling for a
@@ -30,6 +32,7 @@ pub struct Service {
     /// How long a connection keeps polling for input before it sleeps (zero: never).
     pub busy_poll: std::time::Duration,
     /// Each tool's protobuf schema, for proto-mcp connections.
+    #[cfg(feature = "proto-mcp")]
     pub proto: Arc<ProtoToolSchemas>,
     /// Authentication for the network listeners serving this service (HTTP, WebSocket,
     /// gRPC, MCPB; never stdio), e.g. the gateway's `Authenticator`. `None`: they accept
@@ -46,10 +49,12 @@ pub struct Service {
     /// without authentication (the gateway's OAuth redirect endpoint, where a user's
     /// browser lands after consenting to an upstream). A route at the MCP endpoint's own
     /// path is ignored.
+    #[cfg(feature = "http")]
     pub http_routes: Vec<HttpRoute>,
 }
 
 /// A page an HTTP listener answers beside the MCP endpoint ([`Service::http_routes`]).
+#[cfg(feature = "http")]
 #[derive(Clone, Debug)]
 pub struct HttpRoute {
     /// The path (`/oauth/callback`).
@@ -80,10 +85,14 @@ impl Service {
             config: Arc::new(config),
             limits: Limits::default(),
             busy_poll: DEFAULT_BUSY_POLL,
-            proto: Arc::new(ProtoToolSchemas::new(crate::proto_mcp::default_converter())),
+            #[cfg(feature = "proto-mcp")]
+            proto: Arc::new(ProtoToolSchemas::new(
+                crate::proto_schemas::default_converter(),
+            )),
             auth: None,
             connections: None,
             directory: None,
+            #[cfg(feature = "http")]
             http_routes: Vec::new(),
         }
     }
@@ -101,13 +110,5 @@ impl Service {
     pub fn with_auth(mut self, auth: Arc<dyn Authenticate>) -> Service {
         self.auth = Some(auth);
         self
-    }
-
-    /// Serves one client over this process's stdin/stdout until stdin closes: JSON-RPC
-    /// lines or proto-mcp frames, whichever the first byte announces.
-    pub async fn serve_stdio(&self) -> std::io::Result<()> {
-        crate::proto_mcp::keep_tool_schemas(self.router.clone(), self.proto.clone()).await;
-        let (r, w) = crate::stdio::stdio();
-        StdioConnection::new(self, r, w).run().await
     }
 }

@@ -23,9 +23,17 @@ pub mod prelude;
 pub use mcpwire_model as model;
 pub use mcpwire_router as router;
 pub use mcpwire_router::{schemars, serde};
+#[cfg(feature = "admin")]
+pub use mcpwire_server::admin;
+#[cfg(feature = "proto-mcp")]
+pub use mcpwire_server::{GrpcWire, WsWire, proto_mcp};
+#[cfg(feature = "http")]
+pub use mcpwire_server::{HttpRoute, http};
+#[cfg(feature = "mcpb")]
+pub use mcpwire_server::{McpbWire, mcpb};
 pub use mcpwire_server::{
-    GrpcWire, HttpRoute, McpbWire, Serve, ServeConfig, Service, Wire, WsWire, admin, directory,
-    http, identify, limits, mcpb, observe, proto_mcp, serve, serve_listeners, stdio, tls, wires,
+    Serve, ServeConfig, Service, Wire, directory, identify, limits, observe, serve,
+    serve_listeners, stdio, tls, wires,
 };
 
 #[cfg(feature = "client")]

@@ -34,6 +34,7 @@ mod post;
 mod replay;
 mod reply;
 mod route_headers;
+mod serve;
 mod session;
 mod sessions;
 mod stateless;

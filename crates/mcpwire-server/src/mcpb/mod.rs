@@ -16,6 +16,7 @@
 mod conn;
 mod health;
 mod tokens;
+mod wire;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -31,6 +32,7 @@ use crate::observe::McpbMetrics;
 use crate::tls::{Incoming, ServerStream};
 
 pub use health::serve_health;
+pub use wire::McpbWire;
 
 /// How an MCPB listener behaves.
 #[derive(Debug, Clone)]
@@ -229,6 +231,7 @@ impl McpbServer {
                         let (r, w) = tcp.into_split();
                         conn::serve(shared, r, w, peer, certificate).await;
                     }
+                    #[cfg(feature = "tls")]
                     ServerStream::Tls(tls) => {
                         let (r, w) = tokio::io::split(tls);
                         conn::serve(shared, r, w, peer, certificate).await;
