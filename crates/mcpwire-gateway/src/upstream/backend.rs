@@ -261,7 +261,7 @@ async fn open_for_session(
     options.era = EraChoice::Handshake;
     // In a replica set, an HTTP upstream session this downstream session opened on another
     // replica is continued, and one opened here is recorded for the others.
-    let cluster = ctx.session().and_then(|s| s.cluster());
+    let cluster = ctx.session().and_then(|s| s.shared());
     let url = match &config.target {
         Target::Url(url) => cluster.map(|c| (c, url)),
         _ => None,

@@ -127,7 +127,7 @@ async fn close_when_ended(sessions: Weak<UpstreamSessions>, scope: SessionScope,
         sessions.forget(scope.id(), &slot);
     }
     if let Some(link) = slot.get() {
-        super::reattach::close(link.client().clone(), scope.cluster())
+        super::reattach::close(link.client().clone(), scope.shared())
             .await
             .ok();
     }

@@ -226,16 +226,16 @@ impl Calls {
     /// replica, and its records there); set before any call starts.
     pub(crate) fn with_shared_session(
         mut self,
-        shared: Option<mcpwire_router::ClusterSession>,
+        shared: Option<mcpwire_router::SharedSession>,
     ) -> Calls {
         if shared.is_some() && self.session.is_some() {
-            self.session = Some(SessionScope::with_cluster(shared));
+            self.session = Some(SessionScope::with_shared(shared));
         }
         self
     }
 
     /// These calls hear `events` instead of the router's own, if they listen at all (a
-    /// cluster endpoint's hub: its router's events and the other replicas').
+    /// replica set's endpoint hub: its router's events and the other replicas').
     pub(crate) fn hearing(mut self, events: Option<broadcast::Receiver<BackendEvent>>) -> Calls {
         if self.events.is_some()
             && let Some(events) = events
