@@ -16,10 +16,10 @@ use std::path::PathBuf;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use jsonwebtoken::Algorithm;
-use mcpwire::auth::{Authenticator, Check, MAX_VERIFIED_TOKENS};
 use mcpwire_bench::jwt_fixture::{ISSUER, JwtFixture};
 use mcpwire_federation::PolicyItem;
 use mcpwire_gateway::GatewayConfig;
+use mcpwire_gateway::auth::{Authenticator, Check, MAX_VERIFIED_TOKENS};
 
 const RESOURCE: &str = "http://127.0.0.1:8000/mcp";
 const API_KEY: &str = "bench-key-0123456789abcdef";

@@ -2,6 +2,11 @@
 //! `mcpwire-wire` owns; its messages are that crate's prost types. No system `protoc`.
 
 fn main() {
+    generate();
+}
+
+#[cfg(feature = "proto-mcp")]
+fn generate() {
     let dir = "../mcpwire-wire/proto";
     println!("cargo:rerun-if-changed={dir}");
     let fds = match protox::compile(["buf/mcp/v1/mcp.proto"], [dir]) {
@@ -18,3 +23,7 @@ fn main() {
         panic!("generating the MCPService server: {e}");
     }
 }
+
+/// Nothing to generate without the `proto-mcp` feature.
+#[cfg(not(feature = "proto-mcp"))]
+fn generate() {}

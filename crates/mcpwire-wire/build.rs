@@ -1,9 +1,15 @@
 //! Compiles `proto/buf/mcp/v1/mcp.proto` with protox (no system `protoc`) into prost types.
 
 fn main() {
-    if std::env::var_os("CARGO_FEATURE_PROTO_MCP").is_none() {
-        return;
-    }
+    generate();
+}
+
+/// Nothing to generate without the `proto-mcp` feature (and no protox to build).
+#[cfg(not(feature = "proto-mcp"))]
+fn generate() {}
+
+#[cfg(feature = "proto-mcp")]
+fn generate() {
     println!("cargo:rerun-if-changed=proto");
     let fds = match protox::compile(["buf/mcp/v1/mcp.proto"], ["proto"]) {
         Ok(fds) => fds,

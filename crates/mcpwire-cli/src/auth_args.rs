@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use mcpwire::auth::{AuthConfig, JwksSource, JwtConfig, JwtKeySource};
+use mcpwire_gateway::auth::{AuthConfig, JwksSource, JwtConfig, JwtKeySource};
 
 use crate::exit::UsageError;
 

@@ -35,6 +35,7 @@ use serde_json::{Value, json};
 pub mod auth;
 mod core;
 mod error;
+pub mod fetch;
 mod handle;
 mod http;
 mod mcpb;

@@ -31,7 +31,7 @@ pub struct GatewayConfig {
     /// Named subsets of the catalog a listener may serve instead of all of it.
     pub views: Vec<ViewSpec>,
     /// Authentication for every network listener (`[auth]`, see `gateway/auth.rs`).
-    pub auth: Option<mcpwire_server::auth::AuthConfig>,
+    pub auth: Option<crate::auth::AuthConfig>,
     /// Who may see and call what (`[policy]`, see `gateway/policy.rs`); `None`: everyone
     /// everything.
     pub policy: Option<mcpwire_federation::Policy>,

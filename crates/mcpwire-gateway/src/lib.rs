@@ -9,6 +9,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod access;
+pub mod auth;
 mod backends;
 mod check;
 pub mod cluster;
@@ -23,6 +25,7 @@ mod listen;
 #[cfg(feature = "otel")]
 pub mod otel;
 mod position;
+mod redirect;
 mod reload;
 mod section;
 mod serving;

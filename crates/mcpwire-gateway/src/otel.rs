@@ -165,7 +165,7 @@ fn inject(span: &Span) -> Vec<(String, String)> {
     carrier.into_iter().collect()
 }
 
-/// The exporter's HTTP client: `mcpwire_server::fetch` on a small runtime of its own, since the
+/// The exporter's HTTP client: `mcpwire_client::fetch` on a small runtime of its own, since the
 /// SDK's batch thread runs exports outside the server's runtime.
 #[derive(Debug)]
 struct OtlpClient {
@@ -193,7 +193,7 @@ impl HttpClient for OtlpClient {
             .filter(|(k, _)| *k != hyper::header::CONTENT_TYPE)
             .filter_map(|(k, v)| Some((k.clone(), v.to_str().ok()?.to_owned())))
             .collect();
-        let out = mcpwire_server::fetch::Outgoing {
+        let out = mcpwire_client::fetch::Outgoing {
             method: parts.method,
             url: &url,
             headers,
@@ -201,7 +201,7 @@ impl HttpClient for OtlpClient {
         };
         let fetched =
             self.runtime
-                .block_on(mcpwire_server::fetch::send(out, EXPORT_TIMEOUT, MAX_ANSWER))?;
+                .block_on(mcpwire_client::fetch::send(out, EXPORT_TIMEOUT, MAX_ANSWER))?;
         let mut response = Response::builder().status(fetched.status);
         if let Some(h) = response.headers_mut() {
             *h = fetched.headers;

@@ -16,6 +16,7 @@ use mcpwire_router::{Backend, Router, TaskConfig};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::Authenticator;
 use crate::backends::{self, Natives, StartFailure, Started};
 use crate::check::{CheckCaller, CheckReport};
 use crate::cluster::Cluster;
@@ -28,7 +29,6 @@ use arc_swap::ArcSwap;
 use mcpwire_client::auth::PendingConsents;
 use mcpwire_server::Service;
 use mcpwire_server::admin::{AdminServer, BackendHealth, HealthProbe};
-use mcpwire_server::auth::Authenticator;
 use mcpwire_server::limits::ConnectionLimits;
 
 /// Quiet time after an edit of the configuration file before it is read.
@@ -180,15 +180,13 @@ impl Gateway {
         if federate {
             gateway.federation = Some(gateway.federate().await?);
         }
-        gateway.auth = crate::section::auth::authenticator(&gateway.config).await?;
+        gateway.auth = crate::access::authenticator(&gateway.config).await?;
         let mut services = gateway.front()?;
-        if !gateway.consents.paths().is_empty() {
-            for s in &mut services {
-                s.consents = Some(gateway.consents.clone());
-            }
+        let redirect = crate::redirect::routes(&gateway.consents);
+        for s in &mut services {
+            s.http_routes.extend(redirect.iter().cloned());
         }
-        let services =
-            crate::section::auth::apply(&gateway.config, gateway.auth.as_ref(), services);
+        let services = crate::access::apply(&gateway.config, gateway.auth.as_ref(), services);
         let services = gateway.with_connection_limits(services);
         gateway.services = gateway.in_cluster(services);
         Ok(gateway)
@@ -572,7 +570,7 @@ impl Gateway {
         // The new verifiers are built (key files read, a JWKS fetched) before anything
         // changes: an `[auth]` that cannot be used refuses the whole edit.
         let next_auth = match plan.auth {
-            true => crate::section::auth::authenticator(&next).await?,
+            true => crate::access::authenticator(&next).await?,
             false => None,
         };
         let fresh: Vec<&BackendSpec> = plan

@@ -12,11 +12,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::cluster::{http, memory, redis_store};
+use mcpwire_gateway::auth::{ApiKeyConfig, ApiKeySecret, AuthConfig, Authenticator};
 use mcpwire_gateway::cluster::Cluster;
 use mcpwire_model::types::Implementation;
 use mcpwire_router::{CallCtx, NoArgs, Server, ToolError, tool};
 use mcpwire_server::Service;
-use mcpwire_server::auth::{ApiKeyConfig, ApiKeySecret, AuthConfig, Authenticator};
 use mcpwire_store::Store;
 use mcpwire_store::testing::RedisServer;
 use mcpwire_testkit::raw::http::Answer;

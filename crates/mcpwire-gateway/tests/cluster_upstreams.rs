@@ -43,7 +43,7 @@ async fn upstream(store: Arc<dyn Store>) -> String {
         async move {
             let sid = ctx
                 .session()
-                .and_then(|s| s.cluster())
+                .and_then(|s| s.shared())
                 .map(|c| c.sid.to_string())
                 .ok_or_else(|| ToolError::new("no upstream session"))?;
             let mut visits = visits.lock().expect("visits");

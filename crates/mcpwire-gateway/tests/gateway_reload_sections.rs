@@ -10,12 +10,12 @@ use common::native;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use mcpwire_gateway::auth::AuthFailure;
 use mcpwire_gateway::{Gateway, GatewayConfig, GatewayError, Natives};
 use mcpwire_model::types::ClientCapabilities;
 use mcpwire_model::{BackendEvent, CallEvent, ClientAsk, McpError, Method, Raw, Revision, to_raw};
 use mcpwire_router::{Backend, BoxFuture, CallCtx, Identity, McpCall, McpReply, Peer};
 use mcpwire_server::Service;
-use mcpwire_server::auth::AuthFailure;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

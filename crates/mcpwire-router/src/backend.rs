@@ -1,14 +1,13 @@
 //! The one trait every source of tools implements.
 
-use std::collections::BTreeMap;
-
-use mcpwire_model::types::{CompleteParams, ServerCapabilities};
-use mcpwire_model::{BackendEvent, McpError, Method, Raw, Reply};
+use mcpwire_model::types::ServerCapabilities;
+use mcpwire_model::{BackendEvent, McpError, Reply};
 use tokio::sync::broadcast;
 
 use std::sync::Arc;
 
 use crate::future::BoxFuture;
+use crate::request::BackendRequest;
 use crate::{CallCtx, ForwardedCall, SessionScope, TaskSupport};
 
 /// Where a wire may send a tool's calls as raw frames, bypassing the router (the gateway's
@@ -93,70 +92,6 @@ impl ToolRouting {
             })
             .collect()
     }
-}
-
-/// A request parsed by the router; arguments stay raw.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum BackendRequest {
-    /// `tools/list`.
-    ListTools {
-        /// Pagination cursor.
-        cursor: Option<String>,
-    },
-    /// `tools/call`.
-    CallTool {
-        /// Tool name.
-        name: String,
-        /// Raw arguments.
-        arguments: Option<Raw>,
-    },
-    /// `resources/list`.
-    ListResources {
-        /// Pagination cursor.
-        cursor: Option<String>,
-    },
-    /// `resources/templates/list`.
-    ListResourceTemplates {
-        /// Pagination cursor.
-        cursor: Option<String>,
-    },
-    /// `resources/read`.
-    ReadResource {
-        /// URI.
-        uri: String,
-    },
-    /// `resources/subscribe`.
-    Subscribe {
-        /// URI.
-        uri: String,
-    },
-    /// `resources/unsubscribe`.
-    Unsubscribe {
-        /// URI.
-        uri: String,
-    },
-    /// `prompts/list`.
-    ListPrompts {
-        /// Pagination cursor.
-        cursor: Option<String>,
-    },
-    /// `prompts/get`.
-    GetPrompt {
-        /// Prompt name.
-        name: String,
-        /// Argument values.
-        arguments: BTreeMap<String, String>,
-    },
-    /// `completion/complete`.
-    Complete(CompleteParams),
-    /// Any other method, passed through.
-    Other {
-        /// Method.
-        method: Method,
-        /// Raw params.
-        params: Option<Raw>,
-    },
 }
 
 /// A source of tools, resources and prompts: native, a tool process, an upstream server or

@@ -14,7 +14,8 @@ use mcpwire_model::Raw;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::{BackendRequest, CallCtx};
+use crate::CallCtx;
+use crate::request::BackendRequest;
 
 /// A `tools/call` to forward with its params as received.
 #[derive(Debug)]

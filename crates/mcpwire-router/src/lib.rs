@@ -41,6 +41,7 @@ mod identity;
 mod input;
 mod output;
 mod prompt;
+mod request;
 mod resource;
 mod router;
 mod server;
@@ -50,9 +51,10 @@ mod task_entry;
 mod tasks;
 mod tool;
 mod uri_template;
+mod validate;
 
 pub use ask::{ElicitRequest, Elicited, SampleRequest, Sampled, elicitation_schema};
-pub use backend::{Backend, BackendInfo, BackendRequest, HeaderParam, RelayRoute, ToolRouting};
+pub use backend::{Backend, BackendInfo, HeaderParam, RelayRoute, ToolRouting};
 pub use ctx::{CallCtx, Peer};
 pub use forwarded::{ForwardedCall, plain_tool_name};
 pub use future::BoxFuture;
@@ -64,10 +66,11 @@ pub use output::{
     tool_error,
 };
 pub use prompt::PromptDef;
+pub use request::BackendRequest;
 pub use resource::{ResourceDef, TemplateDef};
 pub use router::{McpCall, McpReply, Router};
 pub use server::{CatalogEdit, Server, ServerBuilder};
-pub use session_scope::{ClusterSession, SessionRecords, SessionScope};
+pub use session_scope::{SessionRecords, SessionScope, SharedSession};
 pub use state_key::StateKey;
 pub use tasks::{
     RemoteTask, TASKS_EXTENSION, TaskCommand, TaskConfig, TaskShare, TaskSnapshot, TaskSupport,

@@ -23,12 +23,13 @@ pub struct SessionScope {
 struct ScopeInner {
     id: u64,
     ended: CancellationToken,
-    cluster: Option<ClusterSession>,
+    shared: Option<SharedSession>,
 }
 
 /// Per-session records a replica set keeps in its shared store, by downstream session:
 /// what a backend needs to continue the session's state on another replica (an upstream
-/// session to re-attach). Implemented over the cluster's store by the HTTP wire.
+/// session to re-attach). Implemented over the replica set's store by the gateway's
+/// cluster.
 pub trait SessionRecords: Send + Sync + std::fmt::Debug {
     /// Backend `backend`'s record for session `sid` (`None`: there is none).
     fn load<'a>(
@@ -49,10 +50,10 @@ pub trait SessionRecords: Send + Sync + std::fmt::Debug {
     fn is_live<'a>(&'a self, sid: &'a str) -> BoxFuture<'a, Result<bool, String>>;
 }
 
-/// A downstream session of a replica set: its cluster-wide id (the same on every replica)
+/// A downstream session shared by a replica set: its id there (the same on every replica)
 /// and the store its records live in.
 #[derive(Debug, Clone)]
-pub struct ClusterSession {
+pub struct SharedSession {
     /// The session's id in the replica set (the sealed `Mcp-Session-Id`'s `sid`).
     pub sid: Arc<str>,
     /// Where records about it are kept.
@@ -62,24 +63,24 @@ pub struct ClusterSession {
 impl SessionScope {
     /// A new session with a fresh identity.
     pub fn new() -> SessionScope {
-        SessionScope::with_cluster(None)
+        SessionScope::with_shared(None)
     }
 
-    /// A new session (a fresh local identity) that is `cluster`'s session in a replica
+    /// A new session (a fresh local identity) that is `shared`'s session in a replica
     /// set, when it is one.
-    pub fn with_cluster(cluster: Option<ClusterSession>) -> SessionScope {
+    pub fn with_shared(shared: Option<SharedSession>) -> SessionScope {
         SessionScope {
             inner: Arc::new(ScopeInner {
                 id: NEXT_SESSION.fetch_add(1, Ordering::Relaxed),
                 ended: CancellationToken::new(),
-                cluster,
+                shared,
             }),
         }
     }
 
-    /// The session's cluster-wide id and records, in a replica set.
-    pub fn cluster(&self) -> Option<&ClusterSession> {
-        self.inner.cluster.as_ref()
+    /// The session's id and records in a replica set, when it is shared by one.
+    pub fn shared(&self) -> Option<&SharedSession> {
+        self.inner.shared.as_ref()
     }
 
     /// The session's identity, unique in this process.

@@ -1,5 +1,6 @@
 //! Native tools: typed arguments in, anything result-like out.
 
+use crate::validate::Validator;
 use std::error::Error as StdError;
 use std::fmt;
 use std::sync::Arc;
@@ -231,7 +232,7 @@ fn has_constraints(schema: &Value) -> bool {
 #[derive(Clone)]
 pub struct ToolDef {
     pub(crate) tool: Tool,
-    validator: Option<Arc<jsonschema::Validator>>,
+    validator: Option<Arc<Validator>>,
     handler: Handler,
     routing: Arc<ToolRouting>,
 }
@@ -289,7 +290,7 @@ impl ToolDef {
         validate: bool,
     ) -> ToolDef {
         let validator = if validate {
-            jsonschema::validator_for(&input_schema).ok().map(Arc::new)
+            Validator::compile(&input_schema).map(Arc::new)
         } else {
             None
         };
@@ -447,18 +448,7 @@ impl ToolDef {
             Err(e) => return invalid(e.to_string()),
         };
         if let Some(v) = &self.validator {
-            let errors: Vec<String> = v
-                .iter_errors(&value)
-                .take(3)
-                .map(|e| {
-                    let path = e.instance_path().to_string();
-                    if path.is_empty() {
-                        e.to_string()
-                    } else {
-                        format!("{path}: {e}")
-                    }
-                })
-                .collect();
+            let errors = v.errors(&value);
             if !errors.is_empty() {
                 return invalid(errors.join("; "));
             }

@@ -1,16 +1,18 @@
-//! Serving a router over the wires the binary knows.
+//! [`Service`]: what a listener serves — the router, the session configuration, the codec
+//! limits, and the typed parts the gateway plugs in (authentication, connection limits, a
+//! session directory, extra HTTP pages).
 
 use std::sync::Arc;
 
 use mcpwire_model::types::Implementation;
+#[cfg(feature = "proto-mcp")]
 use mcpwire_proto_mcp::ProtoToolSchemas;
 use mcpwire_router::{Router, Server, TaskConfig};
 use mcpwire_session::SessionConfig;
 use mcpwire_wire::Limits;
 
-use crate::auth::Authenticator;
 use crate::directory::SessionDirectory;
-use crate::stdio::StdioConnection;
+use crate::identify::Authenticate;
 
 /// How long a connection keeps polling after activity before it sleeps, by default. On
 /// virtual machines waking an idle vCPU costs tens of microseconds per message; polling for a
@@ -30,10 +32,12 @@ pub struct Service {
     /// How long a connection keeps polling for input before it sleeps (zero: never).
     pub busy_poll: std::time::Duration,
     /// Each tool's protobuf schema, for proto-mcp connections.
+    #[cfg(feature = "proto-mcp")]
     pub proto: Arc<ProtoToolSchemas>,
     /// Authentication for the network listeners serving this service (HTTP, WebSocket,
-    /// gRPC, MCPB; never stdio). `None`: they accept anyone (MCPB: its own static tokens).
-    pub auth: Option<Arc<Authenticator>>,
+    /// gRPC, MCPB; never stdio), e.g. the gateway's `Authenticator`. `None`: they accept
+    /// anyone (MCPB: its own static tokens).
+    pub auth: Option<Arc<dyn Authenticate>>,
     /// Open connections per client IP on the network listeners serving this service
     /// (`None`: unlimited). Shared by every listener of a gateway.
     pub connections: Option<Arc<crate::limits::ConnectionLimits>>,
@@ -41,10 +45,22 @@ pub struct Service {
     /// sealed session ids, shared records, relayed messages, copies of resumable streams).
     /// `None`: one process, sessions in memory.
     pub directory: Option<Arc<dyn SessionDirectory>>,
-    /// Users' authorizations of upstream OAuth waiting for their redirect: the HTTP
-    /// listeners serving this service answer the redirect endpoint at its paths (a
-    /// gateway with `consent = "elicit"` upstreams). `None`: no such endpoint.
-    pub consents: Option<Arc<crate::consents::PendingConsents>>,
+    /// Pages the HTTP listeners serving this service answer beside the MCP endpoint,
+    /// without authentication (the gateway's OAuth redirect endpoint, where a user's
+    /// browser lands after consenting to an upstream). A route at the MCP endpoint's own
+    /// path is ignored.
+    #[cfg(feature = "http")]
+    pub http_routes: Vec<HttpRoute>,
+}
+
+/// A page an HTTP listener answers beside the MCP endpoint ([`Service::http_routes`]).
+#[cfg(feature = "http")]
+#[derive(Clone, Debug)]
+pub struct HttpRoute {
+    /// The path (`/oauth/callback`).
+    pub path: String,
+    /// What answers it.
+    pub handler: axum::routing::MethodRouter,
 }
 
 impl Service {
@@ -69,11 +85,15 @@ impl Service {
             config: Arc::new(config),
             limits: Limits::default(),
             busy_poll: DEFAULT_BUSY_POLL,
-            proto: Arc::new(ProtoToolSchemas::new(crate::proto_mcp::default_converter())),
+            #[cfg(feature = "proto-mcp")]
+            proto: Arc::new(ProtoToolSchemas::new(
+                crate::proto_schemas::default_converter(),
+            )),
             auth: None,
             connections: None,
             directory: None,
-            consents: None,
+            #[cfg(feature = "http")]
+            http_routes: Vec::new(),
         }
     }
 
@@ -84,17 +104,11 @@ impl Service {
         self
     }
 
-    /// This service with every network listener requiring a credential `auth` accepts.
-    pub fn with_auth(mut self, auth: Arc<Authenticator>) -> Service {
+    /// This service with every network listener requiring a credential `auth` accepts
+    /// (the gateway's `Arc<Authenticator>`: a reload's `Authenticator::replace` reaches every
+    /// listener holding it).
+    pub fn with_auth(mut self, auth: Arc<dyn Authenticate>) -> Service {
         self.auth = Some(auth);
         self
-    }
-
-    /// Serves one client over this process's stdin/stdout until stdin closes: JSON-RPC
-    /// lines or proto-mcp frames, whichever the first byte announces.
-    pub async fn serve_stdio(&self) -> std::io::Result<()> {
-        crate::proto_mcp::keep_tool_schemas(self.router.clone(), self.proto.clone()).await;
-        let (r, w) = crate::stdio::stdio();
-        StdioConnection::new(self, r, w).run().await
     }
 }

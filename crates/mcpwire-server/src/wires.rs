@@ -13,6 +13,7 @@
 
 use std::future::Future;
 use std::io;
+#[cfg(any(feature = "mcpb", feature = "http"))]
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -23,94 +24,31 @@ use mcpwire_router::Server;
 use tokio_util::sync::CancellationToken;
 
 use crate::Service;
-use crate::http::{HttpConfig, HttpServer};
-use crate::mcpb::{McpbConfig, McpbServer, serve_health};
+#[cfg(feature = "http")]
+use crate::http::HttpConfig;
+#[cfg(feature = "mcpb")]
+pub use crate::mcpb::McpbWire;
+#[cfg(feature = "proto-mcp")]
+pub use crate::proto_mcp::{GrpcWire, WsWire};
+pub use crate::shutdown::shutdown_on_signals;
 use crate::tls::TlsConfig;
-
-/// How to serve MCPB: the listener's options, an optional health-check port and what
-/// starts a graceful shutdown.
-#[derive(Debug, Clone)]
-pub struct McpbWire {
-    /// Address to listen on (port 0 picks a free one).
-    pub addr: SocketAddr,
-    /// Authentication, session, ping and shutdown settings.
-    pub config: McpbConfig,
-    /// Also answer health checks (only) on this address.
-    pub health: Option<SocketAddr>,
-    /// Cancelling it shuts connections down gracefully. `None`: the shutdown of
-    /// [`ServeConfig::shutdown`] does (by default SIGTERM or Ctrl-C).
-    pub shutdown: Option<CancellationToken>,
-}
-
-impl McpbWire {
-    /// MCPB on `addr` with the default options (no authentication, shutdown on SIGTERM or
-    /// Ctrl-C).
-    pub fn new(addr: impl Into<SocketAddr>) -> McpbWire {
-        McpbWire {
-            addr: addr.into(),
-            config: McpbConfig::default(),
-            health: None,
-            shutdown: None,
-        }
-    }
-}
-
-/// How to serve WebSocket (binary proto-mcp and text JSON-RPC messages).
-#[derive(Debug, Clone)]
-pub struct WsWire {
-    /// Address to listen on.
-    pub addr: SocketAddr,
-    /// The endpoint's path, e.g. `/mcp`.
-    pub path: String,
-    /// Connections served at once.
-    pub max_connections: usize,
-    /// Serve `wss://`: TLS with this certificate (and optional client CA).
-    pub tls: Option<TlsConfig>,
-}
-
-impl WsWire {
-    /// WebSocket at `ws://addr/path`, at most 1024 connections at once.
-    pub fn new(addr: impl Into<SocketAddr>, path: impl Into<String>) -> WsWire {
-        WsWire {
-            addr: addr.into(),
-            path: path.into(),
-            max_connections: 1024,
-            tls: None,
-        }
-    }
-}
-
-/// How to serve gRPC proto-mcp (`buf.mcp.v1.MCPService`).
-#[derive(Debug, Clone)]
-pub struct GrpcWire {
-    /// Address to listen on.
-    pub addr: SocketAddr,
-    /// Serve `grpcs://`: TLS (ALPN `h2`) with this certificate (and optional client CA).
-    pub tls: Option<TlsConfig>,
-}
-
-impl GrpcWire {
-    /// gRPC on `addr`, without TLS.
-    pub fn new(addr: impl Into<SocketAddr>) -> GrpcWire {
-        GrpcWire {
-            addr: addr.into(),
-            tls: None,
-        }
-    }
-}
 
 /// One listener: a wire and its options.
 #[derive(Debug, Clone)]
 pub enum Wire {
     /// One client over this process's stdin/stdout (JSON-RPC lines or proto-mcp frames).
     Stdio,
-    /// Streamable HTTP.
+    /// Streamable HTTP (feature `http`).
+    #[cfg(feature = "http")]
     Http(HttpConfig),
-    /// MCPB, the binary TCP framing.
+    /// MCPB, the binary TCP framing (feature `mcpb`).
+    #[cfg(feature = "mcpb")]
     Mcpb(McpbWire),
-    /// gRPC proto-mcp (`buf.mcp.v1.MCPService`).
+    /// gRPC proto-mcp (`buf.mcp.v1.MCPService`; feature `proto-mcp`).
+    #[cfg(feature = "proto-mcp")]
     Grpc(GrpcWire),
-    /// WebSocket.
+    /// WebSocket (feature `proto-mcp`).
+    #[cfg(feature = "proto-mcp")]
     Ws(WsWire),
 }
 
@@ -118,12 +56,17 @@ impl std::fmt::Display for Wire {
     /// The listener as a URL (`stdio`, `http://127.0.0.1:8000/mcp`, `mcpbs://…`), as it
     /// was asked for (port 0 stays 0).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        #[allow(unused_variables)]
         let s = |tls: &Option<TlsConfig>| if tls.is_some() { "s" } else { "" };
         match self {
             Wire::Stdio => f.write_str("stdio"),
+            #[cfg(feature = "http")]
             Wire::Http(c) => write!(f, "http{}://{}{}", s(&c.tls), c.bind, c.path),
+            #[cfg(feature = "mcpb")]
             Wire::Mcpb(w) => write!(f, "mcpb{}://{}", s(&w.config.tls), w.addr),
+            #[cfg(feature = "proto-mcp")]
             Wire::Grpc(g) => write!(f, "grpc{}://{}", s(&g.tls), g.addr),
+            #[cfg(feature = "proto-mcp")]
             Wire::Ws(w) => write!(f, "ws{}://{}{}", s(&w.tls), w.addr, w.path),
         }
     }
@@ -159,21 +102,25 @@ impl ServeConfig {
     }
 
     /// Adds a Streamable HTTP listener.
+    #[cfg(feature = "http")]
     pub fn http(self, config: HttpConfig) -> ServeConfig {
         self.wire(Wire::Http(config))
     }
 
     /// Adds an MCPB listener.
+    #[cfg(feature = "mcpb")]
     pub fn mcpb(self, wire: McpbWire) -> ServeConfig {
         self.wire(Wire::Mcpb(wire))
     }
 
     /// Adds a gRPC proto-mcp listener (without TLS) on `addr`.
+    #[cfg(feature = "proto-mcp")]
     pub fn grpc(self, addr: impl Into<SocketAddr>) -> ServeConfig {
         self.wire(Wire::Grpc(GrpcWire::new(addr)))
     }
 
     /// Adds a WebSocket listener.
+    #[cfg(feature = "proto-mcp")]
     pub fn ws(self, wire: WsWire) -> ServeConfig {
         self.wire(Wire::Ws(wire))
     }
@@ -188,95 +135,6 @@ impl ServeConfig {
 type Serving = Pin<Box<dyn Future<Output = io::Result<()>> + Send>>;
 
 impl Service {
-    /// Serves Streamable HTTP at `http://addr/mcp` with the default options (loopback
-    /// `Origin`/`Host` only) until the process ends. Prefer a multi-thread runtime: every
-    /// session is a task.
-    pub async fn serve_http(&self, addr: impl Into<SocketAddr>) -> io::Result<()> {
-        let config = HttpConfig {
-            bind: addr.into(),
-            ..HttpConfig::default()
-        };
-        self.serve_http_with(config).await
-    }
-
-    /// Serves Streamable HTTP with every option of `mcpwire demo --transport http`.
-    pub async fn serve_http_with(&self, config: HttpConfig) -> io::Result<()> {
-        self.serve_http_until(config, CancellationToken::new())
-            .await
-    }
-
-    /// Serves Streamable HTTP until `shutdown` is cancelled, then drains it: requests
-    /// already read are answered (within [`crate::http::SHUTDOWN_GRACE`]).
-    pub async fn serve_http_until(
-        &self,
-        config: HttpConfig,
-        shutdown: CancellationToken,
-    ) -> io::Result<()> {
-        if !config.bind.ip().is_loopback() && config.guard.allowed_hosts.is_none() {
-            tracing::warn!(
-                "listening on {} but only loopback Host headers are accepted; allow others with \
-                 allowed_hosts (--allowed-hosts)",
-                config.bind.ip()
-            );
-        }
-        let path = config.path.clone();
-        let scheme = if config.tls.is_some() {
-            "https"
-        } else {
-            "http"
-        };
-        let server = HttpServer::bind(self.clone(), config).await?;
-        crate::observe::announce(format_args!(
-            "mcpwire: listening on {scheme}://{}{path}",
-            server.local_addr()?
-        ));
-        server
-            .serve_until(shutdown, crate::http::SHUTDOWN_GRACE)
-            .await
-    }
-
-    /// Serves MCPB on `addr` with the default options until SIGTERM or Ctrl-C, then shuts
-    /// connections down gracefully.
-    pub async fn serve_mcpb(&self, addr: impl Into<SocketAddr>) -> io::Result<()> {
-        self.serve_mcpb_with(McpbWire::new(addr)).await
-    }
-
-    /// Serves MCPB with every option of `mcpwire demo --transport mcpb`; without a shutdown
-    /// token of its own, until SIGTERM or Ctrl-C.
-    pub async fn serve_mcpb_with(&self, wire: McpbWire) -> io::Result<()> {
-        if wire.config.tokens.is_empty() {
-            tracing::warn!("MCPB authentication is off: set tokens (--mcpb-token) to require one");
-        }
-        let shutdown = match wire.shutdown {
-            Some(token) => token,
-            None => shutdown_on_signals()?,
-        };
-        let server = McpbServer::bind(self.clone(), wire.addr, wire.config, shutdown).await?;
-        crate::observe::announce(format_args!(
-            "mcpwire: listening on {}://{}",
-            server.scheme(),
-            server.local_addr()?
-        ));
-        if let Some(at) = wire.health {
-            let (bound, health) = serve_health(&server, at)
-                .await
-                .map_err(|e| io::Error::new(e.kind(), format!("health port {at}: {e}")))?;
-            crate::observe::announce(format_args!("mcpwire: health checks on mcpb://{bound}"));
-            tokio::spawn(health);
-        }
-        server.serve().await
-    }
-
-    /// Serves the gRPC proto-mcp service on `addr` until the process ends.
-    pub async fn serve_grpc(&self, addr: impl Into<SocketAddr>) -> io::Result<()> {
-        crate::proto_mcp::serve_grpc(self.clone(), &GrpcWire::new(addr)).await
-    }
-
-    /// Serves WebSocket at `ws://addr/path` (`wss://` with TLS) until the process ends.
-    pub async fn serve_ws(&self, wire: WsWire) -> io::Result<()> {
-        crate::proto_mcp::serve_ws(self.clone(), &wire).await
-    }
-
     /// Serves every listener of `config` at once (see [`serve_listeners`]).
     pub async fn serve(&self, config: ServeConfig) -> io::Result<()> {
         let listeners = config.wires.into_iter().map(|w| (self.clone(), w));
@@ -312,11 +170,12 @@ pub async fn serve_listeners(
         None => shutdown_on_signals()?,
     };
     let mut running = FuturesUnordered::new();
-    let mut draining = FuturesUnordered::new();
+    let mut draining: FuturesUnordered<Serving> = FuturesUnordered::new();
     for (service, wire) in listeners {
         let label = wire.to_string();
         let serving: Serving = match wire {
             Wire::Stdio => Box::pin(async move { service.serve_stdio().await }),
+            #[cfg(feature = "http")]
             Wire::Http(http) => {
                 let shutdown = shutdown.clone();
                 draining.push(labelled(label, async move {
@@ -324,6 +183,7 @@ pub async fn serve_listeners(
                 }));
                 continue;
             }
+            #[cfg(feature = "proto-mcp")]
             Wire::Grpc(grpc) => {
                 let shutdown = shutdown.clone();
                 draining.push(labelled(label, async move {
@@ -331,6 +191,7 @@ pub async fn serve_listeners(
                 }));
                 continue;
             }
+            #[cfg(feature = "proto-mcp")]
             Wire::Ws(ws) => {
                 let shutdown = shutdown.clone();
                 draining.push(labelled(label, async move {
@@ -338,6 +199,7 @@ pub async fn serve_listeners(
                 }));
                 continue;
             }
+            #[cfg(feature = "mcpb")]
             Wire::Mcpb(mut mcpb) => {
                 match &mcpb.shutdown {
                     None => mcpb.shutdown = Some(shutdown.clone()),
@@ -389,22 +251,6 @@ fn labelled(
     })
 }
 
-/// A token cancelled by the first SIGTERM or Ctrl-C.
-pub fn shutdown_on_signals() -> io::Result<CancellationToken> {
-    let token = CancellationToken::new();
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    let signals = token.clone();
-    tokio::spawn(async move {
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = tokio::signal::ctrl_c() => {}
-        }
-        tracing::info!("shutting down");
-        signals.cancel();
-    });
-    Ok(token)
-}
-
 /// Serving straight from a native [`Server`]: `server.serve_stdio().await`. Each method
 /// wraps the server in [`Service::from_server`] (tasks enabled, default limits) and serves
 /// it; build a [`Service`] yourself to change limits first.
@@ -419,6 +265,7 @@ pub trait Serve {
     }
 
     /// See [`Service::serve_http`].
+    #[cfg(feature = "http")]
     fn serve_http(
         &self,
         addr: impl Into<SocketAddr>,
@@ -428,6 +275,7 @@ pub trait Serve {
     }
 
     /// See [`Service::serve_mcpb`].
+    #[cfg(feature = "mcpb")]
     fn serve_mcpb(
         &self,
         addr: impl Into<SocketAddr>,
@@ -437,6 +285,7 @@ pub trait Serve {
     }
 
     /// See [`Service::serve_grpc`].
+    #[cfg(feature = "proto-mcp")]
     fn serve_grpc(
         &self,
         addr: impl Into<SocketAddr>,

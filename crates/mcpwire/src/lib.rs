@@ -8,7 +8,9 @@
 //!   message [`model`], the [`router`] and its `Backend` trait, and the wires of
 //!   `mcpwire-server` ([`stdio`], [`http`], [`mcpb`], [`proto_mcp`], [`wires`]).
 //! - Feature `client`: [`client`], the MCP client (stdio, Streamable HTTP, MCPB, OAuth).
-//! - Feature `gateway`: [`gateway`] and [`upstream`], what `mcpwire serve` runs.
+//! - Feature `gateway`: [`gateway`] (what `mcpwire serve` runs), [`upstream`] (upstream MCP
+//!   servers as backends), [`auth`] (API keys and JWTs for the listeners), [`cluster`]
+//!   (replicas sharing a store).
 //!
 //! The guide is [`guide`]; the map of the crates is `docs/ARCHITECTURE.md`.
 #![forbid(unsafe_code)]
@@ -21,10 +23,17 @@ pub mod prelude;
 pub use mcpwire_model as model;
 pub use mcpwire_router as router;
 pub use mcpwire_router::{schemars, serde};
+#[cfg(feature = "admin")]
+pub use mcpwire_server::admin;
+#[cfg(feature = "proto-mcp")]
+pub use mcpwire_server::{GrpcWire, WsWire, proto_mcp};
+#[cfg(feature = "http")]
+pub use mcpwire_server::{HttpRoute, http};
+#[cfg(feature = "mcpb")]
+pub use mcpwire_server::{McpbWire, mcpb};
 pub use mcpwire_server::{
-    GrpcWire, McpbWire, Serve, ServeConfig, Service, Wire, WsWire, admin, auth, consents, driver,
-    fetch, http, limits, mcpb, observe, proto_mcp, relay, serve, serve_listeners, stdio, tls,
-    wires,
+    Serve, ServeConfig, Service, Wire, directory, identify, limits, observe, serve,
+    serve_listeners, stdio, tls, wires,
 };
 
 #[cfg(feature = "client")]
@@ -32,7 +41,7 @@ pub use mcpwire_client as client;
 #[cfg(feature = "gateway")]
 pub use mcpwire_gateway as gateway;
 #[cfg(feature = "gateway")]
-pub use mcpwire_gateway::{cluster, upstream};
+pub use mcpwire_gateway::{auth, cluster, upstream};
 
 /// What the code the macros generate calls.
 #[doc(hidden)]

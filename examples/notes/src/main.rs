@@ -1,11 +1,14 @@
 //! Serves the notes server: over stdio by default, or on the wires named by flags
-//! (`--http ADDR`, `--mcpb ADDR`, `--grpc ADDR`, several at once; `--stdio` adds stdio).
+//! (`--http ADDR`; `--mcpb ADDR` and `--grpc ADDR` with the crate's `mcpb` and `grpc`
+//! features; several at once; `--stdio` adds stdio).
 
 use std::net::SocketAddr;
 
+#[cfg(feature = "mcpb")]
+use mcpwire::McpbWire;
+use mcpwire::ServeConfig;
 use mcpwire::http::HttpConfig;
 use mcpwire::prelude::*;
-use mcpwire::{McpbWire, ServeConfig};
 
 fn config(args: &[String]) -> Result<ServeConfig, String> {
     let mut config = ServeConfig::default();
@@ -23,7 +26,9 @@ fn config(args: &[String]) -> Result<ServeConfig, String> {
                     ..HttpConfig::default()
                 })
             }
+            #[cfg(feature = "mcpb")]
             "--mcpb" => config = config.mcpb(McpbWire::new(addr()?)),
+            #[cfg(feature = "grpc")]
             "--grpc" => config = config.grpc(addr()?),
             other => return Err(format!("unknown flag {other}")),
         }

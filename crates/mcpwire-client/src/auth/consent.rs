@@ -11,7 +11,7 @@ use hyper::header::LOCATION;
 use super::discovery::ServerMetadata;
 use super::form;
 use crate::ClientError;
-use mcpwire_server::fetch::{Outgoing, Reach, send_via};
+use crate::fetch::{Outgoing, Reach, send_via};
 
 /// One authorization request waiting for consent.
 #[derive(Debug, Clone)]

@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 use super::challenge::Challenge;
 use crate::ClientError;
-use mcpwire_server::fetch::{Outgoing, Reach, send_via};
+use crate::fetch::{Outgoing, Reach, send_via};
 
 /// Protected-resource metadata (RFC 9728 §2), the fields used.
 #[derive(Debug, Clone, Deserialize)]

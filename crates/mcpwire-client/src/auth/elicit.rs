@@ -13,9 +13,9 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 
 use super::consent::{AuthorizationRequest, Consent, FollowRedirect};
+use super::pending::{PendingConsent, PendingConsents};
 use super::pkce::random_token;
 use crate::ClientError;
-use mcpwire_server::consents::{PendingConsent, PendingConsents};
 
 /// Consent of the downstream user a token is for, asked through the gateway.
 #[derive(Debug, Clone)]

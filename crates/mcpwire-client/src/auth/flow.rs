@@ -18,7 +18,7 @@ use super::scope;
 use super::token::{self, ClientMetadata, Registered, TokenAuth, TokenRequest, TokenSet};
 use super::{OAuthConfig, OAuthGrant, form};
 use crate::ClientError;
-use mcpwire_server::fetch::Reach;
+use crate::fetch::Reach;
 
 /// Identities whose tokens are kept at once per upstream; beyond, an idle one is forgotten.
 pub(crate) const MAX_IDENTITIES: usize = 4096;

@@ -24,6 +24,7 @@ mod elicit;
 mod flow;
 mod form;
 mod loopback;
+mod pending;
 mod pkce;
 mod scope;
 #[cfg(test)]
@@ -36,7 +37,7 @@ pub use assertion::ClientSigningKey;
 pub use consent::{AuthorizationRequest, Consent, FollowRedirect};
 pub use elicit::ElicitConsent;
 pub use loopback::LoopbackConsent;
-pub use mcpwire_server::consents::{
+pub use pending::{
     CallbackRefusal, ConsentsFull, MAX_PENDING_CONSENTS, PendingConsent, PendingConsents,
 };
 
@@ -97,7 +98,7 @@ impl Assertion {
         &self,
         issuer: &str,
         resource: Option<&str>,
-        reach: &mcpwire_server::fetch::Reach,
+        reach: &crate::fetch::Reach,
     ) -> Result<String, ClientError> {
         match self {
             Assertion::Value(v) => Ok(v.trim().to_owned()),

@@ -334,34 +334,22 @@ async fn consent_in_a_browser_through_a_loopback_redirect() {
         let url = url.to_owned();
         tokio::spawn(async move {
             let timeout = std::time::Duration::from_secs(5);
-            let answer = mcpwire_server::fetch::send(
-                mcpwire_server::fetch::Outgoing::get(&url),
-                timeout,
-                65536,
-            )
-            .await
-            .unwrap();
+            let answer = crate::fetch::send(crate::fetch::Outgoing::get(&url), timeout, 65536)
+                .await
+                .unwrap();
             let location = answer.headers[header::LOCATION]
                 .to_str()
                 .unwrap()
                 .to_owned();
             // A stray request (a favicon) is answered 404 and the wait goes on.
             let stray = location.replace("/callback", "/favicon.ico");
-            let got = mcpwire_server::fetch::send(
-                mcpwire_server::fetch::Outgoing::get(&stray),
-                timeout,
-                65536,
-            )
-            .await
-            .unwrap();
+            let got = crate::fetch::send(crate::fetch::Outgoing::get(&stray), timeout, 65536)
+                .await
+                .unwrap();
             assert_eq!(got.status, StatusCode::NOT_FOUND);
-            let back = mcpwire_server::fetch::send(
-                mcpwire_server::fetch::Outgoing::get(&location),
-                timeout,
-                65536,
-            )
-            .await
-            .unwrap();
+            let back = crate::fetch::send(crate::fetch::Outgoing::get(&location), timeout, 65536)
+                .await
+                .unwrap();
             assert_eq!(back.status, StatusCode::OK);
         });
     })

@@ -9,7 +9,7 @@ use mcpwire_testkit::pki::{Ca, write_ca};
 use super::challenge::Challenge;
 use super::tests::{bearer, config, start, start_serving};
 use super::{ElicitConsent, FollowRedirect, OAuthGrant, PendingConsents, UpstreamAuth};
-use mcpwire_server::fetch::{Outgoing, send};
+use crate::fetch::{Outgoing, send};
 use mcpwire_server::tls::ClientTls;
 
 fn elicit(pending: &Arc<PendingConsents>) -> super::OAuthConfig {

@@ -14,8 +14,8 @@ use tokio::time::Instant;
 use super::assertion::{ASSERTION_TYPE, ClientSigningKey};
 use super::dpop::DpopKey;
 use super::form;
+use crate::fetch::{Fetched, Outgoing, Reach, send_via};
 use crate::{ClientError, excerpt};
-use mcpwire_server::fetch::{Fetched, Outgoing, Reach, send_via};
 
 /// The largest answer read from an authorization server.
 const MAX_ANSWER: usize = 1024 * 1024;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use mcpwire_model::{BackendEvent, RequestId};
-use mcpwire_router::{BoxFuture, ClusterSession, Identity};
+use mcpwire_router::{BoxFuture, Identity, SharedSession};
 use mcpwire_session::HandshakeState;
 use mcpwire_store::StoreError;
 use tokio::sync::broadcast;
@@ -120,8 +120,8 @@ impl SessionDirectory for Cluster {
         })
     }
 
-    fn backend_session(&self, sid: &str, ttl: Duration) -> ClusterSession {
-        ClusterSession {
+    fn backend_session(&self, sid: &str, ttl: Duration) -> SharedSession {
+        SharedSession {
             sid: Arc::from(sid),
             records: Arc::new(upstreams::StoreRecords::new(self.store.clone(), ttl)),
         }
@@ -152,11 +152,11 @@ impl SessionDirectory for Cluster {
     }
 
     fn ask_prefix(&self, endpoint: &str) -> Arc<str> {
-        relay::Relay::ask_prefix(endpoint)
+        relay::ReplicaRelay::ask_prefix(endpoint)
     }
 
     fn asked_elsewhere<'a>(&self, endpoint: &str, id: &'a RequestId) -> Option<&'a str> {
-        relay::Relay::asked_elsewhere(endpoint, id)
+        relay::ReplicaRelay::asked_elsewhere(endpoint, id)
     }
 
     fn relay<'a>(

@@ -73,7 +73,7 @@ pub struct Cluster {
     /// Task heartbeat interval and executor timeout.
     task_timing: (Duration, Duration),
     /// Client messages relayed to the replica holding their request.
-    relay: relay::Relay,
+    relay: relay::ReplicaRelay,
     /// Replay logs of resumable streams.
     streams: streams::StreamLogs,
 }
@@ -167,7 +167,7 @@ impl Cluster {
     /// A cluster over `store`, sealing with `keys`.
     pub fn new(store: Arc<dyn Store>, keys: SealKeys) -> Cluster {
         Cluster {
-            relay: relay::Relay::new(store.clone()),
+            relay: relay::ReplicaRelay::new(store.clone()),
             streams: streams::StreamLogs::new(store.clone(), Arc::from(relay::random_name())),
             store,
             keys,

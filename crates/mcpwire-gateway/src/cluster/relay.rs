@@ -1,11 +1,11 @@
-//! [`Relay`]: messages a client sent to one replica for a session request running on
+//! [`ReplicaRelay`]: messages a client sent to one replica for a session request running on
 //! another (`docs/design/scale-out.md` § "Asks across replicas").
 //!
 //! In a stateful session a server→client request (sampling, elicitation, roots) goes out on
 //! the stream of the replica running the call; the client POSTs its answer separately and,
 //! behind a round-robin balancer, that POST may land on any replica. Every endpoint (one
 //! HTTP listener in a replica set) has a name of its own, and its sessions number their
-//! asks `{endpoint}-{n}` ([`Relay::ask_prefix`]). So the replica receiving an answer
+//! asks `{endpoint}-{n}` ([`ReplicaRelay::ask_prefix`]). So the replica receiving an answer
 //! knows, from its id alone, which endpoint asked: its own (delivered as always) or
 //! another's — then it publishes the answer on the cluster's relay channel and the
 //! endpoint that asked feeds it to its session as if the client had POSTed it there.
@@ -74,7 +74,7 @@ struct Envelope<'a> {
     note: Option<Note>,
 }
 
-struct Endpoint {
+struct ReplicaEndpoint {
     name: Arc<str>,
     /// The path it serves (changes are spread to the endpoints serving the same one).
     path: Arc<str>,
@@ -82,16 +82,16 @@ struct Endpoint {
 }
 
 /// The cluster's relay: the endpoints of this process and the subscription feeding them.
-pub(crate) struct Relay {
+pub(crate) struct ReplicaRelay {
     store: Arc<dyn Store>,
-    endpoints: Arc<Mutex<Vec<Endpoint>>>,
+    endpoints: Arc<Mutex<Vec<ReplicaEndpoint>>>,
     /// The subscription's task, started with the first endpoint.
     listening: tokio::sync::OnceCell<()>,
 }
 
-impl Relay {
-    pub(crate) fn new(store: Arc<dyn Store>) -> Relay {
-        Relay {
+impl ReplicaRelay {
+    pub(crate) fn new(store: Arc<dyn Store>) -> ReplicaRelay {
+        ReplicaRelay {
             store,
             endpoints: Arc::default(),
             listening: tokio::sync::OnceCell::new(),
@@ -110,7 +110,7 @@ impl Relay {
         {
             let mut endpoints = lock(&self.endpoints);
             endpoints.retain(|e| e.target.strong_count() > 0);
-            endpoints.push(Endpoint {
+            endpoints.push(ReplicaEndpoint {
                 name: name.clone(),
                 path: Arc::from(path),
                 target,
@@ -290,7 +290,7 @@ pub(crate) fn spread_events(
 }
 
 /// Hands one relayed message to the endpoint(s) of this process it is for.
-async fn receive(endpoints: &Mutex<Vec<Endpoint>>, payload: &[u8]) {
+async fn receive(endpoints: &Mutex<Vec<ReplicaEndpoint>>, payload: &[u8]) {
     let Ok(envelope) = serde_json::from_slice::<Envelope<'_>>(payload) else {
         tracing::warn!("dropped an unreadable relayed message");
         return;
@@ -359,7 +359,7 @@ pub(crate) fn random_name() -> String {
     id.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn lock(m: &Mutex<Vec<Endpoint>>) -> std::sync::MutexGuard<'_, Vec<Endpoint>> {
+fn lock(m: &Mutex<Vec<ReplicaEndpoint>>) -> std::sync::MutexGuard<'_, Vec<ReplicaEndpoint>> {
     // Every update is one push or retain: a poisoned list is still consistent.
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -374,14 +374,20 @@ mod tests {
         let other = "ffeeddccbbaa9988";
         let id = |s: &str| RequestId::Str(s.into());
         assert_eq!(
-            Relay::asked_elsewhere(me, &id(&format!("{other}-3"))),
+            ReplicaRelay::asked_elsewhere(me, &id(&format!("{other}-3"))),
             Some(other)
         );
-        assert_eq!(Relay::asked_elsewhere(me, &id(&format!("{me}-3"))), None);
+        assert_eq!(
+            ReplicaRelay::asked_elsewhere(me, &id(&format!("{me}-3"))),
+            None
+        );
         // Ids numbered by one process alone, or by a client, are local.
-        assert_eq!(Relay::asked_elsewhere(me, &RequestId::Int(3)), None);
-        assert_eq!(Relay::asked_elsewhere(me, &id("abc-3")), None);
-        assert_eq!(Relay::asked_elsewhere(me, &id(&format!("{other}-x"))), None);
-        assert_eq!(*Relay::ask_prefix(me), format!("{me}-"));
+        assert_eq!(ReplicaRelay::asked_elsewhere(me, &RequestId::Int(3)), None);
+        assert_eq!(ReplicaRelay::asked_elsewhere(me, &id("abc-3")), None);
+        assert_eq!(
+            ReplicaRelay::asked_elsewhere(me, &id(&format!("{other}-x"))),
+            None
+        );
+        assert_eq!(*ReplicaRelay::ask_prefix(me), format!("{me}-"));
     }
 }

@@ -22,18 +22,11 @@
 //! ```
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::config::GatewayConfig;
-use crate::error::ConfigError;
-use crate::key_path::KeyPath;
-use mcpwire_server::Service;
-use mcpwire_server::auth::{
-    ApiKeyConfig, ApiKeySecret, AuthConfig, Authenticator, JwksSource, JwtConfig, JwtKeySource,
-};
+use crate::auth::{ApiKeyConfig, ApiKeySecret, AuthConfig, JwksSource, JwtConfig, JwtKeySource};
 
 /// `[auth]` as written.
 #[derive(Debug, Default, Deserialize)]
@@ -163,42 +156,6 @@ fn check_uri(uri: &str) -> Result<(), String> {
             "`{uri}` is not an absolute http(s) URI without a fragment"
         ))
     }
-}
-
-/// The authenticator of `config`'s `[auth]` (`None` without one), its key sets loaded.
-pub(crate) async fn authenticator(
-    config: &GatewayConfig,
-) -> Result<Option<Arc<Authenticator>>, ConfigError> {
-    let Some(auth) = &config.auth else {
-        return Ok(None);
-    };
-    let at = KeyPath::root().key("auth");
-    let authenticator = Authenticator::new(auth.clone()).map_err(|e| config.error_at(&at, e.0))?;
-    authenticator.prefetch().await;
-    Ok(Some(Arc::new(authenticator)))
-}
-
-/// `services` (one per listener, in order) with authentication on every network listener
-/// that does not opt out.
-pub(crate) fn apply(
-    config: &GatewayConfig,
-    auth: Option<&Arc<Authenticator>>,
-    services: Vec<Service>,
-) -> Vec<Service> {
-    let Some(auth) = auth else {
-        return services;
-    };
-    services
-        .into_iter()
-        .zip(&config.listeners)
-        .map(|(service, l)| {
-            if l.is_stdio() || l.options.auth == Some(false) {
-                service
-            } else {
-                service.with_auth(auth.clone())
-            }
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ use super::link::Link;
 use super::reattach;
 use super::restart::{Shared, reopen};
 use super::routes::ToolRoutes;
-use super::sessions::Sessions;
+use super::sessions::UpstreamSessions;
 use mcpwire_client::auth::{PendingConsents, UpstreamAuth};
 use mcpwire_client::{
     Client, ClientEra, ClientError, ClientOptions, EraChoice, RequestOptions, Target,
@@ -129,7 +129,7 @@ struct Inner {
     /// Cancelled when the backend is dropped: the shared session closes.
     stop: CancellationToken,
     /// Upstream sessions of downstream sessions (`None`: every call uses the shared one).
-    sessions: Option<Arc<Sessions>>,
+    sessions: Option<Arc<UpstreamSessions>>,
     /// Upstream requests waiting for a stateless client's retry.
     holder: Arc<Holder<Held>>,
     /// Task support and header parameters of the tools, from the lists passing through.
@@ -184,7 +184,8 @@ impl UpstreamBackend {
             events,
             shared: watch::Sender::new(Shared::Up(link.clone())),
             stop: CancellationToken::new(),
-            sessions: (!config.shared).then(|| Sessions::new(&config.name, config.max_sessions)),
+            sessions: (!config.shared)
+                .then(|| UpstreamSessions::new(&config.name, config.max_sessions)),
             holder: Holder::new(MAX_HELD, config.hold_timeout),
             routes: ToolRoutes::new(runs_tasks),
             config,
@@ -260,7 +261,7 @@ async fn open_for_session(
     options.era = EraChoice::Handshake;
     // In a replica set, an HTTP upstream session this downstream session opened on another
     // replica is continued, and one opened here is recorded for the others.
-    let cluster = ctx.session().and_then(|s| s.cluster());
+    let cluster = ctx.session().and_then(|s| s.shared());
     let url = match &config.target {
         Target::Url(url) => cluster.map(|c| (c, url)),
         _ => None,

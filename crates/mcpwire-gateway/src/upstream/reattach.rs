@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use mcpwire_model::BackendEvent;
-use mcpwire_router::ClusterSession;
+use mcpwire_router::SharedSession;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use tokio::sync::broadcast;
@@ -32,7 +32,7 @@ pub(super) struct UpstreamRecord {
 
 /// The upstream session recorded for `cluster`'s session and backend `backend`, if any
 /// (a store failure is logged and treated as none: a new upstream session is opened).
-pub(super) async fn recorded(cluster: &ClusterSession, backend: &str) -> Option<UpstreamRecord> {
+pub(super) async fn recorded(cluster: &SharedSession, backend: &str) -> Option<UpstreamRecord> {
     match cluster.records.load(&cluster.sid, backend).await {
         Ok(Some(bytes)) => serde_json::from_slice(&bytes).ok(),
         Ok(None) => None,
@@ -82,7 +82,7 @@ pub(super) async fn reattach(
 /// Records `client`'s upstream session for `cluster`'s session and backend `backend`, when
 /// it is a handshake-era HTTP session (one with an `Mcp-Session-Id`). Failures are logged:
 /// another replica then opens a new upstream session.
-pub(super) async fn record(cluster: &ClusterSession, backend: &str, client: &Client) {
+pub(super) async fn record(cluster: &SharedSession, backend: &str, client: &Client) {
     let Some(session_id) = client.wire_session_id() else {
         return;
     };
@@ -113,7 +113,7 @@ pub(super) async fn record(cluster: &ClusterSession, backend: &str, client: &Cli
 /// expires it), and deleted once it ended everywhere.
 pub(super) async fn close(
     client: Client,
-    cluster: Option<&ClusterSession>,
+    cluster: Option<&SharedSession>,
 ) -> Result<(), ClientError> {
     if let Some(cluster) = cluster
         && client.wire_session_id().is_some()

@@ -1,4 +1,4 @@
-//! [`Sessions`]: one upstream session per downstream session, opened on the session's
+//! [`UpstreamSessions`]: one upstream session per downstream session, opened on the session's
 //! first call and closed when it ends; at most `max` open at once.
 
 use std::future::Future;
@@ -13,16 +13,16 @@ use super::link::Link;
 type Slot = Arc<OnceCell<Arc<Link>>>;
 
 /// Upstream sessions by downstream session.
-pub(crate) struct Sessions {
+pub(crate) struct UpstreamSessions {
     name: String,
     max: usize,
     open: Mutex<mcpwire_session::IdMap<u64, Slot>>,
 }
 
-impl Sessions {
+impl UpstreamSessions {
     /// No session yet; at most `max` at once for backend `name`.
-    pub(crate) fn new(name: &str, max: usize) -> Arc<Sessions> {
-        Arc::new(Sessions {
+    pub(crate) fn new(name: &str, max: usize) -> Arc<UpstreamSessions> {
+        Arc::new(UpstreamSessions {
             name: name.to_owned(),
             max: max.max(1),
             open: Mutex::new(mcpwire_session::IdMap::default()),
@@ -76,7 +76,7 @@ impl Sessions {
 
     /// The upstream session of downstream session `scope` when it is open and up now,
     /// without waiting (the fast path's check; anything else goes through
-    /// [`Sessions::get`]).
+    /// [`UpstreamSessions::get`]).
     pub(crate) fn ready(&self, scope: &SessionScope) -> Option<Arc<Link>> {
         let open = self.open.lock().ok()?;
         let link = open.get(&scope.id())?.get()?;
@@ -121,13 +121,13 @@ impl Sessions {
 
 /// Waits for the downstream session to end, then forgets its upstream session and closes
 /// it (a stdio child is stopped; an HTTP session another replica may be using is kept).
-async fn close_when_ended(sessions: Weak<Sessions>, scope: SessionScope, slot: Slot) {
+async fn close_when_ended(sessions: Weak<UpstreamSessions>, scope: SessionScope, slot: Slot) {
     scope.ended().await;
     if let Some(sessions) = sessions.upgrade() {
         sessions.forget(scope.id(), &slot);
     }
     if let Some(link) = slot.get() {
-        super::reattach::close(link.client().clone(), scope.cluster())
+        super::reattach::close(link.client().clone(), scope.shared())
             .await
             .ok();
     }

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use futures::stream::BoxStream;
 use mcpwire_model::{BackendEvent, Message, RequestId};
-use mcpwire_router::{BoxFuture, ClusterSession, Identity};
+use mcpwire_router::{BoxFuture, Identity, SharedSession};
 use mcpwire_session::HandshakeState;
 use tokio::sync::broadcast;
 
@@ -93,7 +93,7 @@ pub trait SessionDirectory: Send + Sync + std::fmt::Debug + 'static {
 
     /// Session `sid` as backends see it (its id on every replica and its records there);
     /// `ttl`: its idle time.
-    fn backend_session(&self, sid: &str, ttl: Duration) -> ClusterSession;
+    fn backend_session(&self, sid: &str, ttl: Duration) -> SharedSession;
 
     // Endpoints, and what passes between them.
 

@@ -24,7 +24,7 @@ use std::time::Instant;
 
 use super::now;
 use super::relayed::RelayedCalls;
-use crate::observe::{CallMetrics, TraceParent, Wire, finish_span, request_span};
+use crate::observe::{CallMetrics, TraceParent, WireLabel, finish_span, request_span};
 use crate::relay::RelayableCall;
 use bytes::BytesMut;
 use futures::stream::FuturesUnordered;
@@ -141,7 +141,7 @@ pub(crate) struct Calls {
     identity: Option<Identity>,
     client_ip: Option<std::net::IpAddr>,
     /// The wire these calls came in on (the metrics' `wire` label).
-    wire: Wire,
+    wire: WireLabel,
     /// The caller's trace context for every call (a WebSocket upgrade's, a gRPC call's).
     trace_parent: Option<TraceParent>,
     /// The trace context of single requests, until they start (an HTTP session's POSTs).
@@ -160,9 +160,9 @@ impl Drop for Calls {
 
 impl Calls {
     /// The calls of a new stateful session on `wire`; subscribed to the router's backend
-    /// events. On [`Wire::Http`] (a session with resumable streams) they record the requests
+    /// events. On [`WireLabel::Http`] (a session with resumable streams) they record the requests
     /// whose calls ask to close their stream ([`Calls::take_detached`]).
-    pub(crate) fn new(router: Router, wire: Wire) -> Calls {
+    pub(crate) fn new(router: Router, wire: WireLabel) -> Calls {
         let events = router.events();
         Calls::with_events(router, events, Some(SessionScope::new()), wire)
     }
@@ -170,7 +170,7 @@ impl Calls {
     /// The calls of one stateless request (no session). Only a request that streams
     /// catalog changes subscribes to backend events (subscribing costs a lock on the shared
     /// event channel).
-    pub(crate) fn stateless(router: Router, streams_events: bool, wire: Wire) -> Calls {
+    pub(crate) fn stateless(router: Router, streams_events: bool, wire: WireLabel) -> Calls {
         let events = if streams_events {
             router.events()
         } else {
@@ -183,7 +183,7 @@ impl Calls {
         router: Router,
         events: Option<broadcast::Receiver<BackendEvent>>,
         session: Option<SessionScope>,
-        wire: Wire,
+        wire: WireLabel,
     ) -> Calls {
         let (peer_tx, peer_rx) = mpsc::channel(PEER_QUEUE);
         Calls {
@@ -195,7 +195,7 @@ impl Calls {
             peer_rx,
             events,
             detached: Vec::new(),
-            resumable: session.is_some() && wire == Wire::Http,
+            resumable: session.is_some() && wire == WireLabel::Http,
             detaches_refused: 0,
             session,
             identity: None,
@@ -226,16 +226,16 @@ impl Calls {
     /// replica, and its records there); set before any call starts.
     pub(crate) fn with_shared_session(
         mut self,
-        shared: Option<mcpwire_router::ClusterSession>,
+        shared: Option<mcpwire_router::SharedSession>,
     ) -> Calls {
         if shared.is_some() && self.session.is_some() {
-            self.session = Some(SessionScope::with_cluster(shared));
+            self.session = Some(SessionScope::with_shared(shared));
         }
         self
     }
 
     /// These calls hear `events` instead of the router's own, if they listen at all (a
-    /// cluster endpoint's hub: its router's events and the other replicas').
+    /// replica set's endpoint hub: its router's events and the other replicas').
     pub(crate) fn hearing(mut self, events: Option<broadcast::Receiver<BackendEvent>>) -> Calls {
         if self.events.is_some()
             && let Some(events) = events
@@ -611,7 +611,7 @@ mod tests {
     /// [`FLOOD`] calls of `detach` on a stateful session over `wire`, in batches of
     /// [`BATCH`]; with `take`, the detached requests are taken after every drain (what the
     /// HTTP session does), otherwise never.
-    async fn flood(wire: Wire, take: bool) -> Flood {
+    async fn flood(wire: WireLabel, take: bool) -> Flood {
         let service = service();
         let mut session = ServerSession::new(service.config.clone());
         let mut calls = Calls::new(service.router.clone(), wire);
@@ -655,7 +655,12 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread", start_paused = true)]
     async fn wires_without_resumable_streams_hold_no_detached_requests() {
-        for wire in [Wire::Stdio, Wire::WebSocket, Wire::Mcpb, Wire::Grpc] {
+        for wire in [
+            WireLabel::Stdio,
+            WireLabel::WebSocket,
+            WireLabel::Mcpb,
+            WireLabel::Grpc,
+        ] {
             let f = flood(wire, false).await;
             assert_eq!(f.answered, FLOOD + 1, "{wire:?}: {f:?}");
             assert_eq!((f.most, f.refused), (0, 0), "{wire:?}: nothing held: {f:?}");
@@ -664,7 +669,7 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread", start_paused = true)]
     async fn a_session_that_never_takes_its_detached_requests_holds_at_most_the_bound() {
-        let f = flood(Wire::Http, false).await;
+        let f = flood(WireLabel::Http, false).await;
         assert_eq!(f.answered, FLOOD + 1, "{f:?}");
         assert_eq!(f.most, MAX_DETACHED, "flat at the bound: {f:?}");
         let refused_calls = (FLOOD - MAX_DETACHED) as u64;
@@ -673,7 +678,7 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread", start_paused = true)]
     async fn an_http_session_takes_each_detached_request_once() {
-        let f = flood(Wire::Http, true).await;
+        let f = flood(WireLabel::Http, true).await;
         assert_eq!(f.answered, FLOOD + 1, "{f:?}");
         assert_eq!(f.taken, FLOOD, "every call's request once: {f:?}");
         assert!(f.most <= BATCH, "{f:?}");

@@ -31,6 +31,7 @@ mod relayed;
 pub(crate) mod server_core;
 
 pub(crate) use calls::{Calls, Wake};
+#[cfg(feature = "http")]
 pub(crate) use exchange::Exchange;
 pub use framed::{Endpoint, FramedDriver, Status};
 pub(crate) use server_core::ServerCore;

@@ -1,24 +1,29 @@
 //! The HTTP listener as an OAuth 2.1 protected resource (the MCP authorization spec):
 //! every `POST`, `GET` and `DELETE` on the endpoint needs `Authorization: Bearer …` that
-//! the service's [`Authenticator`] accepts; a refusal is 401 (403 for a missing scope) with
+//! the service's [`Authenticate`] accepts; a refusal is 401 (403 for a missing scope) with
 //! a `WWW-Authenticate` challenge naming the protected resource metadata, which is served
 //! (without authentication) at the RFC 9728 well-known URIs.
+//!
+//! [`Caller`] is how a handler gets its request admitted: the Origin/Host guard, then the
+//! credential, once, before the handler runs.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::extract::State;
+use axum::extract::{FromRequestParts, State};
 use axum::http::header::{AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, WWW_AUTHENTICATE};
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use mcpwire_router::Identity;
 
-use super::{App, ClientAddr, reply};
-use crate::auth::{AuthFailure, Authenticator, ResourceServer};
+use super::{App, ClientAddr, guard, reply};
+use crate::identify::{AuthFailure, Authenticate, ResourceServer};
 
 /// Authentication of one HTTP listener.
 pub(crate) struct HttpAuth {
-    pub(crate) authenticator: Arc<Authenticator>,
-    /// The listener's own URL (the resource when `[auth] resource` names none).
+    pub(crate) authenticator: Arc<dyn Authenticate>,
+    /// The listener's own URL (the resource when the authenticator configures none).
     pub(crate) url: String,
 }
 
@@ -30,30 +35,51 @@ impl HttpAuth {
     }
 }
 
-/// The caller of a request: `Ok(None)` when the listener does not authenticate; the
-/// refusal to send when the credential is missing or refused.
-pub(crate) async fn authenticate(
-    app: &App,
-    headers: &HeaderMap,
-    client: &ClientAddr,
-) -> Result<Option<Identity>, Response> {
-    let Some(auth) = &app.auth else {
-        return Ok(client.certificate.clone());
-    };
-    let header = headers.get(AUTHORIZATION).map(HeaderValue::as_bytes);
-    match auth
-        .authenticator
-        .verify_header_on(&client.credential, header)
-        .await
-    {
-        Ok(id) => Ok(Some(id)),
-        Err(failure) => Err(refuse(auth, &failure)),
+/// The caller of a request on the endpoint, admitted: its `Origin`/`Host` passed the guard
+/// (else 403) and, when the service authenticates, its credential was accepted (else 401 or
+/// 403 with the Bearer challenge, or 503 when the keys could not be loaded).
+pub(crate) struct Caller {
+    /// Who: the identity the credential proved, or — when the service does not
+    /// authenticate — the one the connection's TLS client certificate names; `None`:
+    /// anonymous.
+    pub(crate) identity: Option<Identity>,
+    /// The address the request's connection came from.
+    pub(crate) addr: SocketAddr,
+}
+
+impl FromRequestParts<Arc<App>> for Caller {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Caller, Response> {
+        let Some(client) = parts.extensions.get::<ClientAddr>() else {
+            tracing::error!("an HTTP request without its connection's address");
+            let status = StatusCode::INTERNAL_SERVER_ERROR;
+            return Err((status, "the connection's address is missing").into_response());
+        };
+        if let Some(r) = guard::refuse(&app.config.guard, &parts.headers) {
+            return Err(r);
+        }
+        let addr = client.addr;
+        let Some(auth) = &app.auth else {
+            let identity = client.certificate.clone();
+            return Ok(Caller { identity, addr });
+        };
+        // The connection's own authenticator remembers its last credential.
+        let checks = client.auth.as_deref().unwrap_or(&*auth.authenticator);
+        let header = parts.headers.get(AUTHORIZATION).map(HeaderValue::as_bytes);
+        match checks.verify_header(header).await {
+            Ok(id) => Ok(Caller {
+                identity: Some(id),
+                addr,
+            }),
+            Err(failure) => Err(refuse(auth, &failure)),
+        }
     }
 }
 
 /// The refusal of `failure`: its status (401, 403, or 503 when the keys could not be
 /// loaded), a JSON-RPC error body, and the Bearer challenge.
-pub(crate) fn refuse(auth: &HttpAuth, failure: &AuthFailure) -> Response {
+fn refuse(auth: &HttpAuth, failure: &AuthFailure) -> Response {
     tracing::debug!(%failure, "authentication refused");
     let mut r = reply::refuse(None, failure.to_mcp_error());
     if matches!(r.status(), StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN)

@@ -2,11 +2,12 @@
 //!
 //! Both need a session: without `Mcp-Session-Id` they get 405 (a stateless server has no
 //! stream to open and nothing to end), with an unknown one — or one another caller opened —
-//! 404. When the service authenticates, both need the credential first (401/403).
+//! 404. Before that, both are admitted by the [`Caller`] extractor: the `Origin`/`Host`
+//! guard (403), and the credential when the service authenticates (401/403).
 
 use std::sync::Arc;
 
-use axum::extract::{Extension, State};
+use axum::extract::State;
 use axum::http::header::ALLOW;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -14,11 +15,12 @@ use mcpwire_model::McpError;
 
 use futures::StreamExt;
 
+use super::auth::Caller;
 use super::headers::{self, Accept, LAST_EVENT_ID, SESSION_ID};
 use super::locate::{end, locate};
 use super::replay::{EventId, StreamItem, StreamKind};
 use super::session::{ResumeError, SessionHandle};
-use super::{App, ClientAddr, auth, guard, reply};
+use super::{App, reply};
 use crate::directory::{FollowError, Followed, SessionDirectory};
 
 /// Opens the standalone SSE stream of a session (server notifications and requests that
@@ -27,16 +29,9 @@ use crate::directory::{FollowError, Followed, SessionDirectory};
 /// one).
 pub(crate) async fn open(
     State(app): State<Arc<App>>,
-    Extension(client): Extension<ClientAddr>,
+    Caller { identity, addr }: Caller,
     headers: HeaderMap,
 ) -> Response {
-    if let Some(r) = guard::refuse(&app.config.guard, &headers) {
-        return r;
-    }
-    let identity = match auth::authenticate(&app, &headers, &client).await {
-        Ok(id) => id,
-        Err(r) => return r,
-    };
     let sid = match headers::text(&headers, SESSION_ID) {
         Ok(Some(sid)) => sid,
         Ok(None) => return not_allowed(),
@@ -46,7 +41,7 @@ pub(crate) async fn open(
         let e = McpError::NotAcceptable("Accept must list text/event-stream".into());
         return reply::refuse(None, e);
     }
-    let (key, session) = match locate(&app, sid, identity.as_ref(), Some(client.addr.ip())).await {
+    let (key, session) = match locate(&app, sid, identity.as_ref(), Some(addr.ip())).await {
         Ok(found) => (found.key, found.handle),
         Err(e) => return reply::refuse(None, e),
     };
@@ -138,16 +133,9 @@ async fn from_directory(
 /// Ends a session: its calls are dropped and its id answers 404 from now on.
 pub(crate) async fn delete(
     State(app): State<Arc<App>>,
-    Extension(client): Extension<ClientAddr>,
+    Caller { identity, .. }: Caller,
     headers: HeaderMap,
 ) -> Response {
-    if let Some(r) = guard::refuse(&app.config.guard, &headers) {
-        return r;
-    }
-    let identity = match auth::authenticate(&app, &headers, &client).await {
-        Ok(id) => id,
-        Err(r) => return r,
-    };
     match headers::text(&headers, SESSION_ID) {
         Ok(Some(sid)) => match end(&app, sid, identity.as_ref()).await {
             Ok(()) => {

@@ -3,6 +3,8 @@
 //! `Mcp-Session-Id` header) and stateless 2026-07-28 (every `POST` stands alone).
 //!
 //! - [`guard`] refuses foreign `Origin`/`Host` headers (DNS rebinding) before anything else.
+//! - [`auth`]: `Caller`, the extractor admitting every `POST`, `GET` and `DELETE` (the guard,
+//!   then the credential when the service authenticates), and the RFC 9728 metadata route.
 //! - [`post`] validates a `POST` (content type, `Accept`, size, JSON) and routes it: to a
 //!   session, to a new session (`initialize`), or to a stateless exchange.
 //! - [`session`] is one stateful session: a task owning a `ServerSession` and its calls,
@@ -21,8 +23,7 @@
 //!
 //! Like every driver, nothing here makes protocol decisions: those stay in the session.
 
-pub(crate) mod auth;
-mod callback;
+mod auth;
 #[doc(hidden)]
 pub mod fuzzing;
 mod get;
@@ -33,6 +34,7 @@ mod post;
 mod replay;
 mod reply;
 mod route_headers;
+mod serve;
 mod session;
 mod sessions;
 mod stateless;
@@ -51,7 +53,9 @@ pub use sessions::HttpStats;
 
 use crate::Service;
 use crate::directory::{HeldSessions, SessionDirectory};
-use crate::observe::Wire;
+use crate::identify::Authenticate;
+use crate::identify::resource::WELL_KNOWN;
+use crate::observe::WireLabel;
 use crate::tls::{Incoming, ServerStream};
 use sessions::Sessions;
 use tokio_util::sync::CancellationToken;
@@ -68,8 +72,10 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 pub(crate) struct ClientAddr {
     pub(crate) addr: SocketAddr,
     pub(crate) certificate: Option<mcpwire_router::Identity>,
-    /// The bearer token this connection presented last and who it verified as.
-    pub(crate) credential: Arc<crate::auth::ConnectionCredential>,
+    /// The service's authenticator as this connection uses it
+    /// ([`Authenticate::for_connection`]: it remembers the credential the connection
+    /// presented last); `None` when the service does not authenticate.
+    pub(crate) auth: Option<Arc<dyn Authenticate>>,
 }
 
 /// A request refused before any session as a whole HTTP response: the error's status
@@ -234,13 +240,9 @@ impl HttpServer {
             // RFC 9728: the metadata of the resource at its path-suffixed well-known URI,
             // and at the root one for clients that look there.
             let mut paths = vec![
-                crate::auth::resource::WELL_KNOWN.to_owned(),
+                WELL_KNOWN.to_owned(),
                 auth.resource().metadata_path(),
-                format!(
-                    "{}{}",
-                    crate::auth::resource::WELL_KNOWN,
-                    self.app.config.path
-                ),
+                format!("{WELL_KNOWN}{}", self.app.config.path),
             ];
             paths.sort();
             paths.dedup();
@@ -248,16 +250,15 @@ impl HttpServer {
                 router = router.route(&p, axum::routing::get(auth::metadata));
             }
         }
-        if let Some(consents) = &self.app.service.consents {
-            // The OAuth redirect endpoint of `consent = "elicit"` upstreams: no
-            // authentication (the browser has none; the `state` is the proof).
-            for p in consents.paths() {
-                if *p != self.app.config.path {
-                    router = router.route(p, axum::routing::get(callback::redirected));
-                }
+        for extra in &self.app.service.http_routes {
+            // Pages beside the endpoint (the gateway's OAuth redirect endpoint): no
+            // authentication.
+            if extra.path != self.app.config.path {
+                router = router.route_service(&extra.path, extra.handler.clone());
             }
         }
         let conn_limit = self.app.service.connections.clone();
+        let auth = self.app.auth.as_ref().map(|a| a.authenticator.clone());
         // After the routes: every answer, the metadata's and refusals' included.
         let router = router
             .with_state(self.app)
@@ -272,7 +273,10 @@ impl HttpServer {
                 a = listener.next() => a,
                 _ = shutdown.cancelled() => break,
             };
-            let permit = match conn_limit.as_ref().map(|c| c.admit(peer.ip(), Wire::Http)) {
+            let permit = match conn_limit
+                .as_ref()
+                .map(|c| c.admit(peer.ip(), WireLabel::Http))
+            {
                 Some(Err(refused)) => {
                     tokio::spawn(refuse_connection(io, refused, read_timeout));
                     continue;
@@ -283,7 +287,7 @@ impl HttpServer {
             let client = ClientAddr {
                 addr: peer,
                 certificate: io.certificate_identity(),
-                credential: Arc::default(),
+                auth: auth.clone().map(Authenticate::for_connection),
             };
             let service = TowerToHyperService::new(router.clone().layer(axum::Extension(client)));
             let shutdown = shutdown.clone();

@@ -1,7 +1,8 @@
 //! `POST`: one JSON-RPC message from the client, validated and routed.
 //!
-//! Checks, in order: `Origin`/`Host` (403), the credential when the service authenticates
-//! (401/403 with a challenge, see [`super::auth`]), `Content-Type: application/json` (415),
+//! Checks, in order: `Origin`/`Host` (403) and the credential when the service authenticates
+//! (401/403 with a challenge), both by the [`Caller`] extractor, `Content-Type:
+//! application/json` (415),
 //! `Accept` listing both JSON and SSE (406), body size (413) and arrival in time (408),
 //! JSON-RPC shape (400). Then:
 //! with `Mcp-Session-Id` → that session (404 if unknown); without it, a request carrying
@@ -13,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Extension, State};
+use axum::extract::State;
 use axum::http::header::CONNECTION;
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::Response;
@@ -23,28 +24,22 @@ use mcpwire_model::types::{RequestMeta, UriParams};
 use mcpwire_model::{McpError, Message, Method, Request, Revision};
 use mcpwire_router::Identity;
 
+use super::auth::Caller;
 use super::headers::{self, Accept, PROTOCOL_VERSION, SESSION_ID};
 use super::locate::{Located, locate, mint};
 use super::reply;
 use super::stateless::Exchange;
-use super::{App, ClientAddr, auth, guard, route_headers};
+use super::{App, route_headers};
 use crate::observe::TraceParent;
 
 /// Handles a `POST` to the endpoint.
 pub(crate) async fn handle(
     State(app): State<Arc<App>>,
-    Extension(client): Extension<ClientAddr>,
+    Caller { identity, addr }: Caller,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let ip = Some(client.addr.ip());
-    if let Some(r) = guard::refuse(&app.config.guard, &headers) {
-        return r;
-    }
-    let identity = match auth::authenticate(&app, &headers, &client).await {
-        Ok(id) => id,
-        Err(r) => return r,
-    };
+    let ip = Some(addr.ip());
     if !headers::is_json_body(&headers) {
         let e = McpError::UnsupportedMediaType("Content-Type must be application/json".into());
         return reply::refuse(None, e);

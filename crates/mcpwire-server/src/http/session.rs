@@ -33,7 +33,7 @@ use crate::Service;
 use crate::directory::SessionDirectory;
 use crate::driver::calls::sleep_until;
 use crate::driver::{Calls, ServerCore, now};
-use crate::observe::{TraceParent, Wire};
+use crate::observe::{TraceParent, WireLabel};
 
 /// Commands queued from handlers to one session before they wait.
 const COMMAND_QUEUE: usize = 64;
@@ -316,7 +316,7 @@ pub(crate) fn spawn(
     let task = SessionTask {
         core: ServerCore::new(
             session,
-            Calls::new(service.router.clone(), Wire::Http)
+            Calls::new(service.router.clone(), WireLabel::Http)
                 .with_shared_session(shared)
                 .hearing(events)
                 .with_identity(owner.clone())

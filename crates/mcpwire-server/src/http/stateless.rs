@@ -13,7 +13,7 @@ use tokio::sync::broadcast;
 use crate::Service;
 pub(crate) use crate::driver::Exchange;
 use crate::driver::{Calls, ServerCore};
-use crate::observe::{TraceParent, Wire};
+use crate::observe::{TraceParent, WireLabel};
 
 impl Exchange {
     /// Hands `req` (with its `_meta` as the listener read it), made by `identity`, to a
@@ -32,7 +32,7 @@ impl Exchange {
         // Only `subscriptions/listen` streams catalog changes (subscribing costs a lock on
         // the shared event channel).
         let listens = matches!(&req.method, Method::Other(m) if &**m == "subscriptions/listen");
-        let calls = Calls::stateless(service.router.clone(), listens, Wire::Http)
+        let calls = Calls::stateless(service.router.clone(), listens, WireLabel::Http)
             .hearing(hub.filter(|_| listens).map(broadcast::Sender::subscribe))
             .with_identity(identity)
             .with_client_ip(ip)

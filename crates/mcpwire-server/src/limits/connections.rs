@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use mcpwire_model::McpError;
 
 use super::Rejections;
-use crate::observe::Wire;
+use crate::observe::WireLabel;
 
 /// At most `per_ip` open connections from one IP address. The map holds only addresses
 /// with a connection open (an entry goes when its last connection closes), so its size is
@@ -67,7 +67,7 @@ impl ConnectionLimits {
     pub(crate) fn admit(
         self: &Arc<Self>,
         ip: IpAddr,
-        wire: Wire,
+        wire: WireLabel,
     ) -> Result<ConnectionPermit, McpError> {
         let admitted = self.acquire(ip);
         if admitted.is_err() {

@@ -17,10 +17,10 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::Encoder;
 
 use super::McpbListenerState;
-use crate::auth::{AuthFailure, Check};
 use crate::driver::framed::output_full;
 use crate::driver::{Calls, Endpoint, FramedDriver, ServerCore, Status, Wake, now};
-use crate::observe::{Counted, Direction, FrameKind, McpbMetrics, ProtocolError, Wire};
+use crate::identify::{AuthFailure, Check};
+use crate::observe::{Counted, Direction, FrameKind, McpbMetrics, ProtocolError, WireLabel};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -136,7 +136,7 @@ pub(crate) async fn serve<R, W>(
     let (permit, over_ip_limit) = match service
         .connections
         .as_ref()
-        .map(|c| c.admit(peer.ip(), Wire::Mcpb))
+        .map(|c| c.admit(peer.ip(), WireLabel::Mcpb))
     {
         Some(Ok(p)) => (Some(p), None),
         Some(Err(e)) => (None, Some(e)),
@@ -154,7 +154,7 @@ pub(crate) async fn serve<R, W>(
     let conn = McpbConnection {
         core: ServerCore::new(
             ServerSession::new(service.config.clone()),
-            Calls::new(service.router.clone(), Wire::Mcpb)
+            Calls::new(service.router.clone(), WireLabel::Mcpb)
                 .with_client_ip(Some(peer.ip()))
                 .with_identity(certificate.clone().filter(|_| listener.auth.is_none())),
         ),

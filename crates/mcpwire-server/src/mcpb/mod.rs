@@ -15,6 +15,8 @@
 
 mod conn;
 mod health;
+mod tokens;
+mod wire;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -25,11 +27,12 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::Service;
-use crate::auth::{ApiKeyConfig, ApiKeySecret, AuthConfig, Authenticator};
+use crate::identify::Authenticate;
 use crate::observe::McpbMetrics;
 use crate::tls::{Incoming, ServerStream};
 
 pub use health::serve_health;
+pub use wire::McpbWire;
 
 /// How an MCPB listener behaves.
 #[derive(Debug, Clone)]
@@ -81,7 +84,7 @@ pub(crate) struct McpbListenerState {
     pub(crate) shutdown: CancellationToken,
     /// Verifies `initialize` tokens and per-message `auth_token`s (`None`: authentication
     /// is off).
-    pub(crate) auth: Option<Arc<Authenticator>>,
+    pub(crate) auth: Option<Arc<dyn Authenticate>>,
     /// What the listener records (`mcp_gateway_tcp_*`).
     pub(crate) metrics: McpbMetrics,
 }
@@ -147,12 +150,12 @@ pub(crate) fn new_session_id() -> Option<String> {
     Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// The listener's authenticator: the service's, else one accepting the static tokens as
-/// API keys (`mcpb-token-1`, …), else none.
+/// The listener's authenticator: the service's, else one accepting the static tokens
+/// (callers `key:mcpb-token-1`, …), else none.
 fn listener_auth(
     service: &Service,
     config: &McpbConfig,
-) -> std::io::Result<Option<Arc<Authenticator>>> {
+) -> std::io::Result<Option<Arc<dyn Authenticate>>> {
     if let Some(auth) = &service.auth {
         if !config.tokens.is_empty() {
             tracing::warn!(
@@ -164,22 +167,9 @@ fn listener_auth(
     if config.tokens.is_empty() {
         return Ok(None);
     }
-    let api_keys = config
-        .tokens
-        .iter()
-        .enumerate()
-        .map(|(i, t)| ApiKeyConfig {
-            name: format!("mcpb-token-{}", i + 1),
-            secret: ApiKeySecret::Plain(t.clone()),
-            scopes: None,
-        })
-        .collect();
-    let auth = Authenticator::new(AuthConfig {
-        api_keys,
-        ..AuthConfig::default()
-    })
-    .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
-    Ok(Some(Arc::new(auth)))
+    let tokens = tokens::StaticTokens::new(&config.tokens)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    Ok(Some(Arc::new(tokens)))
 }
 
 /// An MCPB listener.
@@ -241,6 +231,7 @@ impl McpbServer {
                         let (r, w) = tcp.into_split();
                         conn::serve(shared, r, w, peer, certificate).await;
                     }
+                    #[cfg(feature = "tls")]
                     ServerStream::Tls(tls) => {
                         let (r, w) = tokio::io::split(tls);
                         conn::serve(shared, r, w, peer, certificate).await;

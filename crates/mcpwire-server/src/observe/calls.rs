@@ -11,6 +11,7 @@ use metrics::Gauge;
 use serde::Deserialize;
 
 use super::handles::{Family, LabelTable, Outcome, Series};
+use super::wire_label::WireLabel;
 use super::{
     REQUEST_DURATION, REQUESTS_IN_FLIGHT, REQUESTS_TOTAL, TOOL_CALL_DURATION, TOOL_CALLS_TOTAL,
 };
@@ -28,7 +29,7 @@ const UNKNOWN_TOOL: &str = "(unknown)";
 struct CallHandles {
     requests: LabelTable,
     tools: LabelTable,
-    in_flight: [OnceLock<Gauge>; Wire::COUNT],
+    in_flight: [OnceLock<Gauge>; WireLabel::COUNT],
 }
 
 static HANDLES: OnceLock<CallHandles> = OnceLock::new();
@@ -62,35 +63,9 @@ pub(crate) fn enabled() -> bool {
 }
 
 impl CallHandles {
-    fn in_flight(&self, wire: Wire) -> &Gauge {
+    fn in_flight(&self, wire: WireLabel) -> &Gauge {
         self.in_flight[wire as usize]
             .get_or_init(|| metrics::gauge!(REQUESTS_IN_FLIGHT, "wire" => wire.as_str()))
-    }
-}
-
-/// The wire a call came in on: the `wire` label.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Wire {
-    Stdio,
-    Http,
-    WebSocket,
-    Grpc,
-    Mcpb,
-}
-
-impl Wire {
-    /// How many wires there are (the variants index arrays of handles).
-    pub(crate) const COUNT: usize = 5;
-
-    /// The label value.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Wire::Stdio => "stdio",
-            Wire::Http => "http",
-            Wire::WebSocket => "websocket",
-            Wire::Grpc => "grpc",
-            Wire::Mcpb => "mcpb",
-        }
     }
 }
 
@@ -106,7 +81,7 @@ pub(crate) struct CallMetrics {
     handles: &'static CallHandles,
     /// Whether the answer was recorded.
     finished: bool,
-    wire: Wire,
+    wire: WireLabel,
     started: Instant,
     /// The method's wire name; `other` for methods the model does not name (a client's
     /// made-up names must not make new series).
@@ -129,7 +104,7 @@ struct IsError {
 
 impl CallMetrics {
     /// Starts measuring a request (`None` while metrics are off).
-    pub(crate) fn start(wire: Wire, method: &Method, params: Option<&Raw>) -> Option<Self> {
+    pub(crate) fn start(wire: WireLabel, method: &Method, params: Option<&Raw>) -> Option<Self> {
         let handles = HANDLES.get()?;
         // A tool enters its table only once answered as known (`record`): here it is only
         // looked up, so a made-up name takes no slot.

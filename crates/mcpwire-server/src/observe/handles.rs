@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 
 use metrics::{Counter, Histogram};
 
-use super::Wire;
+use super::wire_label::WireLabel;
 
 /// The `outcome` label of a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,7 +68,13 @@ pub(crate) struct Family {
 impl Family {
     /// Counts and times one call labelled `value` through the `metrics` facade (a value
     /// the table does not hold).
-    pub(crate) fn record_uncached(self, wire: Wire, value: &str, outcome: Outcome, seconds: f64) {
+    pub(crate) fn record_uncached(
+        self,
+        wire: WireLabel,
+        value: &str,
+        outcome: Outcome,
+        seconds: f64,
+    ) {
         let (w, v) = (wire.as_str(), value.to_owned());
         metrics::counter!(self.counter, "wire" => w, self.label => v.clone(), "outcome" => outcome.as_str())
             .increment(1);
@@ -79,8 +85,8 @@ impl Family {
 /// The handles of one label value.
 pub(crate) struct Series {
     value: Box<str>,
-    counters: [[OnceLock<Counter>; Outcome::COUNT]; Wire::COUNT],
-    histograms: [OnceLock<Histogram>; Wire::COUNT],
+    counters: [[OnceLock<Counter>; Outcome::COUNT]; WireLabel::COUNT],
+    histograms: [OnceLock<Histogram>; WireLabel::COUNT],
 }
 
 impl Series {
@@ -156,7 +162,7 @@ impl LabelTable {
     }
 
     /// Counts and times one call of `series` (a series of this table).
-    pub(crate) fn record(&self, series: &Series, wire: Wire, outcome: Outcome, seconds: f64) {
+    pub(crate) fn record(&self, series: &Series, wire: WireLabel, outcome: Outcome, seconds: f64) {
         let f = self.family;
         let w = wire as usize;
         series.counters[w][outcome as usize]
@@ -214,7 +220,7 @@ mod tests {
         let s = (0..10_000)
             .find_map(|i| t.get(&format!("tool_{i}")))
             .expect("a kept value");
-        t.record(s, Wire::Http, Outcome::Ok, 0.001);
+        t.record(s, WireLabel::Http, Outcome::Ok, 0.001);
         assert_eq!(t.len(), 32);
     }
 

@@ -9,19 +9,24 @@
 mod calls;
 mod handles;
 mod logs;
+#[cfg(feature = "mcpb")]
 mod mcpb;
 mod spans;
 mod trace;
+mod wire_label;
 
+#[cfg(feature = "admin")]
 use std::sync::OnceLock;
 use std::time::Duration;
 
+#[cfg(feature = "admin")]
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
-pub(crate) use calls::{CallMetrics, Wire, enabled as calls_measured};
+pub(crate) use calls::{CallMetrics, enabled as calls_measured};
 pub use logs::{
     ANNOUNCE_DIRECTIVE, ANNOUNCE_TARGET, LogFormat, announce, log_format, set_log_format,
 };
+#[cfg(feature = "mcpb")]
 pub(crate) use mcpb::{Counted, Direction, FrameKind, McpbMetrics, ProtocolError};
 pub use spans::REQUEST_TARGET;
 pub(crate) use spans::{finish_span, request_span};
@@ -30,6 +35,7 @@ pub use trace::{
     Propagation, TRACEPARENT, TRACESTATE, TelemetryConfig, TraceParent, active as tracing_active,
     install_propagation, set_active as set_tracing_active,
 };
+pub(crate) use wire_label::WireLabel;
 
 /// MCPB connections accepted (`mcp_gateway_tcp_connections_total`).
 pub const TCP_CONNECTIONS_TOTAL: &str = "mcp_gateway_tcp_connections_total";
@@ -80,6 +86,7 @@ pub const CLUSTER_STORE_ERRORS_TOTAL: &str = "mcpwire_cluster_store_errors_total
 pub const CLUSTER_RELAYED_TOTAL: &str = "mcpwire_cluster_relayed_total";
 
 /// Histogram buckets for durations, in seconds: 100 µs to 60 s.
+#[cfg(feature = "admin")]
 const DURATION_BUCKETS: &[f64] = &[
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
     5.0, 10.0, 30.0, 60.0,
@@ -87,10 +94,13 @@ const DURATION_BUCKETS: &[f64] = &[
 
 /// How often histogram samples are folded into their buckets between scrapes (keeps the
 /// recorder's pending samples bounded when nobody scrapes).
+#[cfg(feature = "admin")]
 pub(crate) const UPKEEP_EVERY: Duration = Duration::from_secs(5);
 
+#[cfg(feature = "admin")]
 static RECORDER: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
 
+#[cfg(feature = "admin")]
 /// The process's Prometheus recorder, installed on first use (`None`: another global
 /// `metrics` recorder was installed first, e.g. by an embedding application).
 pub fn prometheus() -> Option<&'static PrometheusHandle> {
@@ -109,6 +119,7 @@ pub fn prometheus() -> Option<&'static PrometheusHandle> {
         .as_ref()
 }
 
+#[cfg(feature = "admin")]
 fn describe() {
     use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
     describe_counter!(TCP_CONNECTIONS_TOTAL, "MCPB connections accepted");
@@ -187,7 +198,7 @@ pub(crate) fn auth_failure(reason: &'static str) {
 
 /// Counts one refusal by a rate or connection limit (see [`RATE_LIMITED_TOTAL`]); `limit`
 /// is the refusal's `data.limit`, any other text counts as `other`.
-pub(crate) fn rate_limited(wire: Wire, limit: &str) {
+pub(crate) fn rate_limited(wire: WireLabel, limit: &str) {
     let limit = match limit {
         "identity" => "identity",
         "ip" => "ip",

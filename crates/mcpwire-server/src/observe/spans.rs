@@ -9,8 +9,8 @@ use mcpwire_router::McpReply;
 use tracing::Span;
 use tracing::field::Empty;
 
-use super::Wire;
 use super::trace::{TraceParent, active, adopt};
+use super::wire_label::WireLabel;
 
 /// The `tracing` target of request spans (`MCPWIRE_LOG=mcpwire::request=info` enables
 /// them without other info events).
@@ -22,7 +22,7 @@ pub const REQUEST_TARGET: &str = "mcpwire::request";
 /// like the MCP semantic conventions (`tools/call echo`), child of the caller's
 /// `traceparent` when it sent one.
 pub(crate) fn request_span(
-    wire: Wire,
+    wire: WireLabel,
     method: &Method,
     params: Option<&Raw>,
     parent: Option<&TraceParent>,

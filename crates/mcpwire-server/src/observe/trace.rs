@@ -113,6 +113,7 @@ pub struct TraceParent {
 impl TraceParent {
     /// The context in HTTP headers (a POST, a WebSocket upgrade); `None` when none was sent
     /// or no exporter is installed.
+    #[cfg(feature = "http")]
     pub(crate) fn from_headers(headers: &hyper::HeaderMap) -> Option<TraceParent> {
         if !active() {
             return None;
@@ -122,6 +123,7 @@ impl TraceParent {
     }
 
     /// The context in gRPC request metadata; `None` as for [`TraceParent::from_headers`].
+    #[cfg(feature = "proto-mcp")]
     pub(crate) fn from_metadata(metadata: &tonic::metadata::MetadataMap) -> Option<TraceParent> {
         if !active() {
             return None;

@@ -31,7 +31,7 @@ use super::grpc_conn::{GrpcConn, GrpcConnInfo};
 use crate::Service;
 use crate::driver::{Calls, Exchange, ServerCore};
 use crate::limits::ConnectionLimits;
-use crate::observe::{TraceParent, Wire};
+use crate::observe::{TraceParent, WireLabel};
 
 /// The generated tonic server glue.
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
@@ -171,7 +171,7 @@ impl GrpcMcp {
             Inbound::Forward(_) => return internal("the request did not translate to a request"),
         };
         // Unary RPCs have no use for catalog changes: no backend event subscription.
-        let calls = Calls::stateless(self.service.router.clone(), false, Wire::Grpc)
+        let calls = Calls::stateless(self.service.router.clone(), false, WireLabel::Grpc)
             .with_identity(identity)
             .with_client_ip(ip)
             .with_trace_parent(trace);

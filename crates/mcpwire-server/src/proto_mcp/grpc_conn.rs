@@ -12,7 +12,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tonic::transport::server::Connected;
 
 use crate::limits::{ConnectionLimits, ConnectionPermit};
-use crate::observe::Wire;
+use crate::observe::WireLabel;
 use crate::tls::ServerStream;
 
 /// How long a connection over the limit is kept to answer its RPCs `RESOURCE_EXHAUSTED`
@@ -47,7 +47,7 @@ impl GrpcConn {
         remote: SocketAddr,
         limits: Option<&Arc<ConnectionLimits>>,
     ) -> GrpcConn {
-        let (permit, refused) = match limits.map(|l| l.admit(remote.ip(), Wire::Grpc)) {
+        let (permit, refused) = match limits.map(|l| l.admit(remote.ip(), WireLabel::Grpc)) {
             Some(Ok(p)) => (Some(p), None),
             Some(Err(e)) => (None, Some(e)),
             None => (None, None),

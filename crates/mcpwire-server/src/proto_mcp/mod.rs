@@ -1,79 +1,77 @@
-//! proto-mcp (`buf.mcp.v1`) in the shell: the service-wide proto-mcp tool schemas and the
-//! WebSocket and gRPC listeners. Stdio (and any byte stream served by [`crate::driver::StdioConnection`]) detects proto-mcp
-//! by the first byte; see [`crate::driver`].
+//! proto-mcp (`buf.mcp.v1`) listeners: WebSocket ([`WsWire`], `ws.rs`) and gRPC
+//! ([`GrpcWire`], `grpc.rs`). Stdio detects proto-mcp frames by their first byte
+//! (`crate::stdio`); every proto-mcp connection reads and writes with the service's tool
+//! schemas (`crate::proto_schemas`).
 
-use std::sync::Arc;
+use std::io;
+use std::net::SocketAddr;
 
-use mcpwire_model::{BackendEvent, Method, Reply};
-use mcpwire_proto_mcp::{ProtoToolSchemas, SchemaConverter, ToolProto};
-use mcpwire_router::{CallCtx, McpCall, Router};
-use serde_json::{Value, json};
+use crate::Service;
+pub use crate::proto_schemas::{converter_with_registry, default_converter, keep_tool_schemas};
+use crate::tls::TlsConfig;
 
 pub mod grpc;
 mod grpc_conn;
 pub mod ws;
 
-/// Pages through the router's complete `tools/list` (bounded: 10 000 pages).
-async fn all_tools(router: &Router) -> Result<Vec<Value>, mcpwire_model::McpError> {
-    let mut tools = Vec::new();
-    let mut cursor: Option<String> = None;
-    for _ in 0..10_000 {
-        let params = match &cursor {
-            Some(c) => json!({ "cursor": c }),
-            None => json!({}),
-        };
-        let call = McpCall {
-            method: Method::ToolsList,
-            params: Some(mcpwire_model::to_raw(&params)),
-            ctx: CallCtx::detached(),
-        };
-        let (Reply::Complete(raw) | Reply::InputRequired(raw)) = router.call(call).await?;
-        let mut page: Value = serde_json::from_str(raw.get())
-            .map_err(|e| mcpwire_model::McpError::Internal(e.to_string()))?;
-        if let Some(Value::Array(list)) = page.get_mut("tools").map(Value::take) {
-            tools.extend(list);
-        }
-        cursor = page
-            .get("nextCursor")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        if cursor.is_none() {
-            break;
+/// How to serve WebSocket (binary proto-mcp and text JSON-RPC messages).
+#[derive(Debug, Clone)]
+pub struct WsWire {
+    /// Address to listen on.
+    pub addr: SocketAddr,
+    /// The endpoint's path, e.g. `/mcp`.
+    pub path: String,
+    /// Connections served at once.
+    pub max_connections: usize,
+    /// Serve `wss://`: TLS with this certificate (and optional client CA).
+    pub tls: Option<TlsConfig>,
+}
+
+impl WsWire {
+    /// WebSocket at `ws://addr/path`, at most 1024 connections at once.
+    pub fn new(addr: impl Into<SocketAddr>, path: impl Into<String>) -> WsWire {
+        WsWire {
+            addr: addr.into(),
+            path: path.into(),
+            max_connections: 1024,
+            tls: None,
         }
     }
-    Ok(tools)
 }
 
-/// Fills `schemas` from the router's tools now, then keeps it current on every
-/// `ToolsListChanged` for as long as the runtime runs.
-pub async fn keep_tool_schemas(router: Router, schemas: Arc<ProtoToolSchemas>) {
-    refresh(&router, &schemas).await;
-    let Some(mut events) = router.events() else {
-        return;
-    };
-    tokio::spawn(async move {
-        loop {
-            match events.recv().await {
-                Ok(BackendEvent::ToolsListChanged) => refresh(&router, &schemas).await,
-                Ok(_) => {}
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                    refresh(&router, &schemas).await
-                }
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-            }
+/// How to serve gRPC proto-mcp (`buf.mcp.v1.MCPService`).
+#[derive(Debug, Clone)]
+pub struct GrpcWire {
+    /// Address to listen on.
+    pub addr: SocketAddr,
+    /// Serve `grpcs://`: TLS (ALPN `h2`) with this certificate (and optional client CA).
+    pub tls: Option<TlsConfig>,
+}
+
+impl GrpcWire {
+    /// gRPC on `addr`, without TLS.
+    pub fn new(addr: impl Into<SocketAddr>) -> GrpcWire {
+        GrpcWire {
+            addr: addr.into(),
+            tls: None,
         }
-    });
+    }
 }
 
-async fn refresh(router: &Router, schemas: &ProtoToolSchemas) {
-    match all_tools(router).await {
-        Ok(tools) => schemas.replace(&tools),
-        Err(e) => tracing::warn!(error = %e, "could not list tools for the proto-mcp tool schemas"),
+impl Service {
+    /// Serves the gRPC proto-mcp service on `addr` until the process ends.
+    pub async fn serve_grpc(&self, addr: impl Into<SocketAddr>) -> io::Result<()> {
+        serve_grpc(self.clone(), &GrpcWire::new(addr)).await
+    }
+
+    /// Serves WebSocket at `ws://addr/path` (`wss://` with TLS) until the process ends.
+    pub async fn serve_ws(&self, wire: WsWire) -> io::Result<()> {
+        serve_ws(self.clone(), &wire).await
     }
 }
 
 /// Serves proto-mcp and JSON-RPC over WebSocket as `wire` says until the process ends.
-pub async fn serve_ws(service: crate::Service, wire: &crate::WsWire) -> std::io::Result<()> {
+pub async fn serve_ws(service: Service, wire: &WsWire) -> std::io::Result<()> {
     let never = tokio_util::sync::CancellationToken::new();
     serve_ws_until(service, wire, never).await
 }
@@ -81,8 +79,8 @@ pub async fn serve_ws(service: crate::Service, wire: &crate::WsWire) -> std::io:
 /// [`serve_ws`] until `shutdown` is cancelled, then drained: each connection answers the
 /// calls it accepted and closes (within [`crate::http::SHUTDOWN_GRACE`]).
 pub async fn serve_ws_until(
-    service: crate::Service,
-    wire: &crate::WsWire,
+    service: Service,
+    wire: &WsWire,
     shutdown: tokio_util::sync::CancellationToken,
 ) -> std::io::Result<()> {
     keep_tool_schemas(service.router.clone(), service.proto.clone()).await;
@@ -106,15 +104,15 @@ pub async fn serve_ws_until(
 }
 
 /// Serves the gRPC `MCPService` as `wire` says until the process ends.
-pub async fn serve_grpc(service: crate::Service, wire: &crate::GrpcWire) -> std::io::Result<()> {
+pub async fn serve_grpc(service: Service, wire: &GrpcWire) -> std::io::Result<()> {
     serve_grpc_until(service, wire, tokio_util::sync::CancellationToken::new()).await
 }
 
 /// Serves the gRPC `MCPService` as `wire` says until `shutdown` is cancelled, then drains
 /// it: RPCs in flight are answered (within [`crate::http::SHUTDOWN_GRACE`]).
 pub async fn serve_grpc_until(
-    service: crate::Service,
-    wire: &crate::GrpcWire,
+    service: Service,
+    wire: &GrpcWire,
     shutdown: tokio_util::sync::CancellationToken,
 ) -> std::io::Result<()> {
     keep_tool_schemas(service.router.clone(), service.proto.clone()).await;
@@ -129,102 +127,4 @@ pub async fn serve_grpc_until(
         .serve_until(listener, shutdown, crate::http::SHUTDOWN_GRACE)
         .await
         .map_err(std::io::Error::other)
-}
-
-/// The JSON Schema → protobuf converter of `mcpwire-schema`, without a schema registry.
-pub fn default_converter() -> Arc<dyn SchemaConverter> {
-    Arc::new(SchemaCrate { registry: None })
-}
-
-/// The converter with the schema registry compiled from `dir` (a directory of `.proto`
-/// modules, `{owner}/{repo}/{version}/`), which tools reference through
-/// `_meta["io.mcpwire/bsrRef"]`.
-pub fn converter_with_registry(
-    dir: &std::path::Path,
-) -> Result<Arc<dyn SchemaConverter>, mcpwire_schema::SchemaError> {
-    let registry = mcpwire_schema::Registry::load(dir)?;
-    Ok(Arc::new(SchemaCrate {
-        registry: Some(registry),
-    }))
-}
-
-/// Converts with [`mcpwire_schema::tool_schemas`]; resolves references in the registry.
-struct SchemaCrate {
-    registry: Option<mcpwire_schema::Registry>,
-}
-
-impl SchemaConverter for SchemaCrate {
-    fn convert(
-        &self,
-        name: &str,
-        input: &Value,
-        output: Option<&Value>,
-    ) -> Result<Arc<dyn ToolProto>, String> {
-        mcpwire_schema::tool_schemas(name, input, output)
-            .map(|s| Arc::new(Schemas(s)) as Arc<dyn ToolProto>)
-            .map_err(|e| e.to_string())
-    }
-
-    fn convert_many(
-        &self,
-        tools: &[(&str, &Value, Option<&Value>)],
-    ) -> Vec<Result<Arc<dyn ToolProto>, String>> {
-        let specs: Vec<mcpwire_schema::ToolSpec<'_>> = tools
-            .iter()
-            .map(|&(name, input, output)| mcpwire_schema::ToolSpec {
-                name,
-                input,
-                output,
-            })
-            .collect();
-        mcpwire_schema::tool_schemas_many(&specs, &mcpwire_schema::Limits::default())
-            .into_iter()
-            .map(|r| {
-                r.map(|s| Arc::new(Schemas(s)) as Arc<dyn ToolProto>)
-                    .map_err(|e| e.to_string())
-            })
-            .collect()
-    }
-
-    fn resolve(&self, reference: &str) -> Result<Arc<dyn ToolProto>, String> {
-        let Some(registry) = &self.registry else {
-            return Err(format!(
-                "no schema registry is configured to resolve {reference}"
-            ));
-        };
-        registry
-            .resolve(reference)
-            .map(|s| Arc::new(Schemas(s)) as Arc<dyn ToolProto>)
-            .map_err(|e| e.to_string())
-    }
-
-    fn has_registry(&self) -> bool {
-        self.registry.is_some()
-    }
-}
-
-#[derive(Debug)]
-struct Schemas(mcpwire_schema::ToolSchemas);
-
-impl ToolProto for Schemas {
-    fn inline_schema(&self) -> mcpwire_wire::proto_mcp::RawFileSet {
-        self.0.raw_file_set()
-    }
-    fn input(&self) -> &prost_reflect::MessageDescriptor {
-        &self.0.input
-    }
-    fn output(&self) -> Option<&prost_reflect::MessageDescriptor> {
-        self.0.output.as_ref()
-    }
-    fn arguments_to_json(&self, msg: &prost_reflect::DynamicMessage) -> Result<Value, String> {
-        self.0.arguments_to_json(msg).map_err(|e| e.to_string())
-    }
-    fn structured_to_message(
-        &self,
-        value: &Value,
-    ) -> Result<prost_reflect::DynamicMessage, String> {
-        self.0
-            .structured_to_message(value)
-            .map_err(|e| e.to_string())
-    }
 }

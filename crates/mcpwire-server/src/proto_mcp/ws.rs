@@ -20,8 +20,9 @@ use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message as WsMessage, WebSocket, WebSocketUpgrade};
 use axum::extract::{ConnectInfo, State};
-use axum::http::header::AUTHORIZATION;
-use axum::response::Response;
+use axum::http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
 use futures::SinkExt;
 use mcpwire_model::jsonrpc::decode_with_depth;
 use mcpwire_model::{Malformed, McpError};
@@ -34,7 +35,8 @@ use mcpwire_wire::proto_mcp::{decode_message, encode_message};
 use crate::Service;
 use crate::driver::framed::WRITE_HIGH_WATER;
 use crate::driver::{Calls, ServerCore};
-use crate::observe::{TraceParent, Wire};
+use crate::identify::{AuthFailure, Authenticate};
+use crate::observe::{TraceParent, WireLabel};
 use crate::tls::{Incoming, PeerAddr, TlsConfig};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -145,7 +147,7 @@ async fn upgrade(
         .service
         .connections
         .as_ref()
-        .map(|c| c.admit(peer.ip(), Wire::WebSocket))
+        .map(|c| c.admit(peer.ip(), WireLabel::WebSocket))
     {
         Some(Err(refused)) => return crate::http::refusal(refused),
         Some(Ok(permit)) => Some(permit),
@@ -157,7 +159,7 @@ async fn upgrade(
             let header = headers.get(AUTHORIZATION).map(|v| v.as_bytes());
             match auth.verify_header(header).await {
                 Ok(id) => Some(id),
-                Err(failure) => return crate::auth::http_refusal(auth, &failure),
+                Err(failure) => return refuse_upgrade(&**auth, &failure),
             }
         }
     };
@@ -184,6 +186,21 @@ async fn upgrade(
             }
             drop((slot, permit));
         })
+}
+
+/// The refusal of an upgrade request for `failure`: the variant's status (401, 403, 503), the
+/// Bearer challenge, the reason as text.
+fn refuse_upgrade(auth: &dyn Authenticate, failure: &AuthFailure) -> Response {
+    tracing::debug!(%failure, "authentication refused");
+    let status = StatusCode::from_u16(failure.to_mcp_error().http_status())
+        .unwrap_or(StatusCode::UNAUTHORIZED);
+    let mut r = (status, failure.to_string()).into_response();
+    if matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN)
+        && let Ok(v) = HeaderValue::from_str(&auth.challenge(failure))
+    {
+        r.headers_mut().insert(WWW_AUTHENTICATE, v);
+    }
+    r
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -236,7 +253,7 @@ impl WsConnection {
         WsConnection {
             core: ServerCore::new(
                 ServerSession::new(st.service.config.clone()),
-                Calls::new(st.service.router.clone(), Wire::WebSocket)
+                Calls::new(st.service.router.clone(), WireLabel::WebSocket)
                     .with_identity(identity)
                     .with_client_ip(ip)
                     .with_trace_parent(trace),

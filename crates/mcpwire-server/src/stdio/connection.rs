@@ -2,11 +2,14 @@
 //! stream is NDJSON JSON-RPC, or — when its first byte says so ([`AnyCodec`]) — proto-mcp
 //! frames, translated to and from the session's JSON-RPC by a per-connection [`Translator`].
 
+#[cfg(feature = "proto-mcp")]
 use std::sync::Arc;
 
 use bytes::BytesMut;
+#[cfg(feature = "proto-mcp")]
 use mcpwire_proto_mcp::{Inbound, ProtoToolSchemas, Translator};
 use mcpwire_session::{ServerSession, Transmit};
+#[cfg(feature = "proto-mcp")]
 use mcpwire_wire::proto_mcp::{ProtoDecoded, ProtoMcpCodec, pb::McpMessage};
 use mcpwire_wire::{AnyCodec, FramingError, NdjsonCodec, WireItem};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -15,7 +18,7 @@ use tokio_util::codec::Encoder;
 use crate::Service;
 use crate::driver::framed::output_full;
 use crate::driver::{Calls, Endpoint, FramedDriver, ServerCore, Status, Wake};
-use crate::observe::Wire;
+use crate::observe::WireLabel;
 
 /// Serves one client reading `R` and writing `W` until the client closes its input and
 /// every accepted call has been answered (or the grace period passed).
@@ -35,12 +38,15 @@ where
         let endpoint = StdioEndpoint {
             core: ServerCore::new(
                 ServerSession::new(service.config.clone()),
-                Calls::new(service.router.clone(), Wire::Stdio),
+                Calls::new(service.router.clone(), WireLabel::Stdio),
             ),
             json: NdjsonCodec::new(&service.limits),
-            proto: ProtoMcpCodec::new(&service.limits),
-            schemas: service.proto.clone(),
-            translator: None,
+            #[cfg(feature = "proto-mcp")]
+            proto: ProtoSide {
+                codec: ProtoMcpCodec::new(&service.limits),
+                schemas: service.proto.clone(),
+                translator: None,
+            },
         };
         // JSON-RPC lines come undecoded: a plain `tools/call` may be relayed as it came.
         let codec = AnyCodec::new(&service.limits, true).with_raw_lines();
@@ -60,25 +66,34 @@ where
 struct StdioEndpoint {
     core: ServerCore,
     json: NdjsonCodec,
-    proto: ProtoMcpCodec,
+    #[cfg(feature = "proto-mcp")]
+    proto: ProtoSide,
+}
+
+/// What a connection speaking proto-mcp frames needs (feature `proto-mcp`).
+#[cfg(feature = "proto-mcp")]
+struct ProtoSide {
+    codec: ProtoMcpCodec,
     /// The tool schemas proto-mcp arguments are read with.
     schemas: Arc<ProtoToolSchemas>,
     /// Set once the first proto-mcp frame arrived.
     translator: Option<Translator>,
 }
 
+#[cfg(feature = "proto-mcp")]
 impl StdioEndpoint {
     fn on_proto(&mut self, item: ProtoDecoded, out: &mut BytesMut) {
+        let proto = &mut self.proto;
         let msg = match item {
             Ok(msg) => msg,
-            Err(reply) => return write_proto(&mut self.proto, &reply, out),
+            Err(reply) => return write_proto(&mut proto.codec, &reply, out),
         };
-        let translator = self
+        let translator = proto
             .translator
-            .get_or_insert_with(|| Translator::new(self.schemas.clone()));
+            .get_or_insert_with(|| Translator::new(proto.schemas.clone()));
         match translator.inbound(msg) {
             Inbound::Forward(m) => self.core.inbound(Ok(m)),
-            Inbound::Reply(reply, _) => write_proto(&mut self.proto, &reply, out),
+            Inbound::Reply(reply, _) => write_proto(&mut proto.codec, &reply, out),
         }
     }
 }
@@ -88,6 +103,8 @@ impl Endpoint for StdioEndpoint {
     type Wake = Wake;
 
     fn on_frame(&mut self, frame: Option<Result<WireItem, FramingError>>, out: &mut BytesMut) {
+        #[cfg(not(feature = "proto-mcp"))]
+        let _ = &out;
         match frame {
             Some(Ok(WireItem::Line(Ok(line)))) => {
                 if !self.core.try_relay(&line, self.json.max_depth()) {
@@ -96,6 +113,7 @@ impl Endpoint for StdioEndpoint {
             }
             Some(Ok(WireItem::Line(Err(refused)))) => self.core.inbound(Err(refused)),
             Some(Ok(WireItem::Json(decoded))) => self.core.inbound(decoded),
+            #[cfg(feature = "proto-mcp")]
             Some(Ok(WireItem::Proto(item))) => self.on_proto(item, out),
             Some(Err(e)) => {
                 tracing::debug!(error = %e, "input failed");
@@ -106,15 +124,20 @@ impl Endpoint for StdioEndpoint {
     }
 
     fn poll_ready(&mut self, out: &mut BytesMut) -> bool {
-        let (json, proto, translator) = (&mut self.json, &mut self.proto, &mut self.translator);
+        let json = &mut self.json;
+        #[cfg(feature = "proto-mcp")]
+        let proto = &mut self.proto;
         let mut encode = |out: &mut BytesMut, t: Transmit| {
-            let r = match translator {
+            #[cfg(feature = "proto-mcp")]
+            let r = match &mut proto.translator {
                 None => json.encode(&t.msg, out),
                 Some(tr) => match tr.outbound(&t.msg) {
-                    Some(m) => proto.encode(&m, out),
+                    Some(m) => proto.codec.encode(&m, out),
                     None => Ok(()),
                 },
             };
+            #[cfg(not(feature = "proto-mcp"))]
+            let r = json.encode(&t.msg, out);
             if let Err(e) = r {
                 tracing::error!(error = %e, "could not encode a message");
             }
@@ -140,6 +163,7 @@ impl Endpoint for StdioEndpoint {
     }
 }
 
+#[cfg(feature = "proto-mcp")]
 fn write_proto(codec: &mut ProtoMcpCodec, msg: &McpMessage, out: &mut BytesMut) {
     if let Err(e) = codec.encode(msg, out) {
         tracing::error!(error = %e, "could not encode a message");

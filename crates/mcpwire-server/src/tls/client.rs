@@ -5,7 +5,6 @@
 //! machines without a CA store); [`ClientTls::ca`] trusts one CA file instead, and
 //! [`ClientTls::cert`]/[`ClientTls::key`] present a client certificate (mTLS).
 
-use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use rustls::pki_types::ServerName;
@@ -13,18 +12,8 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 
+use super::config::ClientTls;
 use super::pem;
-
-/// How the client checks a TLS server and proves itself to it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ClientTls {
-    /// Trust only the CAs of this PEM file (`None`: the system's and Mozilla's roots).
-    pub ca: Option<PathBuf>,
-    /// Present this certificate chain (PEM) when the server asks for one.
-    pub cert: Option<PathBuf>,
-    /// The private key of `cert` (PEM).
-    pub key: Option<PathBuf>,
-}
 
 /// The system's and Mozilla's roots, read once per process.
 fn default_roots() -> Arc<rustls::RootCertStore> {

@@ -9,29 +9,37 @@
 //! closes that connection (rustls sends its alert), is logged at debug and counted
 //! (`mcpwire_tls_handshake_failures_total{reason}`); nothing else notices. [`Incoming::accept`] is cancel-safe: handshakes in progress are kept.
 
+#[cfg(feature = "tls")]
 use std::collections::HashMap;
+#[cfg(feature = "tls")]
 use std::collections::hash_map::Entry;
 use std::io;
-use std::net::{IpAddr, SocketAddr};
+#[cfg(feature = "tls")]
+use std::net::IpAddr;
+use std::net::SocketAddr;
 use std::pin::Pin;
+#[cfg(feature = "tls")]
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
+#[cfg(feature = "tls")]
 use tokio::task::JoinSet;
+#[cfg(feature = "tls")]
 use tokio_rustls::server::TlsStream;
 
-use super::pem::TlsError;
+#[cfg(feature = "tls")]
 use super::reload::ServerTls;
-use super::server::TlsConfig;
+use super::{TlsConfig, TlsError};
 
 /// Counter: TLS handshakes that failed, by `reason` (`error`: refused or not TLS,
 /// `timeout`, `per_ip`: too many in progress from the address). Exported by `observe`.
 pub const HANDSHAKE_FAILURES_TOTAL: &str = "mcpwire_tls_handshake_failures_total";
 
 /// Counts one failed TLS handshake.
+#[cfg(feature = "tls")]
 fn handshake_failure(reason: &'static str) {
     metrics::counter!(HANDSHAKE_FAILURES_TOTAL, "reason" => reason).increment(1);
 }
@@ -61,14 +69,18 @@ pub mod alpn {
 /// A listening socket and, for a TLS listener, its TLS.
 pub struct Incoming {
     tcp: TcpListener,
+    #[cfg(feature = "tls")]
     tls: Option<Arc<ServerTls>>,
+    #[cfg(feature = "tls")]
     handshakes: JoinSet<Handshake>,
     /// Handshakes in progress per address (an entry per address with at least one, so
     /// at most [`MAX_HANDSHAKES`] entries).
+    #[cfg(feature = "tls")]
     per_ip: HashMap<IpAddr, usize>,
 }
 
 /// A finished handshake: the stream when it succeeded, and where it came from.
+#[cfg(feature = "tls")]
 type Handshake = (Option<TlsStream<TcpStream>>, SocketAddr);
 
 impl Incoming {
@@ -79,24 +91,41 @@ impl Incoming {
         tls: Option<&TlsConfig>,
         alpn: &[&'static [u8]],
     ) -> io::Result<Incoming> {
-        let tls = tls
-            .map(|c| ServerTls::load(c, alpn))
-            .transpose()
-            .map_err(|e: TlsError| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-        Ok(Incoming {
-            tcp,
-            tls,
-            handshakes: JoinSet::new(),
-            per_ip: HashMap::new(),
-        })
+        #[cfg(feature = "tls")]
+        {
+            let tls = tls
+                .map(|c| ServerTls::load(c, alpn))
+                .transpose()
+                .map_err(|e: TlsError| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+            Ok(Incoming {
+                tcp,
+                tls,
+                handshakes: JoinSet::new(),
+                per_ip: HashMap::new(),
+            })
+        }
+        #[cfg(not(feature = "tls"))]
+        {
+            let _ = alpn;
+            match tls {
+                Some(_) => Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    TlsError::Unavailable,
+                )),
+                None => Ok(Incoming { tcp }),
+            }
+        }
     }
 
     /// Accepts plain TCP on `tcp`.
-    pub(crate) fn plain(tcp: TcpListener) -> Incoming {
+    pub fn plain(tcp: TcpListener) -> Incoming {
         Incoming {
             tcp,
+            #[cfg(feature = "tls")]
             tls: None,
+            #[cfg(feature = "tls")]
             handshakes: JoinSet::new(),
+            #[cfg(feature = "tls")]
             per_ip: HashMap::new(),
         }
     }
@@ -116,18 +145,23 @@ impl Incoming {
     }
 
     /// Whether connections are TLS.
-    pub(crate) fn is_tls(&self) -> bool {
-        self.tls.is_some()
+    pub fn is_tls(&self) -> bool {
+        #[cfg(feature = "tls")]
+        return self.tls.is_some();
+        #[cfg(not(feature = "tls"))]
+        false
     }
 
     /// The next connection ready to serve (TLS: handshake done), with `TCP_NODELAY` set.
     /// An error is the listening socket's; handshake failures are not reported.
     pub(crate) async fn accept(&mut self) -> io::Result<(ServerStream, SocketAddr)> {
+        #[cfg(not(feature = "tls"))]
+        return self.accept_plain().await;
+        #[cfg(feature = "tls")]
         let Some(tls) = &self.tls else {
-            let (tcp, peer) = self.tcp.accept().await?;
-            let _ = tcp.set_nodelay(true);
-            return Ok((ServerStream::Plain(tcp), peer));
+            return self.accept_plain().await;
         };
+        #[cfg(feature = "tls")]
         loop {
             tokio::select! {
                 accepted = self.tcp.accept(), if self.handshakes.len() < MAX_HANDSHAKES => {
@@ -160,6 +194,13 @@ impl Incoming {
         }
     }
 
+    /// A plain TCP connection.
+    async fn accept_plain(&mut self) -> io::Result<(ServerStream, SocketAddr)> {
+        let (tcp, peer) = self.tcp.accept().await?;
+        let _ = tcp.set_nodelay(true);
+        Ok((ServerStream::Plain(tcp), peer))
+    }
+
     /// [`Incoming::accept`], retrying (after a pause) when the listening socket fails.
     pub(crate) async fn next(&mut self) -> (ServerStream, SocketAddr) {
         loop {
@@ -175,6 +216,7 @@ impl Incoming {
 }
 
 /// One TLS handshake, bounded in time; no stream when it failed.
+#[cfg(feature = "tls")]
 async fn handshake(
     acceptor: tokio_rustls::TlsAcceptor,
     tcp: TcpStream,
@@ -205,6 +247,7 @@ pub struct PeerAddr {
     pub(crate) certificate: Option<mcpwire_router::Identity>,
 }
 
+#[cfg(feature = "http")]
 impl axum::serve::Listener for Incoming {
     type Io = ServerStream;
     type Addr = SocketAddr;
@@ -218,6 +261,7 @@ impl axum::serve::Listener for Incoming {
     }
 }
 
+#[cfg(feature = "http")]
 impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, Incoming>>
     for PeerAddr
 {
@@ -234,17 +278,21 @@ pub enum ServerStream {
     /// No TLS.
     Plain(TcpStream),
     /// TLS, handshake done.
+    #[cfg(feature = "tls")]
     Tls(Box<TlsStream<TcpStream>>),
 }
 
 impl ServerStream {
     /// The caller the client's verified certificate names (mTLS), if it presented one.
     pub(crate) fn certificate_identity(&self) -> Option<mcpwire_router::Identity> {
-        let ServerStream::Tls(tls) = self else {
-            return None;
-        };
-        let leaf = tls.get_ref().1.peer_certificates()?.first()?;
-        Some(super::identity::certificate_identity(leaf))
+        match self {
+            ServerStream::Plain(_) => None,
+            #[cfg(feature = "tls")]
+            ServerStream::Tls(tls) => {
+                let leaf = tls.get_ref().1.peer_certificates()?.first()?;
+                Some(super::identity::certificate_identity(leaf))
+            }
+        }
     }
 }
 
@@ -256,6 +304,7 @@ impl AsyncRead for ServerStream {
     ) -> Poll<io::Result<()>> {
         match self.get_mut() {
             ServerStream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            #[cfg(feature = "tls")]
             ServerStream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
         }
     }
@@ -269,6 +318,7 @@ impl AsyncWrite for ServerStream {
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             ServerStream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            #[cfg(feature = "tls")]
             ServerStream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
         }
     }
@@ -280,6 +330,7 @@ impl AsyncWrite for ServerStream {
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             ServerStream::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            #[cfg(feature = "tls")]
             ServerStream::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
         }
     }
@@ -287,6 +338,7 @@ impl AsyncWrite for ServerStream {
     fn is_write_vectored(&self) -> bool {
         match self {
             ServerStream::Plain(s) => s.is_write_vectored(),
+            #[cfg(feature = "tls")]
             ServerStream::Tls(s) => s.is_write_vectored(),
         }
     }
@@ -294,6 +346,7 @@ impl AsyncWrite for ServerStream {
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             ServerStream::Plain(s) => Pin::new(s).poll_flush(cx),
+            #[cfg(feature = "tls")]
             ServerStream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
         }
     }
@@ -301,6 +354,7 @@ impl AsyncWrite for ServerStream {
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             ServerStream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            #[cfg(feature = "tls")]
             ServerStream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
     }

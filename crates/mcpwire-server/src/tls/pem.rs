@@ -1,34 +1,12 @@
 //! PEM files → what rustls takes: a certificate chain, a private key, a set of trusted CAs.
 //! Every error names the file and what is wrong with it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
-/// A TLS file that could not be used.
-#[derive(Debug, thiserror::Error)]
-pub enum TlsError {
-    /// The file could not be read.
-    #[error("cannot read {path}: {source}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The file holds no usable PEM section of the kind expected.
-    #[error("{path}: {what}")]
-    Pem {
-        /// The file.
-        path: PathBuf,
-        /// What was expected and not found, or why it did not parse.
-        what: String,
-    },
-    /// rustls refused the combination (e.g. the key is not the certificate's).
-    #[error("{0}")]
-    Refused(String),
-}
+use super::TlsError;
 
 /// The bytes of `path`.
 pub(crate) fn read(path: &Path) -> Result<Vec<u8>, TlsError> {

@@ -12,8 +12,9 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use tokio_rustls::TlsAcceptor;
 
-use super::pem::TlsError;
-use super::server::{Files, TlsConfig};
+use super::TlsError;
+use super::config::TlsConfig;
+use super::server::Files;
 
 /// A listener's TLS: its configuration now, and how to rebuild it.
 pub(crate) struct ServerTls {

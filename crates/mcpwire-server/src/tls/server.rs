@@ -1,58 +1,15 @@
-//! A listener's TLS settings ([`TlsConfig`]) and the rustls server configuration they make,
-//! built from the files' bytes as read at one moment ([`Files`]) so a reload can tell
-//! whether anything changed.
+//! The rustls server configuration a listener's [`TlsConfig`] makes, built from the files'
+//! bytes as read at one moment ([`Files`]) so a reload can tell whether anything changed.
 
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use rustls::server::WebPkiClientVerifier;
 
-use super::pem::{self, TlsError};
-
-/// Whether clients must present a certificate signed by [`TlsConfig::client_ca`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum ClientAuth {
-    /// A client without a valid certificate is refused during the handshake.
-    #[default]
-    Required,
-    /// A client may present none; one it presents must be valid.
-    Optional,
-}
-
-/// How a listener terminates TLS: its certificate and key (PEM files, re-read every
-/// `reload_every`; a changed pair serves new handshakes) and optionally the CA its clients'
-/// certificates must be signed by (mTLS).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TlsConfig {
-    /// The certificate chain, leaf first (PEM).
-    pub cert: PathBuf,
-    /// The leaf's private key (PEM: PKCS#8, PKCS#1 or SEC1).
-    pub key: PathBuf,
-    /// Client certificates must be signed by one of these CAs (PEM); `None`: none asked for.
-    pub client_ca: Option<PathBuf>,
-    /// With `client_ca`: whether a client certificate is required or optional.
-    pub client_auth: ClientAuth,
-    /// How often the files are checked for changes.
-    pub reload_every: Duration,
-}
-
-/// The default [`TlsConfig::reload_every`].
-pub const DEFAULT_RELOAD_EVERY: Duration = Duration::from_secs(10);
+use super::TlsError;
+use super::config::{ClientAuth, TlsConfig};
+use super::pem;
 
 impl TlsConfig {
-    /// TLS with this certificate and key, no client certificates, checked for changes
-    /// every 10 s.
-    pub fn new(cert: impl Into<PathBuf>, key: impl Into<PathBuf>) -> TlsConfig {
-        TlsConfig {
-            cert: cert.into(),
-            key: key.into(),
-            client_ca: None,
-            client_auth: ClientAuth::Required,
-            reload_every: DEFAULT_RELOAD_EVERY,
-        }
-    }
-
     /// The files as they are now.
     pub(crate) fn read(&self) -> Result<Files, TlsError> {
         Ok(Files {

@@ -8,13 +8,13 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use jsonwebtoken::{Algorithm, EncodingKey};
-use mcpwire_model::types::Implementation;
-use mcpwire_router::{CallCtx, Credential, NoArgs, Server, ToolError, tool};
-use mcpwire_server::Service;
-use mcpwire_server::auth::{
+use mcpwire_gateway::auth::{
     ApiKeyConfig, ApiKeySecret, AuthConfig, AuthFailure, Authenticator, JwksSource, JwtConfig,
     JwtKeySource,
 };
+use mcpwire_model::types::Implementation;
+use mcpwire_router::{CallCtx, Credential, NoArgs, Server, ToolError, tool};
+use mcpwire_server::Service;
 use mcpwire_testkit::jwt;
 use mcpwire_testkit::raw::http::HttpClient;
 use mcpwire_testkit::serve::{http, serve};

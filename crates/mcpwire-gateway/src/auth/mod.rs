@@ -1,27 +1,30 @@
 //! Authentication on every network listener, as one layer: the [`Authenticator`] turns a
 //! credential (an API key, or a JWT bearer token) into the caller's [`Identity`] or an
-//! [`AuthFailure`]; each wire only says where the credential is and how a refusal looks
-//! (HTTP: `Authorization` header, 401/403 with a challenge naming the protected resource
-//! metadata; WebSocket: the upgrade request's `Authorization`; gRPC: `authorization`
-//! metadata; MCPB: the `initialize` token and per-message `auth_token`s). The identity then
-//! travels with every request in [`mcpwire_router::CallCtx::identity`].
+//! [`AuthFailure`]. The wires know it only as [`Authenticate`] (`mcpwire_server::identify`): each
+//! says where the credential is and how a refusal looks (HTTP: `Authorization` header,
+//! 401/403 with a challenge naming the protected resource metadata; WebSocket: the upgrade
+//! request's `Authorization`; gRPC: `authorization` metadata; MCPB: the `initialize` token
+//! and per-message `auth_token`s). The identity then travels with every request in
+//! [`mcpwire_router::CallCtx::identity`].
 //!
 //! - [`config`]: [`AuthConfig`], what is accepted.
 //! - `api_keys`: keys kept as SHA-256 digests, compared in constant time.
 //! - `jwt`: signature, `exp`/`nbf` with leeway, `iss`, `aud` bound to this server.
 //! - `jwks`: key sets from a file or URL, cached, reloaded on an unknown `kid` at most once
 //!   per interval.
-//! - [`resource`]: RFC 9728 metadata and `WWW-Authenticate` challenges for HTTP.
+//! - `verified`: tokens verified already, until they expire; `remembered`: per connection,
+//!   the credential it presented last ([`Authenticate::for_connection`]).
+//! - The RFC 9728 metadata and `WWW-Authenticate` challenges for HTTP are the wires'
+//!   ([`mcpwire_server::identify::resource`]); the `Authenticate` impl here fills them in from
+//!   `[auth]`.
 //!
 //! Decisions: `docs/design/auth.md`.
 
 mod api_keys;
 pub mod config;
-mod failure;
 mod jwks;
 mod jwt;
 mod remembered;
-pub mod resource;
 mod verified;
 
 use std::path::Path;
@@ -30,33 +33,22 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 
 use jsonwebtoken::DecodingKey;
-use mcpwire_router::{BoxFuture, Credential, Identity};
+use mcpwire_router::{Credential, Identity};
 
 use api_keys::{ApiKey, ApiKeys};
 pub use config::{ApiKeyConfig, ApiKeySecret, AuthConfig, JwtConfig, JwtKeySource};
-pub use failure::AuthFailure;
 pub use jwks::JwksSource;
 use jwt::{JwtKeys, JwtVerifier, Verdict};
-pub use remembered::ConnectionCredential;
-pub use resource::ResourceServer;
+use remembered::ConnectionCredential;
 pub use verified::MAX_VERIFIED as MAX_VERIFIED_TOKENS;
 
-/// Largest credential looked at; longer ones are refused unread.
-pub const MAX_CREDENTIAL: usize = 16 * 1024;
+pub use mcpwire_server::identify::{AuthFailure, Check, MAX_CREDENTIAL, ResourceServer};
+use mcpwire_server::identify::{Authenticate, count_failure, resource};
 
 /// A configuration [`Authenticator::new`] refuses, saying why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct AuthConfigError(pub String);
-
-/// What [`Authenticator::check`] decided without waiting.
-pub enum Check {
-    /// The answer.
-    Done(Result<Identity, AuthFailure>),
-    /// The answer needs the signing keys loaded again first (a token named an unknown
-    /// key): await it.
-    Wait(BoxFuture<'static, Result<Identity, AuthFailure>>),
-}
 
 /// Verifies credentials: API keys, then JWTs; then the required scopes. What it accepts
 /// can be replaced while serving ([`Authenticator::replace`], a reload of `[auth]`): the
@@ -121,24 +113,6 @@ impl Authenticator {
         }
     }
 
-    /// The protected-resource description of an HTTP listener whose own URL is
-    /// `listener_url` (used as the resource when none is configured).
-    pub fn resource_server(&self, listener_url: &str) -> ResourceServer {
-        self.current.load().resource_server(listener_url)
-    }
-
-    /// The Bearer challenge refusing `failure` outside the HTTP listener (which names its
-    /// own metadata): `resource_metadata` of the configured resource, if there is one.
-    pub fn challenge(&self, failure: &AuthFailure) -> String {
-        let v = self.current.load();
-        let metadata = v
-            .config
-            .resource
-            .as_deref()
-            .map(|r| v.resource_server(r).metadata_url());
-        resource::challenge(metadata.as_deref(), &v.required_scopes, failure)
-    }
-
     /// Checks `credential` (a bearer token or API key; `None`: none was sent) with what is
     /// at hand; only a token naming a signing key not loaded yet needs to wait.
     /// Every refusal is counted (`mcpwire_auth_failures_total{reason}`).
@@ -197,53 +171,38 @@ impl Authenticator {
 
     /// Verifies `credential`, waiting for the signing keys if it must.
     pub async fn verify(&self, credential: Option<&str>) -> Result<Identity, AuthFailure> {
-        match self.check(credential) {
-            Check::Done(r) => r,
-            Check::Wait(f) => f.await,
-        }
+        (self as &dyn Authenticate).verify(credential).await
+    }
+}
+
+/// How the wires use it: checks as [`Authenticator::check`]; per connection, the credential
+/// presented last remembered (`remembered.rs`); the protected resource and challenges as
+/// configured now (a reload of `[auth]` may change them).
+impl Authenticate for Authenticator {
+    fn check(&self, credential: Option<&str>) -> Check {
+        Authenticator::check(self, credential)
     }
 
-    /// Verifies the value of an HTTP `Authorization` header (`None`: the header is absent).
-    pub async fn verify_header(&self, header: Option<&[u8]>) -> Result<Identity, AuthFailure> {
-        let token = bearer_token(header)?;
-        self.verify(token).await
+    fn for_connection(self: Arc<Self>) -> Arc<dyn Authenticate> {
+        Arc::new(ConnectionCredential::new(self))
     }
 
-    /// Verifies `credential` as [`Authenticator::verify`] does, for a request on the
-    /// connection `conn`: the credential that connection presented last, if it is this one
-    /// and still counts, is accepted again by a constant-time comparison; an accepted one
-    /// is remembered for the connection's next request.
-    pub async fn verify_on(
-        &self,
-        conn: &ConnectionCredential,
-        credential: Option<&str>,
-    ) -> Result<Identity, AuthFailure> {
-        let Some(token) = credential else {
-            return self.verify(None).await;
-        };
-        let v = self.current.load_full();
-        let keys = v.key_set();
-        if let Some(id) = conn.recall(token.as_bytes(), &v, &keys, verified::unix_now()) {
-            return Ok(id);
-        }
-        let r = self.verify(Some(token)).await;
-        if let Ok(id) = &r
-            && let Some(until) = v.accepted_until(id)
-        {
-            conn.remember(token.as_bytes(), id.clone(), &v, keys, until);
-        }
-        r
+    /// The protected-resource description of an HTTP listener whose own URL is
+    /// `listener_url` (used as the resource when none is configured).
+    fn resource_server(&self, listener_url: &str) -> ResourceServer {
+        self.current.load().resource_server(listener_url)
     }
 
-    /// [`Authenticator::verify_header`] for a request on the connection `conn` (see
-    /// [`Authenticator::verify_on`]).
-    pub async fn verify_header_on(
-        &self,
-        conn: &ConnectionCredential,
-        header: Option<&[u8]>,
-    ) -> Result<Identity, AuthFailure> {
-        let token = bearer_token(header)?;
-        self.verify_on(conn, token).await
+    /// The Bearer challenge refusing `failure` outside the HTTP listener (which names its
+    /// own metadata): `resource_metadata` of the configured resource, if there is one.
+    fn challenge(&self, failure: &AuthFailure) -> String {
+        let v = self.current.load();
+        let metadata = v
+            .config
+            .resource
+            .as_deref()
+            .map(|r| v.resource_server(r).metadata_url());
+        resource::challenge(metadata.as_deref(), &v.required_scopes, failure)
     }
 }
 
@@ -336,53 +295,9 @@ impl Verifiers {
 /// `r`, its failure counted.
 fn counted(r: Result<Identity, AuthFailure>) -> Result<Identity, AuthFailure> {
     if let Err(failure) = &r {
-        crate::observe::auth_failure(failure.kind());
+        count_failure(failure);
     }
     r
-}
-
-/// The HTTP refusal of an upgrade or request (WebSocket) for `failure`: the variant's status
-/// (401, 403, 503), the Bearer challenge, the reason as text.
-pub(crate) fn http_refusal(
-    auth: &Authenticator,
-    failure: &AuthFailure,
-) -> axum::response::Response {
-    use axum::http::{HeaderValue, StatusCode, header::WWW_AUTHENTICATE};
-    use axum::response::IntoResponse;
-    tracing::debug!(%failure, "authentication refused");
-    let status = StatusCode::from_u16(failure.to_mcp_error().http_status())
-        .unwrap_or(StatusCode::UNAUTHORIZED);
-    let mut r = (status, failure.to_string()).into_response();
-    if matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN)
-        && let Ok(v) = HeaderValue::from_str(&auth.challenge(failure))
-    {
-        r.headers_mut().insert(WWW_AUTHENTICATE, v);
-    }
-    r
-}
-
-/// The token of an `Authorization: Bearer <token>` header value (the scheme is
-/// case-insensitive, RFC 9110 § 11.1); `None` when there is no header.
-pub fn bearer_token(header: Option<&[u8]>) -> Result<Option<&str>, AuthFailure> {
-    let Some(raw) = header else {
-        return Ok(None);
-    };
-    let text = std::str::from_utf8(raw)
-        .map_err(|_| AuthFailure::Malformed("the Authorization header is not text".into()))?
-        .trim();
-    match text.split_once(' ') {
-        Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => {
-            let token = token.trim();
-            if token.is_empty() {
-                Err(AuthFailure::Malformed("an empty bearer token".into()))
-            } else {
-                Ok(Some(token))
-            }
-        }
-        _ => Err(AuthFailure::Malformed(
-            "the Authorization header must use the Bearer scheme".into(),
-        )),
-    }
 }
 
 fn api_key(
@@ -480,15 +395,6 @@ fn jwt_verifier(j: &JwtConfig, resource: Option<&str>) -> Result<JwtVerifier, Au
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bearer_headers() {
-        assert_eq!(bearer_token(None), Ok(None));
-        assert_eq!(bearer_token(Some(b"Bearer abc")), Ok(Some("abc")));
-        assert_eq!(bearer_token(Some(b"bearer  abc ")), Ok(Some("abc")));
-        assert!(bearer_token(Some(b"Basic abc")).is_err());
-        assert!(bearer_token(Some(b"Bearer ")).is_err());
-    }
 
     #[tokio::test]
     async fn api_keys_with_scopes() {

@@ -1,10 +1,9 @@
 //! [`PendingConsents`]: the authorization requests waiting for their user, by `state`.
-//! The gateway's [`ElicitConsent`](crate::client::auth::ElicitConsent) opens one when it
-//! sends a user to the authorization server; the redirect endpoint on the gateway's HTTP
-//! listener ([`PendingConsents::complete`]) hands the authorization server's answer to the
+//! The gateway's [`ElicitConsent`](crate::auth::ElicitConsent) opens one when it sends a
+//! user to the authorization server; the redirect endpoint the gateway adds to its HTTP
+//! listeners ([`PendingConsents::complete`]) hands the authorization server's answer to the
 //! flow waiting for it. Each `state` is unguessable (256 random bits, minted by the flow),
-//! answers once, and expires; the table is bounded. A leaf (tokio only): the OAuth client,
-//! the upstreams and the HTTP listener meet here without depending on each other.
+//! answers once, and expires; the table is bounded. A leaf (tokio only).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

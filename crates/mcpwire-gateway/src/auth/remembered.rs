@@ -1,30 +1,35 @@
-//! [`ConnectionCredential`]: the credential one connection presented last and the caller it
-//! was verified as. A client that sends the same token on every request of a keep-alive
-//! connection is then recognised by a constant-time byte comparison — no digest, no shared
-//! map (`docs/design/auth.md`, "Verification cache").
+//! [`ConnectionCredential`]: the [`Authenticator`] as one connection uses it
+//! ([`Authenticate::for_connection`]), remembering the credential the connection presented
+//! last and the caller it was verified as. A client that sends the same token on every
+//! request of a keep-alive connection is then recognised by a constant-time byte comparison
+//! — no digest, no shared map (`docs/design/auth.md`, "Verification cache").
 //!
 //! What is remembered counts only while the verifiers it was checked by are the ones in
 //! force (a reload of `[auth]` forgets it), with the same key set (a refreshed JWKS forgets
-//! it), and until the token expires. Only successes are remembered.
+//! it), and until the token expires. Only successes are remembered, and only those answered
+//! at once: a check that waited for the key set checked against keys loaded since, so the
+//! next request (answered at once from the verified tokens) is remembered instead.
 
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use mcpwire_router::Identity;
 use subtle::ConstantTimeEq;
 
-use super::Verifiers;
-use super::verified::{KeySet, same_keys};
+use super::verified::{KeySet, same_keys, unix_now};
+use super::{AuthFailure, Authenticator, Check, ResourceServer, Verifiers};
+use mcpwire_server::identify::Authenticate;
 
-/// What one connection's last accepted credential verified as. Shared by the connection's
-/// requests (one at a time on HTTP/1.1); cheap when unused.
-#[derive(Default)]
-pub struct ConnectionCredential {
+/// One connection's authenticator: the shared one, and what the connection's last accepted
+/// credential verified as. Used by the connection's requests (one at a time on HTTP/1.1).
+pub(super) struct ConnectionCredential {
+    shared: Arc<Authenticator>,
     last: Mutex<Option<Recognised>>,
 }
 
 impl std::fmt::Debug for ConnectionCredential {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ConnectionCredential")
+            .field("shared", &self.shared)
             .finish_non_exhaustive()
     }
 }
@@ -61,10 +66,53 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     bool::from(diff.ct_eq(&0))
 }
 
+impl Authenticate for ConnectionCredential {
+    /// The credential this connection presented last, if it is `credential` and still
+    /// counts, is accepted again by a constant-time comparison; anything else is checked by
+    /// the shared authenticator, and an accepted one remembered for the next request.
+    fn check(&self, credential: Option<&str>) -> Check {
+        let Some(token) = credential else {
+            return self.shared.check(None);
+        };
+        let v = self.shared.current.load_full();
+        let keys = v.key_set();
+        if let Some(id) = self.recall(token.as_bytes(), &v, &keys, unix_now()) {
+            return Check::Done(Ok(id));
+        }
+        let checked = self.shared.check(Some(token));
+        if let Check::Done(Ok(id)) = &checked
+            && let Some(until) = v.accepted_until(id)
+        {
+            self.remember(token.as_bytes(), id.clone(), &v, keys, until);
+        }
+        checked
+    }
+
+    fn for_connection(self: Arc<Self>) -> Arc<dyn Authenticate> {
+        self.shared.clone().for_connection()
+    }
+
+    fn resource_server(&self, listener_url: &str) -> ResourceServer {
+        self.shared.resource_server(listener_url)
+    }
+
+    fn challenge(&self, failure: &AuthFailure) -> String {
+        self.shared.challenge(failure)
+    }
+}
+
 impl ConnectionCredential {
+    /// `shared` for one connection, nothing remembered yet.
+    pub(super) fn new(shared: Arc<Authenticator>) -> ConnectionCredential {
+        ConnectionCredential {
+            shared,
+            last: Mutex::new(None),
+        }
+    }
+
     /// The caller `token` was verified as on this connection, if it still counts with
     /// `verifiers` and `keys` at `now` (Unix seconds).
-    pub(super) fn recall(
+    fn recall(
         &self,
         token: &[u8],
         verifiers: &Arc<Verifiers>,
@@ -83,7 +131,7 @@ impl ConnectionCredential {
 
     /// Remembers that `token` was accepted as `identity` by `verifiers` with `keys`, until
     /// `until` (Unix seconds).
-    pub(super) fn remember(
+    fn remember(
         &self,
         token: &[u8],
         identity: Identity,
@@ -104,10 +152,7 @@ impl ConnectionCredential {
 
 #[cfg(test)]
 mod tests {
-    use super::super::verified::unix_now;
-    use super::super::{
-        ApiKeyConfig, ApiKeySecret, AuthConfig, AuthFailure, Authenticator, JwtConfig, JwtKeySource,
-    };
+    use super::super::{ApiKeyConfig, ApiKeySecret, AuthConfig, JwtConfig, JwtKeySource};
     use super::*;
 
     const SECRET: &str = "a-shared-hs256-secret-of-32-bytes-or-more";
@@ -156,23 +201,21 @@ mod tests {
 
     #[tokio::test]
     async fn a_connection_recalls_its_last_accepted_credential_only_while_it_counts() {
-        let auth = Authenticator::new(config(true)).expect("config");
-        let conn = ConnectionCredential::default();
-        let first = auth.verify_on(&conn, Some(KEY)).await.expect("the key");
-        let again = auth.verify_on(&conn, Some(KEY)).await.expect("the key");
+        let auth = Arc::new(Authenticator::new(config(true)).expect("config"));
+        let conn = ConnectionCredential::new(auth.clone());
+        let checks: &dyn Authenticate = &conn;
+        let first = checks.verify(Some(KEY)).await.expect("the key");
+        let again = checks.verify(Some(KEY)).await.expect("the key");
         assert!(again.same_instance(&first), "recalled, not checked again");
         // Any other credential on the same connection is checked on its own.
         let near = "k-0123456789abcdef0124";
-        assert_eq!(
-            auth.verify_on(&conn, Some(near)).await,
-            Err(AuthFailure::Unknown)
-        );
-        assert_eq!(auth.verify_on(&conn, None).await, Err(AuthFailure::Missing));
+        assert_eq!(checks.verify(Some(near)).await, Err(AuthFailure::Unknown));
+        assert_eq!(checks.verify(None).await, Err(AuthFailure::Missing));
 
         // A token: recalled until its `exp` plus the leeway, not after.
         let exp = unix_now() + 300;
         let token = jwt(exp);
-        let alice = auth.verify_on(&conn, Some(&token)).await.expect("token");
+        let alice = checks.verify(Some(&token)).await.expect("token");
         assert_eq!(alice.subject(), "alice");
         let v = auth.current.load_full();
         let leeway = v.jwt.as_ref().map_or(0, |j| j.leeway);
@@ -185,11 +228,26 @@ mod tests {
         );
 
         // A reload of `[auth]` that drops the key: the connection's memory no longer counts.
-        auth.verify_on(&conn, Some(KEY)).await.expect("the key");
+        checks.verify(Some(KEY)).await.expect("the key");
         auth.replace(&Authenticator::new(config(false)).expect("config"));
-        assert_eq!(
-            auth.verify_on(&conn, Some(KEY)).await,
-            Err(AuthFailure::Unknown)
+        assert_eq!(checks.verify(Some(KEY)).await, Err(AuthFailure::Unknown));
+    }
+
+    #[tokio::test]
+    async fn a_connection_made_by_the_trait_remembers_and_follows_a_reload() {
+        let auth = Arc::new(Authenticator::new(config(true)).expect("config"));
+        let shared: Arc<dyn Authenticate> = auth.clone();
+        let conn = shared.clone().for_connection();
+        let first = conn.verify(Some(KEY)).await.expect("the key");
+        let again = conn.verify(Some(KEY)).await.expect("the key");
+        assert!(again.same_instance(&first), "recalled, not checked again");
+        let other = shared.for_connection();
+        let elsewhere = other.verify(Some(KEY)).await.expect("the key");
+        assert!(
+            !elsewhere.same_instance(&first),
+            "another connection's memory"
         );
+        auth.replace(&Authenticator::new(config(false)).expect("config"));
+        assert_eq!(conn.verify(Some(KEY)).await, Err(AuthFailure::Unknown));
     }
 }

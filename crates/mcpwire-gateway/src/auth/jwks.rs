@@ -13,7 +13,7 @@ use jsonwebtoken::{Algorithm, AlgorithmFamily, DecodingKey};
 use serde::Deserialize;
 use tokio::time::Instant;
 
-use super::failure::AuthFailure;
+use super::AuthFailure;
 
 /// Keys kept from one key set; more are ignored (with a warning).
 const MAX_KEYS: usize = 100;
@@ -169,7 +169,7 @@ impl JwksCache {
                 }
                 bytes
             }
-            JwksSource::Url(url) => crate::fetch::get(url, FETCH_TIMEOUT, MAX_JWKS_BYTES)
+            JwksSource::Url(url) => mcpwire_client::fetch::get(url, FETCH_TIMEOUT, MAX_JWKS_BYTES)
                 .await?
                 .to_vec(),
         };

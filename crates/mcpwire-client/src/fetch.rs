@@ -12,7 +12,7 @@ use hyper::header::{ACCEPT, CONTENT_TYPE, HOST, HeaderMap, HeaderName};
 use hyper::{Method, Request, StatusCode, Uri};
 use hyper_util::rt::TokioIo;
 
-use crate::tls::{self, ClientTls};
+use mcpwire_server::tls::{self, ClientTls};
 
 /// How a one-shot exchange reaches its server: how long it may take, and the TLS trust
 /// (CA, client certificate) of an `https` URL.

@@ -3,23 +3,38 @@
 //! answer goes to the flow waiting for its `state` ([`PendingConsents::complete`]); the
 //! browser gets a small page either way. No credentials are asked for (the browser has
 //! none: the `state` is the proof), the query is bounded, and nothing of it is logged.
+//! Served by every HTTP listener as one of the service's [`HttpRoute`]s.
 
 use std::sync::Arc;
 
-use axum::extract::State;
 use axum::http::{StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-
-use super::App;
+use mcpwire_client::auth::PendingConsents;
+use mcpwire_server::HttpRoute;
 
 /// The longest query string taken (codes and states are short; this is generous).
 const MAX_QUERY: usize = 8 * 1024;
 
+/// The redirect endpoint at each of `consents`' paths.
+pub(crate) fn routes(consents: &Arc<PendingConsents>) -> Vec<HttpRoute> {
+    consents
+        .paths()
+        .iter()
+        .map(|path| {
+            let consents = consents.clone();
+            HttpRoute {
+                path: path.clone(),
+                handler: axum::routing::get(move |uri: Uri| {
+                    let consents = consents.clone();
+                    async move { redirected(&consents, uri) }
+                }),
+            }
+        })
+        .collect()
+}
+
 /// Answers a redirect to the endpoint.
-pub(super) async fn redirected(State(app): State<Arc<App>>, uri: Uri) -> Response {
-    let Some(consents) = &app.service.consents else {
-        return page(StatusCode::NOT_FOUND, "Not found", "There is nothing here.");
-    };
+fn redirected(consents: &PendingConsents, uri: Uri) -> Response {
     let query = uri.query().unwrap_or("");
     if query.len() > MAX_QUERY {
         return page(

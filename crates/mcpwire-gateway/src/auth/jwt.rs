@@ -9,7 +9,7 @@ use jsonwebtoken::{Algorithm, AlgorithmFamily, DecodingKey, Validation};
 use mcpwire_router::Identity;
 use serde_json::{Map, Value};
 
-use super::failure::AuthFailure;
+use super::AuthFailure;
 use super::jwks::{JwksCache, VerifyKey};
 use super::verified::{KeySet, VerifiedTokens, unix_now};
 
