@@ -54,7 +54,7 @@ pub use backend::{
     Backend, BackendInfo, BackendRequest, BoxFuture, HeaderParam, RelayRoute, ToolRouting,
 };
 pub use ctx::{CallCtx, Peer};
-pub use forwarded::{ForwardedCall, plain_tool_name};
+pub use forwarded::ForwardedCall;
 pub use handlers::Handlers;
 pub use identity::{Credential, Identity};
 pub use mcpwire_macros::{prompt, resource, server, tool};
