@@ -1,6 +1,6 @@
 //! An MCP server as a child process: newline-delimited JSON-RPC on its stdin/stdout (its
 //! stderr is passed through), run by the driver core's [`FramedDriver`] with a
-//! [`StdioEndpoint`] over the client session.
+//! [`StdioClientEndpoint`] over the client session.
 //!
 //! Stdout is the protocol: a line that is not JSON ends the connection with an error that
 //! shows the line and its number (we do not skip banners: a client that guesses may also
@@ -88,7 +88,7 @@ pub(crate) async fn connect(
     ));
     parts.core.set_relay(relay.clone(), parts.pending.peer());
     parts.pending.relay = Some(relay.clone());
-    let endpoint = StdioEndpoint {
+    let endpoint = StdioClientEndpoint {
         relay,
         core: parts.core,
         peer,
@@ -109,7 +109,7 @@ pub(crate) async fn connect(
 
 /// The connection's task: drive until the endpoint closes, then wind down — the server gets
 /// [`CLOSE_WAIT`] to exit after its stdin closed, then it is killed.
-async fn run(mut driver: FramedDriver<ChildStdout, ChildStdin, StdioEndpoint>) {
+async fn run(mut driver: FramedDriver<ChildStdout, ChildStdin, StdioClientEndpoint>) {
     let result = driver.drive().await;
     let mut ep = driver.into_endpoint();
     if let Err(e) = result {
@@ -177,7 +177,7 @@ fn describe_exit(status: ExitStatus) -> String {
 }
 
 /// The client session over a child's pipes.
-struct StdioEndpoint {
+struct StdioClientEndpoint {
     core: ClientCore,
     /// The gateway's raw frames to and from this child (`mcpwire_server::relay`).
     relay: Arc<Relay>,
@@ -200,7 +200,7 @@ enum StdioWake {
     ExitWaitOver,
 }
 
-impl StdioEndpoint {
+impl StdioClientEndpoint {
     fn finish(&mut self, error: McpError) {
         if !self.done {
             self.done = true;
@@ -240,7 +240,7 @@ impl StdioEndpoint {
     }
 }
 
-impl Endpoint for StdioEndpoint {
+impl Endpoint for StdioClientEndpoint {
     type Codec = LineSplitter;
     type Wake = StdioWake;
 
