@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every cargo-fuzz target of fuzz/ for a bounded time each (see docs/fuzzing.md).
 #
-#   scripts/fuzz.sh                 # every target, 60 s each
+#   scripts/fuzz.sh                 # every target (`cargo fuzz list`), 60 s each
 #   FUZZ_SECONDS=300 scripts/fuzz.sh envelope schema
+#   FUZZ_SECONDS=300 scripts/fuzz.sh json_frame   # the frame scanner (mcpwire_wire::json_frame)
 #
 # Works on stable Rust: `-s none` (no sanitizer) needs no nightly flags. Set
 # FUZZ_SANITIZER=address on a nightly toolchain for ASan. Corpora grow in fuzz/corpus/<target>

@@ -93,6 +93,7 @@ fuzz_target!(|data: &[u8]| {
             WireItem::Proto(Ok(m)) => round_trip(m),
             WireItem::Proto(Err(e)) => check_refusal(e),
             WireItem::Json(_) => {}
+            WireItem::Line(_) => panic!("a raw line from a codec not asked for raw lines"),
         }
     }
 

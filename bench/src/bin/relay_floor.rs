@@ -4,18 +4,20 @@
 //! current-thread tokio task, reading in bursts and writing each burst with one write.
 //!
 //! `--rewrite` does what a raw-frame forwarder must do at the least: every request's id is
-//! found (`mcpwire_wire::raw_frame`, a JSON-aware scan) and replaced in place with the
-//! relay's own number, every answer's id mapped back (a hash map). Without it, lines pass
-//! untouched (the pipes' cost alone).
+//! found (`mcpwire_wire::json_frame::replace_member`, the validating scan the gateway's
+//! relay reads frames with) and replaced in place with the relay's own number, every
+//! answer's id mapped back (a hash map). Without it, lines pass untouched (the pipes' cost
+//! alone).
 //!
-//! Not a gateway: no sessions, no limits, no errors, no check that a line is JSON.
+//! Not a gateway: no sessions, no limits, no errors (a line the scan does not read passes
+//! as it is).
 //!
 //!   loadgen --server "relay=relay_floor --rewrite -- mcpwire_echo"
 
 use std::collections::HashMap;
 use std::process::Stdio;
 
-use mcpwire_wire::raw_frame;
+use mcpwire_wire::json_frame::{self, MAX_NESTING};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Copies one line to the output, rewriting what it must.
@@ -77,7 +79,13 @@ async fn relay(rewrite: bool, cmd: Vec<String>) -> std::io::Result<()> {
                 if n? == 0 { break; }
                 let mut f = |line: &[u8], out: &mut Vec<u8>| {
                     next += 1;
-                    match raw_frame::replace_member(line, "id", next.to_string().as_bytes(), out) {
+                    match json_frame::replace_member(
+                        line,
+                        "id",
+                        next.to_string().as_bytes(),
+                        MAX_NESTING,
+                        out,
+                    ) {
                         Some(old) => {
                             ids.insert(next, line[old].to_vec());
                         }
@@ -91,12 +99,12 @@ async fn relay(rewrite: bool, cmd: Vec<String>) -> std::io::Result<()> {
             n = up_out.read_buf(&mut from_server) => {
                 if n? == 0 { break; }
                 let mut f = |line: &[u8], out: &mut Vec<u8>| {
-                    let original = raw_frame::member(line, "id")
+                    let original = json_frame::member(line, "id", MAX_NESTING)
                         .and_then(|at| std::str::from_utf8(&line[at]).ok()?.parse::<u64>().ok())
                         .and_then(|n| ids.remove(&n));
                     match original {
                         Some(id) => {
-                            raw_frame::replace_member(line, "id", &id, out);
+                            json_frame::replace_member(line, "id", &id, MAX_NESTING, out);
                         }
                         None => out.extend_from_slice(line),
                     }

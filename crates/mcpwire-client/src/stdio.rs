@@ -1,6 +1,6 @@
 //! An MCP server as a child process: newline-delimited JSON-RPC on its stdin/stdout (its
 //! stderr is passed through), run by the driver core's [`FramedDriver`] with a
-//! [`StdioEndpoint`] over the client session.
+//! [`StdioClientEndpoint`] over the client session.
 //!
 //! Stdout is the protocol: a line that is not JSON ends the connection with an error that
 //! shows the line and its number (we do not skip banners: a client that guesses may also
@@ -8,25 +8,21 @@
 //! [`MAX_MESSAGE_BYTES`]. A server whose stdout ends is reported with its exit status when it
 //! exits within [`EXIT_STATUS_WAIT`].
 
-use std::io::Write as _;
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use bytes::{BufMut, BytesMut};
+use bytes::BytesMut;
 use std::sync::Arc;
 
-use mcpwire_model::jsonrpc::{decode_with_depth, nesting_exceeds};
+use mcpwire_model::jsonrpc::decode_with_depth;
 use mcpwire_model::{McpError, codes};
-use mcpwire_wire::FramingError;
+use mcpwire_wire::{FramingError, LineSplitter, RawLine, encode_line, encode_request_line};
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::oneshot;
-use tokio_util::codec::Decoder;
 
 use crate::core::{ClientCore, CoreWake};
 use crate::handle::parts;
-use crate::{
-    Client, ClientError, ClientEvents, ClientOptions, ClientRequestId, MAX_MESSAGE_BYTES, excerpt,
-};
+use crate::{Client, ClientError, ClientEvents, ClientOptions, MAX_MESSAGE_BYTES, excerpt};
 use mcpwire_server::driver::{Endpoint, FramedDriver, Status, framed::output_full, now};
 use mcpwire_server::relay::Relay;
 
@@ -92,7 +88,7 @@ pub(crate) async fn connect(
     ));
     parts.core.set_relay(relay.clone(), parts.pending.peer());
     parts.pending.relay = Some(relay.clone());
-    let endpoint = StdioEndpoint {
+    let endpoint = StdioClientEndpoint {
         relay,
         core: parts.core,
         peer,
@@ -105,7 +101,7 @@ pub(crate) async fn connect(
         eof_at: None,
         done: false,
     };
-    let codec = StdioLines::new(MAX_MESSAGE_BYTES);
+    let codec = LineSplitter::new(MAX_MESSAGE_BYTES);
     let driver = FramedDriver::new(stdout, codec, stdin, endpoint, opts.busy_poll);
     tokio::spawn(run(driver));
     parts.pending.settle(HINT).await
@@ -113,7 +109,7 @@ pub(crate) async fn connect(
 
 /// The connection's task: drive until the endpoint closes, then wind down — the server gets
 /// [`CLOSE_WAIT`] to exit after its stdin closed, then it is killed.
-async fn run(mut driver: FramedDriver<ChildStdout, ChildStdin, StdioEndpoint>) {
+async fn run(mut driver: FramedDriver<ChildStdout, ChildStdin, StdioClientEndpoint>) {
     let result = driver.drive().await;
     let mut ep = driver.into_endpoint();
     if let Err(e) = result {
@@ -129,102 +125,6 @@ async fn run(mut driver: FramedDriver<ChildStdout, ChildStdin, StdioEndpoint>) {
     }
     ep.exit.wait_or_kill(CLOSE_WAIT).await;
     // Dropping the core now lets `Client::close` return.
-}
-
-/// Splits stdout into lines, as bytes (an over-long line is reported, then skipped): the
-/// line goes to the JSON decoder as it sits in the read buffer, not copied into a `String`
-/// first (once per upstream answer on the gateway's hot path, `docs/benchmarks.md`).
-/// A trailing `\r` is dropped; UTF-8 is checked by [`StdioEndpoint::on_frame`].
-struct StdioLines {
-    max: usize,
-    /// How far into the buffer the newline was already looked for.
-    scanned: usize,
-    /// Skipping the rest of an over-long line.
-    discarding: bool,
-}
-
-impl StdioLines {
-    fn new(max: usize) -> StdioLines {
-        StdioLines {
-            max,
-            scanned: 0,
-            discarding: false,
-        }
-    }
-}
-
-/// One line of the server's output without its end, or the limit an over-long one broke.
-type Line = Result<BytesMut, usize>;
-
-impl Decoder for StdioLines {
-    type Item = Line;
-    type Error = FramingError;
-
-    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Line>, FramingError> {
-        loop {
-            // Never look further than one byte past the limit for the end of a line.
-            let upto = buf.len().min(self.max.saturating_add(1));
-            let from = self.scanned.min(upto);
-            let Some(off) = memchr::memchr(b'\n', &buf[from..upto]) else {
-                if buf.len() > self.max {
-                    buf.clear();
-                    self.scanned = 0;
-                    if !self.discarding {
-                        self.discarding = true;
-                        return Ok(Some(Err(self.max)));
-                    }
-                } else {
-                    self.scanned = buf.len();
-                }
-                return Ok(None);
-            };
-            let end = from + off;
-            self.scanned = 0;
-            let mut line = buf.split_to(end + 1);
-            if std::mem::take(&mut self.discarding) {
-                continue;
-            }
-            line.truncate(end);
-            if line.last() == Some(&b'\r') {
-                line.truncate(end - 1);
-            }
-            return Ok(Some(Ok(line)));
-        }
-    }
-
-    fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Line>, FramingError> {
-        if let Some(line) = self.decode(buf)? {
-            return Ok(Some(line));
-        }
-        if buf.is_empty() || std::mem::take(&mut self.discarding) {
-            buf.clear();
-            return Ok(None);
-        }
-        // The last line, without its newline.
-        let mut line = buf.split();
-        if line.last() == Some(&b'\r') {
-            line.truncate(line.len() - 1);
-        }
-        self.scanned = 0;
-        Ok(Some(Ok(line)))
-    }
-}
-
-/// Writes the line of a direct `tools/call` request (`ClientCore::take_direct`): the
-/// bytes the session would write for it.
-fn write_call(
-    out: &mut BytesMut,
-    id: ClientRequestId,
-    params: Option<&serde_json::value::RawValue>,
-) {
-    out.put_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    let _ = write!(out.writer(), "{id}");
-    out.put_slice(b",\"method\":\"tools/call\"");
-    if let Some(p) = params {
-        out.put_slice(b",\"params\":");
-        out.put_slice(p.get().as_bytes());
-    }
-    out.put_slice(b"}\n");
 }
 
 /// The child's exit, as the reaper task reports it.
@@ -277,7 +177,7 @@ fn describe_exit(status: ExitStatus) -> String {
 }
 
 /// The client session over a child's pipes.
-struct StdioEndpoint {
+struct StdioClientEndpoint {
     core: ClientCore,
     /// The gateway's raw frames to and from this child (`mcpwire_server::relay`).
     relay: Arc<Relay>,
@@ -300,7 +200,7 @@ enum StdioWake {
     ExitWaitOver,
 }
 
-impl StdioEndpoint {
+impl StdioClientEndpoint {
     fn finish(&mut self, error: McpError) {
         if !self.done {
             self.done = true;
@@ -314,7 +214,7 @@ impl StdioEndpoint {
             return;
         }
         let relaying = self.relay.waiting() > 0;
-        if relaying && !nesting_exceeds(line.as_bytes(), MAX_DEPTH) && self.relay.answer_raw(line) {
+        if relaying && self.relay.answer_raw(line.as_bytes(), MAX_DEPTH) {
             return;
         }
         let decoded = decode_with_depth(line.as_bytes(), MAX_DEPTH);
@@ -340,13 +240,14 @@ impl StdioEndpoint {
     }
 }
 
-impl Endpoint for StdioEndpoint {
-    type Codec = StdioLines;
+impl Endpoint for StdioClientEndpoint {
+    type Codec = LineSplitter;
     type Wake = StdioWake;
 
-    fn on_frame(&mut self, frame: Option<Result<Line, FramingError>>, _out: &mut BytesMut) {
+    fn on_frame(&mut self, frame: Option<Result<RawLine, FramingError>>, _out: &mut BytesMut) {
         match frame {
-            Some(Ok(Ok(line))) => match std::str::from_utf8(&line) {
+            Some(Ok(RawLine::Blank)) => self.line_no += 1,
+            Some(Ok(RawLine::Text(line))) => match std::str::from_utf8(&line) {
                 Ok(line) => self.on_line(line),
                 Err(_) => {
                     // What a line-of-text reader reports (the connection ends).
@@ -359,11 +260,11 @@ impl Endpoint for StdioEndpoint {
                     self.finish(e);
                 }
             },
-            Some(Ok(Err(max))) => {
+            Some(Ok(RawLine::Oversize)) => {
                 let e = format!(
                     "{} wrote a message longer than {} MiB (line {})",
                     self.peer,
-                    max >> 20,
+                    MAX_MESSAGE_BYTES >> 20,
                     self.line_no + 1
                 );
                 self.finish(McpError::BadPeerMessage(e));
@@ -388,15 +289,15 @@ impl Endpoint for StdioEndpoint {
         while !output_full(out)
             && let Some(t) = self.core.session.poll_transmit()
         {
-            if t.msg.write_json(out.writer()).is_ok() {
-                out.put_u8(b'\n');
+            if let Err(e) = encode_line(&t.msg, out) {
+                tracing::error!(error = %e, "could not encode a message");
             }
             did = true;
         }
         while !output_full(out)
             && let Some((id, params)) = self.core.take_direct()
         {
-            write_call(out, id, params.as_deref());
+            encode_request_line(out, &id.wire_id(), "tools/call", params.as_deref());
             did = true;
         }
         did
@@ -463,44 +364,6 @@ mod tests {
     use super::*;
     use crate::{Answer, ClientEvent, RequestOptions};
     use mcpwire_model::Raw;
-
-    fn lines(codec: &mut StdioLines, input: &[&[u8]]) -> Vec<Result<Vec<u8>, usize>> {
-        let mut buf = BytesMut::new();
-        let mut out = Vec::new();
-        for chunk in input {
-            buf.extend_from_slice(chunk);
-            while let Some(l) = codec.decode(&mut buf).unwrap() {
-                out.push(l.map(|b| b.to_vec()));
-            }
-        }
-        while let Some(l) = codec.decode_eof(&mut buf).unwrap() {
-            out.push(l.map(|b| b.to_vec()));
-        }
-        out
-    }
-
-    #[test]
-    fn lines_split_across_reads_without_their_ends() {
-        let mut c = StdioLines::new(64);
-        let got = lines(&mut c, &[b"{\"a\":", b"1}\r\n{\"b\"", b":2}\n\nlast"]);
-        let want: Vec<Result<Vec<u8>, usize>> = vec![
-            Ok(b"{\"a\":1}".to_vec()),
-            Ok(b"{\"b\":2}".to_vec()),
-            Ok(Vec::new()),
-            Ok(b"last".to_vec()),
-        ];
-        assert_eq!(got, want);
-    }
-
-    #[test]
-    fn an_over_long_line_is_reported_once_and_skipped() {
-        let mut c = StdioLines::new(8);
-        // Exactly the limit passes; one byte more is reported, arriving in pieces.
-        let got = lines(&mut c, &[b"12345678\n", b"123456", b"789abc", b"def\nok\n"]);
-        let want: Vec<Result<Vec<u8>, usize>> =
-            vec![Ok(b"12345678".to_vec()), Err(8), Ok(b"ok".to_vec())];
-        assert_eq!(got, want);
-    }
 
     /// A server written in `sh`: answers `initialize`, then each later request with `answer`
     /// (a printf format taking the request's id).

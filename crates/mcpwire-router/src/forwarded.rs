@@ -5,13 +5,14 @@
 //! escapes) and, maybe, an `arguments` object: then parsing them into a
 //! [`BackendRequest::CallTool`](crate::BackendRequest) and writing them out again would
 //! give the same JSON. Anything else (`_meta`, a `task`, a member the general path would
-//! drop, a name the general path would unescape) is not one, and takes the general path.
+//! drop, a name the general path would unescape, a key written with escapes) is not one,
+//! and takes the general path. The rule is `mcpwire_wire::json_frame::plain_params`, the
+//! one the stdio relay reads calls with.
 
-use std::borrow::Cow;
 use std::ops::Range;
 
 use mcpwire_model::Raw;
-use serde::Deserialize;
+use mcpwire_wire::json_frame::{MAX_NESTING, plain_params};
 use serde_json::value::RawValue;
 
 use crate::CallCtx;
@@ -51,7 +52,7 @@ impl ForwardedCall {
     /// The call as the general path would give it to [`Backend::call`](crate::Backend::call)
     /// (a layer that took a forwarded call and must run it the general way after all).
     pub fn into_request(self) -> (CallCtx, BackendRequest) {
-        #[derive(Deserialize)]
+        #[derive(serde::Deserialize)]
         struct Arguments {
             arguments: Option<Raw>,
         }
@@ -64,43 +65,10 @@ impl ForwardedCall {
     }
 }
 
-/// Where the tool's name sits in the params `text` of a `tools/call` when they qualify
-/// for forwarding as they came (see the module docs): `None` otherwise. A wire relaying
-/// raw frames (the gateway's stdio relay) asks this of the params it found.
-pub fn plain_tool_name(text: &str) -> Option<Range<usize>> {
-    let params: &RawValue = serde_json::from_str(text).ok()?;
-    plain_name(params)
-}
-
 /// Where the name sits in `params` when they are only a plain `name` and an `arguments`
-/// object.
+/// object (`mcpwire_wire::json_frame::plain_params`).
 fn plain_name(params: &RawValue) -> Option<Range<usize>> {
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Plain<'a> {
-        #[serde(borrow)]
-        name: Cow<'a, str>,
-        /// Present even when `null` (which the general path would drop).
-        #[serde(borrow, default, deserialize_with = "present")]
-        arguments: Option<&'a RawValue>,
-    }
-    fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
-        <&RawValue>::deserialize(d).map(Some)
-    }
-    let text = params.get();
-    let plain: Plain<'_> = serde_json::from_str(text).ok()?;
-    if plain
-        .arguments
-        .is_some_and(|a| !a.get().trim_start().starts_with('{'))
-    {
-        return None;
-    }
-    // Borrowed: written without escapes, so it sits in `text` as it reads.
-    let Cow::Borrowed(name) = plain.name else {
-        return None;
-    };
-    let start = (name.as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
-    Some(start..start + name.len())
+    plain_params(params.get().as_bytes(), MAX_NESTING).map(|p| p.name)
 }
 
 #[cfg(test)]

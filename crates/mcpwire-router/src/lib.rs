@@ -56,7 +56,7 @@ mod validate;
 pub use ask::{ElicitRequest, Elicited, SampleRequest, Sampled, elicitation_schema};
 pub use backend::{Backend, BackendInfo, HeaderParam, RelayRoute, ToolRouting};
 pub use ctx::{CallCtx, Peer};
-pub use forwarded::{ForwardedCall, plain_tool_name};
+pub use forwarded::ForwardedCall;
 pub use future::BoxFuture;
 pub use handlers::Handlers;
 pub use identity::{Credential, Identity};

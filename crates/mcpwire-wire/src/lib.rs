@@ -11,19 +11,21 @@
 #![warn(missing_docs)]
 
 mod any;
+pub mod json_frame;
 pub mod length_prefixed;
 mod limits;
 pub mod mcpb;
 mod ndjson;
 #[cfg(feature = "proto-mcp")]
 pub mod proto_mcp;
-pub mod raw_frame;
 
 pub use any::{AnyCodec, WireItem};
 pub use limits::Limits;
 pub use mcpb::{McpbCodec, McpbFrame, McpbOut};
 pub use mcpwire_model::Malformed;
-pub use ndjson::{NdjsonCodec, NdjsonLine};
+pub use ndjson::{
+    LineSplitter, NdjsonCodec, NdjsonLine, RawLine, encode_line, encode_request_line,
+};
 
 /// What a decoder yields: a message, or the error reply a bad one deserves.
 pub type Decoded = Result<mcpwire_model::Message, Malformed>;

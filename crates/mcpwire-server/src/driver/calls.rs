@@ -25,13 +25,13 @@ use std::time::Instant;
 use super::now;
 use super::relayed::RelayedCalls;
 use crate::observe::{CallMetrics, TraceParent, WireLabel, finish_span, request_span};
-use crate::relay::RelayableCall;
 use bytes::BytesMut;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use mcpwire_model::{BackendEvent, CallEvent, ClientAsk, McpError, Raw, RequestId};
 use mcpwire_router::{BoxFuture, CallCtx, Identity, McpCall, McpReply, Peer, Router, SessionScope};
 use mcpwire_session::{AskId, Dispatch, DispatchId, IdMap, ServerSession, SessionEvent, Transmit};
+use mcpwire_wire::json_frame::PlainCall;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -273,15 +273,10 @@ impl Calls {
         self.calls.is_empty() && self.relayed.len() == 0
     }
 
-    /// Relays `call` (the frame `line`) to the upstream serving its tool, as raw bytes,
+    /// Relays `call` to the upstream serving its tool, as raw bytes,
     /// when the router offers a route and nothing here acts on calls — no metrics, no
     /// request spans, no identity (`docs/design/gateway.md` § The relay); whether it went.
-    pub(crate) fn relay(
-        &mut self,
-        session: &mut ServerSession,
-        line: &[u8],
-        call: &RelayableCall<'_>,
-    ) -> bool {
+    pub(crate) fn relay(&mut self, session: &mut ServerSession, call: &PlainCall<'_>) -> bool {
         let Some(scope) = &self.session else {
             return false;
         };
@@ -292,7 +287,7 @@ impl Calls {
         {
             return false;
         }
-        self.relayed.send(&self.router, scope, session, line, call)
+        self.relayed.send(&self.router, scope, session, call)
     }
 
     /// Takes what came back for relayed calls (see [`RelayedCalls::take`]); whether

@@ -19,7 +19,9 @@ use mcpwire_router::{Router, SessionScope};
 use mcpwire_session::{AskId, DispatchId, IdMap, ServerSession};
 
 use super::now;
-use crate::relay::{AnswerAsk, Arrived, Relay, RelayInbox, RelayableCall};
+use mcpwire_wire::json_frame::PlainCall;
+
+use crate::relay::{AnswerAsk, Arrived, Relay, RelayInbox};
 
 /// The relayed calls of one session.
 #[derive(Default)]
@@ -42,7 +44,7 @@ impl RelayedCalls {
         self.calls.len()
     }
 
-    /// Sends `call` (the frame `line`) to the upstream the router names for its tool in
+    /// Sends `call` to the upstream the router names for its tool in
     /// session `scope`, accounted in `session`; whether it went (else the general path
     /// takes it, and nothing was recorded).
     pub(crate) fn send(
@@ -50,20 +52,19 @@ impl RelayedCalls {
         router: &Router,
         scope: &SessionScope,
         session: &mut ServerSession,
-        line: &[u8],
-        call: &RelayableCall<'_>,
+        call: &PlainCall<'_>,
     ) -> bool {
-        let Some(route) = router.relay_route(call.tool, scope) else {
+        let Some(route) = router.relay_route(call.tool(), scope) else {
             return false;
         };
         let Ok(relay) = route.downcast::<Relay>() else {
             return false;
         };
-        let Some(dispatch) = session.accept_relayed(now(), call.request_id.clone()) else {
+        let Some(dispatch) = session.accept_relayed(now(), call.request_id().clone()) else {
             return false;
         };
         let inbox = self.inbox.get_or_insert_with(Default::default);
-        match relay.send(line, call, dispatch, inbox) {
+        match relay.send(call, dispatch, inbox) {
             Ok(up) => {
                 self.calls.insert(dispatch, (relay, up));
                 true

@@ -4,10 +4,10 @@
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use mcpwire_model::jsonrpc::nesting_exceeds;
 use mcpwire_model::types::RequestMeta;
 use mcpwire_model::{Dialect, Malformed, Message, Request, RequestId};
 use mcpwire_session::{Era, ServerSession, Transmit};
+use mcpwire_wire::json_frame;
 
 use super::calls::{Calls, PEER_QUEUE, Wake, sleep_until};
 use super::now;
@@ -148,22 +148,16 @@ impl ServerCore {
 
     /// Relays the `tools/call` frame `line` to its upstream as it came, when it may be
     /// (`crate::relay`: a handshake-era MCP session, a frame the general path would read
-    /// the same — nesting within `max_depth`, UTF-8, nothing but a plain tool call — and a
-    /// route for its tool); whether it went. When not, decode it as usual.
+    /// the same — `json_frame::plain_call`, nesting within `max_depth` — and a route for its
+    /// tool); whether it went. When not, decode it as usual.
     pub(crate) fn try_relay(&mut self, line: &[u8], max_depth: usize) -> bool {
         if !matches!(self.session.era(), Era::Handshake(r) if r.dialect() == Dialect::Mcp) {
             return false;
         }
-        let Ok(text) = std::str::from_utf8(line) else {
+        let Some(call) = json_frame::plain_call(line, max_depth) else {
             return false;
         };
-        if nesting_exceeds(line, max_depth) {
-            return false;
-        }
-        let Some(call) = crate::relay::scan_call(text) else {
-            return false;
-        };
-        self.calls.relay(&mut self.session, line, &call)
+        self.calls.relay(&mut self.session, &call)
     }
 
     /// Takes what came back for relayed calls: answers' bytes written to `out` as they

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use mcpwire_model::{McpError, Method, Raw, Reply};
 use mcpwire_router::McpReply;
+use mcpwire_wire::json_frame;
 use metrics::Gauge;
 use serde::Deserialize;
 
@@ -201,12 +202,9 @@ pub(super) fn tool_name<'a>(method: &Method, params: Option<&'a Raw>) -> Option<
     let text = params?.get();
     // Most names: found by a scan that skips the other members (a stateless request's
     // `_meta`, the arguments) without decoding them, and written without escapes, so the
-    // text between the quotes is the name. The params were checked as JSON when the
-    // request was decoded.
-    if let Some(value) =
-        mcpwire_wire::raw_frame::member(text.as_bytes(), "name").and_then(|r| text.get(r))
-        && let Some(name) = value.strip_prefix('"').and_then(|v| v.strip_suffix('"'))
-        && !name.contains('\\')
+    // text between the quotes is the name; the rest are decoded.
+    if let Some(name) =
+        json_frame::plain_string_member(text.as_bytes(), "name", json_frame::MAX_NESTING)
     {
         return Some(Cow::Borrowed(name));
     }
@@ -227,10 +225,10 @@ pub(super) fn outcome(reply: Option<&McpReply>) -> Outcome {
     }
 }
 
-/// Whether a result says `isError: true`. A result whose text has neither `isError` nor a
-/// `\u` escape (which could spell the key) cannot, and is not parsed: most results.
+/// Whether a result says `isError: true`. A result that cannot have an `isError` member
+/// (`json_frame::may_have_member`) is not parsed: most results.
 fn is_error(result: &str) -> bool {
-    if !result.contains("isError") && !result.contains("\\u") {
+    if !json_frame::may_have_member(result, "isError") {
         return false;
     }
     matches!(

@@ -18,19 +18,21 @@
 //! counts (a frame is at most the message limit). Logs queued in an inbox are capped at
 //! [`MAX_QUEUED_LOGS`] (further ones are dropped, as a running call's events are under
 //! pressure); asks come through the link, which bounds them.
-
-mod scan;
+//!
+//! What the relay reads of a frame and how it rewrites an id is `mcpwire_wire::json_frame`'s:
+//! a downstream line that is a [`PlainCall`] goes upstream with its id replaced, an upstream
+//! line that is a [`PlainResult`] comes back with the client's [`IdText`]. Anything else is
+//! decoded as usual.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use bytes::{BufMut, BytesMut};
+use bytes::BytesMut;
 use mcpwire_model::{ClientAsk, LogEntry, McpError, Raw, Reply};
 use mcpwire_session::{DispatchId, IdMap};
+use mcpwire_wire::json_frame::{IdText, PlainCall, PlainResult, plain_result};
 use tokio::sync::Notify;
-
-pub(crate) use scan::{IdText, RelayableCall, scan_call, scan_result};
 
 /// Logs of the upstream waiting in an inbox before further ones are dropped.
 pub(crate) const MAX_QUEUED_LOGS: usize = 1024;
@@ -100,13 +102,12 @@ impl Relay {
 
     // ----- the downstream end -----
 
-    /// Queues `call` (found in `line`) for the child under a new upstream id, its answer
-    /// for `dispatch` of the session reading `inbox`; the upstream id. Refused when the
-    /// connection ended or holds its bound.
+    /// Queues `call` for the child under a new upstream id, its answer for `dispatch` of
+    /// the session reading `inbox`; the upstream id. Refused when the connection ended or
+    /// holds its bound.
     pub(crate) fn send(
         &self,
-        line: &[u8],
-        call: &RelayableCall<'_>,
+        call: &PlainCall<'_>,
         dispatch: DispatchId,
         inbox: &Arc<RelayInbox>,
     ) -> Result<u64, NotRelayed> {
@@ -116,17 +117,12 @@ impl Relay {
         }
         let id = (self.next_id)();
         let wake = s.out.is_empty() && s.cancels.is_empty();
-        s.out.reserve(line.len() + 21);
-        s.out.put_slice(&line[..call.id_at.start]);
-        let mut digits = itoa::Buffer::new();
-        s.out.put_slice(digits.format(id).as_bytes());
-        s.out.put_slice(&line[call.id_at.end..]);
-        s.out.put_u8(b'\n');
+        call.write_line_with_id(id, &mut s.out);
         s.waiting.insert(
             id,
             Waiting {
                 dispatch,
-                id: call.id_text,
+                id: call.id_text(),
                 inbox: inbox.clone(),
             },
         );
@@ -185,19 +181,20 @@ impl Relay {
         true
     }
 
-    /// Hands `line` back to its downstream call when it is a plain result for a relayed
-    /// call ([`scan_result`]), the client's id restored; whether it did.
-    pub fn answer_raw(&self, line: &str) -> bool {
+    /// Hands `line` back to its downstream call when it is a plain result
+    /// ([`plain_result`], nesting at most `max_depth`) for a relayed call, the client's id
+    /// restored; whether it did.
+    pub fn answer_raw(&self, line: &[u8], max_depth: usize) -> bool {
         if self.waiting() == 0 {
             return false;
         }
-        let Some((id, at)) = scan_result(line) else {
+        let Some(result) = plain_result(line, max_depth) else {
             return false;
         };
-        let Some(w) = self.remove(id) else {
+        let Some(w) = self.remove(result.id()) else {
             return false;
         };
-        w.inbox.push_answer(w.dispatch, line.as_bytes(), at, &w.id);
+        w.inbox.push_answer(w.dispatch, &result, &w.id);
         true
     }
 
@@ -333,21 +330,10 @@ impl RelayInbox {
         s.logs = 0;
     }
 
-    fn push_answer(
-        &self,
-        dispatch: DispatchId,
-        line: &[u8],
-        at: std::ops::Range<usize>,
-        id: &IdText,
-    ) {
+    fn push_answer(&self, dispatch: DispatchId, result: &PlainResult<'_>, id: &IdText) {
         let Ok(mut s) = self.state.lock() else { return };
         let start = s.bytes.len();
-        let id = id.as_bytes();
-        s.bytes.reserve(line.len() - at.len() + id.len() + 1);
-        s.bytes.put_slice(&line[..at.start]);
-        s.bytes.put_slice(id);
-        s.bytes.put_slice(&line[at.end..]);
-        s.bytes.put_u8(b'\n');
+        result.write_line_with_id(id, &mut s.bytes);
         let len = s.bytes.len() - start;
         let wake = s.items.is_empty();
         s.items.push_back(Arrived::Answer(dispatch, len));

@@ -24,7 +24,7 @@ use crate::observe::WireLabel;
 /// every accepted call has been answered (or the grace period passed).
 #[must_use = "a connection does nothing until run"]
 pub struct StdioConnection<R, W> {
-    driver: FramedDriver<R, W, StdioEndpoint>,
+    driver: FramedDriver<R, W, StdioServerEndpoint>,
 }
 
 impl<R, W> StdioConnection<R, W>
@@ -35,7 +35,7 @@ where
     /// A connection serving `service` to the client on `reader`/`writer`: JSON-RPC lines,
     /// or proto-mcp frames read with the service's tool schemas.
     pub fn new(service: &Service, reader: R, writer: W) -> Self {
-        let endpoint = StdioEndpoint {
+        let endpoint = StdioServerEndpoint {
             core: ServerCore::new(
                 ServerSession::new(service.config.clone()),
                 Calls::new(service.router.clone(), WireLabel::Stdio),
@@ -63,7 +63,7 @@ where
 }
 
 /// The server side of a stdio connection.
-struct StdioEndpoint {
+struct StdioServerEndpoint {
     core: ServerCore,
     json: NdjsonCodec,
     #[cfg(feature = "proto-mcp")]
@@ -81,7 +81,7 @@ struct ProtoSide {
 }
 
 #[cfg(feature = "proto-mcp")]
-impl StdioEndpoint {
+impl StdioServerEndpoint {
     fn on_proto(&mut self, item: ProtoDecoded, out: &mut BytesMut) {
         let proto = &mut self.proto;
         let msg = match item {
@@ -98,7 +98,7 @@ impl StdioEndpoint {
     }
 }
 
-impl Endpoint for StdioEndpoint {
+impl Endpoint for StdioServerEndpoint {
     type Codec = AnyCodec;
     type Wake = Wake;
 

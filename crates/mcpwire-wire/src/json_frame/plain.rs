@@ -1,0 +1,353 @@
+//! Plain calls and results: the JSON-RPC frames a relay may send on as they came, with only
+//! their id rewritten — because decoding and re-encoding them would give the same JSON.
+
+use std::ops::Range;
+
+use bytes::{BufMut, BytesMut};
+use mcpwire_model::RequestId;
+
+use super::cursor::{Cursor, Nested, Span, Spans};
+
+/// A request id as it was written — a plain integer, or a string without escapes — kept
+/// inline: what a relay writes back into the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdText {
+    len: u8,
+    bytes: [u8; IdText::MAX],
+}
+
+impl IdText {
+    /// The longest id text kept (a longer id is not plain).
+    pub const MAX: usize = 40;
+
+    fn new(text: &[u8]) -> Option<IdText> {
+        let len = text.len();
+        let mut bytes = [0; IdText::MAX];
+        bytes.get_mut(..len)?.copy_from_slice(text);
+        Some(IdText {
+            len: u8::try_from(len).ok()?,
+            bytes,
+        })
+    }
+
+    /// The id's JSON text.
+    pub fn as_bytes(&self) -> &[u8] {
+        self.bytes.get(..usize::from(self.len)).unwrap_or_default()
+    }
+}
+
+/// A `tools/call` frame that may be sent on as it came (see [`plain_call`]), split around
+/// its id.
+#[derive(Debug)]
+pub struct PlainCall<'a> {
+    request_id: RequestId,
+    id_text: IdText,
+    before_id: &'a [u8],
+    after_id: &'a [u8],
+    tool: &'a str,
+    arguments: Option<Range<usize>>,
+}
+
+impl<'a> PlainCall<'a> {
+    /// The id, as a session reads it.
+    pub fn request_id(&self) -> &RequestId {
+        &self.request_id
+    }
+
+    /// The id as it was written (what the answer must carry).
+    pub fn id_text(&self) -> IdText {
+        self.id_text
+    }
+
+    /// Where the id is in the frame.
+    pub fn id_at(&self) -> Range<usize> {
+        let start = self.before_id.len();
+        start..start + self.id_text.as_bytes().len()
+    }
+
+    /// The tool called (written without escapes, so this is its name).
+    pub fn tool(&self) -> &'a str {
+        self.tool
+    }
+
+    /// Where the `arguments` object is in the frame, when there is one.
+    pub fn arguments(&self) -> Option<Range<usize>> {
+        self.arguments.clone()
+    }
+
+    /// Writes the frame with `id` (an integer) in place of its own, then a newline: the
+    /// line a relay sends on.
+    pub fn write_line_with_id(&self, id: u64, out: &mut BytesMut) {
+        let mut digits = itoa::Buffer::new();
+        splice_line(
+            self.before_id,
+            digits.format(id).as_bytes(),
+            self.after_id,
+            out,
+        );
+    }
+}
+
+/// Where the name and arguments of a call's params are (see [`plain_params`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlainParams {
+    /// The tool's name: the text between its quotes, without escapes.
+    pub name: Range<usize>,
+    /// The `arguments` object, when there is one.
+    pub arguments: Option<Range<usize>>,
+}
+
+/// An answer that may be handed back as it came (see [`plain_result`]), split around its id.
+#[derive(Debug)]
+pub struct PlainResult<'a> {
+    id: u64,
+    before_id: &'a [u8],
+    after_id: &'a [u8],
+    id_len: usize,
+}
+
+impl PlainResult<'_> {
+    /// The id it answers.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Where the id is in the frame.
+    pub fn id_at(&self) -> Range<usize> {
+        let start = self.before_id.len();
+        start..start + self.id_len
+    }
+
+    /// Writes the frame with the id `id` (the text a call's id was written with) in place
+    /// of its own, then a newline: the line a relay hands back.
+    pub fn write_line_with_id(&self, id: &IdText, out: &mut BytesMut) {
+        splice_line(self.before_id, id.as_bytes(), self.after_id, out);
+    }
+}
+
+fn splice_line(before: &[u8], id: &[u8], after: &[u8], out: &mut BytesMut) {
+    out.reserve(before.len() + id.len() + after.len() + 1);
+    out.put_slice(before);
+    out.put_slice(id);
+    out.put_slice(after);
+    out.put_u8(b'\n');
+}
+
+/// Members of a call's params at most (`name`, `arguments`; more is not plain anyway).
+const PARAMS_MEMBERS: usize = 2;
+
+/// `frame` as a `tools/call` that may be sent on as it came: a frame the scan reads
+/// (`json_frame` module docs; nothing deeper than `max_depth`) whose members are exactly
+/// `jsonrpc` (the string `"2.0"`), `id`, `method` (the string `"tools/call"`, without
+/// escapes) and `params` that are [plain](plain_params); and whose id is an integer written
+/// as a session writes it back (no `-0`, within `i64`) or a string without escapes, at most
+/// [`IdText::MAX`] bytes. Anything else is `None`.
+pub fn plain_call(frame: &[u8], max_depth: usize) -> Option<PlainCall<'_>> {
+    let mut params = Nested::<PARAMS_MEMBERS> {
+        key: b"params",
+        spans: Spans::new(),
+        found: false,
+    };
+    let mut cursor = Cursor::new(frame);
+    let spans: Spans<4> = cursor.object(1, max_depth, Some(&mut params))?;
+    if !cursor.at_end() || spans.len != 4 || !params.found {
+        return None;
+    }
+    let (mut jsonrpc, mut id, mut method) = (false, None, false);
+    for Span { key, value } in spans.as_slice() {
+        let value_bytes = frame.get(value.clone())?;
+        match frame.get(key.clone())? {
+            b"jsonrpc" => jsonrpc = value_bytes == b"\"2.0\"",
+            b"method" => method = value_bytes == b"\"tools/call\"",
+            b"id" => id = Some(value.clone()),
+            b"params" => {}
+            _ => return None,
+        }
+    }
+    let id = id.filter(|_| jsonrpc && method)?;
+    let PlainParams { name, arguments } = plain_members(frame, params.spans.as_slice())?;
+    let id_bytes = frame.get(id.clone())?;
+    Some(PlainCall {
+        request_id: request_id(id_bytes)?,
+        id_text: IdText::new(id_bytes)?,
+        before_id: frame.get(..id.start)?,
+        after_id: frame.get(id.end..)?,
+        tool: std::str::from_utf8(frame.get(name)?).ok()?,
+        arguments,
+    })
+}
+
+/// The params `params` of a `tools/call` as they may be sent on as they came: an object the
+/// scan reads (`json_frame` module docs) whose members are a `name` — a string without
+/// escapes — and, maybe, an `arguments` object (not `null`); nothing else (a `_meta`, a
+/// `task`). Parsing such params and writing them out again gives the same JSON.
+pub fn plain_params(params: &[u8], max_depth: usize) -> Option<PlainParams> {
+    let mut cursor = Cursor::new(params);
+    let spans: Spans<PARAMS_MEMBERS> = cursor.object(1, max_depth, None::<&mut Nested<'_, 0>>)?;
+    if !cursor.at_end() {
+        return None;
+    }
+    plain_members(params, spans.as_slice())
+}
+
+/// [`PlainParams`] from the spans of the params' members.
+fn plain_members(frame: &[u8], spans: &[Span]) -> Option<PlainParams> {
+    let (mut name, mut arguments) = (None, None);
+    for Span { key, value } in spans {
+        let bytes = frame.get(value.clone())?;
+        match frame.get(key.clone())? {
+            b"name" => {
+                let text = bytes.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
+                if text.contains(&b'\\') {
+                    return None;
+                }
+                name = Some(value.start + 1..value.end - 1);
+            }
+            b"arguments" if bytes.first() == Some(&b'{') => arguments = Some(value.clone()),
+            _ => return None,
+        }
+    }
+    Some(PlainParams {
+        name: name?,
+        arguments,
+    })
+}
+
+/// The id `text` as a session reads it, when writing it back gives the same text.
+fn request_id(text: &[u8]) -> Option<RequestId> {
+    match text.first()? {
+        b'"' => {
+            let inner = text.get(1..text.len() - 1)?;
+            if inner.contains(&b'\\') {
+                return None;
+            }
+            Some(RequestId::Str(std::str::from_utf8(inner).ok()?.into()))
+        }
+        _ => {
+            // `-0` reads as the number 0, which is written back as `0`.
+            if text == b"-0" {
+                return None;
+            }
+            Some(RequestId::Int(
+                std::str::from_utf8(text).ok()?.parse().ok()?,
+            ))
+        }
+    }
+}
+
+/// `frame` as an answer that may be handed back as it came: a frame the scan reads
+/// (`json_frame` module docs; nothing deeper than `max_depth`) whose members are exactly
+/// `jsonrpc` (the string `"2.0"`), `id` (an integer from 0 to `u64::MAX`) and `result` —
+/// what a session writes as `{"jsonrpc":"2.0","id":…,"result":…}` with the result's bytes
+/// as they came. Anything else (an error, an unknown member) is `None`.
+pub fn plain_result(frame: &[u8], max_depth: usize) -> Option<PlainResult<'_>> {
+    let mut cursor = Cursor::new(frame);
+    let spans: Spans<3> = cursor.object(1, max_depth, None::<&mut Nested<'_, 0>>)?;
+    if !cursor.at_end() || spans.len != 3 {
+        return None;
+    }
+    let (mut jsonrpc, mut id, mut result) = (false, None, false);
+    for Span { key, value } in spans.as_slice() {
+        match frame.get(key.clone())? {
+            b"jsonrpc" => jsonrpc = frame.get(value.clone())? == b"\"2.0\"",
+            b"id" => id = Some(value.clone()),
+            b"result" => result = true,
+            _ => return None,
+        }
+    }
+    let at = id.filter(|_| jsonrpc && result)?;
+    let text = frame.get(at.clone())?;
+    Some(PlainResult {
+        id: std::str::from_utf8(text).ok()?.parse().ok()?,
+        before_id: frame.get(..at.start)?,
+        after_id: frame.get(at.end..)?,
+        id_len: text.len(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(line: &str) -> Option<(String, String, String)> {
+        let c = plain_call(line.as_bytes(), 64)?;
+        Some((
+            format!("{:?}", c.request_id()),
+            line[c.id_at()].to_owned(),
+            c.tool().to_owned(),
+        ))
+    }
+
+    #[test]
+    fn plain_calls_are_found_with_their_id_tool_and_arguments() {
+        let line = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"id":1}}}"#;
+        let got = call(line);
+        assert_eq!(got, Some(("Int(7)".into(), "7".into(), "echo".into())));
+        let c = plain_call(line.as_bytes(), 64).unwrap();
+        assert_eq!(&line[c.arguments().unwrap()], r#"{"id":1}"#);
+        let got = call(
+            r#"{ "params" : {"name":"e"} , "method":"tools/call", "id" : "a-1", "jsonrpc":"2.0" }"#,
+        );
+        assert_eq!(got.map(|g| g.1), Some(r#""a-1""#.to_owned()));
+    }
+
+    #[test]
+    fn what_the_general_path_reads_differently_is_not_plain() {
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","_meta":{"progressToken":1}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e\u0063"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":null}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":["e",{}]}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"name":"e"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools\/call","params":{"name":"e"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e"},"x":1}"#,
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"e"}}"#,
+            r#"{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"e"}}"#,
+            r#"{"jsonrpc":"2.0","id":1.0,"method":"tools/call","params":{"name":"e"}}"#,
+            r#"{"jsonrpc":"2.0","id":-0,"method":"tools/call","params":{"name":"e"}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"e"}}"#,
+            r#"{"jsonrpc":"2.0","id":9223372036854775808,"method":"tools/call","params":{"name":"e"}}"#,
+            r#"{"jsonrpc":"2.0","id":"a\"b","method":"tools/call","params":{"name":"e"}}"#,
+            r#"{"jsonrpc":"2.0","id":"0123456789012345678901234567890123456789","method":"tools/call","params":{"name":"e"}}"#,
+            r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"e"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e"}"#,
+            r#"["2.0",1,"tools/call",{"name":"e"}]"#,
+        ] {
+            assert_eq!(call(line), None, "{line}");
+        }
+    }
+
+    #[test]
+    fn an_id_spliced_in_keeps_every_other_byte() {
+        let line =
+            r#"{"jsonrpc":"2.0","id":"client-7","method":"tools/call","params":{"name":"e"}}"#;
+        let c = plain_call(line.as_bytes(), 64).unwrap();
+        let mut out = BytesMut::new();
+        c.write_line_with_id(42, &mut out);
+        let want = line.replace(r#""client-7""#, "42") + "\n";
+        assert_eq!(&out[..], want.as_bytes());
+        let answer = r#"{"result":{"content":[]},"jsonrpc":"2.0","id":42}"#;
+        let r = plain_result(answer.as_bytes(), 64).unwrap();
+        assert_eq!((r.id(), &answer[r.id_at()]), (42, "42"));
+        let mut out = BytesMut::new();
+        r.write_line_with_id(&c.id_text(), &mut out);
+        let want = answer.replace("42", r#""client-7""#) + "\n";
+        assert_eq!(&out[..], want.as_bytes());
+    }
+
+    #[test]
+    fn only_plain_results_are_found() {
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{},"_meta":{}}"#,
+            r#"{"jsonrpc":"2.0","id":"1","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":-1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"x","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}"#,
+        ] {
+            assert!(plain_result(line.as_bytes(), 64).is_none(), "{line}");
+        }
+    }
+}
