@@ -49,7 +49,7 @@ TOML
   (cd "$dir" && echo "rmcp's stdio + HTTP server: $(crates_of | wc -l) crates")
 fi
 
-for features in "" "http" "mcpb" "proto-mcp" "tls" "admin"; do
+for features in "" "http" "mcpb" "proto-mcp" "tls" "admin" "http,mcpwire-wire/proto-mcp"; do
   echo "mcpwire-server --no-default-features --features '$features'"
   cargo check -q -p mcpwire-server --no-default-features --features "$features"
 done

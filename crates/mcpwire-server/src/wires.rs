@@ -34,6 +34,8 @@ pub use crate::shutdown::shutdown_on_signals;
 use crate::tls::TlsConfig;
 
 /// One listener: a wire and its options.
+// Built once per listener: the size of the HTTP variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Wire {
     /// One client over this process's stdin/stdout (JSON-RPC lines or proto-mcp frames).

@@ -49,7 +49,8 @@ where
             },
         };
         // JSON-RPC lines come undecoded: a plain `tools/call` may be relayed as it came.
-        let codec = AnyCodec::new(&service.limits, true).with_raw_lines();
+        // proto-mcp detection only with the feature that serves it.
+        let codec = AnyCodec::new(&service.limits, cfg!(feature = "proto-mcp")).with_raw_lines();
         StdioConnection {
             driver: FramedDriver::new(reader, codec, writer, endpoint, service.busy_poll),
         }
@@ -115,6 +116,11 @@ impl Endpoint for StdioServerEndpoint {
             Some(Ok(WireItem::Json(decoded))) => self.core.inbound(decoded),
             #[cfg(feature = "proto-mcp")]
             Some(Ok(WireItem::Proto(item))) => self.on_proto(item, out),
+            // Another crate may turn on `mcpwire-wire/proto-mcp` without this crate's
+            // `proto-mcp`: the codec then never detects proto-mcp (see `new`).
+            #[cfg(not(feature = "proto-mcp"))]
+            #[allow(unreachable_patterns)]
+            Some(Ok(_)) => {}
             Some(Err(e)) => {
                 tracing::debug!(error = %e, "input failed");
                 self.core.input_closed();
