@@ -162,6 +162,28 @@ fn cancellation_suppresses_the_answer() {
 }
 
 #[test]
+fn a_request_cancelled_before_it_is_dispatched_never_runs() {
+    // Found by the wire x backend matrix: a `tools/call` and its cancellation read in one
+    // burst used to reach the router after the cancellation was dropped as unknown.
+    let mut h = Harness::new();
+    h.initialize("2025-11-25", json!({}));
+    h.send(json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"slow"}}));
+    h.send(json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}));
+    assert!(
+        h.dispatches().is_empty(),
+        "the cancelled request is not handed out"
+    );
+    assert!(
+        h.s.poll_event().is_none(),
+        "nothing was started, so nothing to cancel"
+    );
+    assert!(h.out().is_empty(), "a cancelled request is not answered");
+    // The id is free again, and other requests run as always.
+    h.send(json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"fast"}}));
+    assert_eq!(h.dispatches().len(), 1);
+}
+
+#[test]
 fn asks_need_the_capability_and_time_out() {
     let mut h = Harness::new();
     h.initialize("2025-11-25", json!({"sampling": {}}));

@@ -847,7 +847,13 @@ impl ServerSession {
                         tracing::debug!(id = %rid, method = %entry.method, reason = ?p.reason, "request cancelled by client");
                     }
                     self.fail_asks_of(did);
-                    self.events.push_back(SessionEvent::Cancel(did));
+                    // Not handed out yet (the cancellation came in the same burst as the
+                    // request): it never runs. Otherwise the driver cancels what it started.
+                    let queued = self.dispatches.len();
+                    self.dispatches.retain(|d| d.id != did);
+                    if self.dispatches.len() == queued {
+                        self.events.push_back(SessionEvent::Cancel(did));
+                    }
                 }
             }
             Method::NotificationsInitialized | Method::NotificationsRootsListChanged => {}
