@@ -29,6 +29,7 @@ mod redirect;
 mod reload;
 mod section;
 mod serving;
+mod stack;
 pub mod upstream;
 
 pub use backends::{Natives, StartFailure, Started, supported};

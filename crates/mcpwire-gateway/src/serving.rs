@@ -11,8 +11,6 @@ use mcpwire_federation::{
     Federation, FederationConfig, FederationError, Member, MemberFilter, MemberHealth,
 };
 use mcpwire_model::types::Implementation;
-use mcpwire_proto_mcp::ProtoToolSchemas;
-use mcpwire_router::{Backend, Router, TaskConfig};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -20,11 +18,12 @@ use crate::auth::Authenticator;
 use crate::backends::{self, Natives, StartFailure, Started};
 use crate::check::{CheckCaller, CheckReport};
 use crate::cluster::Cluster;
-use crate::config::{BackendSource, BackendSpec, FailMode, GatewayConfig, ServerOptions};
+use crate::config::{BackendSource, BackendSpec, FailMode, GatewayConfig};
 use crate::error::{ConfigError, Origin};
 use crate::key_path::KeyPath;
-use crate::limits::{Limited, RateLimits, Rejections, SharedRateLimits};
+use crate::limits::{RateLimits, Rejections, SharedRateLimits};
 use crate::reload::{ReloadPlan, plan};
+use crate::stack;
 use arc_swap::ArcSwap;
 use mcpwire_client::auth::PendingConsents;
 use mcpwire_server::Service;
@@ -181,14 +180,8 @@ impl Gateway {
             gateway.federation = Some(gateway.federate().await?);
         }
         gateway.auth = crate::access::authenticator(&gateway.config).await?;
-        let mut services = gateway.front()?;
-        let redirect = crate::redirect::routes(&gateway.consents);
-        for s in &mut services {
-            s.http_routes.extend(redirect.iter().cloned());
-        }
-        let services = crate::access::apply(&gateway.config, gateway.auth.as_ref(), services);
-        let services = gateway.with_connection_limits(services);
-        gateway.services = gateway.in_cluster(services);
+        gateway.connections = gateway.connection_limits();
+        gateway.services = gateway.front()?;
         Ok(gateway)
     }
 
@@ -219,39 +212,32 @@ impl Gateway {
         Some(Arc::new(ArcSwap::from_pointee(limits)))
     }
 
-    /// `services` with the connections per IP limit (`[limits] connections_per_ip`), one
-    /// count shared by every network listener.
-    fn with_connection_limits(&mut self, services: Vec<Service>) -> Vec<Service> {
+    /// The connections per IP limit (`[limits] connections_per_ip`), one count shared by
+    /// every network listener (`None`: none, and none can be added by a reload).
+    fn connection_limits(&self) -> Option<Arc<ConnectionLimits>> {
         let per_ip = self
             .config
             .limits
             .as_ref()
             .and_then(|l| l.connections_per_ip);
         if per_ip.is_none() && !reloadable(&self.config) {
-            return services;
+            return None;
         }
         let limits = ConnectionLimits::new(u32::MAX, self.rejections.clone());
         limits.set_per_ip(per_ip);
-        self.connections = Some(limits.clone());
-        services
-            .into_iter()
-            .map(|mut s| {
-                s.connections = Some(limits.clone());
-                s
-            })
-            .collect()
+        Some(limits)
     }
 
-    /// `services` as replicas of the cluster (`[cluster]`): sealed session ids, shared
-    /// session records.
-    fn in_cluster(&self, services: Vec<Service>) -> Vec<Service> {
-        let Some(cluster) = &self.cluster else {
-            return services;
-        };
-        services
-            .into_iter()
-            .map(|s| crate::cluster::in_cluster(s, cluster.clone()))
-            .collect()
+    /// What every listener's stack shares (`stack.rs`).
+    fn shared_parts(&self) -> stack::Shared<'_> {
+        stack::Shared {
+            config: &self.config,
+            rate_limits: self.rate_limits.as_ref(),
+            auth: self.auth.as_ref(),
+            connections: self.connections.as_ref(),
+            cluster: self.cluster.as_ref(),
+            pages: crate::redirect::routes(&self.consents),
+        }
     }
 
     /// The federation over the running backends.
@@ -274,38 +260,36 @@ impl Gateway {
             .map_err(|e| federation_error(&self.config, e))
     }
 
-    /// A service per listener: the whole catalog, or the listener's view of it.
+    /// A service per listener, built by `stack.rs`: the whole catalog, or the listener's
+    /// view of it, under the listener's own outer layers.
     fn front(&self) -> Result<Vec<Service>, GatewayError> {
         let config = &self.config;
+        let parts = self.shared_parts();
         let Some(fed) = &self.federation else {
             let one = self.running.first().ok_or_else(|| {
                 config.error_at(&KeyPath::root().key("backends"), "no backend started")
             })?;
-            let service = service_over(
-                config,
-                self.rate_limits.as_ref(),
+            let catalog = parts.catalog(
                 one.backend.clone(),
                 one.server_info.clone(),
                 one.instructions.clone(),
             )?;
-            return Ok(vec![service; config.listeners.len()]);
+            return Ok(config
+                .listeners
+                .iter()
+                .map(|l| parts.listener(&catalog, l))
+                .collect());
         };
-        let all = service_over(
-            config,
-            self.rate_limits.as_ref(),
-            fed.clone(),
-            fed.server_info(),
-            Some(fed.instructions()),
-        )?;
+        let all = parts.catalog(fed.clone(), fed.server_info(), Some(fed.instructions()))?;
         let mut views: HashMap<&str, Service> = HashMap::new();
         let mut services = Vec::with_capacity(config.listeners.len());
         for listener in &config.listeners {
             let Some(name) = &listener.options.view else {
-                services.push(all.clone());
+                services.push(parts.listener(&all, listener));
                 continue;
             };
-            if let Some(s) = views.get(name.as_str()) {
-                services.push(s.clone());
+            if let Some(catalog) = views.get(name.as_str()) {
+                services.push(parts.listener(catalog, listener));
                 continue;
             }
             let Some(spec) = config.views.iter().find(|v| &v.name == name) else {
@@ -317,15 +301,10 @@ impl Gateway {
                     .into());
             };
             let view = fed.view(spec);
-            let service = service_over(
-                config,
-                self.rate_limits.as_ref(),
-                view.clone(),
-                view.server_info(),
-                Some(view.instructions()),
-            )?;
-            views.insert(name, service.clone());
-            services.push(service);
+            let catalog =
+                parts.catalog(view.clone(), view.server_info(), Some(view.instructions()))?;
+            services.push(parts.listener(&catalog, listener));
+            views.insert(name, catalog);
         }
         Ok(services)
     }
@@ -752,43 +731,4 @@ fn federation_error(config: &GatewayConfig, e: FederationError) -> GatewayError 
             .error_at(&KeyPath::root().key("backends"), other.to_string())
             .into(),
     }
-}
-
-/// The service over `backend`: tasks, limits and proto-mcp schemas from the server options.
-fn service_over(
-    config: &GatewayConfig,
-    rate_limits: Option<&SharedRateLimits>,
-    backend: Arc<dyn Backend>,
-    info: Implementation,
-    instructions: Option<String>,
-) -> Result<Service, GatewayError> {
-    let ServerOptions {
-        max_message_bytes,
-        max_in_flight,
-        busy_poll,
-        call_timeout,
-        schema_registry,
-        ..
-    } = &config.server;
-    let backend: Arc<dyn Backend> = match rate_limits {
-        Some(limits) => Arc::new(Limited::shared(backend, limits.clone())),
-        None => backend,
-    };
-    let router = Router::new(backend).with_tasks(TaskConfig::default());
-    let mut service = Service::new(router, info, instructions);
-    service.limits.max_message_bytes = *max_message_bytes;
-    service.busy_poll = *busy_poll;
-    let limits = &mut Arc::make_mut(&mut service.config).limits;
-    limits.max_in_flight = *max_in_flight;
-    limits.request_timeout = *call_timeout;
-    if let Some(dir) = schema_registry {
-        let converter = mcpwire_server::proto_mcp::converter_with_registry(dir).map_err(|e| {
-            config.error_at(
-                &KeyPath::root().key("server").key("schema_registry"),
-                format!("loading the schema registry {}: {e}", dir.display()),
-            )
-        })?;
-        service.proto = Arc::new(ProtoToolSchemas::new(converter));
-    }
-    Ok(service)
 }

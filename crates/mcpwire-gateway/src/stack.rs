@@ -1,0 +1,112 @@
+//! The per-call stack of every listener, built here once from the configuration (and again
+//! on a reload that changes it). A call meets, from the outside in:
+//!
+//! 1. the listener's admission — connections per client IP ([`ConnectionLimits`]), and for a
+//!    TLS listener the handshake;
+//! 2. authentication — the `[auth]` authenticator as the listener's `Service::auth`
+//!    (`access.rs`), unless the listener opts out (`auth = false`) or is stdio;
+//! 3. the session's own parts — where its sessions live in a replica set (`[cluster]`,
+//!    `cluster::in_cluster`) and the pages served beside the endpoint (the OAuth redirect);
+//! 4. in the driver, for every call: metrics and the request span (`mcpwire-server`'s
+//!    `Calls`);
+//! 5. the router and its tasks layer;
+//! 6. rate limits ([`Limited`], `[limits]`): inside the router, so a call a task runs is
+//!    counted once, and a forwarded call keeps its fast path;
+//! 7. policy and views — the federation's subset for the caller (`[policy]`, `view = …`),
+//!    then the federation and the member that owns the tool.
+//!
+//! [`Shared::catalog`] builds the inner part (5–7) once per catalog a listener can show
+//! (the whole catalog, or a view); [`Shared::listener`] adds one listener's outer parts
+//! (1–3) to it.
+
+use std::sync::Arc;
+
+use mcpwire_model::types::Implementation;
+use mcpwire_proto_mcp::ProtoToolSchemas;
+use mcpwire_router::{Backend, Router, TaskConfig};
+use mcpwire_server::limits::ConnectionLimits;
+use mcpwire_server::{HttpRoute, Service};
+
+use crate::auth::Authenticator;
+use crate::cluster::Cluster;
+use crate::config::{GatewayConfig, ServerOptions};
+use crate::error::ConfigError;
+use crate::key_path::KeyPath;
+use crate::limits::{Limited, SharedRateLimits};
+use crate::listen::ListenerSpec;
+
+/// What every listener's stack shares: built from the configuration by the gateway.
+pub(crate) struct Shared<'a> {
+    /// The configuration.
+    pub(crate) config: &'a GatewayConfig,
+    /// `[limits]`'s call rates (reloadable in place).
+    pub(crate) rate_limits: Option<&'a SharedRateLimits>,
+    /// `[auth]`'s authenticator (reloadable in place).
+    pub(crate) auth: Option<&'a Arc<Authenticator>>,
+    /// `[limits] connections_per_ip`, one count for every network listener.
+    pub(crate) connections: Option<&'a Arc<ConnectionLimits>>,
+    /// `[cluster]`: this gateway as one replica of several.
+    pub(crate) cluster: Option<&'a Arc<Cluster>>,
+    /// Pages every HTTP listener serves beside its endpoint (the OAuth redirect).
+    pub(crate) pages: Vec<HttpRoute>,
+}
+
+impl Shared<'_> {
+    /// The inner stack over `backend` (the federation, a view, or the one backend): rate
+    /// limits, the router with tasks, the session and codec limits and the proto-mcp
+    /// schemas of `[server]`.
+    pub(crate) fn catalog(
+        &self,
+        backend: Arc<dyn Backend>,
+        info: Implementation,
+        instructions: Option<String>,
+    ) -> Result<Service, ConfigError> {
+        let ServerOptions {
+            max_message_bytes,
+            max_in_flight,
+            busy_poll,
+            call_timeout,
+            schema_registry,
+            ..
+        } = &self.config.server;
+        let backend: Arc<dyn Backend> = match self.rate_limits {
+            Some(limits) => Arc::new(Limited::shared(backend, limits.clone())),
+            None => backend,
+        };
+        let router = Router::new(backend).with_tasks(TaskConfig::default());
+        let mut service = Service::new(router, info, instructions);
+        service.limits.max_message_bytes = *max_message_bytes;
+        service.busy_poll = *busy_poll;
+        let limits = &mut Arc::make_mut(&mut service.config).limits;
+        limits.max_in_flight = *max_in_flight;
+        limits.request_timeout = *call_timeout;
+        if let Some(dir) = schema_registry {
+            let converter =
+                mcpwire_server::proto_mcp::converter_with_registry(dir).map_err(|e| {
+                    self.config.error_at(
+                        &KeyPath::root().key("server").key("schema_registry"),
+                        format!("loading the schema registry {}: {e}", dir.display()),
+                    )
+                })?;
+            service.proto = Arc::new(ProtoToolSchemas::new(converter));
+        }
+        Ok(service)
+    }
+
+    /// Listener `listener`'s service over `catalog`: its own outer parts.
+    pub(crate) fn listener(&self, catalog: &Service, listener: &ListenerSpec) -> Service {
+        let mut service = catalog.clone();
+        if let Some(auth) = self.auth
+            && !listener.is_stdio()
+            && listener.options.auth != Some(false)
+        {
+            service = service.with_auth(auth.clone());
+        }
+        service.connections = self.connections.cloned();
+        service.http_routes.extend(self.pages.iter().cloned());
+        match self.cluster {
+            Some(cluster) => crate::cluster::in_cluster(service, cluster.clone()),
+            None => service,
+        }
+    }
+}
