@@ -410,3 +410,47 @@ async def test_stdio_listener_relays_plain_calls_to_a_stdio_upstream(mcpwire_bin
             assert scope.cancelled_caught
             r = await s.call_tool("echo", {"text": "still here"})
             assert text_of(r) == "still here"
+
+
+def backend_sessions(admin_port: int, name: str):
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{admin_port}/readyz", timeout=5) as r:
+        body = json.loads(r.read())
+    return next(b for b in body["backends"] if b["name"] == name).get("sessions")
+
+
+async def test_a_session_that_never_ends_does_not_keep_its_child(mcpwire_bin, tmp_path):
+    """Issue 23: a client that drops its HTTP session without `DELETE` (the TypeScript SDK's
+    `close()`, the Inspector CLI) left its child for the listener's 30-minute session
+    timeout. A session's child unused for `session_idle_secs` is stopped (the session's next
+    call gets a new one); one in use is kept; `/readyz` and `/metrics` count them."""
+    import socket
+    import urllib.request
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        admin = sock.getsockname()[1]
+    conf = gateway_config(tmp_path, faulty_backend("session_idle_secs = 2\n"))
+    conf.write_text(conf.read_text() + f'\n[admin]\nlisten = "127.0.0.1:{admin}"\n')
+    served = Served(mcpwire_bin, conf)
+    try:
+        async with streamable_http_client(served.url, terminate_on_close=False) as (r, w):
+            async with ClientSession(r, w, read_timeout_seconds=30) as s:
+                await s.initialize()
+                pid = await pid_of(s)
+                assert backend_sessions(admin, "up") == 1
+                metrics = urllib.request.urlopen(f"http://127.0.0.1:{admin}/metrics", timeout=5).read().decode()
+                assert 'mcpwire_backend_sessions{backend="up"} 1' in metrics, metrics
+                # In use: kept past the idle time.
+                for _ in range(8):
+                    assert await pid_of(s) == pid
+                    await anyio.sleep(0.4)
+                # Unused (the client went away without ending its session): stopped.
+                await wait_until(lambda: not alive(pid), seconds=15)
+                assert backend_sessions(admin, "up") == 0
+                # The same session's next call gets a new child.
+                assert await pid_of(s) not in (pid,)
+    finally:
+        served.close()

@@ -15,6 +15,10 @@ use tracing_subscriber::{EnvFilter, Layer, Registry};
 /// The default filter: warnings, and the telemetry summary.
 const DEFAULT_FILTER: &str = "warn,mcpwire::telemetry=info";
 
+/// What backends write on their stderr (one event per line with a `backend` field): shown
+/// at `info` whatever `MCPWIRE_LOG` says, unless it names this target.
+const CHILD_TARGET: &str = "mcpwire::child";
+
 static INSTALLED: OnceLock<LogFormat> = OnceLock::new();
 
 #[cfg(feature = "otel")]
@@ -34,6 +38,12 @@ pub fn init(format: LogFormat, telemetry: Option<&TelemetryConfig>) -> Result<()
         EnvFilter::try_from_env("MCPWIRE_LOG").unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
     if let Ok(announce) = ANNOUNCE_DIRECTIVE.parse() {
         filter = filter.add_directive(announce);
+    }
+    // Backends' stderr is shown as it always was, unless `MCPWIRE_LOG` says otherwise.
+    if !std::env::var("MCPWIRE_LOG").is_ok_and(|v| v.contains(CHILD_TARGET))
+        && let Ok(child) = format!("{CHILD_TARGET}=info").parse()
+    {
+        filter = filter.add_directive(child);
     }
     let stderr: BoxedLayer = match format {
         LogFormat::Text => Box::new(

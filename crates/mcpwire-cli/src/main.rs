@@ -17,6 +17,7 @@ mod logging;
 mod process_cmd;
 mod schema_cmd;
 mod serve_cmd;
+mod stdin_kind;
 mod synthetic_tools;
 mod tls_args;
 mod tokens;
@@ -44,6 +45,10 @@ Try it:
   mcpwire serve --demo --process tools=tools.py --listen http://127.0.0.1:8000/mcp --listen stdio
                                         one catalog from several backends, on several wires
   mcpwire serve --config mcpwire.toml   the same from a file, applying its edits while serving
+                                        (keys: docs/config.md; flags add to the file)
+  mcpwire serve --mcp-servers claude_desktop_config.json --listen http://127.0.0.1:8000/mcp
+                                        the servers an MCP host (Claude Desktop, Cursor,
+                                        VS Code) is configured with, behind one endpoint
 
 Logs go to stderr; set MCPWIRE_LOG (e.g. MCPWIRE_LOG=debug) to see more. stdout carries only
 protocol messages when serving over stdio.
@@ -53,7 +58,9 @@ and, with RUST_BACKTRACE=1, a backtrace). Exit status:
   0  success
   1  any other failure (a file that cannot be read, a schema that does not convert, …)
   2  usage error: bad arguments or options, a target that is neither a command line nor an
-     http(s):// URL, --args that is not a JSON object, a configuration file refused
+     http(s):// URL (or a URL with a bad port), --args that is not a JSON object, a
+     configuration refused (a backend's program that cannot be found included), `serve`
+     without --listen while stdin is /dev/null or a file
   3  connection failure: the server could not be started or reached, did not answer within
      --timeout, wrote something that is not MCP, or went away; a backend of `serve` (`run`,
      `dev`) could not be started
@@ -400,6 +407,9 @@ fn start(cli: Cli, matches: &clap::ArgMatches) -> Result<ExitCode> {
                 log_format(Some(&config), false)?;
                 let caller = args.check_as.caller(&config)?;
                 return runtime(true)?.block_on(serve_cmd::check(config, &caller, json));
+            }
+            if config.implicit_stdio() {
+                stdin_kind::check_default_stdio()?;
             }
             (config, serve_cmd::SERVE)
         }

@@ -10,8 +10,9 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::ArgMatches;
 use mcpwire_gateway::{
-    AdminConfig, BackendSource, BackendSpec, CheckCaller, Gateway, GatewayConfig, GatewayError,
-    ListenOptions, ListenerSpec, Natives, PrefixMode, ProcessSpec, ServerOptions, UpstreamSpec,
+    Additions, AdminConfig, BackendSource, BackendSpec, CheckCaller, Gateway, GatewayConfig,
+    GatewayError, ListenOptions, ListenerSpec, Natives, PrefixMode, ProcessSpec, ServerOptions,
+    UpstreamSpec,
 };
 
 use crate::auth_args::AuthArgs;
@@ -24,10 +25,18 @@ use crate::{ServeArgs, Transport};
 /// Options of `serve`.
 #[derive(clap::Args, Debug)]
 pub struct ServeCmdArgs {
-    /// A TOML configuration file (see the README). Edits are applied while serving: a
+    /// A TOML configuration file (keys: docs/config.md). Edits are applied while serving: a
     /// backend added, changed or removed; an invalid edit is refused and logged.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["upstream", "process", "demo", "listen", "prefix"])]
+    /// --listen, --upstream, --process, --demo and --mcp-servers add to the file (a
+    /// --listen replaces its default stdio listener; a backend named like one of the
+    /// file's is refused) and are added again at every reload.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["prefix"])]
     config: Option<PathBuf>,
+    /// Serve the servers of an MCP host's configuration (repeatable): Claude Desktop's
+    /// claude_desktop_config.json or Cursor's mcp.json ({"mcpServers": …}), VS Code's
+    /// .vscode/mcp.json or settings.json ({"servers": …}). Each server is a backend.
+    #[arg(long, value_name = "FILE")]
+    mcp_servers: Vec<PathBuf>,
     /// An upstream MCP server (repeatable): NAME='COMMAND LINE' (a stdio server),
     /// NAME=http(s)://… (Streamable HTTP) or NAME=mcpb://HOST:PORT.
     #[arg(long, value_name = "NAME=TARGET")]
@@ -105,9 +114,10 @@ pub fn natives() -> Natives {
     Natives::new().with("demo", mcpwire_example_everything::server)
 }
 
-/// The configuration `serve` was given: the file, or the flags in command-line order
-/// (the order decides who keeps a colliding name).
+/// The configuration `serve` was given: the file and what flags add to it, or the flags
+/// alone, in command-line order (the order decides who keeps a colliding name).
 pub fn config(args: &ServeCmdArgs, matches: Option<&ArgMatches>) -> Result<GatewayConfig> {
+    let additions = additions(args, matches)?;
     if let Some(path) = &args.config {
         let mut config = GatewayConfig::load(path)?;
         if args.no_reload {
@@ -131,6 +141,7 @@ pub fn config(args: &ServeCmdArgs, matches: Option<&ArgMatches>) -> Result<Gatew
             )
             .into());
         }
+        config.add(additions)?;
         apply_metrics_listen(&mut config, args.metrics_listen);
         apply_busy_poll(&mut config, args.busy_poll_us);
         return Ok(config);
@@ -144,13 +155,35 @@ pub fn config(args: &ServeCmdArgs, matches: Option<&ArgMatches>) -> Result<Gatew
             _ => PrefixMode::Conditional,
         };
     }
+    for (spec, shown) in additions.backends {
+        config.push_backend(spec, shown);
+    }
+    for (spec, shown) in additions.listeners {
+        config.push_listener(spec, shown);
+    }
+    if config.listeners.is_empty() {
+        // The implicit listener: no key of its own (see `GatewayConfig::implicit_stdio`).
+        config
+            .listeners
+            .push(ListenerSpec::parse("stdio").map_err(UsageError)?);
+    }
+    config.auth = args.auth.config()?;
+    config.limits = args.limits.config()?;
+    apply_metrics_listen(&mut config, args.metrics_listen);
+    config.validate()?;
+    Ok(config)
+}
+
+/// The listeners and backends the flags declare, each with the flag as shown in messages;
+/// backends in command-line order.
+fn additions(args: &ServeCmdArgs, matches: Option<&ArgMatches>) -> Result<Additions> {
     let at = |id: &str, n: usize| -> Vec<usize> {
         matches
             .and_then(|m| m.indices_of(id))
             .map(|i| i.collect())
             .unwrap_or_else(|| (0..n).collect())
     };
-    let mut backends: Vec<(usize, String, BackendSpec)> = Vec::new();
+    let mut backends: Vec<(usize, BackendSpec, String)> = Vec::new();
     for (i, flag) in at("upstream", args.upstream.len())
         .into_iter()
         .zip(&args.upstream)
@@ -159,11 +192,8 @@ pub fn config(args: &ServeCmdArgs, matches: Option<&ArgMatches>) -> Result<Gatew
         let (name, target) = split_named(flag, &shown)?;
         let target =
             UpstreamSpec::parse(target).map_err(|e| UsageError(format!("{shown}: {e}")))?;
-        backends.push((
-            i,
-            shown,
-            BackendSpec::new(name, BackendSource::Upstream(target)),
-        ));
+        let spec = BackendSpec::new(name, BackendSource::Upstream(target));
+        backends.push((i, spec, shown));
     }
     for (i, flag) in at("process", args.process.len())
         .into_iter()
@@ -172,19 +202,25 @@ pub fn config(args: &ServeCmdArgs, matches: Option<&ArgMatches>) -> Result<Gatew
         let shown = format!("--process {flag}");
         let (name, file) = split_named(flag, &shown)?;
         let source = BackendSource::Process(ProcessSpec::new(file));
-        backends.push((i, shown, BackendSpec::new(name, source)));
+        backends.push((i, BackendSpec::new(name, source), shown));
+    }
+    for (i, file) in at("mcp_servers", args.mcp_servers.len())
+        .into_iter()
+        .zip(&args.mcp_servers)
+    {
+        let shown = format!("--mcp-servers {}", file.display());
+        for spec in mcpwire_gateway::mcp_servers(file)? {
+            backends.push((i, spec, shown.clone()));
+        }
     }
     if args.demo {
         let i = at("demo", 1).first().copied().unwrap_or(0);
         let source = BackendSource::Native {
             server: "demo".into(),
         };
-        backends.push((i, "--demo".into(), BackendSpec::new("demo", source)));
+        backends.push((i, BackendSpec::new("demo", source), "--demo".into()));
     }
     backends.sort_by_key(|(i, _, _)| *i);
-    for (_, shown, spec) in backends {
-        config.push_backend(spec, shown);
-    }
     if args.tls.given() && !args.listen.iter().any(|u| ListenerSpec::is_tls_url(u)) {
         return Err(UsageError(
             "--tls-cert is for TLS listeners: give --listen https://…, wss://…, grpcs://… or \
@@ -193,6 +229,7 @@ pub fn config(args: &ServeCmdArgs, matches: Option<&ArgMatches>) -> Result<Gatew
         )
         .into());
     }
+    let mut listeners = Vec::new();
     for url in &args.listen {
         let shown = format!("--listen {url}");
         let options = ListenOptions {
@@ -202,16 +239,15 @@ pub fn config(args: &ServeCmdArgs, matches: Option<&ArgMatches>) -> Result<Gatew
         };
         let spec = ListenerSpec::with_options(options)
             .map_err(|(_, e)| UsageError(format!("{shown}: {e}")))?;
-        config.push_listener(spec, shown);
+        listeners.push((spec, shown));
     }
-    if config.listeners.is_empty() {
-        config.push_listener(ListenerSpec::parse("stdio").map_err(UsageError)?, "serve");
-    }
-    config.auth = args.auth.config()?;
-    config.limits = args.limits.config()?;
-    apply_metrics_listen(&mut config, args.metrics_listen);
-    config.validate()?;
-    Ok(config)
+    Ok(Additions {
+        listeners,
+        backends: backends
+            .into_iter()
+            .map(|(_, spec, shown)| (spec, shown))
+            .collect(),
+    })
 }
 
 /// `--metrics-listen`: the admin listener, over the file's `[admin]`.
@@ -382,6 +418,22 @@ pub async fn serve(config: GatewayConfig, preset: Preset) -> Result<ExitCode> {
     {
         mcpwire::observe::announce(format_args!("{hint}"));
     }
-    gateway.serve(None).await.context("serving")?;
+    let stdio = gateway
+        .config()
+        .listeners
+        .iter()
+        .any(ListenerSpec::is_stdio);
+    let signals = mcpwire::wires::shutdown_on_signals().context("serving")?;
+    gateway
+        .serve(Some(signals.child_token()))
+        .await
+        .context("serving")?;
+    if stdio && !signals.is_cancelled() {
+        // Not a signal: the stdio listener ended, which ends the gateway.
+        mcpwire::observe::announce(format_args!(
+            "mcpwire: stdin reached end of input: the stdio listener stopped, and with it the \
+             gateway"
+        ));
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -8,7 +8,6 @@ mod common;
 mod peers;
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -113,29 +112,7 @@ impl Drop for Gateway {
 }
 
 /// A directory of its own for one test's configuration file.
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(test: &str) -> Dir {
-        let dir = std::env::temp_dir().join(format!("mcpwire-serve-{test}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        Dir(dir)
-    }
-
-    /// Writes `mcpwire.toml` and returns its path.
-    fn config(&self, text: &str) -> String {
-        let path = self.0.join("mcpwire.toml");
-        std::fs::write(&path, text).expect("write the configuration");
-        path.to_string_lossy().into_owned()
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+type Dir = common::TestDir;
 
 fn init_params() -> Value {
     json!({"protocolVersion": "2025-11-25", "capabilities": {},
@@ -152,13 +129,7 @@ fn tool_names<P: Peer>(c: &mut Conversation<P>) -> Vec<String> {
 
 /// `tools/list` as names.
 fn listed<P: Peer>(c: &mut Conversation<P>, id: i64) -> Vec<String> {
-    let r = c.request(id, "tools/list", json!({}));
-    r["result"]["tools"]
-        .as_array()
-        .unwrap_or_else(|| panic!("a tool list: {r}"))
-        .iter()
-        .map(|t| t["name"].as_str().expect("a name").to_owned())
-        .collect()
+    common::listed_names(&c.request(id, "tools/list", json!({})))
 }
 
 /// `mcpwire ARGS` to completion (bounded): status code, stdout, stderr.
@@ -363,8 +334,12 @@ fn configuration_errors_name_the_file_line_and_key() {
             "{args:?}\n  got: {stderr}\n want: {says}"
         );
     }
-    let (code, _, stderr) = run(&["serve", "--config", "x.toml", "--demo"]);
-    assert_eq!(code, Some(2), "a file or flags, not both: {stderr}");
+    let (code, _, stderr) = run(&["serve", "--config", "x.toml", "--prefix", "always"]);
+    assert_eq!(
+        code,
+        Some(2),
+        "the file's [server] prefix, not the flag: {stderr}"
+    );
 }
 
 #[test]
@@ -401,9 +376,14 @@ fn check_prints_the_merged_catalog() {
     assert_eq!(collisions[0]["name"], "echo");
     assert_eq!(collisions[0]["kept_by"], "a");
 
-    // A backend that does not start is shown, and the status says so.
+    // A backend that does not start is shown, and the status says so (a tool file that
+    // does not exist at all is a configuration error: status 2).
+    let broken = dir.0.join("broken");
+    std::fs::write(&broken, "#!/bin/sh\nexit 1\n").expect("write");
+    std::fs::set_permissions(&broken, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
     let conf = dir.config(&format!(
-        "{TWO_DEMOS}[backends.broken]\nprocess = \"/nonexistent/tools.py\"\n"
+        "{TWO_DEMOS}[backends.broken]\nprocess = \"broken\"\n"
     ));
     let (code, text, _) = run(&["serve", "--config", &conf, "--check"]);
     assert_eq!(code, Some(3), "{text}");

@@ -85,6 +85,20 @@ pub struct ClientOptions {
     pub tls: mcpwire_server::tls::ClientTls,
     /// HTTP: the credentials sent to the server (static headers, bearer token, OAuth).
     pub auth: Option<auth::UpstreamAuth>,
+    /// Stdio: how the child process is started (environment, directory, its stderr).
+    pub child: ChildOptions,
+}
+
+/// How a stdio server's child process is started.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChildOptions {
+    /// Variables set in its environment (over the ones it inherits).
+    pub env: Vec<(String, String)>,
+    /// Its working directory (`None`: ours).
+    pub cwd: Option<std::path::PathBuf>,
+    /// `Some(name)`: its stderr is read line by line and logged as `tracing` events with
+    /// `backend = name` (target `mcpwire::child`); `None`: it shares our stderr.
+    pub log_stderr_as: Option<String>,
 }
 
 impl Default for ClientOptions {
@@ -101,6 +115,7 @@ impl Default for ClientOptions {
             busy_poll: Duration::ZERO,
             tls: mcpwire_server::tls::ClientTls::default(),
             auth: None,
+            child: ChildOptions::default(),
         }
     }
 }

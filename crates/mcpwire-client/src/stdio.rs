@@ -1,5 +1,6 @@
 //! An MCP server as a child process: newline-delimited JSON-RPC on its stdin/stdout (its
-//! stderr is passed through), run by the driver core's [`FramedDriver`] with a
+//! stderr is passed through, or logged line by line under a backend's name: see
+//! [`crate::ChildOptions`]), run by the driver core's [`FramedDriver`] with a
 //! [`StdioClientEndpoint`] over the client session.
 //!
 //! Stdout is the protocol: a line that is not JSON ends the connection with an error that
@@ -50,17 +51,28 @@ pub(crate) async fn connect(
         "`{}`",
         excerpt(&shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_default())
     );
-    let mut child = Command::new(program)
+    let spawn = &opts.child;
+    let mut command = Command::new(program);
+    command
         .args(args)
+        .envs(spawn.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|error| ClientError::Spawn {
-            program: program.clone(),
-            error,
-        })?;
+        .stderr(match spawn.log_stderr_as {
+            Some(_) => Stdio::piped(),
+            None => Stdio::inherit(),
+        })
+        .kill_on_drop(true);
+    if let Some(dir) = &spawn.cwd {
+        command.current_dir(dir);
+    }
+    let mut child = command.spawn().map_err(|error| ClientError::Spawn {
+        program: program.clone(),
+        error,
+    })?;
+    if let (Some(name), Some(stderr)) = (&spawn.log_stderr_as, child.stderr.take()) {
+        tokio::spawn(log_stderr(stderr, name.clone()));
+    }
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         return Err(ClientError::Io(format!("{peer}: no pipes to the child")));
     };
@@ -105,6 +117,17 @@ pub(crate) async fn connect(
     let driver = FramedDriver::new(stdout, codec, stdin, endpoint, opts.busy_poll);
     tokio::spawn(run(driver));
     parts.pending.settle(HINT).await
+}
+
+/// Logs every line of a child's stderr under its backend's `name` until it ends (read
+/// continuously: a child never blocks on a full pipe; long lines cut, bad UTF-8 replaced).
+async fn log_stderr(stderr: tokio::process::ChildStderr, name: String) {
+    use futures::StreamExt;
+    let mut lines = tokio_util::codec::FramedRead::new(stderr, mcpwire_wire::TextLines::default());
+    while let Some(Ok(line)) = lines.next().await {
+        let text = line.text;
+        tracing::info!(target: "mcpwire::child", backend = %name, stream = "stderr", "{name}: {text}");
+    }
 }
 
 /// The connection's task: drive until the endpoint closes, then wind down — the server gets

@@ -34,7 +34,7 @@ impl Target {
         let text = target.trim();
         let lower = text.to_ascii_lowercase();
         if lower.starts_with("http://") || lower.starts_with("https://") {
-            return Ok(Target::Url(text.to_owned()));
+            return Target::url(text);
         }
         for (scheme, tls) in [("mcpb://", false), ("mcpbs://", true), ("tcps://", true)] {
             if lower.starts_with(scheme) {
@@ -70,6 +70,49 @@ impl Target {
     }
 }
 
+impl Target {
+    /// An `http://` or `https://` URL, its host and port checked (a port is 1 to 65535),
+    /// so a mistyped address is refused here rather than failing later to connect.
+    pub fn url(url: &str) -> Result<Target, ClientError> {
+        let text = url.trim();
+        let bad = |why: &str| ClientError::Target(format!("`{text}` is not a usable URL: {why}"));
+        let lower = text.to_ascii_lowercase();
+        let rest = ["http://", "https://"]
+            .iter()
+            .find_map(|s| lower.starts_with(s).then(|| &text[s.len()..]))
+            .ok_or_else(|| bad("give an http:// or https:// URL"))?;
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+        let (host, port) = if let Some(v6) = hostport.strip_prefix('[') {
+            let (addr, after) = v6
+                .split_once(']')
+                .ok_or_else(|| bad("an IPv6 address needs its closing `]`"))?;
+            if addr.parse::<std::net::Ipv6Addr>().is_err() {
+                return Err(bad(&format!("`{addr}` is not an IPv6 address")));
+            }
+            match after.strip_prefix(':') {
+                Some(p) => (v6, Some(p)),
+                None if after.is_empty() => (v6, None),
+                None => return Err(bad("text after the IPv6 address")),
+            }
+        } else {
+            match hostport.rsplit_once(':') {
+                Some((h, p)) => (h, Some(p)),
+                None => (hostport, None),
+            }
+        };
+        if host.is_empty() || host.contains(char::is_whitespace) {
+            return Err(bad("it has no host"));
+        }
+        if let Some(port) = port
+            && !port.parse::<u16>().is_ok_and(|p| p != 0)
+        {
+            return Err(bad(&format!("port `{port}` is not 1 to 65535")));
+        }
+        Ok(Target::Url(text.to_owned()))
+    }
+}
+
 impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -93,7 +136,10 @@ fn parse_mcpb(rest: &str, tls: bool) -> Result<Target, ClientError> {
         Some((t, a)) => (Some(t.to_owned()).filter(|t| !t.is_empty()), a),
         None => (None, rest),
     };
-    if !looks_like_address(addr) || addr.contains('/') {
+    let port_ok = addr
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.parse::<u16>().is_ok_and(|p| p != 0));
+    if !looks_like_address(addr) || addr.contains('/') || !port_ok {
         let s = if tls { "s" } else { "" };
         return Err(ClientError::Target(format!(
             "`mcpb{s}://{addr}`: an MCPB target is mcpb{s}://[TOKEN@]host:port"
@@ -180,5 +226,33 @@ mod tests {
             "mcpb://localhost:9000"
         );
         assert!(Target::parse("mcpb://127.0.0.1").is_err());
+    }
+
+    #[test]
+    fn urls_are_checked() {
+        for good in [
+            "http://127.0.0.1:8000/mcp",
+            "https://example.com/mcp",
+            "http://[::1]:1/mcp",
+            "http://user:pw@host:65535",
+            "http://host?x=1",
+        ] {
+            assert!(Target::parse(good).is_ok(), "{good}");
+        }
+        for (bad, says) in [
+            (
+                "http://127.0.0.1:99999/mcp",
+                "port `99999` is not 1 to 65535",
+            ),
+            ("http://127.0.0.1:0/mcp", "port `0`"),
+            ("http://host:x/mcp", "port `x`"),
+            ("http:///mcp", "no host"),
+            ("http://[::1/mcp", "closing"),
+            ("http://[zz]:1/mcp", "not an IPv6"),
+        ] {
+            let e = Target::parse(bad).unwrap_err().to_string();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        assert!(Target::parse("mcpb://127.0.0.1:99999").is_err());
     }
 }

@@ -192,6 +192,12 @@ pub struct FederationConfig {
     /// extension even when no member does yet, for catalogs that grow at run time (hot
     /// reload): capabilities are fixed when a client connects.
     pub advertise_all: bool,
+    /// A fail-closed member that cannot list at the start does not fail
+    /// [`Federation::new`](crate::Federation::new): the federation starts refusing lists and
+    /// calls (as when such a member goes down later) and lists it again with backoff until
+    /// it answers — a server started before its upstreams (default: `false`, the start
+    /// fails).
+    pub wait_for_required: bool,
     /// Per-caller allow/deny rules over the catalog (open by default): hidden items are
     /// not listed and answer as unknown ones, for the federation and every view.
     pub policy: Policy,
@@ -214,6 +220,7 @@ impl FederationConfig {
             max_items_per_member: 10_000,
             retry_initial: Duration::from_secs(1),
             retry_max: Duration::from_secs(60),
+            wait_for_required: false,
             advertise_all: false,
             policy: Policy::default(),
         }

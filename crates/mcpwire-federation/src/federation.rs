@@ -128,7 +128,9 @@ impl Federation {
         )
         .await;
         for (m, l) in config.members.iter().zip(&listings) {
-            if let (Err(reason), FailMode::FailClosed) = (l, m.fail_mode) {
+            if let (Err(reason), FailMode::FailClosed, false) =
+                (l, m.fail_mode, config.wait_for_required)
+            {
                 return Err(FederationError::MemberUnavailable {
                     member: m.name.clone(),
                     reason: reason.clone(),
@@ -229,6 +231,21 @@ impl Federation {
         ] {
             let _ = self.events.send(event);
         }
+    }
+
+    /// Sessions member `name` holds open for downstream sessions now
+    /// ([`Backend::open_sessions`]).
+    pub fn member_sessions(&self, name: &str) -> Option<usize> {
+        let backend = {
+            let st = self.lock();
+            st.slots
+                .iter()
+                .find(|s| s.member.name == name)?
+                .member
+                .backend
+                .clone()
+        };
+        backend.open_sessions()
     }
 
     /// Subscribes to the federation's events (for views).

@@ -90,9 +90,10 @@ pub struct StartFailure {
     pub unsupported: bool,
 }
 
-/// Whether this program can serve `spec` at all (a native server must be registered);
-/// otherwise why not.
-pub fn supported(spec: &BackendSpec, natives: &Natives) -> Result<(), String> {
+/// Whether this program can serve `spec` at all: a native server must be registered, a
+/// command's program found and executable, a tool file present. Otherwise the key
+/// concerned (`""`: the backend itself) and why not.
+pub fn supported(spec: &BackendSpec, natives: &Natives) -> Result<(), (&'static str, String)> {
     match &spec.source {
         BackendSource::Native { server: name } if !natives.servers.contains_key(name) => {
             let known: Vec<&str> = natives.names().collect();
@@ -101,8 +102,26 @@ pub fn supported(spec: &BackendSpec, natives: &Natives) -> Result<(), String> {
             } else {
                 format!("this program has {}", known.join(", "))
             };
-            Err(format!("no native server named `{name}` ({offer})"))
+            Err(("", format!("no native server named `{name}` ({offer})")))
         }
+        BackendSource::Upstream(up) => match &up.target {
+            Target::Command { argv } => {
+                if let Some(dir) = &up.cwd
+                    && !dir.is_dir()
+                {
+                    return Err(("cwd", format!("{} is not a directory", dir.display())));
+                }
+                let program = argv.first().map_or("", String::as_str);
+                crate::program::find(program, up.cwd.as_deref(), &up.env)
+                    .map(|_| ())
+                    .map_err(|why| ("command", why))
+            }
+            _ => Ok(()),
+        },
+        BackendSource::Process(p) if !p.file.is_file() => Err((
+            "process",
+            format!("the tool file {} does not exist", p.file.display()),
+        )),
         _ => Ok(()),
     }
 }
@@ -151,6 +170,7 @@ pub async fn start(
             config.handshake_timeout = p.handshake_timeout;
             config.max_raw = p.max_result_bytes;
             config.max_envelope = server.max_message_bytes;
+            config.name = Some(spec.name.clone());
             let backend = ProcessBackend::start(config).await.map_err(|e| {
                 fail(
                     format!(
@@ -191,8 +211,11 @@ pub async fn start(
             config.era = up.era;
             config.shared = up.is_shared();
             config.max_sessions = up.max_sessions;
+            config.session_idle = up.session_idle;
             config.tls = up.tls.clone();
             config.busy_poll = server.busy_poll;
+            config.child.env = up.env.clone().into_iter().collect();
+            config.child.cwd = up.cwd.clone();
             let backend = UpstreamBackend::connect(config)
                 .await
                 .map_err(|e| fail(format!("connecting to the upstream server: {e}"), false))?;

@@ -44,6 +44,24 @@ pub struct GatewayConfig {
     pub cluster: Option<crate::cluster::ClusterConfig>,
     /// Where traces go (`[telemetry]`; read at start only, the binary installs it).
     pub telemetry: mcpwire_server::observe::TelemetryConfig,
+    /// What command-line flags added to the file (added again on every reload).
+    pub additions: Additions,
+}
+
+/// What command-line flags add to a configuration file, each with the flag that said it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Additions {
+    /// `--listen`.
+    pub listeners: Vec<(ListenerSpec, String)>,
+    /// `--upstream`, `--process`, `--demo`, `--mcp-servers`, in command-line order.
+    pub backends: Vec<(BackendSpec, String)>,
+}
+
+impl Additions {
+    /// Whether the flags added nothing.
+    pub fn is_empty(&self) -> bool {
+        self.listeners.is_empty() && self.backends.is_empty()
+    }
 }
 
 /// The admin listener (`[admin]`, `--metrics-listen`).
@@ -215,6 +233,10 @@ pub struct UpstreamSpec {
     /// command (each is a child process) and 4,096 for an HTTP URL or MCPB address (each
     /// is a session id or a connection); beyond, calls are refused naming the key.
     pub max_sessions: usize,
+    /// `shared = false`: a downstream session's upstream session unused this long is
+    /// closed, the session's next call opening a new one (`session_idle_secs`, default
+    /// 300; `None`, from 0: kept until the downstream session ends).
+    pub session_idle: Option<Duration>,
     /// Which era to speak upstream (`era = "auto" | "handshake" | "stateless"`).
     pub era: EraChoice,
     /// `https://` and `mcpbs://` upstreams: the CA to trust instead of the system's, and a
@@ -222,6 +244,10 @@ pub struct UpstreamSpec {
     pub tls: ClientTls,
     /// What the gateway authenticates with toward it (`bearer_*`, `headers`, `oauth`).
     pub credentials: crate::credentials::CredentialsSpec,
+    /// A command: variables set in its environment (`env`), over the inherited ones.
+    pub env: BTreeMap<String, String>,
+    /// A command: its working directory (`cwd`; `None`: the gateway's).
+    pub cwd: Option<PathBuf>,
 }
 
 impl UpstreamSpec {
@@ -238,9 +264,12 @@ impl UpstreamSpec {
             call_timeout: None,
             shared: None,
             max_sessions,
+            session_idle: Some(crate::upstream::DEFAULT_SESSION_IDLE),
             era: EraChoice::Auto,
             tls: ClientTls::default(),
             credentials: Default::default(),
+            env: BTreeMap::new(),
+            cwd: None,
         }
     }
 
@@ -320,6 +349,7 @@ impl GatewayConfig {
             admin: None,
             cluster: None,
             telemetry: mcpwire_server::observe::TelemetryConfig::default(),
+            additions: Additions::default(),
         }
     }
 
@@ -339,9 +369,46 @@ impl GatewayConfig {
 
     /// Records that `flag` declared what is at `key` (for messages).
     pub fn note_flag(&mut self, key: &KeyPath, flag: String) {
-        if let Origin::Flags(flags) = &mut self.origin {
-            flags.push((key.clone(), flag));
+        self.origin.note_flag(key, flag);
+    }
+
+    /// Whether the only listener is stdio by default (no `[[listen]]`, no `--listen`): the
+    /// one listener without a key of its own.
+    pub fn implicit_stdio(&self) -> bool {
+        matches!(self.listeners.as_slice(), [l] if l.is_stdio() && l.key.segs().is_empty())
+    }
+
+    /// Adds what command-line flags declare to a configuration file's (`--config` with
+    /// `--listen`, `--upstream`, `--process`, `--demo`, `--mcp-servers`), and keeps them so
+    /// that every reload of the file adds them again. Listeners from flags replace the
+    /// file's implicit stdio (a file without `[[listen]]`); a backend named like one of
+    /// the file's is refused.
+    pub fn add(&mut self, additions: Additions) -> Result<(), ConfigError> {
+        if !additions.listeners.is_empty() && self.implicit_stdio() {
+            self.listeners.clear();
         }
+        for (spec, flag) in &additions.listeners {
+            self.push_listener(spec.clone(), flag.clone());
+        }
+        for (spec, flag) in &additions.backends {
+            if self.backend(&spec.name).is_some() {
+                let file = match &self.origin {
+                    Origin::File { path, .. } => path.display().to_string(),
+                    Origin::Flags(_) => "the configuration".into(),
+                };
+                return Err(ConfigError {
+                    place: flag.clone(),
+                    key: None,
+                    message: format!(
+                        "a backend named `{}` is already in {file}: give this one another name",
+                        spec.name
+                    ),
+                });
+            }
+            self.push_backend(spec.clone(), flag.clone());
+        }
+        self.additions = additions;
+        self.validate()
     }
 
     /// The backend named `name`.

@@ -17,6 +17,9 @@ pub enum Origin {
         path: PathBuf,
         /// Its text (to place errors).
         text: Arc<str>,
+        /// Command-line flags that added to it (`--listen`, `--upstream`, … with
+        /// `--config`): which flag declared the entry at each path.
+        flags: Vec<(KeyPath, String)>,
     },
     /// Command-line flags: which flag declared the entry at each path.
     Flags(Vec<(KeyPath, String)>),
@@ -32,7 +35,12 @@ impl Origin {
     pub fn error_at(&self, key: &KeyPath, message: impl Into<String>) -> ConfigError {
         let message = message.into();
         match self {
-            Origin::File { path, text } => {
+            Origin::File { flags, .. } if let Some(flag) = flag_of(flags, key) => ConfigError {
+                place: flag,
+                key: None,
+                message,
+            },
+            Origin::File { path, text, .. } => {
                 let at =
                     position::span_of(text, key).map(|span| position::line_col(text, span.start));
                 ConfigError {
@@ -41,18 +49,18 @@ impl Origin {
                     message,
                 }
             }
-            Origin::Flags(flags) => {
-                let flag = flags
-                    .iter()
-                    .filter(|(p, _)| key.starts_with(p))
-                    .max_by_key(|(p, _)| p.segs().len())
-                    .map(|(_, f)| f.clone());
-                ConfigError {
-                    place: flag.unwrap_or_else(|| "command line".into()),
-                    key: None,
-                    message,
-                }
-            }
+            Origin::Flags(flags) => ConfigError {
+                place: flag_of(flags, key).unwrap_or_else(|| "command line".into()),
+                key: None,
+                message,
+            },
+        }
+    }
+
+    /// Records that `flag` declared what is at `key`.
+    pub(crate) fn note_flag(&mut self, key: &KeyPath, flag: String) {
+        match self {
+            Origin::File { flags, .. } | Origin::Flags(flags) => flags.push((key.clone(), flag)),
         }
     }
 
@@ -74,6 +82,15 @@ impl Origin {
             message: e.message().trim().to_owned(),
         }
     }
+}
+
+/// The flag that declared `key` (or what holds it), if a flag did.
+fn flag_of(flags: &[(KeyPath, String)], key: &KeyPath) -> Option<String> {
+    flags
+        .iter()
+        .filter(|(p, _)| key.starts_with(p))
+        .max_by_key(|(p, _)| p.segs().len())
+        .map(|(_, f)| f.clone())
 }
 
 fn place(path: &std::path::Path, at: Option<(usize, usize)>) -> String {

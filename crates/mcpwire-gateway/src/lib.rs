@@ -18,13 +18,16 @@ mod config;
 mod consent;
 mod credentials;
 mod error;
-mod file;
+pub(crate) mod file;
+mod import;
 mod key_path;
+mod late;
 pub mod limits;
 mod listen;
 #[cfg(feature = "otel")]
 pub mod otel;
 mod position;
+mod program;
 mod redirect;
 mod reload;
 mod section;
@@ -34,16 +37,18 @@ pub mod upstream;
 
 pub use backends::{Natives, StartFailure, Started, supported};
 pub use check::{BackendCheck, CheckCaller, CheckReport, ListenerCheck, ViewCheck};
+pub use late::LateBackend;
 pub use reload::{ReloadPlan, plan};
 pub use serving::{Gateway, GatewayError};
 
 pub use config::{
-    AdminConfig, BackendSource, BackendSpec, FailMode, GatewayConfig, MemberOptions, PrefixMode,
-    ProcessSpec, ServerOptions, UpstreamSpec, mcpb_target,
+    Additions, AdminConfig, BackendSource, BackendSpec, FailMode, GatewayConfig, MemberOptions,
+    PrefixMode, ProcessSpec, ServerOptions, UpstreamSpec, mcpb_target,
 };
 pub use consent::DEFAULT_CALLBACK_PATH;
 pub use credentials::{ConsentMode, CredentialsSpec, OAuthSpec};
 pub use error::{ConfigError, Origin};
+pub use import::mcp_servers;
 pub use key_path::{KeyPath, Seg};
 pub use listen::{ListenOptions, ListenerSpec, Scheme, TlsOptions};
 pub use section::limits::LimitsConfig;

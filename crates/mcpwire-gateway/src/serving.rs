@@ -18,9 +18,10 @@ use crate::auth::Authenticator;
 use crate::backends::{self, Natives, StartFailure, Started};
 use crate::check::{CheckCaller, CheckReport};
 use crate::cluster::Cluster;
-use crate::config::{BackendSource, BackendSpec, FailMode, GatewayConfig};
+use crate::config::{BackendSource, BackendSpec, FailMode, GatewayConfig, ServerOptions};
 use crate::error::{ConfigError, Origin};
 use crate::key_path::KeyPath;
+use crate::late::LateBackend;
 use crate::limits::{RateLimits, Rejections, SharedRateLimits};
 use crate::reload::{ReloadPlan, plan};
 use crate::stack;
@@ -43,9 +44,9 @@ pub enum GatewayError {
     /// A backend did not start.
     #[error(transparent)]
     Start(#[from] StartFailure),
-    /// A listener could not listen, or failed.
-    #[error("{0}")]
-    Serve(#[source] std::io::Error),
+    /// A listener could not listen, or failed (shown once: the error is its own message).
+    #[error(transparent)]
+    Serve(std::io::Error),
     /// `[cluster]`: the store could not be reached, or the session keys are unusable.
     #[error("cluster: {0}")]
     Cluster(#[from] crate::cluster::ClusterError),
@@ -63,8 +64,14 @@ pub struct Gateway {
     natives: Natives,
     /// Running backends, in configuration order.
     running: Vec<Started>,
-    /// Fail-open backends that did not start: name and why.
+    /// Fail-open backends that did not start at a reload: name and why (at the start, one
+    /// that did not start is a late member: `late.rs`).
     down: Vec<(String, String)>,
+    /// A fail-closed backend that cannot start waits as a late member (serving), rather
+    /// than failing the start (`--check`).
+    late_closed: bool,
+    /// Backends that did not start at the start, members meanwhile (`late.rs`).
+    late: Vec<Arc<LateBackend>>,
     federation: Option<Arc<Federation>>,
     /// One service per listener, in listener order.
     services: Vec<Service>,
@@ -103,7 +110,7 @@ impl Gateway {
             || !config.views.is_empty()
             || config.policy.is_some()
             || matches!(config.origin, Origin::File { .. });
-        Gateway::start_as(config, natives, federate).await
+        Gateway::start_as(config, natives, federate, true).await
     }
 
     /// Starts `config` as [`Gateway::start`] does, always through a federation, and reports
@@ -122,19 +129,22 @@ impl Gateway {
         natives: Natives,
         caller: &CheckCaller,
     ) -> Result<CheckReport, GatewayError> {
-        let gateway = Gateway::start_as(config, natives, true).await?;
+        let gateway = Gateway::start_as(config, natives, true, false).await?;
         Ok(CheckReport::new(
             &gateway.config,
-            &gateway.down,
+            &gateway.down_now(),
             gateway.federation.as_deref(),
             caller,
         ))
     }
 
+    /// `late_closed`: a fail-closed backend that cannot start waits as a late member (the
+    /// catalog refusing meanwhile) rather than failing the start (`--check` reports it).
     async fn start_as(
         config: GatewayConfig,
         natives: Natives,
         federate: bool,
+        late_closed: bool,
     ) -> Result<Gateway, GatewayError> {
         config.validate()?;
         for spec in &config.backends {
@@ -147,22 +157,45 @@ impl Gateway {
             .map(|spec| backends::start(spec, &config.server, &natives, &consents));
         let results = join_all(starting).await;
         let mut running = Vec::new();
-        let mut down = Vec::new();
+        let mut late = Vec::new();
+        let mut failed = Vec::new();
         for (spec, result) in config.backends.iter().zip(results) {
             match result {
                 Ok(started) => running.push(started),
-                Err(f) if federate && spec.member.fail == FailMode::Open => {
-                    tracing::error!("{f}; serving the others without it (fail = \"open\")");
-                    down.push((spec.name.clone(), f.reason));
+                // Down now, not misconfigured: it stays a member, down, and is started
+                // again with the federation's backoff (`late.rs`). A fail-closed one makes
+                // the catalog refuse until it is up (`/readyz` answers 503 meanwhile).
+                Err(f)
+                    if federate
+                        && !f.unsupported
+                        && (late_closed || spec.member.fail == FailMode::Open) =>
+                {
+                    failed.push((spec, f));
                 }
                 Err(f) => return Err(f.into()),
             }
+        }
+        let up = running.len();
+        for (spec, f) in failed {
+            if up == 0 {
+                tracing::error!(
+                    "{f}; retrying with backoff; no other backend is running: the catalog is \
+                     empty until one is up"
+                );
+            } else {
+                tracing::error!("{f}; retrying with backoff, serving the others meanwhile");
+            }
+            let (started, backend) = late_started(spec, &config.server, &natives, &consents, &f);
+            late.push(backend);
+            running.push(started);
         }
         let mut gateway = Gateway {
             config,
             natives,
             running,
-            down,
+            down: Vec::new(),
+            late_closed,
+            late,
             federation: None,
             services: Vec::new(),
             rate_limits: None,
@@ -255,6 +288,11 @@ impl Gateway {
         if let Some(policy) = &self.config.policy {
             fc.policy = policy.clone();
         }
+        // A backend that is down is listed again at 1 s, 2 s, 4 s, 8 s, then every 10 s
+        // (docs/design/gateway.md § Backends that are down).
+        fc.retry_initial = Duration::from_secs(1);
+        fc.retry_max = LATE_RETRY_MAX;
+        fc.wait_for_required = self.late_closed;
         Federation::new(fc)
             .await
             .map_err(|e| federation_error(&self.config, e))
@@ -328,6 +366,7 @@ impl Gateway {
                         .members
                         .into_iter()
                         .map(|m| BackendHealth {
+                            sessions: fed.member_sessions(&m.name),
                             required: m.fail_mode == mcpwire_federation::FailMode::FailClosed,
                             up: m.health.is_ok(),
                             reason: match m.health {
@@ -340,15 +379,20 @@ impl Gateway {
                 })
             }
             None => {
-                let names: Vec<String> = self.running.iter().map(|b| b.spec.name.clone()).collect();
+                let backends: Vec<(String, Arc<dyn mcpwire_router::Backend>)> = self
+                    .running
+                    .iter()
+                    .map(|b| (b.spec.name.clone(), b.backend.clone()))
+                    .collect();
                 Arc::new(move || {
-                    names
+                    backends
                         .iter()
-                        .map(|name| BackendHealth {
+                        .map(|(name, backend)| BackendHealth {
                             name: name.clone(),
                             required: true,
                             up: true,
                             reason: None,
+                            sessions: backend.open_sessions(),
                         })
                         .collect()
                 })
@@ -371,16 +415,34 @@ impl Gateway {
         self.federation.as_ref()
     }
 
-    /// Fail-open backends that are not running: name and why.
-    pub fn down(&self) -> &[(String, String)] {
-        &self.down
+    /// Backends that are not running now: name and why (fail-open ones a reload could not
+    /// start, and ones down since the start, tried again meanwhile).
+    pub fn down(&self) -> Vec<(String, String)> {
+        self.down_now()
+    }
+
+    fn down_now(&self) -> Vec<(String, String)> {
+        let mut down = self.down.clone();
+        for late in &self.late {
+            let name = late.name();
+            if let Some(reason) = late.down_reason()
+                && self
+                    .running
+                    .iter()
+                    .any(|r| std::ptr::addr_eq(Arc::as_ptr(&r.backend), Arc::as_ptr(late)))
+                && !down.iter().any(|(n, _)| n == name)
+            {
+                down.push((name.to_owned(), reason));
+            }
+        }
+        down
     }
 
     /// Listeners, backends (running or not, and why) and the merged catalog.
     pub fn report(&self) -> CheckReport {
         CheckReport::new(
             &self.config,
-            &self.down,
+            &self.down_now(),
             self.federation.as_deref(),
             &CheckCaller::Everything,
         )
@@ -521,7 +583,9 @@ impl Gateway {
                 )
                 .into());
         };
-        let next = GatewayConfig::load(path)?;
+        let mut next = GatewayConfig::load(path)?;
+        // What the command line added to the file is added again.
+        next.add(self.config.additions.clone())?;
         self.apply(next).await
     }
 
@@ -698,7 +762,51 @@ fn check_supported(
     spec: &BackendSpec,
     natives: &Natives,
 ) -> Result<(), ConfigError> {
-    backends::supported(spec, natives).map_err(|reason| config.error_at(&spec.key, reason))
+    backends::supported(spec, natives).map_err(|(key, reason)| {
+        let at = if key.is_empty() {
+            spec.key.clone()
+        } else {
+            spec.key.key(key)
+        };
+        config.error_at(&at, reason)
+    })
+}
+
+/// The longest wait between two tries of a backend that is down.
+const LATE_RETRY_MAX: Duration = Duration::from_secs(10);
+
+/// A backend that failed to start with `f`, as a member that is down and starts itself
+/// when the federation lists it again (`late.rs`).
+fn late_started(
+    spec: &BackendSpec,
+    server: &ServerOptions,
+    natives: &Natives,
+    consents: &Arc<PendingConsents>,
+    f: &StartFailure,
+) -> (Started, Arc<LateBackend>) {
+    let (spec2, server, natives, consents) = (
+        spec.clone(),
+        server.clone(),
+        natives.clone(),
+        consents.clone(),
+    );
+    let start: crate::late::Starter = Arc::new(move || {
+        let (spec, server, natives, consents) = (
+            spec2.clone(),
+            server.clone(),
+            natives.clone(),
+            consents.clone(),
+        );
+        Box::pin(async move { backends::start(&spec, &server, &natives, &consents).await })
+    });
+    let backend = LateBackend::new(&spec.name, f, start);
+    let started = Started {
+        spec: spec.clone(),
+        backend: backend.clone(),
+        server_info: Implementation::new(spec.name.clone(), "unknown"),
+        instructions: None,
+    };
+    (started, backend)
 }
 
 /// How a started backend joins the federation.

@@ -159,12 +159,13 @@ async fn a_refused_edit_changes_nothing() {
             format!("{text}[backends.c]\nnative = \"delta\"\n"),
             "no native server named `delta`",
         ),
-        // A tool file that does not start: nothing is applied, not even the other edits.
+        // A tool file that does not exist (a configuration error: it cannot start at all):
+        // nothing is applied, not even the other edits.
         (
             format!(
                 "{LISTEN}[backends.a]\nnative = \"alpha\"\nexclude = [\"*\"]\n[backends.c]\nprocess = \"/nonexistent/tools.py\"\n"
             ),
-            "backend `c`",
+            "backends.c.process: the tool file /nonexistent/tools.py does not exist",
         ),
         // Nothing left to serve.
         (LISTEN.to_string(), "nothing to serve"),

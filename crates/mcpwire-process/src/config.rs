@@ -27,6 +27,9 @@ pub struct ProcessConfig {
     pub reload_grace: Duration,
     /// Watch the file's directory and reload on changes (`mcpwire dev`).
     pub watch: bool,
+    /// The backend's name its output is logged under (`backend` field of each line of its
+    /// stderr and stdout); `None`: the file's stem.
+    pub name: Option<String>,
 }
 
 impl ProcessConfig {
@@ -40,6 +43,17 @@ impl ProcessConfig {
             max_pending: DEFAULT_MAX_PENDING,
             reload_grace: Duration::from_secs(10),
             watch: false,
+            name: None,
         }
+    }
+
+    /// The name the process's output is logged under.
+    pub fn log_name(&self) -> String {
+        self.name.clone().unwrap_or_else(|| {
+            self.launch
+                .file
+                .file_stem()
+                .map_or_else(|| "tool".into(), |s| s.to_string_lossy().into_owned())
+        })
     }
 }

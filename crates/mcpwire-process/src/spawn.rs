@@ -9,15 +9,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::StreamExt;
+use mcpwire_wire::TextLines;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::io::AsyncRead;
 use tokio::net::{UnixListener, UnixStream};
 use tokio::process::{Child, Command};
+use tokio_util::codec::FramedRead;
 
-/// Longest line of the child's stdout/stderr kept (longer ones are skipped).
+/// Longest line of the child's stdout/stderr kept (longer ones are cut).
 const MAX_LINE: usize = 8 * 1024;
-/// Lines of the child's stderr kept for crash reports (all of it is also copied to our stderr).
+/// Lines of the child's stderr kept for crash reports (all of it is also logged).
 const STDERR_TAIL: usize = 64;
 
 /// Why a process could not be started or connected.
@@ -177,30 +180,12 @@ fn format_tail(tail: &Mutex<VecDeque<String>>) -> String {
     }
 }
 
-/// Reads `r` to its end, handing each line to `each`; lines longer than [`MAX_LINE`] are
-/// truncated, and reading never stops early (a blocked pipe would block the child).
+/// Reads `r` to its end, handing each line to `each` ([`TextLines`]: long lines cut,
+/// invalid UTF-8 replaced); reading never stops early (a blocked pipe would block the child).
 async fn pump_lines<R: AsyncRead + Unpin>(r: R, mut each: impl FnMut(String)) {
-    let mut r = BufReader::new(r);
-    let mut line = Vec::new();
-    loop {
-        let (used, complete) = match r.fill_buf().await {
-            Ok(buf) if !buf.is_empty() => {
-                let end = buf.iter().position(|b| *b == b'\n');
-                let chunk = &buf[..end.unwrap_or(buf.len())];
-                let room = MAX_LINE.saturating_sub(line.len());
-                line.extend_from_slice(&chunk[..chunk.len().min(room)]);
-                (end.map_or(buf.len(), |e| e + 1), end.is_some())
-            }
-            _ => break,
-        };
-        r.consume(used);
-        if complete {
-            each(String::from_utf8_lossy(&line).into_owned());
-            line.clear();
-        }
-    }
-    if !line.is_empty() {
-        each(String::from_utf8_lossy(&line).into_owned());
+    let mut lines = FramedRead::new(r, TextLines::new(MAX_LINE));
+    while let Some(Ok(line)) = lines.next().await {
+        each(line.text);
     }
 }
 
@@ -208,6 +193,7 @@ async fn pump_lines<R: AsyncRead + Unpin>(r: R, mut each: impl FnMut(String)) {
 /// process exiting) for it to connect.
 pub async fn spawn(
     launch: &Launch,
+    name: &str,
     tag: &str,
     timeout: Duration,
 ) -> Result<(ChildProc, UnixStream), SpawnError> {
@@ -242,17 +228,19 @@ pub async fn spawn(
         .map(Pid::from_raw);
     let tail = Arc::new(Mutex::new(VecDeque::new()));
     if let Some(out) = child.stdout.take() {
-        // Our stdout may be the MCP wire: the tool's stdout goes to our stderr.
+        // Our stdout may be the MCP wire: the tool's stdout goes to the log.
+        let name = name.to_owned();
         tokio::spawn(async move {
-            pump_lines(out, |line| eprintln!("{line}")).await;
+            pump_lines(out, |line| child_line(&name, "stdout", &line)).await;
         });
     }
     if let Some(err) = child.stderr.take() {
         let tail = tail.clone();
+        let name = name.to_owned();
         tokio::spawn(async move {
             pump_lines(err, |line| {
-                // The tool author's prints and tracebacks, as they wrote them.
-                eprintln!("{line}");
+                // The tool author's prints and tracebacks, each line under the backend's name.
+                child_line(&name, "stderr", &line);
                 let mut t = tail.lock().unwrap_or_else(|p| p.into_inner());
                 if t.len() == STDERR_TAIL {
                     t.pop_front();
@@ -279,6 +267,11 @@ pub async fn spawn(
     };
     let _ = std::fs::remove_file(&path);
     result.map(|s| (proc_, s))
+}
+
+/// A line the child wrote on `stream`, logged under its backend's name.
+fn child_line(backend: &str, stream: &'static str, line: &str) {
+    tracing::info!(target: "mcpwire::child", backend, stream, "{backend}: {line}");
 }
 
 #[cfg(test)]

@@ -144,7 +144,7 @@ async fn retire(g: Generation, grace: Duration) {
 async fn start_generation(host: &Arc<ProcessHost>, gen_no: u64) -> Result<Generation, String> {
     let cfg = &host.config;
     let deadline = cfg.handshake_timeout;
-    let (mut child, stream) = spawn(&cfg.launch, &gen_no.to_string(), deadline)
+    let (mut child, stream) = spawn(&cfg.launch, &cfg.log_name(), &gen_no.to_string(), deadline)
         .await
         .map_err(|e| e.to_string())?;
     let (mut r, mut w) = framed(stream, cfg.max_envelope, cfg.max_raw);

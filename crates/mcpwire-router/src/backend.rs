@@ -115,6 +115,12 @@ pub trait Backend: Send + Sync + 'static {
         None
     }
 
+    /// Sessions this backend holds open for downstream sessions now (an upstream's
+    /// per-session children or sessions), for the metrics; `None` when it keeps none.
+    fn open_sessions(&self) -> Option<usize> {
+        None
+    }
+
     /// A stream of events for every session (list changes, resource updates, logs).
     fn events(&self) -> Option<broadcast::Receiver<BackendEvent>> {
         None

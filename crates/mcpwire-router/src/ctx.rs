@@ -245,6 +245,12 @@ impl CallCtx {
         self.inner.progress_token.as_ref()
     }
 
+    /// Whether this call can ask its client anything (it has a connection to one, or a
+    /// 2026-07-28 input round); a detached context (a catalog listing) cannot.
+    pub fn can_ask(&self) -> bool {
+        self.inner.peer.is_some() || self.inner.input.is_some()
+    }
+
     /// The protocol revision the request is answered in.
     pub fn revision(&self) -> Revision {
         self.inner.revision

@@ -70,7 +70,7 @@ pub use request::BackendRequest;
 pub use resource::{ResourceDef, TemplateDef};
 pub use router::{McpCall, McpReply, Router};
 pub use server::{CatalogEdit, Server, ServerBuilder};
-pub use session_scope::{SessionRecords, SessionScope, SharedSession};
+pub use session_scope::{SessionNotice, SessionRecords, SessionScope, SharedSession};
 pub use state_key::StateKey;
 pub use tasks::{
     RemoteTask, TASKS_EXTENSION, TaskCommand, TaskConfig, TaskShare, TaskSnapshot, TaskSupport,

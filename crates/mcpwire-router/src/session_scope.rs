@@ -3,6 +3,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use mcpwire_model::{BackendEvent, ClientAsk, McpError, Raw};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::BoxFuture;
@@ -24,6 +26,20 @@ struct ScopeInner {
     id: u64,
     ended: CancellationToken,
     shared: Option<SharedSession>,
+    /// Events and asks for this session only (bounded by whoever made the channel).
+    notices: Option<mpsc::Sender<SessionNotice>>,
+    /// Bumped each time the client says its roots changed.
+    roots: watch::Sender<u64>,
+}
+
+/// What a backend sends one downstream session outside its calls
+/// ([`SessionScope::notify`], [`SessionScope::ask`]); the session's driver takes them.
+#[derive(Debug)]
+pub enum SessionNotice {
+    /// An event for this session alone, handled as the backends' events are.
+    Event(BackendEvent),
+    /// A question to the client related to no request; the answer goes to the sender.
+    Ask(ClientAsk, oneshot::Sender<Result<Raw, McpError>>),
 }
 
 /// Per-session records a replica set keeps in its shared store, by downstream session:
@@ -69,13 +85,70 @@ impl SessionScope {
     /// A new session (a fresh local identity) that is `shared`'s session in a replica
     /// set, when it is one.
     pub fn with_shared(shared: Option<SharedSession>) -> SessionScope {
+        SessionScope::with_notices(shared, None)
+    }
+
+    /// A new session as [`SessionScope::with_shared`] makes, whose driver takes events
+    /// meant for it alone from `notices` ([`SessionScope::notify`]).
+    pub fn with_notices(
+        shared: Option<SharedSession>,
+        notices: Option<mpsc::Sender<SessionNotice>>,
+    ) -> SessionScope {
         SessionScope {
             inner: Arc::new(ScopeInner {
                 id: NEXT_SESSION.fetch_add(1, Ordering::Relaxed),
                 ended: CancellationToken::new(),
                 shared,
+                notices,
+                roots: watch::Sender::new(0),
             }),
         }
+    }
+
+    /// Sends `event` to this session only — a log an upstream session of its own sent
+    /// between calls — as the session handles the backends' events (its log level
+    /// applies). Never waits: `false` when the session does not take such events, ended,
+    /// or has a full queue (the event is dropped).
+    pub fn notify(&self, event: BackendEvent) -> bool {
+        self.inner
+            .notices
+            .as_ref()
+            .is_some_and(|n| n.try_send(SessionNotice::Event(event)).is_ok())
+    }
+
+    /// Asks the client `ask` related to no request (on HTTP, on the standalone `GET`
+    /// stream): what an upstream of this session alone asks between calls, or asks of the
+    /// session rather than of a call (`roots/list`). Fails with `Unavailable` when the
+    /// session does not take such asks or its queue is full, `Cancelled` when it ended
+    /// first, and as the session fails asks (no capability, timeout).
+    pub async fn ask(&self, ask: ClientAsk) -> Result<Raw, McpError> {
+        let Some(notices) = &self.inner.notices else {
+            return Err(McpError::Unavailable(
+                "this session takes no requests outside its calls".into(),
+            ));
+        };
+        let (tx, rx) = oneshot::channel();
+        notices
+            .try_send(SessionNotice::Ask(ask, tx))
+            .map_err(|_| McpError::Unavailable("the session is busy or gone".into()))?;
+        rx.await.unwrap_or(Err(McpError::Cancelled))
+    }
+
+    /// The client said its roots changed (the driver calls this on
+    /// `notifications/roots/list_changed`).
+    pub fn roots_changed(&self) {
+        self.inner.roots.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// Changes each time the client says its roots changed.
+    pub fn roots_watch(&self) -> watch::Receiver<u64> {
+        self.inner.roots.subscribe()
+    }
+
+    /// The queue [`SessionScope::notify`] sends to (for a scope made again for the same
+    /// session, e.g. once it is known to be shared by a replica set).
+    pub fn notices(&self) -> Option<mpsc::Sender<SessionNotice>> {
+        self.inner.notices.clone()
     }
 
     /// The session's id and records in a replica set, when it is shared by one.

@@ -18,6 +18,7 @@ pub mod mcpb;
 mod ndjson;
 #[cfg(feature = "proto-mcp")]
 pub mod proto_mcp;
+mod text_lines;
 
 pub use any::{AnyCodec, WireItem};
 pub use limits::Limits;
@@ -26,6 +27,7 @@ pub use mcpwire_model::Malformed;
 pub use ndjson::{
     LineSplitter, NdjsonCodec, NdjsonLine, RawLine, encode_line, encode_request_line,
 };
+pub use text_lines::{DEFAULT_MAX_TEXT_LINE, TextLine, TextLines};
 
 /// What a decoder yields: a message, or the error reply a bad one deserves.
 pub type Decoded = Result<mcpwire_model::Message, Malformed>;

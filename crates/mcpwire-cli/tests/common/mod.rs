@@ -30,6 +30,53 @@ pub use mcpwire_testkit::spawn::{Listening, listen};
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_mcpwire");
 
+/// The tool names of a `tools/list` response.
+pub fn listed_names(response: &serde_json::Value) -> Vec<String> {
+    response["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a tool list: {response}"))
+        .iter()
+        .map(|t| t["name"].as_str().expect("a name").to_owned())
+        .collect()
+}
+
+/// A directory of its own for one test's files (below the system's temporary directory,
+/// named after the test and this process), removed when dropped.
+pub struct TestDir(pub std::path::PathBuf);
+
+impl TestDir {
+    /// A fresh, empty directory for the test `test`.
+    pub fn new(test: &str) -> TestDir {
+        let dir = std::env::temp_dir().join(format!("mcpwire-test-{test}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        TestDir(dir)
+    }
+
+    /// Writes `name` (relative to the directory) and returns its path as text.
+    pub fn write(&self, name: &str, text: &str) -> String {
+        let path = self.0.join(name);
+        std::fs::write(&path, text).expect("write a test file");
+        path.to_string_lossy().into_owned()
+    }
+
+    /// Writes `mcpwire.toml` and returns its path.
+    pub fn config(&self, text: &str) -> String {
+        self.write("mcpwire.toml", text)
+    }
+
+    /// The path of `name` in the directory.
+    pub fn path(&self, name: &str) -> std::path::PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TestDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// `mcpwire ARGS` with its stdio piped to a client (logging at `warn`, stderr dropped).
 pub fn proc(args: &[&str]) -> blocking::Stdio {
     let mut cmd = Command::new(BIN);

@@ -151,6 +151,16 @@ impl RawPolicy {
     }
 }
 
+/// `[policy]`'s tables and their keys, for the check of `docs/config.md`.
+#[cfg(test)]
+pub(crate) fn doc_sections() -> Vec<(&'static str, &'static [&'static str])> {
+    use crate::file::keys::fields_of;
+    vec![
+        ("`[policy]`", fields_of::<RawPolicy>()),
+        ("`[[policy.rules]]`", fields_of::<RawRule>()),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

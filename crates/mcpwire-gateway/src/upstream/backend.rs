@@ -22,6 +22,7 @@ use super::reattach;
 use super::restart::{Shared, reopen};
 use super::routes::ToolRoutes;
 use super::sessions::UpstreamSessions;
+use super::watched::{Change, Watched};
 use mcpwire_client::auth::{PendingConsents, UpstreamAuth};
 use mcpwire_client::{
     Client, ClientEra, ClientError, ClientOptions, EraChoice, RequestOptions, Target,
@@ -29,6 +30,10 @@ use mcpwire_client::{
 
 /// Backend events held for slow sessions before the oldest are dropped.
 const EVENTS_CAPACITY: usize = 256;
+
+/// How long a downstream session's own upstream session may stay unused before it is
+/// closed (children of clients that never end their session: issue 23).
+pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(300);
 
 /// Upstream requests held for stateless clients' retries at once, per backend.
 const MAX_HELD: usize = 256;
@@ -54,6 +59,10 @@ pub struct UpstreamConfig {
     pub shared: bool,
     /// Upstream sessions open at once besides the shared one (`shared = false`).
     pub max_sessions: usize,
+    /// `shared = false`: an upstream session unused this long (no call started, none in
+    /// flight) is closed, its downstream session's next call opening a new one (`None`:
+    /// kept until its downstream session ends).
+    pub session_idle: Option<Duration>,
     /// How long an upstream request that asked a stateless (2026-07-28) downstream client
     /// something waits for the client's retry with the answer before it is cancelled.
     pub hold_timeout: Duration,
@@ -68,6 +77,9 @@ pub struct UpstreamConfig {
     /// Where `auth`'s users' authorizations wait (`consent = "elicit"`): a call that needs
     /// one puts it to its user.
     pub consents: Option<Arc<PendingConsents>>,
+    /// A command: its environment and directory; its stderr is logged under `name`
+    /// unless `child.log_stderr_as` says otherwise.
+    pub child: mcpwire_client::ChildOptions,
 }
 
 impl UpstreamConfig {
@@ -81,11 +93,13 @@ impl UpstreamConfig {
             era: EraChoice::Auto,
             shared: true,
             max_sessions: 64,
+            session_idle: Some(DEFAULT_SESSION_IDLE),
             hold_timeout: Duration::from_secs(60),
             tls: mcpwire_server::tls::ClientTls::default(),
             busy_poll: mcpwire_server::serve::DEFAULT_BUSY_POLL,
             auth: None,
             consents: None,
+            child: mcpwire_client::ChildOptions::default(),
         }
     }
 
@@ -109,6 +123,10 @@ impl UpstreamConfig {
         // microseconds, and waking an idle vCPU costs tens of them (docs/benchmarks.md).
         o.busy_poll = self.busy_poll;
         o.auth = self.auth.clone();
+        o.child = self.child.clone();
+        o.child
+            .log_stderr_as
+            .get_or_insert_with(|| self.name.clone());
         o
     }
 }
@@ -134,6 +152,8 @@ struct Inner {
     holder: Arc<Holder<Held>>,
     /// Task support and header parameters of the tools, from the lists passing through.
     routes: ToolRoutes,
+    /// Resources the gateway's session-less listeners watch.
+    watched: Watched,
 }
 
 impl std::fmt::Debug for UpstreamBackend {
@@ -152,7 +172,7 @@ impl UpstreamBackend {
     /// 2025-11-25 `tasks` capability never.
     pub async fn connect(config: UpstreamConfig) -> Result<Arc<UpstreamBackend>, ClientError> {
         let (events, _) = broadcast::channel(EVENTS_CAPACITY);
-        let link = open(&config, false, &events).await?;
+        let link = open(&config, &events).await?;
         let negotiated = link.client().negotiated();
         let mut capabilities = negotiated.capabilities.clone();
         // The 2025-11-25 task surface is not spoken downstream. The tasks extension is
@@ -163,13 +183,6 @@ impl UpstreamBackend {
             negotiated.era == ClientEra::Stateless && offers_tasks_extension(&capabilities);
         if !runs_tasks {
             drop_tasks_extension(&mut capabilities);
-        }
-        if negotiated.era == ClientEra::Stateless
-            && let Some(resources) = &mut capabilities.resources
-        {
-            // Subscriptions to a 2026-07-28 server need `subscriptions/listen`, which the
-            // client does not speak yet.
-            resources.subscribe = None;
         }
         let info = BackendInfo {
             name: config.name.clone(),
@@ -184,10 +197,12 @@ impl UpstreamBackend {
             events,
             shared: watch::Sender::new(Shared::Up(link.clone())),
             stop: CancellationToken::new(),
-            sessions: (!config.shared)
-                .then(|| UpstreamSessions::new(&config.name, config.max_sessions)),
+            sessions: (!config.shared).then(|| {
+                UpstreamSessions::new(&config.name, config.max_sessions, config.session_idle)
+            }),
             holder: Holder::new(MAX_HELD, config.hold_timeout),
             routes: ToolRoutes::new(runs_tasks),
+            watched: Watched::new(),
             config,
         });
         tokio::spawn(supervise(Arc::downgrade(&inner), link, inner.stop.clone()));
@@ -232,10 +247,10 @@ impl UpstreamBackend {
 /// Connects one upstream session and starts routing its events.
 async fn open(
     config: &UpstreamConfig,
-    scoped: bool,
     events: &broadcast::Sender<BackendEvent>,
 ) -> Result<Arc<Link>, ClientError> {
-    connect(config, config.client_options(), scoped, events).await
+    let options = config.client_options();
+    connect(config, options, None, events).await
 }
 
 /// Connects the upstream session of the stateful downstream session `ctx` came in: it
@@ -255,8 +270,9 @@ async fn open_for_session(
     options.auth = options
         .auth
         .map(|a| a.for_identity(ctx.identity().map(|i| i.subject())));
+    let session = ctx.session().cloned();
     if config.era != EraChoice::Auto || ctx.revision().is_stateless() {
-        return connect(config, options, true, events).await;
+        return connect(config, options, session, events).await;
     }
     options.era = EraChoice::Handshake;
     // In a replica set, an HTTP upstream session this downstream session opened on another
@@ -268,18 +284,26 @@ async fn open_for_session(
     };
     if let Some((cluster, url)) = url
         && let Some(record) = reattach::recorded(cluster, &config.name).await
-        && let Some(link) = reattach::reattach(url, &options, &record, &config.name, events).await
+        && let Some(link) = reattach::reattach(
+            url,
+            &options,
+            &record,
+            &config.name,
+            session.clone(),
+            events,
+        )
+        .await
     {
         return Ok(link);
     }
-    let link = match connect(config, options.clone(), true, events).await {
+    let link = match connect(config, options.clone(), session.clone(), events).await {
         Ok(link) => link,
         // Not an era question: discovering would only ask for the authorization again.
         Err(e @ ClientError::Auth(_)) => return Err(e),
         Err(e) => {
             tracing::debug!(upstream = %config.name, "initialize refused ({e}); discovering");
             options.era = EraChoice::Auto;
-            connect(config, options, true, events).await?
+            connect(config, options, session, events).await?
         }
     };
     if let Some((cluster, _)) = url {
@@ -291,7 +315,7 @@ async fn open_for_session(
 async fn connect(
     config: &UpstreamConfig,
     options: ClientOptions,
-    scoped: bool,
+    session: Option<SessionScope>,
     events: &broadcast::Sender<BackendEvent>,
 ) -> Result<Arc<Link>, ClientError> {
     let (client, client_events) = Client::connect(&config.target, &options).await?;
@@ -306,7 +330,7 @@ async fn connect(
         }
     }
     tracing::info!(upstream = %config.name, peer = %client.peer(), "upstream session open");
-    Ok(Link::start(client, client_events, scoped, events.clone()))
+    Ok(Link::start(client, client_events, session, events.clone()))
 }
 
 impl Drop for UpstreamBackend {
@@ -320,6 +344,9 @@ impl Drop for UpstreamBackend {
 /// is opened again with backoff, and told again once it is back. Closes it when the
 /// backend is dropped.
 async fn supervise(inner: Weak<Inner>, mut link: Arc<Link>, stop: CancellationToken) {
+    let checked = inner
+        .upgrade()
+        .is_some_and(|b| matches!(b.config.target, Target::Url(_)));
     loop {
         tokio::select! {
             _ = stop.cancelled() => {
@@ -327,6 +354,18 @@ async fn supervise(inner: Weak<Inner>, mut link: Arc<Link>, stop: CancellationTo
                 return;
             }
             _ = link.closed() => {}
+            () = follow_changes(&inner, &link) => {}
+            why = super::health::failed(&link), if checked => {
+                if let Some(backend) = inner.upgrade() {
+                    tracing::warn!(upstream = %backend.config.name, "health check failed: {why}");
+                }
+                link.fail();
+                // Ends the old session as well as it can (a DELETE may find nobody).
+                let old = link.client().clone();
+                tokio::spawn(async move {
+                    let _ = tokio::time::timeout(super::health::TIMEOUT, old.close()).await;
+                });
+            }
         }
         let Some(backend) = inner.upgrade() else {
             return;
@@ -335,7 +374,7 @@ async fn supervise(inner: Weak<Inner>, mut link: Arc<Link>, stop: CancellationTo
         backend.announce_lists();
         let reopened = {
             let open = || async {
-                open(&backend.config, false, &backend.events)
+                open(&backend.config, &backend.events)
                     .await
                     .map_err(|e| unavailable(&backend.config, e))
             };
@@ -347,8 +386,27 @@ async fn supervise(inner: Weak<Inner>, mut link: Arc<Link>, stop: CancellationTo
         let next = reopened;
         tracing::info!(upstream = %backend.config.name, "the upstream session is back");
         backend.announce_lists();
+        backend.resubscribe(&next).await;
         link = next;
     }
+}
+
+/// Follows the list changes of a 2026-07-28 upstream on `link` (`super::listen`) while it
+/// is up; never completes (when there is nothing to follow, it waits).
+async fn follow_changes(inner: &Weak<Inner>, link: &Link) {
+    let watched = inner.upgrade().map(|b| b.watched.uris());
+    if let (Some(lists), Some(watched)) = (super::listen::wanted(link), watched) {
+        let reopened = || {
+            if let Some(b) = inner.upgrade() {
+                b.announce_lists();
+            }
+        };
+        let why = super::listen::follow(link, lists, watched, reopened).await;
+        if let Some(b) = inner.upgrade() {
+            tracing::info!(upstream = %b.config.name, "the upstream does not stream its list changes: {why}");
+        }
+    }
+    std::future::pending().await
 }
 
 impl Inner {
@@ -398,7 +456,7 @@ impl Inner {
 
     /// The upstream session for a call: its downstream session's own, or the shared one.
     async fn link_for(&self, ctx: &CallCtx) -> Result<Arc<Link>, McpError> {
-        match (&self.sessions, ctx.session()) {
+        match (&self.sessions, own_session(ctx)) {
             (Some(sessions), Some(scope)) => {
                 sessions
                     .get(scope, || async {
@@ -412,7 +470,63 @@ impl Inner {
         }
     }
 
+    /// A session-less `resources/subscribe` (`on`) or `unsubscribe` of `uri`: a gateway's
+    /// listening stream began or stopped watching it (`super::watched`). The upstream hears
+    /// of the first and the last only.
+    async fn watch(&self, uri: &str, on: bool) -> Result<Reply, McpError> {
+        let change = self.watched.change(uri, on)?;
+        let link = self.shared().await?;
+        if change != Change::None && link.client().negotiated().era != ClientEra::Stateless {
+            let method = if on {
+                "resources/subscribe"
+            } else {
+                "resources/unsubscribe"
+            };
+            if let Err(e) = link
+                .client()
+                .request(method, serde_json::json!({ "uri": uri }))
+                .await
+            {
+                if on {
+                    let _ = self.watched.change(uri, false);
+                }
+                return Err(McpError::Unavailable(format!(
+                    "upstream `{}`: {e}",
+                    self.config.name
+                )));
+            }
+        }
+        // A 2026-07-28 session's listen stream follows the set (`super::listen`).
+        Ok(Reply::Complete(mcpwire_model::to_raw(&serde_json::json!(
+            {}
+        ))))
+    }
+
+    /// Subscribes a handshake-era shared session opened again to what was watched.
+    async fn resubscribe(&self, link: &Link) {
+        if link.client().negotiated().era == ClientEra::Stateless {
+            return;
+        }
+        for uri in self.watched.now() {
+            let sub = link
+                .client()
+                .request("resources/subscribe", serde_json::json!({ "uri": uri }));
+            if let Err(e) = sub.await {
+                tracing::warn!(upstream = %self.config.name, %uri, "subscribing again failed: {e}");
+            }
+        }
+    }
+
     async fn call(self: Arc<Self>, ctx: CallCtx, req: BackendRequest) -> Result<Reply, McpError> {
+        match &req {
+            BackendRequest::Subscribe { uri } if ctx.session().is_none() => {
+                return self.watch(uri, true).await;
+            }
+            BackendRequest::Unsubscribe { uri } if ctx.session().is_none() => {
+                return self.watch(uri, false).await;
+            }
+            _ => {}
+        }
         let listing = match &req {
             BackendRequest::ListTools { cursor } => Some(cursor.is_none()),
             _ => None,
@@ -470,7 +584,7 @@ impl Inner {
 
     /// Whether the call `ctx` has an upstream session of its downstream session's own.
     fn scoped(&self, ctx: &CallCtx) -> bool {
-        self.sessions.is_some() && ctx.session().is_some()
+        self.sessions.is_some() && own_session(ctx).is_some()
     }
 
     /// A downstream session's upstream session that the upstream no longer holds (it
@@ -501,7 +615,7 @@ impl Inner {
             // A call may need the user's consent (`super::consent`): the general path asks.
             return None;
         }
-        let link = match (&self.sessions, ctx.session()) {
+        let link = match (&self.sessions, own_session(ctx)) {
             (Some(sessions), Some(scope)) => sessions.ready(scope)?,
             (Some(_), None) => return None,
             (None, _) => match &*self.shared.borrow() {
@@ -559,6 +673,15 @@ impl Inner {
             fast::Fallback::SessionGone(e) => Err(e),
         }
     }
+}
+
+/// The downstream session whose own upstream session the call `ctx` takes (with
+/// `shared = false`): a stateful session's; a 2026-07-28 request has none on any wire (as
+/// over HTTP, where it has no session at all), so the calls of a stdio, WebSocket or MCPB
+/// connection speaking 2026-07-28 use the shared upstream session and hear what every
+/// stateless client hears.
+fn own_session(ctx: &CallCtx) -> Option<&SessionScope> {
+    ctx.session().filter(|_| !ctx.revision().is_stateless())
 }
 
 /// The params of a fast-path call kept for running it again in a new upstream session
@@ -634,6 +757,10 @@ impl Backend for UpstreamBackend {
 
     fn tool_routing(&self, name: &str) -> Option<Arc<ToolRouting>> {
         self.inner.routes.get(name)
+    }
+
+    fn open_sessions(&self) -> Option<usize> {
+        self.inner.sessions.as_ref().map(|s| s.len())
     }
 
     fn events(&self) -> Option<broadcast::Receiver<BackendEvent>> {

@@ -6,8 +6,10 @@
 //! stream), else it goes to the oldest call in flight on this link — on a link of its own
 //! downstream session that is always the right session; on a shared link a server request
 //! with no related request is given to the oldest call (documented in gateway.md § 3), and
-//! a log with none goes to the only call in flight, or is a backend event for every
-//! session when there are several or none.
+//! a log with none goes to the only call in flight, or — on a shared link — is a backend
+//! event for every session when there are several or none; on a link of one downstream
+//! session, a log with no call in flight goes to that session
+//! ([`SessionScope::notify`]), at its own log level.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, Weak};
@@ -15,7 +17,7 @@ use std::sync::{Arc, Mutex, Weak};
 use futures::FutureExt;
 use futures::stream::{AbortHandle, Abortable};
 use mcpwire_model::{BackendEvent, ClientAsk, McpError};
-use mcpwire_router::CallCtx;
+use mcpwire_router::{CallCtx, SessionScope};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use mcpwire_client::{
@@ -86,6 +88,9 @@ struct Table {
     sending: usize,
     /// Progress and logs naming a request not registered yet (while `sending > 0`).
     early: Vec<ClientEvent>,
+    /// Server requests put to the link's downstream session itself (not to a call), with
+    /// the tasks asking them; at most [`CALL_QUEUE`].
+    session_asks: Vec<(ServerRequestId, AbortHandle)>,
 }
 
 /// One upstream session and the calls in flight on it.
@@ -93,6 +98,8 @@ pub(crate) struct Link {
     client: Client,
     /// Whether this link serves one downstream session only.
     scoped: bool,
+    /// That session, which gets the upstream's logs sent between its calls.
+    session: Option<SessionScope>,
     table: Mutex<Table>,
     /// Backend events (list changes, resource updates, logs without a call).
     events: broadcast::Sender<BackendEvent>,
@@ -100,24 +107,29 @@ pub(crate) struct Link {
     down: tokio_util::sync::CancellationToken,
     /// Asks the routing task to route everything queued so far, then to say so.
     flush: mpsc::Sender<oneshot::Sender<()>>,
+    /// Calls registered so far (the idle reaper's sign of use: `super::sessions`).
+    uses: std::sync::atomic::AtomicU64,
 }
 
 impl Link {
     /// A link over a connected client; spawns the task routing its events.
+    /// `session`: the downstream session it serves alone (`None`: every session's).
     pub(crate) fn start(
         client: Client,
         events: ClientEvents,
-        scoped: bool,
+        session: Option<SessionScope>,
         backend_events: broadcast::Sender<BackendEvent>,
     ) -> Arc<Link> {
         let (flush, flushes) = mpsc::channel(FLUSH_QUEUE);
         let link = Arc::new(Link {
             client,
-            scoped,
+            scoped: session.is_some(),
+            session,
             table: Mutex::new(Table::default()),
             events: backend_events,
             down: tokio_util::sync::CancellationToken::new(),
             flush,
+            uses: std::sync::atomic::AtomicU64::new(0),
         });
         let down = link.down.clone();
         let weak = Arc::downgrade(&link);
@@ -125,6 +137,18 @@ impl Link {
             route(weak, events, flushes).await;
             down.cancel();
         });
+        if let Some(session) = &link.session
+            && matches!(
+                link.client.negotiated().era,
+                mcpwire_client::ClientEra::Handshake(_)
+            )
+        {
+            tokio::spawn(forward_roots_changes(
+                session.roots_watch(),
+                link.client.clone(),
+                link.down.clone(),
+            ));
+        }
         link
     }
 
@@ -159,6 +183,25 @@ impl Link {
         self.down.cancelled().await
     }
 
+    /// How much the link was used so far (calls registered, calls relayed), and whether
+    /// anything is in flight on it now (calls, asks of its session, relayed calls).
+    pub(crate) fn activity(&self) -> (u64, bool) {
+        let relay = self.client.relay();
+        let used =
+            self.uses.load(std::sync::atomic::Ordering::Relaxed) + relay.map_or(0, |r| r.sent());
+        let busy = relay.is_some_and(|r| r.waiting() > 0)
+            || self.table.lock().map_or(true, |t| {
+                !t.calls.is_empty() || t.sending > 0 || !t.session_asks.is_empty()
+            });
+        (used, busy)
+    }
+
+    /// Declares the upstream gone (a health check failed: an HTTP server has no connection
+    /// whose end says so): calls see the link down, its supervisor opens a new one.
+    pub(crate) fn fail(&self) {
+        self.down.cancel();
+    }
+
     /// Registers a call in flight under its upstream request id; returns what the link
     /// will send it.
     pub(crate) fn register(self: &Arc<Self>, id: ClientRequestId, ctx: CallCtx) -> CallInbox {
@@ -174,6 +217,7 @@ impl Link {
     }
 
     fn insert(self: &Arc<Self>, id: ClientRequestId, ctx: CallCtx, to: Inbox) {
+        self.uses.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut refused = Vec::new();
         let mut early = Vec::new();
         if let Ok(mut t) = self.table.lock() {
@@ -355,6 +399,9 @@ impl Link {
             ClientEvent::ServerRequestCancelled(id) => {
                 let Ok(mut t) = self.table.lock() else { return };
                 t.orphans.retain(|r| r.id != id);
+                if let Some(i) = t.session_asks.iter().position(|(s, _)| *s == id) {
+                    t.session_asks.swap_remove(i).1.abort();
+                }
                 if let Some(owner) = t.asked.remove(&id)
                     && let Some(slot) = t.calls.get_mut(&owner)
                 {
@@ -380,10 +427,7 @@ impl Link {
                 None if !self.scoped => {
                     let _ = self.events.send(BackendEvent::Log(entry));
                 }
-                None => tracing::debug!(
-                    upstream = %self.client.peer(),
-                    "a log with no call in flight on a per-session upstream is dropped"
-                ),
+                None => self.log_to_session(entry),
             },
             ClientEvent::ListChanged(kind) => {
                 let ev = match kind {
@@ -403,7 +447,20 @@ impl Link {
         }
     }
 
+    /// A log the upstream sent with no call in flight, on a link of one downstream session:
+    /// to that session (at its own log level) as the upstream wrote it, as the logs sent
+    /// during its calls go.
+    fn log_to_session(&self, entry: mcpwire_model::LogEntry) {
+        let Some(session) = &self.session else { return };
+        if !session.notify(BackendEvent::Log(entry)) {
+            tracing::debug!(upstream = %self.client.peer(), "a log between calls found its session gone or busy; dropped");
+        }
+    }
+
     fn on_server_request(self: &Arc<Self>, req: ServerRequest) {
+        let Some(req) = self.ask_session(req) else {
+            return;
+        };
         let Some(req) = self.ask_for_relayed_call(req) else {
             return;
         };
@@ -428,6 +485,67 @@ impl Link {
             }
         };
         self.act(delivery);
+    }
+
+    /// On a link of one downstream session, puts a server request to that session itself
+    /// rather than to a call: `roots/list` always (roots are the session's, and a call may
+    /// end before its client answers), any other request naming no call when no call is in
+    /// flight, being sent or relayed. Gives it back otherwise.
+    ///
+    /// On the shared link, a `roots/list` with no call to put it to, or only a catalog
+    /// listing (the catalog session as it opens, asked by an upstream like
+    /// server-filesystem), is answered with no roots: no client stands behind it then, and an error would be logged upstream as a
+    /// failure. Asked during a call (a stateless client's), it goes to that call.
+    fn ask_session(self: &Arc<Self>, req: ServerRequest) -> Option<ServerRequest> {
+        let Some(session) = &self.session else {
+            // No call to put it to, or only one that cannot ask (a catalog listing).
+            let idle = req.related.is_none()
+                && self.table.lock().is_ok_and(|t| {
+                    t.sending == 0 && t.calls.values().next().is_none_or(|c| !c.ctx.can_ask())
+                })
+                && self.client.relay().is_none_or(|r| r.waiting() == 0);
+            if idle && req.method.as_str() == "roots/list" {
+                let client = self.client.clone();
+                let none = mcpwire_model::to_raw(&serde_json::json!({ "roots": [] }));
+                tokio::spawn(async move {
+                    let _ = client.answer(req.id, Ok(none)).await;
+                });
+                return None;
+            }
+            return Some(req);
+        };
+        let roots = req.method.as_str() == "roots/list";
+        let mut t = self.table.lock().ok()?;
+        let relaying = self.client.relay().is_some_and(|r| r.waiting() > 0);
+        let idle = req.related.is_none() && t.calls.is_empty() && t.sending == 0 && !relaying;
+        if !(roots || idle) {
+            return Some(req);
+        }
+        let id = req.id;
+        if t.session_asks.len() >= CALL_QUEUE {
+            drop(t);
+            self.refuse(id, busy());
+            return None;
+        }
+        let (handle, reg) = AbortHandle::new_pair();
+        t.session_asks.push((id, handle));
+        drop(t);
+        let (link, client, session) = (Arc::downgrade(self), self.client.clone(), session.clone());
+        let ask = ClientAsk {
+            method: req.method.as_str().to_owned().into(),
+            params: req.params,
+        };
+        let asked = async move {
+            let result = session.ask(ask).await;
+            if let Some(link) = link.upgrade()
+                && let Ok(mut t) = link.table.lock()
+            {
+                t.session_asks.retain(|(s, _)| *s != id);
+            }
+            let _ = client.answer(id, result).await;
+        };
+        tokio::spawn(Abortable::new(asked, reg));
+        None
     }
 
     /// Puts a server request naming no call to the downstream client on behalf of the
@@ -528,6 +646,28 @@ fn busy() -> McpError {
     McpError::LimitExceeded("too many open requests from the upstream server for one call".into())
 }
 
+/// Tells the upstream each time the downstream client says its roots changed
+/// (`notifications/roots/list_changed`), until the link is down.
+async fn forward_roots_changes(
+    mut roots: tokio::sync::watch::Receiver<u64>,
+    client: Client,
+    down: tokio_util::sync::CancellationToken,
+) {
+    loop {
+        tokio::select! {
+            _ = down.cancelled() => return,
+            changed = roots.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                if client.notify("notifications/roots/list_changed", None).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
 /// Routes the upstream's events until the connection ends or the link is dropped; on a
 /// flush, routes everything already queued before saying it is done.
 async fn route(
@@ -570,12 +710,13 @@ mod tests {
     const FLOOD: usize = 4 * CALL_QUEUE;
 
     /// A stdio server in `sh`: answers `initialize`; on the next request (a `tools/call`)
-    /// sends `asks` `roots/list` requests at once, reads answers until `refused` of them
+    /// sends `asks` `elicitation/create` requests at once, reads answers until `refused` of them
     /// are errors, then answers the call with those errors' codes.
     fn asking_server(asks: usize, refused: usize) -> Target {
         let id = r#"id=$(printf '%s' "$l" | sed 's/.*"id":\([0-9]*\).*/\1/')"#;
         let init = r#"{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}\n"#;
-        let ask = r#"{"jsonrpc":"2.0","id":%s,"method":"roots/list"}\n"#;
+        // Not `roots/list`: that one goes to the session, not to a call (`ask_session`).
+        let ask = r#"{"jsonrpc":"2.0","id":%s,"method":"elicitation/create","params":{"message":"m","requestedSchema":{"type":"object"}}}\n"#;
         let code = r#"code=$(printf '%s' "$l" | sed 's/.*"code":\(-*[0-9]*\).*/\1/')"#;
         let result =
             r#"{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"%s"}]}}\n"#;
@@ -607,10 +748,10 @@ mod tests {
     async fn call_on(server: Target) -> (Arc<Link>, ClientRequestId, CallInbox, String) {
         let mut opts = ClientOptions::with_handshake_timeout(Duration::from_secs(10));
         opts.era = EraChoice::Handshake;
-        opts.capabilities.roots = Some(serde_json::json!({}));
+        opts.capabilities.elicitation = Some(serde_json::json!({}));
         let (client, events) = Client::connect(&server, &opts).await.expect("connect");
         let (backend_events, _) = broadcast::channel(16);
-        let link = Link::start(client, events, true, backend_events);
+        let link = Link::start(client, events, Some(SessionScope::new()), backend_events);
         link.sending();
         let params = serde_json::value::to_raw_value(&serde_json::json!({"name": "t"})).ok();
         let pending = link

@@ -21,18 +21,25 @@
 //! session opened again with backoff when it ends), `sessions.rs`
 //! (an upstream session per downstream session, bounded), `reattach.rs` (in a replica set,
 //! a downstream session's HTTP upstream session continued on another replica),
-//! `consent.rs` (a user's authorization of the upstream's OAuth put to them), `backend.rs`.
+//! `consent.rs` (a user's authorization of the upstream's OAuth put to them), `watched.rs` (resources session-less listeners
+//! watch, counted), `listen.rs` (a 2026-07-28 upstream's list changes and resource
+//! updates, on a `subscriptions/listen` stream), `health.rs`
+//! (the shared session of an HTTP upstream pinged: nothing else says the server went
+//! away), `backend.rs`.
 
 mod backend;
 mod call;
 mod consent;
 mod fast;
 mod forward;
+mod health;
 mod hold;
 mod link;
+mod listen;
 mod reattach;
 mod restart;
 mod routes;
 mod sessions;
+mod watched;
 
-pub use backend::{UpstreamBackend, UpstreamConfig};
+pub use backend::{DEFAULT_SESSION_IDLE, UpstreamBackend, UpstreamConfig};

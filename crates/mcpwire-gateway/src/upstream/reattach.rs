@@ -51,6 +51,7 @@ pub(super) async fn reattach(
     options: &ClientOptions,
     record: &UpstreamRecord,
     backend: &str,
+    session: Option<mcpwire_router::SessionScope>,
     events: &broadcast::Sender<BackendEvent>,
 ) -> Option<Arc<Link>> {
     let attached = Client::reattach(url, options, &record.session_id, &record.initialize).await;
@@ -64,7 +65,7 @@ pub(super) async fn reattach(
     match client.request("ping", serde_json::json!({})).await {
         Ok(_) => {
             tracing::info!(upstream = %backend, peer = %client.peer(), "upstream session re-attached");
-            Some(Link::start(client, client_events, true, events.clone()))
+            Some(Link::start(client, client_events, session, events.clone()))
         }
         Err(e) => {
             if e.is_session_gone() {

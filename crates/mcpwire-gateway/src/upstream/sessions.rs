@@ -1,8 +1,12 @@
 //! [`UpstreamSessions`]: one upstream session per downstream session, opened on the session's
-//! first call and closed when it ends; at most `max` open at once.
+//! first call and closed when it ends — or when it was idle (no call in flight, none
+//! started) for `idle` (a client that never ends its session, e.g. one that drops its HTTP
+//! session without `DELETE`, does not keep a child for the listener's whole session
+//! timeout); the session's next call opens a new one. At most `max` open at once.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use mcpwire_model::McpError;
 use mcpwire_router::SessionScope;
@@ -16,15 +20,19 @@ type Slot = Arc<OnceCell<Arc<Link>>>;
 pub(crate) struct UpstreamSessions {
     name: String,
     max: usize,
+    /// How long an upstream session may stay unused before it is closed.
+    idle: Option<Duration>,
     open: Mutex<mcpwire_session::IdMap<u64, Slot>>,
 }
 
 impl UpstreamSessions {
     /// No session yet; at most `max` at once for backend `name`.
-    pub(crate) fn new(name: &str, max: usize) -> Arc<UpstreamSessions> {
+    /// `idle`: close one unused for this long (`None`: only when its session ends).
+    pub(crate) fn new(name: &str, max: usize, idle: Option<Duration>) -> Arc<UpstreamSessions> {
         Arc::new(UpstreamSessions {
             name: name.to_owned(),
             max: max.max(1),
+            idle,
             open: Mutex::new(mcpwire_session::IdMap::default()),
         })
     }
@@ -101,10 +109,11 @@ impl UpstreamSessions {
         }
         let slot: Slot = Arc::new(OnceCell::new());
         open.insert(scope.id(), slot.clone());
-        tokio::spawn(close_when_ended(
+        tokio::spawn(close_when_done(
             Arc::downgrade(self),
             scope.clone(),
             slot.clone(),
+            self.idle,
         ));
         Ok(slot)
     }
@@ -119,10 +128,23 @@ impl UpstreamSessions {
     }
 }
 
-/// Waits for the downstream session to end, then forgets its upstream session and closes
-/// it (a stdio child is stopped; an HTTP session another replica may be using is kept).
-async fn close_when_ended(sessions: Weak<UpstreamSessions>, scope: SessionScope, slot: Slot) {
-    scope.ended().await;
+/// Waits for the downstream session to end, or its upstream session to stay unused for
+/// `idle`, then forgets the upstream session and closes it (a stdio child is stopped; an
+/// HTTP session another replica may be using is kept).
+async fn close_when_done(
+    sessions: Weak<UpstreamSessions>,
+    scope: SessionScope,
+    slot: Slot,
+    idle: Option<Duration>,
+) {
+    tokio::select! {
+        () = scope.ended() => {}
+        () = unused_for(&slot, idle) => {
+            if let Some(s) = sessions.upgrade() {
+                tracing::info!(upstream = %s.name, "closing an upstream session unused for {:?}", idle.unwrap_or_default());
+            }
+        }
+    }
     if let Some(sessions) = sessions.upgrade() {
         sessions.forget(scope.id(), &slot);
     }
@@ -130,5 +152,30 @@ async fn close_when_ended(sessions: Weak<UpstreamSessions>, scope: SessionScope,
         super::reattach::close(link.client().clone(), scope.shared())
             .await
             .ok();
+    }
+}
+
+/// Completes once the link in `slot` saw no call start and had none in flight for `idle`
+/// (checked every quarter of it); never without `idle`.
+async fn unused_for(slot: &Slot, idle: Option<Duration>) {
+    let Some(idle) = idle else {
+        return std::future::pending().await;
+    };
+    let tick = (idle / 4).max(Duration::from_millis(10));
+    let mut last = None;
+    let mut since = tokio::time::Instant::now();
+    loop {
+        tokio::time::sleep(tick).await;
+        let Some(link) = slot.get() else {
+            since = tokio::time::Instant::now();
+            continue;
+        };
+        let (used, busy) = link.activity();
+        if busy || last != Some(used) {
+            last = Some(used);
+            since = tokio::time::Instant::now();
+        } else if since.elapsed() >= idle {
+            return;
+        }
     }
 }

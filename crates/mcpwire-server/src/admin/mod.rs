@@ -17,7 +17,7 @@ use serde::Serialize;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::observe::{self, BACKEND_UP, UPKEEP_EVERY};
+use crate::observe::{self, BACKEND_SESSIONS, BACKEND_UP, UPKEEP_EVERY};
 
 /// One backend's health as `/readyz` and `mcpwire_backend_up` show it.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -31,6 +31,10 @@ pub struct BackendHealth {
     /// Why not, when it does not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Sessions it holds open for downstream sessions (an upstream's per-session
+    /// children), when it keeps any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<usize>,
 }
 
 /// What the admin listener asks whenever it is scraped or probed: every backend's health.
@@ -117,6 +121,9 @@ async fn metrics(State(st): State<AdminState>) -> Response {
     };
     for b in (st.probe)() {
         let fail = if b.required { "closed" } else { "open" };
+        if let Some(n) = b.sessions {
+            metrics::gauge!(BACKEND_SESSIONS, "backend" => b.name.clone()).set(n as f64);
+        }
         metrics::gauge!(BACKEND_UP, "backend" => b.name, "fail" => fail)
             .set(f64::from(u8::from(b.up)));
     }
@@ -185,6 +192,7 @@ mod tests {
             required,
             up,
             reason: (!up).then(|| "connection refused".into()),
+            sessions: None,
         }
     }
 

@@ -29,7 +29,9 @@ use bytes::BytesMut;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use mcpwire_model::{BackendEvent, CallEvent, ClientAsk, McpError, Raw, RequestId};
-use mcpwire_router::{BoxFuture, CallCtx, Identity, McpCall, McpReply, Peer, Router, SessionScope};
+use mcpwire_router::{
+    BoxFuture, CallCtx, Identity, McpCall, McpReply, Peer, Router, SessionNotice, SessionScope,
+};
 use mcpwire_session::{AskId, Dispatch, DispatchId, IdMap, ServerSession, SessionEvent, Transmit};
 use mcpwire_wire::json_frame::PlainCall;
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -43,6 +45,10 @@ pub(crate) const PEER_QUEUE: usize = 1024;
 /// Callers' trace contexts kept for requests not started yet; past this, a request's span
 /// starts a trace of its own.
 const MAX_WAITING_PARENTS: usize = 256;
+
+/// Events for one session alone (an upstream session of its own logging between calls)
+/// held before further ones are dropped ([`SessionScope::notify`] never waits).
+pub(crate) const SESSION_NOTICES: usize = 64;
 
 /// Requests whose calls asked to close their stream's connection, kept until the wire takes
 /// them; past this, a close is refused (the stream stays open). A stateful HTTP session takes
@@ -107,6 +113,8 @@ pub(crate) enum Wake {
     Peer(Box<PeerMsg>),
     /// A backend event (`None`: the backends closed their event channel).
     Backend(Option<BackendEvent>),
+    /// An event or ask for this session alone.
+    Notice(SessionNotice),
     /// The timer passed.
     Timer,
     /// Something came back for a relayed call (taken by [`Calls::take_relayed`]).
@@ -126,6 +134,9 @@ pub(crate) struct Calls {
     peer_rx: mpsc::Receiver<Box<PeerMsg>>,
     /// Catalog changes and other backend events (`None` once the backends closed it).
     events: Option<broadcast::Receiver<BackendEvent>>,
+    /// Events and asks for this session alone ([`SessionScope::notify`],
+    /// [`SessionScope::ask`]; stateful sessions).
+    notices: Option<mpsc::Receiver<SessionNotice>>,
     /// Requests whose calls asked to close their stream's connection, each once, until the
     /// wire takes them (at most [`MAX_DETACHED`]); only recorded when `resumable`.
     detached: Vec<RequestId>,
@@ -148,12 +159,19 @@ pub(crate) struct Calls {
     request_parents: HashMap<RequestId, TraceParent>,
     /// Calls relayed to an upstream as raw frames (stdio; `crate::relay`).
     relayed: RelayedCalls,
+    /// Resources this session's `subscriptions/listen` streams watch (one entry per
+    /// stream watching it): unsubscribed at the backend when they end, or with the calls.
+    listened: Vec<String>,
 }
 
 impl Drop for Calls {
     fn drop(&mut self) {
         if let Some(session) = &self.session {
             session.end();
+        }
+        if !self.listened.is_empty() && tokio::runtime::Handle::try_current().is_ok() {
+            let uris = std::mem::take(&mut self.listened);
+            tokio::spawn(subscribe_at_backend(self.router.clone(), uris, false));
         }
     }
 }
@@ -164,7 +182,15 @@ impl Calls {
     /// whose calls ask to close their stream ([`Calls::take_detached`]).
     pub(crate) fn new(router: Router, wire: WireLabel) -> Calls {
         let events = router.events();
-        Calls::with_events(router, events, Some(SessionScope::new()), wire)
+        let (tx, rx) = mpsc::channel(SESSION_NOTICES);
+        let mut calls = Calls::with_events(
+            router,
+            events,
+            Some(SessionScope::with_notices(None, Some(tx))),
+            wire,
+        );
+        calls.notices = Some(rx);
+        calls
     }
 
     /// The calls of one stateless request (no session). Only a request that streams
@@ -194,6 +220,7 @@ impl Calls {
             peer_tx,
             peer_rx,
             events,
+            notices: None,
             detached: Vec::new(),
             resumable: session.is_some() && wire == WireLabel::Http,
             detaches_refused: 0,
@@ -204,6 +231,7 @@ impl Calls {
             trace_parent: None,
             request_parents: HashMap::new(),
             relayed: RelayedCalls::default(),
+            listened: Vec::new(),
         }
     }
 
@@ -228,8 +256,10 @@ impl Calls {
         mut self,
         shared: Option<mcpwire_router::SharedSession>,
     ) -> Calls {
-        if shared.is_some() && self.session.is_some() {
-            self.session = Some(SessionScope::with_shared(shared));
+        if shared.is_some()
+            && let Some(old) = &self.session
+        {
+            self.session = Some(SessionScope::with_notices(shared, old.notices()));
         }
         self
     }
@@ -308,6 +338,7 @@ impl Calls {
             Some((id, reply)) = self.calls.next(), if !self.calls.is_empty() => Wake::Done(id, reply),
             Some(msg) = self.peer_rx.recv() => Wake::Peer(msg),
             ev = recv_event(&mut self.events) => Wake::Backend(ev),
+            Some(n) = recv_notice(&mut self.notices) => Wake::Notice(n),
             _ = self.relayed.arrived() => Wake::Relayed,
             _ = sleep_until(timer) => Wake::Timer,
         }
@@ -319,6 +350,11 @@ impl Calls {
             Wake::Done(id, reply) => self.on_done(session, id, reply),
             Wake::Peer(msg) => self.on_peer(session, *msg),
             Wake::Backend(ev) => self.on_backend(session, ev),
+            Wake::Notice(SessionNotice::Event(ev)) => session.handle_backend_event(&ev),
+            Wake::Notice(SessionNotice::Ask(ask, tx)) => {
+                let ask_id = session.start_session_ask(now(), ask);
+                self.asks.insert(ask_id, tx);
+            }
             Wake::Timer => session.handle_timeout(now()),
             Wake::Relayed => {}
         }
@@ -393,6 +429,22 @@ impl Calls {
         }
     }
 
+    /// A `subscriptions/listen` stream began or ended watching `uris`: the backend is asked
+    /// to send their updates (`resources/subscribe` as a session-less request), or to stop
+    /// once no stream of this session watches them.
+    fn listening(&mut self, uris: Vec<String>, on: bool) {
+        if on {
+            self.listened.extend(uris.iter().cloned());
+        } else {
+            for uri in &uris {
+                if let Some(i) = self.listened.iter().position(|u| u == uri) {
+                    self.listened.swap_remove(i);
+                }
+            }
+        }
+        tokio::spawn(subscribe_at_backend(self.router.clone(), uris, on));
+    }
+
     /// Takes one finished call without waiting; whether there was one.
     pub(crate) fn take_done(&mut self, session: &mut ServerSession) -> bool {
         if self.calls.is_empty() {
@@ -443,6 +495,12 @@ impl Calls {
                             let _ = tx.send(result);
                         } else {
                             let _ = self.relayed.ask_done(ask, result);
+                        }
+                    }
+                    SessionEvent::Listening { uris, on } => self.listening(uris, on),
+                    SessionEvent::RootsListChanged => {
+                        if let Some(scope) = &self.session {
+                            scope.roots_changed();
                         }
                     }
                 }
@@ -542,6 +600,42 @@ async fn recv_event(rx: &mut Option<broadcast::Receiver<BackendEvent>>) -> Optio
             }
             Err(broadcast::error::RecvError::Closed) => return None,
         }
+    }
+}
+
+/// Asks `router`'s backend to send (`on`) or stop sending updates of `uris` to the
+/// listening streams: a `resources/subscribe` (or `unsubscribe`) of no session; refusals
+/// are logged (a backend without subscriptions sends nothing either way).
+async fn subscribe_at_backend(router: Router, uris: Vec<String>, on: bool) {
+    let method = if on {
+        mcpwire_model::Method::ResourcesSubscribe
+    } else {
+        mcpwire_model::Method::ResourcesUnsubscribe
+    };
+    for uri in uris {
+        let ctx = CallCtx::new(
+            mcpwire_model::Revision::LATEST_STATEFUL,
+            Arc::new(Default::default()),
+            CancellationToken::new(),
+            None,
+        );
+        let params = mcpwire_model::to_raw(&serde_json::json!({ "uri": uri }));
+        let call = McpCall {
+            method: method.clone(),
+            params: Some(params),
+            ctx,
+        };
+        if let Err(e) = router.call(call).await {
+            tracing::debug!(%uri, "{method} for listening streams refused: {e}");
+        }
+    }
+}
+
+/// The next event for this session alone; pending forever without a queue.
+async fn recv_notice(rx: &mut Option<mpsc::Receiver<SessionNotice>>) -> Option<SessionNotice> {
+    match rx {
+        Some(r) => r.recv().await,
+        None => std::future::pending().await,
     }
 }
 

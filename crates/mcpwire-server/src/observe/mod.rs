@@ -70,6 +70,9 @@ pub const RATE_LIMITED_TOTAL: &str = "mcpwire_rate_limited_total";
 pub use crate::tls::HANDSHAKE_FAILURES_TOTAL as TLS_HANDSHAKE_FAILURES_TOTAL;
 /// Whether a backend answers its lists (1) or not (0), by `backend` and `fail`.
 pub const BACKEND_UP: &str = "mcpwire_backend_up";
+/// Sessions a backend holds open for downstream sessions (an upstream's per-session
+/// children or sessions), by `backend`.
+pub const BACKEND_SESSIONS: &str = "mcpwire_backend_sessions";
 
 /// Cluster session events by `event` (`mcpwire_cluster_sessions_total`): `started` (a sealed
 /// id minted here), `resumed` (a session continued here from a sealed id), `refused` (a
@@ -161,6 +164,10 @@ fn describe() {
         "Failed TLS handshakes on the listeners by reason"
     );
     describe_gauge!(BACKEND_UP, "1 when the backend answers its lists, else 0");
+    describe_gauge!(
+        BACKEND_SESSIONS,
+        "Sessions a backend holds open for downstream sessions (per-session upstream children)"
+    );
     describe_counter!(
         CLUSTER_SESSIONS_TOTAL,
         "Replica-set session events by event (started, resumed, refused, ended)"

@@ -84,6 +84,17 @@ pub enum SessionEvent {
     Cancel(DispatchId),
     /// The client answered an ask (or it failed: no capability, timeout, origin gone).
     AskDone(AskId, Result<Raw, McpError>),
+    /// The client says its roots changed (`notifications/roots/list_changed`): backends
+    /// holding state for this session may want to ask again.
+    RootsListChanged,
+    /// A `subscriptions/listen` stream began (`on`) or ended watching these resources:
+    /// backends that must be told to send their updates (a gateway's upstreams) are.
+    Listening {
+        /// The resources.
+        uris: Vec<String>,
+        /// Began (`true`) or ended.
+        on: bool,
+    },
 }
 
 #[derive(Debug)]
@@ -104,7 +115,8 @@ struct InFlight {
 #[derive(Debug)]
 struct AskEntry {
     ask: AskId,
-    origin: DispatchId,
+    /// The dispatch it asks for (`None`: the session's own ask).
+    origin: Option<DispatchId>,
     deadline: Instant,
 }
 
@@ -468,14 +480,31 @@ impl ServerSession {
     /// Asks the client something on behalf of dispatch `origin`; the answer arrives as
     /// [`SessionEvent::AskDone`] with the returned id.
     pub fn start_ask(&mut self, now: Instant, origin: DispatchId, ask: ClientAsk) -> AskId {
+        self.ask(now, Some(origin), ask)
+    }
+
+    /// Asks the client something on behalf of the session itself, related to no request
+    /// (an upstream of this session alone asking `roots/list` between calls): on HTTP it
+    /// goes on the standalone `GET` stream. The answer arrives as
+    /// [`SessionEvent::AskDone`] with the returned id.
+    pub fn start_session_ask(&mut self, now: Instant, ask: ClientAsk) -> AskId {
+        self.ask(now, None, ask)
+    }
+
+    fn ask(&mut self, now: Instant, origin: Option<DispatchId>, ask: ClientAsk) -> AskId {
         let ask_id = AskId(self.next_ask);
         self.next_ask += 1;
         let fail = |e: McpError| SessionEvent::AskDone(ask_id, Err(e));
-        let Some(entry) = self.inflight.get(&origin) else {
-            self.events.push_back(fail(McpError::Cancelled));
-            return ask_id;
+        let related = match origin {
+            Some(origin) => match self.inflight.get(&origin) {
+                Some(entry) => Some(entry.request_id.clone()),
+                None => {
+                    self.events.push_back(fail(McpError::Cancelled));
+                    return ask_id;
+                }
+            },
+            None => None,
         };
-        let related = Some(entry.request_id.clone());
         if self.peer_closed {
             self.events.push_back(fail(McpError::Cancelled));
             return ask_id;
@@ -836,7 +865,13 @@ impl ServerSession {
                 };
                 let Some(rid) = p.request_id else { return };
                 if let Some(pos) = self.listens.iter().position(|l| l.request_id == rid) {
-                    self.listens.swap_remove(pos);
+                    let ended = self.listens.swap_remove(pos);
+                    if !ended.uris.is_empty() {
+                        self.events.push_back(SessionEvent::Listening {
+                            uris: ended.uris.into_iter().collect(),
+                            on: false,
+                        });
+                    }
                     return;
                 }
                 if let Some(did) = self.by_request.remove(&rid) {
@@ -856,7 +891,10 @@ impl ServerSession {
                     }
                 }
             }
-            Method::NotificationsInitialized | Method::NotificationsRootsListChanged => {}
+            Method::NotificationsRootsListChanged => {
+                self.events.push_back(SessionEvent::RootsListChanged);
+            }
+            Method::NotificationsInitialized => {}
             Method::NotificationsProgress => {}
             other => tracing::debug!(method = %other, "ignoring unknown notification"),
         }
@@ -888,7 +926,7 @@ impl ServerSession {
         let dead: Vec<RequestId> = self
             .asks
             .iter()
-            .filter(|(_, a)| a.origin == origin)
+            .filter(|(_, a)| a.origin == Some(origin))
             .map(|(k, _)| k.clone())
             .collect();
         for k in dead {

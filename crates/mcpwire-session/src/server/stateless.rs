@@ -132,6 +132,15 @@ impl ServerSession {
         } else {
             Vec::new()
         };
+        if uris.len() > self.config.limits.max_subscriptions {
+            return self.error(
+                req.id,
+                McpError::LimitExceeded(format!(
+                    "more than {} resourceSubscriptions in one subscriptions/listen",
+                    self.config.limits.max_subscriptions
+                )),
+            );
+        }
         let mut honored = serde_json::Map::new();
         for (k, v) in [
             ("toolsListChanged", tools),
@@ -151,12 +160,19 @@ impl ServerSession {
             Some(to_raw(&json!({ "notifications": honored, "_meta": meta }))),
             Some(req.id.clone()),
         );
+        let uris: std::collections::HashSet<String> = uris.into_iter().collect();
+        if !uris.is_empty() {
+            self.events.push_back(SessionEvent::Listening {
+                uris: uris.iter().cloned().collect(),
+                on: true,
+            });
+        }
         self.listens.push(Listen {
             request_id: req.id,
             tools,
             prompts,
             resources,
-            uris: uris.into_iter().collect(),
+            uris,
         });
     }
 

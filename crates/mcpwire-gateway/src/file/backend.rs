@@ -1,0 +1,385 @@
+//! A `[backends.NAME]` table: its keys, and the backend they describe.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use mcpwire_federation::Glob;
+use serde::Deserialize;
+use serde::de::{SeqAccess, Visitor};
+
+use super::Refusal;
+use crate::config::{BackendSource, FailMode, ProcessSpec, UpstreamSpec, mcpb_target};
+use crate::credentials::{CredentialsSpec, RawCredentials};
+use mcpwire_client::{EraChoice, Target};
+use mcpwire_server::tls::ClientTls;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawBackend {
+    native: Option<String>,
+    process: Option<PathBuf>,
+    command: Option<CommandLine>,
+    args: Option<Vec<String>>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    cwd: Option<PathBuf>,
+    url: Option<String>,
+    mcpb: Option<String>,
+    runtime: Option<String>,
+    handshake_timeout_secs: Option<u64>,
+    max_result_bytes: Option<u64>,
+    watch: Option<bool>,
+    call_timeout_secs: Option<u64>,
+    shared: Option<bool>,
+    max_sessions: Option<usize>,
+    session_idle_secs: Option<u64>,
+    era: Option<RawEra>,
+    ca: Option<PathBuf>,
+    client_cert: Option<PathBuf>,
+    client_key: Option<PathBuf>,
+    bearer_env: Option<String>,
+    bearer_file: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    #[serde(default)]
+    header_env: BTreeMap<String, String>,
+    oauth: Option<crate::credentials::RawOAuth>,
+    #[serde(default)]
+    pub(super) include: Vec<Glob>,
+    #[serde(default)]
+    pub(super) exclude: Vec<Glob>,
+    #[serde(default)]
+    pub(super) rename: BTreeMap<String, String>,
+    #[serde(default)]
+    pub(super) fail: FailMode,
+}
+
+/// Which era an upstream is spoken to in.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum RawEra {
+    /// `server/discover` first, then `initialize`.
+    Auto,
+    /// `initialize` only (2025-11-25 and earlier).
+    Handshake,
+    /// 2026-07-28 only.
+    Stateless,
+}
+
+impl From<RawEra> for EraChoice {
+    fn from(e: RawEra) -> EraChoice {
+        match e {
+            RawEra::Auto => EraChoice::Auto,
+            RawEra::Handshake => EraChoice::Handshake,
+            RawEra::Stateless => EraChoice::Stateless,
+        }
+    }
+}
+
+/// A command line as one string (split like a POSIX shell would) or as an array of words.
+#[derive(Debug)]
+enum CommandLine {
+    Line(String),
+    Words(Vec<String>),
+}
+
+impl<'de> Deserialize<'de> for CommandLine {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = CommandLine;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a command line (a string, or an array of words)")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<CommandLine, E> {
+                Ok(CommandLine::Line(s.to_owned()))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<CommandLine, A::Error> {
+                let mut words = Vec::new();
+                while let Some(w) = seq.next_element::<String>()? {
+                    words.push(w);
+                }
+                Ok(CommandLine::Words(words))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+pub(super) fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSource, Refusal> {
+    let kinds: Vec<&'static str> = [
+        ("native", raw.native.is_some()),
+        ("process", raw.process.is_some()),
+        ("command", raw.command.is_some()),
+        ("url", raw.url.is_some()),
+        ("mcpb", raw.mcpb.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(k, set)| set.then_some(k))
+    .collect();
+    match kinds.as_slice() {
+        [] => {
+            return Err((
+                "",
+                "say what this backend is: native = \"demo\", process = \"FILE\", \
+                 command = \"COMMAND LINE\", url = \"http(s)://…\" or mcpb = \"HOST:PORT\""
+                    .into(),
+            ));
+        }
+        [_] => {}
+        [first, second, ..] => {
+            return Err((
+                second,
+                format!(
+                    "a backend is one of native, process, command, url or mcpb: this one already has `{first}`"
+                ),
+            ));
+        }
+    }
+    let kind = kinds[0];
+    only_of(
+        raw.process.is_some(),
+        &[
+            ("runtime", raw.runtime.is_some()),
+            ("max_result_bytes", raw.max_result_bytes.is_some()),
+            ("watch", raw.watch.is_some()),
+        ],
+        "process backends",
+        kind,
+    )?;
+    only_of(
+        raw.command.is_some(),
+        &[
+            ("args", raw.args.is_some()),
+            ("env", !raw.env.is_empty()),
+            ("cwd", raw.cwd.is_some()),
+        ],
+        "command backends",
+        kind,
+    )?;
+    if let Some(name) = raw
+        .env
+        .keys()
+        .find(|k| k.is_empty() || k.contains(['=', '\0']))
+    {
+        return Err((
+            "env",
+            format!("`{name}` cannot be an environment variable's name"),
+        ));
+    }
+    let upstream_only = [
+        ("call_timeout_secs", raw.call_timeout_secs.is_some()),
+        ("shared", raw.shared.is_some()),
+        ("max_sessions", raw.max_sessions.is_some()),
+        ("session_idle_secs", raw.session_idle_secs.is_some()),
+        ("era", raw.era.is_some()),
+        ("ca", raw.ca.is_some()),
+        ("client_cert", raw.client_cert.is_some()),
+        ("client_key", raw.client_key.is_some()),
+    ];
+    let upstream = raw.command.is_some() || raw.url.is_some() || raw.mcpb.is_some();
+    let credential_keys = [
+        ("bearer_env", raw.bearer_env.is_some()),
+        ("bearer_file", raw.bearer_file.is_some()),
+        ("headers", !raw.headers.is_empty()),
+        ("header_env", !raw.header_env.is_empty()),
+        ("oauth", raw.oauth.is_some()),
+    ];
+    only_of(
+        upstream,
+        &credential_keys,
+        "url (and, for a token, mcpb) backends",
+        kind,
+    )?;
+    only_of(
+        upstream,
+        &upstream_only,
+        "upstream backends (command, url, mcpb)",
+        kind,
+    )?;
+    if raw.native.is_some() && raw.handshake_timeout_secs.is_some() {
+        return Err((
+            "handshake_timeout_secs",
+            "`handshake_timeout_secs` is an option of process and upstream backends, not of native backends".into(),
+        ));
+    }
+    for (key, zero) in [
+        (
+            "handshake_timeout_secs",
+            raw.handshake_timeout_secs == Some(0),
+        ),
+        ("call_timeout_secs", raw.call_timeout_secs == Some(0)),
+        ("max_sessions", raw.max_sessions == Some(0)),
+    ] {
+        if zero {
+            return Err((key, format!("`{key}` must be at least 1")));
+        }
+    }
+    if let Some(server) = &raw.native {
+        return Ok(BackendSource::Native {
+            server: server.clone(),
+        });
+    }
+    if let Some(file) = &raw.process {
+        let d = ProcessSpec::new(base.join(file));
+        return Ok(BackendSource::Process(ProcessSpec {
+            runtime: raw.runtime.clone(),
+            handshake_timeout: raw
+                .handshake_timeout_secs
+                .map_or(d.handshake_timeout, Duration::from_secs),
+            max_result_bytes: raw.max_result_bytes.unwrap_or(d.max_result_bytes),
+            watch: raw.watch.unwrap_or(d.watch),
+            ..d
+        }));
+    }
+    let target = match (&raw.command, &raw.url, &raw.mcpb) {
+        (Some(command), _, _) if raw.args.is_some() => {
+            let CommandLine::Line(program) = command else {
+                return Err((
+                    "command",
+                    "with `args`, `command` is the program alone (a string); or give the whole \
+                     command line as an array and no `args`"
+                        .into(),
+                ));
+            };
+            if program.trim().is_empty() {
+                return Err(("command", "the program is empty".into()));
+            }
+            let mut argv = vec![program.clone()];
+            argv.extend(raw.args.iter().flatten().cloned());
+            Target::Command { argv }
+        }
+        (Some(CommandLine::Line(line)), _, _) => match Target::parse(line) {
+            Ok(t @ Target::Command { .. }) => t,
+            Ok(_) => {
+                return Err((
+                    "command",
+                    format!("`{line}` is an address: write it as url = … or mcpb = …"),
+                ));
+            }
+            Err(e) => return Err(("command", e.to_string())),
+        },
+        (Some(CommandLine::Words(words)), _, _) => {
+            if words.first().is_none_or(|w| w.trim().is_empty()) {
+                return Err(("command", "the command line is empty".into()));
+            }
+            Target::Command {
+                argv: words.clone(),
+            }
+        }
+        (_, Some(url), _) => {
+            let lower = url.trim().to_ascii_lowercase();
+            if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+                return Err((
+                    "url",
+                    format!(
+                        "`{url}` is not an http:// or https:// URL (for MCPB, write mcpb = \"HOST:PORT\")"
+                    ),
+                ));
+            }
+            Target::url(url).map_err(|e| ("url", e.to_string()))?
+        }
+        (_, _, Some(addr)) => mcpb_target(addr).map_err(|e| ("mcpb", e))?,
+        _ => unreachable!("one kind was found above"),
+    };
+    let tls = upstream_tls(raw, &target, base)?;
+    let credentials = RawCredentials {
+        bearer_env: raw.bearer_env.as_ref(),
+        bearer_file: raw.bearer_file.as_ref(),
+        headers: &raw.headers,
+        header_env: &raw.header_env,
+        oauth: raw.oauth.as_ref(),
+    };
+    let credentials = if credentials.is_set() {
+        credentials.resolve(base, &target)?
+    } else {
+        CredentialsSpec::default()
+    };
+    let d = UpstreamSpec::new(target);
+    Ok(BackendSource::Upstream(UpstreamSpec {
+        tls,
+        credentials,
+        handshake_timeout: raw
+            .handshake_timeout_secs
+            .map_or(d.handshake_timeout, Duration::from_secs),
+        call_timeout: raw.call_timeout_secs.map(Duration::from_secs),
+        shared: raw.shared,
+        max_sessions: raw.max_sessions.unwrap_or(d.max_sessions),
+        // 0: kept until the downstream session ends.
+        session_idle: match raw.session_idle_secs {
+            Some(0) => None,
+            Some(secs) => Some(Duration::from_secs(secs)),
+            None => d.session_idle,
+        },
+        era: raw.era.map_or(d.era, EraChoice::from),
+        env: raw.env.clone(),
+        cwd: raw.cwd.as_ref().map(|dir| base.join(dir)),
+        ..d
+    }))
+}
+
+/// Refuses the first key set in `keys` unless the backend is of the kind they belong to
+/// (`is_of`): `` `KEY` is an option of OF, not of KIND backends ``.
+fn only_of(
+    is_of: bool,
+    keys: &[(&'static str, bool)],
+    of: &str,
+    kind: &str,
+) -> Result<(), Refusal> {
+    match keys.iter().find(|(_, set)| *set) {
+        Some((key, _)) if !is_of => Err((
+            key,
+            format!("`{key}` is an option of {of}, not of {kind} backends"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// An upstream's `ca`, `client_cert` and `client_key`: for TLS targets only, the two
+/// halves of a client certificate together.
+fn upstream_tls(raw: &RawBackend, target: &Target, base: &Path) -> Result<ClientTls, Refusal> {
+    let tls = ClientTls {
+        ca: raw.ca.as_ref().map(|p| base.join(p)),
+        cert: raw.client_cert.as_ref().map(|p| base.join(p)),
+        key: raw.client_key.as_ref().map(|p| base.join(p)),
+    };
+    if tls == ClientTls::default() {
+        return Ok(tls);
+    }
+    let secure = match target {
+        Target::Url(url) => url.to_ascii_lowercase().starts_with("https://"),
+        Target::Mcpb { tls, .. } => *tls,
+        Target::Command { .. } => false,
+    };
+    let key = if raw.ca.is_some() {
+        "ca"
+    } else if raw.client_cert.is_some() {
+        "client_cert"
+    } else {
+        "client_key"
+    };
+    if !secure {
+        return Err((
+            key,
+            format!(
+                "`{key}` is for TLS upstreams (url = \"https://…\", mcpb = \"mcpbs://…\"), not {target}"
+            ),
+        ));
+    }
+    if tls.cert.is_some() != tls.key.is_some() {
+        let missing = if tls.cert.is_some() {
+            "client_key"
+        } else {
+            "client_cert"
+        };
+        return Err((
+            missing,
+            format!(
+                "a client certificate needs both client_cert and client_key: `{missing}` is missing"
+            ),
+        ));
+    }
+    Ok(tls)
+}
