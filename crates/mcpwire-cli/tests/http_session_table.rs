@@ -68,7 +68,7 @@ fn a_full_table_evicts_the_least_recently_used_idle_session() {
             "clientInfo":{"name":"test","version":"1"}}}),
     );
     assert_eq!(r.status, 503);
-    assert_eq!(r.json()["error"]["code"], -32600);
+    assert_eq!(r.json()["error"]["code"], -32603);
     assert_eq!(tools_list(&s, &a), 200, "busy sessions are kept");
     assert_eq!(tools_list(&s, &c), 200);
 }

@@ -442,7 +442,7 @@ fn sigterm_shuts_down_gracefully_and_calls_in_flight_finish() {
         answers[0]["result"]["content"][0]["text"], "done",
         "{answers:?}"
     );
-    assert_eq!(answers[1]["error"]["code"], -32600, "{answers:?}");
+    assert_eq!(answers[1]["error"]["code"], -32603, "{answers:?}");
     c.send(McpbOut::Control(
         &json!({"command": "shutdown_ack", "status": "ok"}),
     ));
@@ -638,4 +638,28 @@ fn every_wrapper_shape_is_accepted_and_answered_in_kind() {
         TOKEN,
     ));
     assert_eq!(bad["mcp_payload"]["error"]["code"], -32600, "{bad}");
+}
+
+/// Issue 23 item 10: each message is answered in the shape it came in — a connection that
+/// initializes plainly and then sends the router's envelope gets enveloped answers, and
+/// plain ones again when it goes back to plain.
+#[test]
+fn each_message_is_answered_in_its_own_shape() {
+    let server = Server::start_with(&[]);
+    let envelope = |m: Value| {
+        json!({"id": m["id"], "timestamp": "2026-12-05T05:00:00Z", "source": "local-router",
+               "target_namespace": "system", "auth_token": "t", "mcp_payload": m})
+    };
+    let mut c = Client::connect(&server.addr);
+    c.negotiate();
+    let init = c.ask_json(&standard_init(1, "2025-11-25", None));
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+    let tools = c.ask_json(&envelope(rpc(2, "tools/list", json!({}))));
+    assert!(
+        tools["mcp_payload"]["result"]["tools"].is_array(),
+        "{tools}"
+    );
+    let plain = c.ask_json(&rpc(3, "ping", json!({})));
+    assert_eq!(plain["id"], 3, "{plain}");
+    assert!(plain.get("mcp_payload").is_none(), "{plain}");
 }

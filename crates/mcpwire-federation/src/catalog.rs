@@ -49,6 +49,9 @@ pub(crate) struct CatalogMember {
     pub offers_tasks: bool,
     /// Items its filter left out.
     pub filtered_out: usize,
+    /// Whether a URI of its (resource or template) is exposed as another one: its tools'
+    /// results and `_meta.ui.resourceUri` are then rewritten to match.
+    pub renamed_uris: bool,
 }
 
 /// One exposed item.
@@ -152,6 +155,7 @@ impl Catalog {
                     listed: false,
                     offers_tasks,
                     filtered_out: 0,
+                    renamed_uris: false,
                 }
             })
             .collect();
@@ -198,7 +202,14 @@ impl Catalog {
                 }
                 MemberHealth::Ok => String::new(),
             });
-        Catalog {
+        for kind in [Kind::Resources, Kind::Templates] {
+            for e in kinds[kind.index()].entries.iter() {
+                if e.exposed != e.original {
+                    members[e.member].renamed_uris = true;
+                }
+            }
+        }
+        let mut catalog = Catalog {
             generation,
             prefix: s.prefix,
             prefixed,
@@ -206,6 +217,42 @@ impl Catalog {
             members,
             kinds,
             refusal,
+        };
+        catalog.expose_ui_references(s.page_size);
+        catalog
+    }
+
+    /// Points the `_meta.ui.resourceUri` of tools (MCP Apps) of members whose URIs were
+    /// renamed at the URIs their resources are exposed as, and pages the tools again.
+    fn expose_ui_references(&mut self, page_size: usize) {
+        if !self.members.iter().any(|m| m.renamed_uris) {
+            return;
+        }
+        let mut changed = false;
+        let tools = Kind::Tools.index();
+        for i in 0..self.kinds[tools].entries.len() {
+            let e = &self.kinds[tools].entries[i];
+            if !self.members[e.member].renamed_uris {
+                continue;
+            }
+            let Some(original) = ui_resource_uri(&e.item) else {
+                continue;
+            };
+            let Some(exposed) = self.expose_uri(e.member, original) else {
+                continue;
+            };
+            if exposed != original {
+                set_ui_resource_uri(&mut self.kinds[tools].entries[i].item, exposed);
+                changed = true;
+            }
+        }
+        if changed {
+            let k = &mut self.kinds[tools];
+            k.pages = paginate(
+                Kind::Tools.field(),
+                k.entries.iter().map(|e| &e.item),
+                page_size,
+            );
         }
     }
 
@@ -226,7 +273,8 @@ impl Catalog {
                 let original = if e.exposed == e.original {
                     uri.to_owned()
                 } else {
-                    uri::split_rewritten(uri).map_or(uri, |(_, o)| o).to_owned()
+                    uri::split_rewritten(uri)
+                        .map_or_else(|| uri.to_owned(), |(_, o)| o.into_owned())
                 };
                 return Some((e.member, original));
             }
@@ -237,7 +285,7 @@ impl Catalog {
         if let Some((tag, original)) = uri::split_rewritten(uri)
             && let Some(m) = self.members.iter().position(|m| m.tag == tag && m.listed)
         {
-            return Some((m, original.to_owned()));
+            return Some((m, original.into_owned()));
         }
         let mut offering = self
             .members
@@ -442,4 +490,24 @@ fn push(
         item,
         matcher,
     });
+}
+
+/// A tool's MCP Apps resource: `_meta.ui.resourceUri`, or the older `_meta["ui/resourceUri"]`.
+pub(crate) fn ui_resource_uri(tool: &Item) -> Option<&str> {
+    let meta = tool.get("_meta")?;
+    meta.pointer("/ui/resourceUri")
+        .or_else(|| meta.get("ui/resourceUri"))
+        .and_then(Value::as_str)
+}
+
+/// Sets whichever of the two keys [`ui_resource_uri`] read to `uri`.
+fn set_ui_resource_uri(tool: &mut Item, uri: String) {
+    let Some(meta) = tool.get_mut("_meta") else {
+        return;
+    };
+    if let Some(slot) = meta.pointer_mut("/ui/resourceUri") {
+        *slot = Value::String(uri);
+    } else if let Some(slot) = meta.get_mut("ui/resourceUri") {
+        *slot = Value::String(uri);
+    }
 }

@@ -59,6 +59,7 @@ pub(crate) fn answer(
             let m = &catalog.members[member];
             record_member(&m.name);
             let tasks = m.offers_tasks.then(|| m.name.clone());
+            let uris = m.renamed_uris.then(|| catalog.clone());
             let req = BackendRequest::CallTool {
                 name: original.clone(),
                 arguments,
@@ -66,10 +67,16 @@ pub(crate) fn answer(
             let fut = m.backend.call(ctx, req);
             Box::pin(async move {
                 match fut.await {
-                    Ok(reply) => Ok(match tasks {
-                        Some(member) => expose_task_ids(reply, &member),
-                        None => reply,
-                    }),
+                    Ok(reply) => {
+                        let reply = match tasks {
+                            Some(member) => expose_task_ids(reply, &member),
+                            None => reply,
+                        };
+                        Ok(match uris {
+                            Some(catalog) => expose_result_uris(reply, &catalog, member),
+                            None => reply,
+                        })
+                    }
                     Err(e) => Err(exposed_error(e, &original, &name)),
                 }
             })
@@ -126,8 +133,8 @@ pub(crate) fn answer(
 }
 
 /// A `tools/call` sent on with its params as they came (`Backend::forward_tool_call`):
-/// only to a member that serves the tool under the same name and whose task ids need no
-/// mapping, so its answer is what [`answer`] would give; the call back otherwise.
+/// only to a member that serves the tool under the same name and whose task ids and URIs
+/// need no mapping, so its answer is what [`answer`] would give; the call back otherwise.
 pub(crate) fn forward_tool_call(
     catalog: &Catalog,
     call: ForwardedCall,
@@ -136,7 +143,7 @@ pub(crate) fn forward_tool_call(
         return Err(call);
     };
     let m = &catalog.members[e.member];
-    if e.original != call.name() || m.offers_tasks {
+    if e.original != call.name() || m.offers_tasks || m.renamed_uris {
         return Err(call);
     }
     let fut = m.backend.forward_tool_call(call)?;
@@ -154,7 +161,7 @@ pub(crate) fn relay_route(
 ) -> Option<RelayRoute> {
     let (_, e) = catalog.kind(Kind::Tools).get(name)?;
     let m = &catalog.members[e.member];
-    if e.original != name || m.offers_tasks {
+    if e.original != name || m.offers_tasks || m.renamed_uris {
         return None;
     }
     m.backend.relay_route(name, scope)
@@ -313,6 +320,40 @@ fn expose_task_ids(reply: Reply, member: &str) -> Reply {
     Reply::Complete(to_raw(&v))
 }
 
+/// A `tools/call` result of `member` with the URIs of its resource links
+/// (`{"type": "resource_link", "uri"}`) and embedded resources (`{"type": "resource",
+/// "resource": {"uri"}}`) shown as the catalog exposes them.
+fn expose_result_uris(reply: Reply, catalog: &Catalog, member: usize) -> Reply {
+    let Reply::Complete(raw) = reply else {
+        return reply;
+    };
+    if !raw.get().contains("\"uri\"") {
+        return Reply::Complete(raw);
+    }
+    let Ok(mut v) = serde_json::from_str::<Value>(raw.get()) else {
+        return Reply::Complete(raw);
+    };
+    let mut changed = false;
+    if let Some(Value::Array(content)) = v.get_mut("content") {
+        for c in content {
+            let slot = match c.get("type").and_then(Value::as_str) {
+                Some("resource_link") => c.get_mut("uri"),
+                Some("resource") => c.get_mut("resource").and_then(|r| r.get_mut("uri")),
+                _ => None,
+            };
+            if let Some(slot) = slot
+                && let Some(original) = slot.as_str()
+                && let Some(exposed) = catalog.expose_uri(member, original)
+                && exposed != original
+            {
+                *slot = Value::String(exposed);
+                changed = true;
+            }
+        }
+    }
+    Reply::Complete(if changed { to_raw(&v) } else { raw })
+}
+
 /// A `resources/read` result with `contents[].uri` equal to `original` shown as `exposed`.
 fn expose_contents(raw: Raw, original: &str, exposed: &str) -> Raw {
     let Ok(mut v) = serde_json::from_str::<Value>(raw.get()) else {
@@ -348,7 +389,11 @@ fn exposed_error(e: McpError, original: &str, exposed: &str) -> McpError {
         },
         McpError::ToolFailed { tool, message } => McpError::ToolFailed {
             tool: fix(tool),
-            message,
+            // A message naming the tool first, in backquotes, names the exposed one.
+            message: match message.strip_prefix(&format!("`{original}`")) {
+                Some(rest) => format!("`{exposed}`{rest}"),
+                None => message,
+            },
         },
         other => other,
     }

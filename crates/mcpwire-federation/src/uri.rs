@@ -7,11 +7,19 @@
 //! `mcpwire+{tag}`, the original as its path), so strict clients parse it, and stripping
 //! the prefix gives the original back — also for any URI a client expands from a rewritten
 //! template, since the prefix is literal text in front of the template.
+//!
+//! MCP Apps' `ui://` URIs keep their scheme (a host renders only a `ui://` resource):
+//! `ui://{authority}/{path}` becomes `ui://mcpwire+{tag}/{authority}/{path}` — the tag as
+//! the authority (`+` is allowed in a host name's characters), the original after it.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 /// The scheme prefix of rewritten URIs.
 const SCHEME: &str = "mcpwire+";
+
+/// MCP Apps' scheme, kept by the rewrite.
+const UI: &str = "ui://";
 
 /// A URI tag for member `name` not in `taken`: its name lowercased with `_` as `-`, and
 /// `-2`, `-3`, … when that is taken (two members differing only in case or `_`/`-`).
@@ -34,14 +42,24 @@ pub(crate) fn member_tag(name: &str, taken: &HashSet<String>) -> String {
 
 /// The rewritten form of `uri` (or a template) of the member tagged `tag`.
 pub(crate) fn rewrite(tag: &str, uri: &str) -> String {
-    format!("{SCHEME}{tag}:{uri}")
+    match uri.strip_prefix(UI) {
+        Some(rest) => format!("{UI}{SCHEME}{tag}/{rest}"),
+        None => format!("{SCHEME}{tag}:{uri}"),
+    }
 }
 
 /// `(tag, original)` when `uri` is in rewritten form.
-pub(crate) fn split_rewritten(uri: &str) -> Option<(&str, &str)> {
+pub(crate) fn split_rewritten(uri: &str) -> Option<(&str, Cow<'_, str>)> {
+    if let Some(rest) = uri.strip_prefix(UI).and_then(|r| r.strip_prefix(SCHEME)) {
+        let slash = rest.find('/')?;
+        return Some((
+            &rest[..slash],
+            Cow::Owned(format!("{UI}{}", &rest[slash + 1..])),
+        ));
+    }
     let rest = uri.strip_prefix(SCHEME)?;
     let colon = rest.find(':')?;
-    Some((&rest[..colon], &rest[colon + 1..]))
+    Some((&rest[..colon], Cow::Borrowed(&rest[colon + 1..])))
 }
 
 /// A URI template (RFC 6570, any level) reduced to what routing needs: its literal text
@@ -125,8 +143,18 @@ mod tests {
     fn rewriting_round_trips() {
         let r = rewrite("fs", "file:///srv/a.txt");
         assert_eq!(r, "mcpwire+fs:file:///srv/a.txt");
-        assert_eq!(split_rewritten(&r), Some(("fs", "file:///srv/a.txt")));
+        assert_eq!(
+            split_rewritten(&r),
+            Some(("fs", "file:///srv/a.txt".into()))
+        );
         assert_eq!(split_rewritten("file:///x"), None);
+        let ui = rewrite("fast2", "ui://trialfast/widget.html");
+        assert_eq!(ui, "ui://mcpwire+fast2/trialfast/widget.html");
+        assert_eq!(
+            split_rewritten(&ui),
+            Some(("fast2", "ui://trialfast/widget.html".into()))
+        );
+        assert_eq!(split_rewritten("ui://trialfast/widget.html"), None);
         let t = rewrite("my-fs", "file:///{path}");
         let m = TemplateMatcher::parse(&t).unwrap();
         assert!(m.matches("mcpwire+my-fs:file:///notes.md"));
@@ -144,12 +172,16 @@ mod tests {
             // A tag is valid in a URI scheme (RFC 3986: ALPHA / DIGIT / "+" / "-" / ".").
             proptest::prop_assert!(tag.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'));
             let r = rewrite(&tag, &uri);
-            proptest::prop_assert_eq!(split_rewritten(&r), Some((tag.as_str(), uri.as_str())));
+            proptest::prop_assert_eq!(split_rewritten(&r), Some((tag.as_str(), uri.as_str().into())));
+            let ui = format!("ui://{id}/{uri}");
+            let r = rewrite(&tag, &ui);
+            proptest::prop_assert!(r.starts_with("ui://"));
+            proptest::prop_assert_eq!(split_rewritten(&r), Some((tag.as_str(), ui.as_str().into())));
             let template = rewrite(&tag, "x://items/{id}");
             let expanded = template.replace("{id}", &id);
             proptest::prop_assert!(TemplateMatcher::parse(&template).unwrap().matches(&expanded));
             let original = format!("x://items/{id}");
-            proptest::prop_assert_eq!(split_rewritten(&expanded), Some((tag.as_str(), original.as_str())));
+            proptest::prop_assert_eq!(split_rewritten(&expanded), Some((tag.as_str(), original.as_str().into())));
         }
     }
 

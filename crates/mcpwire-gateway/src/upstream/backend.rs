@@ -18,9 +18,10 @@ use super::fast;
 use super::forward::{Outgoing, forwarded_capabilities, forwarded_meta, outgoing};
 use super::hold::Holder;
 use super::link::Link;
+use super::offered;
 use super::reattach;
 use super::restart::{Shared, reopen};
-use super::routes::ToolRoutes;
+use super::routes::{ToolRoutes, runs_v1_tasks};
 use super::sessions::UpstreamSessions;
 use super::watched::{Change, Watched};
 use mcpwire_client::auth::{PendingConsents, UpstreamAuth};
@@ -201,7 +202,11 @@ impl UpstreamBackend {
                 UpstreamSessions::new(&config.name, config.max_sessions, config.session_idle)
             }),
             holder: Holder::new(MAX_HELD, config.hold_timeout),
-            routes: ToolRoutes::new(runs_tasks),
+            routes: ToolRoutes::new(
+                runs_tasks,
+                matches!(negotiated.era, ClientEra::Handshake(_))
+                    && runs_v1_tasks(&negotiated.capabilities),
+            ),
             watched: Watched::new(),
             config,
         });
@@ -531,7 +536,14 @@ impl Inner {
             BackendRequest::ListTools { cursor } => Some(cursor.is_none()),
             _ => None,
         };
-        let out = outgoing(&req)?;
+        let mut out = outgoing(&req)?;
+        let mut explain = None;
+        if let BackendRequest::CallTool { name, .. } = &req {
+            if self.routes.calls_as_task(name) {
+                out = out.run_as_task();
+            }
+            explain = self.explains(&ctx, name);
+        }
         let reply = match (&self.config.consents, ctx.identity()) {
             (Some(consents), Some(who)) => {
                 let forward = || self.forward(ctx.clone(), out.clone());
@@ -540,10 +552,16 @@ impl Inner {
             }
             _ => self.forward(ctx, out).await,
         };
-        if let (Some(first_page), Ok(reply)) = (listing, &reply) {
-            self.routes.learn(first_page, reply);
+        if let Some((lacks, tool)) = explain {
+            return offered::explained(reply, &lacks, &self.config.name, &tool);
         }
-        reply
+        match (listing, reply) {
+            (Some(first_page), Ok(reply)) => {
+                self.routes.learn(first_page, &reply);
+                Ok(self.routes.listed(reply))
+            }
+            (_, reply) => reply,
+        }
     }
 
     /// The options of a request forwarded on `link` for the call `ctx`.
@@ -571,6 +589,9 @@ impl Inner {
             params: out.params,
             opts: self.options(&ctx, &link),
         };
+        if out.as_task {
+            return call::run_as_task(link, ctx, fwd, &self.holder).await;
+        }
         if !(resumed.is_none() && self.scoped(&ctx)) {
             return call::run(link, ctx, fwd, &self.holder, resumed).await;
         }
@@ -580,6 +601,17 @@ impl Inner {
             }
             other => other,
         }
+    }
+
+    /// For a `tools/call` of `tool` (one the upstream listed) in `ctx` on an upstream
+    /// session of its own whose client declares fewer asks than the catalog session: what
+    /// it lacks and the tool, to explain an upstream's "not found" (`super::offered`).
+    fn explains(&self, ctx: &CallCtx, tool: &str) -> Option<(Vec<&'static str>, String)> {
+        if !self.scoped(ctx) || !self.routes.lists(tool) {
+            return None;
+        }
+        let lacks = offered::lacking(ctx.client_capabilities());
+        (!lacks.is_empty()).then(|| (lacks, tool.to_owned()))
     }
 
     /// Whether the call `ctx` has an upstream session of its downstream session's own.
@@ -653,10 +685,14 @@ impl Inner {
         ctx: CallCtx,
         params: Option<Raw>,
         again: Option<Option<Raw>>,
+        explain: Option<(Vec<&'static str>, String)>,
     ) -> Result<Reply, McpError> {
         let opts = self.options(&ctx, &link);
         match fast::call(link.clone(), ctx.clone(), params, opts).await {
-            fast::Fallback::Done(reply) => reply,
+            fast::Fallback::Done(reply) => match explain {
+                Some((lacks, tool)) => offered::explained(reply, &lacks, &self.config.name, &tool),
+                None => reply,
+            },
             fast::Fallback::SessionGone(McpError::Unavailable(e))
                 if self.scoped(&ctx)
                     && let Some(params) = again =>
@@ -718,7 +754,8 @@ impl Backend for UpstreamBackend {
         ctx: CallCtx,
         req: BackendRequest,
     ) -> BoxFuture<'static, Result<Reply, McpError>> {
-        if matches!(req, BackendRequest::CallTool { .. })
+        if let BackendRequest::CallTool { name, .. } = &req
+            && !self.inner.routes.calls_as_task(name)
             && let Some(link) = self.inner.fast_link(&ctx)
         {
             let params = match outgoing(&req) {
@@ -726,7 +763,12 @@ impl Backend for UpstreamBackend {
                 Err(e) => return Box::pin(std::future::ready(Err(e))),
             };
             let again = kept_for_again(&link, &params);
-            return Box::pin(self.inner.clone().fast_call(link, ctx, params, again));
+            let explain = self.inner.explains(&ctx, name);
+            return Box::pin(
+                self.inner
+                    .clone()
+                    .fast_call(link, ctx, params, again, explain),
+            );
         }
         Box::pin(self.inner.clone().call(ctx, req))
     }
@@ -739,19 +781,27 @@ impl Backend for UpstreamBackend {
         &self,
         call: ForwardedCall,
     ) -> Result<BoxFuture<'static, Result<Reply, McpError>>, ForwardedCall> {
+        if self.inner.routes.calls_as_task(call.name()) {
+            return Err(call);
+        }
         let Some(link) = self.inner.fast_link(&call.ctx) else {
             return Err(call);
         };
+        let explain = self.inner.explains(&call.ctx, call.name());
         let (ctx, params) = call.into_parts();
         let params = Some(params);
         let again = kept_for_again(&link, &params);
         Ok(Box::pin(
-            self.inner.clone().fast_call(link, ctx, params, again),
+            self.inner
+                .clone()
+                .fast_call(link, ctx, params, again, explain),
         ))
     }
 
     fn relay_route(&self, name: &str, scope: &SessionScope) -> Option<RelayRoute> {
-        let _ = name; // every tool of an upstream is called the same way
+        if self.inner.routes.calls_as_task(name) {
+            return None;
+        }
         self.inner.relay_for(scope)
     }
 

@@ -122,6 +122,66 @@ pub(crate) async fn run(
     )))
 }
 
+/// A `tools/call` the upstream runs only as a 2025-11-25 task (`super::routes`): `fwd`
+/// carries the `task` parameter; the task's result is then fetched with `tasks/result`,
+/// which waits for the task's end, on the same link — asks the task sends meanwhile are
+/// answered through the call, as a plain call's are. A call cancelled meanwhile cancels
+/// the task. An upstream answering plainly is answered as it answered.
+pub(crate) async fn run_as_task(
+    link: Arc<Link>,
+    ctx: CallCtx,
+    fwd: Forward,
+    holder: &Arc<Holder<Held>>,
+) -> Result<Reply, McpError> {
+    let opts = RequestOptions {
+        progress: false,
+        meta: None,
+        ..fwd.opts.clone()
+    };
+    let created = run(link.clone(), ctx.clone(), fwd, holder, None).await?;
+    let Some(task_id) = created_task(&created) else {
+        return Ok(created);
+    };
+    let result = Forward {
+        method: "tasks/result".into(),
+        params: Some(mcpwire_model::to_raw(
+            &serde_json::json!({ "taskId": task_id }),
+        )),
+        opts,
+    };
+    match run(link.clone(), ctx, result, holder, None).await {
+        Err(McpError::Cancelled) => {
+            tokio::spawn(async move {
+                let cancel = serde_json::json!({ "taskId": task_id });
+                if let Err(e) = link.client().request("tasks/cancel", cancel).await {
+                    tracing::debug!("cancelling the upstream's task {task_id}: {e}");
+                }
+            });
+            Err(McpError::Cancelled)
+        }
+        other => other,
+    }
+}
+
+/// The id of the task a `CreateTaskResult` (`{"task": {"taskId": …}}`) names.
+fn created_task(reply: &Reply) -> Option<String> {
+    let Reply::Complete(raw) = reply else {
+        return None;
+    };
+    #[derive(serde::Deserialize)]
+    struct Created {
+        task: Task,
+    }
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Task {
+        task_id: String,
+    }
+    serde_json::from_str::<Created>(raw.get())
+        .ok()
+        .map(|c| c.task.task_id)
+}
+
 /// A held round resumed by the downstream client's retry: its open asks answered from the
 /// retry's answers, then driven on.
 async fn resume(held: Held, ctx: &CallCtx, holder: &Arc<Holder<Held>>) -> Result<Answer, McpError> {

@@ -15,6 +15,26 @@ pub(crate) struct Outgoing {
     pub(crate) method: String,
     /// The params (a JSON object, or none).
     pub(crate) params: Option<Raw>,
+    /// A `tools/call` sent as a 2025-11-25 task, followed to its result
+    /// (`super::call::run_as_task`).
+    pub(crate) as_task: bool,
+}
+
+/// How long an upstream keeps a task the gateway created (2025-11-25 `task.ttl`, ms): the
+/// gateway fetches its result as soon as it ends, so this only has to outlast the work.
+const TASK_TTL_MS: u64 = 3_600_000;
+
+impl Outgoing {
+    /// The same `tools/call`, asking the upstream to run it as a task.
+    pub(crate) fn run_as_task(mut self) -> Outgoing {
+        let params = self.params.as_deref().map(RawValue::get).unwrap_or("{}");
+        if let Ok(mut map) = serde_json::from_str::<Map<String, Value>>(params) {
+            map.insert("task".into(), serde_json::json!({ "ttl": TASK_TTL_MS }));
+            self.params = Some(to_raw(&map));
+            self.as_task = true;
+        }
+        self
+    }
 }
 
 /// The upstream request for `req`.
@@ -64,6 +84,7 @@ pub(crate) fn outgoing(req: &BackendRequest) -> Result<Outgoing, McpError> {
             return Ok(Outgoing {
                 method: method.as_str().to_owned(),
                 params: params.clone(),
+                as_task: false,
             });
         }
         _ => {
@@ -80,6 +101,7 @@ pub(crate) fn outgoing(req: &BackendRequest) -> Result<Outgoing, McpError> {
     Ok(Outgoing {
         method: method.to_owned(),
         params,
+        as_task: false,
     })
 }
 

@@ -36,6 +36,7 @@ mod health;
 mod hold;
 mod link;
 mod listen;
+mod offered;
 mod reattach;
 mod restart;
 mod routes;

@@ -119,7 +119,6 @@ impl McpError {
             | McpError::BodyTimeout { .. }
             | McpError::Unauthenticated(_)
             | McpError::InsufficientScope(_)
-            | McpError::Unavailable(_)
             | McpError::LimitExceeded(_)
             | McpError::RateLimited { .. } => INVALID_REQUEST,
             McpError::InvalidParams(_) | McpError::PromptNotFound(_) => INVALID_PARAMS,
@@ -164,7 +163,10 @@ impl McpError {
                 Dialect::Bb => BB_TOOL_FAILED,
                 Dialect::Mcp | Dialect::Proto => INTERNAL_ERROR,
             },
+            // The request was valid; the server (or the upstream behind a gateway) cannot
+            // serve it now.
             McpError::InputRequired
+            | McpError::Unavailable(_)
             | McpError::Internal(_)
             | McpError::ConnectionClosed(_)
             | McpError::BadPeerMessage(_) => INTERNAL_ERROR,

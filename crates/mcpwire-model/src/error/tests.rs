@@ -233,7 +233,7 @@ fn table() -> Vec<Row> {
         ),
         row(
             McpError::Unavailable(s("x")),
-            same("-32600"),
+            same("-32603"),
             503,
             Unavailable,
         ),

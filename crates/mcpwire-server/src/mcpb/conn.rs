@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Instant, SystemTime};
 
+use super::shapes::Shapes;
 use bytes::BytesMut;
 use mcpwire_model::{McpError, Message, Method, Outbound, Request, RequestId, to_raw};
 use mcpwire_router::{BoxFuture, Identity};
@@ -54,8 +55,8 @@ pub(crate) struct McpbConnection {
     /// (re-armed only when a deadline moves earlier; a wake-up before any is due re-arms it).
     edge_timer: Pin<Box<tokio::time::Sleep>>,
     edge_armed: Instant,
-    /// How the client lays out MCP messages (fixed by its first one); answers follow it.
-    shape: Option<McpbShape>,
+    /// How the client lays out MCP messages; each answer follows its request's.
+    shapes: Shapes,
     /// The authenticating `initialize` whose MCP answer (from the session) must also carry
     /// the session id and expiry.
     auth_answer: Option<AuthAnswer>,
@@ -169,7 +170,7 @@ pub(crate) async fn serve<R, W>(
         shutdown_acked: false,
         edge_timer: Box::pin(tokio::time::sleep_until(handshake_by.into())),
         edge_armed: handshake_by,
-        shape: None,
+        shapes: Shapes::default(),
         auth_answer: None,
         identity: certificate.clone().filter(|_| listener.auth.is_none()),
         certificate,
@@ -211,14 +212,15 @@ impl Endpoint for McpbConnection {
         if self.shutdown_by.is_none() && self.listener.shutdown.is_cancelled() {
             self.begin_shutdown(out);
         }
-        let (codec, shape, auth_answer) = (&mut self.codec, self.shape, &mut self.auth_answer);
+        let (codec, shapes, auth_answer) =
+            (&mut self.codec, &mut self.shapes, &mut self.auth_answer);
         let metrics = &self.listener.metrics;
         self.core.poll_ready(out, output_full, |out, t| {
             let msg = match auth_answer.take_if(|a| t.msg.response_id() == Some(&a.id)) {
                 Some(a) => a.add_to(t.msg),
                 None => t.msg,
             };
-            write_mcp(codec, shape, &msg, out, metrics);
+            write_mcp(codec, shapes.outbound(&msg), &msg, out, metrics);
         })
     }
 
@@ -330,8 +332,8 @@ impl McpbConnection {
         // the client's to answer: that would bounce pings back and forth forever).
         let answers_our_ping = self.ping_outstanding;
         self.ping_outstanding = false;
-        if let McpbFrame::Mcp { shape, .. } = &frame {
-            self.shape.get_or_insert(*shape);
+        if let McpbFrame::Mcp { shape, msg, .. } = &frame {
+            self.shapes.inbound(*shape, msg);
         }
         let metrics = &self.listener.metrics;
         metrics.message(inbound_kind(&frame), Direction::Inbound);
@@ -504,7 +506,7 @@ impl McpbConnection {
         };
         write_mcp(
             &mut self.codec,
-            self.shape,
+            self.shapes.latest(),
             &answer,
             out,
             &self.listener.metrics,
@@ -593,7 +595,7 @@ impl McpbConnection {
         };
         write_mcp(
             &mut self.codec,
-            self.shape,
+            self.shapes.latest(),
             &refusal,
             out,
             &self.listener.metrics,

@@ -15,6 +15,7 @@
 
 mod conn;
 mod health;
+mod shapes;
 mod tokens;
 mod wire;
 
