@@ -85,7 +85,7 @@ impl RankingOptions {
         RankingOptions {
             fields: FieldMode::AllFields,
             field_params: DEFAULT_FIELD_PARAMS,
-            k1: 1.2,
+            k1: 1.5,
             split_identifiers: true,
             fold_ascii: true,
             stop_words: true,
@@ -199,11 +199,11 @@ const DEFAULT_FIELD_PARAMS: [FieldParams; FIELD_COUNT] = [
         b: 0.75,
     },
     FieldParams {
-        weight: 0.5,
+        weight: 0.3,
         b: 0.75,
     },
     FieldParams {
-        weight: 1.5,
+        weight: 2.5,
         b: 0.0,
     },
     FieldParams {
