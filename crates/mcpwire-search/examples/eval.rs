@@ -247,11 +247,19 @@ fn latency(catalog: &[Backend], requests: &[Request]) {
         } else {
             format!("-r{copy}")
         };
-        build_into(&mut index, catalog, &suffix);
+        // The last copy stops at the backend that reaches LATENCY_TOOLS.
+        let mut take = 0;
+        let mut total = index.len();
+        while take < catalog.len() && total < LATENCY_TOOLS {
+            total += catalog[take].tools.len();
+            take += 1;
+        }
+        build_into(&mut index, &catalog[..take], &suffix);
     }
     let build = started.elapsed();
     println!(
-        "\nat {} tools ({copies} copies of the catalog, backends renamed), full ranking:",
+        "
+at {} tools (the catalog copied, backends renamed, up to {LATENCY_TOOLS}), full ranking:",
         index.len()
     );
     println!(

@@ -51,15 +51,20 @@ impl Analyzer {
         let mut emitted = 0;
         scratch.previous.clear();
         for word in self.words(text) {
-            let mut start = 0;
+            let (mut start, mut pieces) = (0, 0);
             for end in self.piece_ends(word) {
                 if emitted >= max_terms {
                     return emitted;
                 }
                 let piece = &word[start..end];
-                start = end;
+                (start, pieces) = (end, pieces + 1);
                 self.fold_into(piece, &mut scratch.piece);
                 emitted += self.piece_terms(scratch, max_terms - emitted, emit);
+            }
+            // A word split by case is also itself: `GitLab` is `git`, `lab` and `gitlab`.
+            if pieces > 1 && emitted < max_terms && word.chars().all(char::is_alphabetic) {
+                self.fold_into(word, &mut scratch.piece);
+                emitted += self.piece_terms(scratch, 1, emit);
             }
         }
         emitted
@@ -197,10 +202,11 @@ mod tests {
     fn identifiers_split_into_words() {
         let o = split_only();
         assert_eq!(terms(&o, "create_issue"), ["create", "issue"]);
-        assert_eq!(terms(&o, "createIssue"), ["create", "issue"]);
+        assert_eq!(terms(&o, "createIssue"), ["create", "issue", "createissue"]);
         assert_eq!(terms(&o, "browser_click"), ["browser", "click"]);
         assert_eq!(terms(&o, "get-file-contents"), ["get", "file", "contents"]);
-        assert_eq!(terms(&o, "HTTPRequest"), ["http", "request"]);
+        assert_eq!(terms(&o, "HTTPRequest"), ["http", "request", "httprequest"]);
+        assert_eq!(terms(&o, "GitLab"), ["git", "lab", "gitlab"]);
         assert_eq!(terms(&o, "parseJSONFile2"), ["parse", "json", "file", "2"]);
         assert_eq!(
             terms(&o, "s3Bucket base64"),
