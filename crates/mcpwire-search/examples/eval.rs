@@ -1,0 +1,337 @@
+//! The tool-search evaluation: recall@1, recall@5 and MRR per ranking variant over a harvested
+//! catalog and hand-written requests; search latency, build time and memory at 1,000 tools.
+//!
+//! ```text
+//! python3 bench/search/harvest.py          # writes target/search-catalog.json (not committed)
+//! cargo run --release -p mcpwire-search --example eval [-- --misses] [--catalog PATH] [--requests PATH]
+//! ```
+//!
+//! A request is answered at k when any of its expected tools is among the first k hits.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use mcpwire_search::{Index, RankingOptions, ToolInput};
+use serde::Deserialize;
+use serde_json::Value;
+
+/// Hits looked at for MRR.
+const MRR_DEPTH: usize = 10;
+/// The catalog size latency is measured at.
+const LATENCY_TOOLS: usize = 1000;
+/// Timed passes over all requests.
+const LATENCY_ROUNDS: usize = 30;
+
+#[derive(Deserialize)]
+struct Requests {
+    request: Vec<Request>,
+}
+
+#[derive(Deserialize)]
+struct Request {
+    query: String,
+    expect: Vec<String>,
+    #[serde(default)]
+    set: Option<String>,
+}
+
+/// One backend of the harvested catalog.
+struct Backend {
+    name: String,
+    instructions: String,
+    tools: Vec<Value>,
+}
+
+struct Args {
+    catalog: PathBuf,
+    requests: PathBuf,
+    misses: bool,
+    sweep: bool,
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = args();
+    let catalog = load_catalog(&args.catalog)?;
+    let requests: Requests = toml::from_str(&std::fs::read_to_string(&args.requests)?)?;
+    check_expectations(&catalog, &requests.request)?;
+    let tools: usize = catalog.iter().map(|b| b.tools.len()).sum();
+    println!(
+        "catalog: {tools} tools from {} servers; requests: {} tuned on, {} held out\n",
+        catalog.len(),
+        requests.request.iter().filter(|r| !is_holdout(r)).count(),
+        requests.request.iter().filter(|r| is_holdout(r)).count(),
+    );
+    println!(
+        "| variant | tuned: R@1 | R@5 | MRR | held out: R@1 | R@5 | MRR |\n|---|---|---|---|---|---|---|"
+    );
+    for (name, options) in RankingOptions::variants() {
+        let index = build(&catalog, options);
+        let tuned = quality(&index, requests.request.iter().filter(|r| !is_holdout(r)));
+        let held = quality(&index, requests.request.iter().filter(|r| is_holdout(r)));
+        println!("| {name} | {tuned} | {held} |");
+    }
+    if args.sweep {
+        sweep(&catalog, &requests.request);
+    }
+    if args.misses {
+        print_misses(&build(&catalog, RankingOptions::full()), &requests.request);
+    }
+    latency(&catalog, &requests.request);
+    Ok(())
+}
+
+fn is_holdout(request: &Request) -> bool {
+    request.set.as_deref() == Some("holdout")
+}
+
+fn args() -> Args {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut args = Args {
+        catalog: root.join("target/search-catalog.json"),
+        requests: root.join("bench/search/requests.toml"),
+        misses: false,
+        sweep: false,
+    };
+    let mut argv = std::env::args().skip(1);
+    while let Some(arg) = argv.next() {
+        match arg.as_str() {
+            "--misses" => args.misses = true,
+            "--sweep" => args.sweep = true,
+            "--catalog" => args.catalog = argv.next().map(PathBuf::from).unwrap_or(args.catalog),
+            "--requests" => args.requests = argv.next().map(PathBuf::from).unwrap_or(args.requests),
+            other => eprintln!("ignored argument {other}"),
+        }
+    }
+    args
+}
+
+fn load_catalog(path: &Path) -> Result<Vec<Backend>, Box<dyn std::error::Error>> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        format!(
+            "{}: {e} (run bench/search/harvest.py first)",
+            path.display()
+        )
+    })?;
+    let json: Vec<Value> = serde_json::from_str(&text)?;
+    Ok(json
+        .into_iter()
+        .map(|b| Backend {
+            name: b["backend"].as_str().unwrap_or_default().to_owned(),
+            instructions: b["instructions"].as_str().unwrap_or_default().to_owned(),
+            tools: b["tools"].as_array().cloned().unwrap_or_default(),
+        })
+        .collect())
+}
+
+fn check_expectations(catalog: &[Backend], requests: &[Request]) -> Result<(), String> {
+    let known: std::collections::HashSet<String> = catalog
+        .iter()
+        .flat_map(|b| {
+            b.tools
+                .iter()
+                .filter_map(|t| t["name"].as_str())
+                .map(|t| format!("{}/{t}", b.name))
+        })
+        .collect();
+    let unknown: Vec<&str> = requests
+        .iter()
+        .flat_map(|r| &r.expect)
+        .filter(|e| !known.contains(*e))
+        .map(String::as_str)
+        .collect();
+    if unknown.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "expected tools missing from the catalog: {unknown:?}"
+        ))
+    }
+}
+
+/// An index of `catalog`, with every backend renamed by `suffix` (for replicas).
+fn build_into(index: &mut Index, catalog: &[Backend], suffix: &str) {
+    for backend in catalog {
+        let tools = backend
+            .tools
+            .iter()
+            .filter_map(|t| ToolInput::from_json(t).ok());
+        index.replace_backend(
+            &format!("{}{suffix}", backend.name),
+            &backend.instructions,
+            tools,
+        );
+    }
+}
+
+fn build(catalog: &[Backend], options: RankingOptions) -> Index {
+    let mut index = Index::new(options);
+    build_into(&mut index, catalog, "");
+    index
+}
+
+/// The rank (1-based) of the first expected tool within `depth` hits.
+fn first_rank(index: &Index, request: &Request, depth: usize) -> Option<usize> {
+    index
+        .search(&request.query, depth, &|_| true)
+        .iter()
+        .position(|hit| {
+            request
+                .expect
+                .iter()
+                .any(|e| e.split_once('/') == Some((hit.backend, hit.name)))
+        })
+        .map(|at| at + 1)
+}
+
+struct Quality {
+    at1: f64,
+    at5: f64,
+    mrr: f64,
+}
+
+impl std::fmt::Display for Quality {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:.3} | {:.3} | {:.3}", self.at1, self.at5, self.mrr)
+    }
+}
+
+fn quality<'r>(index: &Index, requests: impl Iterator<Item = &'r Request>) -> Quality {
+    let (mut n, mut at1, mut at5, mut mrr) = (0.0, 0.0, 0.0, 0.0);
+    for request in requests {
+        n += 1.0;
+        if let Some(rank) = first_rank(index, request, MRR_DEPTH) {
+            at1 += f64::from(rank == 1);
+            at5 += f64::from(rank <= 5);
+            mrr += 1.0 / rank as f64;
+        }
+    }
+    let n: f64 = if n == 0.0 { 1.0 } else { n };
+    Quality {
+        at1: at1 / n,
+        at5: at5 / n,
+        mrr: mrr / n,
+    }
+}
+
+fn print_misses(index: &Index, requests: &[Request]) {
+    println!("\nrequests not answered at 1 (full ranking):");
+    for request in requests {
+        let rank = first_rank(index, request, MRR_DEPTH);
+        if rank != Some(1) {
+            let top: Vec<String> = index
+                .search(&request.query, 3, &|_| true)
+                .iter()
+                .map(|h| format!("{}/{} {:.2}", h.backend, h.name, h.score))
+                .collect();
+            let set = if is_holdout(request) {
+                " [holdout]"
+            } else {
+                ""
+            };
+            println!(
+                "  {rank:?}{set} {:?} want {:?}\n      got {top:?}",
+                request.query, request.expect
+            );
+        }
+    }
+}
+
+fn latency(catalog: &[Backend], requests: &[Request]) {
+    let per_copy: usize = catalog.iter().map(|b| b.tools.len()).sum();
+    let copies = LATENCY_TOOLS.div_ceil(per_copy.max(1));
+    let started = Instant::now();
+    let mut index = Index::new(RankingOptions::full());
+    for copy in 0..copies {
+        let suffix = if copy == 0 {
+            String::new()
+        } else {
+            format!("-r{copy}")
+        };
+        // The last copy stops at the backend that reaches LATENCY_TOOLS.
+        let mut take = 0;
+        let mut total = index.len();
+        while take < catalog.len() && total < LATENCY_TOOLS {
+            total += catalog[take].tools.len();
+            take += 1;
+        }
+        build_into(&mut index, &catalog[..take], &suffix);
+    }
+    let build = started.elapsed();
+    println!(
+        "
+at {} tools (the catalog copied, backends renamed, up to {LATENCY_TOOLS}), full ranking:",
+        index.len()
+    );
+    println!(
+        "  index build {:.1} ms, {} terms, approx {:.0} KiB",
+        build.as_secs_f64() * 1e3,
+        index.term_count(),
+        index.approx_bytes() as f64 / 1024.0
+    );
+    let replace = Instant::now();
+    build_into(&mut index, &catalog[..1], "");
+    println!(
+        "  replace one backend ({}, {} tools): {:.2} ms",
+        catalog[0].name,
+        catalog[0].tools.len(),
+        replace.elapsed().as_secs_f64() * 1e3
+    );
+    let all: &dyn Fn(mcpwire_search::ToolRef<'_>) -> bool = &|_| true;
+    let half: &dyn Fn(mcpwire_search::ToolRef<'_>) -> bool = &|t| !t.backend.contains("-r");
+    for (label, filter) in [("no filter", all), ("filter hiding the copies", half)] {
+        let mut times: Vec<Duration> = Vec::with_capacity(LATENCY_ROUNDS * requests.len());
+        for _ in 0..LATENCY_ROUNDS {
+            for request in requests {
+                let started = Instant::now();
+                let hits = index.search(&request.query, 5, filter);
+                times.push(started.elapsed());
+                std::hint::black_box(hits);
+            }
+        }
+        times.sort_unstable();
+        let at = |q: f64| times[((times.len() - 1) as f64 * q) as usize].as_secs_f64() * 1e6;
+        println!(
+            "  search, limit 5, {label}: p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs ({} searches)",
+            at(0.5),
+            at(0.99),
+            at(1.0),
+            times.len()
+        );
+    }
+}
+
+/// One parameter at a time around the defaults, on the requests tuned on (this is tuning).
+fn sweep(catalog: &[Backend], requests: &[Request]) {
+    println!("\nsweep (tuned requests; full ranking, one parameter changed):");
+    let tuned = || requests.iter().filter(|r| !is_holdout(r));
+    let base = RankingOptions::full();
+    let mut runs: Vec<(String, RankingOptions)> = Vec::new();
+    for k1 in [0.6, 0.9, 1.5, 2.0] {
+        runs.push((format!("k1 {k1}"), RankingOptions { k1, ..base.clone() }));
+    }
+    for synonym_weight in [0.2, 0.3, 0.5, 0.7] {
+        let options = RankingOptions {
+            synonym_weight,
+            ..base.clone()
+        };
+        runs.push((format!("synonym weight {synonym_weight}"), options));
+    }
+    for field in mcpwire_search::Field::ALL {
+        for factor in [0.5, 2.0] {
+            let mut options = base.clone();
+            options.field_params[field.slot()].weight *= factor;
+            runs.push((format!("{field:?} weight x{factor}"), options));
+        }
+        for b in [0.0, 0.5, 0.9] {
+            let mut options = base.clone();
+            options.field_params[field.slot()].b = b;
+            runs.push((format!("{field:?} b {b}"), options));
+        }
+    }
+    for (label, options) in runs {
+        println!(
+            "  {label:32} {}",
+            quality(&build(catalog, options), tuned())
+        );
+    }
+}
