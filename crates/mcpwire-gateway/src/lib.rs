@@ -31,6 +31,8 @@ mod program;
 mod redirect;
 mod reload;
 mod section;
+#[cfg(test)]
+mod serde_fields;
 mod serving;
 mod stack;
 pub mod upstream;

@@ -5,7 +5,7 @@ use rust_stemmers::{Algorithm, Stemmer};
 use unicode_normalization::char::{decompose_compatible, is_combining_mark};
 
 use crate::options::RankingOptions;
-use crate::synonyms::{PHRASES, STOP_WORDS};
+use crate::words::{PHRASES, STOP_WORDS};
 
 /// Pieces longer than this (in bytes, after folding) are not words but ids, hashes or URLs:
 /// dropped.

@@ -29,6 +29,7 @@ mod input;
 mod options;
 mod search;
 mod synonyms;
+mod words;
 
 pub use index::{Index, MAX_FIELD_TERMS};
 pub use input::{MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, ToolInput};

@@ -161,7 +161,7 @@ fn check_uri(uri: &str) -> Result<(), String> {
 /// `[auth]`'s tables and their keys, for the check of `docs/config.md`.
 #[cfg(test)]
 pub(crate) fn doc_sections() -> Vec<(&'static str, &'static [&'static str])> {
-    use crate::file::keys::fields_of;
+    use crate::serde_fields::fields_of;
     vec![
         ("`[auth]`", fields_of::<RawAuth>()),
         ("`[[auth.api_keys]]`", fields_of::<RawApiKey>()),

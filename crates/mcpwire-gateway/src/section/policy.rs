@@ -154,7 +154,7 @@ impl RawPolicy {
 /// `[policy]`'s tables and their keys, for the check of `docs/config.md`.
 #[cfg(test)]
 pub(crate) fn doc_sections() -> Vec<(&'static str, &'static [&'static str])> {
-    use crate::file::keys::fields_of;
+    use crate::serde_fields::fields_of;
     vec![
         ("`[policy]`", fields_of::<RawPolicy>()),
         ("`[[policy.rules]]`", fields_of::<RawRule>()),
