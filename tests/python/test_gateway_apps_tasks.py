@@ -35,6 +35,13 @@ def app(name: str) -> str:
     return f'[backends.{name}]\ncommand = ["{sys.executable}", "{APP}", "{name}"]\n\n'
 
 
+def everything_and_demo(mcpwire_bin, tmp_path) -> Served:
+    """A gateway over HTTP in front of server-everything (stdio) and the native demo."""
+    need(EVERYTHING)
+    everything = f'[backends.everything]\ncommand = ["{EVERYTHING}"]\n\n'
+    return Served(mcpwire_bin, config(tmp_path, everything + '[backends.demo]\nnative = "demo"\n'))
+
+
 async def test_a_contested_ui_uri_stays_ui_and_every_reference_follows(mcpwire_bin, tmp_path):
     served = Served(mcpwire_bin, config(tmp_path, app("one") + app("two")))
     try:
@@ -62,12 +69,7 @@ async def test_a_contested_ui_uri_stays_ui_and_every_reference_follows(mcpwire_b
 
 
 async def test_a_task_required_tool_is_called_through_the_gateway(mcpwire_bin, tmp_path):
-    need(EVERYTHING)
-    conf = config(
-        tmp_path,
-        f'[backends.everything]\ncommand = ["{EVERYTHING}"]\n\n[backends.demo]\nnative = "demo"\n',
-    )
-    served = Served(mcpwire_bin, conf)
+    served = everything_and_demo(mcpwire_bin, tmp_path)
     try:
         async with streamable_http_client(served.url) as (read, write):
             rec, notes = Recorder(), Notes()
@@ -93,12 +95,7 @@ async def test_a_task_required_tool_is_called_through_the_gateway(mcpwire_bin, t
 
 
 async def test_a_tool_the_clients_session_lacks_is_refused_saying_why(mcpwire_bin, tmp_path):
-    need(EVERYTHING)
-    conf = config(
-        tmp_path,
-        f'[backends.everything]\ncommand = ["{EVERYTHING}"]\n\n[backends.demo]\nnative = "demo"\n',
-    )
-    served = Served(mcpwire_bin, conf)
+    served = everything_and_demo(mcpwire_bin, tmp_path)
     try:
         async with streamable_http_client(served.url) as (read, write):
             # No sampling, elicitation or roots callbacks: the client declares none.
