@@ -9,6 +9,13 @@ use mcpwire_client::auth::{LoopbackConsent, OAuthConfig, OAuthGrant, UpstreamAut
 use mcpwire_client::{Client, ClientOptions, Target};
 use serde_json::Value;
 
+/// mimalloc rather than glibc's malloc: a forwarded call allocates ~85 times, and glibc's
+/// `_int_malloc`/`_int_free`/`malloc_consolidate` were the largest items of the HTTP
+/// gateway's profile (docs/benchmarks.md § Issue 24 has the side-by-side figures).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod auth_args;
 mod check_as;
 mod exit;

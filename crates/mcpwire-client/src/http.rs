@@ -247,11 +247,14 @@ impl HttpTask {
                         headers,
                     };
                     let lists_tools = stateless && post.method == "tools/list";
-                    let task = tokio::spawn(exchange::run(
+                    // Boxed: the exchange's future is kilobytes, and a task moves its
+                    // future into its cell and copies its stage on every transition; a box
+                    // is moved as a pointer (docs/benchmarks.md § Issue 24).
+                    let task = tokio::spawn(Box::pin(exchange::run(
                         self.conn.clone(),
                         post,
                         self.inbound_tx.clone(),
-                    ));
+                    )));
                     if self.posts.len() >= INBOUND_QUEUE {
                         self.posts.retain(|_, p| !p.abort.is_finished());
                     }

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Instructions per call of the HTTP gateway (issue 24), counted by valgrind's callgrind:
+# `mcpwire serve` listening on Streamable HTTP in front of one long-running Streamable HTTP
+# upstream (`mcpwire_echo --http`), driven by httpload (stateful sessions, CLIENTS clients,
+# one request in flight each) twice — SHORT and LONG requests — so that the difference of
+# the two totals over LONG − SHORT is the cost of one call, start-up excluded. User space
+# only (system calls and wake-ups: bench/gateway_cpu.sh style task-clock for those). With
+# DIRECT=1, the same for the upstream server called directly (the yardstick). Extra
+# gateway flags go in GATEWAY_FLAGS (e.g. "--metrics-listen 127.0.0.1:0").
+#
+#   bench/gateway_http_instructions.sh [MCPWIRE_BINARY...]
+#
+# Needs valgrind. Takes a few minutes per binary.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+target="${CARGO_TARGET_DIR:-target}/release"
+httpload="${HTTPLOAD:-$target/httpload}"
+echo_bin="${ECHO_BIN:-$target/mcpwire_echo}"
+short="${SHORT:-500}"
+long="${LONG:-2500}"
+clients="${CLIENTS:-8}"
+mode="${MODE:-stateful}"
+out=$(mktemp -d)
+export MCPWIRE_BUSY_POLL_US=0 MCPWIRE_LOG=error
+command -v valgrind >/dev/null || { echo "gateway_http_instructions: valgrind is required" >&2; exit 2; }
+
+upstream_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$echo_bin" --http "$upstream_port" &
+upstream_pid=$!
+trap 'kill $upstream_pid 2>/dev/null || true; rm -rf "$out"' EXIT
+for _ in $(seq 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$upstream_port") 2>/dev/null && break
+    sleep 0.05
+done
+
+# Total instructions of one server process (its command has `{port}`) for $2 requests.
+total() {
+    local file="$out/cg.$2.$RANDOM"
+    "$httpload" --runs 1 --clients "$clients" --modes "$mode" -n "$2" \
+        --server "s=valgrind --tool=callgrind --callgrind-out-file=$file $1" >/dev/null 2>&1
+    # The server is stopped by a signal; callgrind writes its file on the way out.
+    for _ in $(seq 100); do [[ -s "$file" ]] && break; sleep 0.1; done
+    callgrind_annotate "$file" | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1; exit }'
+}
+
+per_call() {
+    local a b
+    a=$(total "$1" "$short")
+    b=$(total "$1" "$long")
+    echo $(((b - a) / (long - short)))
+}
+
+bins=("$@")
+[[ ${#bins[@]} -gt 0 ]] || bins=("$target/mcpwire")
+if [[ -n "${DIRECT:-}" ]]; then
+    echo "direct ($echo_bin): $(per_call "$echo_bin --http {port}") instructions per call"
+fi
+for bin in "${bins[@]}"; do
+    gw="$bin serve --upstream echo=http://127.0.0.1:$upstream_port/mcp --listen http://127.0.0.1:{port}/mcp ${GATEWAY_FLAGS:-}"
+    echo "$bin gateway ($mode, $clients clients): $(per_call "$gw") instructions per call"
+done
