@@ -10,13 +10,9 @@ out=$1
 shift
 "$@" &
 pid=$!
-cpu() { # user + system seconds of $1, from the fields after the command name
-    local ticks
-    ticks=$(awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat")
-    awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.4f\n", t / hz }'
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 stop() {
-    cpu "$pid" > "$out" 2>/dev/null || true
+    proc_cpu "$pid" > "$out" 2>/dev/null || true
     kill -TERM "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
     exit 0

@@ -26,14 +26,9 @@ echo "== stdio: direct vs through the gateway"
     "$@"
 
 echo "== Streamable HTTP: direct vs through the gateway (HTTP upstream)"
-upstream_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-MCPWIRE_LOG=error "$target/mcpwire_echo" --http "$upstream_port" &
-upstream_pid=$!
+source bench/lib.sh
+start_http_echo "$target/mcpwire_echo"
 trap 'kill $upstream_pid 2>/dev/null || true' EXIT
-for _ in $(seq 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$upstream_port") 2>/dev/null && break
-    sleep 0.05
-done
 "$target/httpload" \
     --server "direct=$target/mcpwire_echo --http {port}" \
     --server "gateway=$target/mcpwire serve --upstream echo=http://127.0.0.1:$upstream_port/mcp --listen http://127.0.0.1:{port}/mcp" \

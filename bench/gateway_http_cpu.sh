@@ -23,21 +23,13 @@ export MCPWIRE_LOG=error
 # Busy polling (on by default) spins while waiting: CPU per call with it on counts the spin.
 [[ -n "${BUSY_POLL_US:-}" ]] && export MCPWIRE_BUSY_POLL_US=$BUSY_POLL_US
 
-proc_cpu() {
-    local ticks
-    ticks=$(awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat")
-    awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.4f\n", t / hz }'
-}
+source bench/lib.sh
 us_per_call() { awk -v s="$1" -v n="$n" 'BEGIN { printf "%.1f", s * 1e6 / n }'; }
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$echo_bin" --http "$port" > /dev/null &
-upstream=$!
+start_http_echo "$echo_bin"
+upstream=$upstream_pid
+port=$upstream_port
 trap 'kill $upstream 2>/dev/null || true; rm -rf "$out"' EXIT
-for _ in $(seq 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-    sleep 0.05
-done
 
 echo "== direct: the upstream server alone"
 "$httpload" --runs 1 --clients "$clients" --modes "$mode" -n "$n" \

@@ -25,14 +25,9 @@ out=$(mktemp -d)
 export MCPWIRE_BUSY_POLL_US=0 MCPWIRE_LOG=error
 command -v valgrind >/dev/null || { echo "gateway_http_instructions: valgrind is required" >&2; exit 2; }
 
-upstream_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$echo_bin" --http "$upstream_port" &
-upstream_pid=$!
+source bench/lib.sh
+start_http_echo "$echo_bin"
 trap 'kill $upstream_pid 2>/dev/null || true; rm -rf "$out"' EXIT
-for _ in $(seq 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$upstream_port") 2>/dev/null && break
-    sleep 0.05
-done
 
 # Total instructions of one server process (its command has `{port}`) for $2 requests.
 total() {

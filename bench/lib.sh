@@ -1,0 +1,27 @@
+# Shared by the bench scripts (sourced): loopback ports and a long-running HTTP upstream.
+
+# A free loopback port.
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# Starts `ECHO_BINARY --http PORT` in the background (its pid in $upstream_pid, its port in
+# $upstream_port) and waits until it accepts connections.
+start_http_echo() { # $1 = the echo server binary
+    upstream_port=$(free_port)
+    MCPWIRE_LOG=error "$1" --http "$upstream_port" > /dev/null &
+    upstream_pid=$!
+    for _ in $(seq 100); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$upstream_port") 2>/dev/null && return 0
+        sleep 0.05
+    done
+    echo "the HTTP upstream on port $upstream_port did not start" >&2
+    return 1
+}
+
+# User + system CPU seconds a running process has used (all its threads).
+proc_cpu() { # $1 = pid
+    local ticks
+    ticks=$(awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat")
+    awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.4f\n", t / hz }'
+}
