@@ -27,7 +27,7 @@ export MCPWIRE_BUSY_POLL_US=0 MCPWIRE_LOG=error
 # `--no-inherit` for the gateway: its upstream children are not counted.
 stat() { echo "perf stat -x, --append -o $out/$1 -e task-clock ${2:-} --"; }
 servers=(--server "direct=$(stat direct) $bin demo"
-    --server "gateway=$(stat gateway --no-inherit) $bin serve --listen stdio --upstream 'echo=$bin demo'")
+    --server "gateway=$(stat gateway --no-inherit) $bin serve --listen stdio --upstream 'echo=$bin demo' ${GATEWAY_FLAGS:-}")
 if [[ -n "${RELAY:-}" ]]; then
     servers+=(--server "relay=$(stat relay --no-inherit) $RELAY -- $bin demo"
         --server "relay-ids=$(stat relay-ids --no-inherit) $RELAY --rewrite -- $bin demo")

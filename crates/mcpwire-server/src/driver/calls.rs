@@ -310,14 +310,16 @@ impl Calls {
         let Some(scope) = &self.session else {
             return false;
         };
+        // Metrics are counted for relayed calls too (`RelayedCalls::send`); an identity, a
+        // client address and request spans still need the general path.
         if self.identity.is_some()
             || self.client_ip.is_some()
-            || crate::observe::calls_measured()
             || tracing::enabled!(target: "mcpwire::request", tracing::Level::INFO)
         {
             return false;
         }
-        self.relayed.send(&self.router, scope, session, call)
+        self.relayed
+            .send(&self.router, scope, session, call, self.wire)
     }
 
     /// Takes what came back for relayed calls (see [`RelayedCalls::take`]); whether

@@ -21,13 +21,15 @@ use mcpwire_session::{AskId, DispatchId, IdMap, ServerSession};
 use super::now;
 use mcpwire_wire::json_frame::PlainCall;
 
+use crate::observe::{CallMetrics, WireLabel};
 use crate::relay::{AnswerAsk, Arrived, Relay, RelayInbox};
 
 /// The relayed calls of one session.
 #[derive(Default)]
 pub(crate) struct RelayedCalls {
-    /// Calls in flight: the relay each went to and its upstream id.
-    calls: IdMap<DispatchId, (Arc<Relay>, u64)>,
+    /// Calls in flight: the relay each went to, its upstream id, and its measurement
+    /// (when metrics are on: the same series the general path records).
+    calls: IdMap<DispatchId, (Arc<Relay>, u64, Option<CallMetrics>)>,
     /// Asks put to the client for relayed calls, and how to answer the upstream.
     asks: IdMap<AskId, AnswerAsk>,
     /// What comes back for this session's relayed calls (made on the first).
@@ -53,6 +55,7 @@ impl RelayedCalls {
         scope: &SessionScope,
         session: &mut ServerSession,
         call: &PlainCall<'_>,
+        wire: WireLabel,
     ) -> bool {
         let Some(route) = router.relay_route(call.tool(), scope) else {
             return false;
@@ -66,7 +69,8 @@ impl RelayedCalls {
         let inbox = self.inbox.get_or_insert_with(Default::default);
         match relay.send(call, dispatch, inbox) {
             Ok(up) => {
-                self.calls.insert(dispatch, (relay, up));
+                let metrics = CallMetrics::start_tool_call(wire, call.tool());
+                self.calls.insert(dispatch, (relay, up, metrics));
                 true
             }
             Err(_) => {
@@ -80,8 +84,10 @@ impl RelayedCalls {
     /// timed out): the upstream is told when it was relayed; whether it was.
     pub(crate) fn cancel(&mut self, id: DispatchId) -> bool {
         match self.calls.remove(&id) {
-            Some((relay, up)) => {
+            Some((relay, up, metrics)) => {
                 relay.cancel(up);
+                // Dropped unanswered: counted `cancelled`, as the general path's.
+                drop(metrics);
                 true
             }
             None => false,
@@ -136,13 +142,21 @@ impl RelayedCalls {
                 Arrived::Answer(id, len) => {
                     let bytes = self.bytes.get(at..at + len).unwrap_or_default();
                     at += len;
-                    if self.calls.remove(&id).is_some() && session.relayed_answered(now(), id) {
+                    if let Some((_, _, metrics)) = self.calls.remove(&id)
+                        && session.relayed_answered(now(), id)
+                    {
+                        if let Some(m) = metrics {
+                            m.finish_relayed(bytes);
+                        }
                         write(session, out, None);
                         write(session, out, Some(bytes));
                     }
                 }
                 Arrived::Outcome(id, outcome) => {
-                    if self.calls.remove(&id).is_some() {
+                    if let Some((_, _, metrics)) = self.calls.remove(&id) {
+                        if let Some(m) = metrics {
+                            m.finish(Some(&outcome));
+                        }
                         session.handle_reply(now(), id, outcome);
                     }
                 }

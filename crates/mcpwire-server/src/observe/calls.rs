@@ -107,9 +107,37 @@ impl CallMetrics {
     /// Starts measuring a request (`None` while metrics are off).
     pub(crate) fn start(wire: WireLabel, method: &Method, params: Option<&Raw>) -> Option<Self> {
         let handles = HANDLES.get()?;
+        Some(Self::started(
+            handles,
+            wire,
+            method,
+            tool_name(method, params),
+        ))
+    }
+
+    /// Starts measuring a `tools/call` of `tool` relayed as a raw frame (`crate::relay`):
+    /// the same series and labels as [`CallMetrics::start`] gives the same call (`None`
+    /// while metrics are off).
+    pub(crate) fn start_tool_call(wire: WireLabel, tool: &str) -> Option<Self> {
+        let handles = HANDLES.get()?;
+        let method = &Method::ToolsCall;
+        Some(Self::started(
+            handles,
+            wire,
+            method,
+            Some(Cow::Borrowed(tool)),
+        ))
+    }
+
+    fn started(
+        handles: &'static CallHandles,
+        wire: WireLabel,
+        method: &Method,
+        tool: Option<Cow<'_, str>>,
+    ) -> Self {
         // A tool enters its table only once answered as known (`record`): here it is only
         // looked up, so a made-up name takes no slot.
-        let tool = tool_name(method, params).map(|t| match handles.tools.get(&t) {
+        let tool = tool.map(|t| match handles.tools.get(&t) {
             Some(series) => Label::Held(series),
             None => Label::Named(t.into()),
         });
@@ -122,14 +150,14 @@ impl CallMetrics {
             None => Label::Named(name.into()),
         };
         handles.in_flight(wire).increment(1.0);
-        Some(CallMetrics {
+        CallMetrics {
             handles,
             finished: false,
             wire,
             started: Instant::now(),
             method,
             tool,
-        })
+        }
     }
 
     /// Records the answer (`None`: the call was cancelled).
@@ -137,10 +165,27 @@ impl CallMetrics {
         self.record(reply);
     }
 
+    /// Records a relayed call's answer: `line`, a JSON-RPC response with a `result`
+    /// (`tool_error` when it says `isError: true`, else `ok`).
+    pub(crate) fn finish_relayed(mut self, line: &[u8]) {
+        let line = std::str::from_utf8(line).unwrap_or_default();
+        let outcome = if is_error_in_response(line) {
+            Outcome::ToolError
+        } else {
+            Outcome::Ok
+        };
+        self.record_outcome(outcome, None);
+    }
+
     fn record(&mut self, reply: Option<&McpReply>) {
+        self.record_outcome(outcome(reply), reply);
+    }
+
+    /// Records `outcome`; `reply`, when there is one, says more (a rate limit; an unknown
+    /// tool).
+    fn record_outcome(&mut self, outcome: Outcome, reply: Option<&McpReply>) {
         self.finished = true;
         let seconds = self.started.elapsed().as_secs_f64();
-        let outcome = outcome(reply);
         let (wire, handles) = (self.wire, self.handles);
         match &self.method {
             Label::Held(series) => handles.requests.record(series, wire, outcome, seconds),
@@ -223,6 +268,25 @@ pub(super) fn outcome(reply: Option<&McpReply>) -> Outcome {
         Some(Ok(Reply::Complete(raw))) if is_error(raw.get()) => Outcome::ToolError,
         Some(Ok(Reply::Complete(_))) => Outcome::Ok,
     }
+}
+
+/// Whether a JSON-RPC response line's `result` says `isError: true` (read like
+/// [`is_error`], from the `result` member).
+fn is_error_in_response(line: &str) -> bool {
+    #[derive(Deserialize)]
+    struct Response {
+        #[serde(default)]
+        result: Option<IsError>,
+    }
+    if !json_frame::may_have_member(line, "isError") {
+        return false;
+    }
+    matches!(
+        serde_json::from_str::<Response>(line),
+        Ok(Response {
+            result: Some(IsError { is_error: true })
+        })
+    )
 }
 
 /// Whether a result says `isError: true`. A result that cannot have an `isError` member

@@ -22,7 +22,7 @@ use std::time::Duration;
 #[cfg(feature = "admin")]
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
-pub(crate) use calls::{CallMetrics, enabled as calls_measured};
+pub(crate) use calls::CallMetrics;
 pub use logs::{
     ANNOUNCE_DIRECTIVE, ANNOUNCE_TARGET, LogFormat, announce, log_format, set_log_format,
 };

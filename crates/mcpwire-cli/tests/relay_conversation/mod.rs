@@ -1,0 +1,171 @@
+//! The relay tests' shared conversation (`relay.rs`, `relay_metrics.rs`): a gateway in
+//! front of a stdio upstream, relaying or not, a raw stdio client of it, and the calls
+//! every comparison makes.
+#![allow(dead_code)] // each test binary uses its part
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpwire::Service;
+use mcpwire::router::Router;
+use mcpwire_client::{EraChoice, Target};
+use mcpwire_gateway::upstream::{UpstreamBackend, UpstreamConfig};
+use mcpwire_testkit::raw::stdio::Stdio;
+use mcpwire_testkit::serve::{self, Served, serve};
+use mcpwire_testkit::wait::wait_until_async;
+use serde_json::{Value, json};
+
+/// How long any one answer may take before a test fails.
+pub const WAIT: Duration = Duration::from_secs(30);
+
+/// A gateway in front of `argv` (one child per downstream session), relaying or not.
+pub async fn gateway(argv: Vec<String>, relay: bool) -> (Arc<UpstreamBackend>, Service) {
+    let mut config = UpstreamConfig::new("up", Target::Command { argv });
+    config.shared = false;
+    config.era = EraChoice::Handshake;
+    if !relay {
+        // A call timeout is something the relay does not keep: the general path runs.
+        config.call_timeout = Some(Duration::from_secs(3600));
+    }
+    let backend = UpstreamBackend::connect(config).await.expect("connect");
+    let info = backend.server_info().clone();
+    let service = Service::new(Router::new(backend.clone()), info, None);
+    (backend, service)
+}
+
+/// Waits until `cond` holds (bounded by [`WAIT`]).
+pub async fn eventually(what: &str, cond: impl Fn() -> bool) {
+    wait_until_async(WAIT, what, async || cond()).await;
+}
+
+pub fn demo() -> Vec<String> {
+    vec![crate::peers::bin().to_owned(), "demo".to_owned()]
+}
+
+/// One downstream stdio client of a gateway, in this process (testkit's stdio wire and
+/// raw client).
+pub struct Client {
+    pub io: Stdio,
+    _served: Served,
+}
+
+impl Client {
+    /// Connects and initializes (with sampling, so the upstream may ask).
+    pub async fn connect(service: &Service) -> Client {
+        let mut served = serve(service.clone(), serve::stdio()).await;
+        let mut c = Client {
+            io: served.stdio(),
+            _served: served,
+        };
+        c.send_line(
+            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"sampling": {}},
+            "clientInfo": {"name": "t", "version": "1"}}})
+            .to_string(),
+        )
+        .await;
+        c.recv().await;
+        c.send_line(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+            .await;
+        c
+    }
+
+    pub async fn send_line(&mut self, line: &str) {
+        self.io.write_raw(format!("{line}\n").as_bytes()).await;
+    }
+
+    pub async fn recv(&mut self) -> Value {
+        self.io.recv_json().await
+    }
+
+    /// Reads until the answer to `id`, answering sampling requests; everything read.
+    pub async fn until_answer(&mut self, id: &Value) -> Vec<Value> {
+        let mut seen = Vec::new();
+        loop {
+            let msg = self.recv().await;
+            if msg["method"] == "sampling/createMessage" {
+                let answer = json!({"jsonrpc": "2.0", "id": msg["id"], "result": {
+                    "role": "assistant", "model": "m",
+                    "content": {"type": "text", "text": "sampled"}}});
+                self.send_line(&answer.to_string()).await;
+            }
+            let done = msg.get("method").is_none() && &msg["id"] == id;
+            seen.push(msg);
+            if done {
+                return seen;
+            }
+        }
+    }
+
+    /// Sends `line` (a request with id `id`) and reads until its answer.
+    pub async fn call(&mut self, line: &str, id: Value) -> Vec<Value> {
+        self.send_line(line).await;
+        self.until_answer(&id).await
+    }
+}
+
+pub fn tool_call(id: &Value, name: &str, arguments: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": name, "arguments": arguments}})
+    .to_string()
+}
+
+/// The calls the conversation makes, as `(line, id)`.
+pub fn conversation() -> Vec<(String, Value)> {
+    let mut calls = Vec::new();
+    let mut add = |id: Value, name: &str, args: Value| {
+        calls.push((tool_call(&id, name, args), id));
+    };
+    // The first call opens the upstream session (always the general path).
+    add(json!(1), "echo", json!({"text": "first"}));
+    add(
+        json!(2),
+        "echo",
+        json!({"text": "é \"quoted\" \\ \u{2028}"}),
+    );
+    add(json!("str-3"), "echo", json!({"text": "string id"}));
+    add(json!(4), "add", json!({"a": 2, "b": 3}));
+    add(json!(5), "echo", json!({"wrong": 1}));
+    add(json!(6), "test_error_handling", json!({}));
+    add(json!(7), "no_such_tool", json!({}));
+    add(json!(8), "test_tool_with_logging", json!({}));
+    add(json!(9), "test_sampling", json!({"prompt": "hi"}));
+    add(json!(10), "test_slow", json!({"seconds": 0}));
+    add(json!(-11), "echo", json!({"text": "negative id"}));
+    // Not relayable: read the general way in both gateways.
+    calls.push((
+        r#"{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"echo","arguments":{"text":"m"},"_meta":{"k":1}}}"#.to_owned(),
+        json!(12),
+    ));
+    calls.push((
+        r#"{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"e\u0063ho","arguments":{"text":"escaped name"}}}"#.to_owned(),
+        json!(13),
+    ));
+    calls.push((
+        r#"{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"echo","arguments":[1]}}"#
+            .to_owned(),
+        json!(14),
+    ));
+    calls
+}
+
+/// What a client sees of `conversation` through a gateway in front of `argv`, and how
+/// many calls it relayed.
+pub async fn transcript(argv: Vec<String>, relay: bool) -> (Vec<Value>, u64) {
+    let (backend, service) = gateway(argv, relay).await;
+    let mut client = Client::connect(&service).await;
+    let mut seen = Vec::new();
+    for (line, id) in conversation() {
+        seen.extend(client.call(&line, id).await);
+    }
+    // Bad input, answered as before.
+    client.send_line("{\"jsonrpc\":\"2.0\",\"id\":20,").await;
+    seen.push(client.recv().await);
+    client
+        .io
+        .write_raw(b"{\"jsonrpc\":\"2.0\",\"id\":21,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"\xff\"}}}\n")
+        .await;
+    seen.push(client.recv().await);
+    (seen, backend.relayed_calls())
+}
