@@ -164,7 +164,9 @@ pub(crate) fn relay_route(
     if e.original != name || m.offers_tasks || m.renamed_uris {
         return None;
     }
-    m.backend.relay_route(name, scope)
+    let route = m.backend.relay_route(name, scope)?;
+    record_member(&m.name);
+    Some(route)
 }
 
 /// `(member, original name)` of the visible tool or prompt exposed as `name`.

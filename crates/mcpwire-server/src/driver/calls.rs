@@ -310,12 +310,9 @@ impl Calls {
         let Some(scope) = &self.session else {
             return false;
         };
-        // Metrics are counted for relayed calls too (`RelayedCalls::send`); an identity, a
-        // client address and request spans still need the general path.
-        if self.identity.is_some()
-            || self.client_ip.is_some()
-            || tracing::enabled!(target: "mcpwire::request", tracing::Level::INFO)
-        {
+        // Metrics and request spans are kept for relayed calls too (`RelayedCalls`); an
+        // identity and a client address still need the general path.
+        if self.identity.is_some() || self.client_ip.is_some() {
             return false;
         }
         self.relayed

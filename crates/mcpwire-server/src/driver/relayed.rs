@@ -14,22 +14,24 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use mcpwire_model::{BackendEvent, McpError, Raw};
+use mcpwire_model::{BackendEvent, McpError, Raw, Reply};
 use mcpwire_router::{Router, SessionScope};
 use mcpwire_session::{AskId, DispatchId, IdMap, ServerSession};
 
 use super::now;
 use mcpwire_wire::json_frame::PlainCall;
 
-use crate::observe::{CallMetrics, WireLabel};
+use crate::observe::{
+    CallMetrics, WireLabel, finish_span, finish_span_as, relayed_outcome, relayed_span,
+};
 use crate::relay::{AnswerAsk, Arrived, Relay, RelayInbox};
+use tracing::Span;
 
 /// The relayed calls of one session.
 #[derive(Default)]
 pub(crate) struct RelayedCalls {
-    /// Calls in flight: the relay each went to, its upstream id, and its measurement
-    /// (when metrics are on: the same series the general path records).
-    calls: IdMap<DispatchId, (Arc<Relay>, u64, Option<CallMetrics>)>,
+    /// Calls in flight.
+    calls: IdMap<DispatchId, RelayedCall>,
     /// Asks put to the client for relayed calls, and how to answer the upstream.
     asks: IdMap<AskId, AnswerAsk>,
     /// What comes back for this session's relayed calls (made on the first).
@@ -38,6 +40,35 @@ pub(crate) struct RelayedCalls {
     bytes: BytesMut,
     /// Items taken from the inbox (kept for its allocation).
     items: VecDeque<Arrived>,
+}
+
+/// One relayed call in flight: where it went, and what observes it as the general path's
+/// call would be observed (its metrics when they are on, its `request` span).
+struct RelayedCall {
+    relay: Arc<Relay>,
+    /// Its id on the upstream connection.
+    up: u64,
+    metrics: Option<CallMetrics>,
+    span: Span,
+}
+
+impl RelayedCall {
+    /// The call's answer `line` was written: recorded as the general path records it.
+    fn answered(self, line: &[u8]) {
+        let outcome = relayed_outcome(line);
+        if let Some(m) = self.metrics {
+            m.finish_relayed(line);
+        }
+        self.span.in_scope(|| finish_span_as(&self.span, outcome));
+    }
+
+    /// The call ended with `outcome` (`None`: cancelled), answered by the session.
+    fn ended(self, outcome: Option<&Result<Reply, McpError>>) {
+        if let Some(m) = self.metrics {
+            m.finish(outcome);
+        }
+        self.span.in_scope(|| finish_span(&self.span, outcome));
+    }
 }
 
 impl RelayedCalls {
@@ -69,8 +100,21 @@ impl RelayedCalls {
         let inbox = self.inbox.get_or_insert_with(Default::default);
         match relay.send(call, dispatch, inbox) {
             Ok(up) => {
+                let span = relayed_span(wire, call.tool());
+                if !span.is_disabled() {
+                    // Asked again inside the span: the federation names the member serving
+                    // the call on the current span, as it does for a call it dispatches
+                    // (only when spans are on; the span exists only for a relayed call).
+                    let _ = span.in_scope(|| router.relay_route(call.tool(), scope));
+                }
                 let metrics = CallMetrics::start_tool_call(wire, call.tool());
-                self.calls.insert(dispatch, (relay, up, metrics));
+                let call = RelayedCall {
+                    relay,
+                    up,
+                    metrics,
+                    span,
+                };
+                self.calls.insert(dispatch, call);
                 true
             }
             Err(_) => {
@@ -84,10 +128,9 @@ impl RelayedCalls {
     /// timed out): the upstream is told when it was relayed; whether it was.
     pub(crate) fn cancel(&mut self, id: DispatchId) -> bool {
         match self.calls.remove(&id) {
-            Some((relay, up, metrics)) => {
-                relay.cancel(up);
-                // Dropped unanswered: counted `cancelled`, as the general path's.
-                drop(metrics);
+            Some(call) => {
+                call.relay.cancel(call.up);
+                call.ended(None);
                 true
             }
             None => false,
@@ -142,21 +185,17 @@ impl RelayedCalls {
                 Arrived::Answer(id, len) => {
                     let bytes = self.bytes.get(at..at + len).unwrap_or_default();
                     at += len;
-                    if let Some((_, _, metrics)) = self.calls.remove(&id)
+                    if let Some(call) = self.calls.remove(&id)
                         && session.relayed_answered(now(), id)
                     {
-                        if let Some(m) = metrics {
-                            m.finish_relayed(bytes);
-                        }
+                        call.answered(bytes);
                         write(session, out, None);
                         write(session, out, Some(bytes));
                     }
                 }
                 Arrived::Outcome(id, outcome) => {
-                    if let Some((_, _, metrics)) = self.calls.remove(&id) {
-                        if let Some(m) = metrics {
-                            m.finish(Some(&outcome));
-                        }
+                    if let Some(call) = self.calls.remove(&id) {
+                        call.ended(Some(&outcome));
                         session.handle_reply(now(), id, outcome);
                     }
                 }

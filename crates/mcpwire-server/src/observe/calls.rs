@@ -168,13 +168,7 @@ impl CallMetrics {
     /// Records a relayed call's answer: `line`, a JSON-RPC response with a `result`
     /// (`tool_error` when it says `isError: true`, else `ok`).
     pub(crate) fn finish_relayed(mut self, line: &[u8]) {
-        let line = std::str::from_utf8(line).unwrap_or_default();
-        let outcome = if is_error_in_response(line) {
-            Outcome::ToolError
-        } else {
-            Outcome::Ok
-        };
-        self.record_outcome(outcome, None);
+        self.record_outcome(relayed_outcome(line), None);
     }
 
     fn record(&mut self, reply: Option<&McpReply>) {
@@ -267,6 +261,17 @@ pub(super) fn outcome(reply: Option<&McpReply>) -> Outcome {
         Some(Ok(Reply::InputRequired(_))) => Outcome::InputRequired,
         Some(Ok(Reply::Complete(raw))) if is_error(raw.get()) => Outcome::ToolError,
         Some(Ok(Reply::Complete(_))) => Outcome::Ok,
+    }
+}
+
+/// The outcome of a relayed call's answer `line` (a JSON-RPC response with a `result`):
+/// `tool_error` when the result says `isError: true`, else `ok`.
+pub(crate) fn relayed_outcome(line: &[u8]) -> Outcome {
+    let line = std::str::from_utf8(line).unwrap_or_default();
+    if is_error_in_response(line) {
+        Outcome::ToolError
+    } else {
+        Outcome::Ok
     }
 }
 

@@ -22,14 +22,14 @@ use std::time::Duration;
 #[cfg(feature = "admin")]
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
-pub(crate) use calls::CallMetrics;
+pub(crate) use calls::{CallMetrics, relayed_outcome};
 pub use logs::{
     ANNOUNCE_DIRECTIVE, ANNOUNCE_TARGET, LogFormat, announce, log_format, set_log_format,
 };
 #[cfg(feature = "mcpb")]
 pub(crate) use mcpb::{Counted, Direction, FrameKind, McpbMetrics, ProtocolError};
 pub use spans::REQUEST_TARGET;
-pub(crate) use spans::{finish_span, request_span};
+pub(crate) use spans::{finish_span, finish_span_as, relayed_span, request_span};
 pub use trace::outgoing as outgoing_trace;
 pub use trace::{
     Propagation, TRACEPARENT, TRACESTATE, TelemetryConfig, TraceParent, active as tracing_active,

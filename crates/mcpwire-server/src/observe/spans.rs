@@ -9,6 +9,7 @@ use mcpwire_router::McpReply;
 use tracing::Span;
 use tracing::field::Empty;
 
+use super::handles::Outcome;
 use super::trace::{TraceParent, active, adopt};
 use super::wire_label::WireLabel;
 
@@ -27,7 +28,28 @@ pub(crate) fn request_span(
     params: Option<&Raw>,
     parent: Option<&TraceParent>,
 ) -> Span {
-    let span = tracing::info_span!(
+    let span = empty_span(wire, method);
+    if span.is_disabled() {
+        return span;
+    }
+    let tool = super::calls::tool_name(method, params);
+    named(span, method, tool.as_deref(), parent)
+}
+
+/// The span of a `tools/call` of `tool` relayed as a raw frame (`crate::relay`): what
+/// [`request_span`] gives the same call (a relayed frame has no `_meta`, so no
+/// `traceparent`).
+pub(crate) fn relayed_span(wire: WireLabel, tool: &str) -> Span {
+    let method = &Method::ToolsCall;
+    let span = empty_span(wire, method);
+    if span.is_disabled() {
+        return span;
+    }
+    named(span, method, Some(tool), None)
+}
+
+fn empty_span(wire: WireLabel, method: &Method) -> Span {
+    tracing::info_span!(
         target: "mcpwire::request",
         "request",
         wire = wire.as_str(),
@@ -38,13 +60,13 @@ pub(crate) fn request_span(
         otel.name = Empty,
         otel.kind = Empty,
         otel.status_code = Empty,
-    );
-    if span.is_disabled() {
-        return span;
-    }
-    let tool = super::calls::tool_name(method, params);
-    if let Some(tool) = &tool {
-        span.record("tool", &**tool);
+    )
+}
+
+/// `span` with its tool and, under an OpenTelemetry exporter, its trace fields.
+fn named(span: Span, method: &Method, tool: Option<&str>, parent: Option<&TraceParent>) -> Span {
+    if let Some(tool) = tool {
+        span.record("tool", tool);
     }
     if active() {
         match &tool {
@@ -60,8 +82,13 @@ pub(crate) fn request_span(
 /// Records the answer's outcome (`ok`, `tool_error`, `input_required`, `error`,
 /// `cancelled`) on `span`, and logs `request answered` at `debug` inside it.
 pub(crate) fn finish_span(span: &Span, reply: Option<&McpReply>) {
+    finish_span_as(span, super::calls::outcome(reply));
+}
+
+/// [`finish_span`] for an outcome known without a reply (a relayed call's answer).
+pub(crate) fn finish_span_as(span: &Span, outcome: Outcome) {
     if !span.is_disabled() {
-        let outcome = super::calls::outcome(reply).as_str();
+        let outcome = outcome.as_str();
         span.record("outcome", outcome);
         if outcome == "error" && active() {
             span.record("otel.status_code", "error");
