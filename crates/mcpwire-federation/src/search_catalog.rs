@@ -103,6 +103,11 @@ impl SearchCatalog {
         })
     }
 
+    /// The two meta-tools (`search_tools`, `call_tool`) as `tools/list` shows them.
+    pub fn meta_tools() -> &'static [Value] {
+        meta_tools()
+    }
+
     /// `instructions` for a search-mode listener: `base` and how to find tools.
     pub fn instructions(base: &str) -> String {
         format!(

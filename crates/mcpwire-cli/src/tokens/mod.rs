@@ -148,11 +148,41 @@ pub fn renderings(tools: &[Value]) -> Renderings {
         json!({ "tools": tools.iter().map(strip_param_descriptions).collect::<Vec<_>>() })
             .to_string(),
     ));
+    let (meta, disclosed) = search_mode_listings(tools);
+    out.push((
+        "search_meta",
+        "search catalog mode: tools/list of the meta-tools alone, compact JSON",
+        meta,
+    ));
+    out.push((
+        "search_disclosed",
+        "search catalog mode at its bound: the meta-tools + the 32 largest tools, compact JSON",
+        disclosed,
+    ));
     Renderings {
         texts: out,
         unconverted,
         signature_lost,
     }
+}
+
+/// The `tools/list` of the gateway's `search` catalog mode: the meta-tools alone (before
+/// any search), and with as many disclosed tools as a session keeps, the largest ones
+/// (the most a session's listing can cost for this catalog).
+fn search_mode_listings(tools: &[Value]) -> (String, String) {
+    let meta = mcpwire_federation::SearchCatalog::meta_tools();
+    let mut by_size: Vec<(usize, &Value)> =
+        tools.iter().map(|t| (t.to_string().len(), t)).collect();
+    by_size.sort_by_key(|(size, _)| std::cmp::Reverse(*size));
+    let largest = by_size
+        .iter()
+        .take(mcpwire_federation::MAX_DISCLOSED_PER_SESSION)
+        .map(|(_, t)| *t);
+    let disclosed: Vec<&Value> = meta.iter().chain(largest).collect();
+    (
+        json!({ "tools": meta }).to_string(),
+        json!({ "tools": disclosed }).to_string(),
+    )
 }
 
 /// Counts every rendering of `tools`.
