@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use crate::catalog::{Catalog, Scope};
 use crate::listing::Kind;
 use crate::pages;
-use crate::policed::Sight;
+use crate::subset::Sight;
 use crate::tool_index::{QUERY_LIST_LIMIT, ToolIndex, tool_items, tools_page};
 
 /// Separates the member name from the member's own id in an exposed task id. Member names

@@ -3,37 +3,13 @@
 
 use std::sync::Arc;
 
-use mcpwire_model::Raw;
 use mcpwire_router::Identity;
 
-use crate::catalog::{Catalog, Everything, Scope};
+use crate::catalog::Everything;
 use crate::federation::Federation;
 use crate::report::CatalogReport;
-use crate::subset::Subset;
+use crate::subset::{Sight, Subset};
 use crate::view::View;
-
-/// The catalog as one caller sees it: all of it (no view, an open policy) or a subset.
-pub(crate) struct Sight {
-    /// The catalog seen.
-    pub catalog: Arc<Catalog>,
-    /// The part seen; `None`: everything.
-    subset: Option<Arc<Subset>>,
-}
-
-impl Sight {
-    /// What the caller may see.
-    pub(crate) fn scope(&self) -> &dyn Scope {
-        match &self.subset {
-            Some(s) => &**s,
-            None => &Everything,
-        }
-    }
-
-    /// The pages of the caller's lists (`None`: the catalog's own).
-    pub(crate) fn pages(&self) -> Option<&[Arc<Vec<Raw>>; 4]> {
-        self.subset.as_ref().map(|s| &s.pages)
-    }
-}
 
 impl Federation {
     /// What `who` sees of the current catalog, unpaged when it sees everything.

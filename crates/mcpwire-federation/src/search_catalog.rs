@@ -17,7 +17,7 @@ use crate::disclosure::Disclosures;
 use crate::federation::Federation;
 use crate::listing::{Item, Kind};
 use crate::pages;
-use crate::policed::Sight;
+use crate::subset::Sight;
 use crate::tool_index::{MAX_SEARCH_LIMIT, ToolIndex, tool_items};
 use crate::view::View;
 
