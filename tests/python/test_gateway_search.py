@@ -6,11 +6,14 @@ upstream), driven by the official Python `mcp` client over Streamable HTTP:
 - `search_tools` finds the tools for a request written as a user would ask;
 - `call_tool` calls one with everything a direct call has (progress here);
 - the tools found join that session's `tools/list`, announced with `list_changed`, and are
-  callable by name; another session's list is unchanged.
+  callable by name; another session's list is unchanged;
+- a stateless (2026-07-28) client has no session: it searches and calls, and its list stays
+  the meta-tools.
 """
 
 import pytest
-from mcp import ClientSession
+from mcp import Client, ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from peers import Notes, text_of, wait_until
@@ -95,5 +98,29 @@ async def test_search_mode_through_the_gateway(mcpwire_bin, tmp_path):
                     async with ClientSession(read2, write2, read_timeout_seconds=60) as other:
                         await other.initialize()
                         assert [t.name for t in (await other.list_tools()).tools] == META
+
+        async with Client(served.url, mode="auto", read_timeout_seconds=60) as client:
+            assert client.protocol_version == "2026-07-28"
+            r = await client.call_tool("search_tools", {"query": "add two numbers"})
+            assert "demo_add" in [t["name"] for t in r.structured_content["tools"]], r
+            r = await client.call_tool("call_tool", {"name": "demo_add", "arguments": {"a": 2, "b": 3}})
+            assert r.structured_content == {"sum": 5.0}, r
+            assert [t.name for t in (await client.list_tools()).tools] == META
     finally:
         served.close()
+
+
+async def test_the_catalog_flag_over_stdio_with_one_backend(mcpwire_bin):
+    """`--catalog search` serves even a single backend through the meta-tools (names stay
+    unprefixed: one member)."""
+    params = StdioServerParameters(
+        command=mcpwire_bin, args=["serve", "--demo", "--catalog", "search"], env={"MCPWIRE_LOG": "warn"}
+    )
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, read_timeout_seconds=60) as s:
+            await s.initialize()
+            assert [t.name for t in (await s.list_tools()).tools] == META
+            found = await search(s, "echo some text back", limit=3)
+            assert found[0] == "echo", found
+            r = await s.call_tool("echo", {"text": "by name"})
+            assert text_of(r) == "by name"
