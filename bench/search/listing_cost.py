@@ -6,9 +6,10 @@ Flattens the catalog as a federation of all its servers exposes it (every name p
 `{backend}_`, characters outside [a-zA-Z0-9_-] as `_`) into
 target/search-catalog-tools.json, runs `mcpwire tokens` on it and prints the rows that
 compare the modes: `jsonrpc` (the full listing), `search_meta` (the meta-tools alone) and
-`search_disclosed` (the meta-tools and the 32 largest tools: the most a session's list can
-hold), with each one's share of the full listing; then the meta-tools with 8 and with 32
-tools of median size (a session after one search, and a session at the bound, typically).
+`search_disclosed` (the meta-tools and the largest tools a session's list can hold within
+its bounds: the most it can cost), with each one's share of the full listing; then a
+session that found 8, and one that found 32, tools of median size (after one search, and
+typically at the bounds).
 
 Usage: python3 bench/search/listing_cost.py [MCPWIRE_BIN]   (default target/debug/mcpwire)
 """
@@ -56,7 +57,7 @@ def main() -> None:
     listings = [(f"`{key}`", rows[key]) for key in ROWS]
     for k in (8, 32):
         sample = tokens(binary, median_sized(tools, k), ROOT / "target" / f"search-catalog-median{k}.json")
-        listings.append((f"meta-tools + {k} median-size tools", sample["search_disclosed"]))
+        listings.append((f"a session that found {k} median-size tools", sample["search_disclosed"]))
     print(f"{len(tools)} tools from {len(servers)} servers")
     print("| listing | bytes | cl100k | share | o200k | share |")
     print("|---|---:|---:|---:|---:|---:|")

@@ -84,7 +84,7 @@ pub use config::{
     CatalogMode, FailMode, FederationConfig, FederationError, MAX_PAGE_SIZE, Member, MemberFilter,
     PrefixMode, ViewSpec,
 };
-pub use disclosure::MAX_DISCLOSED_PER_SESSION;
+pub use disclosure::{MAX_DISCLOSED_BYTES, MAX_DISCLOSED_PER_SESSION};
 pub use federation::Federation;
 pub use glob::{Glob, GlobError};
 pub use naming::{Collision, NAME_MAX, NameOrigin, is_valid_name};

@@ -52,8 +52,9 @@ impl Searched {
 
 /// The `search` catalog mode over a federation or a view: a backend whose `tools/list`
 /// is the meta-tools `search_tools` and `call_tool` followed by the tools the session's
-/// searches found (at most [`crate::MAX_DISCLOSED_PER_SESSION`], the least recently found
-/// leaving first; each change announced to that session with `list_changed`).
+/// searches found (at most [`crate::MAX_DISCLOSED_PER_SESSION`] tools and
+/// [`crate::MAX_DISCLOSED_BYTES`] of definitions, the least recently found leaving first;
+/// each change announced to that session with `list_changed`).
 ///
 /// `search_tools` ranks only what the caller may see (its view and the policy), and
 /// answers the tools exactly as the catalog exposes them; `call_tool` is the inner
@@ -181,11 +182,15 @@ impl SearchCatalog {
             .search(catalog, sight.scope(), &args.query, limit);
         let tools = tool_items(catalog, &found);
         if let Some(session) = ctx.session() {
-            let names: Vec<&str> = found
+            let disclosed: Vec<(&str, usize)> = found
                 .iter()
-                .map(|&i| catalog.kind(Kind::Tools).entries[i].exposed.as_str())
+                .zip(&tools)
+                .map(|(&i, tool)| {
+                    let name = catalog.kind(Kind::Tools).entries[i].exposed.as_str();
+                    (name, serde_json::to_string(tool).map_or(0, |t| t.len()))
+                })
                 .collect();
-            self.disclose(session, &names);
+            self.disclose(session, &disclosed);
         }
         let result = json!({
             "content": [{"type": "text", "text": found_text(&args.query, &tools)}],
@@ -196,11 +201,11 @@ impl SearchCatalog {
 
     /// Adds `names` to `session`'s list, telling its client when the list changed and
     /// forgetting the session when it ends.
-    fn disclose(&self, session: &SessionScope, names: &[&str]) {
-        if names.is_empty() {
+    fn disclose(&self, session: &SessionScope, tools: &[(&str, usize)]) {
+        if tools.is_empty() {
             return;
         }
-        let change = self.disclosures().disclose(session.id(), names);
+        let change = self.disclosures().disclose(session.id(), tools);
         if change.new_session
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {

@@ -156,7 +156,7 @@ pub fn renderings(tools: &[Value]) -> Renderings {
     ));
     out.push((
         "search_disclosed",
-        "search catalog mode at its bound: the meta-tools + the 32 largest tools, compact JSON",
+        "search catalog mode at its bounds: the meta-tools + the largest tools a session holds, compact JSON",
         disclosed,
     ));
     Renderings {
@@ -167,21 +167,29 @@ pub fn renderings(tools: &[Value]) -> Renderings {
 }
 
 /// The `tools/list` of the gateway's `search` catalog mode: the meta-tools alone (before
-/// any search), and with as many disclosed tools as a session keeps, the largest ones
-/// (the most a session's listing can cost for this catalog).
+/// any search), and with the largest tools a session's list can hold (within the
+/// disclosure bounds on tools and bytes: the most a session's listing can cost here).
 fn search_mode_listings(tools: &[Value]) -> (String, String) {
+    use mcpwire_federation::{MAX_DISCLOSED_BYTES, MAX_DISCLOSED_PER_SESSION};
     let meta = mcpwire_federation::SearchCatalog::meta_tools();
     let mut by_size: Vec<(usize, &Value)> =
         tools.iter().map(|t| (t.to_string().len(), t)).collect();
     by_size.sort_by_key(|(size, _)| std::cmp::Reverse(*size));
-    let largest = by_size
-        .iter()
-        .take(mcpwire_federation::MAX_DISCLOSED_PER_SESSION)
-        .map(|(_, t)| *t);
-    let disclosed: Vec<&Value> = meta.iter().chain(largest).collect();
+    let mut held: Vec<&Value> = meta.iter().collect();
+    let mut bytes = 0;
+    for (size, tool) in by_size {
+        let first = held.len() == meta.len();
+        if held.len() - meta.len() == MAX_DISCLOSED_PER_SESSION {
+            break;
+        }
+        if first || bytes + size <= MAX_DISCLOSED_BYTES {
+            held.push(tool);
+            bytes += size;
+        }
+    }
     (
         json!({ "tools": meta }).to_string(),
-        json!({ "tools": disclosed }).to_string(),
+        json!({ "tools": held }).to_string(),
     )
 }
 
