@@ -10,9 +10,9 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::ArgMatches;
 use mcpwire_gateway::{
-    Additions, AdminConfig, BackendSource, BackendSpec, CheckCaller, Gateway, GatewayConfig,
-    GatewayError, ListenOptions, ListenerSpec, Natives, PrefixMode, ProcessSpec, ServerOptions,
-    UpstreamSpec,
+    Additions, AdminConfig, BackendSource, BackendSpec, CatalogMode, CheckCaller, Gateway,
+    GatewayConfig, GatewayError, ListenOptions, ListenerSpec, Natives, PrefixMode, ProcessSpec,
+    ServerOptions, UpstreamSpec,
 };
 
 use crate::auth_args::AuthArgs;
@@ -55,6 +55,11 @@ pub struct ServeCmdArgs {
     /// When tool and prompt names get their backend's name as a prefix.
     #[arg(long, value_parser = ["conditional", "always", "never"])]
     prefix: Option<String>,
+    /// What `tools/list` shows: every tool (`full`), or `search`: the meta-tools
+    /// `search_tools` and `call_tool`, then the tools each session's searches found.
+    /// Overrides a configuration file's `[server] catalog`.
+    #[arg(long, value_parser = ["full", "search"])]
+    catalog: Option<String>,
     /// Do not watch the configuration file for edits (SIGHUP still reloads it).
     #[arg(long, requires = "config")]
     no_reload: bool,
@@ -144,10 +149,12 @@ pub fn config(args: &ServeCmdArgs, matches: Option<&ArgMatches>) -> Result<Gatew
         config.add(additions)?;
         apply_metrics_listen(&mut config, args.metrics_listen);
         apply_busy_poll(&mut config, args.busy_poll_us);
+        apply_catalog(&mut config, args.catalog.as_deref());
         return Ok(config);
     }
     let mut config = GatewayConfig::new(Vec::new(), Vec::new());
     apply_busy_poll(&mut config, args.busy_poll_us);
+    apply_catalog(&mut config, args.catalog.as_deref());
     if let Some(prefix) = &args.prefix {
         config.server.prefix = match prefix.as_str() {
             "always" => PrefixMode::Always,
@@ -264,6 +271,15 @@ fn split_named<'a>(flag: &'a str, shown: &str) -> Result<(&'a str, &'a str)> {
             Ok((name.trim(), value.trim()))
         }
         _ => Err(UsageError(format!("{shown}: give NAME=VALUE, e.g. fs='npx -y @modelcontextprotocol/server-filesystem /srv'")).into()),
+    }
+}
+
+/// `--catalog`, when given: what `tools/list` shows on every listener.
+fn apply_catalog(config: &mut GatewayConfig, mode: Option<&str>) {
+    match mode {
+        Some("search") => config.server.catalog = CatalogMode::Search,
+        Some(_) => config.server.catalog = CatalogMode::Full,
+        None => {}
     }
 }
 

@@ -303,6 +303,8 @@ const GOLDEN_5: &[(&str, u64, u64)] = &[
     ("signature", 621, 625),
     ("signature_nodesc", 367, 371),
     ("jsonrpc_nodesc", 601, 649),
+    ("search_meta", 192, 202),
+    ("search_disclosed", 1054, 1111),
 ];
 
 /// `mcpwire schema resolve` compiles a registry directory and answers references; an

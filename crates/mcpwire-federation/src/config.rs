@@ -275,6 +275,18 @@ impl FederationConfig {
     }
 }
 
+/// What `tools/list` shows the clients of a listener or a view.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CatalogMode {
+    /// Every tool the caller may see: the usual listing.
+    #[default]
+    Full,
+    /// The meta-tools `search_tools` and `call_tool`, then the tools this session's
+    /// searches disclosed (see [`crate::SearchCatalog`]); calls by exact name still work.
+    Search,
+}
+
 /// A named subset of the catalog, served as a backend of its own (a "virtual server"):
 /// everything of the listed `members`, plus the tools, prompts and resources (resources
 /// and templates, by exposed URI or `uriTemplate`) matching the patterns, by their exposed
@@ -295,6 +307,9 @@ pub struct ViewSpec {
     /// Resources and templates by exposed URI / `uriTemplate`.
     #[serde(default)]
     pub resources: Vec<Glob>,
+    /// What the view's `tools/list` shows (`None`: as the listener's server options say).
+    #[serde(default)]
+    pub catalog: Option<CatalogMode>,
 }
 
 impl ViewSpec {
@@ -327,6 +342,12 @@ impl ViewSpec {
     /// Adds the resources and templates matching `pattern`.
     pub fn resources(mut self, pattern: Glob) -> ViewSpec {
         self.resources.push(pattern);
+        self
+    }
+
+    /// Sets what the view's `tools/list` shows.
+    pub fn catalog(mut self, mode: CatalogMode) -> ViewSpec {
+        self.catalog = Some(mode);
         self
     }
 }

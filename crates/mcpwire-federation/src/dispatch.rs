@@ -3,7 +3,7 @@
 //! Arguments stay raw and the caller's `CallCtx` goes through unchanged, so progress,
 //! cancellation and asks reach the downstream client.
 
-use std::sync::Arc;
+use std::sync::{PoisonError, RwLock};
 
 use mcpwire_model::types::{CompleteParams, CompletionRef};
 use mcpwire_model::{McpError, Raw, Reply, to_raw};
@@ -13,6 +13,8 @@ use serde_json::{Map, Value};
 use crate::catalog::{Catalog, Scope};
 use crate::listing::Kind;
 use crate::pages;
+use crate::subset::Sight;
+use crate::tool_index::{QUERY_LIST_LIMIT, ToolIndex, tool_items, tools_page};
 
 /// Separates the member name from the member's own id in an exposed task id. Member names
 /// never contain it, so the first one splits.
@@ -28,27 +30,44 @@ fn ready<T: Send + 'static>(v: T) -> BoxFuture<'static, T> {
     Box::pin(std::future::ready(v))
 }
 
-/// Answers `req` from `catalog` as `scope` sees it, listing from `pages` (per kind, in
-/// `Kind::ALL` order; `None`: the catalog's own).
+/// Answers `req` from the catalog as `sight` shows it; `tools/list` with a `query`
+/// (SEP-1821) searches `index`.
 pub(crate) fn answer(
-    catalog: Arc<Catalog>,
-    pages: Option<&[Arc<Vec<Raw>>; 4]>,
-    scope: &dyn Scope,
+    sight: &Sight,
+    index: &RwLock<ToolIndex>,
     ctx: CallCtx,
     req: BackendRequest,
 ) -> BoxFuture<'static, Result<Reply, McpError>> {
+    let catalog = sight.catalog.clone();
+    let scope = sight.scope();
     let list = |kind: Kind, cursor: Option<String>| {
         if let Some(refusal) = &catalog.refusal {
             return ready(Err(McpError::Unavailable(refusal.clone())));
         }
-        let pages = match pages {
+        let pages = match sight.pages() {
             Some(p) => &p[kind.index()],
             None => &catalog.kind(kind).pages,
         };
         ready(pages::page(pages, cursor.as_deref()).map(Reply::Complete))
     };
     match req {
-        BackendRequest::ListTools { cursor } => list(Kind::Tools, cursor),
+        BackendRequest::ListTools {
+            query: Some(query), ..
+        } => {
+            if let Some(refusal) = &catalog.refusal {
+                return ready(Err(McpError::Unavailable(refusal.clone())));
+            }
+            let found = index.read().unwrap_or_else(PoisonError::into_inner).search(
+                &catalog,
+                scope,
+                &query,
+                QUERY_LIST_LIMIT,
+            );
+            ready(Ok(Reply::Complete(tools_page(&tool_items(
+                &catalog, &found,
+            )))))
+        }
+        BackendRequest::ListTools { cursor, .. } => list(Kind::Tools, cursor),
         BackendRequest::ListPrompts { cursor } => list(Kind::Prompts, cursor),
         BackendRequest::ListResources { cursor } => list(Kind::Resources, cursor),
         BackendRequest::ListResourceTemplates { cursor } => list(Kind::Templates, cursor),

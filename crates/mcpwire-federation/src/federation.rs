@@ -28,6 +28,7 @@ use crate::policy::Policy;
 use crate::pump::{self, Follow};
 use crate::report::{CatalogReport, MemberHealth};
 use crate::subset::Subsets;
+use crate::tool_index::ToolIndex;
 use crate::uri::member_tag;
 
 /// Events buffered for each subscriber (session) before the slowest loses old ones.
@@ -58,6 +59,8 @@ pub struct Federation {
     policy_epoch: AtomicU64,
     /// The policy's subsets of the current catalog, per audience.
     pub(crate) subsets: Subsets,
+    /// The search index over the exposed tools, updated with every catalog.
+    tool_index: RwLock<ToolIndex>,
 }
 
 impl std::fmt::Debug for Federation {
@@ -181,6 +184,7 @@ impl Federation {
             }),
             catalog: RwLock::new(Arc::new(empty)),
             events,
+            tool_index: RwLock::new(ToolIndex::default()),
         });
         {
             let mut st = fed.lock();
@@ -253,6 +257,11 @@ impl Federation {
         self.events.subscribe()
     }
 
+    /// The search index over the exposed tools.
+    pub(crate) fn tool_index(&self) -> &RwLock<ToolIndex> {
+        &self.tool_index
+    }
+
     /// The page size.
     pub(crate) fn page_size(&self) -> usize {
         self.settings.page_size
@@ -273,6 +282,14 @@ impl Federation {
             })
             .collect();
         let new = Arc::new(Catalog::build(st.generation, &inputs, &self.settings));
+        let indexed = self
+            .tool_index
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .update(&self.catalog(), &new);
+        if !indexed.is_empty() {
+            tracing::debug!(members = ?indexed, "tool search index updated");
+        }
         let old = std::mem::replace(
             &mut *self.catalog.write().unwrap_or_else(PoisonError::into_inner),
             new.clone(),
@@ -681,11 +698,8 @@ impl Backend for Federation {
         ctx: CallCtx,
         req: BackendRequest,
     ) -> BoxFuture<'static, Result<Reply, McpError>> {
-        if self.policy().is_open() {
-            return dispatch::answer(self.catalog(), None, &Everything, ctx, req);
-        }
-        let s = self.policed(ctx.identity());
-        dispatch::answer(s.catalog.clone(), Some(&s.pages), &*s, ctx, req)
+        let sight = self.sight(ctx.identity());
+        dispatch::answer(&sight, &self.tool_index, ctx, req)
     }
 
     fn forwards_tool_calls(&self) -> bool {

@@ -63,6 +63,7 @@
 
 mod catalog;
 mod config;
+mod disclosure;
 mod dispatch;
 mod federation;
 mod glob;
@@ -73,17 +74,22 @@ mod policed;
 mod policy;
 mod pump;
 mod report;
+mod search_catalog;
 mod subset;
+mod tool_index;
 mod uri;
 mod view;
 
 pub use config::{
-    FailMode, FederationConfig, FederationError, MAX_PAGE_SIZE, Member, MemberFilter, PrefixMode,
-    ViewSpec,
+    CatalogMode, FailMode, FederationConfig, FederationError, MAX_PAGE_SIZE, Member, MemberFilter,
+    PrefixMode, ViewSpec,
 };
+pub use disclosure::{MAX_DISCLOSED_BYTES, MAX_DISCLOSED_PER_SESSION};
 pub use federation::Federation;
 pub use glob::{Glob, GlobError};
 pub use naming::{Collision, NAME_MAX, NameOrigin, is_valid_name};
 pub use policy::{Audience, Callers, Effect, Policy, PolicyItem, PolicyRule, Targets};
 pub use report::{CatalogReport, ExposedItem, KindCollision, MemberHealth, MemberReport};
+pub use search_catalog::{CALL_TOOL, DEFAULT_SEARCH_LIMIT, SEARCH_TOOLS, SearchCatalog};
+pub use tool_index::MAX_SEARCH_LIMIT;
 pub use view::View;

@@ -65,7 +65,10 @@ impl Kind {
 
     fn request(self, cursor: Option<String>) -> BackendRequest {
         match self {
-            Kind::Tools => BackendRequest::ListTools { cursor },
+            Kind::Tools => BackendRequest::ListTools {
+                cursor,
+                query: None,
+            },
             Kind::Prompts => BackendRequest::ListPrompts { cursor },
             Kind::Resources => BackendRequest::ListResources { cursor },
             Kind::Templates => BackendRequest::ListResourceTemplates { cursor },

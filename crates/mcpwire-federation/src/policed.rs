@@ -8,10 +8,25 @@ use mcpwire_router::Identity;
 use crate::catalog::Everything;
 use crate::federation::Federation;
 use crate::report::CatalogReport;
-use crate::subset::Subset;
+use crate::subset::{Sight, Subset};
 use crate::view::View;
 
 impl Federation {
+    /// What `who` sees of the current catalog, unpaged when it sees everything.
+    pub(crate) fn sight(&self, who: Option<&Identity>) -> Sight {
+        if self.policy().is_open() {
+            return Sight {
+                catalog: self.catalog(),
+                subset: None,
+            };
+        }
+        let s = self.policed(who);
+        Sight {
+            catalog: s.catalog.clone(),
+            subset: Some(s),
+        }
+    }
+
     /// What `who` (`None`: the anonymous caller) sees of the current catalog.
     pub(crate) fn policed(&self, who: Option<&Identity>) -> Arc<Subset> {
         let catalog = self.catalog();
@@ -40,6 +55,19 @@ impl Federation {
 }
 
 impl View {
+    /// What `who` sees of the view.
+    pub(crate) fn sight(&self, who: Option<&Identity>) -> Sight {
+        let s = if self.federation().policy().is_open() {
+            self.scope()
+        } else {
+            self.policed(who)
+        };
+        Sight {
+            catalog: s.catalog.clone(),
+            subset: Some(s),
+        }
+    }
+
     /// What `who` (`None`: the anonymous caller) sees of the view.
     pub(crate) fn policed(&self, who: Option<&Identity>) -> Arc<Subset> {
         let base = self.scope();

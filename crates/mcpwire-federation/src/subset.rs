@@ -10,7 +10,7 @@ use arc_swap::ArcSwap;
 use mcpwire_model::Raw;
 use mcpwire_router::Identity;
 
-use crate::catalog::{Catalog, Entry, Scope};
+use crate::catalog::{Catalog, Entry, Everything, Scope};
 use crate::listing::Kind;
 use crate::pages::paginate;
 use crate::policy::{Audience, Policy, PolicyItem};
@@ -115,6 +115,29 @@ impl Scope for Subset {
     }
     fn sees_member(&self, member: usize) -> bool {
         self.members.get(member).copied().unwrap_or(false)
+    }
+}
+
+/// The catalog as one caller sees it: all of it (no view, an open policy) or a subset.
+pub(crate) struct Sight {
+    /// The catalog seen.
+    pub catalog: Arc<Catalog>,
+    /// The part seen; `None`: everything.
+    pub(crate) subset: Option<Arc<Subset>>,
+}
+
+impl Sight {
+    /// What the caller may see.
+    pub(crate) fn scope(&self) -> &dyn Scope {
+        match &self.subset {
+            Some(s) => &**s,
+            None => &Everything,
+        }
+    }
+
+    /// The pages of the caller's lists (`None`: the catalog's own).
+    pub(crate) fn pages(&self) -> Option<&[Arc<Vec<Raw>>; 4]> {
+        self.subset.as_ref().map(|s| &s.pages)
     }
 }
 

@@ -30,7 +30,8 @@ const EVENT_CAPACITY: usize = 256;
 
 /// A named subset of a [`Federation`]'s catalog (see [`Federation::view`]).
 pub struct View {
-    me: Weak<View>,
+    /// Itself, for the search-mode catalog it hands out.
+    pub(crate) me: Weak<View>,
     fed: Arc<Federation>,
     spec: ViewSpec,
     info: BackendInfo,
@@ -166,12 +167,8 @@ impl Backend for View {
         ctx: CallCtx,
         req: BackendRequest,
     ) -> BoxFuture<'static, Result<Reply, McpError>> {
-        let s = if self.fed.policy().is_open() {
-            self.scope()
-        } else {
-            self.policed(ctx.identity())
-        };
-        dispatch::answer(s.catalog.clone(), Some(&s.pages), &*s, ctx, req)
+        let sight = self.sight(ctx.identity());
+        dispatch::answer(&sight, self.fed.tool_index(), ctx, req)
     }
 
     fn tool_routing(&self, name: &str) -> Option<Arc<ToolRouting>> {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use mcpwire_federation::{Glob, ViewSpec};
 use serde::{Deserialize, Serialize};
 
-pub use mcpwire_federation::PrefixMode;
+pub use mcpwire_federation::{CatalogMode, PrefixMode};
 
 use crate::error::{ConfigError, Origin};
 use crate::key_path::KeyPath;
@@ -95,6 +95,21 @@ pub struct ServerOptions {
     /// How stderr lines are written (`None`: as the command line or environment says,
     /// else text). Read at start only.
     pub log_format: Option<mcpwire_server::observe::LogFormat>,
+    /// What `tools/list` shows (`full`, or `search`: the meta-tools and what the session
+    /// found), unless a listener or view says otherwise.
+    pub catalog: CatalogMode,
+}
+
+impl GatewayConfig {
+    /// Whether any listener serves its catalog in `search` mode (the meta-tools are the
+    /// federation's: such a configuration is always served through one).
+    pub fn searches(&self) -> bool {
+        self.server.catalog == CatalogMode::Search
+            || self
+                .listeners
+                .iter()
+                .any(|l| l.options.catalog == Some(CatalogMode::Search))
+    }
 }
 
 impl Default for ServerOptions {
@@ -110,6 +125,7 @@ impl Default for ServerOptions {
             schema_registry: None,
             reload: true,
             log_format: None,
+            catalog: CatalogMode::Full,
         }
     }
 }

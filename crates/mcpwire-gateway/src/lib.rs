@@ -44,8 +44,8 @@ pub use reload::{ReloadPlan, plan};
 pub use serving::{Gateway, GatewayError};
 
 pub use config::{
-    Additions, AdminConfig, BackendSource, BackendSpec, FailMode, GatewayConfig, MemberOptions,
-    PrefixMode, ProcessSpec, ServerOptions, UpstreamSpec, mcpb_target,
+    Additions, AdminConfig, BackendSource, BackendSpec, CatalogMode, FailMode, GatewayConfig,
+    MemberOptions, PrefixMode, ProcessSpec, ServerOptions, UpstreamSpec, mcpb_target,
 };
 pub use consent::DEFAULT_CALLBACK_PATH;
 pub use credentials::{ConsentMode, CredentialsSpec, OAuthSpec};

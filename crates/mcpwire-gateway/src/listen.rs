@@ -53,6 +53,9 @@ pub struct ListenOptions {
     pub url: String,
     /// Serve this view (`[views.NAME]`) instead of the whole catalog.
     pub view: Option<String>,
+    /// What `tools/list` shows this listener's clients (`None`: the view's setting, else
+    /// `[server] catalog`).
+    pub catalog: Option<mcpwire_federation::CatalogMode>,
     /// `false`: this listener does not authenticate even though `[auth]` is configured
     /// (e.g. a loopback-only one for local tools).
     pub auth: Option<bool>,

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use mcpwire_federation::{
-    Federation, FederationConfig, FederationError, Member, MemberFilter, MemberHealth,
+    CatalogMode, Federation, FederationConfig, FederationError, Member, MemberFilter, MemberHealth,
+    View,
 };
 use mcpwire_model::types::Implementation;
 use tokio::sync::Notify;
@@ -108,6 +109,7 @@ impl Gateway {
     pub async fn start(config: GatewayConfig, natives: Natives) -> Result<Gateway, GatewayError> {
         let federate = config.backends.len() > 1
             || !config.views.is_empty()
+            || config.searches()
             || config.policy.is_some()
             || matches!(config.origin, Origin::File { .. });
         Gateway::start_as(config, natives, federate, true).await
@@ -307,7 +309,7 @@ impl Gateway {
             let one = self.running.first().ok_or_else(|| {
                 config.error_at(&KeyPath::root().key("backends"), "no backend started")
             })?;
-            let catalog = parts.catalog(
+            let catalog = parts.catalog_of(
                 one.backend.clone(),
                 one.server_info.clone(),
                 one.instructions.clone(),
@@ -318,31 +320,54 @@ impl Gateway {
                 .map(|l| parts.listener(&catalog, l))
                 .collect());
         };
-        let all = parts.catalog(fed.clone(), fed.server_info(), Some(fed.instructions()))?;
-        let mut views: HashMap<&str, Service> = HashMap::new();
+        // One catalog service per (view, catalog mode) the listeners ask for, one view
+        // per name.
+        let mut catalogs: HashMap<(Option<&str>, CatalogMode), Service> = HashMap::new();
+        let mut views: HashMap<&str, Arc<View>> = HashMap::new();
         let mut services = Vec::with_capacity(config.listeners.len());
         for listener in &config.listeners {
-            let Some(name) = &listener.options.view else {
-                services.push(parts.listener(&all, listener));
-                continue;
+            let name = listener.options.view.as_deref();
+            let spec = match name {
+                None => None,
+                Some(name) => Some(config.views.iter().find(|v| v.name == name).ok_or_else(
+                    || {
+                        config.error_at(
+                            &listener.key.key("view"),
+                            format!("no view is named `{name}`"),
+                        )
+                    },
+                )?),
             };
-            if let Some(catalog) = views.get(name.as_str()) {
+            let mode = listener
+                .options
+                .catalog
+                .or(spec.and_then(|v| v.catalog))
+                .unwrap_or(config.server.catalog);
+            if let Some(catalog) = catalogs.get(&(name, mode)) {
                 services.push(parts.listener(catalog, listener));
                 continue;
             }
-            let Some(spec) = config.views.iter().find(|v| &v.name == name) else {
-                return Err(config
-                    .error_at(
-                        &listener.key.key("view"),
-                        format!("no view is named `{name}`"),
-                    )
-                    .into());
+            let catalog = match spec {
+                None => parts.catalog(
+                    stack::Shown::Federation(fed),
+                    mode,
+                    fed.server_info(),
+                    fed.instructions(),
+                )?,
+                Some(spec) => {
+                    let view = views
+                        .entry(spec.name.as_str())
+                        .or_insert_with(|| fed.view(spec));
+                    parts.catalog(
+                        stack::Shown::View(view),
+                        mode,
+                        view.server_info(),
+                        view.instructions(),
+                    )?
+                }
             };
-            let view = fed.view(spec);
-            let catalog =
-                parts.catalog(view.clone(), view.server_info(), Some(view.instructions()))?;
             services.push(parts.listener(&catalog, listener));
-            views.insert(name, catalog);
+            catalogs.insert((name, mode), catalog);
         }
         Ok(services)
     }

@@ -10,17 +10,21 @@
 //! 4. in the driver, for every call: metrics and the request span (`mcpwire-server`'s
 //!    `Calls`);
 //! 5. the router and its tasks layer;
-//! 6. rate limits ([`Limited`], `[limits]`): inside the router, so a call a task runs is
-//!    counted once, and a forwarded call keeps its fast path;
-//! 7. policy and views — the federation's subset for the caller (`[policy]`, `view = …`),
+//! 6. in `search` catalog mode, the meta-tools (`SearchCatalog`: `search_tools`,
+//!    `call_tool`, the session's disclosed tools);
+//! 7. rate limits ([`Limited`], `[limits]`): inside the router, so a call a task runs is
+//!    counted once, and a forwarded call keeps its fast path; inside the meta-tools, so
+//!    `call_tool` counts as the tool it calls;
+//! 8. policy and views — the federation's subset for the caller (`[policy]`, `view = …`),
 //!    then the federation and the member that owns the tool.
 //!
-//! [`Shared::catalog`] builds the inner part (5–7) once per catalog a listener can show
-//! (the whole catalog, or a view); [`Shared::listener`] adds one listener's outer parts
+//! [`Shared::catalog`] builds the inner part (5–8) once per catalog a listener can show
+//! (the whole catalog or a view, in one catalog mode); [`Shared::listener`] adds one listener's outer parts
 //! (1–3) to it.
 
 use std::sync::Arc;
 
+use mcpwire_federation::{CatalogMode, Federation, SearchCatalog, View};
 use mcpwire_model::types::Implementation;
 use mcpwire_proto_mcp::ProtoToolSchemas;
 use mcpwire_router::{Backend, Router, TaskConfig};
@@ -34,6 +38,15 @@ use crate::error::ConfigError;
 use crate::key_path::KeyPath;
 use crate::limits::{Limited, SharedRateLimits};
 use crate::listen::ListenerSpec;
+
+/// The catalog a listener shows: the whole federation's or a view's.
+#[derive(Clone, Copy)]
+pub(crate) enum Shown<'a> {
+    /// The whole catalog.
+    Federation(&'a Arc<Federation>),
+    /// A view of it.
+    View(&'a Arc<View>),
+}
 
 /// What every listener's stack shares: built from the configuration by the gateway.
 pub(crate) struct Shared<'a> {
@@ -52,10 +65,58 @@ pub(crate) struct Shared<'a> {
 }
 
 impl Shared<'_> {
-    /// The inner stack over `backend` (the federation, a view, or the one backend): rate
-    /// limits, the router with tasks, the session and codec limits and the proto-mcp
-    /// schemas of `[server]`.
+    /// The inner stack over `shown` (the federation or a view) in catalog mode `mode`:
+    /// rate limits around it, in `search` mode the meta-tools around those (so `call_tool`
+    /// is limited as the tool it calls), then [`Shared::catalog_of`]'s router and options.
     pub(crate) fn catalog(
+        &self,
+        shown: Shown<'_>,
+        mode: CatalogMode,
+        info: Implementation,
+        instructions: String,
+    ) -> Result<Service, ConfigError> {
+        let backend: Arc<dyn Backend> = match shown {
+            Shown::Federation(f) => f.clone(),
+            Shown::View(v) => v.clone(),
+        };
+        let limited = self.limited(backend);
+        let (backend, instructions): (Arc<dyn Backend>, String) = match (mode, shown) {
+            (CatalogMode::Full, _) => (limited, instructions),
+            (CatalogMode::Search, Shown::Federation(f)) => (
+                f.search_catalog(limited),
+                SearchCatalog::instructions(&instructions),
+            ),
+            (CatalogMode::Search, Shown::View(v)) => (
+                v.search_catalog(limited),
+                SearchCatalog::instructions(&instructions),
+            ),
+        };
+        self.routed(backend, info, Some(instructions))
+    }
+
+    /// The inner stack over the one backend served as itself: rate limits, then the
+    /// router and options of [`Shared::routed`].
+    pub(crate) fn catalog_of(
+        &self,
+        backend: Arc<dyn Backend>,
+        info: Implementation,
+        instructions: Option<String>,
+    ) -> Result<Service, ConfigError> {
+        let backend = self.limited(backend);
+        self.routed(backend, info, instructions)
+    }
+
+    /// `backend` behind `[limits]`' call rates, when there are any.
+    fn limited(&self, backend: Arc<dyn Backend>) -> Arc<dyn Backend> {
+        match self.rate_limits {
+            Some(limits) => Arc::new(Limited::shared(backend, limits.clone())),
+            None => backend,
+        }
+    }
+
+    /// The router with tasks over `backend`, the session and codec limits and the
+    /// proto-mcp schemas of `[server]`.
+    fn routed(
         &self,
         backend: Arc<dyn Backend>,
         info: Implementation,
@@ -69,10 +130,6 @@ impl Shared<'_> {
             schema_registry,
             ..
         } = &self.config.server;
-        let backend: Arc<dyn Backend> = match self.rate_limits {
-            Some(limits) => Arc::new(Limited::shared(backend, limits.clone())),
-            None => backend,
-        };
         let router = Router::new(backend).with_tasks(TaskConfig::default());
         let mut service = Service::new(router, info, instructions);
         service.limits.max_message_bytes = *max_message_bytes;

@@ -13,6 +13,9 @@ pub enum BackendRequest {
     ListTools {
         /// Pagination cursor.
         cursor: Option<String>,
+        /// A search query (SEP-1821): a backend that searches answers the ranked matches;
+        /// one that does not may ignore it and list as usual.
+        query: Option<String>,
     },
     /// `tools/call`.
     CallTool {

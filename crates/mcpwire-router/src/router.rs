@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use mcpwire_model::types::{
-    CallToolParams, CompleteParams, GetPromptParams, PaginatedParams, ServerCapabilities, UriParams,
+    CallToolParams, CompleteParams, GetPromptParams, ListToolsParams, PaginatedParams,
+    ServerCapabilities, UriParams,
 };
 use mcpwire_model::{BackendEvent, McpError, Method, Raw, Reply};
 use serde::de::DeserializeOwned;
@@ -347,9 +348,13 @@ fn parse_request(
             return Err(not_offered());
         }
         Method::CompletionComplete if caps.completions.is_none() => return Err(not_offered()),
-        Method::ToolsList => BackendRequest::ListTools {
-            cursor: parse::<PaginatedParams>(p)?.cursor,
-        },
+        Method::ToolsList => {
+            let l: ListToolsParams = parse(p)?;
+            BackendRequest::ListTools {
+                cursor: l.cursor,
+                query: l.query,
+            }
+        }
         Method::ToolsCall => {
             let c: CallToolParams = parse(p)?;
             BackendRequest::CallTool {

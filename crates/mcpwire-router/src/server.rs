@@ -562,7 +562,7 @@ impl Backend for Server {
         let page =
             |l: &dyn Fn(&Catalog) -> Result<Raw, McpError>| self.read(l).map(Reply::Complete);
         match req {
-            BackendRequest::ListTools { cursor } => {
+            BackendRequest::ListTools { cursor, .. } => {
                 ready(page(&|c| c.tools.page(cursor.as_deref())))
             }
             BackendRequest::ListResources { cursor } => {

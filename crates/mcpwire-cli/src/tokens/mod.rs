@@ -148,11 +148,49 @@ pub fn renderings(tools: &[Value]) -> Renderings {
         json!({ "tools": tools.iter().map(strip_param_descriptions).collect::<Vec<_>>() })
             .to_string(),
     ));
+    let (meta, disclosed) = search_mode_listings(tools);
+    out.push((
+        "search_meta",
+        "search catalog mode: tools/list of the meta-tools alone, compact JSON",
+        meta,
+    ));
+    out.push((
+        "search_disclosed",
+        "search catalog mode at its bounds: the meta-tools + the largest tools a session holds, compact JSON",
+        disclosed,
+    ));
     Renderings {
         texts: out,
         unconverted,
         signature_lost,
     }
+}
+
+/// The `tools/list` of the gateway's `search` catalog mode: the meta-tools alone (before
+/// any search), and with the largest tools a session's list can hold (within the
+/// disclosure bounds on tools and bytes: the most a session's listing can cost here).
+fn search_mode_listings(tools: &[Value]) -> (String, String) {
+    use mcpwire_federation::{MAX_DISCLOSED_BYTES, MAX_DISCLOSED_PER_SESSION};
+    let meta = mcpwire_federation::SearchCatalog::meta_tools();
+    let mut by_size: Vec<(usize, &Value)> =
+        tools.iter().map(|t| (t.to_string().len(), t)).collect();
+    by_size.sort_by_key(|(size, _)| std::cmp::Reverse(*size));
+    let mut held: Vec<&Value> = meta.iter().collect();
+    let mut bytes = 0;
+    for (size, tool) in by_size {
+        let first = held.len() == meta.len();
+        if held.len() - meta.len() == MAX_DISCLOSED_PER_SESSION {
+            break;
+        }
+        if first || bytes + size <= MAX_DISCLOSED_BYTES {
+            held.push(tool);
+            bytes += size;
+        }
+    }
+    (
+        json!({ "tools": meta }).to_string(),
+        json!({ "tools": held }).to_string(),
+    )
 }
 
 /// Counts every rendering of `tools`.

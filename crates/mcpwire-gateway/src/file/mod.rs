@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpwire_federation::{Glob, ViewSpec};
+use mcpwire_federation::{CatalogMode, Glob, ViewSpec};
 use serde::Deserialize;
 use serde::de::{MapAccess, Visitor};
 
@@ -69,6 +69,7 @@ struct RawView {
     prompts: Vec<Glob>,
     #[serde(default)]
     resources: Vec<Glob>,
+    catalog: Option<CatalogMode>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -84,6 +85,7 @@ struct RawServer {
     schema_registry: Option<PathBuf>,
     reload: Option<bool>,
     log_format: Option<mcpwire_server::observe::LogFormat>,
+    catalog: Option<CatalogMode>,
 }
 
 /// A table's entries in the order written (the `toml` crate keeps it: `preserve_order`).
@@ -189,6 +191,7 @@ impl GatewayConfig {
                 tools: v.tools,
                 prompts: v.prompts,
                 resources: v.resources,
+                catalog: v.catalog,
             })
             .collect();
         let auth = match raw.auth {
@@ -299,6 +302,7 @@ fn server_options(raw: RawServer, base: &Path) -> Result<ServerOptions, Refusal>
         schema_registry: raw.schema_registry.map(|p| base.join(p)),
         reload: raw.reload.unwrap_or(d.reload),
         log_format: raw.log_format,
+        catalog: raw.catalog.unwrap_or_default(),
     })
 }
 

@@ -278,3 +278,36 @@ fn command_args_env_and_cwd() {
         assert!(e.contains(says), "{says}\n{e}");
     }
 }
+
+#[test]
+fn catalog_modes_of_the_server_listeners_and_views() {
+    let c = load(
+        r#"
+[server]
+catalog = "search"
+
+[[listen]]
+url = "http://127.0.0.1:0/mcp"
+catalog = "full"
+
+[views.files]
+members = ["demo"]
+catalog = "full"
+
+[backends.demo]
+native = "demo"
+"#,
+    )
+    .unwrap();
+    assert_eq!(c.server.catalog, CatalogMode::Search);
+    assert_eq!(c.listeners[0].options.catalog, Some(CatalogMode::Full));
+    assert_eq!(c.views[0].catalog, Some(CatalogMode::Full));
+    assert!(c.searches());
+    let plain = load("[backends.demo]\nnative = \"demo\"\n").unwrap();
+    assert_eq!(plain.server.catalog, CatalogMode::Full);
+    assert!(!plain.searches());
+    let e = load("[server]\ncatalog = \"lean\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("catalog"), "{e}");
+}

@@ -533,7 +533,11 @@ impl Inner {
             _ => {}
         }
         let listing = match &req {
-            BackendRequest::ListTools { cursor } => Some(cursor.is_none()),
+            // A searched list (SEP-1821 `query`) is a subset: nothing to learn routes from.
+            BackendRequest::ListTools {
+                cursor,
+                query: None,
+            } => Some(cursor.is_none()),
             _ => None,
         };
         let mut out = outgoing(&req)?;

@@ -48,8 +48,22 @@ pub(crate) fn outgoing(req: &BackendRequest) -> Result<Outgoing, McpError> {
     struct Uri<'a> {
         uri: &'a str,
     }
+    /// `tools/list` params: the cursor and a SEP-1821 `query` the upstream may honour.
+    #[derive(serde::Serialize)]
+    struct ToolsList<'a> {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cursor: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        query: Option<&'a str>,
+    }
     let (method, params) = match req {
-        BackendRequest::ListTools { cursor } => ("tools/list", list(cursor)),
+        BackendRequest::ListTools { cursor, query } => {
+            let list = ToolsList {
+                cursor: cursor.as_deref(),
+                query: query.as_deref(),
+            };
+            ("tools/list", Some(to_raw(&list)))
+        }
         BackendRequest::ListResources { cursor } => ("resources/list", list(cursor)),
         BackendRequest::ListResourceTemplates { cursor } => {
             ("resources/templates/list", list(cursor))
@@ -194,7 +208,8 @@ mod tests {
         );
         assert_eq!(
             out(BackendRequest::ListTools {
-                cursor: Some("2".into())
+                cursor: Some("2".into()),
+                query: None,
             }),
             ("tools/list".into(), serde_json::json!({"cursor": "2"}))
         );

@@ -58,6 +58,18 @@ pub struct Tool {
     pub meta: Option<JsonObject>,
 }
 
+/// Params of `tools/list`: a page cursor and, as SEP-1821 proposes, an optional search
+/// `query` (a server that searches answers the ranked matches; one that does not ignores it).
+#[derive(Debug, Default, Deserialize)]
+pub struct ListToolsParams {
+    /// Opaque cursor from a previous page's `nextCursor`.
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// What the caller is looking for, in words (SEP-1821).
+    #[serde(default)]
+    pub query: Option<String>,
+}
+
 /// Result of `tools/list`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -1,0 +1,251 @@
+//! The federation's search index over its exposed tools ([`mcpwire_search::Index`]), kept
+//! in step with the catalog: at each rebuild only the members whose tools (as exposed) or
+//! instructions changed are indexed again. Searches see what the caller's scope admits
+//! only (the engine then computes its statistics over those tools alone).
+
+use mcpwire_model::{Raw, to_raw};
+use mcpwire_search::{Index, RankingOptions, ToolInput, ToolRef};
+use serde_json::Value;
+
+use crate::catalog::{Catalog, Entry, Scope};
+use crate::listing::{Item, Kind};
+
+/// The most tools one search returns (`search_tools`' `limit` is clamped to it).
+pub const MAX_SEARCH_LIMIT: usize = 50;
+
+/// How many tools `tools/list` with a `query` (SEP-1821) answers at most.
+pub(crate) const QUERY_LIST_LIMIT: usize = 20;
+
+/// The index of one federation's exposed tools: backend = member name, tool = exposed name.
+pub(crate) struct ToolIndex {
+    index: Index,
+}
+
+impl Default for ToolIndex {
+    fn default() -> ToolIndex {
+        ToolIndex {
+            index: Index::new(RankingOptions::full()),
+        }
+    }
+}
+
+impl ToolIndex {
+    /// Brings the index from catalog `old` (what it holds now) to catalog `new`: members
+    /// whose exposed tools or instructions differ are indexed again, members gone are
+    /// removed, the others are left alone. Returns the names of the members indexed again
+    /// or removed, in catalog order.
+    pub(crate) fn update(&mut self, old: &Catalog, new: &Catalog) -> Vec<String> {
+        let old_tools = tools_by_member(old);
+        let new_tools = tools_by_member(new);
+        let mut touched = Vec::new();
+        for (m, member) in old.members.iter().enumerate() {
+            if new.member_named(&member.name).is_none() && !old_tools[m].is_empty() {
+                self.index.remove_backend(&member.name);
+                touched.push(member.name.clone());
+            }
+        }
+        for (m, member) in new.members.iter().enumerate() {
+            let tools = &new_tools[m];
+            let before = old.member_named(&member.name);
+            let unchanged = match before {
+                Some(o) => {
+                    old.members[o].instructions == member.instructions
+                        && same_tools(old, &old_tools[o], new, tools)
+                }
+                None => tools.is_empty(),
+            };
+            if unchanged {
+                continue;
+            }
+            touched.push(member.name.clone());
+            if tools.is_empty() {
+                self.index.remove_backend(&member.name);
+                continue;
+            }
+            let entries = &new.kind(Kind::Tools).entries;
+            let inputs = tools.iter().map(|&i| tool_input(&entries[i]));
+            let instructions = member.instructions.as_deref().unwrap_or_default();
+            self.index
+                .replace_backend(&member.name, instructions, inputs);
+        }
+        touched
+    }
+
+    /// The tools of `catalog` that `scope` sees, best first for `query`: at most `limit`,
+    /// as indexes into the catalog's tool entries. A tool the scope hides is never
+    /// returned and weighs in nothing (the engine's statistics are over the visible ones).
+    pub(crate) fn search(
+        &self,
+        catalog: &Catalog,
+        scope: &dyn Scope,
+        query: &str,
+        limit: usize,
+    ) -> Vec<usize> {
+        let tools = catalog.kind(Kind::Tools);
+        let entry = |t: ToolRef<'_>| {
+            tools.get(t.name).and_then(|(i, e)| {
+                let owner = catalog.members.get(e.member)?;
+                (owner.name == t.backend && scope.sees(Kind::Tools, i)).then_some(i)
+            })
+        };
+        let visible = |t: ToolRef<'_>| entry(t).is_some();
+        self.index
+            .search(query, limit.min(MAX_SEARCH_LIMIT), &visible)
+            .into_iter()
+            .filter_map(|hit| {
+                entry(ToolRef {
+                    backend: hit.backend,
+                    name: hit.name,
+                })
+            })
+            .collect()
+    }
+
+    /// How many tools are indexed.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.index.len()
+    }
+}
+
+/// The tool entries of each member, in catalog order.
+fn tools_by_member(catalog: &Catalog) -> Vec<Vec<usize>> {
+    let mut by_member = vec![Vec::new(); catalog.members.len()];
+    for (i, e) in catalog.kind(Kind::Tools).entries.iter().enumerate() {
+        if let Some(tools) = by_member.get_mut(e.member) {
+            tools.push(i);
+        }
+    }
+    by_member
+}
+
+/// Whether two lists of tool entries expose the same tools, the same way.
+fn same_tools(old: &Catalog, a: &[usize], new: &Catalog, b: &[usize]) -> bool {
+    let (ea, eb) = (
+        &old.kind(Kind::Tools).entries,
+        &new.kind(Kind::Tools).entries,
+    );
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(&x, &y)| ea[x].exposed == eb[y].exposed && ea[x].item == eb[y].item)
+}
+
+/// What the index reads of an exposed tool.
+fn tool_input(e: &Entry) -> ToolInput<'_> {
+    let item = &e.item;
+    ToolInput {
+        name: &e.exposed,
+        title: item.get("title").and_then(Value::as_str).or_else(|| {
+            item.get("annotations")
+                .and_then(|a| a.get("title"))
+                .and_then(Value::as_str)
+        }),
+        description: item.get("description").and_then(Value::as_str),
+        input_schema: item.get("inputSchema"),
+    }
+}
+
+/// The exposed tool objects of `entries`, in that order.
+pub(crate) fn tool_items<'a>(catalog: &'a Catalog, entries: &[usize]) -> Vec<&'a Item> {
+    let tools = &catalog.kind(Kind::Tools).entries;
+    entries
+        .iter()
+        .filter_map(|&i| tools.get(i).map(|e| &e.item))
+        .collect()
+}
+
+/// A `tools/list` result holding `tools` (one page, no cursor).
+pub(crate) fn tools_page(tools: &[&Item]) -> Raw {
+    #[derive(serde::Serialize)]
+    struct Page<'a> {
+        tools: &'a [&'a Item],
+    }
+    to_raw(&Page { tools })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::{Everything, MemberInput, Settings};
+    use crate::config::{Member, PrefixMode};
+    use crate::listing::Listing;
+    use crate::report::MemberHealth;
+    use mcpwire_model::types::Implementation;
+    use mcpwire_router::Server;
+    use serde_json::json;
+
+    fn settings() -> Settings {
+        Settings {
+            prefix: PrefixMode::Conditional,
+            separator: "_".into(),
+            page_size: 100,
+        }
+    }
+
+    fn listing(tools: &[(&str, &str)]) -> Listing {
+        let mut l = Listing::default();
+        l.lists[Kind::Tools.index()] = tools
+            .iter()
+            .map(|(n, d)| {
+                json!({"name": n, "description": d, "inputSchema": {"type": "object"}})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .collect();
+        l
+    }
+
+    fn catalog(generation: u64, members: &[(&Member, &Listing)]) -> Catalog {
+        let ok = MemberHealth::Ok;
+        let inputs: Vec<MemberInput<'_>> = members
+            .iter()
+            .map(|(m, l)| MemberInput {
+                member: m,
+                tag: &m.name,
+                listing: Some(l),
+                health: &ok,
+            })
+            .collect();
+        Catalog::build(generation, &inputs, &settings())
+    }
+
+    fn member(name: &str) -> Member {
+        Member::new(
+            name,
+            Server::builder(Implementation::new(name, "1")).build(),
+        )
+    }
+
+    #[test]
+    fn only_the_changed_member_is_indexed_again() {
+        let (fs, git) = (member("fs"), member("git"));
+        let fs_tools = listing(&[("read_file", "Read a file"), ("write_file", "Write a file")]);
+        let git_tools = listing(&[("commit", "Record changes to the repository")]);
+        let empty = catalog(0, &[]);
+        let first = catalog(1, &[(&fs, &fs_tools), (&git, &git_tools)]);
+        let mut index = ToolIndex::default();
+        assert_eq!(index.update(&empty, &first), ["fs", "git"]);
+        assert_eq!(index.len(), 3);
+        let git_more = listing(&[
+            ("commit", "Record changes to the repository"),
+            ("log", "Show commit logs"),
+        ]);
+        let second = catalog(2, &[(&fs, &fs_tools), (&git, &git_more)]);
+        assert_eq!(index.update(&first, &second), ["git"]);
+        assert_eq!(index.len(), 4);
+        let third = catalog(3, &[(&fs, &fs_tools), (&git, &git_more)]);
+        assert!(index.update(&second, &third).is_empty(), "nothing changed");
+        let fourth = catalog(4, &[(&git, &git_more)]);
+        // fs is gone; git's names lose their prefix (one member left): both change.
+        assert_eq!(index.update(&third, &fourth), ["fs", "git"]);
+        assert_eq!(index.len(), 2);
+        let hits = index.search(&fourth, &Everything, "show the commit history", 5);
+        let names: Vec<&str> = tool_items(&fourth, &hits)
+            .iter()
+            .filter_map(|t| t.get("name").and_then(Value::as_str))
+            .collect();
+        assert_eq!(names.first(), Some(&"log"));
+    }
+}

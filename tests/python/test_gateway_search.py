@@ -1,0 +1,126 @@
+"""Issue 25, the `search` catalog mode through `mcpwire serve` (`[server] catalog =
+"search"`) in front of the native demo and the official npm `server-memory` (a stdio
+upstream), driven by the official Python `mcp` client over Streamable HTTP:
+
+- `tools/list` shows the two meta-tools only;
+- `search_tools` finds the tools for a request written as a user would ask;
+- `call_tool` calls one with everything a direct call has (progress here);
+- the tools found join that session's `tools/list`, announced with `list_changed`, and are
+  callable by name; another session's list is unchanged;
+- a stateless (2026-07-28) client has no session: it searches and calls, and its list stays
+  the meta-tools.
+"""
+
+import pytest
+from mcp import Client, ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from peers import Notes, text_of, wait_until
+from test_gateway_everything import BIN, need
+from test_gateway_serve import Served
+
+pytestmark = pytest.mark.anyio
+
+MEMORY = BIN / "mcp-server-memory"
+META = ["search_tools", "call_tool"]
+
+
+def config(tmp_path) -> str:
+    need(MEMORY)
+    conf = tmp_path / "mcpwire.toml"
+    conf.write_text(
+        '[server]\ncatalog = "search"\n\n'
+        '[[listen]]\nurl = "http://127.0.0.1:0/mcp"\n\n'
+        '[backends.demo]\nnative = "demo"\n\n'
+        f'[backends.memory]\ncommand = ["{MEMORY}"]\n'
+    )
+    return conf
+
+
+async def search(s: ClientSession, query: str, limit: int = 5) -> list[str]:
+    r = await s.call_tool("search_tools", {"query": query, "limit": limit})
+    assert not r.is_error, r
+    tools = r.structured_content["tools"]
+    for t in tools:
+        assert t["name"] in text_of(r), "the text names every tool found"
+        assert t["inputSchema"]["type"] == "object", t
+    return [t["name"] for t in tools]
+
+
+async def test_search_mode_through_the_gateway(mcpwire_bin, tmp_path):
+    served = Served(mcpwire_bin, config(tmp_path))
+    notes = Notes()
+    try:
+        async with streamable_http_client(served.url) as (read, write):
+            async with ClientSession(
+                read, write, read_timeout_seconds=60, message_handler=notes.handler
+            ) as s:
+                init = await s.initialize()
+                assert "search_tools" in (init.instructions or "")
+                assert [t.name for t in (await s.list_tools()).tools] == META
+
+                found = await search(s, "remember that Alice works at Acme")
+                assert {"memory_create_entities", "memory_add_observations"} & set(found[:3]), found
+                await wait_until(lambda: notes.methods("notifications/tools/list_changed"))
+                listed = [t.name for t in (await s.list_tools()).tools]
+                assert listed[:2] == META and set(found) <= set(listed[2:]), listed
+
+                progress = []
+
+                async def on_progress(p, total, message):
+                    progress.append(p)
+
+                progressive = await search(s, "a tool that reports its progress")
+                assert progressive[0] == "demo_test_tool_with_progress", progressive
+                r = await s.call_tool(
+                    "call_tool",
+                    {"name": "demo_test_tool_with_progress", "arguments": {}},
+                    progress_callback=on_progress,
+                )
+                assert not r.is_error, r
+                assert progress == [0, 50, 100], progress
+
+                # A disclosed tool is called by its name, as any listed tool.
+                r = await s.call_tool(
+                    "memory_create_entities",
+                    {"entities": [{"name": "Alice", "entityType": "person", "observations": ["works at Acme"]}]},
+                )
+                assert not r.is_error, r
+                r = await s.call_tool("call_tool", {"name": "memory_read_graph", "arguments": {}})
+                assert "Acme" in text_of(r), r
+                # Errors come back as a direct call's would.
+                r = await s.call_tool("call_tool", {"name": "demo_add", "arguments": {"a": "x"}})
+                assert r.is_error, r
+
+                # Another session still sees the meta-tools only.
+                async with streamable_http_client(served.url) as (read2, write2):
+                    async with ClientSession(read2, write2, read_timeout_seconds=60) as other:
+                        await other.initialize()
+                        assert [t.name for t in (await other.list_tools()).tools] == META
+
+        async with Client(served.url, mode="auto", read_timeout_seconds=60) as client:
+            assert client.protocol_version == "2026-07-28"
+            r = await client.call_tool("search_tools", {"query": "add two numbers"})
+            assert "demo_add" in [t["name"] for t in r.structured_content["tools"]], r
+            r = await client.call_tool("call_tool", {"name": "demo_add", "arguments": {"a": 2, "b": 3}})
+            assert r.structured_content == {"sum": 5.0}, r
+            assert [t.name for t in (await client.list_tools()).tools] == META
+    finally:
+        served.close()
+
+
+async def test_the_catalog_flag_over_stdio_with_one_backend(mcpwire_bin):
+    """`--catalog search` serves even a single backend through the meta-tools (names stay
+    unprefixed: one member)."""
+    params = StdioServerParameters(
+        command=mcpwire_bin, args=["serve", "--demo", "--catalog", "search"], env={"MCPWIRE_LOG": "warn"}
+    )
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, read_timeout_seconds=60) as s:
+            await s.initialize()
+            assert [t.name for t in (await s.list_tools()).tools] == META
+            found = await search(s, "echo some text back", limit=3)
+            assert found[0] == "echo", found
+            r = await s.call_tool("echo", {"text": "by name"})
+            assert text_of(r) == "by name"
