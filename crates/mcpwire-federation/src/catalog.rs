@@ -38,6 +38,8 @@ pub(crate) struct MemberInput<'a> {
 /// A member as the catalog knows it.
 pub(crate) struct CatalogMember {
     pub name: String,
+    /// The name again, cheap to hand out per call (a relayed call's route carries it).
+    pub name_shared: Arc<str>,
     pub tag: String,
     pub backend: Arc<dyn Backend>,
     pub fail_mode: FailMode,
@@ -147,6 +149,7 @@ impl Catalog {
                 let offers_tasks = caps.tasks.is_some() || offers_tasks_extension(caps);
                 CatalogMember {
                     name: m.member.name.clone(),
+                    name_shared: Arc::from(m.member.name.as_str()),
                     tag: m.tag.to_owned(),
                     backend: m.member.backend.clone(),
                     fail_mode: m.member.fail_mode,

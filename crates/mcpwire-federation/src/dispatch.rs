@@ -7,10 +7,12 @@ use std::sync::{PoisonError, RwLock};
 
 use mcpwire_model::types::{CompleteParams, CompletionRef};
 use mcpwire_model::{McpError, Raw, Reply, to_raw};
-use mcpwire_router::{BackendRequest, BoxFuture, CallCtx, ForwardedCall, RelayRoute, SessionScope};
+use mcpwire_router::{
+    BackendRequest, BoxFuture, CallCtx, ForwardedCall, RelayCaller, RelayDecision,
+};
 use serde_json::{Map, Value};
 
-use crate::catalog::{Catalog, Scope};
+use crate::catalog::{Catalog, CatalogMember, Scope};
 use crate::listing::Kind;
 use crate::pages;
 use crate::subset::Sight;
@@ -152,40 +154,44 @@ pub(crate) fn answer(
 }
 
 /// A `tools/call` sent on with its params as they came (`Backend::forward_tool_call`):
-/// only to a member that serves the tool under the same name and whose task ids and URIs
-/// need no mapping, so its answer is what [`answer`] would give; the call back otherwise.
+/// only for a tool the caller sees (`sight`), to a member that serves it under the same
+/// name and whose task ids and URIs need no mapping, so its answer is what [`answer`] would
+/// give; the call back otherwise.
 pub(crate) fn forward_tool_call(
-    catalog: &Catalog,
+    sight: &Sight,
     call: ForwardedCall,
 ) -> Result<BoxFuture<'static, Result<Reply, McpError>>, ForwardedCall> {
-    let Some((_, e)) = catalog.kind(Kind::Tools).get(call.name()) else {
+    let Some(m) = plain_member(sight, call.name()) else {
         return Err(call);
     };
-    let m = &catalog.members[e.member];
-    if e.original != call.name() || m.offers_tasks || m.renamed_uris {
-        return Err(call);
-    }
     let fut = m.backend.forward_tool_call(call)?;
     record_member(&m.name);
     Ok(fut)
 }
 
-/// Where a `tools/call` of `name` may go as a raw frame (`Backend::relay_route`): to the
-/// member serving it under the same name whose task ids need no mapping — the conditions
-/// of [`forward_tool_call`] — when that member offers a route.
-pub(crate) fn relay_route(
-    catalog: &Catalog,
-    name: &str,
-    scope: &SessionScope,
-) -> Option<RelayRoute> {
-    let (_, e) = catalog.kind(Kind::Tools).get(name)?;
-    let m = &catalog.members[e.member];
-    if e.original != name || m.offers_tasks || m.renamed_uris {
-        return None;
+/// Where a `tools/call` of `name` by `caller` may go as a raw frame
+/// (`Backend::relay_route`): to the member serving it under the same name whose task ids
+/// need no mapping — the conditions of [`forward_tool_call`], the caller's sight included —
+/// when that member offers a route.
+pub(crate) fn relay_route(sight: &Sight, name: &str, caller: &RelayCaller<'_>) -> RelayDecision {
+    let Some(m) = plain_member(sight, name) else {
+        return RelayDecision::General;
+    };
+    match m.backend.relay_route(name, caller) {
+        RelayDecision::Relay(route) => RelayDecision::Relay(route.through(&m.name_shared)),
+        other => other,
     }
-    let route = m.backend.relay_route(name, scope)?;
-    record_member(&m.name);
-    Some(route)
+}
+
+/// The member serving tool `name`, when the caller sees it and the member serves it under
+/// that very name with nothing to map in its answers (task ids, URIs): a call of it may be
+/// passed on as it came.
+fn plain_member<'a>(sight: &'a Sight, name: &str) -> Option<&'a CatalogMember> {
+    let catalog = &sight.catalog;
+    let (i, e) = catalog.kind(Kind::Tools).get(name)?;
+    let m = &catalog.members[e.member];
+    let plain = e.original == name && !m.offers_tasks && !m.renamed_uris;
+    (plain && sight.scope().sees(Kind::Tools, i)).then_some(m)
 }
 
 /// `(member, original name)` of the visible tool or prompt exposed as `name`.

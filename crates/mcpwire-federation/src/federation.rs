@@ -12,8 +12,8 @@ use mcpwire_model::types::{
 };
 use mcpwire_model::{BackendEvent, McpError, Reply};
 use mcpwire_router::{
-    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ForwardedCall, RelayRoute,
-    SessionScope, TASKS_EXTENSION, ToolRouting,
+    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ForwardedCall, RelayCaller,
+    RelayDecision, TASKS_EXTENSION, ToolRouting,
 };
 use serde_json::Value;
 use tokio::sync::broadcast;
@@ -703,29 +703,24 @@ impl Backend for Federation {
     }
 
     fn forwards_tool_calls(&self) -> bool {
-        self.policy().is_open()
-            && self
-                .catalog()
-                .members
-                .iter()
-                .any(|m| m.backend.forwards_tool_calls())
+        self.catalog()
+            .members
+            .iter()
+            .any(|m| m.backend.forwards_tool_calls())
     }
 
     fn forward_tool_call(
         &self,
         call: ForwardedCall,
     ) -> Result<BoxFuture<'static, Result<Reply, McpError>>, ForwardedCall> {
-        if !self.policy().is_open() {
-            return Err(call);
-        }
-        dispatch::forward_tool_call(&self.catalog(), call)
+        // The policy decides per caller, from the subset kept for the catalog generation.
+        let sight = self.sight(call.ctx.identity());
+        dispatch::forward_tool_call(&sight, call)
     }
 
-    fn relay_route(&self, name: &str, scope: &SessionScope) -> Option<RelayRoute> {
-        if !self.policy().is_open() {
-            return None;
-        }
-        dispatch::relay_route(&self.catalog(), name, scope)
+    fn relay_route(&self, name: &str, caller: &RelayCaller<'_>) -> RelayDecision {
+        let sight = self.sight(caller.identity);
+        dispatch::relay_route(&sight, name, caller)
     }
 
     fn tool_routing(&self, name: &str) -> Option<Arc<ToolRouting>> {

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 
 use mcpwire_model::{BackendEvent, McpError, Raw, Reply, to_raw};
 use mcpwire_router::{
-    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ForwardedCall, Identity, RelayRoute,
-    SessionScope, ToolRouting,
+    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ForwardedCall, Identity, RelayCaller,
+    RelayDecision, SessionScope, ToolRouting,
 };
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
@@ -363,11 +363,11 @@ impl Backend for SearchCatalog {
         self.calls.forward_tool_call(call)
     }
 
-    fn relay_route(&self, name: &str, scope: &SessionScope) -> Option<RelayRoute> {
+    fn relay_route(&self, name: &str, caller: &RelayCaller<'_>) -> RelayDecision {
         if is_meta_tool(name) {
-            return None;
+            return RelayDecision::General;
         }
-        self.calls.relay_route(name, scope)
+        self.calls.relay_route(name, caller)
     }
 
     fn tool_routing(&self, name: &str) -> Option<Arc<ToolRouting>> {

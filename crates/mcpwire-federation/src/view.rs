@@ -10,7 +10,10 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
 use mcpwire_model::types::Implementation;
 use mcpwire_model::{BackendEvent, McpError, Reply};
-use mcpwire_router::{Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ToolRouting};
+use mcpwire_router::{
+    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ForwardedCall, RelayCaller,
+    RelayDecision, ToolRouting,
+};
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::task::AbortHandle;
@@ -169,6 +172,23 @@ impl Backend for View {
     ) -> BoxFuture<'static, Result<Reply, McpError>> {
         let sight = self.sight(ctx.identity());
         dispatch::answer(&sight, self.fed.tool_index(), ctx, req)
+    }
+
+    fn forwards_tool_calls(&self) -> bool {
+        self.fed.forwards_tool_calls()
+    }
+
+    fn forward_tool_call(
+        &self,
+        call: ForwardedCall,
+    ) -> Result<BoxFuture<'static, Result<Reply, McpError>>, ForwardedCall> {
+        let sight = self.sight(call.ctx.identity());
+        dispatch::forward_tool_call(&sight, call)
+    }
+
+    fn relay_route(&self, name: &str, caller: &RelayCaller<'_>) -> RelayDecision {
+        let sight = self.sight(caller.identity);
+        dispatch::relay_route(&sight, name, caller)
     }
 
     fn tool_routing(&self, name: &str) -> Option<Arc<ToolRouting>> {

@@ -18,8 +18,8 @@ use std::time::Duration;
 use mcpwire_model::types::{ListChangedCapability, ResourcesCapability, ServerCapabilities};
 use mcpwire_model::{BackendEvent, McpError, Reply};
 use mcpwire_router::{
-    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ForwardedCall, RelayRoute,
-    SessionScope, ToolRouting,
+    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ForwardedCall, RelayCaller,
+    RelayDecision, ToolRouting,
 };
 use tokio::sync::broadcast;
 use tokio::time::Instant;
@@ -245,8 +245,11 @@ impl Backend for LateBackend {
         }
     }
 
-    fn relay_route(&self, name: &str, scope: &SessionScope) -> Option<RelayRoute> {
-        self.backend()?.relay_route(name, scope)
+    fn relay_route(&self, name: &str, caller: &RelayCaller<'_>) -> RelayDecision {
+        match self.backend() {
+            Some(b) => b.relay_route(name, caller),
+            None => RelayDecision::General,
+        }
     }
 }
 

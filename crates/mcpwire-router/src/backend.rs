@@ -7,13 +7,9 @@ use tokio::sync::broadcast;
 use std::sync::Arc;
 
 use crate::future::BoxFuture;
+use crate::relaying::{RelayCaller, RelayDecision};
 use crate::request::BackendRequest;
-use crate::{CallCtx, ForwardedCall, SessionScope, TaskSupport};
-
-/// Where a wire may send a tool's calls as raw frames, bypassing the router (the gateway's
-/// stdio relay, `docs/design/gateway.md` § The relay): an opaque handle the wire that
-/// asked for it knows the type of (it downcasts it).
-pub type RelayRoute = Arc<dyn std::any::Any + Send + Sync>;
+use crate::{CallCtx, ForwardedCall, TaskSupport};
 
 /// A backend's name and what it offers.
 #[derive(Debug, Clone)]
@@ -144,13 +140,16 @@ pub trait Backend: Send + Sync + 'static {
         Err(call)
     }
 
-    /// Where a handshake-era `tools/call` of tool `name` in downstream session `scope` may
-    /// go as a raw frame, with its params as they came ([`ForwardedCall`]'s conditions),
-    /// its answer coming back as the upstream wrote it — only when that is what
-    /// [`Backend::forward_tool_call`] would do and answer (no rename, no mapping, no
-    /// layer that acts on the call). `None` (the default): the call goes the general way.
-    fn relay_route(&self, name: &str, scope: &SessionScope) -> Option<RelayRoute> {
-        let _ = (name, scope);
-        None
+    /// Where a handshake-era `tools/call` of tool `name` by `caller` may go as a raw
+    /// frame, with its params as they came ([`ForwardedCall`]'s conditions), its answer
+    /// coming back as the upstream wrote it — only when that is what
+    /// [`Backend::forward_tool_call`] would do and answer (no rename, no mapping). A layer
+    /// that acts on calls decides for the caller here as it would in [`Backend::call`]:
+    /// policy lets the call through or leaves it to the general path, a rate limit counts
+    /// it or refuses it. [`RelayDecision::General`] (the default): the call goes the
+    /// general way.
+    fn relay_route(&self, name: &str, caller: &RelayCaller<'_>) -> RelayDecision {
+        let _ = (name, caller);
+        RelayDecision::General
     }
 }

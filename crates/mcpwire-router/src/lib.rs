@@ -41,6 +41,7 @@ mod identity;
 mod input;
 mod output;
 mod prompt;
+mod relaying;
 mod request;
 mod resource;
 mod router;
@@ -54,7 +55,7 @@ mod uri_template;
 mod validate;
 
 pub use ask::{ElicitRequest, Elicited, SampleRequest, Sampled, elicitation_schema};
-pub use backend::{Backend, BackendInfo, HeaderParam, RelayRoute, ToolRouting};
+pub use backend::{Backend, BackendInfo, HeaderParam, ToolRouting};
 pub use ctx::{CallCtx, Peer};
 pub use forwarded::ForwardedCall;
 pub use future::BoxFuture;
@@ -66,6 +67,7 @@ pub use output::{
     tool_error,
 };
 pub use prompt::PromptDef;
+pub use relaying::{RelayCaller, RelayDecision, RelayRoute};
 pub use request::BackendRequest;
 pub use resource::{ResourceDef, TemplateDef};
 pub use router::{McpCall, McpReply, Router};

@@ -17,8 +17,8 @@ use tokio::sync::broadcast;
 use crate::input::InputRound;
 use crate::tasks::{self, StoreAnswer, TaskShare, TaskStore};
 use crate::{
-    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ForwardedCall, RelayRoute, StateKey,
-    TASKS_EXTENSION, TaskConfig, TaskSupport, ToolRouting,
+    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ForwardedCall, RelayCaller,
+    RelayDecision, StateKey, TASKS_EXTENSION, TaskConfig, TaskSupport, ToolRouting,
 };
 
 /// One request for the router: method, raw params and the call's context.
@@ -163,13 +163,14 @@ impl Router {
             .map_err(ForwardedCall::into_parts)
     }
 
-    /// Where a handshake-era `tools/call` of tool `name` in session `scope` may go as a
-    /// raw frame (see [`Backend::relay_route`]); `None` when the router must run it.
-    pub fn relay_route(&self, name: &str, scope: &crate::SessionScope) -> Option<RelayRoute> {
+    /// Where a handshake-era `tools/call` of tool `name` by `caller` may go as a raw frame,
+    /// or the refusal a layer decided (see [`Backend::relay_route`]);
+    /// [`RelayDecision::General`] when the router must run it.
+    pub fn relay_route(&self, name: &str, caller: &RelayCaller<'_>) -> RelayDecision {
         if self.backend.info().capabilities.tools.is_none() || !self.backend.forwards_tool_calls() {
-            return None;
+            return RelayDecision::General;
         }
-        self.backend.relay_route(name, scope)
+        self.backend.relay_route(name, caller)
     }
 
     /// Answers one request.

@@ -144,6 +144,10 @@ pub enum McpbFrame {
     PeerError(String),
     /// A frame that was skipped: why (answer with an Error frame; the stream goes on).
     Refused(String),
+    /// A Request or Response frame's payload as it came, from a codec made
+    /// [`McpbCodec::with_raw_mcp`]: its reader may pass a plain call on as it is, and
+    /// decodes anything else with [`McpbCodec::decode_mcp`].
+    RawMcp(BytesMut),
 }
 
 /// What the encoder writes.
@@ -170,12 +174,14 @@ pub enum McpbOut<'a> {
 }
 
 /// The MCPB codec, for either side of a connection.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct McpbCodec {
     max_payload: usize,
     max_depth: usize,
     /// True on the client side: MCP messages are written as Request frames.
     client: bool,
+    /// MCP payloads are yielded undecoded ([`McpbFrame::RawMcp`]).
+    raw: bool,
     /// Payload bytes of a refused frame still to skip.
     skip: usize,
 }
@@ -187,8 +193,36 @@ impl McpbCodec {
             max_payload: limits.max_message_bytes.min(MAX_PAYLOAD),
             max_depth: limits.max_depth,
             client: false,
+            raw: false,
             skip: 0,
         }
+    }
+
+    /// This codec, yielding Request and Response payloads undecoded
+    /// ([`McpbFrame::RawMcp`]; a server's relay reads plain calls as they came).
+    pub fn with_raw_mcp(mut self) -> McpbCodec {
+        self.raw = true;
+        self
+    }
+
+    /// The MCP message of a Request or Response frame's `payload`, as a codec without
+    /// [`McpbCodec::with_raw_mcp`] yields it.
+    pub fn decode_mcp(&self, payload: &[u8]) -> McpbFrame {
+        self.mcp(payload)
+    }
+
+    /// Writes `payload` (one JSON-RPC message, written by someone else) as this side's MCP
+    /// frame; `false` (nothing written) when it is over the payload limit.
+    pub fn encode_raw_mcp(&self, payload: &[u8], dst: &mut BytesMut) -> Result<bool, FramingError> {
+        let kind = if self.client {
+            frame_type::REQUEST
+        } else {
+            frame_type::RESPONSE
+        };
+        write_frame(dst, kind, self.max_payload, |d| {
+            d.put_slice(payload);
+            Ok(())
+        })
     }
 
     /// A client-side codec (MCP messages go out as Request frames).
@@ -288,8 +322,7 @@ fn checked(msg: Message) -> Decoded {
         Message::Notification(n) => (None, Some(n.method.as_str())),
         Message::Response(r) => (Some(&r.id), None),
     };
-    let bad_id = matches!(id, Some(RequestId::Str(s))
-        if !valid_name(s, |b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'));
+    let bad_id = id.is_some_and(|id| !valid_request_id(id));
     let bad_method = method.is_some_and(|m| {
         !valid_name(m, |b| {
             b.is_ascii_alphanumeric() || matches!(b, b'.' | b'/' | b'_' | b'-')
@@ -305,6 +338,15 @@ fn checked(msg: Message) -> Decoded {
         reply: matches!(msg, Message::Request(_)),
         ..Malformed::invalid_request(id.cloned(), why)
     })
+}
+
+/// Whether `id` keeps MCPB's rule for request ids (a string is `[A-Za-z0-9_-]{1,255}`; any
+/// integer): what the decoder checks of a decoded request, for a reader of raw payloads.
+pub fn valid_request_id(id: &RequestId) -> bool {
+    match id {
+        RequestId::Str(s) => valid_name(s, |b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'),
+        _ => true,
+    }
 }
 
 fn valid_name(s: &str, allowed: impl Fn(u8) -> bool) -> bool {
@@ -383,6 +425,9 @@ impl Decoder for McpbCodec {
         }
         buf.advance(HEADER_LEN);
         let payload = buf.split_to(len);
+        if self.raw && matches!(kind, frame_type::REQUEST | frame_type::RESPONSE) {
+            return Ok(Some(McpbFrame::RawMcp(payload)));
+        }
         Ok(Some(self.frame(kind, &payload)))
     }
 

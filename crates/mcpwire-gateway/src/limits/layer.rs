@@ -6,7 +6,8 @@ use arc_swap::ArcSwap;
 
 use mcpwire_model::{McpError, Reply};
 use mcpwire_router::{
-    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ForwardedCall, ToolRouting,
+    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ForwardedCall, RelayCaller,
+    RelayDecision, ToolRouting,
 };
 use tokio::sync::broadcast;
 
@@ -21,8 +22,10 @@ use super::RateLimits;
 /// The layer keeps the inner backend's fast path: a forwarded `tools/call`
 /// ([`Backend::forward_tool_call`]) is counted exactly as [`Backend::call`] counts it, then
 /// forwarded (or, when the inner backend gives it back, run the general way — counted
-/// once either way). The raw-frame relay ([`Backend::relay_route`]) stays off behind it,
-/// on purpose: relayed calls never pass a layer, so they could not be counted.
+/// once either way). A call the inner backend would relay as a raw frame
+/// ([`Backend::relay_route`]) is counted here as it is decided, once: let through on its
+/// route, or refused with the general path's error. Limits kept in the shared store need
+/// a round trip, so with those every call takes the general path.
 pub struct Limited {
     inner: Arc<dyn Backend>,
     limits: SharedRateLimits,
@@ -126,6 +129,23 @@ impl Backend for Limited {
             },
             ctx.clone(),
         ))
+    }
+
+    fn relay_route(&self, name: &str, caller: &RelayCaller<'_>) -> RelayDecision {
+        let route = match self.inner.relay_route(name, caller) {
+            RelayDecision::Relay(route) => route,
+            other => return other,
+        };
+        let limits = self.limits.load();
+        if limits.is_stored() {
+            return RelayDecision::General;
+        }
+        // A refused check uses up nothing, so deciding after the route leaves the counts as
+        // the general path's (which checks before anything else).
+        match limits.check(caller.identity, caller.client_ip, Some(name)) {
+            Ok(()) => RelayDecision::Relay(route),
+            Err(refused) => RelayDecision::Refuse(refused),
+        }
     }
 
     fn tool_routing(&self, name: &str) -> Option<Arc<ToolRouting>> {

@@ -6,8 +6,8 @@ use std::time::Duration;
 use mcpwire_model::types::{ClientCapabilities, Implementation, LoggingLevel, ServerCapabilities};
 use mcpwire_model::{BackendEvent, McpError, Raw, Reply};
 use mcpwire_router::{
-    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ForwardedCall, RelayRoute,
-    SessionScope, TASKS_EXTENSION, ToolRouting, offers_tasks_extension,
+    Backend, BackendInfo, BackendRequest, BoxFuture, CallCtx, ForwardedCall, RelayCaller,
+    RelayDecision, RelayRoute, SessionScope, TASKS_EXTENSION, ToolRouting, offers_tasks_extension,
 };
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
@@ -234,13 +234,20 @@ impl UpstreamBackend {
         self.inner.holder.len()
     }
 
-    /// Calls relayed as raw frames on the upstream sessions open now (`docs/design/gateway.md`
-    /// § The relay): how many calls skipped the router and the call machinery.
+    /// Calls relayed as raw frames on the upstream sessions open now, the shared one
+    /// included (`docs/design/gateway.md` § The relay): how many calls skipped the router
+    /// and the call machinery.
     pub fn relayed_calls(&self) -> u64 {
-        self.inner
+        let own = self
+            .inner
             .sessions
             .as_ref()
-            .map_or(0, |s| s.relayed_calls())
+            .map_or(0, |s| s.relayed_calls());
+        let shared = match &*self.inner.shared.borrow() {
+            Shared::Up(link) => link.client().relay().map_or(0, |r| r.sent()),
+            _ => 0,
+        };
+        own + shared
     }
 
     /// Upstream sessions open for downstream sessions now (besides the shared one).
@@ -662,22 +669,31 @@ impl Inner {
         fast::eligible(ctx, &link).then_some(link)
     }
 
-    /// The relay of downstream session `scope`'s own upstream session, when its calls may
-    /// be relayed as raw frames (`mcpwire_server::relay`): what [`Inner::fast_link`] and
-    /// [`Inner::options`] allow for a call without `_meta` — the session open and up now,
-    /// a handshake era, no consent flow, no call timeout — on a per-session stdio link
-    /// whose client would write the call as a direct request. A shared link is not
-    /// relayed: what its upstream sends without naming a call is not one session's.
+    /// The relay of the upstream session downstream session `scope`'s calls go to, when
+    /// they may be relayed as raw frames (`mcpwire_server::relay`): what
+    /// [`Inner::fast_link`] and [`Inner::options`] allow for a call without `_meta` — the
+    /// session's own upstream session open and up now (or, with `shared = true`, the shared
+    /// one up), a handshake era, no consent flow, no call timeout — on a stdio link whose
+    /// client would write the call as a direct request. On the shared link, what the
+    /// upstream sends without naming a call goes as the link sends it (see `Relay::log`).
     fn relay_for(&self, scope: &SessionScope) -> Option<RelayRoute> {
         if self.config.consents.is_some() || self.config.call_timeout.is_some() {
             return None;
         }
-        let link = self.sessions.as_ref()?.ready(scope)?;
+        let link = match &self.sessions {
+            Some(sessions) => sessions.ready(scope)?,
+            None => match &*self.shared.borrow() {
+                Shared::Up(link) if !link.is_down() => link.clone(),
+                _ => return None,
+            },
+        };
         if !matches!(link.client().negotiated().era, ClientEra::Handshake(_)) {
             return None;
         }
-        let relay: RelayRoute = link.client().relay()?.clone();
-        Some(relay)
+        // Full: the general path waits for room (and a rate limit deciding the route
+        // would otherwise count the call twice).
+        let relay = link.client().relay().filter(|r| r.has_room())?.clone();
+        Some(RelayRoute::new(relay))
     }
 
     /// A `tools/call` with `params` on the fast path (`super::fast`); `again` are the
@@ -802,11 +818,11 @@ impl Backend for UpstreamBackend {
         ))
     }
 
-    fn relay_route(&self, name: &str, scope: &SessionScope) -> Option<RelayRoute> {
+    fn relay_route(&self, name: &str, caller: &RelayCaller<'_>) -> RelayDecision {
         if self.inner.routes.calls_as_task(name) {
-            return None;
+            return RelayDecision::General;
         }
-        self.inner.relay_for(scope)
+        self.inner.relay_for(caller.scope).into()
     }
 
     fn tool_routing(&self, name: &str) -> Option<Arc<ToolRouting>> {

@@ -30,7 +30,8 @@ use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use mcpwire_model::{BackendEvent, CallEvent, ClientAsk, McpError, Raw, RequestId};
 use mcpwire_router::{
-    BoxFuture, CallCtx, Identity, McpCall, McpReply, Peer, Router, SessionNotice, SessionScope,
+    BoxFuture, CallCtx, Identity, McpCall, McpReply, Peer, RelayCaller, Router, SessionNotice,
+    SessionScope,
 };
 use mcpwire_session::{AskId, Dispatch, DispatchId, IdMap, ServerSession, SessionEvent, Transmit};
 use mcpwire_wire::json_frame::PlainCall;
@@ -303,20 +304,21 @@ impl Calls {
         self.calls.is_empty() && self.relayed.len() == 0
     }
 
-    /// Relays `call` to the upstream serving its tool, as raw bytes,
-    /// when the router offers a route and nothing here acts on calls — no metrics, no
-    /// request spans, no identity (`docs/design/gateway.md` § The relay); whether it went.
+    /// Relays `call` to the upstream serving its tool, as raw bytes, when the router
+    /// offers a route for this caller (`docs/design/gateway.md` § The relay): metrics and
+    /// the request span are kept for it (`RelayedCalls`), policy and rate limits decide as
+    /// the route is resolved. Whether it was taken (relayed, or refused by a limit).
     pub(crate) fn relay(&mut self, session: &mut ServerSession, call: &PlainCall<'_>) -> bool {
         let Some(scope) = &self.session else {
             return false;
         };
-        // Metrics and request spans are kept for relayed calls too (`RelayedCalls`); an
-        // identity and a client address still need the general path.
-        if self.identity.is_some() || self.client_ip.is_some() {
-            return false;
-        }
+        let caller = RelayCaller {
+            scope,
+            identity: self.identity.as_ref(),
+            client_ip: self.client_ip,
+        };
         self.relayed
-            .send(&self.router, scope, session, call, self.wire)
+            .send(&self.router, &caller, session, call, self.wire)
     }
 
     /// Takes what came back for relayed calls (see [`RelayedCalls::take`]); whether

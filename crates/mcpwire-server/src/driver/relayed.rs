@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use bytes::BytesMut;
 use mcpwire_model::{BackendEvent, McpError, Raw, Reply};
-use mcpwire_router::{Router, SessionScope};
+use mcpwire_router::{RelayCaller, RelayDecision, Router};
 use mcpwire_session::{AskId, DispatchId, IdMap, ServerSession};
 
 use super::now;
@@ -52,6 +52,27 @@ struct RelayedCall {
     span: Span,
 }
 
+/// What observes a relayed call as the general path's call would be observed: its metrics
+/// when they are on, its `request` span.
+struct Observed {
+    metrics: Option<CallMetrics>,
+    span: Span,
+}
+
+fn observed(metrics: Option<CallMetrics>, span: Span) -> Observed {
+    Observed { metrics, span }
+}
+
+impl Observed {
+    /// The call ended with `outcome` (`None`: cancelled), answered by the session.
+    fn ended(self, outcome: Option<&Result<Reply, McpError>>) {
+        if let Some(m) = self.metrics {
+            m.finish(outcome);
+        }
+        self.span.in_scope(|| finish_span(&self.span, outcome));
+    }
+}
+
 impl RelayedCall {
     /// The call's answer `line` was written: recorded as the general path records it.
     fn answered(self, line: &[u8]) {
@@ -64,10 +85,7 @@ impl RelayedCall {
 
     /// The call ended with `outcome` (`None`: cancelled), answered by the session.
     fn ended(self, outcome: Option<&Result<Reply, McpError>>) {
-        if let Some(m) = self.metrics {
-            m.finish(outcome);
-        }
-        self.span.in_scope(|| finish_span(&self.span, outcome));
+        observed(self.metrics, self.span).ended(outcome);
     }
 }
 
@@ -77,35 +95,47 @@ impl RelayedCalls {
         self.calls.len()
     }
 
-    /// Sends `call` to the upstream the router names for its tool in
-    /// session `scope`, accounted in `session`; whether it went (else the general path
-    /// takes it, and nothing was recorded).
+    /// Sends `call` to the upstream the router names for its tool, made by `caller`,
+    /// accounted in `session`; or answers it with the refusal a layer decided (a rate
+    /// limit), as the general path would. Whether it was taken (else the general path takes
+    /// it, and nothing was recorded).
     pub(crate) fn send(
         &mut self,
         router: &Router,
-        scope: &SessionScope,
+        caller: &RelayCaller<'_>,
         session: &mut ServerSession,
         call: &PlainCall<'_>,
         wire: WireLabel,
     ) -> bool {
-        let Some(route) = router.relay_route(call.tool(), scope) else {
-            return false;
-        };
-        let Ok(relay) = route.downcast::<Relay>() else {
-            return false;
-        };
+        // Accepted first (in-flight bound, duplicate ids): a layer that counts the call as
+        // it decides (a rate limit) must not count it again on the general path.
         let Some(dispatch) = session.accept_relayed(now(), call.request_id().clone()) else {
+            return false;
+        };
+        let route = match router.relay_route(call.tool(), caller) {
+            RelayDecision::Relay(route) => route,
+            RelayDecision::Refuse(error) => {
+                let outcome = Err(error);
+                let metrics = CallMetrics::start_tool_call(wire, call.tool());
+                observed(metrics, relayed_span(wire, call.tool())).ended(Some(&outcome));
+                session.handle_reply(now(), dispatch, outcome);
+                return true;
+            }
+            RelayDecision::General => {
+                session.withdraw_relayed(dispatch);
+                return false;
+            }
+        };
+        let Some(relay) = route.target::<Relay>() else {
+            session.withdraw_relayed(dispatch);
             return false;
         };
         let inbox = self.inbox.get_or_insert_with(Default::default);
         match relay.send(call, dispatch, inbox) {
             Ok(up) => {
                 let span = relayed_span(wire, call.tool());
-                if !span.is_disabled() {
-                    // Asked again inside the span: the federation names the member serving
-                    // the call on the current span, as it does for a call it dispatches
-                    // (only when spans are on; the span exists only for a relayed call).
-                    let _ = span.in_scope(|| router.relay_route(call.tool(), scope));
+                if let Some(member) = route.member() {
+                    span.record("backend", member);
                 }
                 let metrics = CallMetrics::start_tool_call(wire, call.tool());
                 let call = RelayedCall {

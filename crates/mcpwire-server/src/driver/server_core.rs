@@ -151,7 +151,7 @@ impl ServerCore {
     /// the same — `json_frame::plain_call`, nesting within `max_depth` — and a route for its
     /// tool); whether it went. When not, decode it as usual.
     pub(crate) fn try_relay(&mut self, line: &[u8], max_depth: usize) -> bool {
-        if !matches!(self.session.era(), Era::Handshake(r) if r.dialect() == Dialect::Mcp) {
+        if !self.may_relay() {
             return false;
         }
         let Some(call) = json_frame::plain_call(line, max_depth) else {
@@ -160,13 +160,30 @@ impl ServerCore {
         self.calls.relay(&mut self.session, &call)
     }
 
+    /// Whether the session's calls may be relayed at all: a handshake-era MCP session (not
+    /// bb-1.0, not 2026-07-28, not before its handshake).
+    pub(crate) fn may_relay(&self) -> bool {
+        matches!(self.session.era(), Era::Handshake(r) if r.dialect() == Dialect::Mcp)
+    }
+
     /// Takes what came back for relayed calls: answers' bytes written to `out` as they
     /// are, the rest through the session (its output moved with `encode`). Whether
     /// anything came.
     pub(crate) fn take_relayed(
         &mut self,
         out: &mut BytesMut,
+        encode: impl FnMut(&mut BytesMut, Transmit),
+    ) -> bool {
+        self.take_relayed_framed(out, encode, |out, line| out.extend_from_slice(line))
+    }
+
+    /// [`ServerCore::take_relayed`] for a wire that frames each answer itself: `frame`
+    /// writes one answer's line (its newline included) to `out`.
+    pub(crate) fn take_relayed_framed(
+        &mut self,
+        out: &mut BytesMut,
         mut encode: impl FnMut(&mut BytesMut, Transmit),
+        mut frame: impl FnMut(&mut BytesMut, &[u8]),
     ) -> bool {
         self.calls
             .take_relayed(&mut self.session, out, |session, out, bytes| {
@@ -174,9 +191,15 @@ impl ServerCore {
                     encode(out, t);
                 }
                 if let Some(bytes) = bytes {
-                    out.extend_from_slice(bytes);
+                    frame(out, bytes);
                 }
             })
+    }
+
+    /// Relays the `tools/call` `call`, read as plain by a wire that checked
+    /// [`ServerCore::may_relay`], when the router offers a route; whether it was taken.
+    pub(crate) fn relay_plain(&mut self, call: &json_frame::PlainCall<'_>) -> bool {
+        self.calls.relay(&mut self.session, call)
     }
 
     /// Requests whose calls asked to close their stream's connection (HTTP SSE polling).

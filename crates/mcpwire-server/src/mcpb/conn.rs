@@ -11,7 +11,11 @@ use bytes::BytesMut;
 use mcpwire_model::{McpError, Message, Method, Outbound, Request, RequestId, to_raw};
 use mcpwire_router::{BoxFuture, Identity};
 use mcpwire_session::ServerSession;
-use mcpwire_wire::mcpb::{MAX_TOKEN, McpbCodec, McpbFrame, McpbOut, McpbShape, VersionAck};
+use mcpwire_session::Transmit;
+use mcpwire_wire::json_frame;
+use mcpwire_wire::mcpb::{
+    MAX_TOKEN, McpbCodec, McpbFrame, McpbOut, McpbShape, VersionAck, valid_request_id,
+};
 use mcpwire_wire::{Decoded, FramingError};
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -178,7 +182,8 @@ pub(crate) async fn serve<R, W>(
         over_ip_limit,
         listener: listener.clone(),
     };
-    let codec = McpbCodec::server(&service.limits);
+    // MCP payloads come undecoded: a plain `tools/call` may be relayed as it came.
+    let codec = McpbCodec::server(&service.limits).with_raw_mcp();
     let mut driver = FramedDriver::new(r, codec, w, conn, service.busy_poll);
     let active = listener.active.fetch_add(1, Ordering::Relaxed) + 1;
     if active > listener.config.max_connections {
@@ -212,16 +217,25 @@ impl Endpoint for McpbConnection {
         if self.shutdown_by.is_none() && self.listener.shutdown.is_cancelled() {
             self.begin_shutdown(out);
         }
+        // Relayed answers are framed by a copy (the session's messages borrow the codec).
+        let relay_codec = self.codec.clone();
         let (codec, shapes, auth_answer) =
             (&mut self.codec, &mut self.shapes, &mut self.auth_answer);
         let metrics = &self.listener.metrics;
-        self.core.poll_ready(out, output_full, |out, t| {
+        let mut encode = |out: &mut BytesMut, t: Transmit| {
             let msg = match auth_answer.take_if(|a| t.msg.response_id() == Some(&a.id)) {
                 Some(a) => a.add_to(t.msg),
                 None => t.msg,
             };
             write_mcp(codec, shapes.outbound(&msg), &msg, out, metrics);
-        })
+        };
+        let relayed = !output_full(out)
+            && self
+                .core
+                .take_relayed_framed(out, &mut encode, |out, line| {
+                    write_relayed(&relay_codec, line, out, metrics)
+                });
+        self.core.poll_ready(out, output_full, encode) | relayed
     }
 
     async fn wait(&mut self, paused: bool) -> McpbWake {
@@ -314,6 +328,12 @@ impl McpbConnection {
 
     fn take_frame(&mut self, frame: Option<Result<McpbFrame, FramingError>>, out: &mut BytesMut) {
         let frame = match frame {
+            Some(Ok(McpbFrame::RawMcp(payload))) => {
+                if self.relayed(&payload) {
+                    return;
+                }
+                self.codec.decode_mcp(&payload)
+            }
             Some(Ok(f)) => f,
             Some(Err(FramingError::Fatal(reason))) => {
                 tracing::debug!(target: "mcpwire::mcpb", %reason, "protocol error");
@@ -376,7 +396,38 @@ impl McpbConnection {
                     auth_token, msg, ..
                 },
             ) => self.on_mcp(out, auth_token, msg),
+            // Decoded above (`decode_mcp` never yields it).
+            (_, McpbFrame::RawMcp(_)) => {}
         }
+    }
+
+    /// Relays the frame `payload` when it is a plain `tools/call` the connection would
+    /// hand its session as it came (`docs/design/mcpb.md` § The relay): authenticated,
+    /// no per-message token required, not shutting down, every message so far plain
+    /// JSON-RPC (answers take that shape), an id MCPB accepts; whether it was taken.
+    fn relayed(&mut self, payload: &[u8]) -> bool {
+        let relayable = self.phase == Phase::Ready
+            && !self.listener.config.per_message_auth
+            && self.shutdown_by.is_none()
+            && self.shapes.all_plain()
+            && self.core.may_relay();
+        if !relayable {
+            return false;
+        }
+        let max_depth = self.listener.service.limits.max_depth;
+        let Some(call) = json_frame::plain_call(payload, max_depth) else {
+            return false;
+        };
+        if !valid_request_id(call.request_id()) || !self.core.relay_plain(&call) {
+            return false;
+        }
+        // What taking any frame does (`take_frame`): the connection is not quiet, an
+        // outstanding ping is not answered by it, and it is counted.
+        self.quiet_since = now();
+        self.ping_outstanding = false;
+        let metrics = &self.listener.metrics;
+        metrics.message(FrameKind::Request, Direction::Inbound);
+        true
     }
 
     fn on_health(&mut self, out: &mut BytesMut, request: Option<Value>, answers_our_ping: bool) {
@@ -635,6 +686,31 @@ fn write_mcp(
     }
 }
 
+/// Writes the answer `line` of a relayed call (its newline included) as a Response frame;
+/// one over the frame limit is answered as [`write_mcp`] answers it.
+fn write_relayed(codec: &McpbCodec, line: &[u8], out: &mut BytesMut, metrics: &McpbMetrics) {
+    let payload = line.strip_suffix(b"\n").unwrap_or(line);
+    match codec.encode_raw_mcp(payload, out) {
+        Ok(true) => metrics.message(FrameKind::Response, Direction::Outbound),
+        Ok(false) => {
+            // Over the limit: the general path's refusal, for the same id.
+            if let Ok(Message::Response(r)) = mcpwire_model::jsonrpc::decode(payload)
+                && let Ok(result) = r.outcome
+            {
+                let msg = Outbound::Response { id: r.id, result };
+                write_mcp(
+                    &mut codec.clone(),
+                    Some(McpbShape::Plain),
+                    &msg,
+                    out,
+                    metrics,
+                );
+            }
+        }
+        Err(e) => tracing::error!(error = %e, "could not encode a relayed answer"),
+    }
+}
+
 /// The verification in progress, if any (pending forever when there is none).
 async fn verified(verifying: &mut Option<Verifying>) -> Result<Identity, AuthFailure> {
     match verifying {
@@ -681,6 +757,8 @@ fn inbound_kind(frame: &McpbFrame) -> FrameKind {
         McpbFrame::Control(_) => FrameKind::Control,
         McpbFrame::PeerError(_) => FrameKind::Error,
         McpbFrame::Refused(_) => FrameKind::Refused,
+        // Counted once decoded (or relayed).
+        McpbFrame::RawMcp(_) => FrameKind::Request,
     }
 }
 

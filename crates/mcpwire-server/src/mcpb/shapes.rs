@@ -42,6 +42,12 @@ impl Shapes {
         }
     }
 
+    /// Whether every MCP message of the client so far was plain JSON-RPC (and there was
+    /// one): a plain request may then be relayed, its answer written plain.
+    pub(super) fn all_plain(&self) -> bool {
+        self.requests.is_none() && self.latest == Some(McpbShape::Plain)
+    }
+
     /// The shape the client used last (`None` before its first MCP message).
     pub(super) fn latest(&self) -> Option<McpbShape> {
         self.latest

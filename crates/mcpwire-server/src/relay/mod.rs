@@ -100,6 +100,12 @@ impl Relay {
         self.waiting.load(Ordering::Acquire)
     }
 
+    /// Whether the connection holds fewer relayed calls than its bound now (a call sent
+    /// next may still find it full when other sessions relay on it too).
+    pub fn has_room(&self) -> bool {
+        self.waiting() < self.max_in_flight
+    }
+
     // ----- the downstream end -----
 
     /// Queues `call` for the child under a new upstream id, its answer for `dispatch` of
@@ -227,7 +233,9 @@ impl Relay {
     }
 
     /// Hands a log of the upstream to the downstream session of the relayed calls waiting
-    /// (in order with their answers); gives it back when none waits.
+    /// (in order with their answers); gives it back when none waits, or when calls of
+    /// several sessions wait (a shared upstream: the log is not one session's, and goes
+    /// as the link sends a log it cannot attribute).
     pub fn log(&self, entry: LogEntry) -> Result<(), LogEntry> {
         match self.any_inbox() {
             Some(inbox) => {
@@ -255,12 +263,17 @@ impl Relay {
         }
     }
 
+    /// The inbox of every relayed call waiting, when they all have the same.
     fn any_inbox(&self) -> Option<Arc<RelayInbox>> {
         if self.waiting() == 0 {
             return None;
         }
         let s = self.state.lock().ok()?;
-        s.waiting.values().next().map(|w| w.inbox.clone())
+        let mut inboxes = s.waiting.values().map(|w| &w.inbox);
+        let first = inboxes.next()?;
+        inboxes
+            .all(|i| Arc::ptr_eq(i, first))
+            .then(|| first.clone())
     }
 }
 
