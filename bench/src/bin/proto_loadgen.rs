@@ -11,6 +11,10 @@
 //! checked (a success, not `is_error`). Runs of the wires are interleaved; the table shows
 //! medians across runs.
 //!
+//! CPU per call is reported for the server process (`server µs`) and for its child
+//! processes together (`kids µs`: a gateway's stdio upstreams), from `/proc` before and
+//! after the measured calls.
+//!
 //! `--connections N` drives MCPB over N connections at once (K in flight on each; `-n` calls
 //! in total, split between them) against one server; `--mcpb-args` are the arguments that
 //! make the server listen (`mcpwire_echo`: `--mcpb 0`; `mcpwire demo`: `--transport mcpb
@@ -460,6 +464,52 @@ struct Sample {
     calls_per_s: f64,
     p50: u64,
     p99: u64,
+    /// CPU µs per measured call of the server process itself, and of its child processes
+    /// (a gateway's stdio upstreams).
+    server_us: f64,
+    children_us: f64,
+}
+
+/// Linux reports utime/stime in USER_HZ ticks, which is 100 on every supported ABI.
+const USER_HZ: f64 = 100.0;
+
+/// User + system CPU seconds of process `pid`, and of its live descendants together.
+fn tree_cpu(pid: u32) -> (f64, f64) {
+    let mut procs = std::collections::HashMap::new();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for entry in dir.flatten() {
+            let Some(p) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+                continue;
+            };
+            // Fields after the command (which may hold spaces): state, ppid, …, utime is
+            // the 12th and stime the 13th.
+            let Some((_, rest)) = stat.rsplit_once(") ") else {
+                continue;
+            };
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let num = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+            procs.insert(p, (num(1) as u32, (num(11) + num(12)) / USER_HZ));
+        }
+    }
+    let own = procs.get(&pid).map_or(0.0, |&(_, cpu)| cpu);
+    let mut children = 0.0;
+    let mut parents = vec![pid];
+    while let Some(parent) = parents.pop() {
+        for (&p, &(ppid, cpu)) in &procs {
+            if ppid == parent {
+                children += cpu;
+                parents.push(p);
+            }
+        }
+    }
+    (own, children)
 }
 
 /// One run: a server, `conns` connections (one for the stdio wires), warm-up, then the
@@ -484,11 +534,15 @@ async fn run_once(args: &Args, cmd: &str, wire: Wire, k: usize, conns: usize) ->
     let warm = per(args.warmup).max(1);
     futures::future::try_join_all(cs.iter_mut().map(|c| c.drive(warm, k, 1))).await?;
     let calls = per(args.calls);
+    let pid = server.child.id().unwrap_or(0);
+    let before = tree_cpu(pid);
     let t = Instant::now();
     let lats =
         futures::future::try_join_all(cs.iter_mut().map(|c| c.drive(calls, k, 1 + warm as u64)))
             .await?;
     let secs = t.elapsed().as_secs_f64();
+    let after = tree_cpu(pid);
+    let per_call = |a: f64, b: f64| (a - b) * 1e6 / (calls * conns) as f64;
     drop(cs);
     server.stop().await;
     let mut lat: Vec<u64> = lats.into_iter().flatten().collect();
@@ -498,6 +552,8 @@ async fn run_once(args: &Args, cmd: &str, wire: Wire, k: usize, conns: usize) ->
         calls_per_s: (calls * conns) as f64 / secs,
         p50: pct(0.50),
         p99: pct(0.99),
+        server_us: per_call(after.0, before.0),
+        children_us: per_call(after.1, before.1),
     })
 }
 
@@ -529,8 +585,8 @@ fn main() -> Result<()> {
         args.text.len()
     );
     println!(
-        "{:<6} {:>5} {:>4} {:>12} {:>8} {:>8}",
-        "wire", "conns", "K", "calls/s", "p50 µs", "p99 µs"
+        "{:<6} {:>5} {:>4} {:>12} {:>8} {:>8} {:>9} {:>9}",
+        "wire", "conns", "K", "calls/s", "p50 µs", "p99 µs", "server µs", "kids µs"
     );
     let wires = args
         .wires
@@ -560,13 +616,15 @@ fn main() -> Result<()> {
             rates.push(rate);
             let conns = if wire.is_mcpb() { args.connections } else { 1 };
             println!(
-                "{:<6} {:>5} {:>4} {:>12.0} {:>8} {:>8}",
+                "{:<6} {:>5} {:>4} {:>12.0} {:>8} {:>8} {:>9.2} {:>9.2}",
                 format!("{wire:?}").to_lowercase(),
                 conns,
                 k,
                 rate,
                 median(samples.iter().map(|s| s.p50).collect()),
                 median(samples.iter().map(|s| s.p99).collect()),
+                median(samples.iter().map(|s| s.server_us).collect()),
+                median(samples.iter().map(|s| s.children_us).collect()),
             );
         }
         for ((wire, _), rate) in res.iter().zip(&rates).skip(1) {

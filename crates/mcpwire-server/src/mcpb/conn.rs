@@ -402,7 +402,7 @@ impl McpbConnection {
     }
 
     /// Relays the frame `payload` when it is a plain `tools/call` the connection would
-    /// hand its session as it came (`docs/design/mcpb.md` § The relay): authenticated,
+    /// hand its session as it came (`docs/design/gateway.md` § The relay on MCPB): authenticated,
     /// no per-message token required, not shutting down, every message so far plain
     /// JSON-RPC (answers take that shape), an id MCPB accepts; whether it was taken.
     fn relayed(&mut self, payload: &[u8]) -> bool {
