@@ -191,6 +191,10 @@ pub(crate) struct ClientCore {
     direct_out: VecDeque<(ClientRequestId, Option<Raw>)>,
     /// The relay of this connection (stdio), and the server as errors name it.
     relay: Option<(Arc<Relay>, Arc<str>)>,
+    /// Requests (session and direct) that came while the connection held its
+    /// `max_in_flight`, oldest first: sent as answers make room, at most as many as that
+    /// bound (more are refused).
+    queued: VecDeque<Command>,
 }
 
 impl ClientCore {
@@ -218,6 +222,44 @@ impl ClientCore {
             direct: IdMap::default(),
             direct_out: VecDeque::new(),
             relay: None,
+            queued: VecDeque::new(),
+        }
+    }
+
+    /// Whether the connection holds as many requests as it may (the session's, direct and
+    /// relayed ones together), so a new one must wait.
+    fn full(&self) -> bool {
+        !self.session.is_finished()
+            && self.session.in_flight() + self.direct.len() + self.relayed()
+                >= self.session.max_in_flight()
+    }
+
+    /// Sends the requests that waited for room, oldest first, while there is room.
+    fn start_queued(&mut self, now: Instant) -> bool {
+        let mut did = false;
+        while !self.queued.is_empty() && !self.full() {
+            let Some(c) = self.queued.pop_front() else {
+                break;
+            };
+            self.take(now, c);
+            did = true;
+        }
+        did
+    }
+
+    /// Keeps request command `c` until there is room, or refuses it when as many wait
+    /// already.
+    fn queue(&mut self, c: Command) {
+        let max = self.session.max_in_flight();
+        if self.queued.len() < max {
+            self.queued.push_back(c);
+            return;
+        }
+        let e = McpError::LimitExceeded(format!(
+            "more than {max} requests in flight to the server and {max} waiting"
+        ));
+        if let Command::Request { reply, .. } | Command::Direct { reply, .. } = c {
+            let _ = reply.send(Err(Failure::Session(e)));
         }
     }
 
@@ -302,20 +344,11 @@ impl ClientCore {
         params: Option<Raw>,
         reply: oneshot::Sender<Outcome>,
     ) {
-        let refusal = if self.session.is_finished() {
-            Some(McpError::ConnectionClosed(
-                "the connection to the server is closed".into(),
-            ))
-        } else if self.session.in_flight() + self.direct.len() + self.relayed()
-            >= self.session.max_in_flight()
-        {
-            Some(McpError::LimitExceeded(format!(
-                "more than {} requests in flight to the server",
-                self.session.max_in_flight()
-            )))
-        } else {
-            None
-        };
+        // A full connection queued the command before it came here (`take`).
+        let refusal = self
+            .session
+            .is_finished()
+            .then(|| McpError::ConnectionClosed("the connection to the server is closed".into()));
         match refusal {
             Some(e) => {
                 let _ = reply.send(Err(Failure::Session(e)));
@@ -374,6 +407,7 @@ impl ClientCore {
                 did = true;
             }
         }
+        did |= accept && self.start_queued(now);
         if accept && self.commands_open && !self.close_requested {
             for _ in 0..COMMAND_BURST {
                 match self.commands.try_recv() {
@@ -431,6 +465,7 @@ impl ClientCore {
             CoreWake::Timer => self.session.handle_timeout(now),
         }
         self.route();
+        self.start_queued(now);
     }
 
     /// The transport could not deliver request `id` or read its answer: it ends with
@@ -456,6 +491,11 @@ impl ClientCore {
         for (_, reply) in self.direct.drain() {
             let _ = reply.send(Err(Failure::Session(error.clone())));
         }
+        for c in self.queued.drain(..) {
+            if let Command::Request { reply, .. } | Command::Direct { reply, .. } = c {
+                let _ = reply.send(Err(Failure::Session(error.clone())));
+            }
+        }
         self.session.handle_closed(error);
         self.route();
         self.events = None;
@@ -463,6 +503,14 @@ impl ClientCore {
     }
 
     fn take(&mut self, now: Instant, c: Command) {
+        if let Command::Request { id, reply, .. } | Command::Direct { id, reply, .. } = &c
+            && self.full()
+        {
+            if !self.given_up(*id, reply) {
+                self.queue(c);
+            }
+            return;
+        }
         match c {
             Command::Request {
                 id,
@@ -516,6 +564,17 @@ impl ClientCore {
 
     /// Cancels request `id`; remembers it when its command has not been taken yet.
     fn cancel(&mut self, id: ClientRequestId, reason: &str) {
+        let waiting = self.queued.iter().position(|c| {
+            matches!(c, Command::Request { id: q, .. } | Command::Direct { id: q, .. } if *q == id)
+        });
+        if let Some(i) = waiting
+            && let Some(Command::Request { reply, .. } | Command::Direct { reply, .. }) =
+                self.queued.remove(i)
+        {
+            // Never sent: the server is not told.
+            let _ = reply.send(Err(Failure::Session(McpError::Cancelled)));
+            return;
+        }
         if let Some(reply) = self.direct.remove(&id) {
             // As the session cancels its own: the server is told if the request went out.
             match self.direct_out.iter().position(|(d, _)| *d == id) {
@@ -731,5 +790,59 @@ mod tests {
         let (command, _reply) = request(fresh);
         core.take(now, command);
         assert!(core.session.is_awaiting(fresh));
+    }
+
+    /// A request that comes while the connection holds its `max_in_flight` waits and goes
+    /// out as an answer makes room (a gateway in front of one shared upstream queues its
+    /// clients' calls rather than refusing them); a waiting request cancelled is never sent;
+    /// as many waiting as the bound allows, and the next is refused.
+    #[tokio::test(start_paused = true)]
+    async fn requests_over_the_in_flight_bound_wait_for_room() {
+        let mut opts = ClientOptions::default();
+        opts.limits.max_in_flight = 2;
+        let mut core = parts(&opts, "`test`").core;
+        let now = mcpwire_server::driver::now();
+        let id = ClientRequestId::new;
+        let mut replies = Vec::new();
+        for n in 10..13 {
+            let (command, reply) = request(id(n));
+            core.take(now, command);
+            replies.push(reply);
+        }
+        assert!(core.session.is_awaiting(id(10)) && core.session.is_awaiting(id(11)));
+        assert!(
+            !core.session.is_awaiting(id(12)),
+            "over the bound: it waits"
+        );
+        assert_eq!(core.queued.len(), 1);
+
+        // Cancelled while waiting: answered, never sent.
+        core.cancel(id(12), "caller cancelled");
+        assert!(matches!(
+            replies[2].try_recv(),
+            Ok(Err(Failure::Session(McpError::Cancelled)))
+        ));
+        assert!(core.queued.is_empty());
+
+        // Two wait (the bound), a third is refused.
+        let (command, _r13) = request(id(13));
+        core.take(now, command);
+        let (command, _r14) = request(id(14));
+        core.take(now, command);
+        let (command, mut refused) = request(id(15));
+        core.take(now, command);
+        assert_eq!(core.queued.len(), 2);
+        assert!(matches!(
+            refused.try_recv(),
+            Ok(Err(Failure::Session(McpError::LimitExceeded(_))))
+        ));
+
+        // A request in flight ends (here: its caller cancels it) and makes room: the oldest
+        // waiting request goes out.
+        core.cancel(id(10), "caller cancelled");
+        core.poll_ready(now, true);
+        assert!(core.session.is_awaiting(id(13)));
+        assert!(!core.session.is_awaiting(id(14)));
+        assert_eq!(core.queued.len(), 1);
     }
 }
