@@ -1,5 +1,5 @@
 //! Starting the backends a configuration names: native servers (by their registered
-//! name), tool processes, upstream MCP servers.
+//! name), tool processes, upstream MCP servers, OpenAPI services.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -118,6 +118,13 @@ pub fn supported(spec: &BackendSpec, natives: &Natives) -> Result<(), (&'static 
             }
             _ => Ok(()),
         },
+        BackendSource::OpenApi(o) => match &o.source {
+            mcpwire_openapi::Source::File(f) if !f.is_file() => Err((
+                "openapi",
+                format!("the OpenAPI document {} does not exist", f.display()),
+            )),
+            _ => Ok(()),
+        },
         BackendSource::Process(p) if !p.file.is_file() => Err((
             "process",
             format!("the tool file {} does not exist", p.file.display()),
@@ -181,6 +188,18 @@ pub async fn start(
                 )
             })?;
             tracing::info!(backend = %spec.name, tools = ?backend.tool_names(), "tool process ready");
+            Ok(Started {
+                spec: spec.clone(),
+                server_info: backend.server_info(),
+                instructions: None,
+                backend,
+            })
+        }
+        BackendSource::OpenApi(o) => {
+            let backend = crate::openapi::start(&spec.name, o, consents)
+                .await
+                .map_err(|e| fail(e, false))?;
+            tracing::info!(backend = %spec.name, tools = backend.tool_names().len(), "OpenAPI backend ready");
             Ok(Started {
                 spec: spec.clone(),
                 server_info: backend.server_info(),

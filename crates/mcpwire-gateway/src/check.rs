@@ -138,6 +138,7 @@ impl CheckReport {
                         BackendSource::Native { server } => server.clone(),
                         BackendSource::Process(p) => p.file.display().to_string(),
                         BackendSource::Upstream(t) => t.to_string(),
+                        BackendSource::OpenApi(o) => o.document.clone(),
                     },
                     started: error.is_none(),
                     error,

@@ -24,6 +24,7 @@ mod key_path;
 mod late;
 pub mod limits;
 mod listen;
+mod openapi;
 #[cfg(feature = "otel")]
 pub mod otel;
 mod position;
@@ -53,4 +54,5 @@ pub use error::{ConfigError, Origin};
 pub use import::mcp_servers;
 pub use key_path::{KeyPath, Seg};
 pub use listen::{ListenOptions, ListenerSpec, Scheme, TlsOptions};
+pub use openapi::{OpenApiSelection, OpenApiSpec};
 pub use section::limits::LimitsConfig;

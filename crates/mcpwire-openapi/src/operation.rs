@@ -222,7 +222,6 @@ pub fn plan(
                     catalog.tools.push(tool);
                 }
                 Err(reason) => {
-                    tracing::warn!(operation = %format!("{upper} {path}"), %reason, "OpenAPI operation left out");
                     catalog.skipped.push(Skipped {
                         operation: format!("{upper} {path}"),
                         reason,

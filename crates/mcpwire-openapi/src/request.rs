@@ -36,7 +36,8 @@ pub fn build(op: &Operation, args: &Map<String, Value>) -> Result<HttpCall, Stri
     let mut headers = Vec::new();
     let mut cookies: Vec<String> = Vec::new();
     for p in &op.params {
-        let Some(value) = args.get(&p.property) else {
+        // An absent or null argument sends nothing (an optional parameter left out).
+        let Some(value) = args.get(&p.property).filter(|v| !v.is_null()) else {
             continue;
         };
         match p.location {
