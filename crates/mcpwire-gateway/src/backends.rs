@@ -1,5 +1,5 @@
 //! Starting the backends a configuration names: native servers (by their registered
-//! name), tool processes, upstream MCP servers, OpenAPI services.
+//! name), tool processes, upstream MCP servers, OpenAPI and gRPC services.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -125,6 +125,13 @@ pub fn supported(spec: &BackendSpec, natives: &Natives) -> Result<(), (&'static 
             )),
             _ => Ok(()),
         },
+        BackendSource::Grpc(g) => match &g.descriptors {
+            Some(f) if !f.is_file() => Err((
+                "descriptors",
+                format!("the descriptor set {} does not exist", f.display()),
+            )),
+            _ => Ok(()),
+        },
         BackendSource::Process(p) if !p.file.is_file() => Err((
             "process",
             format!("the tool file {} does not exist", p.file.display()),
@@ -200,6 +207,18 @@ pub async fn start(
                 .await
                 .map_err(|e| fail(e, false))?;
             tracing::info!(backend = %spec.name, tools = backend.tool_names().len(), "OpenAPI backend ready");
+            Ok(Started {
+                spec: spec.clone(),
+                server_info: backend.server_info(),
+                instructions: None,
+                backend,
+            })
+        }
+        BackendSource::Grpc(g) => {
+            let backend = crate::grpc::start(&spec.name, g, consents)
+                .await
+                .map_err(|e| fail(e, false))?;
+            tracing::info!(backend = %spec.name, tools = ?backend.tool_names(), "gRPC backend ready");
             Ok(Started {
                 spec: spec.clone(),
                 server_info: backend.server_info(),

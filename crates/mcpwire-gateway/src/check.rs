@@ -139,6 +139,7 @@ impl CheckReport {
                         BackendSource::Process(p) => p.file.display().to_string(),
                         BackendSource::Upstream(t) => t.to_string(),
                         BackendSource::OpenApi(o) => o.document.clone(),
+                        BackendSource::Grpc(g) => g.url.clone(),
                     },
                     started: error.is_none(),
                     error,

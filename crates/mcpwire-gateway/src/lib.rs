@@ -19,6 +19,7 @@ mod consent;
 mod credentials;
 mod error;
 pub(crate) mod file;
+mod grpc;
 mod import;
 mod key_path;
 mod late;
@@ -51,6 +52,7 @@ pub use config::{
 pub use consent::DEFAULT_CALLBACK_PATH;
 pub use credentials::{ConsentMode, CredentialsSpec, OAuthSpec};
 pub use error::{ConfigError, Origin};
+pub use grpc::GrpcSpec;
 pub use import::mcp_servers;
 pub use key_path::{KeyPath, Seg};
 pub use listen::{ListenOptions, ListenerSpec, Scheme, TlsOptions};

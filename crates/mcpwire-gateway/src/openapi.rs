@@ -76,8 +76,8 @@ impl OpenApiSelection {
     }
 }
 
-/// The backend's credentials as request headers.
-struct Auth(UpstreamAuth);
+/// A backend's credentials as request headers (OpenAPI) or call metadata (gRPC).
+pub(crate) struct Auth(pub(crate) UpstreamAuth);
 
 impl Credentials for Auth {
     fn headers<'a>(

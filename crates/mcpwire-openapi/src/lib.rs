@@ -21,7 +21,7 @@ mod schema;
 pub use backend::{Credentials, OpenApiBackend, OpenApiConfig, Select, Source};
 pub use document::{Document, Limits, Version};
 pub use error::OpenApiError;
-pub use names::{MAX_NAME, base_name};
+pub use names::{MAX_NAME, Unique, base_name};
 pub use operation::{
     Body, Catalog, Location, OpInfo, Operation, Output, Param, Skipped, Style, ToolPlan, is_json,
     plan,

@@ -28,6 +28,11 @@ pub(super) struct RawBackend {
     url: Option<String>,
     mcpb: Option<String>,
     openapi: Option<String>,
+    grpc: Option<String>,
+    descriptors: Option<PathBuf>,
+    #[serde(default)]
+    services: Vec<String>,
+    max_stream_messages: Option<usize>,
     base_url: Option<String>,
     max_response_bytes: Option<u64>,
     refresh_secs: Option<u64>,
@@ -132,6 +137,7 @@ pub(super) fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSou
         ("url", raw.url.is_some()),
         ("mcpb", raw.mcpb.is_some()),
         ("openapi", raw.openapi.is_some()),
+        ("grpc", raw.grpc.is_some()),
     ]
     .into_iter()
     .filter_map(|(k, set)| set.then_some(k))
@@ -141,8 +147,8 @@ pub(super) fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSou
             return Err((
                 "",
                 "say what this backend is: native = \"demo\", process = \"FILE\", \
-                 command = \"COMMAND LINE\", url = \"http(s)://…\", mcpb = \"HOST:PORT\" \
-                 or openapi = \"FILE or URL\""
+                 command = \"COMMAND LINE\", url = \"http(s)://…\", mcpb = \"HOST:PORT\", \
+                 openapi = \"FILE or URL\" or grpc = \"http(s)://HOST:PORT\""
                     .into(),
             ));
         }
@@ -151,7 +157,7 @@ pub(super) fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSou
             return Err((
                 second,
                 format!(
-                    "a backend is one of native, process, command, url, mcpb or openapi: this one already has `{first}`"
+                    "a backend is one of native, process, command, url, mcpb, openapi or grpc: this one already has `{first}`"
                 ),
             ));
         }
@@ -188,6 +194,17 @@ pub(super) fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSou
         ));
     }
     let openapi = raw.openapi.is_some();
+    let grpc = raw.grpc.is_some();
+    only_of(
+        grpc,
+        &[
+            ("descriptors", raw.descriptors.is_some()),
+            ("services", !raw.services.is_empty()),
+            ("max_stream_messages", raw.max_stream_messages.is_some()),
+        ],
+        "grpc backends",
+        kind,
+    )?;
     only_of(
         openapi,
         &[
@@ -216,14 +233,14 @@ pub(super) fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSou
     ];
     let upstream = raw.command.is_some() || raw.url.is_some() || raw.mcpb.is_some();
     only_of(
-        upstream || openapi,
+        upstream || openapi || grpc,
         &[
             ("call_timeout_secs", raw.call_timeout_secs.is_some()),
             ("ca", raw.ca.is_some()),
             ("client_cert", raw.client_cert.is_some()),
             ("client_key", raw.client_key.is_some()),
         ],
-        "upstream and openapi backends",
+        "upstream, openapi and grpc backends",
         kind,
     )?;
     let credential_keys = [
@@ -234,9 +251,9 @@ pub(super) fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSou
         ("oauth", raw.oauth.is_some()),
     ];
     only_of(
-        upstream || openapi,
+        upstream || openapi || grpc,
         &credential_keys,
-        "url and openapi (and, for a token, mcpb) backends",
+        "url, openapi and grpc (and, for a token, mcpb) backends",
         kind,
     )?;
     only_of(
@@ -260,6 +277,7 @@ pub(super) fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSou
         ("max_sessions", raw.max_sessions == Some(0)),
         ("max_response_bytes", raw.max_response_bytes == Some(0)),
         ("refresh_secs", raw.refresh_secs == Some(0)),
+        ("max_stream_messages", raw.max_stream_messages == Some(0)),
     ] {
         if zero {
             return Err((key, format!("`{key}` must be at least 1")));
@@ -284,6 +302,9 @@ pub(super) fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSou
     }
     if let Some(document) = &raw.openapi {
         return openapi_source(raw, document, base);
+    }
+    if let Some(url) = &raw.grpc {
+        return grpc_source(raw, url, base);
     }
     let target = match (&raw.command, &raw.url, &raw.mcpb) {
         (Some(command), _, _) if raw.args.is_some() => {
@@ -378,6 +399,37 @@ fn credentials_of(
     } else {
         Ok(CredentialsSpec::default())
     }
+}
+
+/// `grpc = …` and its keys.
+fn grpc_source(raw: &RawBackend, url: &str, base: &Path) -> Result<BackendSource, Refusal> {
+    let lower = url.trim().to_ascii_lowercase();
+    if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+        return Err((
+            "grpc",
+            format!("`{url}` is not an http:// or https:// address (https for TLS)"),
+        ));
+    }
+    let target = Target::url(url.trim()).map_err(|e| ("grpc", e.to_string()))?;
+    let tls = upstream_tls(raw, &target, base)?;
+    if raw.oauth.as_ref().is_some_and(|o| o.is_per_user()) {
+        return Err((
+            "oauth",
+            "a grpc backend authenticates as the gateway: use the client_credentials or \
+             jwt_bearer grant (authorization_code is per user)"
+                .into(),
+        ));
+    }
+    let credentials = credentials_of(raw, base, &target)?;
+    Ok(BackendSource::Grpc(crate::grpc::GrpcSpec {
+        url: url.trim().to_owned(),
+        descriptors: raw.descriptors.as_ref().map(|d| base.join(d)),
+        services: raw.services.clone(),
+        tls,
+        credentials,
+        call_timeout: Duration::from_secs(raw.call_timeout_secs.unwrap_or(30)),
+        max_stream_messages: raw.max_stream_messages.unwrap_or(1000),
+    }))
 }
 
 /// `openapi = …` and its keys.

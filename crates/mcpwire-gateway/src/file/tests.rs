@@ -150,7 +150,7 @@ ca = "internal.pem"
         ),
         (
             "[backends.w]\nnative = \"demo\"\nca = \"ca.pem\"\n",
-            "backends.w.ca: `ca` is an option of upstream and openapi backends",
+            "backends.w.ca: `ca` is an option of upstream, openapi and grpc backends",
         ),
     ] {
         let e = refused(&format!("{text}[backends.d]\nnative = \"demo\"\n"));
