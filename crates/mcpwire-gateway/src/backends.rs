@@ -67,7 +67,14 @@ pub struct Started {
     pub server_info: Implementation,
     /// Its instructions for the model.
     pub instructions: Option<String>,
+    /// Reads its description again (an OpenAPI document) when the configuration is
+    /// reloaded and the backend itself did not change; `None`: nothing to re-read.
+    pub reread: Option<Reread>,
 }
+
+/// Starts re-reading a backend's description (returns at once; the backend announces a
+/// changed list itself).
+pub type Reread = Arc<dyn Fn() + Send + Sync>;
 
 impl fmt::Debug for Started {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -172,6 +179,7 @@ pub async fn start(
                 spec: spec.clone(),
                 server_info: native.server_info().clone(),
                 instructions: native.instructions().map(str::to_owned),
+                reread: None,
                 backend: native,
             })
         }
@@ -199,6 +207,7 @@ pub async fn start(
                 spec: spec.clone(),
                 server_info: backend.server_info(),
                 instructions: None,
+                reread: None,
                 backend,
             })
         }
@@ -211,6 +220,7 @@ pub async fn start(
                 spec: spec.clone(),
                 server_info: backend.server_info(),
                 instructions: None,
+                reread: Some(crate::openapi::rereader(&backend)),
                 backend,
             })
         }
@@ -223,6 +233,7 @@ pub async fn start(
                 spec: spec.clone(),
                 server_info: backend.server_info(),
                 instructions: None,
+                reread: None,
                 backend,
             })
         }
@@ -262,6 +273,7 @@ pub async fn start(
                 spec: spec.clone(),
                 server_info: backend.server_info().clone(),
                 instructions: backend.instructions().map(str::to_owned),
+                reread: None,
                 backend,
             })
         }

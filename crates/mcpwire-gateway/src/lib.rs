@@ -39,7 +39,7 @@ mod serving;
 mod stack;
 pub mod upstream;
 
-pub use backends::{Natives, StartFailure, Started, supported};
+pub use backends::{Natives, Reread, StartFailure, Started, supported};
 pub use check::{BackendCheck, CheckCaller, CheckReport, ListenerCheck, ViewCheck};
 pub use late::LateBackend;
 pub use reload::{ReloadPlan, plan};

@@ -153,6 +153,14 @@ fn follow(backend: &Arc<OpenApiBackend>, spec: &OpenApiSpec) {
     }
 }
 
+/// What re-reads `backend`'s document on a configuration reload.
+pub(crate) fn rereader(backend: &Arc<OpenApiBackend>) -> crate::backends::Reread {
+    let weak = Arc::downgrade(backend);
+    Arc::new(move || {
+        reread(&weak);
+    })
+}
+
 /// Starts a re-read if the backend still lives; whether it does.
 fn reread(weak: &Weak<OpenApiBackend>) -> bool {
     let Some(backend) = weak.upgrade() else {
