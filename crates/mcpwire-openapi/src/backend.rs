@@ -498,3 +498,49 @@ fn base_url(
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(servers: &str) -> Document {
+        Document::parse(
+            format!("openapi: 3.0.3\n{servers}paths: {{}}\n").as_bytes(),
+            &Limits::default(),
+        )
+        .expect("a document")
+    }
+
+    #[test]
+    fn where_requests_go() {
+        let c = OpenApiConfig::new("t", Source::Url("https://api.example.com/spec.json".into()));
+        let at = "https://api.example.com/spec.json";
+        let relative = doc("servers: [{url: /api/v3}]\n");
+        assert_eq!(
+            base_url(&c, &relative, Some(at)),
+            Ok("https://api.example.com/api/v3".into())
+        );
+        assert_eq!(
+            base_url(&c, &doc(""), Some(at)),
+            Ok("https://api.example.com".into())
+        );
+        let absolute = doc("servers: [{url: 'http://other:8080/v1'}]\n");
+        assert_eq!(
+            base_url(&c, &absolute, None),
+            Ok("http://other:8080/v1".into())
+        );
+        assert!(
+            base_url(&c, &relative, None).is_err(),
+            "a file with a relative server"
+        );
+        assert!(
+            base_url(&c, &doc(""), None).is_err(),
+            "a file without servers"
+        );
+        let given = OpenApiConfig {
+            base_url: Some("http://x/y".into()),
+            ..c
+        };
+        assert_eq!(base_url(&given, &relative, None), Ok("http://x/y".into()));
+    }
+}
