@@ -102,6 +102,11 @@ async def check_shop(s, shop_url: str) -> None:
     assert not r.is_error, r
     assert r.structured_content["color"] == "green" and r.structured_content["id"] >= 3
 
+    # A URL-encoded form body.
+    r = await s.call_tool("shop_login", {"user": "ann", "roles": ["a", "b"]})
+    assert r.structured_content["user"] == "ann" and r.structured_content["roles"] == ["a", "b"], r
+    assert r.structured_content["content_type"] == "application/x-www-form-urlencoded", r
+
     r = await s.call_tool("shop_names", {})
     assert "mug" in r.structured_content["result"], r
 

@@ -116,7 +116,8 @@ pub struct Operation {
     pub params: Vec<Param>,
     /// Its JSON body.
     pub body: Body,
-    /// The body's media type (`application/json` or a `+json` type).
+    /// The body's media type (`application/json`, a `+json` type, or
+    /// `application/x-www-form-urlencoded` when the operation takes no JSON).
     pub content_type: Option<String>,
     /// How its answer is presented.
     pub output: Output,
@@ -375,6 +376,16 @@ pub fn is_json(media: &str) -> bool {
     m == "application/json" || (m.starts_with("application/") && m.ends_with("+json"))
 }
 
+/// Whether a media type is a URL-encoded form.
+pub fn is_form(media: &str) -> bool {
+    media
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .eq_ignore_ascii_case("application/x-www-form-urlencoded")
+}
+
 fn body(
     r: &Resolver<'_>,
     op: &Value,
@@ -387,14 +398,17 @@ fn body(
     };
     let rb = r.object(rb).map_err(|e| e.to_string())?;
     let content = rb.get("content").and_then(Value::as_object);
-    let Some((media, mt)) = content.and_then(|c| c.iter().find(|(m, _)| is_json(m))) else {
+    let json_body = content.and_then(|c| c.iter().find(|(m, _)| is_json(m)));
+    let form_body = content.and_then(|c| c.iter().find(|(m, _)| is_form(m)));
+    let Some((media, mt)) = json_body.or(form_body) else {
         let kinds: Vec<&str> = content
             .into_iter()
             .flatten()
             .map(|(k, _)| k.as_str())
             .collect();
         return Err(format!(
-            "its request body is {} — only JSON bodies are sent (multipart, form and binary bodies are not supported)",
+            "its request body is {} — only JSON and URL-encoded form bodies are sent \
+             (multipart and binary bodies are not supported)",
             if kinds.is_empty() {
                 "without content".to_owned()
             } else {
@@ -406,6 +420,11 @@ fn body(
         Some(s) => r.schema(s).map_err(|e| e.to_string())?,
         None => json!({}),
     };
+    if json_body.is_none() && schema.get("type") != Some(&json!("object")) {
+        return Err(format!(
+            "its `{media}` body is not an object: it cannot be sent as a form"
+        ));
+    }
     let schema = described(schema, rb.get("description"));
     let is_required = rb.get("required") == Some(&Value::Bool(true));
     // Merged when the body is a plain, required object whose names are all free.

@@ -65,21 +65,25 @@ pub fn build(op: &Operation, args: &Map<String, Value>) -> Result<HttpCall, Stri
     if !cookies.is_empty() {
         headers.push(("cookie".into(), cookies.join("; ")));
     }
-    let body = match &op.body {
+    let value = match &op.body {
         Body::None => None,
-        Body::Whole(property) => args.get(property).map(|v| v.to_string().into_bytes()),
-        Body::Merged(names) => {
-            let obj: Map<String, Value> = names
+        Body::Whole(property) => args.get(property).cloned(),
+        Body::Merged(names) => Some(Value::Object(
+            names
                 .iter()
                 .filter_map(|n| args.get(n).map(|v| (n.clone(), v.clone())))
-                .collect();
-            Some(Value::Object(obj).to_string().into_bytes())
-        }
+                .collect(),
+        )),
     };
     let content_type = op
         .content_type
         .clone()
         .unwrap_or_else(|| "application/json".into());
+    let body = match value {
+        None => None,
+        Some(v) if crate::operation::is_form(&content_type) => Some(form(&v).into_bytes()),
+        Some(v) => Some(v.to_string().into_bytes()),
+    };
     let mut path_and_query = path;
     if !query.is_empty() {
         path_and_query.push('?');
@@ -91,6 +95,29 @@ pub fn build(op: &Operation, args: &Map<String, Value>) -> Result<HttpCall, Stri
         headers,
         body: body.map(|b| (content_type, b)),
     })
+}
+
+/// An object as `application/x-www-form-urlencoded` (arrays repeat their key, objects
+/// go as JSON text, nulls are left out).
+fn form(v: &Value) -> String {
+    let Value::Object(m) = v else {
+        return String::new();
+    };
+    let mut pairs = Vec::new();
+    for (k, v) in m {
+        let key = enc(k, QUERY);
+        match v {
+            Value::Null => {}
+            Value::Array(items) => pairs.extend(
+                items
+                    .iter()
+                    .map(|i| format!("{key}={}", enc(&scalar(i), QUERY))),
+            ),
+            Value::Object(_) => pairs.push(format!("{key}={}", enc(&v.to_string(), QUERY))),
+            other => pairs.push(format!("{key}={}", enc(&scalar(other), QUERY))),
+        }
+    }
+    pairs.join("&")
 }
 
 /// A scalar as text (strings unquoted).
@@ -223,6 +250,25 @@ mod tests {
         assert_eq!(
             call.body,
             Some(("application/json".into(), br#"{"name":"n"}"#.to_vec()))
+        );
+    }
+
+    #[test]
+    fn form_bodies() {
+        let op = Operation {
+            method: "POST".into(),
+            path: "/login".into(),
+            params: vec![],
+            body: Body::Merged(vec!["user".into(), "roles".into(), "note".into()]),
+            content_type: Some("application/x-www-form-urlencoded".into()),
+            output: Output::None,
+        };
+        let args = json!({"user": "a b&c", "roles": ["x", "y"], "note": null});
+        let call = build(&op, args.as_object().expect("object")).expect("built");
+        assert_eq!(
+            call.body
+                .map(|(_, b)| String::from_utf8(b).unwrap_or_default()),
+            Some("roles=x&roles=y&user=a%20b%26c".into())
         );
     }
 
