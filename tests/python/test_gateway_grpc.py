@@ -106,6 +106,10 @@ async def check_inventory(s) -> None:
     r = await s.call_tool("inv_Inventory_ListItems", {"limit": 1})
     assert len(r.structured_content["messages"]) == 1, r
 
+    # The backend's credentials travel as metadata.
+    r = await s.call_tool("file_Inventory_WhoAmI", {})
+    assert r.structured_content["name"] == "qa", r
+
     # The call timeout is the deadline.
     r = await s.call_tool("file_Inventory_Slow", {"seconds": 3})
     assert r.is_error and "DeadlineExceeded" in text_of(r), r

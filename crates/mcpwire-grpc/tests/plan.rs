@@ -21,7 +21,8 @@ fn unary_and_server_streaming_methods_become_tools() {
             "Inventory_GetItem",
             "Inventory_AddItem",
             "Inventory_ListItems",
-            "Inventory_Slow"
+            "Inventory_Slow",
+            "Inventory_WhoAmI"
         ]
     );
     let why: Vec<&str> = skipped.iter().map(|s| s.operation.as_str()).collect();
