@@ -15,7 +15,7 @@ import urllib.request
 
 import pytest
 
-from mcp import ClientSession
+from mcp import Client, ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -162,6 +162,14 @@ async def test_openapi_over_http(mcpwire_bin, tmp_path, shop_url):
                     return "debug_boom" not in {t.name for t in (await s.list_tools()).tools}
 
                 await wait_until(boom_gone, seconds=20)
+
+        # A 2026-07-28 (stateless) client reaches the same tools.
+        async with Client(served.url, mode="auto", read_timeout_seconds=60) as client:
+            assert client.protocol_version == "2026-07-28"
+            r = await client.call_tool("shop_get_item", {"item_id": 1})
+            assert r.structured_content["name"] == "mug", r
+            r = await client.call_tool("shop_get_item", {"item_id": "one"})
+            assert r.is_error and "Invalid arguments" in text_of(r), r
     finally:
         served.close()
 
