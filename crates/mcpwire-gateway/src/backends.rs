@@ -1,5 +1,5 @@
 //! Starting the backends a configuration names: native servers (by their registered
-//! name), tool processes, upstream MCP servers.
+//! name), tool processes, upstream MCP servers, OpenAPI and gRPC services.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -67,7 +67,14 @@ pub struct Started {
     pub server_info: Implementation,
     /// Its instructions for the model.
     pub instructions: Option<String>,
+    /// Reads its description again (an OpenAPI document) when the configuration is
+    /// reloaded and the backend itself did not change; `None`: nothing to re-read.
+    pub reread: Option<Reread>,
 }
+
+/// Starts re-reading a backend's description (returns at once; the backend announces a
+/// changed list itself).
+pub type Reread = Arc<dyn Fn() + Send + Sync>;
 
 impl fmt::Debug for Started {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -118,6 +125,20 @@ pub fn supported(spec: &BackendSpec, natives: &Natives) -> Result<(), (&'static 
             }
             _ => Ok(()),
         },
+        BackendSource::OpenApi(o) => match &o.source {
+            mcpwire_openapi::Source::File(f) if !f.is_file() => Err((
+                "openapi",
+                format!("the OpenAPI document {} does not exist", f.display()),
+            )),
+            _ => Ok(()),
+        },
+        BackendSource::Grpc(g) => match &g.descriptors {
+            Some(f) if !f.is_file() => Err((
+                "descriptors",
+                format!("the descriptor set {} does not exist", f.display()),
+            )),
+            _ => Ok(()),
+        },
         BackendSource::Process(p) if !p.file.is_file() => Err((
             "process",
             format!("the tool file {} does not exist", p.file.display()),
@@ -158,6 +179,7 @@ pub async fn start(
                 spec: spec.clone(),
                 server_info: native.server_info().clone(),
                 instructions: native.instructions().map(str::to_owned),
+                reread: None,
                 backend: native,
             })
         }
@@ -185,6 +207,33 @@ pub async fn start(
                 spec: spec.clone(),
                 server_info: backend.server_info(),
                 instructions: None,
+                reread: None,
+                backend,
+            })
+        }
+        BackendSource::OpenApi(o) => {
+            let backend = crate::openapi::start(&spec.name, o, consents)
+                .await
+                .map_err(|e| fail(e, false))?;
+            tracing::info!(backend = %spec.name, tools = backend.tool_names().len(), "OpenAPI backend ready");
+            Ok(Started {
+                spec: spec.clone(),
+                server_info: backend.server_info(),
+                instructions: None,
+                reread: Some(crate::openapi::rereader(&backend)),
+                backend,
+            })
+        }
+        BackendSource::Grpc(g) => {
+            let backend = crate::grpc::start(&spec.name, g, consents)
+                .await
+                .map_err(|e| fail(e, false))?;
+            tracing::info!(backend = %spec.name, tools = ?backend.tool_names(), "gRPC backend ready");
+            Ok(Started {
+                spec: spec.clone(),
+                server_info: backend.server_info(),
+                instructions: None,
+                reread: None,
                 backend,
             })
         }
@@ -224,6 +273,7 @@ pub async fn start(
                 spec: spec.clone(),
                 server_info: backend.server_info().clone(),
                 instructions: backend.instructions().map(str::to_owned),
+                reread: None,
                 backend,
             })
         }

@@ -138,6 +138,8 @@ impl CheckReport {
                         BackendSource::Native { server } => server.clone(),
                         BackendSource::Process(p) => p.file.display().to_string(),
                         BackendSource::Upstream(t) => t.to_string(),
+                        BackendSource::OpenApi(o) => o.document.clone(),
+                        BackendSource::Grpc(g) => g.url.clone(),
                     },
                     started: error.is_none(),
                     error,

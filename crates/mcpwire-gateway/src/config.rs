@@ -177,6 +177,10 @@ pub enum BackendSource {
     Process(ProcessSpec),
     /// An MCP server the gateway is a client of.
     Upstream(UpstreamSpec),
+    /// An HTTP service described by an OpenAPI document: its operations as tools.
+    OpenApi(crate::openapi::OpenApiSpec),
+    /// A gRPC service: its unary and server-streaming methods as tools.
+    Grpc(crate::grpc::GrpcSpec),
 }
 
 impl BackendSpec {
@@ -193,12 +197,14 @@ impl BackendSpec {
 }
 
 impl BackendSource {
-    /// What kind of backend this is, in words (`native`, `process`, `upstream`).
+    /// What kind of backend this is, in words (`native`, `process`, `upstream`, `openapi`, `grpc`).
     pub fn kind(&self) -> &'static str {
         match self {
             BackendSource::Native { .. } => "native",
             BackendSource::Process(_) => "process",
             BackendSource::Upstream(_) => "upstream",
+            BackendSource::OpenApi(_) => "openapi",
+            BackendSource::Grpc(_) => "grpc",
         }
     }
 }

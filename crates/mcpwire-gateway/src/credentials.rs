@@ -263,6 +263,11 @@ impl RawCredentials<'_> {
 }
 
 impl RawOAuth {
+    /// Whether the grant obtains a token per downstream user (`authorization_code`).
+    pub(super) fn is_per_user(&self) -> bool {
+        matches!(self.grant, RawGrant::AuthorizationCode)
+    }
+
     fn resolve(&self, base: &Path) -> Result<OAuthSpec, Refusal> {
         let secret = secret(
             base,

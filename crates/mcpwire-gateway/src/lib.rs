@@ -19,11 +19,13 @@ mod consent;
 mod credentials;
 mod error;
 pub(crate) mod file;
+mod grpc;
 mod import;
 mod key_path;
 mod late;
 pub mod limits;
 mod listen;
+mod openapi;
 #[cfg(feature = "otel")]
 pub mod otel;
 mod position;
@@ -37,7 +39,7 @@ mod serving;
 mod stack;
 pub mod upstream;
 
-pub use backends::{Natives, StartFailure, Started, supported};
+pub use backends::{Natives, Reread, StartFailure, Started, supported};
 pub use check::{BackendCheck, CheckCaller, CheckReport, ListenerCheck, ViewCheck};
 pub use late::LateBackend;
 pub use reload::{ReloadPlan, plan};
@@ -50,7 +52,9 @@ pub use config::{
 pub use consent::DEFAULT_CALLBACK_PATH;
 pub use credentials::{ConsentMode, CredentialsSpec, OAuthSpec};
 pub use error::{ConfigError, Origin};
+pub use grpc::GrpcSpec;
 pub use import::mcp_servers;
 pub use key_path::{KeyPath, Seg};
 pub use listen::{ListenOptions, ListenerSpec, Scheme, TlsOptions};
+pub use openapi::{OpenApiSelection, OpenApiSpec};
 pub use section::limits::LimitsConfig;

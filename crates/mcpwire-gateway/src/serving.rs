@@ -728,6 +728,14 @@ impl Gateway {
         self.down
             .retain(|(n, _)| !still_down.iter().any(|(d, _)| d == n));
         self.down.extend(still_down);
+        // Backends that stayed read their descriptions again (an OpenAPI document).
+        for s in &self.running {
+            if let Some(reread) = &s.reread
+                && !fresh.iter().any(|f| f.name == s.spec.name)
+            {
+                reread();
+            }
+        }
         self.apply_sections(&plan, &next, &fed, next_auth.as_deref());
         if let Origin::File { .. } = next.origin {
             self.config.origin = next.origin;
@@ -830,6 +838,7 @@ fn late_started(
         backend: backend.clone(),
         server_info: Implementation::new(spec.name.clone(), "unknown"),
         instructions: None,
+        reread: None,
     };
     (started, backend)
 }

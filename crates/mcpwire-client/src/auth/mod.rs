@@ -314,7 +314,7 @@ impl UpstreamAuth {
     /// The headers for a `method` request to `url`, and the access token among them (to
     /// tell a later challenge whether the token has changed since). A DPoP-bound token goes
     /// with a fresh proof.
-    pub(crate) async fn request_headers(
+    pub async fn request_headers(
         &self,
         method: &str,
         url: &str,

@@ -27,6 +27,27 @@ pub(super) struct RawBackend {
     cwd: Option<PathBuf>,
     url: Option<String>,
     mcpb: Option<String>,
+    openapi: Option<String>,
+    grpc: Option<String>,
+    descriptors: Option<PathBuf>,
+    #[serde(default)]
+    services: Vec<String>,
+    max_stream_messages: Option<usize>,
+    base_url: Option<String>,
+    max_response_bytes: Option<u64>,
+    refresh_secs: Option<u64>,
+    #[serde(default)]
+    tags: Vec<String>,
+    #[serde(default)]
+    exclude_tags: Vec<String>,
+    #[serde(default)]
+    paths: Vec<Glob>,
+    #[serde(default)]
+    exclude_paths: Vec<Glob>,
+    #[serde(default)]
+    operations: Vec<Glob>,
+    #[serde(default)]
+    exclude_operations: Vec<Glob>,
     runtime: Option<String>,
     handshake_timeout_secs: Option<u64>,
     max_result_bytes: Option<u64>,
@@ -115,6 +136,8 @@ pub(super) fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSou
         ("command", raw.command.is_some()),
         ("url", raw.url.is_some()),
         ("mcpb", raw.mcpb.is_some()),
+        ("openapi", raw.openapi.is_some()),
+        ("grpc", raw.grpc.is_some()),
     ]
     .into_iter()
     .filter_map(|(k, set)| set.then_some(k))
@@ -124,7 +147,8 @@ pub(super) fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSou
             return Err((
                 "",
                 "say what this backend is: native = \"demo\", process = \"FILE\", \
-                 command = \"COMMAND LINE\", url = \"http(s)://…\" or mcpb = \"HOST:PORT\""
+                 command = \"COMMAND LINE\", url = \"http(s)://…\", mcpb = \"HOST:PORT\", \
+                 openapi = \"FILE or URL\" or grpc = \"http(s)://HOST:PORT\""
                     .into(),
             ));
         }
@@ -133,7 +157,7 @@ pub(super) fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSou
             return Err((
                 second,
                 format!(
-                    "a backend is one of native, process, command, url or mcpb: this one already has `{first}`"
+                    "a backend is one of native, process, command, url, mcpb, openapi or grpc: this one already has `{first}`"
                 ),
             ));
         }
@@ -169,17 +193,56 @@ pub(super) fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSou
             format!("`{name}` cannot be an environment variable's name"),
         ));
     }
+    let openapi = raw.openapi.is_some();
+    let grpc = raw.grpc.is_some();
+    only_of(
+        grpc,
+        &[
+            ("descriptors", raw.descriptors.is_some()),
+            ("services", !raw.services.is_empty()),
+            ("max_stream_messages", raw.max_stream_messages.is_some()),
+        ],
+        "grpc backends",
+        kind,
+    )?;
+    only_of(
+        openapi,
+        &[
+            ("base_url", raw.base_url.is_some()),
+            ("max_response_bytes", raw.max_response_bytes.is_some()),
+            ("refresh_secs", raw.refresh_secs.is_some()),
+            ("tags", !raw.tags.is_empty()),
+            ("exclude_tags", !raw.exclude_tags.is_empty()),
+            ("paths", !raw.paths.is_empty()),
+            ("exclude_paths", !raw.exclude_paths.is_empty()),
+            ("operations", !raw.operations.is_empty()),
+            ("exclude_operations", !raw.exclude_operations.is_empty()),
+        ],
+        "openapi backends",
+        kind,
+    )?;
     let upstream_only = [
-        ("call_timeout_secs", raw.call_timeout_secs.is_some()),
         ("shared", raw.shared.is_some()),
         ("max_sessions", raw.max_sessions.is_some()),
         ("session_idle_secs", raw.session_idle_secs.is_some()),
         ("era", raw.era.is_some()),
-        ("ca", raw.ca.is_some()),
-        ("client_cert", raw.client_cert.is_some()),
-        ("client_key", raw.client_key.is_some()),
+        (
+            "handshake_timeout_secs",
+            openapi && raw.handshake_timeout_secs.is_some(),
+        ),
     ];
     let upstream = raw.command.is_some() || raw.url.is_some() || raw.mcpb.is_some();
+    only_of(
+        upstream || openapi || grpc,
+        &[
+            ("call_timeout_secs", raw.call_timeout_secs.is_some()),
+            ("ca", raw.ca.is_some()),
+            ("client_cert", raw.client_cert.is_some()),
+            ("client_key", raw.client_key.is_some()),
+        ],
+        "upstream, openapi and grpc backends",
+        kind,
+    )?;
     let credential_keys = [
         ("bearer_env", raw.bearer_env.is_some()),
         ("bearer_file", raw.bearer_file.is_some()),
@@ -188,9 +251,9 @@ pub(super) fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSou
         ("oauth", raw.oauth.is_some()),
     ];
     only_of(
-        upstream,
+        upstream || openapi || grpc,
         &credential_keys,
-        "url (and, for a token, mcpb) backends",
+        "url, openapi and grpc (and, for a token, mcpb) backends",
         kind,
     )?;
     only_of(
@@ -212,6 +275,9 @@ pub(super) fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSou
         ),
         ("call_timeout_secs", raw.call_timeout_secs == Some(0)),
         ("max_sessions", raw.max_sessions == Some(0)),
+        ("max_response_bytes", raw.max_response_bytes == Some(0)),
+        ("refresh_secs", raw.refresh_secs == Some(0)),
+        ("max_stream_messages", raw.max_stream_messages == Some(0)),
     ] {
         if zero {
             return Err((key, format!("`{key}` must be at least 1")));
@@ -233,6 +299,12 @@ pub(super) fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSou
             watch: raw.watch.unwrap_or(d.watch),
             ..d
         }));
+    }
+    if let Some(document) = &raw.openapi {
+        return openapi_source(raw, document, base);
+    }
+    if let Some(url) = &raw.grpc {
+        return grpc_source(raw, url, base);
     }
     let target = match (&raw.command, &raw.url, &raw.mcpb) {
         (Some(command), _, _) if raw.args.is_some() => {
@@ -285,18 +357,7 @@ pub(super) fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSou
         _ => unreachable!("one kind was found above"),
     };
     let tls = upstream_tls(raw, &target, base)?;
-    let credentials = RawCredentials {
-        bearer_env: raw.bearer_env.as_ref(),
-        bearer_file: raw.bearer_file.as_ref(),
-        headers: &raw.headers,
-        header_env: &raw.header_env,
-        oauth: raw.oauth.as_ref(),
-    };
-    let credentials = if credentials.is_set() {
-        credentials.resolve(base, &target)?
-    } else {
-        CredentialsSpec::default()
-    };
+    let credentials = credentials_of(raw, base, &target)?;
     let d = UpstreamSpec::new(target);
     Ok(BackendSource::Upstream(UpstreamSpec {
         tls,
@@ -317,6 +378,125 @@ pub(super) fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSou
         env: raw.env.clone(),
         cwd: raw.cwd.as_ref().map(|dir| base.join(dir)),
         ..d
+    }))
+}
+
+/// The backend's credential keys, their secrets resolved, for requests to `target`.
+fn credentials_of(
+    raw: &RawBackend,
+    base: &Path,
+    target: &Target,
+) -> Result<CredentialsSpec, Refusal> {
+    let credentials = RawCredentials {
+        bearer_env: raw.bearer_env.as_ref(),
+        bearer_file: raw.bearer_file.as_ref(),
+        headers: &raw.headers,
+        header_env: &raw.header_env,
+        oauth: raw.oauth.as_ref(),
+    };
+    if credentials.is_set() {
+        credentials.resolve(base, target)
+    } else {
+        Ok(CredentialsSpec::default())
+    }
+}
+
+/// `grpc = …` and its keys.
+fn grpc_source(raw: &RawBackend, url: &str, base: &Path) -> Result<BackendSource, Refusal> {
+    let lower = url.trim().to_ascii_lowercase();
+    if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+        return Err((
+            "grpc",
+            format!("`{url}` is not an http:// or https:// address (https for TLS)"),
+        ));
+    }
+    let target = Target::url(url.trim()).map_err(|e| ("grpc", e.to_string()))?;
+    let tls = upstream_tls(raw, &target, base)?;
+    if raw.oauth.as_ref().is_some_and(|o| o.is_per_user()) {
+        return Err((
+            "oauth",
+            "a grpc backend authenticates as the gateway: use the client_credentials or \
+             jwt_bearer grant (authorization_code is per user)"
+                .into(),
+        ));
+    }
+    let credentials = credentials_of(raw, base, &target)?;
+    Ok(BackendSource::Grpc(crate::grpc::GrpcSpec {
+        url: url.trim().to_owned(),
+        descriptors: raw.descriptors.as_ref().map(|d| base.join(d)),
+        services: raw.services.clone(),
+        tls,
+        credentials,
+        call_timeout: Duration::from_secs(raw.call_timeout_secs.unwrap_or(30)),
+        max_stream_messages: raw.max_stream_messages.unwrap_or(1000),
+    }))
+}
+
+/// `openapi = …` and its keys.
+fn openapi_source(raw: &RawBackend, document: &str, base: &Path) -> Result<BackendSource, Refusal> {
+    use crate::openapi::{OpenApiSelection, OpenApiSpec};
+    use mcpwire_openapi::Source;
+    let http = |u: &str| {
+        let l = u.trim().to_ascii_lowercase();
+        l.starts_with("http://") || l.starts_with("https://")
+    };
+    let source = if http(document) {
+        Target::url(document).map_err(|e| ("openapi", e.to_string()))?;
+        Source::Url(document.trim().to_owned())
+    } else if document.contains("://") {
+        return Err((
+            "openapi",
+            format!("`{document}`: give a file or an http(s):// URL"),
+        ));
+    } else {
+        Source::File(base.join(document))
+    };
+    if let Some(b) = &raw.base_url
+        && !http(b)
+    {
+        return Err((
+            "base_url",
+            format!("`{b}` is not an http:// or https:// URL"),
+        ));
+    }
+    // Credentials and TLS concern the service, where requests go.
+    let service = raw
+        .base_url
+        .as_deref()
+        .or(http(document).then_some(document));
+    let target = match service {
+        Some(u) => Target::url(u).map_err(|e| ("base_url", e.to_string()))?,
+        None => Target::Url("https://service.invalid/".into()),
+    };
+    let tls = upstream_tls(raw, &target, base)?;
+    if raw.oauth.as_ref().is_some_and(|o| o.is_per_user()) {
+        return Err((
+            "oauth",
+            "an openapi backend authenticates as the gateway: use the client_credentials or \
+             jwt_bearer grant (authorization_code is per user)"
+                .into(),
+        ));
+    }
+    let credentials = credentials_of(raw, base, &target)?;
+    Ok(BackendSource::OpenApi(OpenApiSpec {
+        document: document.to_owned(),
+        source,
+        base_url: raw.base_url.clone(),
+        tls,
+        credentials,
+        call_timeout: Duration::from_secs(raw.call_timeout_secs.unwrap_or(30)),
+        max_response_bytes: raw
+            .max_response_bytes
+            .map_or(4 << 20, |b| usize::try_from(b).unwrap_or(usize::MAX)),
+        refresh: raw.refresh_secs.map(Duration::from_secs),
+        select: OpenApiSelection {
+            tags: raw.tags.clone(),
+            exclude_tags: raw.exclude_tags.clone(),
+            paths: raw.paths.clone(),
+            exclude_paths: raw.exclude_paths.clone(),
+            operations: raw.operations.clone(),
+            exclude_operations: raw.exclude_operations.clone(),
+        },
     }))
 }
 

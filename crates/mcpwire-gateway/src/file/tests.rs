@@ -150,7 +150,7 @@ ca = "internal.pem"
         ),
         (
             "[backends.w]\nnative = \"demo\"\nca = \"ca.pem\"\n",
-            "backends.w.ca: `ca` is an option of upstream backends",
+            "backends.w.ca: `ca` is an option of upstream, openapi and grpc backends",
         ),
     ] {
         let e = refused(&format!("{text}[backends.d]\nnative = \"demo\"\n"));
@@ -310,4 +310,64 @@ native = "demo"
         .unwrap_err()
         .to_string();
     assert!(e.contains("catalog"), "{e}");
+}
+
+#[test]
+fn openapi_backends() {
+    let c = load(
+        "[backends.pets]\nopenapi = \"petstore.yaml\"\nbase_url = \"https://pets.example.com/v3\"\n\
+         tags = [\"pet\"]\nexclude_operations = [\"delete*\"]\npaths = [\"/pet*\"]\n\
+         call_timeout_secs = 5\nmax_response_bytes = 1024\nheaders = { \"X-Team\" = \"qa\" }\n",
+    )
+    .expect("loads");
+    let BackendSource::OpenApi(o) = &c.backends[0].source else {
+        panic!("{:?}", c.backends[0].source);
+    };
+    assert_eq!(c.backends[0].source.kind(), "openapi");
+    assert!(matches!(&o.source, mcpwire_openapi::Source::File(f) if f.ends_with("petstore.yaml")));
+    assert_eq!(o.call_timeout, std::time::Duration::from_secs(5));
+    assert_eq!(o.max_response_bytes, 1024);
+    assert_eq!(
+        o.credentials.headers,
+        vec![("x-team".to_owned(), "qa".to_owned())]
+    );
+    let pet = ["pet".to_owned()];
+    let keeps = |id: &str, path: &str, tags: &[String]| {
+        o.select.keeps(&mcpwire_openapi::OpInfo {
+            operation_id: Some(id),
+            tags,
+            path,
+            method: "GET",
+        })
+    };
+    assert!(keeps("getPet", "/pet/{id}", &pet));
+    assert!(!keeps("deletePet", "/pet/{id}", &pet));
+    assert!(!keeps("getOrder", "/store/order", &pet));
+    assert!(!keeps("getPet", "/pet/{id}", &[]));
+
+    for (text, says) in [
+        (
+            "[backends.w]\nopenapi = \"a.yaml\"\nshared = true\n",
+            "`shared` is an option of upstream backends",
+        ),
+        (
+            "[backends.w]\nurl = \"http://x/mcp\"\ntags = [\"a\"]\n",
+            "`tags` is an option of openapi backends",
+        ),
+        (
+            "[backends.w]\nopenapi = \"ftp://x/a.yaml\"\n",
+            "give a file or an http(s):// URL",
+        ),
+        (
+            "[backends.w]\nopenapi = \"a.yaml\"\nbase_url = \"x.example.com\"\n",
+            "backends.w.base_url",
+        ),
+        (
+            "[backends.w]\nopenapi = \"a.yaml\"\n[backends.w.oauth]\ngrant = \"authorization_code\"\n",
+            "authorization_code is per user",
+        ),
+    ] {
+        let e = refused(&format!("{text}[backends.d]\nnative = \"demo\"\n"));
+        assert!(e.contains(says), "{says}\n{e}");
+    }
 }
