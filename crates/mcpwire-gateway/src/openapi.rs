@@ -154,7 +154,8 @@ fn follow(backend: &Arc<OpenApiBackend>, spec: &OpenApiSpec) {
 }
 
 /// What re-reads `backend`'s document on a configuration reload.
-pub(crate) fn rereader(backend: &Arc<OpenApiBackend>) -> crate::backends::Reread {
+/// (`backends::Reread`, spelt out: this module does not depend on `backends`).
+pub(crate) fn rereader(backend: &Arc<OpenApiBackend>) -> Arc<dyn Fn() + Send + Sync> {
     let weak = Arc::downgrade(backend);
     Arc::new(move || {
         reread(&weak);
