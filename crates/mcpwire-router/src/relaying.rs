@@ -39,9 +39,9 @@ impl RelayRoute {
         self.member.as_deref()
     }
 
-    /// The target, when it is a `T`.
-    pub fn target<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
-        self.target.clone().downcast::<T>().ok()
+    /// The target when it is a `T`, and the member serving the call.
+    pub fn into_parts<T: Any + Send + Sync>(self) -> (Option<Arc<T>>, Option<Arc<str>>) {
+        (self.target.downcast::<T>().ok(), self.member)
     }
 }
 

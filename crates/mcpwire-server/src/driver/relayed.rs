@@ -126,7 +126,8 @@ impl RelayedCalls {
                 return false;
             }
         };
-        let Some(relay) = route.target::<Relay>() else {
+        let (relay, member) = route.into_parts::<Relay>();
+        let Some(relay) = relay else {
             session.withdraw_relayed(dispatch);
             return false;
         };
@@ -134,8 +135,8 @@ impl RelayedCalls {
         match relay.send(call, dispatch, inbox) {
             Ok(up) => {
                 let span = relayed_span(wire, call.tool());
-                if let Some(member) = route.member() {
-                    span.record("backend", member);
+                if let Some(member) = &member {
+                    span.record("backend", &**member);
                 }
                 let metrics = CallMetrics::start_tool_call(wire, call.tool());
                 let call = RelayedCall {
