@@ -48,24 +48,7 @@ era = "${ERA:-handshake}"
 max_sessions = $((conns + 8))
 TOML
     [[ "$1" == general ]] && echo 'call_timeout_secs = 3600' >> "$file"
-    if [[ "${STACK:-}" == full ]]; then
-        cat >> "$file" <<TOML
-
-[policy]
-default = "allow"
-[[policy.rules]]
-effect = "deny"
-keys = ["nobody-*"]
-tools = ["echo"]
-
-[limits]
-per_identity = "100000000/s"
-per_tool = "100000000/s"
-
-[admin]
-listen = "127.0.0.1:$(free_port)"
-TOML
-    fi
+    [[ "${STACK:-}" == full ]] && full_stack_toml >> "$file"
     echo "$file"
 }
 

@@ -25,3 +25,35 @@ proc_cpu() { # $1 = pid
     ticks=$(awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat")
     awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.4f\n", t / hz }'
 }
+
+# User + system CPU seconds the running children of a process have used (its stdio
+# upstreams), summed.
+kids_cpu() { # $1 = pid
+    local total=0 kid
+    for kid in $(cat /proc/"$1"/task/*/children 2>/dev/null); do
+        total=$(awk -v a="$total" -v b="$(proc_cpu "$kid" 2>/dev/null || echo 0)" 'BEGIN { print a + b }')
+    done
+    echo "$total"
+}
+
+# The TOML of a gateway's full stack for the CPU benches (STACK=full): a policy that
+# denies nobody here (evaluated per caller all the same), per-identity and per-tool rate
+# limits no run reaches, and the admin listener (metrics on).
+full_stack_toml() {
+    cat <<TOML
+
+[policy]
+default = "allow"
+[[policy.rules]]
+effect = "deny"
+keys = ["nobody-*"]
+tools = ["echo"]
+
+[limits]
+per_identity = "100000000/s"
+per_tool = "100000000/s"
+
+[admin]
+listen = "127.0.0.1:$(free_port)"
+TOML
+}

@@ -8,68 +8,13 @@
 mod peers;
 mod relay_conversation;
 
-use std::num::NonZeroU32;
-use std::sync::Arc;
-use std::time::Duration;
-
-use mcpwire::Service;
-use mcpwire::router::Router;
-use mcpwire_client::{EraChoice, Target};
-use mcpwire_federation::{
-    Callers, Effect, Federation, FederationConfig, Glob, Member, Policy, PolicyRule, Targets,
-};
-use mcpwire_gateway::limits::{Limited, Rate, RateLimits};
-use mcpwire_gateway::upstream::{UpstreamBackend, UpstreamConfig};
 use mcpwire_testkit::raw::mcpb::Mcpb;
 use mcpwire_testkit::serve::{self, serve};
 use mcpwire_wire::mcpb::frame_type;
-use relay_conversation::{conversation, demo};
+use relay_conversation::{conversation, hiding_add_from, limited_gateway};
 use serde_json::{Value, json};
 
 const TOKEN: &str = "relay-mcpb-token-0123456789abcdef";
-
-/// The token's caller (`key:mcpb-token-1`) may not see `add`.
-fn policy() -> Policy {
-    Policy {
-        default: Effect::Allow,
-        rules: vec![PolicyRule {
-            effect: Effect::Deny,
-            callers: Callers {
-                keys: vec![Glob::new("mcpb-token-1").expect("glob")],
-                ..Callers::default()
-            },
-            targets: Targets {
-                tools: Some(vec![Glob::new("add").expect("glob")]),
-                ..Targets::default()
-            },
-        }],
-    }
-}
-
-/// The gateway's stack in front of `mcpwire demo`: the upstream (`shared` or one per
-/// downstream session), the federation with [`policy`], ten calls per hour per identity.
-async fn gateway(shared: bool, relay: bool) -> (Arc<UpstreamBackend>, Service) {
-    let mut config = UpstreamConfig::new("up", Target::Command { argv: demo() });
-    config.shared = shared;
-    config.era = EraChoice::Handshake;
-    if !relay {
-        config.call_timeout = Some(Duration::from_secs(3600));
-    }
-    let upstream = UpstreamBackend::connect(config).await.expect("connect");
-    let info = upstream.server_info().clone();
-    let federation = Federation::new(
-        FederationConfig::new(info.clone())
-            .policy(policy())
-            .member(Member::new("up", upstream.clone())),
-    )
-    .await
-    .expect("federation");
-    let ten = Rate::new(NonZeroU32::new(10).expect("10"), Duration::from_secs(3600));
-    let limits = RateLimits::new(Some(ten), None, None, 1024, Default::default());
-    let limited = Arc::new(Limited::new(federation, Arc::new(limits)));
-    let service = Service::new(Router::new(limited), info, None);
-    (upstream, service)
-}
 
 /// The next MCP frame's body as it came (health checks skipped).
 async fn next_mcp(c: &mut Mcpb) -> String {
@@ -91,7 +36,8 @@ async fn next_mcp(c: &mut Mcpb) -> String {
 /// Every MCP frame the client got during `conversation` through the gateway, and how many
 /// calls were relayed.
 async fn transcript(shared: bool, relay: bool) -> (Vec<String>, u64) {
-    let (upstream, service) = gateway(shared, relay).await;
+    // The token's caller (`key:mcpb-token-1`) may not see `add`.
+    let (upstream, service) = limited_gateway(shared, relay, hiding_add_from("mcpb-token-1")).await;
     let served = serve(
         service,
         serve::mcpb_with(|w| w.config.tokens = vec![TOKEN.to_owned()]),

@@ -167,10 +167,17 @@ impl Router {
     /// or the refusal a layer decided (see [`Backend::relay_route`]);
     /// [`RelayDecision::General`] when the router must run it.
     pub fn relay_route(&self, name: &str, caller: &RelayCaller<'_>) -> RelayDecision {
-        if self.backend.info().capabilities.tools.is_none() || !self.backend.forwards_tool_calls() {
+        if !self.may_relay() {
             return RelayDecision::General;
         }
         self.backend.relay_route(name, caller)
+    }
+
+    /// Whether a `tools/call` may be relayed at all (the backend has tools and forwards
+    /// calls as they came): a wire that reads a frame as plain only for the relay asks
+    /// first.
+    pub fn may_relay(&self) -> bool {
+        self.backend.info().capabilities.tools.is_some() && self.backend.forwards_tool_calls()
     }
 
     /// Answers one request.

@@ -33,7 +33,9 @@ const CALL_KEYS: &[&str] = &["jsonrpc", "id", "method", "params"];
 const VECTORS: &[(&str, &str, Expect)] = &[
     // Plain calls: whitespace, member order, ids.
     ("compact call", r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}"#, Call("1", "echo", Some(r#"{"text":"hi"}"#))),
-    ("spaced call", " {\t\"jsonrpc\" : \"2.0\" ,\r\n \"id\" : 7 , \"method\" : \"tools/call\" , \"params\" : { \"name\" : \"echo\" , \"arguments\" : { } } }\r\n", Call("7", "echo", Some("{ }"))),
+    ("spaced call", " {\t\"jsonrpc\" : \"2.0\" , \"id\" : 7 , \"method\" : \"tools/call\" , \"params\" : { \"name\" : \"echo\" , \"arguments\" : { } } }\r\n", Call("7", "echo", Some("{ }"))),
+    // A line break inside would split the frame on a line-framed upstream.
+    ("call with a line break inside", " {\t\"jsonrpc\" : \"2.0\" ,\r\n \"id\" : 7 , \"method\" : \"tools/call\" , \"params\" : { \"name\" : \"echo\" } }", Members(CALL_KEYS)),
     ("members in any order", r#"{"params":{"arguments":{},"name":"e"},"id":"a-1","method":"tools/call","jsonrpc":"2.0"}"#, Call(r#""a-1""#, "e", Some("{}"))),
     ("no arguments", r#"{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"t"}}"#, Call("0", "t", None)),
     ("negative id", r#"{"jsonrpc":"2.0","id":-5,"method":"tools/call","params":{"name":"t"}}"#, Call("-5", "t", None)),

@@ -1,14 +1,20 @@
-//! The relay tests' shared conversation (`relay.rs`, `relay_metrics.rs`): a gateway in
-//! front of a stdio upstream, relaying or not, a raw stdio client of it, and the calls
-//! every comparison makes.
+//! The relay tests' shared conversation (`relay.rs`, `relay_metrics.rs`, `relay_mcpb.rs`,
+//! `relay_http.rs`): a gateway in front of a stdio upstream, relaying or not (bare, or
+//! with a policy and rate limits), a raw stdio client of it, and the calls every
+//! comparison makes.
 #![allow(dead_code)] // each test binary uses its part
 
+use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
 use mcpwire::Service;
 use mcpwire::router::Router;
 use mcpwire_client::{EraChoice, Target};
+use mcpwire_federation::{
+    Callers, Effect, Federation, FederationConfig, Glob, Member, Policy, PolicyRule, Targets,
+};
+use mcpwire_gateway::limits::{Limited, Rate, RateLimits};
 use mcpwire_gateway::upstream::{UpstreamBackend, UpstreamConfig};
 use mcpwire_testkit::raw::stdio::Stdio;
 use mcpwire_testkit::serve::{self, Served, serve};
@@ -31,6 +37,53 @@ pub async fn gateway(argv: Vec<String>, relay: bool) -> (Arc<UpstreamBackend>, S
     let info = backend.server_info().clone();
     let service = Service::new(Router::new(backend.clone()), info, None);
     (backend, service)
+}
+
+/// A policy under which the caller `key` (an API key's or token's name) may not see `add`.
+pub fn hiding_add_from(key: &str) -> Policy {
+    Policy {
+        default: Effect::Allow,
+        rules: vec![PolicyRule {
+            effect: Effect::Deny,
+            callers: Callers {
+                keys: vec![Glob::new(key).expect("glob")],
+                ..Callers::default()
+            },
+            targets: Targets {
+                tools: Some(vec![Glob::new("add").expect("glob")]),
+                ..Targets::default()
+            },
+        }],
+    }
+}
+
+/// The gateway's stack in front of `mcpwire demo`, relaying or not: the upstream (`shared`
+/// or one per downstream session), the federation with `policy`, ten calls per hour per
+/// identity.
+pub async fn limited_gateway(
+    shared: bool,
+    relay: bool,
+    policy: Policy,
+) -> (Arc<UpstreamBackend>, Service) {
+    let mut config = UpstreamConfig::new("up", Target::Command { argv: demo() });
+    config.shared = shared;
+    config.era = EraChoice::Handshake;
+    if !relay {
+        config.call_timeout = Some(Duration::from_secs(3600));
+    }
+    let upstream = UpstreamBackend::connect(config).await.expect("connect");
+    let info = upstream.server_info().clone();
+    let federation = Federation::new(
+        FederationConfig::new(info.clone())
+            .policy(policy)
+            .member(Member::new("up", upstream.clone())),
+    )
+    .await
+    .expect("federation");
+    let ten = Rate::new(NonZeroU32::new(10).expect("10"), Duration::from_secs(3600));
+    let limits = RateLimits::new(Some(ten), None, None, 1024, Default::default());
+    let limited = Arc::new(Limited::new(federation, Arc::new(limits)));
+    (upstream, Service::new(Router::new(limited), info, None))
 }
 
 /// Waits until `cond` holds (bounded by [`WAIT`]).

@@ -317,8 +317,18 @@ impl Calls {
             identity: self.identity.as_ref(),
             client_ip: self.client_ip,
         };
-        self.relayed
-            .send(&self.router, &caller, session, call, self.wire)
+        let own = (!self.request_parents.is_empty())
+            .then(|| self.request_parents.get(call.request_id()))
+            .flatten();
+        let parent = own.or(self.trace_parent.as_ref());
+        let taken = self
+            .relayed
+            .send(&self.router, &caller, session, call, (self.wire, parent));
+        // Kept for the general path when it takes the call after all.
+        if taken && own.is_some() {
+            self.request_parents.remove(call.request_id());
+        }
+        taken
     }
 
     /// Takes what came back for relayed calls (see [`RelayedCalls::take`]); whether
@@ -327,7 +337,7 @@ impl Calls {
         &mut self,
         session: &mut ServerSession,
         out: &mut BytesMut,
-        write: impl FnMut(&mut ServerSession, &mut BytesMut, Option<&[u8]>),
+        write: impl FnMut(&mut ServerSession, &mut BytesMut, Option<(&RequestId, &[u8])>),
     ) -> bool {
         self.relayed.take(session, out, write)
     }

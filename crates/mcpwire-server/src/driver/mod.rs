@@ -34,7 +34,7 @@ pub(crate) use calls::{Calls, Wake};
 #[cfg(feature = "http")]
 pub(crate) use exchange::Exchange;
 pub use framed::{Endpoint, FramedDriver, Status};
-pub(crate) use server_core::ServerCore;
+pub(crate) use server_core::{RelayedOutput, ServerCore};
 
 /// The shell's clock for protocol time (deadlines, idle expiry, grace periods): tokio's, so
 /// tests can pause and advance it (`tokio::time::pause`), as the `std` instant the sans-IO

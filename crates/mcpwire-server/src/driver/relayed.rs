@@ -14,7 +14,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use mcpwire_model::{BackendEvent, McpError, Raw, Reply};
+use mcpwire_model::{BackendEvent, CallEvent, McpError, Raw, Reply, RequestId};
 use mcpwire_router::{RelayCaller, RelayDecision, Router};
 use mcpwire_session::{AskId, DispatchId, IdMap, ServerSession};
 
@@ -22,7 +22,7 @@ use super::now;
 use mcpwire_wire::json_frame::PlainCall;
 
 use crate::observe::{
-    CallMetrics, WireLabel, finish_span, finish_span_as, relayed_outcome, relayed_span,
+    CallMetrics, TraceParent, WireLabel, finish_span, finish_span_as, relayed_outcome, relayed_span,
 };
 use crate::relay::{AnswerAsk, Arrived, Relay, RelayInbox};
 use tracing::Span;
@@ -97,15 +97,16 @@ impl RelayedCalls {
 
     /// Sends `call` to the upstream the router names for its tool, made by `caller`,
     /// accounted in `session`; or answers it with the refusal a layer decided (a rate
-    /// limit), as the general path would. Whether it was taken (else the general path takes
-    /// it, and nothing was recorded).
+    /// limit), as the general path would. Its span is a child of `parent` when tracing
+    /// passes one. Whether it was taken (else the general path takes it, and nothing was
+    /// recorded).
     pub(crate) fn send(
         &mut self,
         router: &Router,
         caller: &RelayCaller<'_>,
         session: &mut ServerSession,
         call: &PlainCall<'_>,
-        wire: WireLabel,
+        (wire, parent): (WireLabel, Option<&TraceParent>),
     ) -> bool {
         // Accepted first (in-flight bound, duplicate ids): a layer that counts the call as
         // it decides (a rate limit) must not count it again on the general path.
@@ -117,7 +118,7 @@ impl RelayedCalls {
             RelayDecision::Refuse(error) => {
                 let outcome = Err(error);
                 let metrics = CallMetrics::start_tool_call(wire, call.tool());
-                observed(metrics, relayed_span(wire, call.tool())).ended(Some(&outcome));
+                observed(metrics, relayed_span(wire, call.tool(), parent)).ended(Some(&outcome));
                 session.handle_reply(now(), dispatch, outcome);
                 return true;
             }
@@ -134,7 +135,7 @@ impl RelayedCalls {
         let inbox = self.inbox.get_or_insert_with(Default::default);
         match relay.send(call, dispatch, inbox) {
             Ok(up) => {
-                let span = relayed_span(wire, call.tool());
+                let span = relayed_span(wire, call.tool(), parent);
                 if let Some(member) = &member {
                     span.record("backend", &**member);
                 }
@@ -192,14 +193,14 @@ impl RelayedCalls {
         }
     }
 
-    /// Takes what came back: answers' bytes go to `out` through `write` (called with
-    /// `None` first to flush what the session queued before them, in order), the rest to
-    /// `session`. Whether anything came.
+    /// Takes what came back: answers' bytes (with the client's id of the call they answer)
+    /// go to `out` through `write` (called with `None` first to flush what the session
+    /// queued before them, in order), the rest to `session`. Whether anything came.
     pub(crate) fn take(
         &mut self,
         session: &mut ServerSession,
         out: &mut BytesMut,
-        mut write: impl FnMut(&mut ServerSession, &mut BytesMut, Option<&[u8]>),
+        mut write: impl FnMut(&mut ServerSession, &mut BytesMut, Option<(&RequestId, &[u8])>),
     ) -> bool {
         let Some(inbox) = &self.inbox else {
             return false;
@@ -217,11 +218,11 @@ impl RelayedCalls {
                     let bytes = self.bytes.get(at..at + len).unwrap_or_default();
                     at += len;
                     if let Some(call) = self.calls.remove(&id)
-                        && session.relayed_answered(now(), id)
+                        && let Some(request) = session.relayed_answered(now(), id)
                     {
                         call.answered(bytes);
                         write(session, out, None);
-                        write(session, out, Some(bytes));
+                        write(session, out, Some((&request, bytes)));
                     }
                 }
                 Arrived::Outcome(id, outcome) => {
@@ -230,7 +231,12 @@ impl RelayedCalls {
                         session.handle_reply(now(), id, outcome);
                     }
                 }
-                Arrived::Log(entry) => session.handle_backend_event(&BackendEvent::Log(entry)),
+                // The call's own (on its stream on HTTP) while it runs, as the general path
+                // logs an upstream's log for its oldest call.
+                Arrived::Log(Some(id), entry) if self.calls.contains_key(&id) => {
+                    session.handle_call_event(id, CallEvent::Log(entry));
+                }
+                Arrived::Log(_, entry) => session.handle_backend_event(&BackendEvent::Log(entry)),
                 Arrived::Ask(origin, ask, answer) => {
                     let id = session.start_ask(now(), origin, ask);
                     self.asks.insert(id, answer);

@@ -12,6 +12,14 @@ use mcpwire_wire::json_frame;
 use super::calls::{Calls, PEER_QUEUE, Wake, sleep_until};
 use super::now;
 
+/// What [`ServerCore::take_relayed_routed`] hands on, in order.
+pub(crate) enum RelayedOutput<'a> {
+    /// A message of the session.
+    Sent(Transmit),
+    /// A relayed call's answer: the client's id of its request, and its line.
+    Answer(&'a RequestId, &'a [u8]),
+}
+
 /// How long accepted calls may keep running after the client closed its input.
 pub(crate) const DRAIN_GRACE: Duration = Duration::from_secs(10);
 
@@ -186,12 +194,29 @@ impl ServerCore {
         mut frame: impl FnMut(&mut BytesMut, &[u8]),
     ) -> bool {
         self.calls
-            .take_relayed(&mut self.session, out, |session, out, bytes| {
+            .take_relayed(&mut self.session, out, |session, out, answer| {
                 while let Some(t) = session.poll_transmit() {
                     encode(out, t);
                 }
-                if let Some(bytes) = bytes {
+                if let Some((_, bytes)) = answer {
                     frame(out, bytes);
+                }
+            })
+    }
+
+    /// [`ServerCore::take_relayed`] for a wire that routes each answer by the request it
+    /// answers (HTTP: the request's own response): the session's output and each answer's
+    /// line (its newline included, with the client's id of its request) go through `each`,
+    /// in order.
+    pub(crate) fn take_relayed_routed(&mut self, mut each: impl FnMut(RelayedOutput<'_>)) -> bool {
+        let mut unused = BytesMut::new();
+        self.calls
+            .take_relayed(&mut self.session, &mut unused, |session, _, relayed| {
+                while let Some(t) = session.poll_transmit() {
+                    each(RelayedOutput::Sent(t));
+                }
+                if let Some((request, line)) = relayed {
+                    each(RelayedOutput::Answer(request, line));
                 }
             })
     }

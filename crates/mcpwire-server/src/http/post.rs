@@ -21,8 +21,9 @@ use axum::response::Response;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use mcpwire_model::jsonrpc::decode_with_depth;
 use mcpwire_model::types::{RequestMeta, UriParams};
-use mcpwire_model::{McpError, Message, Method, Request, Revision};
+use mcpwire_model::{McpError, Message, Method, Request, RequestId, Revision};
 use mcpwire_router::Identity;
+use mcpwire_wire::json_frame;
 
 use super::auth::Caller;
 use super::headers::{self, Accept, PROTOCOL_VERSION, SESSION_ID};
@@ -56,16 +57,28 @@ pub(crate) async fn handle(
         Ok(b) => b,
         Err(r) => return r,
     };
-    let msg = match decode_with_depth(&bytes, app.service.limits.max_depth) {
-        Ok(m) => m,
-        Err(bad) => return reply::error_object(bad.id, bad.error),
+    let max_depth = app.service.limits.max_depth;
+    let sid = headers::text(&headers, SESSION_ID);
+    // A session's plain `tools/call` goes to it undecoded: it may be relayed as it came.
+    let plain = match sid {
+        Ok(Some(_)) if app.service.router.may_relay() => {
+            json_frame::plain_call(&bytes, max_depth).map(|call| call.request_id().clone())
+        }
+        _ => None,
+    };
+    let msg = match plain {
+        Some(id) => Posted::Plain(id),
+        None => match decode_with_depth(&bytes, max_depth) {
+            Ok(m) => Posted::Message(m),
+            Err(bad) => return reply::error_object(bad.id, bad.error),
+        },
     };
     let Ok(version) = headers::text(&headers, PROTOCOL_VERSION) else {
         return bad_header(PROTOCOL_VERSION);
     };
-    match headers::text(&headers, SESSION_ID) {
-        Err(()) => bad_header(SESSION_ID),
-        Ok(Some(sid)) => {
+    match (sid, msg) {
+        (Err(()), _) => bad_header(SESSION_ID),
+        (Ok(Some(sid)), msg) => {
             let sent = Sent {
                 msg,
                 bytes: &bytes,
@@ -73,8 +86,21 @@ pub(crate) async fn handle(
             };
             with_session(&app, sid, version, sent, identity.as_ref(), ip).await
         }
-        Ok(None) => without_session(&app, &headers, version, msg, identity, ip).await,
+        (Ok(None), Posted::Message(msg)) => {
+            without_session(&app, &headers, version, msg, identity, ip).await
+        }
+        // Only a session's calls are read as plain.
+        (Ok(None), Posted::Plain(id)) => reply::refuse(Some(id), McpError::SessionRequired),
     }
+}
+
+/// A client's message as the handler read it.
+enum Posted {
+    /// Decoded.
+    Message(Message),
+    /// A plain `tools/call` (`json_frame::plain_call`) with this id, left as it came: its
+    /// session may relay it.
+    Plain(RequestId),
 }
 
 /// Reads the whole body: 413 past `max` bytes, 408 (closing the connection) if it has not
@@ -127,11 +153,11 @@ fn session_not_found() -> Response {
     reply::refuse(None, McpError::SessionNotFound)
 }
 
-/// A client's message, decoded and as it sent it (the bytes are what is relayed to
-/// another replica).
+/// A client's message, as read and as it sent it (the bytes are what is relayed to
+/// another replica, or to an upstream).
 struct Sent<'a> {
-    msg: Message,
-    bytes: &'a [u8],
+    msg: Posted,
+    bytes: &'a Bytes,
     /// The caller's trace context (`traceparent`), when tracing is on.
     trace: Option<TraceParent>,
 }
@@ -161,7 +187,20 @@ async fn with_session(
     if let Some(answered) = relay(app, sid, &sent).await {
         return answered;
     }
-    match sent.msg {
+    let msg = match sent.msg {
+        Posted::Message(msg) => msg,
+        Posted::Plain(id) => {
+            let Ok(stream) = session.plain_call(sent.bytes.clone(), sent.trace).await else {
+                return session_not_found();
+            };
+            return match reply::answer_session(stream, &id).await {
+                Some(a) => a.response,
+                None if app.sessions.get(sid).is_some() => reply::empty_stream(),
+                None => session_not_found(),
+            };
+        }
+    };
+    match msg {
         Message::Request(req) => {
             let id = req.id.clone();
             let subscription = subscription_change(&req);
@@ -197,7 +236,10 @@ async fn with_session(
 async fn relay(app: &App, sid: &str, sent: &Sent<'_>) -> Option<Response> {
     let shared = app.directory.as_ref()?;
     let (directory, me) = (&shared.directory, &*shared.endpoint);
-    match &sent.msg {
+    let Posted::Message(msg) = &sent.msg else {
+        return None;
+    };
+    match msg {
         Message::Response(r) => {
             let owner = directory.asked_elsewhere(me, &r.id)?;
             Some(

@@ -16,7 +16,7 @@ use futures::{Stream, StreamExt};
 use mcpwire_model::{ErrorObject, McpError, Outbound, RequestId};
 
 use super::replay::{self, StreamItem, StreamKind};
-use super::session::{Delivery, RequestStream};
+use super::session::{Answered, Delivery, RequestStream};
 
 /// How often an idle SSE stream gets a comment, so dead connections are noticed.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -65,6 +65,18 @@ pub(crate) fn json(status: StatusCode, msg: &Outbound) -> Response {
     response
 }
 
+/// A relayed call's answer `line` (the upstream's JSON, the client's id in it) as a `200`
+/// `application/json` response: the bytes the general path would write.
+fn json_line(line: Bytes) -> Response {
+    let end = line.trim_ascii_end().len();
+    (
+        StatusCode::OK,
+        [(CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        Body::from(line.slice(..end)),
+    )
+        .into_response()
+}
+
 /// A rate limit's `data.retryAfter` (whole seconds), for the `Retry-After` header.
 fn retry_after(msg: &Outbound) -> Option<u64> {
     let Outbound::Error { error, .. } = msg else {
@@ -94,7 +106,14 @@ pub(crate) struct Answer {
 pub(crate) async fn answer_session(mut messages: RequestStream, id: &RequestId) -> Option<Answer> {
     let first = messages.next().await?;
     let first = match first {
-        Delivery::Response(msg) => {
+        Delivery::Response(Answered::Relayed(line)) => {
+            // A relayed call's answer: a result (an error would have come as a message).
+            return Some(Answer {
+                response: json_line(line),
+                error: false,
+            });
+        }
+        Delivery::Response(Answered::Message(msg)) => {
             let error = matches!(msg, Outbound::Error { .. }) && msg.response_id() == Some(id);
             // A request a rate limit refused was not admitted: 429 with `Retry-After`, as
             // outside a session; every other answer is 200.

@@ -19,11 +19,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use futures::Stream;
+use mcpwire_model::jsonrpc::decode_with_depth;
 use mcpwire_model::types::CancelledParams;
 use mcpwire_model::{BackendEvent, McpError, Message, Method, Outbound, Request, RequestId};
 use mcpwire_router::Identity;
 use mcpwire_session::{HandshakeState, ServerSession, Transmit};
+use mcpwire_wire::json_frame;
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -32,7 +35,7 @@ use super::replay::{self, EventId, Mirror, ReplayLog, StreamItem, StreamKind};
 use crate::Service;
 use crate::directory::SessionDirectory;
 use crate::driver::calls::sleep_until;
-use crate::driver::{Calls, ServerCore, now};
+use crate::driver::{Calls, RelayedOutput, ServerCore, now};
 use crate::observe::{TraceParent, WireLabel};
 
 /// Commands queued from handlers to one session before they wait.
@@ -50,7 +53,41 @@ const BURST: usize = 64;
 /// response answered alone.
 struct Sink {
     events: mpsc::Sender<StreamItem>,
-    last: Option<oneshot::Sender<Outbound>>,
+    last: Option<oneshot::Sender<Answered>>,
+}
+
+/// A request's response answered alone (as JSON).
+pub(crate) enum Answered {
+    /// A response the session made.
+    Message(Outbound),
+    /// A relayed call's answer, the upstream's bytes with the client's id (`crate::relay`),
+    /// one line.
+    Relayed(Bytes),
+}
+
+/// What the session sends a request's connection: a message it made, or a relayed
+/// call's answer.
+enum Payload {
+    Message(Outbound),
+    Relayed(Bytes),
+}
+
+impl Payload {
+    /// The JSON text an event carries.
+    fn text(&self) -> Arc<str> {
+        match self {
+            Payload::Message(msg) => encode(msg),
+            // The upstream's line is JSON (so UTF-8); its newline is the event's to add.
+            Payload::Relayed(line) => Arc::from(String::from_utf8_lossy(line.trim_ascii_end())),
+        }
+    }
+
+    fn answered(self) -> Answered {
+        match self {
+            Payload::Message(msg) => Answered::Message(msg),
+            Payload::Relayed(line) => Answered::Relayed(line),
+        }
+    }
 }
 
 /// One request's stream.
@@ -74,6 +111,9 @@ enum Command {
     /// A client request and its stream number; its related messages go to the sink; its
     /// span is a child of the trace context.
     Request(Request, Sink, u64, Option<TraceParent>),
+    /// A plain `tools/call` as the client sent it (`json_frame::plain_call`), relayed when
+    /// the router offers a route, else decoded and taken as [`Command::Request`].
+    Plain(Bytes, Sink, u64, Option<TraceParent>),
     /// A notification or a response to one of our asks.
     Message(Message),
     /// A (new) standalone stream; replaces the previous one.
@@ -103,13 +143,13 @@ pub(crate) struct RequestStream {
     /// The stream's number (event ids `p{stream}-{seq}`).
     pub(crate) stream: u64,
     events: mpsc::Receiver<StreamItem>,
-    last: Option<oneshot::Receiver<Outbound>>,
+    last: Option<oneshot::Receiver<Answered>>,
 }
 
 /// One thing a request's connection receives.
 pub(crate) enum Delivery {
     /// The response, before anything else: answered as JSON.
-    Response(Outbound),
+    Response(Answered),
     /// A stream item (the stream is SSE).
     Item(StreamItem),
 }
@@ -164,6 +204,26 @@ impl SessionHandle {
         req: Request,
         trace: Option<TraceParent>,
     ) -> Result<RequestStream, Gone> {
+        self.open(|sink, stream| Command::Request(req, sink, stream, trace))
+            .await
+    }
+
+    /// Sends a plain `tools/call` as the client sent it (`json_frame::plain_call` found it
+    /// so): relayed to its upstream as bytes when the session may, else taken as
+    /// [`SessionHandle::request`] takes it.
+    pub(crate) async fn plain_call(
+        &self,
+        frame: Bytes,
+        trace: Option<TraceParent>,
+    ) -> Result<RequestStream, Gone> {
+        self.open(|sink, stream| Command::Plain(frame, sink, stream, trace))
+            .await
+    }
+
+    async fn open(
+        &self,
+        command: impl FnOnce(Sink, u64) -> Command,
+    ) -> Result<RequestStream, Gone> {
         let (events_tx, events) = mpsc::channel(STREAM_QUEUE);
         let (last_tx, last) = oneshot::channel();
         let sink = Sink {
@@ -171,8 +231,7 @@ impl SessionHandle {
             last: Some(last_tx),
         };
         let stream = replay::next_stream();
-        self.send(Command::Request(req, sink, stream, trace))
-            .await?;
+        self.send(command(sink, stream)).await?;
         Ok(RequestStream {
             stream,
             events,
@@ -333,6 +392,7 @@ pub(crate) fn spawn(
         last_active: now(),
         busy,
         logged: service.directory.clone().map(|d| (d, Arc::from(&*id))),
+        max_depth: service.limits.max_depth,
     };
     tokio::spawn(async move {
         task.run().await;
@@ -361,6 +421,8 @@ struct SessionTask {
     /// In a replica set: the session directory keeping copies of this session's stream
     /// logs, and the session's name there.
     logged: Option<(Arc<dyn SessionDirectory>, Arc<str>)>,
+    /// Nesting a client's message may have (read again when a plain call is relayed).
+    max_depth: usize,
 }
 
 impl SessionTask {
@@ -423,28 +485,10 @@ impl SessionTask {
         self.last_active = now();
         match cmd {
             Command::Request(req, sink, stream, trace) => {
-                if self.routes.contains_key(&req.id) {
-                    let error = McpError::DuplicateRequestId.to_wire_unnegotiated();
-                    if let Some(last) = sink.last {
-                        let _ = last.send(Outbound::Error {
-                            id: Some(req.id),
-                            error,
-                        });
-                    }
-                    return;
-                }
-                let route = Route {
-                    stream,
-                    sink: Some(sink),
-                    sse: false,
-                    log: self.new_log(StreamKind::Request, stream, Some(&req.id)),
-                };
-                self.streams.insert(stream, req.id.clone());
-                self.routes.insert(req.id.clone(), route);
-                if let Some(parent) = trace {
-                    self.core.set_request_parent(req.id.clone(), parent);
-                }
-                self.core.inbound(Ok(Message::Request(req)));
+                self.on_request(req, sink, stream, trace);
+            }
+            Command::Plain(frame, sink, stream, trace) => {
+                self.on_plain(&frame, sink, stream, trace);
             }
             Command::Message(msg) => {
                 let cancelled = cancelled_request(&msg).filter(|id| self.routes.contains_key(id));
@@ -486,6 +530,79 @@ impl SessionTask {
                     }
                 }
             }
+        }
+    }
+
+    /// Takes client request `req` (answered on `sink`, stream number `stream`, its span a
+    /// child of `trace`).
+    fn on_request(&mut self, req: Request, sink: Sink, stream: u64, trace: Option<TraceParent>) {
+        if self.routes.contains_key(&req.id) {
+            let error = McpError::DuplicateRequestId.to_wire_unnegotiated();
+            if let Some(last) = sink.last {
+                let _ = last.send(Answered::Message(Outbound::Error {
+                    id: Some(req.id),
+                    error,
+                }));
+            }
+            return;
+        }
+        self.add_route(&req.id, sink, stream, trace);
+        self.core.inbound(Ok(Message::Request(req)));
+    }
+
+    /// Takes a plain `tools/call` as the client sent it: relayed when the session may and
+    /// the router offers a route for its tool (`crate::relay`; its answer comes back as
+    /// bytes, or as the general path's would when it is not plain), else decoded and taken
+    /// as any request.
+    fn on_plain(&mut self, frame: &[u8], sink: Sink, stream: u64, trace: Option<TraceParent>) {
+        let call = self
+            .core
+            .may_relay()
+            .then(|| json_frame::plain_call(frame, self.max_depth))
+            .flatten()
+            .filter(|call| !self.routes.contains_key(call.request_id()));
+        let mut sink = Some(sink);
+        if let Some(call) = call {
+            let id = call.request_id().clone();
+            if let Some(sink) = sink.take() {
+                self.add_route(&id, sink, stream, trace);
+            }
+            if self.core.relay_plain(&call) {
+                return;
+            }
+            // The general path takes it, on the route it has.
+            self.core.inbound(decode_with_depth(frame, self.max_depth));
+            return;
+        }
+        let Some(sink) = sink else { return };
+        match decode_with_depth(frame, self.max_depth) {
+            Ok(Message::Request(req)) => self.on_request(req, sink, stream, trace),
+            // The handler sends plain calls only, which decode as requests.
+            Ok(_) | Err(_) => {
+                if let Some(last) = sink.last {
+                    let error = McpError::InvalidRequest("not a request".into());
+                    let _ = last.send(Answered::Message(Outbound::Error {
+                        id: None,
+                        error: error.to_wire_unnegotiated(),
+                    }));
+                }
+            }
+        }
+    }
+
+    /// Routes what the session sends about request `id` to `sink` (stream `stream`; the
+    /// request's span a child of `trace`).
+    fn add_route(&mut self, id: &RequestId, sink: Sink, stream: u64, trace: Option<TraceParent>) {
+        let route = Route {
+            stream,
+            sink: Some(sink),
+            sse: false,
+            log: self.new_log(StreamKind::Request, stream, Some(id)),
+        };
+        self.streams.insert(stream, id.clone());
+        self.routes.insert(id.clone(), route);
+        if let Some(parent) = trace {
+            self.core.set_request_parent(id.clone(), parent);
         }
     }
 
@@ -553,9 +670,25 @@ impl SessionTask {
     /// any work.
     fn drain(&mut self) -> bool {
         let mut out = Vec::new();
-        let progressed = self.core.poll_ready(&mut out, |_| false, Vec::push);
+        let mut progressed = self.core.poll_ready(&mut out, |_| false, Vec::push);
         for t in out {
             self.route(t);
+        }
+        // Relayed calls' answers, after what the session queued before them.
+        let mut relayed = Vec::new();
+        progressed |= self.core.take_relayed_routed(|r| {
+            relayed.push(match r {
+                RelayedOutput::Sent(t) => Relayed::Sent(t),
+                RelayedOutput::Answer(id, line) => {
+                    Relayed::Answer(id.clone(), Bytes::copy_from_slice(line))
+                }
+            })
+        });
+        for r in relayed {
+            match r {
+                Relayed::Sent(t) => self.route(t),
+                Relayed::Answer(id, line) => self.route_to(Payload::Relayed(line), Some(id), true),
+            }
         }
         // After what was emitted with them: a close takes effect once the messages queued
         // before it went out.
@@ -580,6 +713,12 @@ impl SessionTask {
     fn route(&mut self, t: Transmit) {
         let Transmit { msg, related } = t;
         let is_response = related.is_some() && msg.response_id() == related.as_ref();
+        self.route_to(Payload::Message(msg), related, is_response);
+    }
+
+    /// Sends `msg` (the response to `related` when `is_response`) on `related`'s stream: as
+    /// the request's JSON answer while its stream has not begun, else as an event.
+    fn route_to(&mut self, msg: Payload, related: Option<RequestId>, is_response: bool) {
         let route = related.as_ref().and_then(|id| self.routes.get_mut(id));
         let Some(route) = route else {
             if is_response {
@@ -601,14 +740,14 @@ impl SessionTask {
             };
             if is_response {
                 if let Some(last) = sink.last.take() {
-                    let _ = last.send(msg);
+                    let _ = last.send(msg.answered());
                 }
                 if let Some(id) = &related {
                     self.remove_route(id);
                 }
                 return;
             }
-            match sink.events.try_send(route.log.push(encode(&msg), false)) {
+            match sink.events.try_send(route.log.push(msg.text(), false)) {
                 Ok(()) | Err(TrySendError::Full(_)) => route.sse = true,
                 Err(TrySendError::Closed(_)) => {
                     route.sink = None;
@@ -618,7 +757,7 @@ impl SessionTask {
             }
             return;
         }
-        let item = route.log.push(encode(&msg), is_response);
+        let item = route.log.push(msg.text(), is_response);
         if let Some(sink) = &route.sink {
             match sink.events.try_send(item) {
                 Ok(()) if is_response => {
@@ -649,8 +788,8 @@ impl SessionTask {
         }
     }
 
-    fn send_standalone(&mut self, msg: Outbound) {
-        let data = encode(&msg);
+    fn send_standalone(&mut self, msg: Payload) {
+        let data = msg.text();
         if let Some(s) = &mut self.standalone {
             let item = s.log.push(data.clone(), false);
             if let Some(tx) = &s.tx {
@@ -675,6 +814,12 @@ impl SessionTask {
 
 fn encode(msg: &Outbound) -> Arc<str> {
     Arc::from(msg.to_json_string())
+}
+
+/// What a drain took for relayed calls, in order: the session's messages, answers' lines.
+enum Relayed {
+    Sent(Transmit),
+    Answer(RequestId, Bytes),
 }
 
 /// The request a `notifications/cancelled` names.

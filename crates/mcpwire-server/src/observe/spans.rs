@@ -37,15 +37,15 @@ pub(crate) fn request_span(
 }
 
 /// The span of a `tools/call` of `tool` relayed as a raw frame (`crate::relay`): what
-/// [`request_span`] gives the same call (a relayed frame has no `_meta`, so no
-/// `traceparent`).
-pub(crate) fn relayed_span(wire: WireLabel, tool: &str) -> Span {
+/// [`request_span`] gives the same call (a relayed frame has no `_meta`, so its `parent`
+/// is the wire's: the session's, or an HTTP request's `traceparent` header).
+pub(crate) fn relayed_span(wire: WireLabel, tool: &str, parent: Option<&TraceParent>) -> Span {
     let method = &Method::ToolsCall;
     let span = empty_span(wire, method);
     if span.is_disabled() {
         return span;
     }
-    named(span, method, Some(tool), None)
+    named(span, method, Some(tool), parent)
 }
 
 fn empty_span(wire: WireLabel, method: &Method) -> Span {

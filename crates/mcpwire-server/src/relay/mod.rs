@@ -233,13 +233,15 @@ impl Relay {
     }
 
     /// Hands a log of the upstream to the downstream session of the relayed calls waiting
-    /// (in order with their answers); gives it back when none waits, or when calls of
-    /// several sessions wait (a shared upstream: the log is not one session's, and goes
-    /// as the link sends a log it cannot attribute).
+    /// (in order with their answers), as the oldest call's log — as the general path
+    /// gives an upstream's log to the oldest call (on HTTP it then goes on that call's
+    /// stream); gives it back when none waits, or when calls of several sessions wait (a
+    /// shared upstream: the log is not one session's, and goes as the link sends a log it
+    /// cannot attribute).
     pub fn log(&self, entry: LogEntry) -> Result<(), LogEntry> {
-        match self.any_inbox() {
-            Some(inbox) => {
-                inbox.push_log(entry);
+        match self.oldest_of_one_session() {
+            Some((dispatch, inbox)) => {
+                inbox.push_log(Some(dispatch), entry);
                 Ok(())
             }
             None => Err(entry),
@@ -263,17 +265,18 @@ impl Relay {
         }
     }
 
-    /// The inbox of every relayed call waiting, when they all have the same.
-    fn any_inbox(&self) -> Option<Arc<RelayInbox>> {
+    /// The oldest relayed call waiting and its inbox, when every call waiting has that
+    /// inbox (they are one downstream session's).
+    fn oldest_of_one_session(&self) -> Option<(DispatchId, Arc<RelayInbox>)> {
         if self.waiting() == 0 {
             return None;
         }
         let s = self.state.lock().ok()?;
-        let mut inboxes = s.waiting.values().map(|w| &w.inbox);
-        let first = inboxes.next()?;
-        inboxes
-            .all(|i| Arc::ptr_eq(i, first))
-            .then(|| first.clone())
+        let (_, oldest) = s.waiting.iter().min_by_key(|(id, _)| **id)?;
+        s.waiting
+            .values()
+            .all(|w| Arc::ptr_eq(&w.inbox, &oldest.inbox))
+            .then(|| (oldest.dispatch, oldest.inbox.clone()))
     }
 }
 
@@ -297,8 +300,9 @@ pub(crate) enum Arrived {
     Answer(DispatchId, usize),
     /// The outcome of this call, for the session to answer as the general path does.
     Outcome(DispatchId, Result<Reply, McpError>),
-    /// A log the upstream sent while relayed calls were waiting.
-    Log(LogEntry),
+    /// A log the upstream sent while relayed calls were waiting, as this (the oldest)
+    /// call's when it names one.
+    Log(Option<DispatchId>, LogEntry),
     /// A server→client request of the upstream, on behalf of this call.
     Ask(DispatchId, ClientAsk, AnswerAsk),
 }
@@ -356,7 +360,7 @@ impl RelayInbox {
         }
     }
 
-    fn push_log(&self, entry: LogEntry) {
+    fn push_log(&self, dispatch: Option<DispatchId>, entry: LogEntry) {
         let Ok(mut s) = self.state.lock() else { return };
         if s.logs >= MAX_QUEUED_LOGS {
             tracing::debug!("the downstream session is not taking relayed logs; one dropped");
@@ -364,7 +368,7 @@ impl RelayInbox {
         }
         s.logs += 1;
         let wake = s.items.is_empty();
-        s.items.push_back(Arrived::Log(entry));
+        s.items.push_back(Arrived::Log(dispatch, entry));
         drop(s);
         if wake {
             self.wake.notify_one();
@@ -400,14 +404,14 @@ mod tests {
     fn logs_for_a_session_that_does_not_take_them_stay_bounded() {
         let inbox = RelayInbox::default();
         for _ in 0..MAX_QUEUED_LOGS * 3 {
-            inbox.push_log(log());
+            inbox.push_log(None, log());
         }
         let (mut bytes, mut items) = (BytesMut::new(), VecDeque::new());
         inbox.take(&mut bytes, &mut items);
         assert_eq!(items.len(), MAX_QUEUED_LOGS, "the rest were dropped");
         // Taken: the session keeps up again, and logs are queued again.
         items.clear();
-        inbox.push_log(log());
+        inbox.push_log(None, log());
         inbox.take(&mut bytes, &mut items);
         assert_eq!(items.len(), 1);
     }

@@ -390,12 +390,10 @@ impl ServerSession {
     }
 
     /// The wire wrote the answer of relayed call `id` itself (the upstream's bytes, the
-    /// client's id restored): the call is over. `false` when it had ended already
-    /// (cancelled, timed out) — then the answer must not be written.
-    pub fn relayed_answered(&mut self, now: Instant, id: DispatchId) -> bool {
-        let Some(entry) = self.end_relayed(id) else {
-            return false;
-        };
+    /// client's id restored): the call is over; the client's id of the call. `None` when it
+    /// had ended already (cancelled, timed out) — then the answer must not be written.
+    pub fn relayed_answered(&mut self, now: Instant, id: DispatchId) -> Option<RequestId> {
+        let entry = self.end_relayed(id)?;
         if tracing::enabled!(target: "mcpwire::telemetry", tracing::Level::DEBUG) {
             let msg = Outbound::Response {
                 id: entry.request_id.clone(),
@@ -403,7 +401,7 @@ impl ServerSession {
             };
             self.telemetry_done(now, &entry, true, &msg);
         }
-        true
+        Some(entry.request_id)
     }
 
     /// Relayed call `id` did not go out after all: forgotten without an answer (the wire

@@ -141,8 +141,18 @@ const PARAMS_MEMBERS: usize = 2;
 /// `jsonrpc` (the string `"2.0"`), `id`, `method` (the string `"tools/call"`, without
 /// escapes) and `params` that are [plain](plain_params); and whose id is an integer written
 /// as a session writes it back (no `-0`, within `i64`) or a string without escapes, at most
-/// [`IdText::MAX`] bytes. Anything else is `None`.
+/// [`IdText::MAX`] bytes. The frame is one line: whitespace after it is left out, and a
+/// frame with a line break inside (a pretty-printed body on HTTP or MCPB) is not plain, as
+/// the relay's upstream reads lines. Anything else is `None`.
 pub fn plain_call(frame: &[u8], max_depth: usize) -> Option<PlainCall<'_>> {
+    let end = frame
+        .iter()
+        .rposition(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        .map_or(0, |at| at + 1);
+    let frame = frame.get(..end)?;
+    if memchr::memchr2(b'\n', b'\r', frame).is_some() {
+        return None;
+    }
     let mut params = Nested::<PARAMS_MEMBERS> {
         key: b"params",
         spans: Spans::new(),
@@ -316,6 +326,27 @@ mod tests {
             r#"["2.0",1,"tools/call",{"name":"e"}]"#,
         ] {
             assert_eq!(call(line), None, "{line}");
+        }
+    }
+
+    #[test]
+    fn a_frame_is_one_line() {
+        let line = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e"}}"#;
+        // Whitespace after the frame is not part of it: the line sent on has one newline.
+        let padded = format!("{line} \r\n\n");
+        let c = plain_call(padded.as_bytes(), 64).unwrap();
+        let mut out = BytesMut::new();
+        c.write_line_with_id(5, &mut out);
+        assert_eq!(
+            &out[..],
+            format!("{}\n", line.replace(":1,", ":5,")).as_bytes()
+        );
+        // A line break inside would split it on a line-framed upstream.
+        for pretty in [
+            "{\"jsonrpc\":\"2.0\",\n\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"e\"}}",
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"e\"}\r}",
+        ] {
+            assert_eq!(call(pretty), None, "{pretty}");
         }
     }
 

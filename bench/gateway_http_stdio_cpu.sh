@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# CPU per call of the HTTP gateway and of the stdio upstream behind it, in the same run
+# (issue 24; the deployment most gateways see: stdio servers behind one Streamable HTTP
+# front door): `mcpwire serve` listening on HTTP in front of `mcpwire_echo` over stdio —
+# one shared child (SHARED=true, the default) or one per downstream session — driven by
+# httpload (CLIENTS stateful sessions, one request in flight each, N requests). The
+# gateway's CPU and its children's (the upstreams') are read from /proc as it stops
+# (bench/cpu_of.sh).
+#
+# Cases: `relay` (the stack as configured), `general` (the same with a call timeout on the
+# backend, which the relay does not keep: every call takes the general path). STACK=full adds
+# API keys, a policy, per-identity and per-tool rate limits and the metrics listener.
+#
+#   bench/gateway_http_stdio_cpu.sh [MCPWIRE_BINARY]
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+target="${CARGO_TARGET_DIR:-target}/release"
+bin="${1:-$target/mcpwire}"
+httpload="${HTTPLOAD:-$target/httpload}"
+echo_bin="${ECHO_BIN:-$target/mcpwire_echo}"
+n="${N:-20000}"
+clients="${CLIENTS:-50}"
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+export MCPWIRE_LOG=error
+[[ -n "${BUSY_POLL_US:-}" ]] && export MCPWIRE_BUSY_POLL_US=$BUSY_POLL_US
+source bench/lib.sh
+us_per_call() { awk -v s="$1" -v n="$n" 'BEGIN { printf "%.1f", s * 1e6 / n }'; }
+
+config() { # $1 = case (relay | general)
+    local file="$out/$1.toml"
+    cat > "$file" <<TOML
+[backends.echo]
+command = "$echo_bin"
+shared = ${SHARED:-true}
+era = "handshake"
+max_sessions = $((clients + 8))
+TOML
+    [[ "$1" == general ]] && echo 'call_timeout_secs = 3600' >> "$file"
+    if [[ "${STACK:-}" == full ]]; then
+        cat >> "$file" <<TOML
+
+[[auth.api_keys]]
+name = "bench"
+key = "bench-key-0123456789abcdef"
+TOML
+        full_stack_toml >> "$file"
+    fi
+    echo "$file"
+}
+
+headers=()
+[[ "${STACK:-}" == full ]] && headers=(--header "authorization: Bearer bench-key-0123456789abcdef")
+echo "== HTTP gateway in front of a stdio upstream ($clients clients, $n calls, stack ${STACK:-bare}, shared upstream ${SHARED:-true}, load $(cut -d' ' -f1 /proc/loadavg))"
+for case in relay general; do
+    "$httpload" --runs 1 --clients "$clients" --modes stateful -n "$n" "${headers[@]}" \
+        --server "$case=bench/cpu_of.sh $out/$case $bin serve --config $(config "$case") --listen http://127.0.0.1:{port}/mcp" \
+        | grep -E 'req/s|rps|stateful' || true
+    echo "$case: CPU µs per call: gateway $(us_per_call "$(cat "$out/$case")"), stdio upstream $(us_per_call "$(cat "$out/$case.kids")")"
+done
