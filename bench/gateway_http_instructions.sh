@@ -6,7 +6,8 @@
 # the two totals over LONG − SHORT is the cost of one call, start-up excluded. User space
 # only (system calls and wake-ups: bench/gateway_cpu.sh style task-clock for those). With
 # DIRECT=1, the same for the upstream server called directly (the yardstick). Extra
-# gateway flags go in GATEWAY_FLAGS (e.g. "--metrics-listen 127.0.0.1:0").
+# gateway flags go in GATEWAY_FLAGS (e.g. "--metrics-listen 127.0.0.1:0"); BACKENDS replaces
+# the HTTP upstream (e.g. "--config stdio-upstream.toml").
 #
 #   bench/gateway_http_instructions.sh [MCPWIRE_BINARY...]
 #
@@ -52,6 +53,7 @@ if [[ -n "${DIRECT:-}" ]]; then
     echo "direct ($echo_bin): $(per_call "$echo_bin --http {port}") instructions per call"
 fi
 for bin in "${bins[@]}"; do
-    gw="$bin serve --upstream echo=http://127.0.0.1:$upstream_port/mcp --listen http://127.0.0.1:{port}/mcp ${GATEWAY_FLAGS:-}"
+    backends="${BACKENDS:---upstream echo=http://127.0.0.1:$upstream_port/mcp}"
+    gw="$bin serve $backends --listen http://127.0.0.1:{port}/mcp ${GATEWAY_FLAGS:-}"
     echo "$bin gateway ($mode, $clients clients): $(per_call "$gw") instructions per call"
 done
