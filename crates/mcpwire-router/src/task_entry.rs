@@ -235,7 +235,7 @@ impl TaskEntry {
                     self.changed_now(s);
                     return;
                 }
-                Err(e) if e.is_tool_result_error(self.revision.dialect()) => {
+                Err(e) if e.is_tool_result_error(self.revision) => {
                     (Status::Completed, Outcome::Result(e.to_tool_result()))
                 }
                 Err(e) => (Status::Failed, Outcome::Error(e.to_wire(self.revision))),

@@ -150,6 +150,32 @@ fn tool_errors_become_results_and_duplicates_and_floods_are_refused() {
 }
 
 #[test]
+fn invalid_tool_arguments_are_a_result_from_2025_11_25_and_an_error_before() {
+    for (revision, as_result) in [
+        ("2025-06-18", false),
+        ("2025-03-26", false),
+        ("2025-11-25", true),
+    ] {
+        let mut h = Harness::new();
+        h.initialize(revision, json!({}));
+        h.send(json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}));
+        let d = h.dispatches().remove(0);
+        let bad = McpError::InvalidToolParams {
+            tool: "x".into(),
+            message: "missing field `text`".into(),
+        };
+        h.s.handle_reply(h.now, d.id, Err(bad));
+        let out = h.out();
+        if as_result {
+            assert_eq!(out[0]["result"]["isError"], true, "{revision}: {out:?}");
+        } else {
+            // SEP-1303 moved invalid arguments into the result; before it: −32602.
+            assert_eq!(out[0]["error"]["code"], -32602, "{revision}: {out:?}");
+        }
+    }
+}
+
+#[test]
 fn cancellation_suppresses_the_answer() {
     let mut h = Harness::new();
     h.initialize("2025-11-25", json!({}));

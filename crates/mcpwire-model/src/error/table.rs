@@ -289,18 +289,16 @@ impl McpError {
         }
     }
 
-    /// Whether `dialect` reports this `tools/call` error inside a successful result
-    /// (`isError: true`) rather than as an error: MCP for failed tools and invalid
-    /// arguments, proto-mcp for failed tools only (invalid arguments are −33001), bb-1.0
-    /// never (it has codes for both).
-    pub fn is_tool_result_error(&self, dialect: Dialect) -> bool {
-        match dialect {
-            Dialect::Mcp => matches!(
-                self,
-                McpError::InvalidToolParams { .. } | McpError::ToolFailed { .. }
-            ),
-            Dialect::Proto => matches!(self, McpError::ToolFailed { .. }),
-            Dialect::Bb => false,
+    /// Whether `revision` reports this `tools/call` error inside a successful result
+    /// (`isError: true`) rather than as an error: MCP for failed tools, and for invalid
+    /// arguments from 2025-11-25 on (SEP-1303; before it they are −32602), proto-mcp for
+    /// failed tools only (invalid arguments are −33001), bb-1.0 never (it has codes for
+    /// both).
+    pub fn is_tool_result_error(&self, revision: Revision) -> bool {
+        match (revision.dialect(), self) {
+            (Dialect::Mcp | Dialect::Proto, McpError::ToolFailed { .. }) => true,
+            (Dialect::Mcp, McpError::InvalidToolParams { .. }) => revision >= Revision::V2025_11_25,
+            _ => false,
         }
     }
 

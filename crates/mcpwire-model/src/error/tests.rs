@@ -4,7 +4,7 @@
 //! doc's copy).
 
 use super::*;
-use crate::{Dialect, Revision};
+use crate::Revision;
 
 /// One row: a sample of the variant, its cells for bb-1.0, the stateful MCP revisions
 /// (2024-11-05 … 2025-11-25, which must agree), 2026-07-28 and proto-mcp, then the HTTP
@@ -479,7 +479,7 @@ fn a_peers_error_passes_through_unchanged() {
 }
 
 #[test]
-fn tool_result_errors_by_dialect() {
+fn tool_result_errors_by_revision() {
     let bad = McpError::InvalidToolParams {
         tool: s("t"),
         message: s("m"),
@@ -488,11 +488,22 @@ fn tool_result_errors_by_dialect() {
         tool: s("t"),
         message: s("m"),
     };
-    assert!(bad.is_tool_result_error(Dialect::Mcp));
-    assert!(failed.is_tool_result_error(Dialect::Mcp));
-    assert!(!bad.is_tool_result_error(Dialect::Proto));
-    assert!(failed.is_tool_result_error(Dialect::Proto));
-    assert!(!failed.is_tool_result_error(Dialect::Bb));
+    for r in [Revision::V2025_11_25, Revision::V2026_07_28] {
+        assert!(bad.is_tool_result_error(r), "{r:?}");
+        assert!(failed.is_tool_result_error(r), "{r:?}");
+    }
+    // Before SEP-1303 invalid arguments were a protocol error (−32602).
+    for r in [
+        Revision::V2024_11_05,
+        Revision::V2025_03_26,
+        Revision::V2025_06_18,
+    ] {
+        assert!(!bad.is_tool_result_error(r), "{r:?}");
+        assert!(failed.is_tool_result_error(r), "{r:?}");
+    }
+    assert!(!bad.is_tool_result_error(Revision::ProtoMcp1));
+    assert!(failed.is_tool_result_error(Revision::ProtoMcp1));
+    assert!(!failed.is_tool_result_error(Revision::Bb1_0));
 }
 
 /// The table as markdown, one row per variant.

@@ -835,7 +835,7 @@ impl ServerSession {
                     error: e.to_wire(revision),
                 };
             }
-            Err(e) if entry.method == Method::ToolsCall && e.is_tool_result_error(dialect) => {
+            Err(e) if entry.method == Method::ToolsCall && e.is_tool_result_error(revision) => {
                 e.to_tool_result()
             }
             Err(e) => {
