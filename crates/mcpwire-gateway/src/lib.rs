@@ -16,6 +16,7 @@ mod check;
 pub mod cluster;
 mod config;
 mod consent;
+mod console;
 mod credentials;
 mod error;
 pub(crate) mod file;

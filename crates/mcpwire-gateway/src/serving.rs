@@ -19,6 +19,7 @@ use crate::auth::Authenticator;
 use crate::backends::{self, Natives, StartFailure, Started};
 use crate::check::{CheckCaller, CheckReport};
 use crate::cluster::Cluster;
+use crate::console::GatewayConsole;
 use crate::config::{BackendSource, BackendSpec, FailMode, GatewayConfig, ServerOptions};
 use crate::error::{ConfigError, Origin};
 use crate::key_path::KeyPath;
@@ -488,6 +489,18 @@ impl Gateway {
                 let server = AdminServer::bind(admin.listen, self.health_probe(), shutdown.clone())
                     .await
                     .map_err(GatewayError::Serve)?;
+                let console = GatewayConsole::new(&self.config, self.federation.as_ref())
+                    .map_err(|e| GatewayError::Serve(std::io::Error::other(e.0)))?;
+                let server = match console {
+                    Some(c) => {
+                        mcpwire_server::observe::announce(format_args!(
+                            "mcpwire: console on http://{}/ui",
+                            server.local_addr().map_err(GatewayError::Serve)?
+                        ));
+                        server.with_console(Arc::new(c))
+                    }
+                    None => server,
+                };
                 mcpwire_server::observe::announce(format_args!(
                     "mcpwire: admin on http://{} (/metrics, /healthz, /readyz)",
                     server.local_addr().map_err(GatewayError::Serve)?

@@ -1,0 +1,239 @@
+// The mcpwire console. Everything that comes from the gateway or its upstreams is data:
+// it reaches the page through textContent and attributes only, never as markup.
+
+const $ = (id) => document.getElementById(id);
+let csrf = "";
+let catalog = { tools: [] };
+let chosen = null;
+let polling = null;
+const downSince = new Map();
+
+function el(tag, text, cls) {
+  const e = document.createElement(tag);
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  if (cls) e.className = cls;
+  return e;
+}
+
+async function api(path, body) {
+  const init = { credentials: "same-origin", headers: {} };
+  if (body !== undefined) {
+    init.method = "POST";
+    init.headers["Content-Type"] = "application/json";
+    init.headers["X-CSRF-Token"] = csrf;
+    init.body = JSON.stringify(body);
+  }
+  const r = await fetch(path, init);
+  const data = await r.json().catch(() => ({}));
+  if (!r.ok) throw new Error(data.error || r.statusText);
+  return data;
+}
+
+document.addEventListener("securitypolicyviolation", (e) => {
+  if (!csrf) return;
+  api("/ui/api/csp", { directive: e.violatedDirective, blocked: e.blockedURI, sample: e.sample }).catch(() => {});
+});
+
+function loggedIn(s) {
+  csrf = s.csrf;
+  $("who").textContent = "admin: " + s.admin;
+  $("login-panel").hidden = true;
+  $("console").hidden = false;
+  $("logout").hidden = false;
+  start();
+}
+
+$("login").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  $("login-error").textContent = "";
+  try {
+    loggedIn(await api("/ui/api/login", { secret: $("secret").value }));
+    $("secret").value = "";
+  } catch (e) {
+    $("login-error").textContent = e.message;
+  }
+});
+
+$("logout").addEventListener("click", async () => {
+  await api("/ui/api/logout", {}).catch(() => {});
+  location.reload();
+});
+
+async function start() {
+  const { callers } = await api("/ui/api/callers");
+  const pick = $("view-as");
+  pick.replaceChildren(...callers.map((c) => { const o = el("option", c); o.value = c; return o; }));
+  const sub = el("option", "a JWT subject…");
+  sub.value = "sub:";
+  pick.append(sub);
+  pick.addEventListener("change", async () => {
+    if (pick.value === "sub:") {
+      const s = prompt("JWT subject");
+      const o = el("option", "sub:" + (s || ""));
+      o.value = "sub:" + (s || "");
+      pick.append(o);
+      pick.value = o.value;
+    }
+    await loadCatalog();
+  });
+  await loadCatalog();
+  pollBackends();
+  polling = setInterval(pollBackends, 1500);
+}
+
+function fmtSince(t) {
+  return t ? new Date(t).toLocaleTimeString() : "";
+}
+
+async function pollBackends() {
+  let data;
+  try { data = await api("/ui/api/backends"); } catch (e) { return; }
+  const rows = data.backends.map((b) => {
+    if (b.up) downSince.delete(b.name);
+    else if (!downSince.has(b.name)) downSince.set(b.name, Date.now());
+    const tr = el("tr");
+    tr.dataset.backend = b.name;
+    tr.append(el("td", b.name), el("td", b.up ? "up" : "down", b.up ? "up state" : "down state"),
+      el("td", b.up ? "" : fmtSince(downSince.get(b.name))), el("td", b.required ? "closed" : "open"),
+      el("td", b.sessions ?? ""), el("td", b.reason ?? ""));
+    return tr;
+  });
+  $("backends").replaceChildren(...rows);
+}
+
+async function loadCatalog() {
+  const as = $("view-as").value || "anonymous";
+  $("try-as").textContent = as;
+  $("catalog-status").textContent = "loading…";
+  try {
+    catalog = await api("/ui/api/catalog?as=" + encodeURIComponent(as));
+    $("catalog-status").textContent = "";
+  } catch (e) {
+    $("catalog-status").textContent = e.message;
+    return;
+  }
+  const rows = catalog.tools.map((t) => {
+    const tr = el("tr", undefined, t.visible ? "visible-item" : "hidden-item");
+    tr.dataset.tool = t.name;
+    const seen = t.visible ? "yes" : "hidden by " + (t.hidden_by || "policy");
+    tr.append(el("td", t.name, "name"), el("td", t.backend), el("td", t.upstream),
+      el("td", t.description ?? "", "desc"), el("td", seen, "seen"));
+    const cell = el("td");
+    if (t.visible) {
+      const b = el("button", "Try");
+      b.type = "button";
+      b.className = "try";
+      b.addEventListener("click", () => choose(t));
+      cell.append(b);
+    }
+    tr.append(cell);
+    return tr;
+  });
+  $("catalog").replaceChildren(...rows);
+  const others = [];
+  for (const kind of ["prompts", "resources", "templates"]) {
+    for (const i of catalog[kind] || []) {
+      others.push(el("li", kind.slice(0, -1) + ": " + i.name + " (" + i.backend + ")" + (i.visible ? "" : " — hidden by " + i.hidden_by)));
+    }
+  }
+  $("others").replaceChildren(...others);
+}
+
+// The form for a JSON schema: one field per property, nested objects as fieldsets.
+function resolve(schema, root) {
+  let s = schema || {};
+  for (let i = 0; i < 16 && s && typeof s.$ref === "string"; i++) {
+    const path = s.$ref.replace(/^#\//, "").split("/");
+    let t = root;
+    for (const p of path) t = t ? t[p.replace(/~1/g, "/").replace(/~0/g, "~")] : undefined;
+    s = t || {};
+  }
+  return s;
+}
+
+function field(name, schema, root, required) {
+  const s = resolve(schema, root);
+  const wrap = el("div", undefined, "field");
+  const label = el("label", name + (required ? " *" : ""));
+  wrap.append(label);
+  let input;
+  let read;
+  if (Array.isArray(s.enum)) {
+    input = el("select");
+    for (const v of s.enum) { const o = el("option", JSON.stringify(v)); o.value = JSON.stringify(v); input.append(o); }
+    if (s.default !== undefined) input.value = JSON.stringify(s.default);
+    read = () => JSON.parse(input.value);
+  } else if (s.type === "boolean") {
+    input = el("input");
+    input.type = "checkbox";
+    input.checked = s.default === true;
+    read = () => input.checked;
+  } else if (s.type === "number" || s.type === "integer") {
+    input = el("input");
+    input.type = "number";
+    if (s.type === "integer") input.step = "1";
+    if (s.default !== undefined) input.value = String(s.default);
+    read = () => (input.value === "" ? undefined : Number(input.value));
+  } else if (s.type === "string") {
+    input = el("input");
+    input.type = "text";
+    if (s.default !== undefined) input.value = String(s.default);
+    read = () => (input.value === "" && !required ? undefined : input.value);
+  } else if (s.type === "object" && s.properties) {
+    input = el("fieldset");
+    const sub = fields(s, root);
+    input.append(...sub.nodes);
+    read = sub.read;
+  } else {
+    input = el("textarea");
+    input.placeholder = "JSON (" + (s.type || "any") + ")";
+    if (s.default !== undefined) input.value = JSON.stringify(s.default);
+    read = () => (input.value.trim() === "" ? undefined : JSON.parse(input.value));
+  }
+  input.name = name;
+  input.dataset.arg = name;
+  if (s.description) input.title = s.description;
+  wrap.append(input);
+  return { node: wrap, read };
+}
+
+function fields(schema, root) {
+  const s = resolve(schema, root);
+  const req = new Set(s.required || []);
+  const parts = Object.entries(s.properties || {}).map(([k, v]) => [k, field(k, v, root, req.has(k))]);
+  return {
+    nodes: parts.map(([, f]) => f.node),
+    read: () => {
+      const out = {};
+      for (const [k, f] of parts) { const v = f.read(); if (v !== undefined) out[k] = v; }
+      return out;
+    },
+  };
+}
+
+function choose(tool) {
+  chosen = tool;
+  $("try-tool").textContent = tool.name;
+  const root = tool.inputSchema || {};
+  const f = fields(root, root);
+  chosen.read = f.read;
+  $("try-fields").replaceChildren(...f.nodes);
+  $("run").disabled = false;
+  $("result").textContent = "";
+}
+
+$("try-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  if (!chosen) return;
+  let args;
+  try { args = chosen.read(); } catch (e) { $("result").textContent = "invalid arguments: " + e.message; return; }
+  $("result").textContent = "running…";
+  try {
+    const r = await api("/ui/api/call", { as: $("view-as").value, name: chosen.name, arguments: args });
+    $("result").textContent = r.error ? "error: " + r.error : JSON.stringify(r.result, null, 2);
+  } catch (e) {
+    $("result").textContent = "error: " + e.message;
+  }
+});
+
+api("/ui/api/session").then(loggedIn).catch(() => {});
