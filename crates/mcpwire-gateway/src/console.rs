@@ -162,7 +162,9 @@ impl ConsoleSource for GatewayConsole {
     }
 
     fn catalog(&self, caller: &str) -> BoxFuture<'static, Result<Value, String>> {
-        let got = self.identity(caller).and_then(|who| Ok((who, self.federation()?)));
+        let got = self
+            .identity(caller)
+            .and_then(|who| Ok((who, self.federation()?)));
         Box::pin(async move {
             let (who, fed) = got?;
             let all = fed.report();
@@ -178,7 +180,9 @@ impl ConsoleSource for GatewayConsole {
         name: String,
         arguments: Option<Value>,
     ) -> BoxFuture<'static, Result<Value, String>> {
-        let got = self.identity(caller).and_then(|who| Ok((who, self.federation()?)));
+        let got = self
+            .identity(caller)
+            .and_then(|who| Ok((who, self.federation()?)));
         Box::pin(async move {
             let (who, fed) = got?;
             let arguments = match arguments {

@@ -350,7 +350,10 @@ pub(crate) fn named_keys(
         .iter()
         .map(|k| {
             let s = k.scopes.clone();
-            (k.name.clone(), s.unwrap_or_else(|| config.required_scopes.clone()))
+            (
+                k.name.clone(),
+                s.unwrap_or_else(|| config.required_scopes.clone()),
+            )
         })
         .collect();
     for n in names {
@@ -360,7 +363,10 @@ pub(crate) fn named_keys(
             )));
         }
     }
-    let admins = all.into_iter().filter(|k| names.contains(&k.name)).collect();
+    let admins = all
+        .into_iter()
+        .filter(|k| names.contains(&k.name))
+        .collect();
     Ok((ApiKeys::new(admins), scopes))
 }
 

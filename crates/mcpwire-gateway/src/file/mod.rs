@@ -249,12 +249,10 @@ impl GatewayConfig {
             auth,
             policy,
             limits,
-            admin: raw
-                .admin
-                .map(|a| crate::config::AdminConfig {
-                    listen: a.listen,
-                    console_keys: a.console_keys,
-                }),
+            admin: raw.admin.map(|a| crate::config::AdminConfig {
+                listen: a.listen,
+                console_keys: a.console_keys,
+            }),
             additions: Default::default(),
         };
         config.validate()?;

@@ -30,7 +30,10 @@ pub(super) fn secured(mut resp: Response) -> Response {
         HeaderValue::from_static("nosniff"),
     );
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     resp
 }
@@ -155,7 +158,9 @@ pub(super) async fn logout(State(st): State<ConsoleState>, headers: HeaderMap) -
     let mut resp = answer(StatusCode::OK, json!({}));
     resp.headers_mut().insert(
         header::SET_COOKIE,
-        HeaderValue::from_static("mcpwire_console=; Path=/ui; HttpOnly; SameSite=Strict; Max-Age=0"),
+        HeaderValue::from_static(
+            "mcpwire_console=; Path=/ui; HttpOnly; SameSite=Strict; Max-Age=0",
+        ),
     );
     resp
 }
@@ -244,13 +249,20 @@ pub(super) async fn call(
         Ok(b) => b,
         Err(r) => return r,
     };
-    let caller = body.get("as").and_then(Value::as_str).unwrap_or("anonymous");
+    let caller = body
+        .get("as")
+        .and_then(Value::as_str)
+        .unwrap_or("anonymous");
     let Some(name) = body.get("name").and_then(Value::as_str) else {
         return refuse(StatusCode::BAD_REQUEST, "name missing");
     };
     tracing::info!(admin = %session.admin, %caller, tool = %name, "console: tool call");
     let arguments = body.get("arguments").cloned();
-    match st.source.call_tool(caller, name.to_owned(), arguments).await {
+    match st
+        .source
+        .call_tool(caller, name.to_owned(), arguments)
+        .await
+    {
         Ok(v) => answer(StatusCode::OK, json!({ "result": v })),
         Err(e) => answer(StatusCode::OK, json!({ "error": e })),
     }
@@ -305,7 +317,10 @@ mod tests {
             HeaderValue::from_static("a=1; mcpwire_console=tok; b=2"),
         );
         assert_eq!(cookie_token(&h), Some("tok"));
-        h.insert(header::COOKIE, HeaderValue::from_static("mcpwire_consolex=tok"));
+        h.insert(
+            header::COOKIE,
+            HeaderValue::from_static("mcpwire_consolex=tok"),
+        );
         assert_eq!(cookie_token(&h), None);
     }
 

@@ -104,7 +104,10 @@ mod tests {
             first.get_or_insert(t);
             assert!(s.len() <= MAX_SESSIONS);
         }
-        assert!(s.get(&first.expect("one")).is_none(), "the oldest went first");
+        assert!(
+            s.get(&first.expect("one")).is_none(),
+            "the oldest went first"
+        );
     }
 
     #[test]
