@@ -209,6 +209,8 @@ def test_console_end_to_end(mcpwire_bin, tmp_path, browser):
         d.find_element(By.CSS_SELECTOR, '[data-arg="n"]').send_keys("3")
         d.find_element(By.ID, "run").click()
         wait(lambda: "counted to 3" in d.find_element(By.ID, "result").text, what="count result")
+        progress = d.find_elements(By.CSS_SELECTOR, "#events li.progress-event")
+        assert [p.text for p in progress] == ["progress 1 / 3", "progress 2 / 3", "progress 3 / 3"]
 
         # No CSP violation was reported by the page.
         req = urllib.request.Request(base + "/api/csp", headers={"Cookie": f"mcpwire_console={cookie['value']}"})
@@ -224,6 +226,7 @@ def test_console_end_to_end(mcpwire_bin, tmp_path, browser):
             urllib.request.urlopen(post)
         assert e.value.code == 403
 
+        d.execute_script("window.scrollTo(0, 0)")
         d.save_screenshot(str(ROOT / "docs" / "console.png"))
 
         # The upstream killed: its row turns down (pings notice it within 25 s).

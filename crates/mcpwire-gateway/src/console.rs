@@ -6,10 +6,13 @@ use std::sync::{Arc, Weak};
 
 use futures::future::BoxFuture;
 use mcpwire_federation::{CatalogReport, ExposedItem, Federation};
-use mcpwire_model::Reply;
-use mcpwire_router::{Backend, BackendRequest, CallCtx, Identity};
+use mcpwire_model::types::ClientCapabilities;
+use mcpwire_model::{CallEvent, ClientAsk, McpError, Raw, Reply, RequestId, Revision};
+use mcpwire_router::{Backend, BackendRequest, CallCtx, Identity, Peer};
 use mcpwire_server::admin::ConsoleSource;
 use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use crate::auth::{ApiKeys, AuthConfigError, named_keys};
 use crate::config::GatewayConfig;
@@ -72,6 +75,39 @@ impl GatewayConsole {
         self.federation
             .upgrade()
             .ok_or_else(|| "no merged catalog (a backend served alone)".to_owned())
+    }
+}
+
+/// A console call's client: progress and logs go to the page; questions (sampling,
+/// elicitation, roots) are refused — the page does not answer them yet.
+struct ConsolePeer {
+    events: mpsc::Sender<Value>,
+}
+
+impl Peer for ConsolePeer {
+    fn event(&self, event: CallEvent) {
+        let v = match event {
+            CallEvent::Progress(p) => json!({
+                "kind": "progress",
+                "progress": p.progress,
+                "total": p.total,
+                "message": p.message,
+            }),
+            CallEvent::Log(l) => json!({
+                "kind": "log",
+                "level": l.level,
+                "logger": l.logger,
+                "data": serde_json::from_str::<Value>(l.data.get()).unwrap_or(Value::Null),
+            }),
+        };
+        // A page that lags loses events rather than growing a queue.
+        let _ = self.events.try_send(v);
+    }
+
+    fn ask(&self, _ask: ClientAsk) -> mcpwire_router::BoxFuture<'static, Result<Raw, McpError>> {
+        Box::pin(std::future::ready(Err(McpError::InvalidRequest(
+            "the console does not answer sampling, elicitation or roots requests".into(),
+        ))))
     }
 }
 
@@ -179,6 +215,7 @@ impl ConsoleSource for GatewayConsole {
         caller: &str,
         name: String,
         arguments: Option<Value>,
+        events: mpsc::Sender<Value>,
     ) -> BoxFuture<'static, Result<Value, String>> {
         let got = self
             .identity(caller)
@@ -189,7 +226,15 @@ impl ConsoleSource for GatewayConsole {
                 Some(a) => Some(serde_json::value::to_raw_value(&a).map_err(|e| e.to_string())?),
                 None => None,
             };
-            let ctx = CallCtx::detached().with_identity(who);
+            let peer: Arc<dyn Peer> = Arc::new(ConsolePeer { events });
+            let ctx = CallCtx::new(
+                Revision::LATEST_STATEFUL,
+                Arc::new(ClientCapabilities::default()),
+                CancellationToken::new(),
+                Some(peer),
+            )
+            .with_identity(who)
+            .with_progress_token(Some(RequestId::Int(1)));
             let req = BackendRequest::CallTool { name, arguments };
             fed.call(ctx, req)
                 .await

@@ -1,13 +1,13 @@
 //! The console's JSON API: login, session, backends, catalog, tool calls, CSP reports.
 
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::session::Session;
-use super::{ConsoleState, MAX_VIOLATIONS};
+use super::{ConsoleState, EVENTS_BUFFERED, MAX_VIOLATIONS};
 
 /// The session cookie's name.
 const COOKIE: &str = "mcpwire_console";
@@ -258,14 +258,45 @@ pub(super) async fn call(
     };
     tracing::info!(admin = %session.admin, %caller, tool = %name, "console: tool call");
     let arguments = body.get("arguments").cloned();
-    match st
+    let (tx, rx) = tokio::sync::mpsc::channel(EVENTS_BUFFERED);
+    let running = st
         .source
-        .call_tool(caller, name.to_owned(), arguments)
-        .await
-    {
-        Ok(v) => answer(StatusCode::OK, json!({ "result": v })),
-        Err(e) => answer(StatusCode::OK, json!({ "error": e })),
-    }
+        .call_tool(caller, name.to_owned(), arguments, tx.clone());
+    tokio::spawn(async move {
+        let last = match running.await {
+            Ok(v) => json!({ "kind": "result", "result": v }),
+            Err(e) => json!({ "kind": "error", "error": e }),
+        };
+        let _ = tx.send(last).await;
+    });
+    secured(
+        (
+            [
+                (header::CONTENT_TYPE, "text/event-stream"),
+                (header::CACHE_CONTROL, "no-cache"),
+            ],
+            Body::from_stream(events_of(rx)),
+        )
+            .into_response(),
+    )
+}
+
+/// The call's events as server-sent events, ending with its result or error.
+fn events_of(
+    rx: tokio::sync::mpsc::Receiver<Value>,
+) -> impl futures::Stream<Item = Result<Bytes, std::convert::Infallible>> {
+    futures::stream::unfold((rx, false), |(mut rx, done)| async move {
+        if done {
+            return None;
+        }
+        let event = rx.recv().await?;
+        let last = matches!(
+            event.get("kind").and_then(Value::as_str),
+            Some("result" | "error")
+        );
+        let frame = Bytes::from(format!("data: {event}\n\n"));
+        Some((Ok(frame), (rx, last)))
+    })
 }
 
 pub(super) async fn csp_report(

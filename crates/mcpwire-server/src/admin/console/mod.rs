@@ -28,14 +28,20 @@ pub trait ConsoleSource: Send + Sync {
     fn callers(&self) -> Vec<String>;
     /// The catalog as `caller` lists it under the policy, beside what it does not see.
     fn catalog(&self, caller: &str) -> BoxFuture<'static, Result<Value, String>>;
-    /// Calls tool `name` as `caller` through the gateway's dispatch.
+    /// Calls tool `name` as `caller` through the gateway's dispatch; its progress and
+    /// log events go to `events` as they come (dropped when the page lags
+    /// [`EVENTS_BUFFERED`] behind).
     fn call_tool(
         &self,
         caller: &str,
         name: String,
         arguments: Option<Value>,
+        events: tokio::sync::mpsc::Sender<Value>,
     ) -> BoxFuture<'static, Result<Value, String>>;
 }
+
+/// Events of one console call buffered for the page at most.
+pub const EVENTS_BUFFERED: usize = 64;
 
 /// CSP violations the page reported, kept at most.
 const MAX_VIOLATIONS: usize = 32;

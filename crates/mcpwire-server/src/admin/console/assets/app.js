@@ -228,12 +228,59 @@ $("try-form").addEventListener("submit", async (ev) => {
   let args;
   try { args = chosen.read(); } catch (e) { $("result").textContent = "invalid arguments: " + e.message; return; }
   $("result").textContent = "running…";
+  $("events").replaceChildren();
+  $("progress").value = 0;
+  $("progress-text").textContent = "";
   try {
-    const r = await api("/ui/api/call", { as: $("view-as").value, name: chosen.name, arguments: args });
-    $("result").textContent = r.error ? "error: " + r.error : JSON.stringify(r.result, null, 2);
+    await streamCall({ as: $("view-as").value, name: chosen.name, arguments: args });
   } catch (e) {
     $("result").textContent = "error: " + e.message;
   }
 });
+
+// POSTs the call and reads its server-sent events as they arrive.
+async function streamCall(body) {
+  const r = await fetch("/ui/api/call", {
+    method: "POST",
+    credentials: "same-origin",
+    headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
+    body: JSON.stringify(body),
+  });
+  if (!r.ok) {
+    const data = await r.json().catch(() => ({}));
+    throw new Error(data.error || r.statusText);
+  }
+  const reader = r.body.getReader();
+  const decoder = new TextDecoder();
+  let buf = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += decoder.decode(value, { stream: true });
+    let at;
+    while ((at = buf.indexOf("\n\n")) >= 0) {
+      const frame = buf.slice(0, at);
+      buf = buf.slice(at + 2);
+      const data = frame.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
+      if (data) shown(JSON.parse(data));
+    }
+  }
+}
+
+function shown(ev) {
+  if (ev.kind === "progress") {
+    $("progress").max = ev.total || 1;
+    $("progress").value = ev.progress;
+    const text = ev.progress + (ev.total ? " / " + ev.total : "") + (ev.message ? " — " + ev.message : "");
+    $("progress-text").textContent = text;
+    $("events").append(el("li", "progress " + text, "progress-event"));
+  } else if (ev.kind === "log") {
+    $("events").append(el("li", "log " + ev.level + ": " + JSON.stringify(ev.data), "log-event"));
+  } else if (ev.kind === "result") {
+    $("result").textContent = JSON.stringify(ev.result, null, 2);
+  } else if (ev.kind === "error") {
+    $("result").textContent = "error: " + ev.error;
+  }
+}
 
 api("/ui/api/session").then(loggedIn).catch(() => {});
