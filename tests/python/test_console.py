@@ -212,6 +212,12 @@ def test_console_end_to_end(mcpwire_bin, tmp_path, browser):
         progress = d.find_elements(By.CSS_SELECTOR, "#events li.progress-event")
         assert [p.text for p in progress] == ["progress 1 / 3", "progress 2 / 3", "progress 3 / 3"]
 
+        # Both calls are in the live list, newest first.
+        wait(lambda: d.find_elements(By.CSS_SELECTOR, '#calls tr[data-tool="up_count"]'), what="live call")
+        assert d.find_elements(By.CSS_SELECTOR, '#calls tr[data-tool="up_echo"]')
+        d.find_element(By.ID, "calls-filter").send_keys("echo")
+        wait(lambda: not d.find_elements(By.CSS_SELECTOR, '#calls tr[data-tool="up_count"]'), what="filter")
+
         # No CSP violation was reported by the page.
         req = urllib.request.Request(base + "/api/csp", headers={"Cookie": f"mcpwire_console={cookie['value']}"})
         with urllib.request.urlopen(req) as r:

@@ -16,6 +16,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::{ApiKeys, AuthConfigError, named_keys};
 use crate::config::GatewayConfig;
+use crate::recorded::Recorded;
+use mcpwire_server::admin::console::calls::CallLog;
 
 /// Pages of `tools/list` read at most for one catalog.
 const MAX_PAGES: usize = 64;
@@ -26,6 +28,8 @@ pub(crate) struct GatewayConsole {
     admins: ApiKeys,
     /// Every configured API key's name and scopes (the "view as" callers).
     keys: Vec<(String, Vec<String>)>,
+    /// The live calls, where the console's own calls are recorded too.
+    calls: Arc<CallLog>,
 }
 
 impl GatewayConsole {
@@ -33,6 +37,7 @@ impl GatewayConsole {
     pub(crate) fn new(
         config: &GatewayConfig,
         federation: Option<&Arc<Federation>>,
+        calls: Arc<CallLog>,
     ) -> Result<Option<GatewayConsole>, AuthConfigError> {
         let Some(admin) = config.admin.as_ref().filter(|a| !a.console_keys.is_empty()) else {
             return Ok(None);
@@ -47,6 +52,7 @@ impl GatewayConsole {
             federation: federation.map(Arc::downgrade).unwrap_or_default(),
             admins,
             keys,
+            calls,
         }))
     }
 
@@ -220,8 +226,10 @@ impl ConsoleSource for GatewayConsole {
         let got = self
             .identity(caller)
             .and_then(|who| Ok((who, self.federation()?)));
+        let calls = self.calls.clone();
         Box::pin(async move {
             let (who, fed) = got?;
+            let fed = Recorded::new(fed, calls);
             let arguments = match arguments {
                 Some(a) => Some(serde_json::value::to_raw_value(&a).map_err(|e| e.to_string())?),
                 None => None,

@@ -31,6 +31,7 @@ mod openapi;
 pub mod otel;
 mod position;
 mod program;
+mod recorded;
 mod redirect;
 mod reload;
 mod section;

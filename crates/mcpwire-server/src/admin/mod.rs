@@ -64,7 +64,7 @@ struct AdminState {
 pub struct AdminServer {
     listener: TcpListener,
     state: AdminState,
-    console: Option<Arc<dyn ConsoleSource>>,
+    console: Option<(Arc<dyn ConsoleSource>, Arc<console::calls::CallLog>)>,
 }
 
 impl AdminServer {
@@ -89,9 +89,14 @@ impl AdminServer {
         })
     }
 
-    /// Serves the console on `/ui` too, asking `source` (`docs/console.md`).
-    pub fn with_console(mut self, source: Arc<dyn ConsoleSource>) -> AdminServer {
-        self.console = Some(source);
+    /// Serves the console on `/ui` too, asking `source`, showing the live calls in
+    /// `calls` (`docs/console.md`).
+    pub fn with_console(
+        mut self,
+        source: Arc<dyn ConsoleSource>,
+        calls: Arc<console::calls::CallLog>,
+    ) -> AdminServer {
+        self.console = Some((source, calls));
         self
     }
 
@@ -120,7 +125,7 @@ impl AdminServer {
             .route("/readyz", get(readyz))
             .with_state(self.state.clone());
         let app = match self.console {
-            Some(source) => app.merge(console::routes(source, self.state.probe)),
+            Some((source, calls)) => app.merge(console::routes(source, self.state.probe, calls)),
             None => app,
         };
         let serving = axum::serve(self.listener, app);

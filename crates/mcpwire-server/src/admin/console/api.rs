@@ -299,6 +299,13 @@ fn events_of(
     })
 }
 
+pub(super) async fn calls(State(st): State<ConsoleState>, headers: HeaderMap) -> Response {
+    if let Err(r) = authorized(&st, &headers, false) {
+        return r;
+    }
+    answer(StatusCode::OK, json!({ "calls": st.calls.read() }))
+}
+
 pub(super) async fn csp_report(
     State(st): State<ConsoleState>,
     headers: HeaderMap,

@@ -7,6 +7,7 @@
 
 mod api;
 mod assets;
+pub mod calls;
 pub mod session;
 
 use std::sync::{Arc, Mutex};
@@ -17,6 +18,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::HealthProbe;
+use calls::CallLog;
 use session::Sessions;
 
 /// What the console asks the gateway. A caller is named as the page names it:
@@ -51,14 +53,20 @@ pub(crate) struct ConsoleState {
     source: Arc<dyn ConsoleSource>,
     probe: HealthProbe,
     sessions: Arc<Mutex<Sessions>>,
+    calls: Arc<CallLog>,
     violations: Arc<Mutex<Vec<Value>>>,
 }
 
 /// The console's routes, under `/ui`.
-pub(crate) fn routes(source: Arc<dyn ConsoleSource>, probe: HealthProbe) -> Router {
+pub(crate) fn routes(
+    source: Arc<dyn ConsoleSource>,
+    probe: HealthProbe,
+    calls: Arc<CallLog>,
+) -> Router {
     let state = ConsoleState {
         source,
         probe,
+        calls,
         sessions: Arc::new(Mutex::new(Sessions::default())),
         violations: Arc::new(Mutex::new(Vec::new())),
     };
@@ -74,6 +82,7 @@ pub(crate) fn routes(source: Arc<dyn ConsoleSource>, probe: HealthProbe) -> Rout
         .route("/ui/api/callers", get(api::callers))
         .route("/ui/api/catalog", get(api::catalog))
         .route("/ui/api/call", post(api::call))
+        .route("/ui/api/calls", get(api::calls))
         .route("/ui/api/csp", post(api::csp_report).get(api::csp_reports))
         .with_state(state)
 }

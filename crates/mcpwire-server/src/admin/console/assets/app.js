@@ -78,7 +78,8 @@ async function start() {
   });
   await loadCatalog();
   pollBackends();
-  polling = setInterval(pollBackends, 1500);
+  pollCalls();
+  polling = setInterval(() => { pollBackends(); pollCalls(); }, 1500);
 }
 
 function fmtSince(t) {
@@ -99,6 +100,60 @@ async function pollBackends() {
     return tr;
   });
   $("backends").replaceChildren(...rows);
+}
+
+let calls = [];
+$("calls-filter").addEventListener("input", () => showCalls());
+
+async function pollCalls() {
+  try { calls = (await api("/ui/api/calls")).calls; } catch (e) { return; }
+  showCalls();
+  drawChart();
+}
+
+function showCalls() {
+  const f = $("calls-filter").value.toLowerCase();
+  const rows = calls
+    .filter((c) => !f || [c.tool, c.identity, c.outcome].some((s) => s.toLowerCase().includes(f)))
+    .map((c) => {
+      const tr = el("tr", undefined, c.failed ? "failed" : "");
+      tr.dataset.tool = c.tool;
+      tr.append(el("td", new Date(c.at_ms).toLocaleTimeString()), el("td", c.identity),
+        el("td", c.tool, "tool"), el("td", c.outcome, c.failed ? "down" : "up"),
+        el("td", c.duration_ms.toFixed(1)));
+      return tr;
+    });
+  $("calls").replaceChildren(...rows);
+}
+
+// Calls and failures per 5 s over the last 2 minutes, drawn as SVG bars.
+function drawChart() {
+  const NS = "http://www.w3.org/2000/svg";
+  const svg = $("chart");
+  const now = Date.now();
+  const buckets = 24;
+  const ok = new Array(buckets).fill(0);
+  const bad = new Array(buckets).fill(0);
+  for (const c of calls) {
+    const i = buckets - 1 - Math.floor((now - c.at_ms) / 5000);
+    if (i >= 0 && i < buckets) (c.failed ? bad : ok)[i]++;
+  }
+  const max = Math.max(1, ...ok.map((v, i) => v + bad[i]));
+  const parts = [];
+  for (let i = 0; i < buckets; i++) {
+    for (const [v, base, cls] of [[ok[i], 0, "bar-ok"], [bad[i], ok[i], "bar-bad"]]) {
+      if (!v) continue;
+      const r = document.createElementNS(NS, "rect");
+      const h = (v / max) * 70;
+      r.setAttribute("x", String(i * 25 + 2));
+      r.setAttribute("width", "21");
+      r.setAttribute("y", String(75 - (base / max) * 70 - h));
+      r.setAttribute("height", String(h));
+      r.setAttribute("class", cls);
+      parts.push(r);
+    }
+  }
+  svg.replaceChildren(...parts);
 }
 
 async function loadCatalog() {
