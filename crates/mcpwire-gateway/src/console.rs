@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::{ApiKeys, AuthConfigError, named_keys};
+use crate::auth::{ApiKeys, AuthConfigError, KeyScopes, named_keys};
 use crate::config::GatewayConfig;
 use crate::recorded::Recorded;
 use mcpwire_server::admin::console::calls::CallLog;
@@ -27,7 +27,7 @@ pub(crate) struct GatewayConsole {
     federation: Weak<Federation>,
     admins: ApiKeys,
     /// Every configured API key's name and scopes (the "view as" callers).
-    keys: Vec<(String, Vec<String>)>,
+    keys: Vec<KeyScopes>,
     /// The live calls, where the console's own calls are recorded too.
     calls: Arc<CallLog>,
 }

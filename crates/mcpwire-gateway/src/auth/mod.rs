@@ -327,6 +327,9 @@ fn api_key(
     Ok(ApiKey::new(name.to_owned(), digest, scopes))
 }
 
+/// An API key's name and the scopes it grants.
+pub(crate) type KeyScopes = (String, Vec<String>);
+
 /// Every API key `config` names, inline and from its key files.
 fn configured_keys(config: &AuthConfig) -> Result<Vec<ApiKey>, AuthConfigError> {
     let mut keys = Vec::new();
@@ -344,7 +347,7 @@ fn configured_keys(config: &AuthConfig) -> Result<Vec<ApiKey>, AuthConfigError> 
 pub(crate) fn named_keys(
     config: &AuthConfig,
     names: &[String],
-) -> Result<(ApiKeys, Vec<(String, Vec<String>)>), AuthConfigError> {
+) -> Result<(ApiKeys, Vec<KeyScopes>), AuthConfigError> {
     let all = configured_keys(config)?;
     let scopes = all
         .iter()

@@ -49,6 +49,9 @@ fn answer(status: StatusCode, body: Value) -> Response {
     )
 }
 
+/// Why a request is refused: its status and a message.
+type Refusal = (StatusCode, &'static str);
+
 fn refuse(status: StatusCode, why: &str) -> Response {
     answer(status, json!({ "error": why }))
 }
@@ -64,13 +67,13 @@ fn cookie_token(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// The caller's session, or the answer refusing it. `post`: the CSRF token must match.
-fn authorized(st: &ConsoleState, headers: &HeaderMap, post: bool) -> Result<Session, Response> {
-    let unauthorized = || refuse(StatusCode::UNAUTHORIZED, "log in first");
+fn authorized(st: &ConsoleState, headers: &HeaderMap, post: bool) -> Result<Session, Refusal> {
+    let unauthorized = || (StatusCode::UNAUTHORIZED, "log in first");
     let token = cookie_token(headers).ok_or_else(unauthorized)?;
     let session = st
         .sessions
         .lock()
-        .map_err(|_| refuse(StatusCode::INTERNAL_SERVER_ERROR, "sessions unavailable"))?
+        .map_err(|_| (StatusCode::INTERNAL_SERVER_ERROR, "sessions unavailable"))?
         .get(token)
         .cloned()
         .ok_or_else(unauthorized)?;
@@ -80,7 +83,7 @@ fn authorized(st: &ConsoleState, headers: &HeaderMap, post: bool) -> Result<Sess
             .and_then(|v| v.to_str().ok())
             .unwrap_or("");
         if !csrf_matches(sent, &session.csrf) {
-            return Err(refuse(StatusCode::FORBIDDEN, "missing or wrong CSRF token"));
+            return Err((StatusCode::FORBIDDEN, "missing or wrong CSRF token"));
         }
     }
     Ok(session)
@@ -98,21 +101,21 @@ pub(super) fn csrf_matches(sent: &str, expected: &str) -> bool {
 
 /// A JSON object body (`application/json` only: a cross-site form cannot send one
 /// without the browser asking first).
-fn json_body(headers: &HeaderMap, body: &Bytes) -> Result<Value, Response> {
+fn json_body(headers: &HeaderMap, body: &Bytes) -> Result<Value, Refusal> {
     let is_json = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/json"));
     if !is_json {
-        return Err(refuse(
+        return Err((
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "expected application/json",
         ));
     }
     if body.len() > MAX_BODY {
-        return Err(refuse(StatusCode::PAYLOAD_TOO_LARGE, "body too large"));
+        return Err((StatusCode::PAYLOAD_TOO_LARGE, "body too large"));
     }
-    serde_json::from_slice(body).map_err(|_| refuse(StatusCode::BAD_REQUEST, "invalid JSON"))
+    serde_json::from_slice(body).map_err(|_| (StatusCode::BAD_REQUEST, "invalid JSON"))
 }
 
 pub(super) async fn login(
@@ -122,7 +125,7 @@ pub(super) async fn login(
 ) -> Response {
     let body = match json_body(&headers, &body) {
         Ok(b) => b,
-        Err(r) => return r,
+        Err((status, why)) => return refuse(status, why),
     };
     let secret = body.get("secret").and_then(Value::as_str).unwrap_or("");
     let Some(admin) = st.source.login(secret) else {
@@ -149,8 +152,8 @@ pub(super) async fn login(
 }
 
 pub(super) async fn logout(State(st): State<ConsoleState>, headers: HeaderMap) -> Response {
-    if let Err(r) = authorized(&st, &headers, true) {
-        return r;
+    if let Err((status, why)) = authorized(&st, &headers, true) {
+        return refuse(status, why);
     }
     if let (Some(token), Ok(mut s)) = (cookie_token(&headers), st.sessions.lock()) {
         s.close(token);
@@ -168,21 +171,21 @@ pub(super) async fn logout(State(st): State<ConsoleState>, headers: HeaderMap) -
 pub(super) async fn session(State(st): State<ConsoleState>, headers: HeaderMap) -> Response {
     match authorized(&st, &headers, false) {
         Ok(s) => answer(StatusCode::OK, json!({ "admin": s.admin, "csrf": s.csrf })),
-        Err(r) => r,
+        Err((status, why)) => refuse(status, why),
     }
 }
 
 pub(super) async fn backends(State(st): State<ConsoleState>, headers: HeaderMap) -> Response {
-    if let Err(r) = authorized(&st, &headers, false) {
-        return r;
+    if let Err((status, why)) = authorized(&st, &headers, false) {
+        return refuse(status, why);
     }
     let backends = (st.probe)();
     answer(StatusCode::OK, json!({ "backends": backends }))
 }
 
 pub(super) async fn callers(State(st): State<ConsoleState>, headers: HeaderMap) -> Response {
-    if let Err(r) = authorized(&st, &headers, false) {
-        return r;
+    if let Err((status, why)) = authorized(&st, &headers, false) {
+        return refuse(status, why);
     }
     answer(StatusCode::OK, json!({ "callers": st.source.callers() }))
 }
@@ -226,8 +229,8 @@ pub(super) async fn catalog(
     headers: HeaderMap,
     RawQuery(query): RawQuery,
 ) -> Response {
-    if let Err(r) = authorized(&st, &headers, false) {
-        return r;
+    if let Err((status, why)) = authorized(&st, &headers, false) {
+        return refuse(status, why);
     }
     let caller = caller_of(query.as_deref());
     match st.source.catalog(&caller).await {
@@ -243,11 +246,11 @@ pub(super) async fn call(
 ) -> Response {
     let session = match authorized(&st, &headers, true) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err((status, why)) => return refuse(status, why),
     };
     let body = match json_body(&headers, &body) {
         Ok(b) => b,
-        Err(r) => return r,
+        Err((status, why)) => return refuse(status, why),
     };
     let caller = body
         .get("as")
@@ -300,8 +303,8 @@ fn events_of(
 }
 
 pub(super) async fn calls(State(st): State<ConsoleState>, headers: HeaderMap) -> Response {
-    if let Err(r) = authorized(&st, &headers, false) {
-        return r;
+    if let Err((status, why)) = authorized(&st, &headers, false) {
+        return refuse(status, why);
     }
     answer(StatusCode::OK, json!({ "calls": st.calls.read() }))
 }
@@ -311,12 +314,12 @@ pub(super) async fn csp_report(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if let Err(r) = authorized(&st, &headers, true) {
-        return r;
+    if let Err((status, why)) = authorized(&st, &headers, true) {
+        return refuse(status, why);
     }
     let body = match json_body(&headers, &body) {
         Ok(b) => b,
-        Err(r) => return r,
+        Err((status, why)) => return refuse(status, why),
     };
     tracing::warn!(report = %body, "console: Content-Security-Policy violation");
     if let Ok(mut v) = st.violations.lock()
@@ -328,8 +331,8 @@ pub(super) async fn csp_report(
 }
 
 pub(super) async fn csp_reports(State(st): State<ConsoleState>, headers: HeaderMap) -> Response {
-    if let Err(r) = authorized(&st, &headers, false) {
-        return r;
+    if let Err((status, why)) = authorized(&st, &headers, false) {
+        return refuse(status, why);
     }
     let v = st.violations.lock().map(|v| v.clone()).unwrap_or_default();
     answer(StatusCode::OK, json!({ "violations": v }))
