@@ -251,3 +251,44 @@ impl ConsoleSource for GatewayConsole {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = "[admin]\nlisten = \"127.0.0.1:0\"\nconsole_keys = [\"ops\"]\n\
+        [auth]\n[[auth.api_keys]]\nname = \"ops\"\nkey = \"s3cret-ops\"\n\
+        [[auth.api_keys]]\nname = \"ci\"\nkey = \"s3cret-ci\"\n\
+        [backends.d]\nnative = \"demo\"\n";
+
+    fn console(text: &str) -> Result<Option<GatewayConsole>, AuthConfigError> {
+        let path = std::path::Path::new("conf/mcpwire.toml");
+        let config = GatewayConfig::from_toml(path, text).expect("a valid file");
+        GatewayConsole::new(&config, None, Arc::default())
+    }
+
+    #[test]
+    fn only_console_keys_log_in() {
+        let c = console(FILE).expect("built").expect("a console");
+        assert_eq!(c.login("s3cret-ops").as_deref(), Some("ops"));
+        assert_eq!(c.login("s3cret-ci"), None, "a client key is no admin key");
+        assert_eq!(c.login(""), None);
+    }
+
+    #[test]
+    fn callers_show_names_never_secrets() {
+        let c = console(FILE).expect("built").expect("a console");
+        let shown = c.callers().join(" ");
+        assert_eq!(shown, "anonymous key:ops key:ci");
+        assert!(!shown.contains("s3cret"));
+    }
+
+    #[test]
+    fn no_console_without_keys_and_unknown_keys_refused() {
+        let off = FILE.replace("console_keys = [\"ops\"]\n", "");
+        assert!(console(&off).expect("built").is_none());
+        let unknown = FILE.replace("[\"ops\"]", "[\"root\"]");
+        let e = console(&unknown).err().expect("refused");
+        assert!(e.0.contains("no API key is named `root`"), "{}", e.0);
+    }
+}
