@@ -19,6 +19,9 @@ fi
 MISSING=""
 command -v redis-server > /dev/null || MISSING="$MISSING redis-server"
 command -v haproxy > /dev/null || [ -x /usr/sbin/haproxy ] || MISSING="$MISSING haproxy"
+# A headless browser for the console's test (tests/python/test_console.py).
+command -v chromium > /dev/null || MISSING="$MISSING chromium"
+command -v chromedriver > /dev/null || MISSING="$MISSING chromium-driver"
 if [ -n "$MISSING" ]; then
   echo "== installing$MISSING"
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi

@@ -260,7 +260,15 @@ fn additions(args: &ServeCmdArgs, matches: Option<&ArgMatches>) -> Result<Additi
 /// `--metrics-listen`: the admin listener, over the file's `[admin]`.
 fn apply_metrics_listen(config: &mut GatewayConfig, listen: Option<std::net::SocketAddr>) {
     if let Some(listen) = listen {
-        config.admin = Some(AdminConfig { listen });
+        let console_keys = config
+            .admin
+            .take()
+            .map(|a| a.console_keys)
+            .unwrap_or_default();
+        config.admin = Some(AdminConfig {
+            listen,
+            console_keys,
+        });
     }
 }
 

@@ -69,6 +69,9 @@ impl Additions {
 pub struct AdminConfig {
     /// Where it listens (port 0 picks a free one; the bound address is printed).
     pub listen: std::net::SocketAddr,
+    /// `[auth]` API keys whose holders may log into the console on `/ui`; empty: no
+    /// console (`docs/console.md`).
+    pub console_keys: Vec<String>,
 }
 
 /// How the gateway presents itself and bounds its clients (`[server]`).

@@ -20,6 +20,7 @@ use crate::backends::{self, Natives, StartFailure, Started};
 use crate::check::{CheckCaller, CheckReport};
 use crate::cluster::Cluster;
 use crate::config::{BackendSource, BackendSpec, FailMode, GatewayConfig, ServerOptions};
+use crate::console::GatewayConsole;
 use crate::error::{ConfigError, Origin};
 use crate::key_path::KeyPath;
 use crate::late::LateBackend;
@@ -29,6 +30,7 @@ use crate::stack;
 use arc_swap::ArcSwap;
 use mcpwire_client::auth::PendingConsents;
 use mcpwire_server::Service;
+use mcpwire_server::admin::console::calls::CallLog;
 use mcpwire_server::admin::{AdminServer, BackendHealth, HealthProbe};
 use mcpwire_server::limits::ConnectionLimits;
 
@@ -89,6 +91,8 @@ pub struct Gateway {
     cluster: Option<Arc<Cluster>>,
     /// Users' authorizations of upstreams waiting for the redirect endpoint.
     consents: Arc<PendingConsents>,
+    /// The console's live calls (`[admin] console_keys`; `None`: no console).
+    calls: Option<Arc<CallLog>>,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -206,7 +210,14 @@ impl Gateway {
             rejections: Arc::new(Rejections::default()),
             cluster: None,
             consents,
+            calls: None,
         };
+        gateway.calls = gateway
+            .config
+            .admin
+            .as_ref()
+            .filter(|a| !a.console_keys.is_empty())
+            .map(|_| Arc::new(CallLog::default()));
         if let Some(c) = &gateway.config.cluster {
             gateway.cluster = Some(Arc::new(Cluster::connect(c).await?));
         }
@@ -272,6 +283,7 @@ impl Gateway {
             connections: self.connections.as_ref(),
             cluster: self.cluster.as_ref(),
             pages: crate::redirect::routes(&self.consents),
+            calls: self.calls.as_ref(),
         }
     }
 
@@ -488,6 +500,20 @@ impl Gateway {
                 let server = AdminServer::bind(admin.listen, self.health_probe(), shutdown.clone())
                     .await
                     .map_err(GatewayError::Serve)?;
+                let calls = self.calls.clone().unwrap_or_default();
+                let console =
+                    GatewayConsole::new(&self.config, self.federation.as_ref(), calls.clone())
+                        .map_err(|e| GatewayError::Serve(std::io::Error::other(e.0)))?;
+                let server = match console {
+                    Some(c) => {
+                        mcpwire_server::observe::announce(format_args!(
+                            "mcpwire: console on http://{}/ui",
+                            server.local_addr().map_err(GatewayError::Serve)?
+                        ));
+                        server.with_console(Arc::new(c), calls)
+                    }
+                    None => server,
+                };
                 mcpwire_server::observe::announce(format_args!(
                     "mcpwire: admin on http://{} (/metrics, /healthz, /readyz)",
                     server.local_addr().map_err(GatewayError::Serve)?

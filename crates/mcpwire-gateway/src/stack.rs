@@ -22,6 +22,8 @@
 //! (the whole catalog or a view, in one catalog mode); [`Shared::listener`] adds one listener's outer parts
 //! (1–3) to it.
 
+use crate::recorded::Recorded;
+use mcpwire_server::admin::console::calls::CallLog;
 use std::sync::Arc;
 
 use mcpwire_federation::{CatalogMode, Federation, SearchCatalog, View};
@@ -62,6 +64,8 @@ pub(crate) struct Shared<'a> {
     pub(crate) cluster: Option<&'a Arc<Cluster>>,
     /// Pages every HTTP listener serves beside its endpoint (the OAuth redirect).
     pub(crate) pages: Vec<HttpRoute>,
+    /// The console's live calls, when there is a console.
+    pub(crate) calls: Option<&'a Arc<CallLog>>,
 }
 
 impl Shared<'_> {
@@ -108,8 +112,12 @@ impl Shared<'_> {
 
     /// `backend` behind `[limits]`' call rates, when there are any.
     fn limited(&self, backend: Arc<dyn Backend>) -> Arc<dyn Backend> {
-        match self.rate_limits {
+        let backend: Arc<dyn Backend> = match self.rate_limits {
             Some(limits) => Arc::new(Limited::shared(backend, limits.clone())),
+            None => backend,
+        };
+        match self.calls {
+            Some(log) => Arc::new(Recorded::new(backend, log.clone())),
             None => backend,
         }
     }

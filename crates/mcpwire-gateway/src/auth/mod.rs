@@ -35,7 +35,8 @@ use arc_swap::ArcSwap;
 use jsonwebtoken::DecodingKey;
 use mcpwire_router::{Credential, Identity};
 
-use api_keys::{ApiKey, ApiKeys};
+use api_keys::ApiKey;
+pub(crate) use api_keys::ApiKeys;
 pub use config::{ApiKeyConfig, ApiKeySecret, AuthConfig, JwtConfig, JwtKeySource};
 pub use jwks::JwksSource;
 use jwt::{JwtKeys, JwtVerifier, Verdict};
@@ -227,13 +228,7 @@ impl Verifiers {
                 "authentication accepts nothing: give API keys or a JWT key source".into(),
             ));
         }
-        let mut keys = Vec::new();
-        for k in &config.api_keys {
-            keys.push(api_key(&k.name, &k.secret, k.scopes.clone())?);
-        }
-        for path in &config.api_key_files {
-            keys.extend(read_key_file(path)?);
-        }
+        let keys = configured_keys(&config)?;
         for (i, k) in keys.iter().enumerate() {
             if keys[..i].iter().any(|o| o.name == k.name) {
                 return Err(AuthConfigError(format!(
@@ -330,6 +325,52 @@ fn api_key(
         })?,
     };
     Ok(ApiKey::new(name.to_owned(), digest, scopes))
+}
+
+/// An API key's name and the scopes it grants.
+pub(crate) type KeyScopes = (String, Vec<String>);
+
+/// Every API key `config` names, inline and from its key files.
+fn configured_keys(config: &AuthConfig) -> Result<Vec<ApiKey>, AuthConfigError> {
+    let mut keys = Vec::new();
+    for k in &config.api_keys {
+        keys.push(api_key(&k.name, &k.secret, k.scopes.clone())?);
+    }
+    for path in &config.api_key_files {
+        keys.extend(read_key_file(path)?);
+    }
+    Ok(keys)
+}
+
+/// The API keys among `config`'s named in `names`, and the scopes of every key by name
+/// (the console's admins, and the callers its "view as" offers).
+pub(crate) fn named_keys(
+    config: &AuthConfig,
+    names: &[String],
+) -> Result<(ApiKeys, Vec<KeyScopes>), AuthConfigError> {
+    let all = configured_keys(config)?;
+    let scopes = all
+        .iter()
+        .map(|k| {
+            let s = k.scopes.clone();
+            (
+                k.name.clone(),
+                s.unwrap_or_else(|| config.required_scopes.clone()),
+            )
+        })
+        .collect();
+    for n in names {
+        if !all.iter().any(|k| &k.name == n) {
+            return Err(AuthConfigError(format!(
+                "[admin] console_keys: no API key is named `{n}` in [auth]"
+            )));
+        }
+    }
+    let admins = all
+        .into_iter()
+        .filter(|k| names.contains(&k.name))
+        .collect();
+    Ok((ApiKeys::new(admins), scopes))
 }
 
 /// The keys of a key file: `NAME=SECRET` or `NAME=sha256:HEX` per line.

@@ -56,6 +56,8 @@ struct RawFile {
 #[serde(deny_unknown_fields)]
 struct RawAdmin {
     listen: std::net::SocketAddr,
+    #[serde(default)]
+    console_keys: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -247,9 +249,10 @@ impl GatewayConfig {
             auth,
             policy,
             limits,
-            admin: raw
-                .admin
-                .map(|a| crate::config::AdminConfig { listen: a.listen }),
+            admin: raw.admin.map(|a| crate::config::AdminConfig {
+                listen: a.listen,
+                console_keys: a.console_keys,
+            }),
             additions: Default::default(),
         };
         config.validate()?;

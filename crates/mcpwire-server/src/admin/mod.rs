@@ -19,6 +19,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::observe::{self, BACKEND_SESSIONS, BACKEND_UP, UPKEEP_EVERY};
 
+pub mod console;
+
+pub use console::ConsoleSource;
+
 /// One backend's health as `/readyz` and `mcpwire_backend_up` show it.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct BackendHealth {
@@ -60,6 +64,7 @@ struct AdminState {
 pub struct AdminServer {
     listener: TcpListener,
     state: AdminState,
+    console: Option<(Arc<dyn ConsoleSource>, Arc<console::calls::CallLog>)>,
 }
 
 impl AdminServer {
@@ -80,7 +85,19 @@ impl AdminServer {
         Ok(AdminServer {
             listener,
             state: AdminState { probe, shutdown },
+            console: None,
         })
+    }
+
+    /// Serves the console on `/ui` too, asking `source`, showing the live calls in
+    /// `calls` (`docs/console.md`).
+    pub fn with_console(
+        mut self,
+        source: Arc<dyn ConsoleSource>,
+        calls: Arc<console::calls::CallLog>,
+    ) -> AdminServer {
+        self.console = Some((source, calls));
+        self
     }
 
     /// The address actually bound.
@@ -106,7 +123,11 @@ impl AdminServer {
             .route("/metrics", get(metrics))
             .route("/healthz", get(healthz))
             .route("/readyz", get(readyz))
-            .with_state(self.state);
+            .with_state(self.state.clone());
+        let app = match self.console {
+            Some((source, calls)) => app.merge(console::routes(source, self.state.probe, calls)),
+            None => app,
+        };
         let serving = axum::serve(self.listener, app);
         tokio::select! {
             served = serving => served,

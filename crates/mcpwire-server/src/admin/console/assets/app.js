@@ -1,0 +1,341 @@
+// The mcpwire console. Everything that comes from the gateway or its upstreams is data:
+// it reaches the page through textContent and attributes only, never as markup.
+
+const $ = (id) => document.getElementById(id);
+let csrf = "";
+let catalog = { tools: [] };
+let chosen = null;
+let polling = null;
+const downSince = new Map();
+
+function el(tag, text, cls) {
+  const e = document.createElement(tag);
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  if (cls) e.className = cls;
+  return e;
+}
+
+async function api(path, body) {
+  const init = { credentials: "same-origin", headers: {} };
+  if (body !== undefined) {
+    init.method = "POST";
+    init.headers["Content-Type"] = "application/json";
+    init.headers["X-CSRF-Token"] = csrf;
+    init.body = JSON.stringify(body);
+  }
+  const r = await fetch(path, init);
+  const data = await r.json().catch(() => ({}));
+  if (!r.ok) throw new Error(data.error || r.statusText);
+  return data;
+}
+
+document.addEventListener("securitypolicyviolation", (e) => {
+  if (!csrf) return;
+  api("/ui/api/csp", { directive: e.violatedDirective, blocked: e.blockedURI, sample: e.sample }).catch(() => {});
+});
+
+function loggedIn(s) {
+  csrf = s.csrf;
+  $("who").textContent = "admin: " + s.admin;
+  $("login-panel").hidden = true;
+  $("console").hidden = false;
+  $("logout").hidden = false;
+  start();
+}
+
+$("login").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  $("login-error").textContent = "";
+  try {
+    loggedIn(await api("/ui/api/login", { secret: $("secret").value }));
+    $("secret").value = "";
+  } catch (e) {
+    $("login-error").textContent = e.message;
+  }
+});
+
+$("logout").addEventListener("click", async () => {
+  await api("/ui/api/logout", {}).catch(() => {});
+  location.reload();
+});
+
+async function start() {
+  const { callers } = await api("/ui/api/callers");
+  const pick = $("view-as");
+  pick.replaceChildren(...callers.map((c) => { const o = el("option", c); o.value = c; return o; }));
+  const sub = el("option", "a JWT subject…");
+  sub.value = "sub:";
+  pick.append(sub);
+  pick.addEventListener("change", async () => {
+    if (pick.value === "sub:") {
+      const s = prompt("JWT subject");
+      const o = el("option", "sub:" + (s || ""));
+      o.value = "sub:" + (s || "");
+      pick.append(o);
+      pick.value = o.value;
+    }
+    await loadCatalog();
+  });
+  await loadCatalog();
+  pollBackends();
+  pollCalls();
+  polling = setInterval(() => { pollBackends(); pollCalls(); }, 1500);
+}
+
+function fmtSince(t) {
+  return t ? new Date(t).toLocaleTimeString() : "";
+}
+
+async function pollBackends() {
+  let data;
+  try { data = await api("/ui/api/backends"); } catch (e) { return; }
+  const rows = data.backends.map((b) => {
+    if (b.up) downSince.delete(b.name);
+    else if (!downSince.has(b.name)) downSince.set(b.name, Date.now());
+    const tr = el("tr");
+    tr.dataset.backend = b.name;
+    tr.append(el("td", b.name), el("td", b.up ? "up" : "down", b.up ? "up state" : "down state"),
+      el("td", b.up ? "" : fmtSince(downSince.get(b.name))), el("td", b.required ? "closed" : "open"),
+      el("td", b.sessions ?? ""), el("td", b.reason ?? ""));
+    return tr;
+  });
+  $("backends").replaceChildren(...rows);
+}
+
+let calls = [];
+$("calls-filter").addEventListener("input", () => showCalls());
+
+async function pollCalls() {
+  try { calls = (await api("/ui/api/calls")).calls; } catch (e) { return; }
+  showCalls();
+  drawChart();
+}
+
+function showCalls() {
+  const f = $("calls-filter").value.toLowerCase();
+  const rows = calls
+    .filter((c) => !f || [c.tool, c.identity, c.outcome].some((s) => s.toLowerCase().includes(f)))
+    .map((c) => {
+      const tr = el("tr", undefined, c.failed ? "failed" : "");
+      tr.dataset.tool = c.tool;
+      tr.append(el("td", new Date(c.at_ms).toLocaleTimeString()), el("td", c.identity),
+        el("td", c.tool, "tool"), el("td", c.outcome, c.failed ? "down" : "up"),
+        el("td", c.duration_ms.toFixed(1)));
+      return tr;
+    });
+  $("calls").replaceChildren(...rows);
+}
+
+// Calls and failures per 5 s over the last 2 minutes, drawn as SVG bars.
+function drawChart() {
+  const NS = "http://www.w3.org/2000/svg";
+  const svg = $("chart");
+  const now = Date.now();
+  const buckets = 24;
+  const ok = new Array(buckets).fill(0);
+  const bad = new Array(buckets).fill(0);
+  for (const c of calls) {
+    const i = buckets - 1 - Math.floor((now - c.at_ms) / 5000);
+    if (i >= 0 && i < buckets) (c.failed ? bad : ok)[i]++;
+  }
+  const max = Math.max(1, ...ok.map((v, i) => v + bad[i]));
+  const parts = [];
+  for (let i = 0; i < buckets; i++) {
+    for (const [v, base, cls] of [[ok[i], 0, "bar-ok"], [bad[i], ok[i], "bar-bad"]]) {
+      if (!v) continue;
+      const r = document.createElementNS(NS, "rect");
+      const h = (v / max) * 70;
+      r.setAttribute("x", String(i * 25 + 2));
+      r.setAttribute("width", "21");
+      r.setAttribute("y", String(75 - (base / max) * 70 - h));
+      r.setAttribute("height", String(h));
+      r.setAttribute("class", cls);
+      parts.push(r);
+    }
+  }
+  svg.replaceChildren(...parts);
+}
+
+async function loadCatalog() {
+  const as = $("view-as").value || "anonymous";
+  $("try-as").textContent = as;
+  $("catalog-status").textContent = "loading…";
+  try {
+    catalog = await api("/ui/api/catalog?as=" + encodeURIComponent(as));
+    $("catalog-status").textContent = "";
+  } catch (e) {
+    $("catalog-status").textContent = e.message;
+    return;
+  }
+  const rows = catalog.tools.map((t) => {
+    const tr = el("tr", undefined, t.visible ? "visible-item" : "hidden-item");
+    tr.dataset.tool = t.name;
+    const seen = t.visible ? "yes" : "hidden by " + (t.hidden_by || "policy");
+    tr.append(el("td", t.name, "name"), el("td", t.backend), el("td", t.upstream),
+      el("td", t.description ?? "", "desc"), el("td", seen, "seen"));
+    const cell = el("td");
+    if (t.visible) {
+      const b = el("button", "Try");
+      b.type = "button";
+      b.className = "try";
+      b.addEventListener("click", () => choose(t));
+      cell.append(b);
+    }
+    tr.append(cell);
+    return tr;
+  });
+  $("catalog").replaceChildren(...rows);
+  const others = [];
+  for (const kind of ["prompts", "resources", "templates"]) {
+    for (const i of catalog[kind] || []) {
+      others.push(el("li", kind.slice(0, -1) + ": " + i.name + " (" + i.backend + ")" + (i.visible ? "" : " — hidden by " + i.hidden_by)));
+    }
+  }
+  $("others").replaceChildren(...others);
+}
+
+// The form for a JSON schema: one field per property, nested objects as fieldsets.
+function resolve(schema, root) {
+  let s = schema || {};
+  for (let i = 0; i < 16 && s && typeof s.$ref === "string"; i++) {
+    const path = s.$ref.replace(/^#\//, "").split("/");
+    let t = root;
+    for (const p of path) t = t ? t[p.replace(/~1/g, "/").replace(/~0/g, "~")] : undefined;
+    s = t || {};
+  }
+  return s;
+}
+
+function field(name, schema, root, required) {
+  const s = resolve(schema, root);
+  const wrap = el("div", undefined, "field");
+  const label = el("label", name + (required ? " *" : ""));
+  wrap.append(label);
+  let input;
+  let read;
+  if (Array.isArray(s.enum)) {
+    input = el("select");
+    for (const v of s.enum) { const o = el("option", JSON.stringify(v)); o.value = JSON.stringify(v); input.append(o); }
+    if (s.default !== undefined) input.value = JSON.stringify(s.default);
+    read = () => JSON.parse(input.value);
+  } else if (s.type === "boolean") {
+    input = el("input");
+    input.type = "checkbox";
+    input.checked = s.default === true;
+    read = () => input.checked;
+  } else if (s.type === "number" || s.type === "integer") {
+    input = el("input");
+    input.type = "number";
+    if (s.type === "integer") input.step = "1";
+    if (s.default !== undefined) input.value = String(s.default);
+    read = () => (input.value === "" ? undefined : Number(input.value));
+  } else if (s.type === "string") {
+    input = el("input");
+    input.type = "text";
+    if (s.default !== undefined) input.value = String(s.default);
+    read = () => (input.value === "" && !required ? undefined : input.value);
+  } else if (s.type === "object" && s.properties) {
+    input = el("fieldset");
+    const sub = fields(s, root);
+    input.append(...sub.nodes);
+    read = sub.read;
+  } else {
+    input = el("textarea");
+    input.placeholder = "JSON (" + (s.type || "any") + ")";
+    if (s.default !== undefined) input.value = JSON.stringify(s.default);
+    read = () => (input.value.trim() === "" ? undefined : JSON.parse(input.value));
+  }
+  input.name = name;
+  input.dataset.arg = name;
+  if (s.description) input.title = s.description;
+  wrap.append(input);
+  return { node: wrap, read };
+}
+
+function fields(schema, root) {
+  const s = resolve(schema, root);
+  const req = new Set(s.required || []);
+  const parts = Object.entries(s.properties || {}).map(([k, v]) => [k, field(k, v, root, req.has(k))]);
+  return {
+    nodes: parts.map(([, f]) => f.node),
+    read: () => {
+      const out = {};
+      for (const [k, f] of parts) { const v = f.read(); if (v !== undefined) out[k] = v; }
+      return out;
+    },
+  };
+}
+
+function choose(tool) {
+  chosen = tool;
+  $("try-tool").textContent = tool.name;
+  const root = tool.inputSchema || {};
+  const f = fields(root, root);
+  chosen.read = f.read;
+  $("try-fields").replaceChildren(...f.nodes);
+  $("run").disabled = false;
+  $("result").textContent = "";
+}
+
+$("try-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  if (!chosen) return;
+  let args;
+  try { args = chosen.read(); } catch (e) { $("result").textContent = "invalid arguments: " + e.message; return; }
+  $("result").textContent = "running…";
+  $("events").replaceChildren();
+  $("progress").value = 0;
+  $("progress-text").textContent = "";
+  try {
+    await streamCall({ as: $("view-as").value, name: chosen.name, arguments: args });
+  } catch (e) {
+    $("result").textContent = "error: " + e.message;
+  }
+});
+
+// POSTs the call and reads its server-sent events as they arrive.
+async function streamCall(body) {
+  const r = await fetch("/ui/api/call", {
+    method: "POST",
+    credentials: "same-origin",
+    headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
+    body: JSON.stringify(body),
+  });
+  if (!r.ok) {
+    const data = await r.json().catch(() => ({}));
+    throw new Error(data.error || r.statusText);
+  }
+  const reader = r.body.getReader();
+  const decoder = new TextDecoder();
+  let buf = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += decoder.decode(value, { stream: true });
+    let at;
+    while ((at = buf.indexOf("\n\n")) >= 0) {
+      const frame = buf.slice(0, at);
+      buf = buf.slice(at + 2);
+      const data = frame.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
+      if (data) shown(JSON.parse(data));
+    }
+  }
+}
+
+function shown(ev) {
+  if (ev.kind === "progress") {
+    $("progress").max = ev.total || 1;
+    $("progress").value = ev.progress;
+    const text = ev.progress + (ev.total ? " / " + ev.total : "") + (ev.message ? " — " + ev.message : "");
+    $("progress-text").textContent = text;
+    $("events").append(el("li", "progress " + text, "progress-event"));
+  } else if (ev.kind === "log") {
+    $("events").append(el("li", "log " + ev.level + ": " + JSON.stringify(ev.data), "log-event"));
+  } else if (ev.kind === "result") {
+    $("result").textContent = JSON.stringify(ev.result, null, 2);
+  } else if (ev.kind === "error") {
+    $("result").textContent = "error: " + ev.error;
+  }
+}
+
+api("/ui/api/session").then(loggedIn).catch(() => {});

@@ -1,0 +1,244 @@
+"""The gateway console (`/ui` on the admin listener, docs/console.md) driven in a real
+headless browser (Debian's chromium and chromium-driver through Selenium), in front of a
+real FastMCP upstream (fixtures/console_upstream.py) and the native demo:
+
+- log in with the admin key, see both backends up and the merged catalog;
+- "view as" a key the policy lets see `up_private`, then as the anonymous caller, whom a
+  rule denies it: the row turns hidden, naming the policy;
+- run a tool from the form generated from its input schema and see the result;
+- a tool description made of markup is shown as text (the DOM text equals the source),
+  nothing runs, and the page reported no Content-Security-Policy violation;
+- a screenshot goes to docs/console.png;
+- the upstream killed, its row turns down.
+
+Under CI=1 a missing browser fails the test; elsewhere it is installed with apt-get when
+that is possible, and the test is skipped otherwise."""
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from test_gateway_lifecycle import Upstream, free_port
+from test_gateway_serve import Served
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+FIXTURE = pathlib.Path(__file__).resolve().parent / "fixtures" / "console_upstream.py"
+sys.path.insert(0, str(FIXTURE.parent))
+from console_upstream import TRAP  # noqa: E402
+
+ADMIN_KEY = "console-test-admin-key"
+
+
+def browser_paths():
+    chromium = shutil.which("chromium")
+    driver = shutil.which("chromedriver")
+    if chromium and driver:
+        return chromium, driver
+    if shutil.which("apt-get") and os.geteuid() == 0:
+        subprocess.run(
+            ["apt-get", "install", "-y", "-q", "chromium", "chromium-driver"],
+            check=False,
+            stdout=subprocess.DEVNULL,
+        )
+    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    if chromium and driver:
+        return chromium, driver
+    if os.environ.get("CI") == "1":
+        pytest.fail("chromium and chromium-driver are needed (apt-get install chromium chromium-driver)")
+    pytest.skip("no chromium/chromedriver: apt-get install chromium chromium-driver")
+
+
+@pytest.fixture()
+def browser():
+    chromium, driver = browser_paths()
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        if os.environ.get("CI") == "1":
+            pytest.fail("selenium is needed (tests/python/requirements.txt)")
+        pytest.skip("selenium is not installed")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = chromium
+    for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1800"):
+        opts.add_argument(a)
+    d = webdriver.Chrome(service=Service(driver), options=opts)
+    try:
+        yield d
+    finally:
+        d.quit()
+
+
+def config(admin: int, port: int) -> str:
+    return f"""
+[[listen]]
+url = "http://127.0.0.1:0/mcp"
+
+[admin]
+listen = "127.0.0.1:{admin}"
+console_keys = ["ops"]
+
+[auth]
+[[auth.api_keys]]
+name = "ops"
+key = "{ADMIN_KEY}"
+
+[[auth.api_keys]]
+name = "ci"
+key = "ci-key"
+
+[policy]
+default = "allow"
+
+[[policy.rules]]
+effect = "deny"
+anonymous = true
+tools = ["up_private"]
+
+[backends.demo]
+native = "demo"
+
+[backends.up]
+url = "http://127.0.0.1:{port}/mcp"
+"""
+
+
+def wait(pred, seconds=20.0, what="condition"):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            got = pred()
+            if got:
+                return got
+        except Exception:  # noqa: BLE001 - the page is still changing
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def state_of(d, backend):
+    from selenium.webdriver.common.by import By
+
+    row = d.find_element(By.CSS_SELECTOR, f'#backends tr[data-backend="{backend}"]')
+    return row.find_elements(By.TAG_NAME, "td")[1].text
+
+
+def tool_row(d, name):
+    from selenium.webdriver.common.by import By
+
+    return d.find_element(By.CSS_SELECTOR, f'#catalog tr[data-tool="{name}"]')
+
+
+def test_console_end_to_end(mcpwire_bin, tmp_path, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    d = browser
+    port, admin = free_port(), free_port()
+    upstream = Upstream.__new__(Upstream)
+    upstream.port = port
+    upstream.proc = subprocess.Popen(
+        [sys.executable, str(FIXTURE), str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    wait(upstream.listening, 30, "the upstream")
+    conf = tmp_path / "mcpwire.toml"
+    conf.write_text(config(admin, port))
+    served = Served(mcpwire_bin, conf)
+    try:
+        served.wait_for("mcpwire: console on")
+        base = f"http://127.0.0.1:{admin}/ui"
+
+        # Nothing without a session; the headers of every answer.
+        with urllib.request.urlopen(base) as r:
+            csp = r.headers["Content-Security-Policy"]
+            assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
+            assert r.headers["X-Content-Type-Options"] == "nosniff"
+            assert ADMIN_KEY not in r.read().decode()
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(base + "/api/backends")
+        assert e.value.code == 401
+
+        d.get(base)
+        d.find_element(By.ID, "secret").send_keys("wrong")
+        d.find_element(By.ID, "login-button").click()
+        wait(lambda: d.find_element(By.ID, "login-error").text, what="the refusal")
+        d.find_element(By.ID, "secret").clear()
+        d.find_element(By.ID, "secret").send_keys(ADMIN_KEY)
+        d.find_element(By.ID, "login-button").click()
+        wait(lambda: d.find_element(By.ID, "console").is_displayed(), what="the console")
+        cookie = next(c for c in d.get_cookies() if c["name"] == "mcpwire_console")
+        assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+
+        # Backends, live.
+        wait(lambda: state_of(d, "demo") == "up" and state_of(d, "up") == "up", what="backends up")
+
+        # Catalog as the key `ci`: up_private is there; as the anonymous caller it is hidden.
+        Select(d.find_element(By.ID, "view-as")).select_by_value("key:ci")
+        wait(lambda: "visible-item" in tool_row(d, "up_private").get_attribute("class"), what="ci sees it")
+        Select(d.find_element(By.ID, "view-as")).select_by_value("anonymous")
+        wait(lambda: "hidden-item" in tool_row(d, "up_private").get_attribute("class"), what="hidden")
+        assert "hidden by [policy]" in tool_row(d, "up_private").text
+        assert tool_row(d, "up_private").find_elements(By.CSS_SELECTOR, "button.try") == []
+
+        # Markup in a description is text: nothing ran.
+        desc = tool_row(d, "up_trap").find_element(By.CSS_SELECTOR, "td.desc")
+        assert desc.text == TRAP
+        assert desc.find_elements(By.CSS_SELECTOR, "img, script") == []
+        assert d.title != "pwned"
+
+        # Try a tool from its generated form.
+        tool_row(d, "up_echo").find_element(By.CSS_SELECTOR, "button.try").click()
+        d.find_element(By.CSS_SELECTOR, '[data-arg="text"]').send_keys("hello console")
+        times = d.find_element(By.CSS_SELECTOR, '[data-arg="times"]')
+        assert times.get_attribute("value") == "1", "the schema's default"
+        times.clear()
+        times.send_keys("2")
+        d.find_element(By.CSS_SELECTOR, '[data-arg="loud"]').click()
+        d.find_element(By.ID, "run").click()
+        wait(lambda: "HELLO CONSOLE HELLO CONSOLE" in d.find_element(By.ID, "result").text, what="result")
+
+        tool_row(d, "up_count").find_element(By.CSS_SELECTOR, "button.try").click()
+        d.find_element(By.CSS_SELECTOR, '[data-arg="n"]').send_keys("3")
+        d.find_element(By.ID, "run").click()
+        wait(lambda: "counted to 3" in d.find_element(By.ID, "result").text, what="count result")
+        progress = d.find_elements(By.CSS_SELECTOR, "#events li.progress-event")
+        assert [p.text for p in progress] == ["progress 1 / 3", "progress 2 / 3", "progress 3 / 3"]
+
+        # Both calls are in the live list, newest first.
+        wait(lambda: d.find_elements(By.CSS_SELECTOR, '#calls tr[data-tool="up_count"]'), what="live call")
+        assert d.find_elements(By.CSS_SELECTOR, '#calls tr[data-tool="up_echo"]')
+        d.find_element(By.ID, "calls-filter").send_keys("echo")
+        wait(lambda: not d.find_elements(By.CSS_SELECTOR, '#calls tr[data-tool="up_count"]'), what="filter")
+
+        # No CSP violation was reported by the page.
+        req = urllib.request.Request(base + "/api/csp", headers={"Cookie": f"mcpwire_console={cookie['value']}"})
+        with urllib.request.urlopen(req) as r:
+            assert json.loads(r.read())["violations"] == []
+        # A POST without the CSRF token is refused even with the session.
+        post = urllib.request.Request(
+            base + "/api/call",
+            data=b'{"name":"up_echo","arguments":{"text":"x"}}',
+            headers={"Cookie": f"mcpwire_console={cookie['value']}", "Content-Type": "application/json"},
+        )
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(post)
+        assert e.value.code == 403
+
+        d.execute_script("window.scrollTo(0, 0)")
+        d.save_screenshot(str(ROOT / "docs" / "console.png"))
+
+        # The upstream killed: its row turns down (pings notice it within 25 s).
+        upstream.kill()
+        wait(lambda: state_of(d, "up") == "down", 40, what="the upstream down")
+    finally:
+        served.close()
+        if upstream.proc.poll() is None:
+            upstream.kill()
