@@ -499,6 +499,32 @@ mod semantic {
                 per_set(&fused, requests)
             );
         }
+        // The scan at 1,000 tools: the vectors repeated, every query's cosines and its top 30.
+        let mut per_scan = Vec::new();
+        let many: Vec<&[f32]> = tools
+            .iter()
+            .cycle()
+            .take(super::LATENCY_TOOLS)
+            .map(|(_, e)| e.as_slice())
+            .collect();
+        for query in &queries {
+            let started = Instant::now();
+            let mut scored: Vec<(f32, usize)> = many
+                .iter()
+                .enumerate()
+                .map(|(at, e)| (cosine(query, e), at))
+                .collect();
+            scored.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
+            scored.truncate(FUSE_DEPTH);
+            std::hint::black_box(scored);
+            per_scan.push(started.elapsed());
+        }
+        println!(
+            "semantic scan of {} vectors (cosines, top {FUSE_DEPTH}): p50 {:.3} ms, p99 {:.3} ms",
+            many.len(),
+            percentile(&mut per_scan, 0.5),
+            percentile(&mut per_scan, 0.99),
+        );
         let embeddings_kib = tools.len() * embedder.dimensions() * 4 / 1024;
         println!(
             "\nmodel: load {:.0} ms, RSS +{} MiB; {} tools embedded: p50 {:.2} ms, p99 {:.2} ms per tool ({} KiB of vectors); query embedding p50 {:.2} ms, p99 {:.2} ms",
