@@ -44,7 +44,8 @@ struct Backend {
 
 struct Args {
     catalog: PathBuf,
-    requests: PathBuf,
+    requests: Vec<PathBuf>,
+    model: Option<PathBuf>,
     misses: bool,
     sweep: bool,
 }
@@ -52,43 +53,84 @@ struct Args {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = args();
     let catalog = load_catalog(&args.catalog)?;
-    let requests: Requests = toml::from_str(&std::fs::read_to_string(&args.requests)?)?;
-    check_expectations(&catalog, &requests.request)?;
+    let mut requests = Vec::new();
+    for path in &args.requests {
+        let file: Requests = toml::from_str(&std::fs::read_to_string(path)?)?;
+        requests.extend(file.request);
+    }
+    check_expectations(&catalog, &requests)?;
     let tools: usize = catalog.iter().map(|b| b.tools.len()).sum();
+    let count = |set: &str| requests.iter().filter(|r| set_of(r) == set).count();
     println!(
-        "catalog: {tools} tools from {} servers; requests: {} tuned on, {} held out\n",
+        "catalog: {tools} tools from {} servers; requests: {} tuned on, {} held out (round 1), {} held out (round 2)\n",
         catalog.len(),
-        requests.request.iter().filter(|r| !is_holdout(r)).count(),
-        requests.request.iter().filter(|r| is_holdout(r)).count(),
+        count(SETS[0]),
+        count(SETS[1]),
+        count(SETS[2]),
     );
     println!(
-        "| variant | tuned: R@1 | R@5 | MRR | held out: R@1 | R@5 | MRR |\n|---|---|---|---|---|---|---|"
+        "| variant | tuned: R@1 | R@5 | MRR | held out 1: R@1 | R@5 | MRR | held out 2: R@1 | R@5 | MRR |\n|---|---|---|---|---|---|---|---|---|---|"
     );
     for (name, options) in RankingOptions::variants() {
         let index = build(&catalog, options);
-        let tuned = quality(&index, requests.request.iter().filter(|r| !is_holdout(r)));
-        let held = quality(&index, requests.request.iter().filter(|r| is_holdout(r)));
-        println!("| {name} | {tuned} | {held} |");
+        let rank = |r: &Request| ranked(&index, &r.query, MRR_DEPTH);
+        println!("| {name} | {} |", per_set(&rank, &requests));
+    }
+    #[cfg(feature = "semantic")]
+    if let Some(model) = &args.model {
+        semantic::evaluate(model, &catalog, &requests)?;
+    }
+    #[cfg(not(feature = "semantic"))]
+    if args.model.is_some() {
+        eprintln!("a model was given but the example was built without the `semantic` feature");
     }
     if args.sweep {
-        sweep(&catalog, &requests.request);
+        sweep(&catalog, &requests);
     }
     if args.misses {
-        print_misses(&build(&catalog, RankingOptions::full()), &requests.request);
+        print_misses(&build(&catalog, RankingOptions::full()), &requests);
     }
-    latency(&catalog, &requests.request);
+    latency(&catalog, &requests);
     Ok(())
 }
 
+/// The request sets, in table order: tuned on, held out in round 1, held out in round 2.
+const SETS: [&str; 3] = ["tuned", "holdout", "holdout2"];
+
+fn set_of(request: &Request) -> &str {
+    request.set.as_deref().unwrap_or(SETS[0])
+}
+
+/// A tool's key: (backend, name).
+type Key = (String, String);
+
+fn ranked(index: &Index, query: &str, depth: usize) -> Vec<Key> {
+    index
+        .search(query, depth, &|_| true)
+        .iter()
+        .map(|h| (h.backend.to_owned(), h.name.to_owned()))
+        .collect()
+}
+
+/// Quality on each of [`SETS`], as table cells.
+fn per_set(rank: &dyn Fn(&Request) -> Vec<Key>, requests: &[Request]) -> String {
+    SETS.map(|set| quality(rank, requests.iter().filter(|r| set_of(r) == set)).to_string())
+        .join(" | ")
+}
+
 fn is_holdout(request: &Request) -> bool {
-    request.set.as_deref() == Some("holdout")
+    set_of(request) != SETS[0]
 }
 
 fn args() -> Args {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut args = Args {
         catalog: root.join("target/search-catalog.json"),
-        requests: root.join("bench/search/requests.toml"),
+        requests: vec![
+            root.join("bench/search/requests.toml"),
+            root.join("bench/search/requests-holdout2.toml"),
+        ],
+        model: std::env::var_os("MCPWIRE_SEARCH_MODEL").map(PathBuf::from),
         misses: false,
         sweep: false,
     };
@@ -98,7 +140,8 @@ fn args() -> Args {
             "--misses" => args.misses = true,
             "--sweep" => args.sweep = true,
             "--catalog" => args.catalog = argv.next().map(PathBuf::from).unwrap_or(args.catalog),
-            "--requests" => args.requests = argv.next().map(PathBuf::from).unwrap_or(args.requests),
+            "--requests" => args.requests = argv.next().map(PathBuf::from).into_iter().collect(),
+            "--model" => args.model = argv.next().map(PathBuf::from),
             other => eprintln!("ignored argument {other}"),
         }
     }
@@ -169,16 +212,14 @@ fn build(catalog: &[Backend], options: RankingOptions) -> Index {
     index
 }
 
-/// The rank (1-based) of the first expected tool within `depth` hits.
-fn first_rank(index: &Index, request: &Request, depth: usize) -> Option<usize> {
-    index
-        .search(&request.query, depth, &|_| true)
-        .iter()
-        .position(|hit| {
+/// The rank (1-based) of the first expected tool in `hits`.
+fn first_rank(hits: &[Key], request: &Request) -> Option<usize> {
+    hits.iter()
+        .position(|(backend, name)| {
             request
                 .expect
                 .iter()
-                .any(|e| e.split_once('/') == Some((hit.backend, hit.name)))
+                .any(|e| e.split_once('/') == Some((backend.as_str(), name.as_str())))
         })
         .map(|at| at + 1)
 }
@@ -195,11 +236,15 @@ impl std::fmt::Display for Quality {
     }
 }
 
-fn quality<'r>(index: &Index, requests: impl Iterator<Item = &'r Request>) -> Quality {
+fn quality<'r>(
+    rank: &dyn Fn(&Request) -> Vec<Key>,
+    requests: impl Iterator<Item = &'r Request>,
+) -> Quality {
     let (mut n, mut at1, mut at5, mut mrr) = (0.0, 0.0, 0.0, 0.0);
     for request in requests {
         n += 1.0;
-        if let Some(rank) = first_rank(index, request, MRR_DEPTH) {
+        let hits = rank(request);
+        if let Some(rank) = first_rank(&hits[..hits.len().min(MRR_DEPTH)], request) {
             at1 += f64::from(rank == 1);
             at5 += f64::from(rank <= 5);
             mrr += 1.0 / rank as f64;
@@ -216,18 +261,14 @@ fn quality<'r>(index: &Index, requests: impl Iterator<Item = &'r Request>) -> Qu
 fn print_misses(index: &Index, requests: &[Request]) {
     println!("\nrequests not answered at 1 (full ranking):");
     for request in requests {
-        let rank = first_rank(index, request, MRR_DEPTH);
+        let rank = first_rank(&ranked(index, &request.query, MRR_DEPTH), request);
         if rank != Some(1) {
             let top: Vec<String> = index
                 .search(&request.query, 3, &|_| true)
                 .iter()
                 .map(|h| format!("{}/{} {:.2}", h.backend, h.name, h.score))
                 .collect();
-            let set = if is_holdout(request) {
-                " [holdout]"
-            } else {
-                ""
-            };
+            let set = format!(" [{}]", set_of(request));
             println!(
                 "  {rank:?}{set} {:?} want {:?}\n      got {top:?}",
                 request.query, request.expect
@@ -329,9 +370,248 @@ fn sweep(catalog: &[Backend], requests: &[Request]) {
         }
     }
     for (label, options) in runs {
+        let index = build(catalog, options);
+        let rank = |r: &Request| ranked(&index, &r.query, MRR_DEPTH);
+        println!("  {label:32} {}", quality(&rank, tuned()));
+    }
+}
+
+/// The semantic variants: the model's ranking alone, and fused with the full lexical ranking.
+#[cfg(feature = "semantic")]
+mod semantic {
+    use std::path::Path;
+    use std::time::{Duration, Instant};
+
+    use mcpwire_search::semantic::{Embedder, cosine, fuse};
+    use mcpwire_search::{Index, RankingOptions};
+
+    use super::{Backend, Key, MRR_DEPTH, Request, build, per_set, ranked};
+
+    /// Lexical and semantic hits fused.
+    const FUSE_DEPTH: usize = 30;
+    /// The reciprocal-rank-fusion constant.
+    const RRF_K: f32 = 60.0;
+
+    /// What is embedded for a tool: backend, name split into words, title, description.
+    pub fn tool_text(backend: &str, tool: &serde_json::Value) -> String {
+        let name = tool["name"].as_str().unwrap_or_default();
+        let mut words = String::new();
+        let mut previous = ' ';
+        for c in name.chars() {
+            if c == '_' || c == '-' || c == '.' {
+                words.push(' ');
+            } else {
+                if c.is_uppercase() && previous.is_lowercase() {
+                    words.push(' ');
+                }
+                words.push(c);
+            }
+            previous = c;
+        }
+        let title = tool["title"]
+            .as_str()
+            .or(tool["annotations"]["title"].as_str())
+            .unwrap_or_default();
+        let description = tool["description"].as_str().unwrap_or_default();
+        format!("{backend}: {words}. {title}. {description}")
+    }
+
+    fn rss_kib() -> u64 {
+        std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmRSS:"))
+                    .and_then(|l| l.split_whitespace().nth(1).and_then(|n| n.parse().ok()))
+            })
+            .unwrap_or(0)
+    }
+
+    fn percentile(times: &mut [Duration], q: f64) -> f64 {
+        times.sort_unstable();
+        times[((times.len() - 1) as f64 * q) as usize].as_secs_f64() * 1e3
+    }
+
+    pub fn evaluate(
+        model: &Path,
+        catalog: &[Backend],
+        requests: &[Request],
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        let before = rss_kib();
+        let started = Instant::now();
+        let embedder = Embedder::load(model)?;
+        let load = started.elapsed();
+        let loaded = rss_kib();
+        let mut tools: Vec<(Key, Vec<f32>)> = Vec::new();
+        let mut per_tool = Vec::new();
+        for backend in catalog {
+            for tool in &backend.tools {
+                let name = tool["name"].as_str().unwrap_or_default().to_owned();
+                let started = Instant::now();
+                let embedding = embedder.embed(&tool_text(&backend.name, tool))?;
+                per_tool.push(started.elapsed());
+                tools.push(((backend.name.clone(), name), embedding));
+            }
+        }
+        let mut queries = Vec::with_capacity(requests.len());
+        let mut per_query = Vec::new();
+        for request in requests {
+            let started = Instant::now();
+            queries.push(embedder.embed(&request.query)?);
+            per_query.push(started.elapsed());
+        }
+        let semantic_ranking = |at: usize| -> Vec<Key> {
+            let mut scored: Vec<(f32, &Key)> = tools
+                .iter()
+                .map(|(key, e)| (cosine(&queries[at], e), key))
+                .collect();
+            scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+            scored
+                .into_iter()
+                .take(FUSE_DEPTH)
+                .map(|(_, k)| k.clone())
+                .collect()
+        };
+        let position = |r: &Request| {
+            requests
+                .iter()
+                .position(|q| std::ptr::eq(q, r))
+                .unwrap_or_default()
+        };
+        let only = |r: &Request| semantic_ranking(position(r));
         println!(
-            "  {label:32} {}",
-            quality(&build(catalog, options), tuned())
+            "| semantic only (MiniLM-L6) | {} |",
+            per_set(&only, requests)
+        );
+        let index: Index = build(catalog, RankingOptions::full());
+        for weight in [0.5_f32, 1.0, 2.0] {
+            let fused = |r: &Request| {
+                let lexical = ranked(&index, &r.query, FUSE_DEPTH);
+                let semantic = semantic_ranking(position(r));
+                fuse(&[(&lexical[..], 1.0), (&semantic[..], weight)], RRF_K)
+                    .into_iter()
+                    .take(MRR_DEPTH)
+                    .map(|(k, _)| k)
+                    .collect()
+            };
+            println!(
+                "| full + semantic, RRF (semantic weight {weight}) | {} |",
+                per_set(&fused, requests)
+            );
+        }
+        // The scan at 1,000 tools: the vectors repeated, every query's cosines and its top 30.
+        let mut per_scan = Vec::new();
+        let many: Vec<&[f32]> = tools
+            .iter()
+            .cycle()
+            .take(super::LATENCY_TOOLS)
+            .map(|(_, e)| e.as_slice())
+            .collect();
+        for query in &queries {
+            let started = Instant::now();
+            let mut scored: Vec<(f32, usize)> = many
+                .iter()
+                .enumerate()
+                .map(|(at, e)| (cosine(query, e), at))
+                .collect();
+            scored.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
+            scored.truncate(FUSE_DEPTH);
+            std::hint::black_box(scored);
+            per_scan.push(started.elapsed());
+        }
+        println!(
+            "semantic scan of {} vectors (cosines, top {FUSE_DEPTH}): p50 {:.3} ms, p99 {:.3} ms",
+            many.len(),
+            percentile(&mut per_scan, 0.5),
+            percentile(&mut per_scan, 0.99),
+        );
+        let embeddings_kib = tools.len() * embedder.dimensions() * 4 / 1024;
+        println!(
+            "\nmodel: load {:.0} ms, RSS +{} MiB; {} tools embedded: p50 {:.2} ms, p99 {:.2} ms per tool ({} KiB of vectors); query embedding p50 {:.2} ms, p99 {:.2} ms",
+            load.as_secs_f64() * 1e3,
+            loaded.saturating_sub(before) / 1024,
+            tools.len(),
+            percentile(&mut per_tool, 0.5),
+            percentile(&mut per_tool, 0.99),
+            embeddings_kib,
+            percentile(&mut per_query, 0.5),
+            percentile(&mut per_query, 0.99),
+        );
+        Ok(())
+    }
+}
+
+/// The machinery, not the figures: the request files parse and are large enough, the metrics
+/// count ranks as defined, and on a harvested catalog (when present) every expected tool
+/// exists.
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(expect: &[&str]) -> Request {
+        Request {
+            query: "q".into(),
+            expect: expect.iter().map(|e| (*e).to_owned()).collect(),
+            set: None,
+        }
+    }
+
+    fn key(backend: &str, name: &str) -> Key {
+        (backend.to_owned(), name.to_owned())
+    }
+
+    #[test]
+    fn the_request_sets_parse_and_are_large_enough() {
+        let args = args();
+        let mut requests = Vec::new();
+        for path in &args.requests {
+            let text = std::fs::read_to_string(path).expect("request file");
+            let file: Requests = toml::from_str(&text).expect("request file parses");
+            requests.extend(file.request);
+        }
+        for set in SETS {
+            assert!(requests.iter().any(|r| set_of(r) == set), "{set} is empty");
+        }
+        assert!(requests.iter().all(|r| SETS.contains(&set_of(r))));
+        assert!(requests.iter().filter(|r| set_of(r) == "holdout2").count() >= 100);
+        assert!(
+            requests
+                .iter()
+                .all(|r| !r.expect.is_empty()
+                    && r.expect.iter().all(|e| e.split_once('/').is_some()))
+        );
+        if let Ok(catalog) = load_catalog(&args.catalog) {
+            check_expectations(&catalog, &requests).expect("every expected tool exists");
+        }
+    }
+
+    #[test]
+    fn ranks_and_metrics() {
+        let hits = vec![key("a", "x"), key("b", "y"), key("c", "z")];
+        assert_eq!(first_rank(&hits, &request(&["b/y", "c/z"])), Some(2));
+        assert_eq!(first_rank(&hits, &request(&["d/w"])), None);
+        let requests = [request(&["a/x"]), request(&["c/z"]), request(&["d/w"])];
+        let q = quality(&|_| hits.clone(), requests.iter());
+        assert!((q.at1 - 1.0 / 3.0).abs() < 1e-9);
+        assert!((q.at5 - 2.0 / 3.0).abs() < 1e-9);
+        assert!((q.mrr - (1.0 + 1.0 / 3.0) / 3.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn an_index_answers_through_the_same_path() {
+        let catalog = vec![Backend {
+            name: "github".into(),
+            instructions: String::new(),
+            tools: vec![
+                serde_json::json!({"name": "create_issue", "description": "Open a new issue"}),
+                serde_json::json!({"name": "list_commits", "description": "Commits of a branch"}),
+            ],
+        }];
+        let index = build(&catalog, RankingOptions::full());
+        let hits = ranked(&index, "file a bug about the login page", MRR_DEPTH);
+        assert_eq!(
+            first_rank(&hits, &request(&["github/create_issue"])),
+            Some(1)
         );
     }
 }

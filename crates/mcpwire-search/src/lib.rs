@@ -28,6 +28,8 @@ mod index;
 mod input;
 mod options;
 mod search;
+#[cfg(feature = "semantic")]
+pub mod semantic;
 mod synonyms;
 mod words;
 
