@@ -7,7 +7,8 @@
 # only (system calls and wake-ups: bench/gateway_cpu.sh style task-clock for those). With
 # DIRECT=1, the same for the upstream server called directly (the yardstick). Extra
 # gateway flags go in GATEWAY_FLAGS (e.g. "--metrics-listen 127.0.0.1:0"); BACKENDS replaces
-# the HTTP upstream (e.g. "--config stdio-upstream.toml").
+# the HTTP upstream (e.g. "--config stdio-upstream.toml"); CASE=relay|general runs the
+# HTTP upstream from a configuration relaying or not (bench/lib.sh bench_gateway_toml).
 #
 #   bench/gateway_http_instructions.sh [MCPWIRE_BINARY...]
 #
@@ -54,6 +55,9 @@ if [[ -n "${DIRECT:-}" ]]; then
 fi
 for bin in "${bins[@]}"; do
     backends="${BACKENDS:---upstream echo=http://127.0.0.1:$upstream_port/mcp}"
+    if [[ -n "${CASE:-}" ]]; then # relay | general (a call timeout: never relayed)
+        backends="--config $(bench_gateway_toml "url = \"http://127.0.0.1:$upstream_port/mcp\"" "$CASE" "$out/$CASE.toml")"
+    fi
     gw="$bin serve $backends --listen http://127.0.0.1:{port}/mcp ${GATEWAY_FLAGS:-}"
     echo "$bin gateway ($mode, $clients clients): $(per_call "$gw") instructions per call"
 done

@@ -28,27 +28,7 @@ export MCPWIRE_LOG=error
 source bench/lib.sh
 us_per_call() { awk -v s="$1" -v n="$n" 'BEGIN { printf "%.1f", s * 1e6 / n }'; }
 
-config() { # $1 = case (relay | general)
-    local file="$out/$1.toml"
-    cat > "$file" <<TOML
-[backends.echo]
-command = "$echo_bin"
-shared = ${SHARED:-true}
-era = "handshake"
-max_sessions = $((clients + 8))
-TOML
-    [[ "$1" == general ]] && echo 'call_timeout_secs = 3600' >> "$file"
-    if [[ "${STACK:-}" == full ]]; then
-        cat >> "$file" <<TOML
-
-[[auth.api_keys]]
-name = "bench"
-key = "bench-key-0123456789abcdef"
-TOML
-        full_stack_toml >> "$file"
-    fi
-    echo "$file"
-}
+config() { bench_gateway_toml "command = \"$echo_bin\"" "$1" "$out/$1.toml"; }
 
 headers=()
 [[ "${STACK:-}" == full ]] && headers=(--header "authorization: Bearer bench-key-0123456789abcdef")

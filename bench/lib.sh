@@ -57,3 +57,27 @@ per_tool = "100000000/s"
 listen = "127.0.0.1:$(free_port)"
 TOML
 }
+
+# The TOML of the `[backends.echo]` a CPU bench runs through ($1: `command = "..."` or
+# `url = "..."`), for case $2 (`relay`, or `general`: a call timeout the relay does not
+# keep), with STACK=full's API key and full_stack_toml, written to $3; prints $3.
+bench_gateway_toml() { # $1 = the backend's target line, $2 = case, $3 = file
+    cat > "$3" <<TOML
+[backends.echo]
+$1
+shared = ${SHARED:-true}
+era = "handshake"
+max_sessions = $((${clients:-50} + 8))
+TOML
+    [[ "$2" == general ]] && echo 'call_timeout_secs = 3600' >> "$3"
+    if [[ "${STACK:-}" == full ]]; then
+        cat >> "$3" <<TOML
+
+[[auth.api_keys]]
+name = "bench"
+key = "bench-key-0123456789abcdef"
+TOML
+        full_stack_toml >> "$3"
+    fi
+    echo "$3"
+}

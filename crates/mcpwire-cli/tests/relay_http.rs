@@ -2,7 +2,9 @@
 //! (issue 24): the same conversation through a gateway that relays and through one that
 //! cannot (a call timeout takes the general path) gives the client the same answers, byte
 //! for byte — JSON bodies, and SSE events when a call logs or asks the client — with
-//! per-session upstreams and with one shared upstream. A tool the caller's policy hides
+//! per-session upstreams and with one shared upstream, over stdio and over Streamable
+//! HTTP (`mcpwire demo --transport http`: its answers come as JSON bodies and as event
+//! streams carrying logs and sampling requests). A tool the caller's policy hides
 //! answers as unknown; calls over the caller's rate are refused with the limit's error
 //! (429) and counted once; a pretty-printed call is not relayed and answers the same.
 
@@ -12,20 +14,23 @@ mod relay_conversation;
 use std::sync::Arc;
 
 use mcpwire::Service;
+use mcpwire_client::Target;
 use mcpwire_gateway::auth::{ApiKeyConfig, ApiKeySecret, AuthConfig, Authenticator};
 use mcpwire_gateway::upstream::UpstreamBackend;
 use mcpwire_testkit::raw::http::{ACCEPT_BOTH, Exchange, HttpClient, REVISION};
 use mcpwire_testkit::serve::{self, serve};
-use relay_conversation::{conversation, hiding_add_from, limited_gateway};
+use peers::UrlServer;
+use relay_conversation::{conversation, demo, hiding_add_from, limited_gateway_to};
 use serde_json::{Value, json};
 
 const KEY: &str = "relay-http-key-0123456789abcdef";
 const BEARER: &str = "Bearer relay-http-key-0123456789abcdef";
 
-/// The gateway's stack (`relay_conversation::limited_gateway`: the key `robot` may not see
-/// `add`, ten calls per hour) behind API keys.
-async fn gateway(shared: bool, relay: bool) -> (Arc<UpstreamBackend>, Service) {
-    let (upstream, service) = limited_gateway(shared, relay, hiding_add_from("robot")).await;
+/// The gateway's stack (`relay_conversation::limited_gateway_to`: the key `robot` may not
+/// see `add`, ten calls per hour) in front of `target`, behind API keys.
+async fn gateway(target: Target, shared: bool, relay: bool) -> (Arc<UpstreamBackend>, Service) {
+    let policy = hiding_add_from("robot");
+    let (upstream, service) = limited_gateway_to(target, shared, relay, policy).await;
     let auth = Authenticator::new(AuthConfig {
         api_keys: vec![ApiKeyConfig {
             name: "robot".into(),
@@ -86,8 +91,8 @@ async fn answer_of(http: &HttpClient, sid: &str, mut ex: Exchange) -> Vec<String
 
 /// Everything the client got during `conversation` through the gateway, and how many calls
 /// were relayed.
-async fn transcript(shared: bool, relay: bool) -> (Vec<String>, u64) {
-    let (upstream, service) = gateway(shared, relay).await;
+async fn transcript(target: Target, shared: bool, relay: bool) -> (Vec<String>, u64) {
+    let (upstream, service) = gateway(target, shared, relay).await;
     let served = serve(service, serve::http()).await;
     let http = served.http();
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -114,9 +119,21 @@ async fn transcript(shared: bool, relay: bool) -> (Vec<String>, u64) {
     (seen, upstream.relayed_calls())
 }
 
-async fn compare(shared: bool) {
-    let (general, none) = transcript(shared, false).await;
-    let (relayed, count) = transcript(shared, true).await;
+/// The upstream: `mcpwire demo` over stdio, or over Streamable HTTP (the server, kept
+/// until the comparison is over).
+fn upstream(http: bool) -> (Target, Option<UrlServer>) {
+    if !http {
+        return (Target::Command { argv: demo() }, None);
+    }
+    let args = ["demo", "--transport", "http", "--port", "0"];
+    let server = UrlServer::start(std::path::Path::new(peers::bin()), &args, true);
+    (Target::Url(server.url.clone()), Some(server))
+}
+
+async fn compare(shared: bool, http: bool) {
+    let (target, _server) = upstream(http);
+    let (general, none) = transcript(target.clone(), shared, false).await;
+    let (relayed, count) = transcript(target, shared, true).await;
     assert_eq!(none, 0, "a gateway with a call timeout relays nothing");
     // Relayed: the plain calls of visible tools within the rate — 1, 2, "str-3", 5, 6, 8,
     // 9, 10 — less the first when it opens the downstream session's own upstream session.
@@ -153,10 +170,20 @@ async fn compare(shared: bool) {
 
 #[tokio::test]
 async fn authenticated_calls_under_policy_and_limits_are_relayed_as_answered_generally() {
-    compare(false).await;
+    compare(false, false).await;
 }
 
 #[tokio::test]
 async fn calls_to_a_shared_upstream_are_relayed_as_answered_generally() {
-    compare(true).await;
+    compare(true, false).await;
+}
+
+#[tokio::test]
+async fn calls_to_http_upstreams_are_relayed_as_answered_generally() {
+    compare(false, true).await;
+}
+
+#[tokio::test]
+async fn calls_to_a_shared_http_upstream_are_relayed_as_answered_generally() {
+    compare(true, true).await;
 }

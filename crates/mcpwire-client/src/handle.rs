@@ -295,11 +295,12 @@ impl Client {
         self.close().await
     }
 
-    /// The relay of this connection (stdio; `mcpwire_server::relay`), when a `tools/call` with no
-    /// options would go out as a direct request ([`Client::send`]'s conditions): relaying
-    /// its frame as it came writes what that would.
+    /// The relay of this connection (stdio and Streamable HTTP; `mcpwire_server::relay`),
+    /// when a `tools/call` with no options would go out as it came ([`Client::send`]'s
+    /// conditions for a direct request, on any wire): relaying its frame writes what that
+    /// would.
     pub fn relay(&self) -> Option<&Arc<Relay>> {
-        self.goes_direct("tools/call", &RequestOptions::default())
+        self.sent_as_given("tools/call", &RequestOptions::default())
             .then_some(self.inner.relay.as_ref())
             .flatten()
     }
@@ -366,8 +367,13 @@ impl Client {
     /// `tools/call` with nothing for the session to add or time — no timeout, progress,
     /// `_meta` or capabilities — on a handshake-era connection whose wire writes them.
     fn goes_direct(&self, method: &str, opts: &RequestOptions) -> bool {
-        self.inner.direct
-            && method == "tools/call"
+        self.inner.direct && self.sent_as_given(method, opts)
+    }
+
+    /// Whether a request of `method` with `opts` goes out with nothing added: a
+    /// `tools/call` with no timeout, progress, `_meta` or capabilities, in a handshake era.
+    fn sent_as_given(&self, method: &str, opts: &RequestOptions) -> bool {
+        method == "tools/call"
             && opts.timeout.is_none()
             && self.inner.request_timeout.is_none()
             && !opts.progress

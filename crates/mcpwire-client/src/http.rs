@@ -21,9 +21,11 @@ use crate::handle::{Parts, WireSession, parts, parts_with, session_for};
 use crate::{Client, ClientError, ClientEvents, ClientOptions};
 use mcpwire_server::driver::now;
 use mcpwire_server::http::headers::PROTOCOL_VERSION;
+use mcpwire_server::relay::Relay;
 
 mod conn;
 mod exchange;
+mod relayed;
 mod routing;
 mod sse;
 
@@ -87,12 +89,28 @@ pub(crate) async fn reattach(
 /// Runs the connection's task over `conn` and waits for negotiation (and the GET stream).
 async fn start(
     conn: Arc<HttpConn>,
-    parts: Parts,
+    mut parts: Parts,
     opts: &ClientOptions,
 ) -> Result<(Client, ClientEvents), ClientError> {
     let (inbound_tx, inbound_rx) = mpsc::channel(INBOUND_QUEUE);
     let (stream_ready, stream_ready_rx) = oneshot::channel();
+    // The gateway relays calls of a handshake-era session as raw frames, each POSTed as
+    // it is relayed (`relayed`).
+    let ids = parts.pending.ids();
+    let max_in_flight = opts.limits.max_in_flight;
+    let post = relayed::HttpRelayPost::new(
+        conn.clone(),
+        inbound_tx.clone(),
+        max_in_flight,
+        parts.wire_session.clone(),
+    );
+    let relay = Arc::new(
+        Relay::new(Box::new(move || ids.next_number()), max_in_flight).with_post(Box::new(post)),
+    );
+    parts.core.set_relay(relay.clone(), parts.pending.peer());
+    parts.pending.relay = Some(relay.clone());
     let task = HttpTask {
+        relay,
         core: parts.core,
         conn,
         inbound_tx,
@@ -127,6 +145,9 @@ struct PostTask {
 }
 
 struct HttpTask {
+    /// The connection's relay: its calls are POSTed as they are relayed; the task sends
+    /// their cancellations.
+    relay: Arc<Relay>,
     core: ClientCore,
     conn: Arc<HttpConn>,
     inbound_tx: mpsc::Sender<Inbound>,
@@ -156,8 +177,11 @@ impl HttpTask {
                 break;
             }
             let take_input = self.core.session.transmits_pending() < MAX_UNSENT;
+            let relay = self.relay.clone();
             tokio::select! {
                 w = self.core.wait(true) => self.core.apply(now(), w),
+                // Cancellations of relayed calls, sent by the next `ready_work`.
+                _ = relay.queued() => {}
                 i = self.inbound_rx.recv(), if take_input => {
                     if let Some(i) = i {
                         self.on_inbound(i);
@@ -187,6 +211,8 @@ impl HttpTask {
         if self.sending.as_ref().is_some_and(JoinHandle::is_finished) {
             self.sending = None;
         }
+        // Relayed calls are POSTed as they are relayed: only cancellations are queued.
+        did |= self.core.take_relayed(&mut bytes::BytesMut::new());
         did |= self.send();
         self.after_negotiation();
         did

@@ -27,12 +27,13 @@ pub struct ProgressUpdate {
     pub message: Option<String>,
 }
 
-/// A log message for the client (`notifications/message`).
-#[derive(Debug, Clone)]
+/// A log message for the client (`notifications/message`; deserialized from its params).
+#[derive(Debug, Clone, serde::Deserialize)]
 pub struct LogEntry {
     /// Severity.
     pub level: LoggingLevel,
     /// Logger name.
+    #[serde(default)]
     pub logger: Option<String>,
     /// The payload, any JSON.
     pub data: Raw,

@@ -26,7 +26,13 @@ pub const WAIT: Duration = Duration::from_secs(30);
 
 /// A gateway in front of `argv` (one child per downstream session), relaying or not.
 pub async fn gateway(argv: Vec<String>, relay: bool) -> (Arc<UpstreamBackend>, Service) {
-    let mut config = UpstreamConfig::new("up", Target::Command { argv });
+    gateway_to(Target::Command { argv }, relay).await
+}
+
+/// A gateway in front of `target` (one upstream session per downstream session),
+/// relaying or not.
+pub async fn gateway_to(target: Target, relay: bool) -> (Arc<UpstreamBackend>, Service) {
+    let mut config = UpstreamConfig::new("up", target);
     config.shared = false;
     config.era = EraChoice::Handshake;
     if !relay {
@@ -57,15 +63,25 @@ pub fn hiding_add_from(key: &str) -> Policy {
     }
 }
 
-/// The gateway's stack in front of `mcpwire demo`, relaying or not: the upstream (`shared`
-/// or one per downstream session), the federation with `policy`, ten calls per hour per
-/// identity.
+/// The gateway's stack in front of `mcpwire demo` over stdio, relaying or not: the
+/// upstream (`shared` or one per downstream session), the federation with `policy`, ten
+/// calls per hour per identity.
 pub async fn limited_gateway(
     shared: bool,
     relay: bool,
     policy: Policy,
 ) -> (Arc<UpstreamBackend>, Service) {
-    let mut config = UpstreamConfig::new("up", Target::Command { argv: demo() });
+    limited_gateway_to(Target::Command { argv: demo() }, shared, relay, policy).await
+}
+
+/// [`limited_gateway`] in front of `target` (`mcpwire demo` over stdio or HTTP).
+pub async fn limited_gateway_to(
+    target: Target,
+    shared: bool,
+    relay: bool,
+    policy: Policy,
+) -> (Arc<UpstreamBackend>, Service) {
+    let mut config = UpstreamConfig::new("up", target);
     config.shared = shared;
     config.era = EraChoice::Handshake;
     if !relay {

@@ -106,6 +106,11 @@ impl HttpConn {
         self.set_version(version);
     }
 
+    /// The negotiated revision, once known.
+    pub(super) fn version(&self) -> Option<String> {
+        lock(&self.version).clone()
+    }
+
     /// The revision GET and DELETE requests carry.
     pub(super) fn set_version(&self, version: &str) {
         *lock(&self.version) = Some(version.to_owned());

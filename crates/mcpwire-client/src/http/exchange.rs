@@ -16,11 +16,11 @@ use mcpwire_session::ClientRequestId;
 use tokio::sync::{mpsc, oneshot};
 
 use super::conn::{Headers, HttpConn, read_limited};
-use super::sse::{SseEvent, SseParser};
+use super::sse::SseParser;
 use crate::{ClientError, MAX_MESSAGE_BYTES, excerpt};
 
 /// Nesting accepted in a server's messages (serde_json's own limit).
-const MAX_DEPTH: usize = 128;
+pub(super) const MAX_DEPTH: usize = 128;
 
 /// Resumptions of one answer's stream in a row that bring no new event.
 const MAX_EMPTY_RESUMES: usize = 5;
@@ -81,7 +81,11 @@ async fn exchange(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("text/event-stream"));
     if sse {
-        return read_stream(conn, post, response.into_body(), inbound).await;
+        let mut sink = ToTask {
+            answer_of: Some(post.id),
+            inbound,
+        };
+        return read_stream(conn, &post.method, response.into_body(), &mut sink).await;
     }
     let bytes = collect(conn, response.into_body()).await?;
     if status == StatusCode::NOT_FOUND && post.method != "initialize" && conn.session().is_some() {
@@ -113,7 +117,7 @@ async fn exchange(
 
 /// The answer to request `id` in a JSON body: its response, or an error the server could not
 /// address (`"id": null`, a request it could not read).
-fn answer_in(bytes: &[u8], id: ClientRequestId) -> Option<Message> {
+pub(super) fn answer_in(bytes: &[u8], id: ClientRequestId) -> Option<Message> {
     match decode_with_depth(bytes, MAX_DEPTH) {
         Ok(Message::Response(r)) if r.id == id.wire_id() => Some(Message::Response(r)),
         Ok(_) => None,
@@ -131,13 +135,39 @@ fn answer_in(bytes: &[u8], id: ClientRequestId) -> Option<Message> {
     }
 }
 
+/// Where the messages of an event stream go.
+pub(super) trait EventSink {
+    /// Takes the data of one message event; true once the stream's answer went by (or
+    /// nobody takes messages any more).
+    async fn message(&mut self, data: &str) -> bool;
+}
+
+/// A request's answer stream (or the session's GET stream, answering nothing) read by the
+/// connection's task: every message goes to it.
+pub(super) struct ToTask<'a> {
+    pub(super) answer_of: Option<ClientRequestId>,
+    pub(super) inbound: &'a mpsc::Sender<Inbound>,
+}
+
+impl EventSink for ToTask<'_> {
+    async fn message(&mut self, data: &str) -> bool {
+        let (msg, answered) = message_in(data, self.answer_of);
+        let gone = self
+            .inbound
+            .send(Inbound::Message(msg, self.answer_of))
+            .await
+            .is_err();
+        answered || gone // gone: the connection is closing
+    }
+}
+
 /// Reads a request's event stream until its answer, resuming it with GET and
 /// `Last-Event-ID` when the server closes it first (after the server's `retry:`).
-async fn read_stream(
+pub(super) async fn read_stream(
     conn: &HttpConn,
-    post: &Post,
+    method: &str,
     mut body: Incoming,
-    inbound: &mpsc::Sender<Inbound>,
+    sink: &mut impl EventSink,
 ) -> Result<(), ClientError> {
     let mut last_id: Option<String> = None;
     let mut retry = None;
@@ -145,15 +175,7 @@ async fn read_stream(
     loop {
         let mut parser = SseParser::default();
         let before = last_id.clone();
-        let answered = pump(
-            conn,
-            &mut body,
-            &mut parser,
-            Some(post.id),
-            inbound,
-            &mut last_id,
-        )
-        .await?;
+        let answered = pump(conn, &mut body, &mut parser, sink, &mut last_id).await?;
         retry = parser.retry.or(retry);
         if answered {
             return Ok(());
@@ -162,7 +184,7 @@ async fn read_stream(
             return Err(ClientError::Closed {
                 peer: conn.url(),
                 how: "ended the event stream (with no event id to resume from)".into(),
-                method: post.method.clone(),
+                method: method.to_owned(),
             });
         };
         empty_resumes = if last_id == before {
@@ -174,7 +196,7 @@ async fn read_stream(
             return Err(ClientError::Closed {
                 peer: conn.url(),
                 how: "kept ending the event stream".into(),
-                method: post.method.clone(),
+                method: method.to_owned(),
             });
         }
         tokio::time::sleep(retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY)).await;
@@ -188,14 +210,13 @@ async fn read_stream(
     }
 }
 
-/// Hands the messages of one event stream to `inbound` until it ends; true once the answer
-/// to `answer_of` went by.
+/// Hands the messages of one event stream to `sink` until it ends; true once the sink
+/// said the answer went by.
 async fn pump(
     conn: &HttpConn,
     body: &mut Incoming,
     parser: &mut SseParser,
-    answer_of: Option<ClientRequestId>,
-    inbound: &mpsc::Sender<Inbound>,
+    sink: &mut impl EventSink,
     last_id: &mut Option<String>,
 ) -> Result<bool, ClientError> {
     while let Some(frame) = body.frame().await {
@@ -210,15 +231,7 @@ async fn pump(
             if !event.is_message() {
                 continue; // a priming event, or another kind
             }
-            let (msg, answered) = message_in(&event, answer_of);
-            if inbound
-                .send(Inbound::Message(msg, answer_of))
-                .await
-                .is_err()
-            {
-                return Ok(true); // the connection is closing
-            }
-            if answered {
+            if sink.message(&event.data).await {
                 return Ok(true);
             }
         }
@@ -226,18 +239,18 @@ async fn pump(
     Ok(false)
 }
 
-/// The message an event carries, and whether it answers `answer_of` (an error with a null
-/// id on a request's stream is taken as its answer).
+/// The message an event's data carries, and whether it answers `answer_of` (an error with
+/// a null id on a request's stream is taken as its answer).
 fn message_in(
-    event: &SseEvent,
+    data: &str,
     answer_of: Option<ClientRequestId>,
 ) -> (Result<Message, Malformed>, bool) {
-    let msg = decode_with_depth(event.data.as_bytes(), MAX_DEPTH);
+    let msg = decode_with_depth(data.as_bytes(), MAX_DEPTH);
     if let Some(id) = answer_of {
         match &msg {
             Ok(Message::Response(r)) if r.id == id.wire_id() => return (msg, true),
             Err(_) => {
-                if let Some(m) = answer_in(event.data.as_bytes(), id) {
+                if let Some(m) = answer_in(data.as_bytes(), id) {
                     return (Ok(m), true);
                 }
             }
@@ -268,7 +281,11 @@ pub(super) async fn listen(
             Ok(r) if r.status().is_success() => {
                 let mut parser = SseParser::default();
                 let mut body = r.into_body();
-                match pump(&conn, &mut body, &mut parser, None, &inbound, &mut last_id).await {
+                let mut sink = ToTask {
+                    answer_of: None,
+                    inbound: &inbound,
+                };
+                match pump(&conn, &mut body, &mut parser, &mut sink, &mut last_id).await {
                     Ok(true) => return,
                     Ok(false) => failures = 0,
                     Err(e) => {
@@ -295,7 +312,7 @@ pub(super) async fn listen(
 }
 
 /// A whole (JSON) body, within [`MAX_MESSAGE_BYTES`].
-async fn collect(conn: &HttpConn, body: Incoming) -> Result<Bytes, ClientError> {
+pub(super) async fn collect(conn: &HttpConn, body: Incoming) -> Result<Bytes, ClientError> {
     http_body_util::Limited::new(body, MAX_MESSAGE_BYTES)
         .collect()
         .await

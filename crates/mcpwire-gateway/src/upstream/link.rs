@@ -171,11 +171,12 @@ impl Link {
         &self.client
     }
 
-    /// Whether the upstream connection ended. The client says so before it fails the
-    /// requests in flight, so a call that saw its request fail finds the link down and the
-    /// next call opens a new one (the routing task notices a little later).
+    /// Whether the upstream connection ended (or the server no longer holds its session).
+    /// The client says so before it fails the requests in flight, so a call that saw its
+    /// request fail finds the link down and the next call opens a new one (the routing
+    /// task notices a little later).
     pub(crate) fn is_down(&self) -> bool {
-        self.client.is_closed() || self.down.is_cancelled()
+        self.client.is_closed() || self.down.is_cancelled() || self.client.wire_session_gone()
     }
 
     /// Completes when the upstream connection ended.

@@ -133,9 +133,18 @@ impl RelayedCalls {
             return false;
         };
         let inbox = self.inbox.get_or_insert_with(Default::default);
-        match relay.send(call, dispatch, inbox) {
+        // An upstream that takes each call on a request of its own (HTTP) is told the
+        // call's span as the request goes (the general path's trace context headers).
+        let mut posted_span = None;
+        let trace = || {
+            let span = relayed_span(wire, call.tool(), parent);
+            let headers = span.in_scope(crate::observe::outgoing_trace);
+            posted_span = Some(span);
+            headers
+        };
+        match relay.send(call, dispatch, inbox, trace) {
             Ok(up) => {
-                let span = relayed_span(wire, call.tool(), parent);
+                let span = posted_span.unwrap_or_else(|| relayed_span(wire, call.tool(), parent));
                 if let Some(member) = &member {
                     span.record("backend", &**member);
                 }
@@ -241,6 +250,12 @@ impl RelayedCalls {
                     let id = session.start_ask(now(), origin, ask);
                     self.asks.insert(id, answer);
                 }
+                Arrived::NotRun(id, frame) => {
+                    // Not observed as a relayed call: the general path observes it.
+                    if self.calls.remove(&id).is_some() {
+                        rerun(session, id, &frame);
+                    }
+                }
             }
         }
         self.bytes.clear();
@@ -248,3 +263,22 @@ impl RelayedCalls {
         true
     }
 }
+
+/// Runs relayed call `id`, which its upstream did not run, on the general path: `frame` as
+/// it went upstream, under the client's id again, as if it had just come.
+fn rerun(session: &mut ServerSession, id: DispatchId, frame: &[u8]) {
+    let Some(client_id) = session.withdraw_relayed(id) else {
+        return;
+    };
+    match mcpwire_model::jsonrpc::decode_with_depth(frame, RERUN_MAX_DEPTH) {
+        Ok(mcpwire_model::Message::Request(mut req)) => {
+            req.id = client_id;
+            session.handle_inbound(now(), Ok(mcpwire_model::Message::Request(req)));
+        }
+        // The frame was read as a plain call before it went: nothing else can come back.
+        _ => tracing::warn!("a relayed call to run again could not be read; it is dropped"),
+    }
+}
+
+/// Nesting of a frame run again (it was read once already, within the wire's limit).
+const RERUN_MAX_DEPTH: usize = 128;

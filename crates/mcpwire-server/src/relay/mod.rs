@@ -1,13 +1,15 @@
-//! The relay: a downstream stdio session's `tools/call` sent to its own stdio upstream
-//! child as bytes, its answer brought back as bytes — no decoding, no router, no call
-//! future (`docs/design/gateway.md` § The relay). What both ends share is here; the
-//! downstream end is the stdio listener (`crate::stdio`), the upstream end the stdio
-//! client (`crate::client`), and `crate::upstream` says when a tool's calls may take it.
+//! The relay: a downstream session's `tools/call` sent to its upstream connection as
+//! bytes, its answer brought back as bytes — no decoding, no router, no call future
+//! (`docs/design/gateway.md` § The relay). What both ends share is here; the downstream
+//! ends are the listeners' session drivers (`crate::driver::relayed`), the upstream ends
+//! the stdio and Streamable HTTP clients (`mcpwire_client`), and the gateway's upstream
+//! backend says when a tool's calls may take it.
 //!
-//! - [`Relay`] (one per upstream stdio connection): the frames the downstream end queued for
-//!   the child, with their ids already rewritten to upstream ids; the calls waiting for
-//!   answers (upstream id → the downstream call and the client's id text); the
-//!   cancellations to tell the child.
+//! - [`Relay`] (one per upstream connection): the frames the downstream end queued for
+//!   the connection's task (stdio: written as lines), with their ids already rewritten to
+//!   upstream ids — or, on a connection that sends each call on its own request (HTTP),
+//!   handed to its [`RelayPost`] at once; the calls waiting for answers (upstream id → the
+//!   downstream call and the client's id text); the cancellations to tell the upstream.
 //! - [`RelayInbox`] (one per downstream session): what came back for that session's relayed
 //!   calls, in the order the child wrote it — answers as bytes with the client's id restored,
 //!   answers the general path must shape (errors, unusual frames, the connection's end) as
@@ -28,7 +30,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use mcpwire_model::{ClientAsk, LogEntry, McpError, Raw, Reply};
 use mcpwire_session::{DispatchId, IdMap};
 use mcpwire_wire::json_frame::{IdText, PlainCall, PlainResult, plain_result};
@@ -58,7 +60,22 @@ struct RelayState {
     waiting: IdMap<u64, Waiting>,
 }
 
-/// The upstream end: one stdio connection's relayed calls.
+/// How a relay's frames leave on a connection that sends each call on a request of its own
+/// (Streamable HTTP: a POST per call), started by the downstream end as it relays the
+/// call rather than queued for the connection's task.
+pub trait RelayPost: Send + Sync {
+    /// Sends `frame` (one JSON-RPC request ending in a newline, upstream id `id`) with the
+    /// trace context headers `trace` (empty without an exporter); its answer comes back
+    /// through `relay` ([`Relay::answer_raw`], [`Relay::claim`]).
+    fn post(&self, relay: &Arc<Relay>, id: u64, frame: Bytes, trace: Vec<(String, String)>);
+    /// The call relayed as `id` ended downstream without its answer: its request may be
+    /// abandoned (the upstream is also told, as [`Relay::take`] hands the id over).
+    fn abandon(&self, id: u64);
+    /// The connection ended: every request still running is abandoned.
+    fn close(&self);
+}
+
+/// The upstream end: one connection's relayed calls.
 pub struct Relay {
     /// The next upstream request id (shared with the client's other requests).
     next_id: Box<dyn Fn() -> u64 + Send + Sync>,
@@ -71,6 +88,8 @@ pub struct Relay {
     state: Mutex<RelayState>,
     /// Wakes the connection's task: frames or cancellations to write.
     wake: Notify,
+    /// Sends each frame on its own request instead of queueing it (HTTP).
+    post: Option<Box<dyn RelayPost>>,
 }
 
 /// Why a call was not relayed (the general path takes it).
@@ -87,7 +106,15 @@ impl Relay {
             sent: AtomicU64::new(0),
             state: Mutex::default(),
             wake: Notify::new(),
+            post: None,
         }
+    }
+
+    /// The relay, sending each frame with `post` as it is relayed (HTTP) rather than
+    /// queueing it for the connection's task; cancellations are still queued.
+    pub fn with_post(mut self, post: Box<dyn RelayPost>) -> Relay {
+        self.post = Some(post);
+        self
     }
 
     /// Calls relayed so far.
@@ -108,31 +135,39 @@ impl Relay {
 
     // ----- the downstream end -----
 
-    /// Queues `call` for the child under a new upstream id, its answer for `dispatch` of
-    /// the session reading `inbox`; the upstream id. Refused when the connection ended or
-    /// holds its bound.
+    /// Queues `call` for the upstream under a new upstream id (or posts it at once, with
+    /// the trace context headers `trace` gives, on a connection with a [`RelayPost`]), its
+    /// answer for `dispatch` of the session reading `inbox`; the upstream id. Refused when
+    /// the connection ended or holds its bound (and `trace` is not called).
     pub(crate) fn send(
-        &self,
+        self: &Arc<Self>,
         call: &PlainCall<'_>,
         dispatch: DispatchId,
         inbox: &Arc<RelayInbox>,
+        trace: impl FnOnce() -> Vec<(String, String)>,
     ) -> Result<u64, NotRelayed> {
         let mut s = self.state.lock().map_err(|_| NotRelayed)?;
         if s.closed || s.waiting.len() >= self.max_in_flight {
             return Err(NotRelayed);
         }
         let id = (self.next_id)();
+        let waiting = Waiting {
+            dispatch,
+            id: call.id_text(),
+            inbox: inbox.clone(),
+        };
+        s.waiting.insert(id, waiting);
+        self.waiting.store(s.waiting.len(), Ordering::Release);
+        if let Some(post) = &self.post {
+            drop(s);
+            let mut frame = BytesMut::new();
+            call.write_line_with_id(id, &mut frame);
+            self.sent.fetch_add(1, Ordering::Relaxed);
+            post.post(self, id, frame.freeze(), trace());
+            return Ok(id);
+        }
         let wake = s.out.is_empty() && s.cancels.is_empty();
         call.write_line_with_id(id, &mut s.out);
-        s.waiting.insert(
-            id,
-            Waiting {
-                dispatch,
-                id: call.id_text(),
-                inbox: inbox.clone(),
-            },
-        );
-        self.waiting.store(s.waiting.len(), Ordering::Release);
         drop(s);
         self.sent.fetch_add(1, Ordering::Relaxed);
         if wake {
@@ -152,6 +187,9 @@ impl Relay {
         let wake = s.out.is_empty() && s.cancels.is_empty();
         s.cancels.push(id);
         drop(s);
+        if let Some(post) = &self.post {
+            post.abandon(id);
+        }
         if wake {
             self.wake.notify_one();
         }
@@ -204,6 +242,20 @@ impl Relay {
         true
     }
 
+    /// The upstream did not run relayed call `id` (it no longer holds the session the
+    /// call went to): the downstream session runs `frame` (the call as sent upstream) on
+    /// the general path, which opens a new upstream session as it would for its own call;
+    /// whether the call was still waiting.
+    pub fn not_run(&self, id: u64, frame: Bytes) -> bool {
+        match self.remove(id) {
+            Some(w) => {
+                w.inbox.push(Arrived::NotRun(w.dispatch, frame));
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The relayed call waiting under upstream request `id`, taken to be answered
     /// ([`Claimed::answer`]); `None` when it is not one.
     pub fn claim(&self, id: u64) -> Option<Claimed> {
@@ -227,6 +279,9 @@ impl Relay {
         let waiting = std::mem::take(&mut s.waiting);
         self.waiting.store(0, Ordering::Release);
         drop(s);
+        if let Some(post) = &self.post {
+            post.close();
+        }
         for (_, w) in waiting {
             w.inbox.push(Arrived::Outcome(w.dispatch, Err(error())));
         }
@@ -240,6 +295,24 @@ impl Relay {
     /// cannot attribute).
     pub fn log(&self, entry: LogEntry) -> Result<(), LogEntry> {
         match self.oldest_of_one_session() {
+            Some((dispatch, inbox)) => {
+                inbox.push_log(Some(dispatch), entry);
+                Ok(())
+            }
+            None => Err(entry),
+        }
+    }
+
+    /// Hands a log the upstream sent on relayed call `id`'s own answer stream (HTTP) to
+    /// that call's session, in order with its answer; gives it back when `id` no longer
+    /// waits.
+    pub fn log_of(&self, id: u64, entry: LogEntry) -> Result<(), LogEntry> {
+        let found = self
+            .state
+            .lock()
+            .ok()
+            .and_then(|s| s.waiting.get(&id).map(|w| (w.dispatch, w.inbox.clone())));
+        match found {
             Some((dispatch, inbox)) => {
                 inbox.push_log(Some(dispatch), entry);
                 Ok(())
@@ -305,6 +378,9 @@ pub(crate) enum Arrived {
     Log(Option<DispatchId>, LogEntry),
     /// A server→client request of the upstream, on behalf of this call.
     Ask(DispatchId, ClientAsk, AnswerAsk),
+    /// The upstream did not run this call, sent as this frame (its upstream id in it):
+    /// the session runs it on the general path.
+    NotRun(DispatchId, Bytes),
 }
 
 #[derive(Default)]

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use mcpwire_model::types::{CancelledParams, LoggingLevel, ProgressParams, UriParams};
+use mcpwire_model::types::{CancelledParams, ProgressParams, UriParams};
 use mcpwire_model::{
     LogEntry, McpError, Method, Notification, Outbound, ProgressUpdate, Raw, Request, RequestId,
 };
@@ -150,22 +150,10 @@ impl ClientSession {
                 });
             }
             Method::NotificationsMessage => {
-                #[derive(serde::Deserialize)]
-                struct P {
-                    level: LoggingLevel,
-                    #[serde(default)]
-                    logger: Option<String>,
-                    data: Raw,
-                }
-                let Ok(p) = parse::<P>(params) else { return };
-                self.push(ClientEvent::Log {
-                    entry: LogEntry {
-                        level: p.level,
-                        logger: p.logger,
-                        data: p.data,
-                    },
-                    related,
-                });
+                let Ok(entry) = parse::<LogEntry>(params) else {
+                    return;
+                };
+                self.push(ClientEvent::Log { entry, related });
             }
             Method::NotificationsToolsListChanged => {
                 self.push(ClientEvent::ListChanged(ListKind::Tools))

@@ -404,10 +404,11 @@ impl ServerSession {
         Some(entry.request_id)
     }
 
-    /// Relayed call `id` did not go out after all: forgotten without an answer (the wire
-    /// hands the request to the general path next).
-    pub fn withdraw_relayed(&mut self, id: DispatchId) {
-        self.end_relayed(id);
+    /// Relayed call `id` did not go out after all (or the upstream did not run it):
+    /// forgotten without an answer (the wire hands the request to the general path next);
+    /// the client's id of the call, `None` when it had ended already.
+    pub fn withdraw_relayed(&mut self, id: DispatchId) -> Option<RequestId> {
+        self.end_relayed(id).map(|entry| entry.request_id)
     }
 
     fn end_relayed(&mut self, id: DispatchId) -> Option<InFlight> {

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# CPU per call of the HTTP gateway and of the Streamable HTTP upstream behind it, in the
+# same run (issue 24's first target): `mcpwire serve` listening on HTTP in front of one
+# long-running `mcpwire_echo --http`, driven by httpload (CLIENTS stateful sessions, one
+# request in flight each, N requests). The upstream's CPU is read from /proc before and
+# after each run, the gateway's through bench/cpu_of.sh; the upstream is also called
+# directly first (its own CPU per call with nobody in front).
+#
+# Cases: `relay` (the stack as configured: calls relayed as raw frames, each POSTed as it
+# comes), `general` (the same with a call timeout on the backend, which the relay does not
+# keep: every call takes the general path). STACK=full adds API keys, a policy,
+# per-identity and per-tool rate limits and the metrics listener. SHARED=false gives each
+# downstream session an upstream session of its own.
+#
+#   bench/gateway_http_http_cpu.sh [MCPWIRE_BINARY]
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+target="${CARGO_TARGET_DIR:-target}/release"
+bin="${1:-$target/mcpwire}"
+httpload="${HTTPLOAD:-$target/httpload}"
+echo_bin="${ECHO_BIN:-$target/mcpwire_echo}"
+n="${N:-20000}"
+clients="${CLIENTS:-50}"
+out=$(mktemp -d)
+export MCPWIRE_LOG=error
+[[ -n "${BUSY_POLL_US:-}" ]] && export MCPWIRE_BUSY_POLL_US=$BUSY_POLL_US
+source bench/lib.sh
+us_per_call() { awk -v s="$1" -v n="$n" 'BEGIN { printf "%.1f", s * 1e6 / n }'; }
+
+start_http_echo "$echo_bin"
+upstream=$upstream_pid
+trap 'kill $upstream 2>/dev/null || true; rm -rf "$out"' EXIT
+
+config() { bench_gateway_toml "url = \"http://127.0.0.1:$upstream_port/mcp\"" "$1" "$out/$1.toml"; }
+
+headers=()
+[[ "${STACK:-}" == full ]] && headers=(--header "authorization: Bearer bench-key-0123456789abcdef")
+echo "== HTTP gateway in front of an HTTP upstream ($clients clients, $n calls, stack ${STACK:-bare}, shared upstream ${SHARED:-true}, load $(cut -d' ' -f1 /proc/loadavg))"
+"$httpload" --runs 1 --clients "$clients" --modes stateful -n "$n" \
+    --server "direct=bench/cpu_of.sh $out/direct $echo_bin --http {port}" | grep -E 'req/s|rps|stateful' || true
+echo "direct: CPU µs per call: the server alone $(us_per_call "$(cat "$out/direct")")"
+for case in relay general; do
+    before=$(proc_cpu "$upstream")
+    "$httpload" --runs 1 --clients "$clients" --modes stateful -n "$n" "${headers[@]}" \
+        --server "$case=bench/cpu_of.sh $out/$case $bin serve --config $(config "$case") --listen http://127.0.0.1:{port}/mcp" \
+        | grep -E 'req/s|rps|stateful' || true
+    after=$(proc_cpu "$upstream")
+    up=$(awk -v a="$after" -v b="$before" 'BEGIN { print a - b }')
+    echo "$case: CPU µs per call: gateway $(us_per_call "$(cat "$out/$case")"), HTTP upstream $(us_per_call "$up")"
+done
