@@ -206,12 +206,17 @@ pub async fn start(
                 )
             })?;
             tracing::info!(backend = %spec.name, tools = ?backend.tool_names(), "tool process ready");
+            let weak = Arc::downgrade(&backend);
+            let status: crate::console::BackendStatus = Arc::new(move || match weak.upgrade() {
+                Some(b) => serde_json::json!({ "restarts": b.restarts() }),
+                None => serde_json::Value::Null,
+            });
             Ok(Started {
                 spec: spec.clone(),
                 server_info: backend.server_info(),
                 instructions: None,
                 reread: None,
-                status: None,
+                status: Some(status),
                 backend,
             })
         }

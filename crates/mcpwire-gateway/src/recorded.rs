@@ -214,3 +214,38 @@ impl Authenticate for RecordedAuth {
         self.inner.challenge(failure)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn recorded_auth(log: &Arc<CallLog>) -> Arc<dyn Authenticate> {
+        let text = "[[listen]]\nurl = \"http://127.0.0.1:0/mcp\"\n[auth]\n\
+            [[auth.api_keys]]\nname = \"ci\"\nkey = \"ci-key\"\n[backends.d]\nnative = \"demo\"\n";
+        let path = std::path::Path::new("g.toml");
+        let config = crate::config::GatewayConfig::from_toml(path, text).expect("valid");
+        let auth = crate::access::authenticator(&config)
+            .await
+            .expect("built")
+            .expect("an authenticator");
+        Arc::new(RecordedAuth::new(
+            auth,
+            log.clone(),
+            Arc::from("http://l/mcp"),
+        ))
+    }
+
+    #[tokio::test]
+    async fn refused_credentials_are_recorded_only_while_watched() {
+        let log = Arc::new(CallLog::default());
+        let auth = recorded_auth(&log).await.for_connection();
+        assert!(auth.verify(Some("wrong")).await.is_err());
+        assert!(log.read().is_empty(), "nobody watched");
+        assert!(auth.verify(Some("wrong")).await.is_err());
+        assert!(auth.verify(Some("ci-key")).await.is_ok());
+        let calls = log.read();
+        assert_eq!(calls.len(), 1, "the refusal only: {calls:?}");
+        assert_eq!(calls[0].listener, "http://l/mcp");
+        assert!(calls[0].outcome.starts_with("auth: ") && calls[0].failed);
+    }
+}
