@@ -242,7 +242,7 @@ def test_console_end_to_end(mcpwire_bin, tmp_path, browser):
         def figures():
             row = d.find_element(By.CSS_SELECTOR, '#backends tr[data-backend="up"]')
             return row.find_element(By.CSS_SELECTOR, "td.errors").text, row.find_element(By.CSS_SELECTOR, "td.latency").text
-        wait(lambda: figures()[0].startswith("0 of 3"), what="the upstream's calls")
+        wait(lambda: figures()[0].startswith("0 of 3 "), what="the upstream's calls")
         assert figures()[1].count(" / ") == 2, figures()
         up_row = d.find_element(By.CSS_SELECTOR, '#backends tr[data-backend="up"]')
         assert up_row.find_element(By.CSS_SELECTOR, "td.kind").text == "upstream"
@@ -261,6 +261,28 @@ def test_console_end_to_end(mcpwire_bin, tmp_path, browser):
         assert e.value.code == 401
         wait(lambda: any(o.text.startswith("auth: ") for o in d.find_elements(By.CSS_SELECTOR, "#calls td.outcome")),
              what="the refused credential")
+
+        # A client's session on the listener is counted, and its call is listed under
+        # that listener.
+        def post(body, session=None):
+            h = {"Authorization": "Bearer ci-key", "Content-Type": "application/json",
+                 "Accept": "application/json, text/event-stream"}
+            if session:
+                h["Mcp-Session-Id"] = session
+                h["MCP-Protocol-Version"] = "2025-11-25"
+            with urllib.request.urlopen(urllib.request.Request(served.url, data=json.dumps(body).encode(), headers=h)) as r:
+                return r.headers.get("Mcp-Session-Id"), r.read().decode()
+        sid, _ = post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+        assert sid
+        post({"jsonrpc": "2.0", "method": "notifications/initialized"}, sid)
+        _, answer = post({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                          "params": {"name": "up_echo", "arguments": {"text": "via listener"}}}, sid)
+        assert "via listener" in answer
+        wait(lambda: d.find_element(By.CSS_SELECTOR, "#listeners td.sessions").text == "1", what="one session")
+        wait(lambda: any(r.find_element(By.CSS_SELECTOR, "td.listener").text == "http://127.0.0.1:0/mcp"
+                         for r in d.find_elements(By.CSS_SELECTOR, '#calls tr[data-tool="up_echo"]')),
+             what="the listener's call")
 
         # The configuration: every secret masked.
         text = wait(lambda: d.find_element(By.ID, "config-text").text, what="the configuration")

@@ -533,6 +533,7 @@ impl Gateway {
                                 c.set_status(&s.spec.name, status.clone());
                             }
                         }
+                        c.set_loads(self.services.iter().map(|s| s.load.clone()).collect());
                         self.console = Some(c.clone());
                         server.with_console(c, calls)
                     }

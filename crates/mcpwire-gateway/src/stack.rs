@@ -186,6 +186,10 @@ impl Shared<'_> {
             };
         }
         service.connections = self.connections.cloned();
+        if self.calls.is_some() {
+            // The console shows each listener's open sessions.
+            service.load = Some(Arc::default());
+        }
         service.http_routes.extend(self.pages.iter().cloned());
         match self.cluster {
             Some(cluster) => crate::cluster::in_cluster(service, cluster.clone()),

@@ -15,6 +15,7 @@ use futures::future::BoxFuture;
 use mcpwire_federation::{Federation, Policy, View, ViewSpec};
 use mcpwire_model::{RequestId, Revision};
 use mcpwire_router::{Backend, BackendRequest, CallCtx, Credential, Identity, Peer};
+use mcpwire_server::ListenerLoad;
 use mcpwire_server::admin::ConsoleSource;
 use mcpwire_server::admin::console::asks::PageLink;
 use mcpwire_server::admin::console::calls::{CallLog, now_ms};
@@ -57,6 +58,8 @@ pub(crate) struct GatewayConsole {
     reload: Mutex<Option<Value>>,
     /// Era and restarts of the backends that know them.
     status: Mutex<Vec<(String, BackendStatus)>>,
+    /// Each listener's open sessions, in listener order.
+    loads: Mutex<Vec<Option<Arc<ListenerLoad>>>>,
     /// The live calls, where the console's own calls are recorded too.
     calls: Arc<CallLog>,
 }
@@ -144,6 +147,7 @@ impl GatewayConsole {
             live: Mutex::new(live),
             reload: Mutex::new(None),
             status: Mutex::new(Vec::new()),
+            loads: Mutex::new(Vec::new()),
             calls,
         }))
     }
@@ -173,6 +177,11 @@ impl GatewayConsole {
             Err(error) => json!({ "at_ms": now_ms(), "applied": false, "message": error }),
         };
         *self.reload.lock().unwrap_or_else(PoisonError::into_inner) = Some(v);
+    }
+
+    /// Counts the open sessions of the listeners with `loads` (in listener order).
+    pub(crate) fn set_loads(&self, loads: Vec<Option<Arc<ListenerLoad>>>) {
+        *self.loads.lock().unwrap_or_else(PoisonError::into_inner) = loads;
     }
 
     /// Shows `status` (era, restarts) for backend `name` from now on.
@@ -259,6 +268,14 @@ impl ConsoleSource for GatewayConsole {
     fn config(&self) -> Value {
         let mut v = self.live().config.clone();
         let reload = self.reload.lock().map(|r| r.clone()).unwrap_or_default();
+        let loads = self.loads.lock().map(|l| l.clone()).unwrap_or_default();
+        if let Some(Value::Array(listeners)) = v.get_mut("listeners") {
+            for (l, load) in listeners.iter_mut().zip(loads) {
+                if let (Value::Object(o), Some(load)) = (l, load) {
+                    o.insert("sessions".into(), load.sessions().into());
+                }
+            }
+        }
         if let Value::Object(o) = &mut v {
             o.insert("reload".into(), reload.unwrap_or(Value::Null));
             o.insert("masking".into(), mask::RULE.into());

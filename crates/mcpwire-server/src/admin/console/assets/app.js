@@ -126,7 +126,9 @@ async function pollConfig() {
   $("reload").className = r && !r.applied ? "error" : "";
   $("listeners").replaceChildren(...c.listeners.map((l) => {
     const tr = el("tr");
-    tr.append(el("td", l.url), el("td", l.view ?? "(whole catalog)"), el("td", l.auth ? "required" : "none"));
+    tr.dataset.listener = l.url;
+    tr.append(el("td", l.url), el("td", l.view ?? "(whole catalog)"), el("td", l.auth ? "required" : "none"),
+      el("td", l.sessions ?? "", "sessions num"));
     return tr;
   }));
   $("masking").textContent = c.masking;
