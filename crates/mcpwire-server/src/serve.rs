@@ -149,3 +149,20 @@ impl Service {
         self
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listener_counts_the_sessions_alive() {
+        let load = Arc::new(ListenerLoad::default());
+        let a = load.open();
+        let b = load.open();
+        assert_eq!(load.sessions(), 2);
+        drop(a);
+        assert_eq!(load.sessions(), 1);
+        drop(b);
+        assert_eq!(load.sessions(), 0);
+    }
+}
