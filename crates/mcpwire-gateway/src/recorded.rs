@@ -26,24 +26,28 @@ pub(crate) struct Recorded {
     log: Arc<CallLog>,
     /// The listeners this catalog serves (or `console`).
     via: Arc<str>,
-    /// Where a tool's backend is looked up.
+    /// Where a tool's backend is looked up; dangling when one backend is served alone.
     federation: Weak<Federation>,
+    /// That one backend's name.
+    alone: Arc<str>,
 }
 
 impl Recorded {
     /// `inner` recorded in `log` as reached through `via`; tools' backends are found in
-    /// `federation`.
+    /// `federation`, or are all `alone` without one.
     pub(crate) fn new(
         inner: Arc<dyn Backend>,
         log: Arc<CallLog>,
         via: Arc<str>,
         federation: Weak<Federation>,
+        alone: Arc<str>,
     ) -> Recorded {
         Recorded {
             inner,
             log,
             via,
             federation,
+            alone,
         }
     }
 }
@@ -78,7 +82,7 @@ impl Backend for Recorded {
             .map_or_else(|| "anonymous".to_owned(), |i| i.subject().to_owned());
         let backend = match self.federation.upgrade() {
             Some(fed) => fed.tool_member(&tool).map(|m| m.to_string()),
-            None => Some(self.inner.info().name.clone()),
+            None => Some(self.alone.to_string()),
         };
         let listener = self.via.to_string();
         let (log, started) = (self.log.clone(), Instant::now());

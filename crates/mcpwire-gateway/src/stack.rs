@@ -128,6 +128,7 @@ impl Shared<'_> {
                 log.clone(),
                 Arc::from(via),
                 self.federation.clone(),
+                Arc::from(self.config.backends.first().map_or("", |b| b.name.as_str())),
             )),
             None => backend,
         }

@@ -338,7 +338,13 @@ impl ConsoleSource for GatewayConsole {
                 Some(spec) => fed.view(&spec),
                 None => fed.clone(),
             };
-            let fed = Recorded::new(shown, calls, Arc::from("console"), Arc::downgrade(&fed));
+            let fed = Recorded::new(
+                shown,
+                calls,
+                Arc::from("console"),
+                Arc::downgrade(&fed),
+                Arc::from(""),
+            );
             let arguments = match arguments {
                 Some(a) => Some(serde_json::value::to_raw_value(&a).map_err(|e| e.to_string())?),
                 None => None,
