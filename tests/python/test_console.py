@@ -4,8 +4,13 @@ real FastMCP upstream (fixtures/console_upstream.py) and the native demo:
 
 - log in with the admin key, see both backends up and the merged catalog;
 - "view as" a key the policy lets see `up_private`, then as the anonymous caller, whom a
-  rule denies it: the row turns hidden, naming the policy;
-- run a tool from the form generated from its input schema and see the result;
+  rule denies it: the row turns hidden, naming the rule (`[[policy.rules]] #1`);
+- run a tool from the form generated from its input schema and see the result; the
+  upstream's calls, rate and latency percentiles appear in its backend row;
+- a tool's elicitation is answered in a form generated from its requested schema;
+- a credential refused by the listener shows in the live calls with its reason;
+- the configuration panel shows the file with every secret masked, and after an edit of
+  the file the reload's outcome (applied, then refused for a broken edit);
 - a tool description made of markup is shown as text (the DOM text equals the source),
   nothing runs, and the page reported no Content-Security-Policy violation;
 - a screenshot goes to docs/console.png;
@@ -35,6 +40,7 @@ sys.path.insert(0, str(FIXTURE.parent))
 from console_upstream import TRAP  # noqa: E402
 
 ADMIN_KEY = "console-test-admin-key"
+HEADER_SECRET = "hdr-secret-123"
 
 
 def browser_paths():
@@ -108,6 +114,9 @@ native = "demo"
 
 [backends.up]
 url = "http://127.0.0.1:{port}/mcp"
+headers = {{ "X-Test-Token" = "{HEADER_SECRET}" }}
+# FastMCP asks its client only over a session (not in the 2026-07-28 era).
+era = "handshake"
 """
 
 
@@ -128,7 +137,7 @@ def state_of(d, backend):
     from selenium.webdriver.common.by import By
 
     row = d.find_element(By.CSS_SELECTOR, f'#backends tr[data-backend="{backend}"]')
-    return row.find_elements(By.TAG_NAME, "td")[1].text
+    return row.find_element(By.CSS_SELECTOR, "td.state").text
 
 
 def tool_row(d, name):
@@ -185,7 +194,7 @@ def test_console_end_to_end(mcpwire_bin, tmp_path, browser):
         wait(lambda: "visible-item" in tool_row(d, "up_private").get_attribute("class"), what="ci sees it")
         Select(d.find_element(By.ID, "view-as")).select_by_value("anonymous")
         wait(lambda: "hidden-item" in tool_row(d, "up_private").get_attribute("class"), what="hidden")
-        assert "hidden by [policy]" in tool_row(d, "up_private").text
+        assert "hidden by [[policy.rules]] #1 (deny)" in tool_row(d, "up_private").text
         assert tool_row(d, "up_private").find_elements(By.CSS_SELECTOR, "button.try") == []
 
         # Markup in a description is text: nothing ran.
@@ -212,9 +221,78 @@ def test_console_end_to_end(mcpwire_bin, tmp_path, browser):
         progress = d.find_elements(By.CSS_SELECTOR, "#events li.progress-event")
         assert [p.text for p in progress] == ["progress 1 / 3", "progress 2 / 3", "progress 3 / 3"]
 
-        # Both calls are in the live list, newest first.
+        # An elicitation answered in a form generated from its requested schema.
+        tool_row(d, "up_book").find_element(By.CSS_SELECTOR, "button.try").click()
+        d.find_element(By.ID, "run").click()
+        wait(lambda: d.find_element(By.ID, "ask-panel").is_displayed(), what="the question")
+        assert "how many seats" in d.find_element(By.ID, "ask-message").text
+        d.find_element(By.CSS_SELECTOR, '#ask-fields [data-arg="name"]').send_keys("Ada")
+        d.find_element(By.CSS_SELECTOR, '#ask-fields [data-arg="seats"]').send_keys("3")
+        d.find_element(By.ID, "ask-accept").click()
+        wait(lambda: "booked 3 for Ada" in d.find_element(By.ID, "result").text, what="the booking")
+        assert not d.find_element(By.ID, "ask-panel").is_displayed()
+
+        # Both calls are in the live list, newest first, with listener and backend.
         wait(lambda: d.find_elements(By.CSS_SELECTOR, '#calls tr[data-tool="up_count"]'), what="live call")
-        assert d.find_elements(By.CSS_SELECTOR, '#calls tr[data-tool="up_echo"]')
+        echo = d.find_element(By.CSS_SELECTOR, '#calls tr[data-tool="up_echo"]')
+        assert echo.find_element(By.CSS_SELECTOR, "td.listener").text == "console"
+        assert echo.find_element(By.CSS_SELECTOR, "td.backend").text == "up"
+
+        # The upstream's figures: calls, errors and latency percentiles over the last minute.
+        def figures():
+            row = d.find_element(By.CSS_SELECTOR, '#backends tr[data-backend="up"]')
+            return row.find_element(By.CSS_SELECTOR, "td.errors").text, row.find_element(By.CSS_SELECTOR, "td.latency").text
+        wait(lambda: figures()[0].startswith("0 of 3 "), what="the upstream's calls")
+        assert figures()[1].count(" / ") == 2, figures()
+        up_row = d.find_element(By.CSS_SELECTOR, '#backends tr[data-backend="up"]')
+        assert up_row.find_element(By.CSS_SELECTOR, "td.kind").text == "upstream"
+        assert up_row.find_element(By.CSS_SELECTOR, "td.era").text.startswith("20")
+        assert up_row.find_element(By.CSS_SELECTOR, "td.restarts").text == "0"
+
+        # A credential the listener refuses shows with its reason.
+        bad = urllib.request.Request(
+            served.url,
+            data=b'{"jsonrpc":"2.0","id":1,"method":"ping"}',
+            headers={"Authorization": "Bearer not-a-key", "Content-Type": "application/json",
+                     "Accept": "application/json, text/event-stream"},
+        )
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(bad)
+        assert e.value.code == 401
+        wait(lambda: any(o.text.startswith("auth: ") for o in d.find_elements(By.CSS_SELECTOR, "#calls td.outcome")),
+             what="the refused credential")
+
+        # A client's session on the listener is counted, and its call is listed under
+        # that listener.
+        def post(body, session=None):
+            h = {"Authorization": "Bearer ci-key", "Content-Type": "application/json",
+                 "Accept": "application/json, text/event-stream"}
+            if session:
+                h["Mcp-Session-Id"] = session
+                h["MCP-Protocol-Version"] = "2025-11-25"
+            with urllib.request.urlopen(urllib.request.Request(served.url, data=json.dumps(body).encode(), headers=h)) as r:
+                return r.headers.get("Mcp-Session-Id"), r.read().decode()
+        sid, _ = post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+        assert sid
+        post({"jsonrpc": "2.0", "method": "notifications/initialized"}, sid)
+        _, answer = post({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                          "params": {"name": "up_echo", "arguments": {"text": "via listener"}}}, sid)
+        assert "via listener" in answer
+        wait(lambda: d.find_element(By.CSS_SELECTOR, "#listeners td.sessions").text == "1", what="one session")
+        wait(lambda: any(r.find_element(By.CSS_SELECTOR, "td.listener").text == "http://127.0.0.1:0/mcp"
+                         for r in d.find_elements(By.CSS_SELECTOR, '#calls tr[data-tool="up_echo"]')),
+             what="the listener's call")
+
+        # The configuration: every secret masked.
+        text = wait(lambda: d.find_element(By.ID, "config-text").text, what="the configuration")
+        assert "[backends.up]" in text and "X-Test-Token" in text
+        for secret in (ADMIN_KEY, "ci-key", HEADER_SECRET):
+            assert secret not in text
+            assert secret not in d.page_source
+        assert "none since the start" in d.find_element(By.ID, "reload").text
+        listeners = d.find_element(By.ID, "listeners").text
+        assert "http://127.0.0.1:0/mcp" in listeners and "required" in listeners
         d.find_element(By.ID, "calls-filter").send_keys("echo")
         wait(lambda: not d.find_elements(By.CSS_SELECTOR, '#calls tr[data-tool="up_count"]'), what="filter")
 
@@ -231,6 +309,15 @@ def test_console_end_to_end(mcpwire_bin, tmp_path, browser):
         with pytest.raises(urllib.error.HTTPError) as e:
             urllib.request.urlopen(post)
         assert e.value.code == 403
+
+        # An edit of the file is applied and the panel says so; a broken one is refused.
+        conf.write_text(config(admin, port).replace('name = "ci"', 'name = "ci"\nscopes = ["tools"]'))
+        wait(lambda: "applied" in d.find_element(By.ID, "reload").text, 30, what="the reload applied")
+        assert "[auth]" in d.find_element(By.ID, "reload").text
+        wait(lambda: 'scopes = ["tools"]' in d.find_element(By.ID, "config-text").text, what="the new file")
+        conf.write_text(config(admin, port).replace("[policy]", "[policy"))
+        wait(lambda: "refused" in d.find_element(By.ID, "reload").text, 30, what="the reload refused")
+        assert 'scopes = ["tools"]' in d.find_element(By.ID, "config-text").text, "still the applied file"
 
         d.execute_script("window.scrollTo(0, 0)")
         d.save_screenshot(str(ROOT / "docs" / "console.png"))

@@ -260,14 +260,15 @@ fn additions(args: &ServeCmdArgs, matches: Option<&ArgMatches>) -> Result<Additi
 /// `--metrics-listen`: the admin listener, over the file's `[admin]`.
 fn apply_metrics_listen(config: &mut GatewayConfig, listen: Option<std::net::SocketAddr>) {
     if let Some(listen) = listen {
-        let console_keys = config
+        let (console_keys, console_scope) = config
             .admin
             .take()
-            .map(|a| a.console_keys)
+            .map(|a| (a.console_keys, a.console_scope))
             .unwrap_or_default();
         config.admin = Some(AdminConfig {
             listen,
             console_keys,
+            console_scope,
         });
     }
 }

@@ -470,6 +470,16 @@ impl Federation {
         self.catalog().report(&Everything)
     }
 
+    /// The member behind exposed tool `exposed`, if any (the console's live calls).
+    pub fn tool_member(&self, exposed: &str) -> Option<Arc<str>> {
+        let catalog = self.catalog();
+        let (_, entry) = catalog.kind(Kind::Tools).get(exposed)?;
+        catalog
+            .members
+            .get(entry.member)
+            .map(|m| m.name_shared.clone())
+    }
+
     /// The members' names, in catalog order.
     pub fn member_names(&self) -> Vec<String> {
         self.lock()

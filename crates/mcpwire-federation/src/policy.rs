@@ -182,10 +182,24 @@ impl Policy {
     /// Whether `audience` may see `name`, a `kind` item of backend `member`.
     pub fn admits(&self, audience: &Audience, member: &str, kind: PolicyItem, name: &str) -> bool {
         let effect = self
-            .rules_for(audience)
-            .find(|r| r.targets.covers(member, kind, name))
-            .map_or(self.default, |r| r.effect);
+            .deciding_rule(audience, member, kind, name)
+            .map_or(self.default, |i| self.rules[i].effect);
         effect == Effect::Allow
+    }
+
+    /// Which rule decides about `name` (a `kind` item of `member`) for `audience`: its
+    /// index in [`Policy::rules`], `None` when the default does.
+    pub fn deciding_rule(
+        &self,
+        audience: &Audience,
+        member: &str,
+        kind: PolicyItem,
+        name: &str,
+    ) -> Option<usize> {
+        self.rules
+            .iter()
+            .zip(audience.0.iter())
+            .position(|(r, mine)| *mine && r.targets.covers(member, kind, name))
     }
 
     /// Whether `audience` may see backend `member` as a whole (its logs, tasks, its name
@@ -222,6 +236,43 @@ mod tests {
             callers,
             targets,
         }
+    }
+
+    #[test]
+    fn the_deciding_rule_is_named() {
+        let deny_tool = Targets {
+            tools: Some(globs(&["secret*"])),
+            ..Targets::default()
+        };
+        let policy = Policy {
+            default: Effect::Deny,
+            rules: vec![
+                rule(
+                    Effect::Allow,
+                    Callers {
+                        anonymous: Some(false),
+                        ..Callers::default()
+                    },
+                    Targets::default(),
+                ),
+                rule(Effect::Deny, Callers::default(), deny_tool),
+            ],
+        };
+        let anon = policy.audience(None);
+        assert_eq!(
+            policy.deciding_rule(&anon, "b", PolicyItem::Tool, "secret_x"),
+            Some(1)
+        );
+        assert_eq!(
+            policy.deciding_rule(&anon, "b", PolicyItem::Tool, "open"),
+            None
+        );
+        let key = Identity::api_key("ci", Vec::new());
+        let known = policy.audience(Some(&key));
+        assert_eq!(
+            policy.deciding_rule(&known, "b", PolicyItem::Tool, "secret_x"),
+            Some(0)
+        );
     }
 
     #[test]

@@ -70,6 +70,8 @@ pub struct Started {
     /// Reads its description again (an OpenAPI document) when the configuration is
     /// reloaded and the backend itself did not change; `None`: nothing to re-read.
     pub reread: Option<Reread>,
+    /// Its era and restarts as the console shows them; `None`: it has none to tell.
+    pub status: Option<crate::console::BackendStatus>,
 }
 
 /// Starts re-reading a backend's description (returns at once; the backend announces a
@@ -180,6 +182,7 @@ pub async fn start(
                 server_info: native.server_info().clone(),
                 instructions: native.instructions().map(str::to_owned),
                 reread: None,
+                status: None,
                 backend: native,
             })
         }
@@ -203,11 +206,17 @@ pub async fn start(
                 )
             })?;
             tracing::info!(backend = %spec.name, tools = ?backend.tool_names(), "tool process ready");
+            let weak = Arc::downgrade(&backend);
+            let status: crate::console::BackendStatus = Arc::new(move || match weak.upgrade() {
+                Some(b) => serde_json::json!({ "restarts": b.restarts() }),
+                None => serde_json::Value::Null,
+            });
             Ok(Started {
                 spec: spec.clone(),
                 server_info: backend.server_info(),
                 instructions: None,
                 reread: None,
+                status: Some(status),
                 backend,
             })
         }
@@ -221,6 +230,7 @@ pub async fn start(
                 server_info: backend.server_info(),
                 instructions: None,
                 reread: Some(crate::openapi::rereader(&backend)),
+                status: None,
                 backend,
             })
         }
@@ -234,6 +244,7 @@ pub async fn start(
                 server_info: backend.server_info(),
                 instructions: None,
                 reread: None,
+                status: None,
                 backend,
             })
         }
@@ -269,7 +280,16 @@ pub async fn start(
                 .await
                 .map_err(|e| fail(format!("connecting to the upstream server: {e}"), false))?;
             tracing::info!(backend = %spec.name, peer = %backend.peer(), "upstream ready");
+            let weak = Arc::downgrade(&backend);
+            let status: crate::console::BackendStatus = Arc::new(move || {
+                let Some(b) = weak.upgrade() else {
+                    return serde_json::Value::Null;
+                };
+                let (era, restarts) = b.status();
+                serde_json::json!({ "era": era, "restarts": restarts })
+            });
             Ok(Started {
+                status: Some(status),
                 spec: spec.clone(),
                 server_info: backend.server_info().clone(),
                 instructions: backend.instructions().map(str::to_owned),

@@ -70,8 +70,17 @@ pub struct AdminConfig {
     /// Where it listens (port 0 picks a free one; the bound address is printed).
     pub listen: std::net::SocketAddr,
     /// `[auth]` API keys whose holders may log into the console on `/ui`; empty: no
-    /// console (`docs/console.md`).
+    /// console unless `console_scope` is set (`docs/console.md`).
     pub console_keys: Vec<String>,
+    /// A scope whose bearer tokens (checked by `[auth]`) may log into the console too.
+    pub console_scope: Option<String>,
+}
+
+impl AdminConfig {
+    /// Whether the console is on: some admin credential is configured.
+    pub fn console(&self) -> bool {
+        !self.console_keys.is_empty() || self.console_scope.is_some()
+    }
 }
 
 /// How the gateway presents itself and bounds its clients (`[server]`).

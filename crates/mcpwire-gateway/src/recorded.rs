@@ -1,11 +1,16 @@
 //! The console's live calls (`[admin] console_keys`): a layer over the catalog that
-//! records every tool call — caller, tool, outcome, duration — while a console page
-//! watches (`mcpwire_server::admin::console::calls`). Unwatched, it passes everything
-//! through (the forwarding and relay fast paths included) after one clock read; watched,
-//! it sends tool calls the general way so each is seen to its end.
+//! records every tool call — caller, listener, tool, backend, outcome, duration — while a
+//! console page watches (`mcpwire_server::admin::console::calls`), and a layer over each
+//! listener's authenticator that records the credentials it refuses. Unwatched, calls pass
+//! through (the forwarding and relay fast paths included) after one clock read, and
+//! accepted credentials pass without any; watched, tool calls go the general way so each
+//! is seen to its end.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Instant;
+
+use mcpwire_federation::Federation;
+use mcpwire_server::identify::{AuthFailure, Authenticate, Check, ResourceServer};
 
 use mcpwire_model::{McpError, Reply};
 use mcpwire_router::{
@@ -19,11 +24,31 @@ use tokio::sync::broadcast;
 pub(crate) struct Recorded {
     inner: Arc<dyn Backend>,
     log: Arc<CallLog>,
+    /// The listeners this catalog serves (or `console`).
+    via: Arc<str>,
+    /// Where a tool's backend is looked up; dangling when one backend is served alone.
+    federation: Weak<Federation>,
+    /// That one backend's name.
+    alone: Arc<str>,
 }
 
 impl Recorded {
-    pub(crate) fn new(inner: Arc<dyn Backend>, log: Arc<CallLog>) -> Recorded {
-        Recorded { inner, log }
+    /// `inner` recorded in `log` as reached through `via`; tools' backends are found in
+    /// `federation`, or are all `alone` without one.
+    pub(crate) fn new(
+        inner: Arc<dyn Backend>,
+        log: Arc<CallLog>,
+        via: Arc<str>,
+        federation: Weak<Federation>,
+        alone: Arc<str>,
+    ) -> Recorded {
+        Recorded {
+            inner,
+            log,
+            via,
+            federation,
+            alone,
+        }
     }
 }
 
@@ -55,6 +80,11 @@ impl Backend for Recorded {
         let identity = ctx
             .identity()
             .map_or_else(|| "anonymous".to_owned(), |i| i.subject().to_owned());
+        let backend = match self.federation.upgrade() {
+            Some(fed) => fed.tool_member(&tool).map(|m| m.to_string()),
+            None => Some(self.alone.to_string()),
+        };
+        let listener = self.via.to_string();
         let (log, started) = (self.log.clone(), Instant::now());
         let answer = self.inner.call(ctx, req);
         Box::pin(async move {
@@ -63,7 +93,9 @@ impl Backend for Recorded {
             log.record(CallRecord {
                 at_ms: now_ms(),
                 identity,
+                listener,
                 tool,
+                backend: backend.unwrap_or_default(),
                 outcome,
                 failed,
                 duration_ms: started.elapsed().as_secs_f64() * 1000.0,
@@ -104,5 +136,120 @@ impl Backend for Recorded {
 
     fn events(&self) -> Option<broadcast::Receiver<mcpwire_model::BackendEvent>> {
         self.inner.events()
+    }
+}
+
+/// A listener's authenticator whose refusals are recorded in the live calls while a page
+/// watches; accepted credentials pass through untouched.
+#[derive(Debug)]
+pub(crate) struct RecordedAuth {
+    inner: Arc<dyn Authenticate>,
+    log: Arc<CallLog>,
+    /// The listener's URL.
+    listener: Arc<str>,
+}
+
+impl RecordedAuth {
+    /// `inner` as listener `listener` uses it, its refusals recorded in `log`.
+    pub(crate) fn new(
+        inner: Arc<dyn Authenticate>,
+        log: Arc<CallLog>,
+        listener: Arc<str>,
+    ) -> RecordedAuth {
+        RecordedAuth {
+            inner,
+            log,
+            listener,
+        }
+    }
+}
+
+/// Records `failure` on `listener` when a page watches.
+fn refused(log: &CallLog, listener: &str, failure: &AuthFailure) {
+    if !log.watched() {
+        return;
+    }
+    log.record(CallRecord {
+        at_ms: now_ms(),
+        identity: "(refused credential)".into(),
+        listener: listener.to_owned(),
+        tool: String::new(),
+        backend: String::new(),
+        outcome: format!("auth: {failure}"),
+        failed: true,
+        duration_ms: 0.0,
+    });
+}
+
+impl Authenticate for RecordedAuth {
+    fn check(&self, credential: Option<&str>) -> Check {
+        match self.inner.check(credential) {
+            Check::Done(Err(f)) => {
+                refused(&self.log, &self.listener, &f);
+                Check::Done(Err(f))
+            }
+            Check::Wait(waiting) => {
+                let (log, listener) = (self.log.clone(), self.listener.clone());
+                Check::Wait(Box::pin(async move {
+                    let got = waiting.await;
+                    if let Err(f) = &got {
+                        refused(&log, &listener, f);
+                    }
+                    got
+                }))
+            }
+            done => done,
+        }
+    }
+
+    fn for_connection(self: Arc<Self>) -> Arc<dyn Authenticate> {
+        Arc::new(RecordedAuth {
+            inner: self.inner.clone().for_connection(),
+            log: self.log.clone(),
+            listener: self.listener.clone(),
+        })
+    }
+
+    fn resource_server(&self, listener_url: &str) -> ResourceServer {
+        self.inner.resource_server(listener_url)
+    }
+
+    fn challenge(&self, failure: &AuthFailure) -> String {
+        self.inner.challenge(failure)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn recorded_auth(log: &Arc<CallLog>) -> Arc<dyn Authenticate> {
+        let text = "[[listen]]\nurl = \"http://127.0.0.1:0/mcp\"\n[auth]\n\
+            [[auth.api_keys]]\nname = \"ci\"\nkey = \"ci-key\"\n[backends.d]\nnative = \"demo\"\n";
+        let path = std::path::Path::new("g.toml");
+        let config = crate::config::GatewayConfig::from_toml(path, text).expect("valid");
+        let auth = crate::access::authenticator(&config)
+            .await
+            .expect("built")
+            .expect("an authenticator");
+        Arc::new(RecordedAuth::new(
+            auth,
+            log.clone(),
+            Arc::from("http://l/mcp"),
+        ))
+    }
+
+    #[tokio::test]
+    async fn refused_credentials_are_recorded_only_while_watched() {
+        let log = Arc::new(CallLog::default());
+        let auth = recorded_auth(&log).await.for_connection();
+        assert!(auth.verify(Some("wrong")).await.is_err());
+        assert!(log.read().is_empty(), "nobody watched");
+        assert!(auth.verify(Some("wrong")).await.is_err());
+        assert!(auth.verify(Some("ci-key")).await.is_ok());
+        let calls = log.read();
+        assert_eq!(calls.len(), 1, "the refusal only: {calls:?}");
+        assert_eq!(calls[0].listener, "http://l/mcp");
+        assert!(calls[0].outcome.starts_with("auth: ") && calls[0].failed);
     }
 }

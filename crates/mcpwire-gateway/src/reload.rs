@@ -122,6 +122,10 @@ pub fn plan(serving: &GatewayConfig, next: &GatewayConfig, down: &[String]) -> R
     if serving.views != next.views {
         plan.ignored.push("views".into());
     }
+    let admin_listen = |c: &GatewayConfig| c.admin.as_ref().map(|a| a.listen);
+    if admin_listen(serving) != admin_listen(next) {
+        plan.ignored.push("[admin] listen".into());
+    }
     if serving.telemetry != next.telemetry {
         plan.ignored.push("telemetry".into());
     }

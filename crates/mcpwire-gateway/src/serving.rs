@@ -93,6 +93,8 @@ pub struct Gateway {
     consents: Arc<PendingConsents>,
     /// The console's live calls (`[admin] console_keys`; `None`: no console).
     calls: Option<Arc<CallLog>>,
+    /// The console, once serving with one: told of every reload.
+    console: Option<Arc<GatewayConsole>>,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -211,12 +213,13 @@ impl Gateway {
             cluster: None,
             consents,
             calls: None,
+            console: None,
         };
         gateway.calls = gateway
             .config
             .admin
             .as_ref()
-            .filter(|a| !a.console_keys.is_empty())
+            .filter(|a| a.console())
             .map(|_| Arc::new(CallLog::default()));
         if let Some(c) = &gateway.config.cluster {
             gateway.cluster = Some(Arc::new(Cluster::connect(c).await?));
@@ -284,6 +287,11 @@ impl Gateway {
             cluster: self.cluster.as_ref(),
             pages: crate::redirect::routes(&self.consents),
             calls: self.calls.as_ref(),
+            federation: self
+                .federation
+                .as_ref()
+                .map(Arc::downgrade)
+                .unwrap_or_default(),
         }
     }
 
@@ -321,10 +329,12 @@ impl Gateway {
             let one = self.running.first().ok_or_else(|| {
                 config.error_at(&KeyPath::root().key("backends"), "no backend started")
             })?;
+            let via = listeners_label(config.listeners.iter());
             let catalog = parts.catalog_of(
                 one.backend.clone(),
                 one.server_info.clone(),
                 one.instructions.clone(),
+                &via,
             )?;
             return Ok(config
                 .listeners
@@ -350,21 +360,23 @@ impl Gateway {
                     },
                 )?),
             };
-            let mode = listener
-                .options
-                .catalog
-                .or(spec.and_then(|v| v.catalog))
-                .unwrap_or(config.server.catalog);
+            let mode = catalog_mode(config, listener);
             if let Some(catalog) = catalogs.get(&(name, mode)) {
                 services.push(parts.listener(catalog, listener));
                 continue;
             }
+            // The listeners showing this catalog: the live calls' listener column.
+            let via =
+                listeners_label(config.listeners.iter().filter(|l| {
+                    l.options.view.as_deref() == name && catalog_mode(config, l) == mode
+                }));
             let catalog = match spec {
                 None => parts.catalog(
                     stack::Shown::Federation(fed),
                     mode,
                     fed.server_info(),
                     fed.instructions(),
+                    &via,
                 )?,
                 Some(spec) => {
                     let view = views
@@ -375,6 +387,7 @@ impl Gateway {
                         mode,
                         view.server_info(),
                         view.instructions(),
+                        &via,
                     )?
                 }
             };
@@ -501,16 +514,28 @@ impl Gateway {
                     .await
                     .map_err(GatewayError::Serve)?;
                 let calls = self.calls.clone().unwrap_or_default();
-                let console =
-                    GatewayConsole::new(&self.config, self.federation.as_ref(), calls.clone())
-                        .map_err(|e| GatewayError::Serve(std::io::Error::other(e.0)))?;
+                let console = GatewayConsole::new(
+                    &self.config,
+                    self.federation.as_ref(),
+                    self.auth.clone(),
+                    calls.clone(),
+                )
+                .map_err(|e| GatewayError::Serve(std::io::Error::other(e.0)))?;
                 let server = match console {
                     Some(c) => {
                         mcpwire_server::observe::announce(format_args!(
                             "mcpwire: console on http://{}/ui",
                             server.local_addr().map_err(GatewayError::Serve)?
                         ));
-                        server.with_console(Arc::new(c), calls)
+                        let c = Arc::new(c);
+                        for s in &self.running {
+                            if let Some(status) = &s.status {
+                                c.set_status(&s.spec.name, status.clone());
+                            }
+                        }
+                        c.set_loads(self.services.iter().map(|s| s.load.clone()).collect());
+                        self.console = Some(c.clone());
+                        server.with_console(c, calls)
                     }
                     None => server,
                 };
@@ -607,19 +632,28 @@ impl Gateway {
             Origin::File { path, .. } => path.display().to_string(),
             Origin::Flags(_) => "the configuration".into(),
         };
-        match self.reload().await {
+        let outcome = match self.reload().await {
             Ok(plan) => {
                 mcpwire_server::observe::announce(format_args!("mcpwire: reloaded {file}: {plan}"));
+                let mut said = plan.to_string();
                 if !plan.ignored.is_empty() {
                     tracing::warn!(
                         "{file}: changed {} are applied at the next start only",
                         plan.ignored.join(", ")
                     );
+                    said += &format!("; at the next start only: {}", plan.ignored.join(", "));
                 }
+                Ok(said)
             }
-            Err(e) => tracing::error!(
-                "{file}: edit refused, still serving the previous configuration: {e}"
-            ),
+            Err(e) => {
+                tracing::error!(
+                    "{file}: edit refused, still serving the previous configuration: {e}"
+                );
+                Err(e.to_string())
+            }
+        };
+        if let Some(console) = &self.console {
+            console.reloaded(&self.config, outcome);
         }
     }
 
@@ -763,6 +797,11 @@ impl Gateway {
             }
         }
         self.apply_sections(&plan, &next, &fed, next_auth.as_deref());
+        // The console's admin credentials follow the file (`GatewayConsole::reloaded`).
+        if let (Some(admin), Some(n)) = (&mut self.config.admin, &next.admin) {
+            admin.console_keys = n.console_keys.clone();
+            admin.console_scope = n.console_scope.clone();
+        }
         if let Origin::File { .. } = next.origin {
             self.config.origin = next.origin;
         }
@@ -798,6 +837,9 @@ impl Gateway {
     /// Records that `s` is serving (in place of its namesake, or after the others).
     fn joined(&mut self, s: Started) {
         let name = s.spec.name.clone();
+        if let (Some(console), Some(status)) = (&self.console, &s.status) {
+            console.set_status(&name, status.clone());
+        }
         match self.config.backends.iter_mut().find(|b| b.name == name) {
             Some(b) => *b = s.spec.clone(),
             None => self.config.backends.push(s.spec.clone()),
@@ -808,6 +850,22 @@ impl Gateway {
         }
         self.down.retain(|(n, _)| n != &name);
     }
+}
+
+/// The catalog mode `listener` shows: its own, its view's, or the server's.
+fn catalog_mode(config: &GatewayConfig, listener: &crate::listen::ListenerSpec) -> CatalogMode {
+    let view = listener.options.view.as_deref();
+    let spec = view.and_then(|n| config.views.iter().find(|v| v.name == n));
+    listener
+        .options
+        .catalog
+        .or(spec.and_then(|v| v.catalog))
+        .unwrap_or(config.server.catalog)
+}
+
+/// The listeners' URLs, as the live calls show where a call came in.
+fn listeners_label<'a>(listeners: impl Iterator<Item = &'a crate::listen::ListenerSpec>) -> String {
+    listeners.map(|l| l.url()).collect::<Vec<_>>().join(", ")
 }
 
 /// Whether `config` comes from a file, and so may be reloaded.
@@ -865,6 +923,7 @@ fn late_started(
         server_info: Implementation::new(spec.name.clone(), "unknown"),
         instructions: None,
         reread: None,
+        status: None,
     };
     (started, backend)
 }

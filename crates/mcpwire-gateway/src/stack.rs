@@ -22,9 +22,9 @@
 //! (the whole catalog or a view, in one catalog mode); [`Shared::listener`] adds one listener's outer parts
 //! (1–3) to it.
 
-use crate::recorded::Recorded;
+use crate::recorded::{Recorded, RecordedAuth};
 use mcpwire_server::admin::console::calls::CallLog;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use mcpwire_federation::{CatalogMode, Federation, SearchCatalog, View};
 use mcpwire_model::types::Implementation;
@@ -66,24 +66,28 @@ pub(crate) struct Shared<'a> {
     pub(crate) pages: Vec<HttpRoute>,
     /// The console's live calls, when there is a console.
     pub(crate) calls: Option<&'a Arc<CallLog>>,
+    /// Where the live calls look up a tool's backend (none: one backend served alone).
+    pub(crate) federation: Weak<Federation>,
 }
 
 impl Shared<'_> {
     /// The inner stack over `shown` (the federation or a view) in catalog mode `mode`:
     /// rate limits around it, in `search` mode the meta-tools around those (so `call_tool`
     /// is limited as the tool it calls), then [`Shared::catalog_of`]'s router and options.
+    /// `via` names the listeners that show it (the live calls' listener column).
     pub(crate) fn catalog(
         &self,
         shown: Shown<'_>,
         mode: CatalogMode,
         info: Implementation,
         instructions: String,
+        via: &str,
     ) -> Result<Service, ConfigError> {
         let backend: Arc<dyn Backend> = match shown {
             Shown::Federation(f) => f.clone(),
             Shown::View(v) => v.clone(),
         };
-        let limited = self.limited(backend);
+        let limited = self.limited(backend, via);
         let (backend, instructions): (Arc<dyn Backend>, String) = match (mode, shown) {
             (CatalogMode::Full, _) => (limited, instructions),
             (CatalogMode::Search, Shown::Federation(f)) => (
@@ -105,19 +109,27 @@ impl Shared<'_> {
         backend: Arc<dyn Backend>,
         info: Implementation,
         instructions: Option<String>,
+        via: &str,
     ) -> Result<Service, ConfigError> {
-        let backend = self.limited(backend);
+        let backend = self.limited(backend, via);
         self.routed(backend, info, instructions)
     }
 
-    /// `backend` behind `[limits]`' call rates, when there are any.
-    fn limited(&self, backend: Arc<dyn Backend>) -> Arc<dyn Backend> {
+    /// `backend` behind `[limits]`' call rates, when there are any, and the console's
+    /// recording (as reached through `via`) when there is a console.
+    fn limited(&self, backend: Arc<dyn Backend>, via: &str) -> Arc<dyn Backend> {
         let backend: Arc<dyn Backend> = match self.rate_limits {
             Some(limits) => Arc::new(Limited::shared(backend, limits.clone())),
             None => backend,
         };
         match self.calls {
-            Some(log) => Arc::new(Recorded::new(backend, log.clone())),
+            Some(log) => Arc::new(Recorded::new(
+                backend,
+                log.clone(),
+                Arc::from(via),
+                self.federation.clone(),
+                Arc::from(self.config.backends.first().map_or("", |b| b.name.as_str())),
+            )),
             None => backend,
         }
     }
@@ -165,9 +177,20 @@ impl Shared<'_> {
             && !listener.is_stdio()
             && listener.options.auth != Some(false)
         {
-            service = service.with_auth(auth.clone());
+            service = match self.calls {
+                Some(log) => service.with_auth(Arc::new(RecordedAuth::new(
+                    auth.clone(),
+                    log.clone(),
+                    Arc::from(listener.url()),
+                ))),
+                None => service.with_auth(auth.clone()),
+            };
         }
         service.connections = self.connections.cloned();
+        if self.calls.is_some() {
+            // The console shows each listener's open sessions.
+            service.load = Some(Arc::default());
+        }
         service.http_routes.extend(self.pages.iter().cloned());
         match self.cluster {
             Some(cluster) => crate::cluster::in_cluster(service, cluster.clone()),

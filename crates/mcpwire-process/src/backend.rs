@@ -133,6 +133,13 @@ impl ProcessBackend {
     pub fn load(&self) -> ProcessLoad {
         self.host.load()
     }
+
+    /// Times the tool process ended and was started again.
+    pub fn restarts(&self) -> u64 {
+        self.host
+            .restarts
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 impl Backend for ProcessBackend {

@@ -39,6 +39,8 @@ pub(crate) struct ProcessHost {
     pub reload: Notify,
     /// Tool definitions built for a generation (its id, every registered tool).
     built: Mutex<Option<(u64, BuiltTools)>>,
+    /// Times a process ended and was started again.
+    pub restarts: AtomicU64,
 }
 
 impl ProcessHost {
@@ -55,6 +57,7 @@ impl ProcessHost {
             shutdown: CancellationToken::new(),
             reload: Notify::new(),
             built: Mutex::new(None),
+            restarts: AtomicU64::new(0),
         }
     }
 

@@ -55,6 +55,8 @@ pub(crate) async fn supervise(host: Arc<ProcessHost>) {
             Err(e) => e,
         };
         tracing::warn!("tool process ended: {last_error}; restarting");
+        host.restarts
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         failures.push_back(Instant::now());
         failures.retain(|t| t.elapsed() < CRASH_WINDOW);
         if failures.len() >= CRASH_LOOP_STARTS {

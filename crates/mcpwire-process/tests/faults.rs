@@ -82,7 +82,9 @@ async fn a_log_flood_does_not_stop_the_answer() {
 
 #[tokio::test]
 async fn exit_mid_call_answers_restarts_and_then_reports_a_crash_loop() {
-    let router = Router::new(start("exit", |_| {}).await.expect("starts"));
+    let backend = start("exit", |_| {}).await.expect("starts");
+    let router = Router::new(backend.clone());
+    assert_eq!(backend.restarts(), 0);
     let first = call(&router, "x").await;
     assert!(
         is_error(&first) && text(&first).contains("exited"),
@@ -100,6 +102,7 @@ async fn exit_mid_call_answers_restarts_and_then_reports_a_crash_loop() {
         }
     }
     assert!(saw_loop, "no crash-loop report");
+    assert!(backend.restarts() >= 4, "{} restarts", backend.restarts());
 }
 
 #[tokio::test]

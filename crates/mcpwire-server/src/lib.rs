@@ -53,7 +53,7 @@ pub mod wires;
 
 #[cfg(feature = "http")]
 pub use serve::HttpRoute;
-pub use serve::Service;
+pub use serve::{ListenerLoad, Service};
 #[cfg(feature = "mcpb")]
 pub use wires::McpbWire;
 #[cfg(feature = "proto-mcp")]

@@ -51,6 +51,42 @@ pub struct Service {
     /// path is ignored.
     #[cfg(feature = "http")]
     pub http_routes: Vec<HttpRoute>,
+    /// Counts the sessions open on the listener serving this service (give each listener
+    /// its own; `None`: not counted). Stateless HTTP requests and gRPC calls are no
+    /// sessions.
+    pub load: Option<Arc<ListenerLoad>>,
+}
+
+/// The sessions open on one listener now (the console's listeners panel).
+#[derive(Debug, Default)]
+pub struct ListenerLoad {
+    sessions: std::sync::atomic::AtomicUsize,
+}
+
+impl ListenerLoad {
+    /// Sessions open now.
+    pub fn sessions(&self) -> usize {
+        self.sessions.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Counts one more session until the guard is dropped.
+    pub(crate) fn open(self: &Arc<Self>) -> Counted {
+        self.sessions
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Counted(self.clone())
+    }
+}
+
+/// One open session of a [`ListenerLoad`].
+#[derive(Debug)]
+pub(crate) struct Counted(Arc<ListenerLoad>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0
+            .sessions
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// A page an HTTP listener answers beside the MCP endpoint ([`Service::http_routes`]).
@@ -94,6 +130,7 @@ impl Service {
             directory: None,
             #[cfg(feature = "http")]
             http_routes: Vec::new(),
+            load: None,
         }
     }
 
@@ -110,5 +147,22 @@ impl Service {
     pub fn with_auth(mut self, auth: Arc<dyn Authenticate>) -> Service {
         self.auth = Some(auth);
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listener_counts_the_sessions_alive() {
+        let load = Arc::new(ListenerLoad::default());
+        let a = load.open();
+        let b = load.open();
+        assert_eq!(load.sessions(), 2);
+        drop(a);
+        assert_eq!(load.sessions(), 1);
+        drop(b);
+        assert_eq!(load.sessions(), 0);
     }
 }

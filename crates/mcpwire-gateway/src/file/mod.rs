@@ -58,6 +58,7 @@ struct RawAdmin {
     listen: std::net::SocketAddr,
     #[serde(default)]
     console_keys: Vec<String>,
+    console_scope: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -252,6 +253,7 @@ impl GatewayConfig {
             admin: raw.admin.map(|a| crate::config::AdminConfig {
                 listen: a.listen,
                 console_keys: a.console_keys,
+                console_scope: a.console_scope,
             }),
             additions: Default::default(),
         };

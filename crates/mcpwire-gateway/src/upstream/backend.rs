@@ -155,6 +155,8 @@ struct Inner {
     routes: ToolRoutes,
     /// Resources the gateway's session-less listeners watch.
     watched: Watched,
+    /// Times the shared session was opened again after it ended.
+    restarts: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for UpstreamBackend {
@@ -208,6 +210,7 @@ impl UpstreamBackend {
                     && runs_v1_tasks(&negotiated.capabilities),
             ),
             watched: Watched::new(),
+            restarts: std::sync::atomic::AtomicU64::new(0),
             config,
         });
         tokio::spawn(supervise(Arc::downgrade(&inner), link, inner.stop.clone()));
@@ -227,6 +230,20 @@ impl UpstreamBackend {
     /// Where the upstream is (a command line, a URL).
     pub fn peer(&self) -> String {
         self.inner.config.target.to_string()
+    }
+
+    /// The revision spoken with the shared upstream session now (`None` while it is not
+    /// up), and how many times that session was opened again after it ended.
+    pub fn status(&self) -> (Option<String>, u64) {
+        let era = match &*self.inner.shared.borrow() {
+            Shared::Up(link) => Some(link.client().negotiated().era.revision().to_string()),
+            _ => None,
+        };
+        let restarts = self
+            .inner
+            .restarts
+            .load(std::sync::atomic::Ordering::Relaxed);
+        (era, restarts)
     }
 
     /// Upstream requests held for stateless clients' retries now.
@@ -397,6 +414,9 @@ async fn supervise(inner: Weak<Inner>, mut link: Arc<Link>, stop: CancellationTo
         };
         let next = reopened;
         tracing::info!(upstream = %backend.config.name, "the upstream session is back");
+        backend
+            .restarts
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         backend.announce_lists();
         backend.resubscribe(&next).await;
         link = next;

@@ -1,6 +1,7 @@
 //! [`ServerCore`]: one client's [`ServerSession`] and the [`Calls`] it started — everything a
 //! server-side connection loop does that is not I/O.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
@@ -30,6 +31,8 @@ pub(crate) struct ServerCore {
     calls: Calls,
     /// Set when the peer's input ended: accepted calls may run until then.
     drain_by: Option<Instant>,
+    /// Counts this session among its listener's while it lives.
+    _counted: Option<crate::serve::Counted>,
 }
 
 impl ServerCore {
@@ -39,7 +42,14 @@ impl ServerCore {
             session,
             calls,
             drain_by: None,
+            _counted: None,
         }
+    }
+
+    /// This session counted among the open sessions of `load`'s listener until it ends.
+    pub(crate) fn counted(mut self, load: Option<&Arc<crate::serve::ListenerLoad>>) -> ServerCore {
+        self._counted = load.map(crate::serve::ListenerLoad::open);
+        self
     }
 
     /// From now on, calls are made by `identity` (see [`Calls::set_identity`]).

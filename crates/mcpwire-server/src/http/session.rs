@@ -380,7 +380,8 @@ pub(crate) fn spawn(
                 .hearing(events)
                 .with_identity(owner.clone())
                 .with_client_ip(ip),
-        ),
+        )
+        .counted(service.load.as_ref()),
         cmds,
         close: close.clone(),
         routes: HashMap::new(),

@@ -162,7 +162,8 @@ pub(crate) async fn serve<R, W>(
             Calls::new(service.router.clone(), WireLabel::Mcpb)
                 .with_client_ip(Some(peer.ip()))
                 .with_identity(certificate.clone().filter(|_| listener.auth.is_none())),
-        ),
+        )
+        .counted(service.load.as_ref()),
         codec: McpbCodec::server(&service.limits),
         phase: Phase::Version,
         closing: false,

@@ -39,7 +39,8 @@ where
             core: ServerCore::new(
                 ServerSession::new(service.config.clone()),
                 Calls::new(service.router.clone(), WireLabel::Stdio),
-            ),
+            )
+            .counted(service.load.as_ref()),
             json: NdjsonCodec::new(&service.limits),
             #[cfg(feature = "proto-mcp")]
             proto: ProtoSide {

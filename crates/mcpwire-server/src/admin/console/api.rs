@@ -6,6 +6,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
+use super::asks::PageLink;
 use super::session::Session;
 use super::{ConsoleState, EVENTS_BUFFERED, MAX_VIOLATIONS};
 
@@ -128,7 +129,7 @@ pub(super) async fn login(
         Err((status, why)) => return refuse(status, why),
     };
     let secret = body.get("secret").and_then(Value::as_str).unwrap_or("");
-    let Some(admin) = st.source.login(secret) else {
+    let Some(admin) = st.source.login(secret).await else {
         tracing::warn!("console: a login with a wrong credential");
         return refuse(StatusCode::UNAUTHORIZED, "not an admin credential");
     };
@@ -179,8 +180,31 @@ pub(super) async fn backends(State(st): State<ConsoleState>, headers: HeaderMap)
     if let Err((status, why)) = authorized(&st, &headers, false) {
         return refuse(status, why);
     }
-    let backends = (st.probe)();
+    let facts = st.source.backend_facts();
+    let figures = st.calls.figures();
+    let backends: Vec<Value> = (st.probe)()
+        .into_iter()
+        .map(|b| {
+            let mut v = json!(b);
+            if let Value::Object(o) = &mut v {
+                if let Some(Value::Object(f)) = facts.get(&b.name) {
+                    o.extend(f.clone());
+                }
+                if let Some(f) = figures.get(&b.name) {
+                    o.insert("figures".into(), json!(f));
+                }
+            }
+            v
+        })
+        .collect();
     answer(StatusCode::OK, json!({ "backends": backends }))
+}
+
+pub(super) async fn config(State(st): State<ConsoleState>, headers: HeaderMap) -> Response {
+    if let Err((status, why)) = authorized(&st, &headers, false) {
+        return refuse(status, why);
+    }
+    answer(StatusCode::OK, st.source.config())
 }
 
 pub(super) async fn callers(State(st): State<ConsoleState>, headers: HeaderMap) -> Response {
@@ -262,9 +286,10 @@ pub(super) async fn call(
     tracing::info!(admin = %session.admin, %caller, tool = %name, "console: tool call");
     let arguments = body.get("arguments").cloned();
     let (tx, rx) = tokio::sync::mpsc::channel(EVENTS_BUFFERED);
+    let page = PageLink::new(tx.clone(), st.asks.clone());
     let running = st
         .source
-        .call_tool(caller, name.to_owned(), arguments, tx.clone());
+        .call_tool(caller, name.to_owned(), arguments, page);
     tokio::spawn(async move {
         let last = match running.await {
             Ok(v) => json!({ "kind": "result", "result": v }),
@@ -300,6 +325,34 @@ fn events_of(
         let frame = Bytes::from(format!("data: {event}\n\n"));
         Some((Ok(frame), (rx, last)))
     })
+}
+
+/// The page's answer to a tool's question: `{id, result}` or `{id, error}`.
+pub(super) async fn answer_ask(
+    State(st): State<ConsoleState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Err((status, why)) = authorized(&st, &headers, true) {
+        return refuse(status, why);
+    }
+    let body = match json_body(&headers, &body) {
+        Ok(b) => b,
+        Err((status, why)) => return refuse(status, why),
+    };
+    let Some(id) = body.get("id").and_then(Value::as_u64) else {
+        return refuse(StatusCode::BAD_REQUEST, "id missing");
+    };
+    let given = match (body.get("result"), body.get("error")) {
+        (Some(r @ Value::Object(_)), _) => Ok(r.clone()),
+        (_, Some(Value::String(e))) => Err(e.clone()),
+        _ => return refuse(StatusCode::BAD_REQUEST, "a result object or an error"),
+    };
+    if st.asks.answer(id, given) {
+        answer(StatusCode::OK, json!({}))
+    } else {
+        refuse(StatusCode::NOT_FOUND, "no such question waits")
+    }
 }
 
 pub(super) async fn calls(State(st): State<ConsoleState>, headers: HeaderMap) -> Response {

@@ -2,12 +2,14 @@
 //! console page is watching (it asks for the ring at least every [`WATCH_WINDOW`]), so a
 //! gateway nobody watches pays one clock read per call and keeps nothing.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
+
+use super::stats::{BackendStats, Figures};
 
 /// Calls kept at most.
 pub const MAX_CALLS: usize = 256;
@@ -21,8 +23,14 @@ pub struct CallRecord {
     pub at_ms: u64,
     /// Who called: `key:NAME`, a token's subject, or `anonymous`.
     pub identity: String,
-    /// The exposed tool name.
+    /// Where it came in: the listeners serving its catalog, `console`, or the one
+    /// listener that refused its credential.
+    pub listener: String,
+    /// The exposed tool name (empty for a refused credential).
     pub tool: String,
+    /// The backend that owns the tool (empty when none does, or the call was refused
+    /// before it was routed).
+    pub backend: String,
     /// `ok`, `tool error`, or the refusal or error message (policy, rate limit, …).
     pub outcome: String,
     /// Whether it failed or was refused.
@@ -31,10 +39,11 @@ pub struct CallRecord {
     pub duration_ms: f64,
 }
 
-/// The ring and whether anybody watches it.
-#[derive(Debug, Default)]
+/// The ring, the backends' figures and whether anybody watches them.
+#[derive(Default)]
 pub struct CallLog {
     calls: Mutex<VecDeque<CallRecord>>,
+    stats: Mutex<BackendStats>,
     /// When a page last read the ring, ms since the epoch (0: never).
     watched_at: AtomicU64,
 }
@@ -54,8 +63,19 @@ impl CallLog {
         at != 0 && now_ms().saturating_sub(at) < WATCH_WINDOW.as_millis() as u64
     }
 
-    /// Adds a call, dropping the oldest past [`MAX_CALLS`].
+    /// Adds a call, dropping the oldest past [`MAX_CALLS`], and counts it in its
+    /// backend's figures.
     pub fn record(&self, call: CallRecord) {
+        if !call.backend.is_empty()
+            && let Ok(mut stats) = self.stats.lock()
+        {
+            stats.record(
+                &call.backend,
+                call.at_ms / 1000,
+                call.duration_ms,
+                call.failed,
+            );
+        }
         if let Ok(mut calls) = self.calls.lock() {
             if calls.len() >= MAX_CALLS {
                 calls.pop_front();
@@ -74,6 +94,22 @@ impl CallLog {
     }
 }
 
+impl CallLog {
+    /// Every backend's figures over the last minute (of the time a page watched).
+    pub fn figures(&self) -> HashMap<String, Figures> {
+        self.stats
+            .lock()
+            .map(|s| s.figures(now_ms() / 1000))
+            .unwrap_or_default()
+    }
+}
+
+impl std::fmt::Debug for CallLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallLog").finish_non_exhaustive()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,7 +118,9 @@ mod tests {
         CallRecord {
             at_ms: i as u64,
             identity: "anonymous".into(),
+            listener: "http://127.0.0.1:1/mcp".into(),
             tool: format!("t{i}"),
+            backend: "b".into(),
             outcome: "ok".into(),
             failed: false,
             duration_ms: 1.0,
@@ -97,6 +135,7 @@ mod tests {
         }
         let calls = log.read();
         assert_eq!(calls.len(), MAX_CALLS);
+        assert_eq!(log.figures().len(), 1);
         assert_eq!(
             calls[0].tool,
             format!("t{}", MAX_CALLS * 20 - 1),

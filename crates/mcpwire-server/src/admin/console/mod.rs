@@ -6,9 +6,11 @@
 //! answer carries a strict Content-Security-Policy (`docs/console.md`).
 
 mod api;
+pub mod asks;
 mod assets;
 pub mod calls;
 pub mod session;
+pub mod stats;
 
 use std::sync::{Arc, Mutex};
 
@@ -18,27 +20,38 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::HealthProbe;
+use asks::{Asks, PageLink};
 use calls::CallLog;
 use session::Sessions;
 
 /// What the console asks the gateway. A caller is named as the page names it:
-/// `anonymous`, `key:NAME` (an `[auth]` API key with its scopes) or `sub:SUBJECT`.
+/// `anonymous`, `key:NAME` (an `[auth]` API key with its scopes), `sub:SUBJECT`,
+/// `jwt:{CLAIMS}` (a token's claims as JSON, `scope` giving its scopes) or `view:NAME`
+/// (the anonymous caller through a view).
 pub trait ConsoleSource: Send + Sync {
-    /// The admin's name when `secret` is an admin credential, `None` otherwise.
-    fn login(&self, secret: &str) -> Option<String>;
+    /// The admin's name when `secret` is an admin credential (an admin API key, or a
+    /// token with the admin scope), `None` otherwise.
+    fn login(&self, secret: &str) -> BoxFuture<'static, Option<String>>;
     /// The callers the "view as" picker offers (never a secret).
     fn callers(&self) -> Vec<String>;
+    /// The running configuration with its secrets masked, the last reload's outcome and
+    /// the listeners.
+    fn config(&self) -> Value;
+    /// What each backend is, by name: `kind`, `era` (the revision spoken upstream) and
+    /// `restarts`, where known.
+    fn backend_facts(&self) -> Value;
     /// The catalog as `caller` lists it under the policy, beside what it does not see.
     fn catalog(&self, caller: &str) -> BoxFuture<'static, Result<Value, String>>;
     /// Calls tool `name` as `caller` through the gateway's dispatch; its progress and
-    /// log events go to `events` as they come (dropped when the page lags
-    /// [`EVENTS_BUFFERED`] behind).
+    /// log events go to `page` as they come (dropped when the page lags
+    /// [`EVENTS_BUFFERED`] behind), and its questions (elicitation, sampling) are asked
+    /// there.
     fn call_tool(
         &self,
         caller: &str,
         name: String,
         arguments: Option<Value>,
-        events: tokio::sync::mpsc::Sender<Value>,
+        page: PageLink,
     ) -> BoxFuture<'static, Result<Value, String>>;
 }
 
@@ -54,6 +67,7 @@ pub(crate) struct ConsoleState {
     probe: HealthProbe,
     sessions: Arc<Mutex<Sessions>>,
     calls: Arc<CallLog>,
+    asks: Arc<Asks>,
     violations: Arc<Mutex<Vec<Value>>>,
 }
 
@@ -67,6 +81,7 @@ pub(crate) fn routes(
         source,
         probe,
         calls,
+        asks: Arc::default(),
         sessions: Arc::new(Mutex::new(Sessions::default())),
         violations: Arc::new(Mutex::new(Vec::new())),
     };
@@ -82,6 +97,8 @@ pub(crate) fn routes(
         .route("/ui/api/callers", get(api::callers))
         .route("/ui/api/catalog", get(api::catalog))
         .route("/ui/api/call", post(api::call))
+        .route("/ui/api/answer", post(api::answer_ask))
+        .route("/ui/api/config", get(api::config))
         .route("/ui/api/calls", get(api::calls))
         .route("/ui/api/csp", post(api::csp_report).get(api::csp_reports))
         .with_state(state)

@@ -65,12 +65,16 @@ async function start() {
   pick.replaceChildren(...callers.map((c) => { const o = el("option", c); o.value = c; return o; }));
   const sub = el("option", "a JWT subject…");
   sub.value = "sub:";
-  pick.append(sub);
+  const jwt = el("option", "JWT claims (JSON)…");
+  jwt.value = "jwt:";
+  pick.append(sub, jwt);
   pick.addEventListener("change", async () => {
-    if (pick.value === "sub:") {
-      const s = prompt("JWT subject");
-      const o = el("option", "sub:" + (s || ""));
-      o.value = "sub:" + (s || "");
+    if (pick.value === "sub:" || pick.value === "jwt:") {
+      const asked = pick.value === "sub:"
+        ? prompt("JWT subject")
+        : prompt("JWT claims as JSON, e.g. {\"sub\": \"alice\", \"scope\": \"read write\"}");
+      const o = el("option", pick.value + (asked || ""));
+      o.value = pick.value + (asked || "");
       pick.append(o);
       pick.value = o.value;
     }
@@ -79,12 +83,15 @@ async function start() {
   await loadCatalog();
   pollBackends();
   pollCalls();
-  polling = setInterval(() => { pollBackends(); pollCalls(); }, 1500);
+  pollConfig();
+  polling = setInterval(() => { pollBackends(); pollCalls(); pollConfig(); }, 1500);
 }
 
 function fmtSince(t) {
   return t ? new Date(t).toLocaleTimeString() : "";
 }
+
+const fixed = (v, d) => (v === null || v === undefined ? "" : Number(v).toFixed(d));
 
 async function pollBackends() {
   let data;
@@ -92,14 +99,40 @@ async function pollBackends() {
   const rows = data.backends.map((b) => {
     if (b.up) downSince.delete(b.name);
     else if (!downSince.has(b.name)) downSince.set(b.name, Date.now());
+    const f = b.figures || {};
     const tr = el("tr");
     tr.dataset.backend = b.name;
-    tr.append(el("td", b.name), el("td", b.up ? "up" : "down", b.up ? "up state" : "down state"),
-      el("td", b.up ? "" : fmtSince(downSince.get(b.name))), el("td", b.required ? "closed" : "open"),
-      el("td", b.sessions ?? ""), el("td", b.reason ?? ""));
+    const pct = f.calls ? [f.p50_ms, f.p90_ms, f.p99_ms].map((v) => fixed(v, 2)).join(" / ") : "";
+    const errors = f.calls ? f.errors + " of " + f.calls + " (" + fixed(100 * f.error_rate, 1) + " %)" : "";
+    tr.append(el("td", b.name), el("td", b.kind ?? "", "kind"),
+      el("td", b.up ? "up" : "down", b.up ? "up state" : "down state"),
+      el("td", b.up ? "" : fmtSince(downSince.get(b.name))), el("td", b.era ?? "", "era"),
+      el("td", b.restarts ?? "", "restarts num"), el("td", b.required ? "closed" : "open"),
+      el("td", b.sessions ?? "", "num"), el("td", f.calls ? fixed(f.calls_per_s, 1) : "", "rate num"),
+      el("td", errors, "errors"), el("td", pct, "latency"), el("td", b.reason ?? ""));
     return tr;
   });
   $("backends").replaceChildren(...rows);
+}
+
+async function pollConfig() {
+  let c;
+  try { c = await api("/ui/api/config"); } catch (e) { return; }
+  $("config-file").textContent = c.file || "(none: command-line flags)";
+  const r = c.reload;
+  $("reload").textContent = r
+    ? new Date(r.at_ms).toLocaleTimeString() + " — " + (r.applied ? "applied: " : "refused: ") + r.message
+    : "none since the start";
+  $("reload").className = r && !r.applied ? "error" : "";
+  $("listeners").replaceChildren(...c.listeners.map((l) => {
+    const tr = el("tr");
+    tr.dataset.listener = l.url;
+    tr.append(el("td", l.url), el("td", l.view ?? "(whole catalog)"), el("td", l.auth ? "required" : "none"),
+      el("td", l.sessions ?? "", "sessions num"));
+    return tr;
+  }));
+  $("masking").textContent = c.masking;
+  if ($("config-text").textContent !== c.text) $("config-text").textContent = c.text;
 }
 
 let calls = [];
@@ -114,13 +147,14 @@ async function pollCalls() {
 function showCalls() {
   const f = $("calls-filter").value.toLowerCase();
   const rows = calls
-    .filter((c) => !f || [c.tool, c.identity, c.outcome].some((s) => s.toLowerCase().includes(f)))
+    .filter((c) => !f || [c.tool, c.identity, c.outcome, c.listener, c.backend].some((s) => s.toLowerCase().includes(f)))
     .map((c) => {
       const tr = el("tr", undefined, c.failed ? "failed" : "");
       tr.dataset.tool = c.tool;
       tr.append(el("td", new Date(c.at_ms).toLocaleTimeString()), el("td", c.identity),
-        el("td", c.tool, "tool"), el("td", c.outcome, c.failed ? "down" : "up"),
-        el("td", c.duration_ms.toFixed(1)));
+        el("td", c.listener, "listener"), el("td", c.tool, "tool"), el("td", c.backend, "backend"),
+        el("td", c.outcome, c.failed ? "down outcome" : "up outcome"),
+        el("td", c.duration_ms.toFixed(1), "num"));
       return tr;
     });
   $("calls").replaceChildren(...rows);
@@ -170,7 +204,7 @@ async function loadCatalog() {
   const rows = catalog.tools.map((t) => {
     const tr = el("tr", undefined, t.visible ? "visible-item" : "hidden-item");
     tr.dataset.tool = t.name;
-    const seen = t.visible ? "yes" : "hidden by " + (t.hidden_by || "policy");
+    const seen = t.visible ? "yes" : "hidden by " + (t.hidden_by || "[policy]");
     tr.append(el("td", t.name, "name"), el("td", t.backend), el("td", t.upstream),
       el("td", t.description ?? "", "desc"), el("td", seen, "seen"));
     const cell = el("td");
@@ -331,11 +365,62 @@ function shown(ev) {
     $("events").append(el("li", "progress " + text, "progress-event"));
   } else if (ev.kind === "log") {
     $("events").append(el("li", "log " + ev.level + ": " + JSON.stringify(ev.data), "log-event"));
+  } else if (ev.kind === "ask") {
+    showAsk(ev);
   } else if (ev.kind === "result") {
     $("result").textContent = JSON.stringify(ev.result, null, 2);
   } else if (ev.kind === "error") {
     $("result").textContent = "error: " + ev.error;
   }
+  if (ev.kind === "result" || ev.kind === "error") $("ask-panel").hidden = true;
 }
+
+// A question from the tool: an elicitation (a form from its requested schema) or a
+// sampling request (answered by a text box). The answer is POSTed with the question's id.
+let asking = null;
+
+function showAsk(ev) {
+  const p = ev.params || {};
+  asking = { id: ev.id, method: ev.method };
+  $("ask-method").textContent = ev.method;
+  if (ev.method === "elicitation/create") {
+    $("ask-message").textContent = p.message || "";
+    const schema = p.requestedSchema || { type: "object", properties: {} };
+    const f = fields(schema, schema);
+    asking.read = () => ({ action: "accept", content: f.read() });
+    $("ask-fields").replaceChildren(...f.nodes);
+  } else {
+    const said = (p.messages || []).map((m) => m.role + ": " + (m.content && m.content.text !== undefined ? m.content.text : JSON.stringify(m.content)));
+    $("ask-message").textContent = (p.systemPrompt ? "system: " + p.systemPrompt + "\n" : "") + said.join("\n");
+    const box = el("textarea");
+    box.id = "sample-text";
+    box.dataset.arg = "sample";
+    const wrap = el("div", undefined, "field");
+    wrap.append(el("label", "answer"), box);
+    asking.read = () => ({ role: "assistant", content: { type: "text", text: box.value }, model: "mcpwire-console", stopReason: "endTurn" });
+    $("ask-fields").replaceChildren(wrap);
+  }
+  $("ask-panel").hidden = false;
+}
+
+async function answerAsk(how) {
+  if (!asking) return;
+  const q = asking;
+  asking = null;
+  $("ask-panel").hidden = true;
+  let body;
+  if (how === "accept") {
+    try { body = { id: q.id, result: q.read() }; } catch (e) { body = { id: q.id, error: "invalid answer: " + e.message }; }
+  } else if (q.method === "elicitation/create") {
+    body = { id: q.id, result: { action: how } };
+  } else {
+    body = { id: q.id, error: "the operator declined" };
+  }
+  await api("/ui/api/answer", body).catch((e) => { $("result").textContent = "error: " + e.message; });
+}
+
+$("ask-form").addEventListener("submit", (ev) => { ev.preventDefault(); answerAsk("accept"); });
+$("ask-decline").addEventListener("click", () => answerAsk("decline"));
+$("ask-cancel").addEventListener("click", () => answerAsk("cancel"));
 
 api("/ui/api/session").then(loggedIn).catch(() => {});
