@@ -93,6 +93,8 @@ pub struct Gateway {
     consents: Arc<PendingConsents>,
     /// The console's live calls (`[admin] console_keys`; `None`: no console).
     calls: Option<Arc<CallLog>>,
+    /// `[server] search_model`, loaded at start (`None`: lexical search only).
+    search_model: Option<Arc<dyn mcpwire_federation::Embed>>,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -114,6 +116,7 @@ impl Gateway {
         let federate = config.backends.len() > 1
             || !config.views.is_empty()
             || config.searches()
+            || config.server.search_model.is_some()
             || config.policy.is_some()
             || matches!(config.origin, Origin::File { .. });
         Gateway::start_as(config, natives, federate, true).await
@@ -156,6 +159,7 @@ impl Gateway {
         for spec in &config.backends {
             check_supported(&config, spec, &natives)?;
         }
+        let search_model = crate::search_model::load(&config)?;
         let consents = crate::consent::pending_consents(&config);
         let starting = config
             .backends
@@ -211,6 +215,7 @@ impl Gateway {
             cluster: None,
             consents,
             calls: None,
+            search_model,
         };
         gateway.calls = gateway
             .config
@@ -307,6 +312,7 @@ impl Gateway {
         fc.retry_initial = Duration::from_secs(1);
         fc.retry_max = LATE_RETRY_MAX;
         fc.wait_for_required = self.late_closed;
+        fc.search_model = self.search_model.clone();
         Federation::new(fc)
             .await
             .map_err(|e| federation_error(&self.config, e))
