@@ -383,6 +383,23 @@ impl Backend for SearchCatalog {
         self.calls.tool_routing(name)
     }
 
+    /// `call_tool` runs as the tool it names would (a task-supporting or task-required tool
+    /// becomes a task); `search_tools` never is one.
+    fn call_routing(&self, name: &str, arguments: Option<&Raw>) -> Option<Arc<ToolRouting>> {
+        match name {
+            CALL_TOOL => {
+                #[derive(serde::Deserialize)]
+                struct Named {
+                    name: String,
+                }
+                let inner: Named = serde_json::from_str(arguments?.get()).ok()?;
+                self.calls.tool_routing(&inner.name)
+            }
+            SEARCH_TOOLS => None,
+            _ => self.calls.call_routing(name, arguments),
+        }
+    }
+
     fn open_sessions(&self) -> Option<usize> {
         self.calls.open_sessions()
     }
