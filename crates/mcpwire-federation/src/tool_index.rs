@@ -205,7 +205,10 @@ pub(crate) fn search(
     limit: usize,
 ) -> BoxFuture<'static, (Sight, Vec<usize>)> {
     let index = index.clone();
-    let vectors = index.read().unwrap_or_else(PoisonError::into_inner).vectors();
+    let vectors = index
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .vectors();
     Box::pin(async move {
         let vector = match &vectors {
             Some(v) => query_vector(v, &query).await,

@@ -104,7 +104,12 @@ impl ToolVectors {
     ) {
         let tools: Vec<(String, String)> = tools
             .into_iter()
-            .map(|(key, t)| (key.to_owned(), tool_text(member, &t, TextOptions::default())))
+            .map(|(key, t)| {
+                (
+                    key.to_owned(),
+                    tool_text(member, &t, TextOptions::default()),
+                )
+            })
             .collect();
         let mut st = lock(&self.shared.state);
         st.last_stamp += 1;
@@ -195,10 +200,7 @@ fn embed_jobs(shared: &Shared, model: &dyn Embed) {
                     st.busy = true;
                     break job;
                 }
-                st = shared
-                    .wake
-                    .wait(st)
-                    .unwrap_or_else(PoisonError::into_inner);
+                st = shared.wake.wait(st).unwrap_or_else(PoisonError::into_inner);
             }
         };
         let current = |st: &State| st.expected.get(&job.member) == Some(&job.stamp);

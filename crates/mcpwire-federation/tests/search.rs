@@ -394,9 +394,14 @@ async fn call_tool_keeps_the_inner_tools_task_routing() {
     let via = |name: &str| json!({"name": CALL_TOOL, "arguments": {"name": name, "arguments": {}}});
     for tool in ["jobs_build", "jobs_deploy"] {
         // As a direct call would: a task for a client with the extension …
-        let direct = call_with(&r, "tools/call", json!({"name": tool, "arguments": {}}), stateless(true))
-            .await
-            .unwrap();
+        let direct = call_with(
+            &r,
+            "tools/call",
+            json!({"name": tool, "arguments": {}}),
+            stateless(true),
+        )
+        .await
+        .unwrap();
         let through = call_with(&r, "tools/call", via(tool), stateless(true))
             .await
             .unwrap();
@@ -408,9 +413,14 @@ async fn call_tool_keeps_the_inner_tools_task_routing() {
         .await
         .unwrap();
     assert_eq!(text(&plain), "built");
-    let direct = call_with(&r, "tools/call", json!({"name": "jobs_deploy", "arguments": {}}), stateless(false))
-        .await
-        .unwrap_err();
+    let direct = call_with(
+        &r,
+        "tools/call",
+        json!({"name": "jobs_deploy", "arguments": {}}),
+        stateless(false),
+    )
+    .await
+    .unwrap_err();
     let through = call_with(&r, "tools/call", via("jobs_deploy"), stateless(false))
         .await
         .unwrap_err();
@@ -433,5 +443,8 @@ async fn call_tool_keeps_the_inner_tools_task_routing() {
     )
     .await
     .unwrap();
-    assert!(found.get("resultType").is_none_or(|t| t != "task"), "{found}");
+    assert!(
+        found.get("resultType").is_none_or(|t| t != "task"),
+        "{found}"
+    );
 }

@@ -54,7 +54,12 @@ impl Embed for Concepts {
             let at = CONCEPTS.iter().position(|c| c.contains(&word.as_str()));
             v[at.unwrap_or(CONCEPTS.len())] += if at.is_some() { 1.0 } else { 0.05 };
         }
-        let norm = v.iter().map(|a| a * a).sum::<f32>().sqrt().max(f32::MIN_POSITIVE);
+        let norm = v
+            .iter()
+            .map(|a| a * a)
+            .sum::<f32>()
+            .sqrt()
+            .max(f32::MIN_POSITIVE);
         Ok(v.into_iter().map(|a| a / norm).collect())
     }
 }
@@ -67,8 +72,14 @@ fn g(p: &str) -> Glob {
 /// sees `*delete*`.
 async fn federation(model: Option<Arc<Concepts>>) -> Arc<Federation> {
     let mut cfg = FederationConfig::new(Implementation::new("gateway", "1"))
-        .member(Member::new("web", server("web", &["screenshot", "navigate"])))
-        .member(Member::new("fs", server("fs", &["read_file", "delete_file"])))
+        .member(Member::new(
+            "web",
+            server("web", &["screenshot", "navigate"]),
+        ))
+        .member(Member::new(
+            "fs",
+            server("fs", &["read_file", "delete_file"]),
+        ))
         .member(Member::new("calc", server("calc", &["add"])))
         .policy(Policy {
             default: Effect::Allow,
@@ -148,10 +159,17 @@ async fn the_model_finds_what_no_word_of_the_query_names() {
     let hits = search(&r, CallCtx::detached(), PICTURE).await;
     assert_eq!(hits.first().map(String::as_str), Some("web_screenshot"));
     // SEP-1821 `tools/list` with a query: the same ranking, in the full catalog too.
-    let page = call(&Router::new(fed.clone()), "tools/list", json!({"query": PICTURE}))
-        .await
-        .unwrap();
-    assert_eq!(names(&page).first().map(String::as_str), Some("web_screenshot"));
+    let page = call(
+        &Router::new(fed.clone()),
+        "tools/list",
+        json!({"query": PICTURE}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        names(&page).first().map(String::as_str),
+        Some("web_screenshot")
+    );
     // A lexical match still counts: the exact name comes first.
     let hits = search(&r, CallCtx::detached(), "calc_add").await;
     assert_eq!(hits.first().map(String::as_str), Some("calc_add"));
@@ -175,7 +193,10 @@ async fn only_the_changed_member_is_embedded_again() {
     let first = texts(&model);
     assert_eq!(first.len(), 5, "{first:?}");
     // The member's name, then the tool's own name (not the prefixed one) in words.
-    assert!(first.iter().any(|t| t.starts_with("web: screenshot.")), "{first:?}");
+    assert!(
+        first.iter().any(|t| t.starts_with("web: screenshot.")),
+        "{first:?}"
+    );
     fed.replace_member(
         "calc",
         Some(Member::new("calc", server("calc", &["add", "sum_all"]))),
@@ -203,7 +224,10 @@ async fn the_model_never_finds_a_hidden_tool() {
     let alice = || CallCtx::detached().with_identity(Some(bearer("alice")));
     for query in ["erase something", "wipe it", "fs_delete_file"] {
         let hits = search(&r, bob(), query).await;
-        assert!(hits.iter().all(|h| !h.contains("delete")), "{query}: {hits:?}");
+        assert!(
+            hits.iter().all(|h| !h.contains("delete")),
+            "{query}: {hits:?}"
+        );
         let page = call_with(
             &Router::new(fed.clone()),
             "tools/list",
@@ -227,9 +251,12 @@ async fn a_failing_model_leaves_lexical_search() {
     let hits = search(&r, CallCtx::detached(), "read a file").await;
     assert_eq!(hits.first().map(String::as_str), Some("fs_read_file"));
     // A member whose tools cannot be embedded is still found lexically.
-    fed.replace_member("calc", Some(Member::new("calc", server("calc", &["multiply"]))))
-        .await
-        .unwrap();
+    fed.replace_member(
+        "calc",
+        Some(Member::new("calc", server("calc", &["multiply"]))),
+    )
+    .await
+    .unwrap();
     settled(&fed).await;
     let hits = search(&r, CallCtx::detached(), "multiply numbers").await;
     assert_eq!(hits.first().map(String::as_str), Some("calc_multiply"));
@@ -245,13 +272,21 @@ async fn minilm_finds_the_screenshot_tool() {
     let model = mcpwire_search::semantic::Embedder::load(std::path::Path::new(&dir))
         .expect("the model loads");
     let mut cfg = FederationConfig::new(Implementation::new("gateway", "1"))
-        .member(Member::new("web", server("web", &["screenshot", "navigate"])))
+        .member(Member::new(
+            "web",
+            server("web", &["screenshot", "navigate"]),
+        ))
         .member(Member::new("git", server("git", &["commit", "push"])));
     cfg.search_model = Some(Arc::new(model));
     let fed = Federation::new(cfg).await.unwrap();
     settled(&fed).await;
     assert_eq!(fed.search_status().vectors, 4);
     let r = Router::new(fed.search_catalog(fed.clone()));
-    let hits = search(&r, CallCtx::detached(), "grab an image of how the page looks").await;
+    let hits = search(
+        &r,
+        CallCtx::detached(),
+        "grab an image of how the page looks",
+    )
+    .await;
     assert_eq!(hits.first().map(String::as_str), Some("web_screenshot"));
 }

@@ -44,3 +44,25 @@ fn load_dir(dir: &std::path::Path) -> Result<Arc<dyn Embed>, String> {
         dir.display()
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    #[test]
+    fn no_model_is_none_and_a_missing_one_is_a_configuration_error() {
+        let none = GatewayConfig::from_toml(
+            Path::new("mcpwire.toml"),
+            "[backends.demo]\nnative = \"demo\"\n",
+        )
+        .unwrap();
+        assert!(load(&none).unwrap().is_none());
+        let text = "[server]\nsearch_model = \"/nonexistent/model\"\n\n[backends.demo]\nnative = \"demo\"\n";
+        let missing = GatewayConfig::from_toml(Path::new("mcpwire.toml"), text).unwrap();
+        let e = load(&missing).unwrap_err().to_string();
+        assert!(e.contains("search model /nonexistent/model"), "{e}");
+        assert!(e.contains("mcpwire.toml:2"), "the key's line: {e}");
+    }
+}

@@ -241,7 +241,9 @@ impl Fusion {
                 fuse(&[(&lex[..], 1.0), (&sem[..], semantic_weight)], k)
             }
             Fusion::Scores { semantic_weight } => {
-                let top = lexical.first().map_or(1.0, |h| h.score.max(f32::MIN_POSITIVE));
+                let top = lexical
+                    .first()
+                    .map_or(1.0, |h| h.score.max(f32::MIN_POSITIVE));
                 let (lo, hi) = semantic.iter().fold((f32::MAX, f32::MIN), |(lo, hi), h| {
                     (lo.min(h.score), hi.max(h.score))
                 });
@@ -380,8 +382,14 @@ mod tests {
             "github: create Issue. Open an issue."
         );
         let with = tool_text("github", &tool, TextOptions { param_names: true });
-        assert!(with.contains(" Parameters: ") && with.ends_with('.'), "{with}");
-        assert!(with.contains("issue number") && with.contains("repo Name"), "{with}");
+        assert!(
+            with.contains(" Parameters: ") && with.ends_with('.'),
+            "{with}"
+        );
+        assert!(
+            with.contains("issue number") && with.contains("repo Name"),
+            "{with}"
+        );
         let long = "x".repeat(5000);
         let big = ToolInput {
             name: "t",

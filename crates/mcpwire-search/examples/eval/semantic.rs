@@ -116,18 +116,15 @@ pub fn evaluate(
     let all = |_: mcpwire_search::ToolRef<'_>| true;
     let mut per_tool = Vec::new();
     for (label, text) in [
-        ("name, title, description", TextOptions { param_names: false }),
+        (
+            "name, title, description",
+            TextOptions { param_names: false },
+        ),
         ("+ parameter names", TextOptions { param_names: true }),
     ] {
-        let vectors = vector_index(
-            &embed_catalog(&embedder, catalog, text, &mut per_tool)?,
-            "",
-        );
+        let vectors = vector_index(&embed_catalog(&embedder, catalog, text, &mut per_tool)?, "");
         let only = |r: &Request| keys(&vectors.search(&queries[position(r)], MRR_DEPTH, &all));
-        println!(
-            "| semantic only ({label}) | {} |",
-            per_set(&only, requests)
-        );
+        println!("| semantic only ({label}) | {} |", per_set(&only, requests));
         for (name, fusion) in fusions() {
             let fused = |r: &Request| {
                 let lexical = index.search(&r.query, FUSE_DEPTH, &all);
