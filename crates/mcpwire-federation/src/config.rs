@@ -201,6 +201,10 @@ pub struct FederationConfig {
     /// Per-caller allow/deny rules over the catalog (open by default): hidden items are
     /// not listed and answer as unknown ones, for the federation and every view.
     pub policy: Policy,
+    /// A sentence-embedding model that re-ranks tool searches (`search_tools`, `tools/list`
+    /// with a `query`) together with the lexical index; `None` (the default): lexical only.
+    /// Tools are embedded on a thread of their own when their member's listing changes.
+    pub search_model: Option<std::sync::Arc<dyn mcpwire_search::Embed>>,
 }
 
 /// The largest page a federation serves.
@@ -223,6 +227,7 @@ impl FederationConfig {
             wait_for_required: false,
             advertise_all: false,
             policy: Policy::default(),
+            search_model: None,
         }
     }
 

@@ -3,7 +3,7 @@
 //! Arguments stay raw and the caller's `CallCtx` goes through unchanged, so progress,
 //! cancellation and asks reach the downstream client.
 
-use std::sync::{PoisonError, RwLock};
+use std::sync::{Arc, RwLock};
 
 use mcpwire_model::types::{CompleteParams, CompletionRef};
 use mcpwire_model::{McpError, Raw, Reply, to_raw};
@@ -16,7 +16,7 @@ use crate::catalog::{Catalog, CatalogMember, Scope};
 use crate::listing::Kind;
 use crate::pages;
 use crate::subset::Sight;
-use crate::tool_index::{QUERY_LIST_LIMIT, ToolIndex, tool_items, tools_page};
+use crate::tool_index::{self, QUERY_LIST_LIMIT, ToolIndex, tool_items, tools_page};
 
 /// Separates the member name from the member's own id in an exposed task id. Member names
 /// never contain it, so the first one splits.
@@ -36,7 +36,7 @@ fn ready<T: Send + 'static>(v: T) -> BoxFuture<'static, T> {
 /// (SEP-1821) searches `index`.
 pub(crate) fn answer(
     sight: &Sight,
-    index: &RwLock<ToolIndex>,
+    index: &Arc<RwLock<ToolIndex>>,
     ctx: CallCtx,
     req: BackendRequest,
 ) -> BoxFuture<'static, Result<Reply, McpError>> {
@@ -59,15 +59,14 @@ pub(crate) fn answer(
             if let Some(refusal) = &catalog.refusal {
                 return ready(Err(McpError::Unavailable(refusal.clone())));
             }
-            let found = index.read().unwrap_or_else(PoisonError::into_inner).search(
-                &catalog,
-                scope,
-                &query,
-                QUERY_LIST_LIMIT,
-            );
-            ready(Ok(Reply::Complete(tools_page(&tool_items(
-                &catalog, &found,
-            )))))
+            let search = tool_index::search(index, sight.clone(), query, QUERY_LIST_LIMIT);
+            Box::pin(async move {
+                let (sight, found) = search.await;
+                Ok(Reply::Complete(tools_page(&tool_items(
+                    &sight.catalog,
+                    &found,
+                ))))
+            })
         }
         BackendRequest::ListTools { cursor, .. } => list(Kind::Tools, cursor),
         BackendRequest::ListPrompts { cursor } => list(Kind::Prompts, cursor),

@@ -28,7 +28,7 @@ use crate::policy::Policy;
 use crate::pump::{self, Follow};
 use crate::report::{CatalogReport, MemberHealth};
 use crate::subset::Subsets;
-use crate::tool_index::ToolIndex;
+use crate::tool_index::{SearchStatus, ToolIndex};
 use crate::uri::member_tag;
 
 /// Events buffered for each subscriber (session) before the slowest loses old ones.
@@ -60,7 +60,7 @@ pub struct Federation {
     /// The policy's subsets of the current catalog, per audience.
     pub(crate) subsets: Subsets,
     /// The search index over the exposed tools, updated with every catalog.
-    tool_index: RwLock<ToolIndex>,
+    tool_index: Arc<RwLock<ToolIndex>>,
 }
 
 impl std::fmt::Debug for Federation {
@@ -184,7 +184,7 @@ impl Federation {
             }),
             catalog: RwLock::new(Arc::new(empty)),
             events,
-            tool_index: RwLock::new(ToolIndex::default()),
+            tool_index: Arc::new(RwLock::new(ToolIndex::new(config.search_model.clone()))),
         });
         {
             let mut st = fed.lock();
@@ -258,8 +258,16 @@ impl Federation {
     }
 
     /// The search index over the exposed tools.
-    pub(crate) fn tool_index(&self) -> &RwLock<ToolIndex> {
+    pub(crate) fn tool_index(&self) -> &Arc<RwLock<ToolIndex>> {
         &self.tool_index
+    }
+
+    /// What the tool search index holds: tools, bytes, and with a model its vectors.
+    pub fn search_status(&self) -> SearchStatus {
+        self.tool_index
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .status()
     }
 
     /// The page size.

@@ -77,6 +77,7 @@ mod report;
 mod search_catalog;
 mod subset;
 mod tool_index;
+mod tool_vectors;
 mod uri;
 mod view;
 
@@ -87,9 +88,10 @@ pub use config::{
 pub use disclosure::{MAX_DISCLOSED_BYTES, MAX_DISCLOSED_PER_SESSION};
 pub use federation::Federation;
 pub use glob::{Glob, GlobError};
+pub use mcpwire_search::Embed;
 pub use naming::{Collision, NAME_MAX, NameOrigin, is_valid_name};
 pub use policy::{Audience, Callers, Effect, Policy, PolicyItem, PolicyRule, Targets};
 pub use report::{CatalogReport, ExposedItem, KindCollision, MemberHealth, MemberReport};
 pub use search_catalog::{CALL_TOOL, DEFAULT_SEARCH_LIMIT, SEARCH_TOOLS, SearchCatalog};
-pub use tool_index::MAX_SEARCH_LIMIT;
+pub use tool_index::{MAX_SEARCH_LIMIT, SearchStatus};
 pub use view::View;

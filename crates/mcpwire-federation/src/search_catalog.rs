@@ -18,7 +18,7 @@ use crate::federation::Federation;
 use crate::listing::{Item, Kind};
 use crate::pages;
 use crate::subset::Sight;
-use crate::tool_index::{MAX_SEARCH_LIMIT, ToolIndex, tool_items};
+use crate::tool_index::{self, MAX_SEARCH_LIMIT, ToolIndex, tool_items};
 use crate::view::View;
 
 /// The meta-tool that searches the catalog.
@@ -42,7 +42,7 @@ impl Searched {
         }
     }
 
-    fn index(&self) -> &RwLock<ToolIndex> {
+    fn index(&self) -> &Arc<RwLock<ToolIndex>> {
         match self {
             Searched::Federation(f) => f.tool_index(),
             Searched::View(v) => v.federation().tool_index(),
@@ -149,54 +149,60 @@ impl SearchCatalog {
 
     /// `search_tools`: the best matches the caller may see, as structured content and
     /// compact text; the session's list gains them.
-    fn search_tools(&self, ctx: &CallCtx, arguments: Option<&Raw>) -> Result<Reply, McpError> {
+    fn search_tools(
+        &self,
+        ctx: CallCtx,
+        arguments: Option<&Raw>,
+    ) -> BoxFuture<'static, Result<Reply, McpError>> {
         #[derive(serde::Deserialize)]
         struct Args {
             query: String,
             #[serde(default)]
             limit: Option<i64>,
         }
+        let ready = |r| -> BoxFuture<'static, _> { Box::pin(std::future::ready(r)) };
         let invalid = |message: String| McpError::InvalidToolParams {
             tool: SEARCH_TOOLS.into(),
             message,
         };
-        let args: Args = serde_json::from_str(arguments.map_or("{}", |a| a.get()))
-            .map_err(|e| invalid(e.to_string()))?;
+        let args: Args = match serde_json::from_str(arguments.map_or("{}", |a| a.get())) {
+            Ok(a) => a,
+            Err(e) => return ready(Err(invalid(e.to_string()))),
+        };
         let limit = match args.limit {
             None => DEFAULT_SEARCH_LIMIT,
             Some(n) if n >= 1 => {
                 usize::try_from(n).map_or(MAX_SEARCH_LIMIT, |n| n.min(MAX_SEARCH_LIMIT))
             }
-            Some(n) => return Err(invalid(format!("`limit` must be at least 1, not {n}"))),
+            Some(n) => return ready(Err(invalid(format!("`limit` must be at least 1, not {n}")))),
         };
         let sight = self.searched.sight(ctx.identity());
-        let catalog = &sight.catalog;
-        if let Some(refusal) = &catalog.refusal {
-            return Err(McpError::Unavailable(refusal.clone()));
+        if let Some(refusal) = &sight.catalog.refusal {
+            return ready(Err(McpError::Unavailable(refusal.clone())));
         }
-        let found = self
-            .searched
-            .index()
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .search(catalog, sight.scope(), &args.query, limit);
-        let tools = tool_items(catalog, &found);
-        if let Some(session) = ctx.session() {
-            let disclosed: Vec<(&str, usize)> = found
-                .iter()
-                .zip(&tools)
-                .map(|(&i, tool)| {
-                    let name = catalog.kind(Kind::Tools).entries[i].exposed.as_str();
-                    (name, serde_json::to_string(tool).map_or(0, |t| t.len()))
-                })
-                .collect();
-            self.disclose(session, &disclosed);
-        }
-        let result = json!({
-            "content": [{"type": "text", "text": found_text(&args.query, &tools)}],
-            "structuredContent": {"tools": tools},
-        });
-        Ok(Reply::Complete(to_raw(&result)))
+        let search = tool_index::search(self.searched.index(), sight, args.query.clone(), limit);
+        let me = self.me.clone();
+        Box::pin(async move {
+            let (sight, found) = search.await;
+            let catalog = &sight.catalog;
+            let tools = tool_items(catalog, &found);
+            if let (Some(session), Some(me)) = (ctx.session(), me.upgrade()) {
+                let disclosed: Vec<(&str, usize)> = found
+                    .iter()
+                    .zip(&tools)
+                    .map(|(&i, tool)| {
+                        let name = catalog.kind(Kind::Tools).entries[i].exposed.as_str();
+                        (name, serde_json::to_string(tool).map_or(0, |t| t.len()))
+                    })
+                    .collect();
+                me.disclose(session, &disclosed);
+            }
+            let result = json!({
+                "content": [{"type": "text", "text": found_text(&args.query, &tools)}],
+                "structuredContent": {"tools": tools},
+            });
+            Ok(Reply::Complete(to_raw(&result)))
+        })
     }
 
     /// Adds `names` to `session`'s list, telling its client when the list changed and
@@ -340,7 +346,7 @@ impl Backend for SearchCatalog {
                 query: None,
             } => ready(self.listing(&ctx, cursor.as_deref())),
             BackendRequest::CallTool { name, arguments } if name == SEARCH_TOOLS => {
-                ready(self.search_tools(&ctx, arguments.as_ref()))
+                self.search_tools(ctx, arguments.as_ref())
             }
             BackendRequest::CallTool { name, arguments } if name == CALL_TOOL => {
                 self.call_tool(ctx, arguments.as_ref())
@@ -375,6 +381,23 @@ impl Backend for SearchCatalog {
             return None;
         }
         self.calls.tool_routing(name)
+    }
+
+    /// `call_tool` runs as the tool it names would (a task-supporting or task-required tool
+    /// becomes a task); `search_tools` never is one.
+    fn call_routing(&self, name: &str, arguments: Option<&Raw>) -> Option<Arc<ToolRouting>> {
+        match name {
+            CALL_TOOL => {
+                #[derive(serde::Deserialize)]
+                struct Named {
+                    name: String,
+                }
+                let inner: Named = serde_json::from_str(arguments?.get()).ok()?;
+                self.calls.tool_routing(&inner.name)
+            }
+            SEARCH_TOOLS => None,
+            _ => self.calls.call_routing(name, arguments),
+        }
     }
 
     fn open_sessions(&self) -> Option<usize> {

@@ -119,6 +119,7 @@ impl Scope for Subset {
 }
 
 /// The catalog as one caller sees it: all of it (no view, an open policy) or a subset.
+#[derive(Clone)]
 pub(crate) struct Sight {
     /// The catalog seen.
     pub catalog: Arc<Catalog>,

@@ -1,14 +1,21 @@
 //! The federation's search index over its exposed tools ([`mcpwire_search::Index`]), kept
 //! in step with the catalog: at each rebuild only the members whose tools (as exposed) or
 //! instructions changed are indexed again. Searches see what the caller's scope admits
-//! only (the engine then computes its statistics over those tools alone).
+//! only (the engine then computes its statistics over those tools alone). With a model
+//! (`FederationConfig::search_model`) the changed members are also embedded again
+//! (`tool_vectors.rs`) and a search fuses both rankings.
+
+use std::sync::{Arc, PoisonError, RwLock};
 
 use mcpwire_model::{Raw, to_raw};
-use mcpwire_search::{Index, RankingOptions, ToolInput, ToolRef};
+use mcpwire_router::BoxFuture;
+use mcpwire_search::{Embed, FUSE_DEPTH, Fusion, Index, RankingOptions, ToolInput, ToolRef};
 use serde_json::Value;
 
 use crate::catalog::{Catalog, Entry, Scope};
 use crate::listing::{Item, Kind};
+use crate::subset::Sight;
+use crate::tool_vectors::ToolVectors;
 
 /// The most tools one search returns (`search_tools`' `limit` is clamped to it).
 pub const MAX_SEARCH_LIMIT: usize = 50;
@@ -19,17 +26,55 @@ pub(crate) const QUERY_LIST_LIMIT: usize = 20;
 /// The index of one federation's exposed tools: backend = member name, tool = exposed name.
 pub(crate) struct ToolIndex {
     index: Index,
+    vectors: Option<Arc<ToolVectors>>,
 }
 
 impl Default for ToolIndex {
     fn default() -> ToolIndex {
-        ToolIndex {
-            index: Index::new(RankingOptions::full()),
-        }
+        ToolIndex::new(None)
     }
 }
 
+/// What the search index holds (`Federation::search_status`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SearchStatus {
+    /// Tools in the lexical index.
+    pub tools: usize,
+    /// Heap bytes of the lexical index, about.
+    pub index_bytes: usize,
+    /// Whether a sentence-embedding model re-ranks searches.
+    pub model: bool,
+    /// Tool vectors ready.
+    pub vectors: usize,
+    /// Heap bytes of the vectors, about.
+    pub vector_bytes: usize,
+    /// Members whose tools wait to be embedded (their tools rank lexically until then).
+    pub pending: usize,
+}
+
 impl ToolIndex {
+    /// An empty index; with `model`, tools are also embedded and searches fused.
+    pub(crate) fn new(model: Option<Arc<dyn Embed>>) -> ToolIndex {
+        ToolIndex {
+            index: Index::new(RankingOptions::full()),
+            vectors: model.map(|m| Arc::new(ToolVectors::new(m))),
+        }
+    }
+
+    /// What the index holds.
+    pub(crate) fn status(&self) -> SearchStatus {
+        let (vectors, vector_bytes) = self.vectors.as_ref().map_or((0, 0), |v| v.size());
+        SearchStatus {
+            tools: self.index.len(),
+            index_bytes: self.index.approx_bytes(),
+            model: self.vectors.is_some(),
+            vectors,
+            vector_bytes,
+            pending: self.vectors.as_ref().map_or(0, |v| v.pending()),
+        }
+    }
+
     /// Brings the index from catalog `old` (what it holds now) to catalog `new`: members
     /// whose exposed tools or instructions differ are indexed again, members gone are
     /// removed, the others are left alone. Returns the names of the members indexed again
@@ -41,6 +86,9 @@ impl ToolIndex {
         for (m, member) in old.members.iter().enumerate() {
             if new.member_named(&member.name).is_none() && !old_tools[m].is_empty() {
                 self.index.remove_backend(&member.name);
+                if let Some(v) = &self.vectors {
+                    v.remove_member(&member.name);
+                }
                 touched.push(member.name.clone());
             }
         }
@@ -60,6 +108,9 @@ impl ToolIndex {
             touched.push(member.name.clone());
             if tools.is_empty() {
                 self.index.remove_backend(&member.name);
+                if let Some(v) = &self.vectors {
+                    v.remove_member(&member.name);
+                }
                 continue;
             }
             let entries = &new.kind(Kind::Tools).entries;
@@ -67,18 +118,35 @@ impl ToolIndex {
             let instructions = member.instructions.as_deref().unwrap_or_default();
             self.index
                 .replace_backend(&member.name, instructions, inputs);
+            if let Some(v) = &self.vectors {
+                // Keyed by the exposed name; the text reads the tool's own name.
+                v.replace_member(
+                    &member.name,
+                    tools.iter().map(|&i| {
+                        let e = &entries[i];
+                        let own = ToolInput {
+                            name: &e.original,
+                            ..tool_input(e)
+                        };
+                        (e.exposed.as_str(), own)
+                    }),
+                );
+            }
         }
         touched
     }
 
     /// The tools of `catalog` that `scope` sees, best first for `query`: at most `limit`,
     /// as indexes into the catalog's tool entries. A tool the scope hides is never
-    /// returned and weighs in nothing (the engine's statistics are over the visible ones).
+    /// returned and weighs in nothing (the engine's statistics are over the visible ones;
+    /// a cosine depends on two vectors only). With `query_vector` (a model is loaded) the
+    /// lexical and semantic rankings are fused ([`Fusion::default`]).
     pub(crate) fn search(
         &self,
         catalog: &Catalog,
         scope: &dyn Scope,
         query: &str,
+        query_vector: Option<&[f32]>,
         limit: usize,
     ) -> Vec<usize> {
         let tools = catalog.kind(Kind::Tools);
@@ -89,22 +157,99 @@ impl ToolIndex {
             })
         };
         let visible = |t: ToolRef<'_>| entry(t).is_some();
-        self.index
-            .search(query, limit.min(MAX_SEARCH_LIMIT), &visible)
-            .into_iter()
-            .filter_map(|hit| {
-                entry(ToolRef {
-                    backend: hit.backend,
-                    name: hit.name,
-                })
+        let limit = limit.min(MAX_SEARCH_LIMIT);
+        let to_entry = |hit: &mcpwire_search::Hit<'_>| {
+            entry(ToolRef {
+                backend: hit.backend,
+                name: hit.name,
             })
+        };
+        if let (Some(vectors), Some(q)) = (&self.vectors, query_vector) {
+            let depth = limit.max(FUSE_DEPTH);
+            let lexical = self.index.search(query, depth, &visible);
+            return vectors.search(q, depth, &visible, |semantic| {
+                Fusion::default()
+                    .fuse(&lexical, semantic)
+                    .iter()
+                    .take(limit)
+                    .filter_map(to_entry)
+                    .collect()
+            });
+        }
+        self.index
+            .search(query, limit, &visible)
+            .iter()
+            .filter_map(to_entry)
             .collect()
+    }
+
+    /// The semantic side, when a model is loaded.
+    pub(crate) fn vectors(&self) -> Option<Arc<ToolVectors>> {
+        self.vectors.clone()
     }
 
     /// How many tools are indexed.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.index.len()
+    }
+}
+
+/// Searches what `sight` shows for `query` in `index` (at most `limit` tools, as indexes
+/// into `sight.catalog`'s tool entries). With a model, the query's vector is computed first
+/// on a blocking thread (or found in the cache); if that fails the search is lexical.
+pub(crate) fn search(
+    index: &Arc<RwLock<ToolIndex>>,
+    sight: Sight,
+    query: String,
+    limit: usize,
+) -> BoxFuture<'static, (Sight, Vec<usize>)> {
+    let index = index.clone();
+    let vectors = index
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .vectors();
+    Box::pin(async move {
+        let vector = match &vectors {
+            Some(v) => query_vector(v, &query).await,
+            None => None,
+        };
+        let found = index.read().unwrap_or_else(PoisonError::into_inner).search(
+            &sight.catalog,
+            sight.scope(),
+            &query,
+            vector.as_deref(),
+            limit,
+        );
+        (sight, found)
+    })
+}
+
+/// `query`'s vector: cached, else embedded on a blocking thread; `None` if that fails.
+async fn query_vector(vectors: &Arc<ToolVectors>, query: &str) -> Option<Arc<[f32]>> {
+    if let Some(v) = vectors.cached_query(query) {
+        return Some(v);
+    }
+    let model = vectors.model().clone();
+    let text = query.to_owned();
+    let embedded = match tokio::runtime::Handle::try_current() {
+        Ok(rt) => rt
+            .spawn_blocking(move || model.embed(&text))
+            .await
+            .map_err(|e| mcpwire_search::EmbedError(e.to_string()))
+            .and_then(|r| r),
+        Err(_) => model.embed(&text),
+    };
+    match embedded {
+        Ok(v) => {
+            let v: Arc<[f32]> = v.into();
+            vectors.cache_query(query, v.clone());
+            Some(v)
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "query not embedded: lexical search only");
+            None
+        }
     }
 }
 
@@ -241,7 +386,7 @@ mod tests {
         // fs is gone; git's names lose their prefix (one member left): both change.
         assert_eq!(index.update(&third, &fourth), ["fs", "git"]);
         assert_eq!(index.len(), 2);
-        let hits = index.search(&fourth, &Everything, "show the commit history", 5);
+        let hits = index.search(&fourth, &Everything, "show the commit history", None, 5);
         let names: Vec<&str> = tool_items(&fourth, &hits)
             .iter()
             .filter_map(|t| t.get("name").and_then(Value::as_str))

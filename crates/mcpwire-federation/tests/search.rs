@@ -351,3 +351,100 @@ async fn the_index_follows_a_replaced_member() {
     let hits = found(&search(&r, CallCtx::detached(), "multiply numbers", None).await);
     assert!(hits.is_empty(), "{hits:?}");
 }
+
+/// A 2026-07-28 call (with or without the tasks extension).
+fn stateless(tasks: bool) -> CallCtx {
+    let mut caps = mcpwire_model::types::ClientCapabilities::default();
+    if tasks {
+        caps.extensions = Some(json!({ mcpwire_router::TASKS_EXTENSION: {} }));
+    }
+    CallCtx::new(
+        mcpwire_model::Revision::V2026_07_28,
+        Arc::new(caps),
+        tokio_util::sync::CancellationToken::new(),
+        None,
+    )
+}
+
+/// Tools that take 30 ms (a slow call becomes a task; the clock is paused, so exact).
+#[tokio::test(start_paused = true)]
+async fn call_tool_keeps_the_inner_tools_task_routing() {
+    use mcpwire_router::{NoArgs, Server, TaskConfig, TaskSupport, ToolError, tool};
+    let jobs = Server::builder(Implementation::new("jobs", "1"))
+        .tool(
+            tool("build", |_: CallCtx, _: NoArgs| async move {
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                Ok::<_, ToolError>("built")
+            })
+            .task_support(TaskSupport::Optional),
+        )
+        .tool(
+            tool("deploy", |_: CallCtx, _: NoArgs| async move {
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                Ok::<_, ToolError>("deployed")
+            })
+            .task_support(TaskSupport::Required),
+        )
+        .build();
+    let cfg = FederationConfig::new(Implementation::new("gateway", "1"))
+        .member(Member::new("jobs", jobs))
+        .member(Member::new("calc", server("calc", &["add"])));
+    let fed = Federation::new(cfg).await.unwrap();
+    let r = Router::new(fed.search_catalog(fed.clone())).with_tasks(TaskConfig::default());
+    let via = |name: &str| json!({"name": CALL_TOOL, "arguments": {"name": name, "arguments": {}}});
+    for tool in ["jobs_build", "jobs_deploy"] {
+        // As a direct call would: a task for a client with the extension …
+        let direct = call_with(
+            &r,
+            "tools/call",
+            json!({"name": tool, "arguments": {}}),
+            stateless(true),
+        )
+        .await
+        .unwrap();
+        let through = call_with(&r, "tools/call", via(tool), stateless(true))
+            .await
+            .unwrap();
+        assert_eq!(direct["resultType"], "task", "{direct}");
+        assert_eq!(through["resultType"], "task", "{tool}: {through}");
+    }
+    // … a plain call of an optional one without it, and a required one refused the same way.
+    let plain = call_with(&r, "tools/call", via("jobs_build"), stateless(false))
+        .await
+        .unwrap();
+    assert_eq!(text(&plain), "built");
+    let direct = call_with(
+        &r,
+        "tools/call",
+        json!({"name": "jobs_deploy", "arguments": {}}),
+        stateless(false),
+    )
+    .await
+    .unwrap_err();
+    let through = call_with(&r, "tools/call", via("jobs_deploy"), stateless(false))
+        .await
+        .unwrap_err();
+    assert_eq!(through, direct);
+    // A tool without task support, and search_tools, are never tasks.
+    let add = call_with(
+        &r,
+        "tools/call",
+        json!({"name": CALL_TOOL, "arguments": {"name": "calc_add", "arguments": {"text": "1"}}}),
+        stateless(true),
+    )
+    .await
+    .unwrap();
+    assert_eq!(text(&add), "calc:add:1");
+    let found = call_with(
+        &r,
+        "tools/call",
+        json!({"name": SEARCH_TOOLS, "arguments": {"query": "build"}}),
+        stateless(true),
+    )
+    .await
+    .unwrap();
+    assert!(
+        found.get("resultType").is_none_or(|t| t != "task"),
+        "{found}"
+    );
+}

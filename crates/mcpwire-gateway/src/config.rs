@@ -110,6 +110,10 @@ pub struct ServerOptions {
     /// What `tools/list` shows (`full`, or `search`: the meta-tools and what the session
     /// found), unless a listener or view says otherwise.
     pub catalog: CatalogMode,
+    /// A sentence-embedding model's directory (`config.json`, `model.safetensors`,
+    /// `vocab.txt` or `tokenizer.json`), loaded at start, that re-ranks tool searches with
+    /// the lexical index (needs the `semantic` build feature). Read at start only.
+    pub search_model: Option<PathBuf>,
 }
 
 impl GatewayConfig {
@@ -138,6 +142,7 @@ impl Default for ServerOptions {
             reload: true,
             log_format: None,
             catalog: CatalogMode::Full,
+            search_model: None,
         }
     }
 }

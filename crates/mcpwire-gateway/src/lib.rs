@@ -34,6 +34,7 @@ mod program;
 mod recorded;
 mod redirect;
 mod reload;
+mod search_model;
 mod section;
 #[cfg(test)]
 mod serde_fields;

@@ -95,6 +95,8 @@ pub struct Gateway {
     calls: Option<Arc<CallLog>>,
     /// The console, once serving with one: told of every reload.
     console: Option<Arc<GatewayConsole>>,
+    /// `[server] search_model`, loaded at start (`None`: lexical search only).
+    search_model: Option<Arc<dyn mcpwire_federation::Embed>>,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -116,6 +118,7 @@ impl Gateway {
         let federate = config.backends.len() > 1
             || !config.views.is_empty()
             || config.searches()
+            || config.server.search_model.is_some()
             || config.policy.is_some()
             || matches!(config.origin, Origin::File { .. });
         Gateway::start_as(config, natives, federate, true).await
@@ -158,6 +161,7 @@ impl Gateway {
         for spec in &config.backends {
             check_supported(&config, spec, &natives)?;
         }
+        let search_model = crate::search_model::load(&config)?;
         let consents = crate::consent::pending_consents(&config);
         let starting = config
             .backends
@@ -214,6 +218,7 @@ impl Gateway {
             consents,
             calls: None,
             console: None,
+            search_model,
         };
         gateway.calls = gateway
             .config
@@ -315,6 +320,7 @@ impl Gateway {
         fc.retry_initial = Duration::from_secs(1);
         fc.retry_max = LATE_RETRY_MAX;
         fc.wait_for_required = self.late_closed;
+        fc.search_model = self.search_model.clone();
         Federation::new(fc)
             .await
             .map_err(|e| federation_error(&self.config, e))

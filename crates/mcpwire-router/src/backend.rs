@@ -1,7 +1,7 @@
 //! The one trait every source of tools implements.
 
 use mcpwire_model::types::ServerCapabilities;
-use mcpwire_model::{BackendEvent, McpError, Reply};
+use mcpwire_model::{BackendEvent, McpError, Raw, Reply};
 use tokio::sync::broadcast;
 
 use std::sync::Arc;
@@ -109,6 +109,16 @@ pub trait Backend: Send + Sync + 'static {
     fn tool_routing(&self, name: &str) -> Option<Arc<ToolRouting>> {
         let _ = name;
         None
+    }
+
+    /// The routing of what a `tools/call` of `name` with `arguments` runs: a tool that
+    /// calls another one by its arguments (a gateway's `call_tool`) answers the inner
+    /// tool's, so a task-supporting tool called through it runs as a task as a direct call
+    /// would. Default: [`Backend::tool_routing`] of `name`; a layer that wraps a backend
+    /// passes it through.
+    fn call_routing(&self, name: &str, arguments: Option<&Raw>) -> Option<Arc<ToolRouting>> {
+        let _ = arguments;
+        self.tool_routing(name)
     }
 
     /// Sessions this backend holds open for downstream sessions now (an upstream's

@@ -221,8 +221,8 @@ impl Router {
         };
         let (req, input_params) = parsed;
         let task_store = match (&req, &self.tasks) {
-            (BackendRequest::CallTool { name, .. }, Some(store)) if stateless => {
-                let routing = self.backend.tool_routing(name);
+            (BackendRequest::CallTool { name, arguments }, Some(store)) if stateless => {
+                let routing = self.backend.call_routing(name, arguments.as_ref());
                 let support = routing
                     .as_ref()
                     .map_or(TaskSupport::Forbidden, |r| r.task_support);

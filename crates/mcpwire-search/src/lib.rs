@@ -5,7 +5,9 @@
 //! instructions — with light English stemming, ASCII folding, stop words and a small
 //! hand-written synonym table, each switchable ([`RankingOptions`]). Backends are indexed,
 //! replaced and removed one at a time; a search sees only the tools its visibility filter
-//! accepts. **Is not:** a semantic (embedding) search, a persistent store, or the
+//! accepts. Semantic ranking plugs in through [`Embed`] and [`VectorIndex`], fused with the
+//! lexical ranks ([`Fusion`]); the model itself is the `semantic` feature's. **Is not:** a
+//! persistent store, or the
 //! `search_tools` meta-tool itself (the gateway builds that on this).
 //!
 //! ```
@@ -31,12 +33,17 @@ mod search;
 #[cfg(feature = "semantic")]
 pub mod semantic;
 mod synonyms;
+mod vectors;
 mod words;
 
 pub use index::{Index, MAX_FIELD_TERMS};
 pub use input::{MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, ToolInput};
 pub use options::{FIELD_COUNT, Field, FieldMode, FieldParams, RankingOptions};
 pub use search::{Hit, MAX_EXPANSIONS, MAX_QUERY_BYTES, MAX_QUERY_TERMS, ToolRef};
+pub use vectors::{
+    Embed, EmbedError, FUSE_DEPTH, Fusion, MAX_TOOL_TEXT_BYTES, TextOptions, VectorIndex, cosine,
+    fuse, tool_text,
+};
 
 /// What can go wrong reading a tool definition.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,18 +1,19 @@
 //! Optional semantic re-ranking (feature `semantic`): a small BERT-family sentence-embedding
 //! model (e.g. all-MiniLM-L6-v2) read from files the operator supplies, never downloaded.
 //!
-//! The directory holds `config.json`, `model.safetensors` (f32) and `tokenizer.json` (a
-//! WordPiece vocabulary, uncased). Texts are embedded as the mean of the last layer's token
+//! The directory holds `config.json`, `model.safetensors` (f32) and the uncased WordPiece
+//! vocabulary as `vocab.txt` (one token a line) or `tokenizer.json`. Texts are embedded as the mean of the last layer's token
 //! states, L2-normalized, so a dot product is the cosine. [`fuse`] combines a lexical ranking
 //! with a semantic one by weighted reciprocal rank fusion.
 
 use std::collections::HashMap;
-use std::hash::Hash;
 use std::path::{Path, PathBuf};
 
 use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder};
 use unicode_normalization::UnicodeNormalization;
+
+pub use crate::vectors::{cosine, fuse};
 
 /// Tokens read per text, `[CLS]` and `[SEP]` included (the model's own truncation).
 pub const MAX_TOKENS: usize = 128;
@@ -166,17 +167,41 @@ fn read_vocab(path: &Path) -> Result<HashMap<String, u32>, SemanticError> {
         .collect()
 }
 
+/// A `vocab.txt`: one WordPiece token per line, its id the line's number (from 0).
+fn read_vocab_txt(path: &Path) -> Result<HashMap<String, u32>, SemanticError> {
+    let bytes = read(path)?;
+    let text = std::str::from_utf8(&bytes).map_err(|e| format_error(path, e.to_string()))?;
+    text.lines()
+        .enumerate()
+        .map(|(id, token)| {
+            u32::try_from(id)
+                .map(|id| (token.trim_end_matches('\r').to_owned(), id))
+                .map_err(|_| format_error(path, "too many tokens"))
+        })
+        .collect()
+}
+
 fn layer_norm(vb: VarBuilder<'_>, hidden: usize, eps: f64) -> Result<LayerNorm, SemanticError> {
     Ok(candle_nn::layer_norm(hidden, eps, vb)?)
 }
 
 impl Embedder {
-    /// Loads the model in `dir` (`config.json`, `model.safetensors`, `tokenizer.json`) on the
-    /// CPU. Reads the files once; nothing is fetched.
+    /// Loads the model in `dir` (`config.json`, `model.safetensors`, and the vocabulary as
+    /// `vocab.txt` or, failing that, `tokenizer.json`) on the CPU. Reads the files once;
+    /// nothing is fetched.
     pub fn load(dir: &Path) -> Result<Self, SemanticError> {
         let config = read_config(&dir.join("config.json"))?;
-        let tokenizer = dir.join("tokenizer.json");
-        let vocab = read_vocab(&tokenizer)?;
+        let (tokenizer, vocab) = {
+            let txt = dir.join("vocab.txt");
+            if txt.is_file() {
+                let vocab = read_vocab_txt(&txt)?;
+                (txt, vocab)
+            } else {
+                let json = dir.join("tokenizer.json");
+                let vocab = read_vocab(&json)?;
+                (json, vocab)
+            }
+        };
         let special = |token: &str| {
             vocab
                 .get(token)
@@ -373,55 +398,19 @@ impl Embedder {
     }
 }
 
-/// The cosine of two normalized embeddings (their dot product); 0 for different lengths.
-pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    if a.len() != b.len() {
-        return 0.0;
+impl crate::Embed for Embedder {
+    fn dimensions(&self) -> usize {
+        Embedder::dimensions(self)
     }
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
 
-/// Weighted reciprocal rank fusion: each key scores `Σ weight / (k + rank)` over the rankings
-/// it appears in (rank 1-based), best first; ties keep the first ranking's order.
-pub fn fuse<K: Eq + Hash + Clone>(rankings: &[(&[K], f32)], k: f32) -> Vec<(K, f32)> {
-    let mut scores: HashMap<K, (f32, usize)> = HashMap::new();
-    let mut order = 0;
-    for (ranking, weight) in rankings {
-        for (at, key) in ranking.iter().enumerate() {
-            let entry = scores.entry(key.clone()).or_insert_with(|| {
-                order += 1;
-                (0.0, order)
-            });
-            entry.0 += weight / (k + at as f32 + 1.0);
-        }
+    fn embed(&self, text: &str) -> Result<Vec<f32>, crate::EmbedError> {
+        Embedder::embed(self, text).map_err(|e| crate::EmbedError(e.to_string()))
     }
-    let mut fused: Vec<(K, f32, usize)> = scores
-        .into_iter()
-        .map(|(key, (s, o))| (key, s, o))
-        .collect();
-    fused.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.2.cmp(&b.2)));
-    fused.into_iter().map(|(key, s, _)| (key, s)).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn fusion_adds_reciprocal_ranks() {
-        let lexical = ["a", "b", "c"];
-        let semantic = ["c", "a"];
-        let fused = fuse(&[(&lexical[..], 1.0), (&semantic[..], 1.0)], 60.0);
-        let order: Vec<&str> = fused.iter().map(|(k, _)| *k).collect();
-        assert_eq!(order, ["a", "c", "b"]);
-        assert!((fused[0].1 - (1.0 / 61.0 + 1.0 / 62.0)).abs() < 1e-6);
-    }
-
-    #[test]
-    fn cosine_of_different_lengths_is_zero() {
-        assert_eq!(cosine(&[1.0], &[1.0, 0.0]), 0.0);
-        assert!((cosine(&[0.6, 0.8], &[0.6, 0.8]) - 1.0).abs() < 1e-6);
-    }
 
     #[test]
     fn a_missing_model_is_an_error_not_a_panic() {

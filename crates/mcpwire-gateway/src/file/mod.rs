@@ -89,6 +89,7 @@ struct RawServer {
     reload: Option<bool>,
     log_format: Option<mcpwire_server::observe::LogFormat>,
     catalog: Option<CatalogMode>,
+    search_model: Option<PathBuf>,
 }
 
 /// A table's entries in the order written (the `toml` crate keeps it: `preserve_order`).
@@ -308,6 +309,7 @@ fn server_options(raw: RawServer, base: &Path) -> Result<ServerOptions, Refusal>
         reload: raw.reload.unwrap_or(d.reload),
         log_format: raw.log_format,
         catalog: raw.catalog.unwrap_or_default(),
+        search_model: raw.search_model.map(|p| base.join(p)),
     })
 }
 

@@ -280,6 +280,17 @@ fn command_args_env_and_cwd() {
 }
 
 #[test]
+fn a_search_model_is_a_directory_relative_to_the_file() {
+    let c =
+        load("[server]\nsearch_model = \"models/minilm\"\n\n[backends.demo]\nnative = \"demo\"\n")
+            .unwrap();
+    assert_eq!(
+        c.server.search_model.as_deref(),
+        Some(Path::new("conf/models/minilm"))
+    );
+}
+
+#[test]
 fn catalog_modes_of_the_server_listeners_and_views() {
     let c = load(
         r#"
@@ -303,6 +314,7 @@ native = "demo"
     assert_eq!(c.listeners[0].options.catalog, Some(CatalogMode::Full));
     assert_eq!(c.views[0].catalog, Some(CatalogMode::Full));
     assert!(c.searches());
+    assert_eq!(c.server.search_model, None);
     let plain = load("[backends.demo]\nnative = \"demo\"\n").unwrap();
     assert_eq!(plain.server.catalog, CatalogMode::Full);
     assert!(!plain.searches());
