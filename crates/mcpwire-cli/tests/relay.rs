@@ -53,9 +53,7 @@ async fn cancelling_a_relayed_call_tells_the_upstream() {
         .send_line(&tool_call(&json!(2), "test_slow", json!({"seconds": 600})))
         .await;
     eventually("the slow call was relayed", || backend.relayed_calls() == 1).await;
-    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-        "params": {"requestId": 2, "reason": "changed my mind"}});
-    client.send_line(&cancel.to_string()).await;
+    client.cancel(2).await;
     let told = async || {
         let text = std::fs::read_to_string(&log).unwrap_or_default();
         let lines: Vec<Value> = text
@@ -76,14 +74,7 @@ async fn cancelling_a_relayed_call_tells_the_upstream() {
     assert_eq!(cancelled, slow, "the cancellation names the upstream's id");
     assert_ne!(slow, json!(2), "the upstream's id is the gateway's own");
     // No answer for the cancelled call; the next call is answered.
-    let seen = client
-        .call(
-            &tool_call(&json!(3), "echo", json!({"text": "after"})),
-            json!(3),
-        )
-        .await;
-    assert_eq!(seen.len(), 1, "{seen:?}");
-    assert_eq!(seen[0]["result"]["content"][0]["text"], "after");
+    client.echo_answers_alone(3, "after").await;
     let _ = std::fs::remove_dir_all(&dir);
 }
 

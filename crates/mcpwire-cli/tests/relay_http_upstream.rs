@@ -72,22 +72,13 @@ async fn cancelling_a_call_relayed_to_an_http_upstream_tells_it() {
         backend.relayed_calls() == 1 && counts.started.load(Ordering::SeqCst) == 1
     })
     .await;
-    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-        "params": {"requestId": 2, "reason": "changed my mind"}});
-    client.send_line(&cancel.to_string()).await;
+    client.cancel(2).await;
     eventually("the upstream's tool saw the cancellation", || {
         counts.cancelled.load(Ordering::SeqCst) == 1
     })
     .await;
     // No answer for the cancelled call; the next call is answered, relayed.
-    let seen = client
-        .call(
-            &tool_call(&json!(3), "echo", json!({"text": "after"})),
-            json!(3),
-        )
-        .await;
-    assert_eq!(seen.len(), 1, "{seen:?}");
-    assert_eq!(seen[0]["result"]["content"][0]["text"], "after");
+    client.echo_answers_alone(3, "after").await;
     assert_eq!(backend.relayed_calls(), 2);
 }
 

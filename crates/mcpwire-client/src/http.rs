@@ -177,11 +177,10 @@ impl HttpTask {
                 break;
             }
             let take_input = self.core.session.transmits_pending() < MAX_UNSENT;
-            let relay = self.relay.clone();
             tokio::select! {
                 w = self.core.wait(true) => self.core.apply(now(), w),
                 // Cancellations of relayed calls, sent by the next `ready_work`.
-                _ = relay.queued() => {}
+                _ = self.relay.queued() => {}
                 i = self.inbound_rx.recv(), if take_input => {
                     if let Some(i) = i {
                         self.on_inbound(i);

@@ -10,18 +10,14 @@ use std::time::Duration;
 
 use common::*;
 use mcpwire_federation::{
-    CALL_TOOL, Callers, Effect, Federation, FederationConfig, Glob, MAX_DISCLOSED_PER_SESSION,
-    Member, Policy, PolicyRule, SEARCH_TOOLS, Targets, ViewSpec,
+    CALL_TOOL, Federation, FederationConfig, MAX_DISCLOSED_PER_SESSION, Member, Policy,
+    SEARCH_TOOLS, ViewSpec,
 };
 use mcpwire_model::types::Implementation;
 use mcpwire_model::{BackendEvent, McpError};
 use mcpwire_router::{CallCtx, Identity, Router, SessionNotice, SessionScope};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-
-fn g(p: &str) -> Glob {
-    Glob::new(p).unwrap()
-}
 
 /// fs (files), gh (issues and repositories) and calc; nobody but alice sees `*delete*`.
 async fn federation(policy: Policy) -> Arc<Federation> {
@@ -37,31 +33,6 @@ async fn federation(policy: Policy) -> Arc<Federation> {
         .member(Member::new("calc", server("calc", &["add"])))
         .policy(policy);
     Federation::new(cfg).await.unwrap()
-}
-
-fn no_deletes_but_for_alice() -> Policy {
-    let subjects = vec![g("alice")];
-    Policy {
-        default: Effect::Allow,
-        rules: vec![
-            PolicyRule {
-                effect: Effect::Allow,
-                callers: Callers {
-                    subjects,
-                    ..Callers::default()
-                },
-                targets: Targets::default(),
-            },
-            PolicyRule {
-                effect: Effect::Deny,
-                callers: Callers::default(),
-                targets: Targets {
-                    tools: Some(vec![g("*delete*")]),
-                    ..Targets::default()
-                },
-            },
-        ],
-    }
 }
 
 fn searching(fed: &Arc<Federation>) -> Router {

@@ -12,10 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
-use mcpwire_federation::{
-    Callers, Effect, Embed, Federation, FederationConfig, Glob, Member, Policy, PolicyRule,
-    SEARCH_TOOLS, Targets,
-};
+use mcpwire_federation::{Embed, Federation, FederationConfig, Member, SEARCH_TOOLS};
 use mcpwire_model::types::Implementation;
 use mcpwire_router::{CallCtx, Identity, Router};
 use mcpwire_search::EmbedError;
@@ -64,10 +61,6 @@ impl Embed for Concepts {
     }
 }
 
-fn g(p: &str) -> Glob {
-    Glob::new(p).unwrap()
-}
-
 /// web (screenshot, navigate), fs (read_file, delete_file), calc (add); nobody but alice
 /// sees `*delete*`.
 async fn federation(model: Option<Arc<Concepts>>) -> Arc<Federation> {
@@ -81,27 +74,7 @@ async fn federation(model: Option<Arc<Concepts>>) -> Arc<Federation> {
             server("fs", &["read_file", "delete_file"]),
         ))
         .member(Member::new("calc", server("calc", &["add"])))
-        .policy(Policy {
-            default: Effect::Allow,
-            rules: vec![
-                PolicyRule {
-                    effect: Effect::Allow,
-                    callers: Callers {
-                        subjects: vec![g("alice")],
-                        ..Callers::default()
-                    },
-                    targets: Targets::default(),
-                },
-                PolicyRule {
-                    effect: Effect::Deny,
-                    callers: Callers::default(),
-                    targets: Targets {
-                        tools: Some(vec![g("*delete*")]),
-                        ..Targets::default()
-                    },
-                },
-            ],
-        });
+        .policy(no_deletes_but_for_alice());
     cfg.search_model = model.map(|m| m as Arc<dyn Embed>);
     let fed = Federation::new(cfg).await.unwrap();
     settled(&fed).await;

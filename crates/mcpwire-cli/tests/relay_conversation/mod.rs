@@ -172,6 +172,26 @@ impl Client {
         self.send_line(line).await;
         self.until_answer(&id).await
     }
+
+    /// Cancels request `id` (`notifications/cancelled`).
+    pub async fn cancel(&mut self, id: i64) {
+        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": id, "reason": "changed my mind"}});
+        self.send_line(&cancel.to_string()).await;
+    }
+
+    /// Calls `echo` with `text` as request `id`, and checks that its answer is the only
+    /// thing that comes (nothing of a call cancelled before it).
+    pub async fn echo_answers_alone(&mut self, id: i64, text: &str) {
+        let seen = self
+            .call(
+                &tool_call(&json!(id), "echo", json!({"text": text})),
+                json!(id),
+            )
+            .await;
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        assert_eq!(seen[0]["result"]["content"][0]["text"], text);
+    }
 }
 
 pub fn tool_call(id: &Value, name: &str, arguments: Value) -> String {

@@ -239,3 +239,30 @@ impl Backend for TaskMaker {
 pub fn venv_python() -> Option<PathBuf> {
     mcpwire_testkit::peers::venv_python("mcp, protomcp")
 }
+
+/// `*delete*` tools hidden from everyone but the subject `alice` (the search tests' policy).
+pub fn no_deletes_but_for_alice() -> mcpwire_federation::Policy {
+    use mcpwire_federation::{Callers, Effect, Glob, Policy, PolicyRule, Targets};
+    let g = |p: &str| Glob::new(p).expect("glob");
+    Policy {
+        default: Effect::Allow,
+        rules: vec![
+            PolicyRule {
+                effect: Effect::Allow,
+                callers: Callers {
+                    subjects: vec![g("alice")],
+                    ..Callers::default()
+                },
+                targets: Targets::default(),
+            },
+            PolicyRule {
+                effect: Effect::Deny,
+                callers: Callers::default(),
+                targets: Targets {
+                    tools: Some(vec![g("*delete*")]),
+                    ..Targets::default()
+                },
+            },
+        ],
+    }
+}

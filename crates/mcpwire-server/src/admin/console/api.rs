@@ -100,6 +100,16 @@ pub(super) fn csrf_matches(sent: &str, expected: &str) -> bool {
             == 0
 }
 
+/// An action's POST: its session (logged in, CSRF token checked) and its JSON body.
+fn authorized_post(
+    st: &ConsoleState,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Result<(Session, Value), Refusal> {
+    let session = authorized(st, headers, true)?;
+    Ok((session, json_body(headers, body)?))
+}
+
 /// A JSON object body (`application/json` only: a cross-site form cannot send one
 /// without the browser asking first).
 fn json_body(headers: &HeaderMap, body: &Bytes) -> Result<Value, Refusal> {
@@ -268,12 +278,8 @@ pub(super) async fn call(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let session = match authorized(&st, &headers, true) {
-        Ok(s) => s,
-        Err((status, why)) => return refuse(status, why),
-    };
-    let body = match json_body(&headers, &body) {
-        Ok(b) => b,
+    let (session, body) = match authorized_post(&st, &headers, &body) {
+        Ok(p) => p,
         Err((status, why)) => return refuse(status, why),
     };
     let caller = body
@@ -333,11 +339,8 @@ pub(super) async fn answer_ask(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if let Err((status, why)) = authorized(&st, &headers, true) {
-        return refuse(status, why);
-    }
-    let body = match json_body(&headers, &body) {
-        Ok(b) => b,
+    let body = match authorized_post(&st, &headers, &body) {
+        Ok((_, body)) => body,
         Err((status, why)) => return refuse(status, why),
     };
     let Some(id) = body.get("id").and_then(Value::as_u64) else {
@@ -367,11 +370,8 @@ pub(super) async fn csp_report(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if let Err((status, why)) = authorized(&st, &headers, true) {
-        return refuse(status, why);
-    }
-    let body = match json_body(&headers, &body) {
-        Ok(b) => b,
+    let body = match authorized_post(&st, &headers, &body) {
+        Ok((_, body)) => body,
         Err((status, why)) => return refuse(status, why),
     };
     tracing::warn!(report = %body, "console: Content-Security-Policy violation");
