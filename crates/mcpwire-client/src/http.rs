@@ -29,7 +29,7 @@ mod relayed;
 mod routing;
 mod sse;
 
-use conn::{Headers, HttpConn};
+use conn::{Headers, HttpConn, VersionHeader};
 use exchange::{Inbound, Post};
 use routing::ToolHeaders;
 
@@ -234,7 +234,7 @@ impl HttpTask {
             Inbound::Failed(id, e) => {
                 // A 404 for the session id: the server no longer holds the session, and the
                 // connection is over (its owner starts a new session, as the spec says).
-                if e.is_session_gone() && self.conn.session().is_some() {
+                if e.is_session_gone() && self.conn.has_session() {
                     self.session_gone = true;
                     self.wire_session.set_gone();
                 }
@@ -309,7 +309,7 @@ impl HttpTask {
         let limit = self.send_timeout;
         self.sending = Some(tokio::spawn(async move {
             let sent = tokio::time::timeout(limit, async {
-                let r = conn.post(body, &headers).await?;
+                let r = conn.post(body, VersionHeader::Own, &headers).await?;
                 let _ = conn::read_limited(r.into_body(), 64 * 1024).await;
                 Ok::<_, ClientError>(())
             })

@@ -11,7 +11,9 @@ use axum::body::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
-use hyper::header::{ACCEPT, CONTENT_TYPE, HOST, LOCATION, WWW_AUTHENTICATE};
+use hyper::header::{
+    ACCEPT, CONTENT_TYPE, HOST, HeaderMap, HeaderName, HeaderValue, LOCATION, WWW_AUTHENTICATE,
+};
 use hyper::{Method, Request, Response, StatusCode, Uri};
 use hyper_util::rt::TokioIo;
 
@@ -33,12 +35,24 @@ const MAX_CHALLENGES: usize = 2;
 /// Extra headers of one request (`Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`, the revision).
 pub(super) type Headers = Vec<(String, String)>;
 
+/// Whether a POST carries the negotiated revision the connection keeps
+/// ([`HttpConn::set_version`]), or its own among its extra headers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum VersionHeader {
+    /// The kept revision (a relayed call).
+    Kept,
+    /// One among the request's own headers, if any.
+    Own,
+}
+
 /// A Streamable HTTP endpoint.
 pub(super) struct HttpConn {
-    uri: Mutex<Uri>,
-    session: Mutex<Option<String>>,
+    uri: Mutex<Target>,
+    /// The session id and the negotiated revision, as the header values requests carry
+    /// (made once, not per request).
+    session: Mutex<Option<HeaderValue>>,
     /// The negotiated revision, for requests that do not carry their own (GET, DELETE).
-    version: Mutex<Option<String>>,
+    version: Mutex<Option<HeaderValue>>,
     idle: Mutex<Vec<SendRequest<Full<Bytes>>>>,
     /// How long a TCP connect plus TLS handshake may take.
     connect_timeout: Duration,
@@ -65,7 +79,7 @@ impl HttpConn {
             )));
         }
         Ok(HttpConn {
-            uri: Mutex::new(uri),
+            uri: Mutex::new(Target::new(uri)?),
             session: Mutex::new(None),
             version: Mutex::new(None),
             idle: Mutex::new(Vec::new()),
@@ -77,72 +91,86 @@ impl HttpConn {
 
     /// The endpoint's URL (after any redirect).
     pub(super) fn url(&self) -> String {
-        self.uri().to_string()
+        lock(&self.uri).uri.to_string()
     }
 
-    fn uri(&self) -> Uri {
+    fn target(&self) -> Target {
         lock(&self.uri).clone()
     }
 
     /// The MCP session id, once the server gave one.
     pub(super) fn session(&self) -> Option<String> {
-        lock(&self.session).clone()
+        let sid = lock(&self.session);
+        sid.as_ref()
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    }
+
+    /// Whether the server gave an MCP session id.
+    pub(super) fn has_session(&self) -> bool {
+        lock(&self.session).is_some()
     }
 
     /// Remembers the session id of an `initialize` answer.
     pub(super) fn capture_session(&self, response: &Response<Incoming>) {
-        if let Some(sid) = response
-            .headers()
-            .get(SESSION_ID)
-            .and_then(|v| v.to_str().ok())
+        if let Some(sid) = response.headers().get(SESSION_ID)
+            && sid.to_str().is_ok()
         {
-            *lock(&self.session) = Some(sid.to_owned());
+            *lock(&self.session) = Some(sid.clone());
         }
     }
 
     /// Continues session `session_id`, negotiated in `version` (a re-attached session).
     pub(super) fn resume(&self, session_id: &str, version: &str) {
-        *lock(&self.session) = Some(session_id.to_owned());
+        *lock(&self.session) = HeaderValue::from_str(session_id).ok();
         self.set_version(version);
     }
 
-    /// The negotiated revision, once known.
-    pub(super) fn version(&self) -> Option<String> {
-        lock(&self.version).clone()
-    }
-
-    /// The revision GET and DELETE requests carry.
+    /// The revision GET and DELETE requests (and relayed calls) carry.
     pub(super) fn set_version(&self, version: &str) {
-        *lock(&self.version) = Some(version.to_owned());
+        *lock(&self.version) = HeaderValue::from_str(version).ok();
     }
 
-    fn builder(&self, method: Method, uri: &Uri) -> hyper::http::request::Builder {
-        let authority = uri.authority().map_or("", |a| a.as_str());
-        let mut b = Request::builder()
-            .method(method)
-            .uri(uri.path_and_query().map_or("/", |p| p.as_str()))
-            .header(HOST, authority)
-            .header(ACCEPT, "application/json, text/event-stream");
-        if let Some(sid) = lock(&self.session).as_deref() {
-            b = b.header(SESSION_ID, sid);
+    /// A request to the endpoint with the headers every request has: `Host`, `Accept`,
+    /// the session's id once there is one.
+    fn request(&self, method: Method, target: &Target, body: Bytes) -> Request<Full<Bytes>> {
+        let mut req = Request::new(Full::new(body));
+        *req.method_mut() = method;
+        *req.uri_mut() = target.path.clone();
+        let headers = req.headers_mut();
+        headers.reserve(8);
+        headers.insert(HOST, target.host.clone());
+        headers.insert(
+            ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        if let Some(sid) = lock(&self.session).as_ref() {
+            headers.insert(SESSION_ID_HEADER, sid.clone());
         }
-        b
+        req
     }
 
-    /// Adds the credentials to a request; also returns the access token sent, if any.
+    /// Adds the negotiated revision, when known, to `headers`.
+    fn add_version(&self, headers: &mut HeaderMap) {
+        if let Some(v) = lock(&self.version).as_ref() {
+            headers.insert(PROTOCOL_VERSION_HEADER, v.clone());
+        }
+    }
+
+    /// Adds the credentials to a request; returns the access token sent, if any.
     async fn authenticate(
         &self,
-        mut b: hyper::http::request::Builder,
+        headers: &mut HeaderMap,
         method: &str,
-    ) -> Result<(hyper::http::request::Builder, Option<String>), ClientError> {
+    ) -> Result<Option<String>, ClientError> {
         let Some(auth) = &self.auth else {
-            return Ok((b, None));
+            return Ok(None);
         };
-        let (headers, sent) = auth.request_headers(method, &self.url()).await?;
-        for (k, v) in headers {
-            b = b.header(k, v);
+        let (extra, sent) = auth.request_headers(method, &self.url()).await?;
+        for (k, v) in extra {
+            headers.append(k, v);
         }
-        Ok((b, sent))
+        Ok(sent)
     }
 
     /// POSTs `body`, following redirects (the new URL is kept for later requests). Answers
@@ -151,26 +179,28 @@ impl HttpConn {
     pub(super) async fn post(
         &self,
         body: Bytes,
+        version: VersionHeader,
         headers: &Headers,
     ) -> Result<Response<Incoming>, ClientError> {
         let mut redirects = 0;
         let mut challenges = 0;
         loop {
-            let uri = self.uri();
-            let mut b = self
-                .builder(Method::POST, &uri)
-                .header(CONTENT_TYPE, "application/json");
-            for (k, v) in headers {
-                b = b.header(k.as_str(), v.as_str());
+            let target = self.target();
+            let uri = &target.uri;
+            let mut req = self.request(Method::POST, &target, body.clone());
+            let h = req.headers_mut();
+            h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            if version == VersionHeader::Kept {
+                self.add_version(h);
             }
-            let (b, sent) = self.authenticate(b, "POST").await?;
-            let req = b
-                .body(Full::new(body.clone()))
-                .map_err(|e| ClientError::Invalid(e.to_string()))?;
-            let response = self.send(&uri, req).await?;
+            for (k, v) in headers {
+                add_header(h, k, v)?;
+            }
+            let sent = self.authenticate(h, "POST").await?;
+            let response = self.send(uri, req).await?;
             let status = response.status();
             if status.is_redirection()
-                && let Some(next) = self.redirect_target(&uri, &response)?
+                && let Some(next) = self.redirect_target(uri, &response)?
             {
                 redirects += 1;
                 if redirects > MAX_REDIRECTS {
@@ -180,7 +210,7 @@ impl HttpConn {
                 if next.authority() != uri.authority() || next.scheme() != uri.scheme() {
                     lock(&self.idle).clear();
                 }
-                *lock(&self.uri) = next;
+                *lock(&self.uri) = Target::new(next)?;
                 continue;
             }
             if let Some(auth) = &self.auth
@@ -229,36 +259,27 @@ impl HttpConn {
         &self,
         last_event_id: Option<&str>,
     ) -> Result<Response<Incoming>, ClientError> {
-        let uri = self.uri();
-        let mut b = self.builder(Method::GET, &uri);
-        if let Some(v) = lock(&self.version).as_deref() {
-            b = b.header(PROTOCOL_VERSION, v);
-        }
+        let target = self.target();
+        let mut req = self.request(Method::GET, &target, Bytes::new());
+        let h = req.headers_mut();
+        self.add_version(h);
         if let Some(id) = last_event_id {
-            b = b.header(LAST_EVENT_ID, id);
+            add_header(h, LAST_EVENT_ID, id)?;
         }
-        let (b, _) = self.authenticate(b, "GET").await?;
-        let req = b
-            .body(Full::new(Bytes::new()))
-            .map_err(|e| ClientError::Invalid(e.to_string()))?;
-        self.send(&uri, req).await
+        self.authenticate(h, "GET").await?;
+        self.send(&target.uri, req).await
     }
 
     /// Ends the MCP session (`DELETE`), if there is one.
     pub(super) async fn delete(&self) {
-        if self.session().is_none() {
+        if !self.has_session() {
             return;
         }
-        let uri = self.uri();
-        let mut b = self.builder(Method::DELETE, &uri);
-        if let Some(v) = lock(&self.version).as_deref() {
-            b = b.header(PROTOCOL_VERSION, v);
-        }
-        let Ok((b, _)) = self.authenticate(b, "DELETE").await else {
-            return;
-        };
-        if let Ok(req) = b.body(Full::new(Bytes::new())) {
-            let _ = self.send(&uri, req).await;
+        let target = self.target();
+        let mut req = self.request(Method::DELETE, &target, Bytes::new());
+        self.add_version(req.headers_mut());
+        if self.authenticate(req.headers_mut(), "DELETE").await.is_ok() {
+            let _ = self.send(&target.uri, req).await;
         }
     }
 
@@ -297,7 +318,7 @@ impl HttpConn {
     /// The error for a status that is not an MCP answer, saying what it usually means.
     pub(super) fn status_error(&self, status: StatusCode, body: &[u8]) -> ClientError {
         let meaning = match status {
-            StatusCode::NOT_FOUND if self.session().is_some() => {
+            StatusCode::NOT_FOUND if self.has_session() => {
                 "the server no longer knows this MCP session (404 for its Mcp-Session-Id)"
             }
             StatusCode::NOT_FOUND => "nothing is served at this path (is it the MCP endpoint?)",
@@ -422,4 +443,42 @@ pub(super) async fn read_limited(body: Incoming, max: usize) -> Bytes {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The `mcp-session-id` header's name, made once.
+const SESSION_ID_HEADER: HeaderName = HeaderName::from_static(SESSION_ID);
+
+/// The `mcp-protocol-version` header's name, made once.
+const PROTOCOL_VERSION_HEADER: HeaderName = HeaderName::from_static(PROTOCOL_VERSION);
+
+/// Where requests go: the endpoint's URL, and what of it each request carries (its path
+/// and its `Host`), made once per URL rather than per request.
+#[derive(Clone)]
+struct Target {
+    uri: Uri,
+    path: Uri,
+    host: HeaderValue,
+}
+
+impl Target {
+    fn new(uri: Uri) -> Result<Target, ClientError> {
+        let invalid = |e: &dyn std::fmt::Display| ClientError::Target(format!("`{uri}`: {e}"));
+        let path = uri
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+            .parse::<Uri>()
+            .map_err(|e| invalid(&e))?;
+        let host = HeaderValue::from_str(uri.authority().map_or("", |a| a.as_str()))
+            .map_err(|e| invalid(&e))?;
+        Ok(Target { uri, path, host })
+    }
+}
+
+/// Adds header `name: value` to `headers`, refusing a name or value HTTP does not allow.
+fn add_header(headers: &mut HeaderMap, name: &str, value: &str) -> Result<(), ClientError> {
+    let bad = |e: &dyn std::fmt::Display| ClientError::Invalid(format!("header `{name}`: {e}"));
+    let name = HeaderName::from_bytes(name.as_bytes()).map_err(|e| bad(&e))?;
+    let value = HeaderValue::from_str(value).map_err(|e| bad(&e))?;
+    headers.append(name, value);
+    Ok(())
 }

@@ -15,7 +15,7 @@ use mcpwire_model::{ErrorObject, Malformed, Message, Response};
 use mcpwire_session::ClientRequestId;
 use tokio::sync::{mpsc, oneshot};
 
-use super::conn::{Headers, HttpConn, read_limited};
+use super::conn::{Headers, HttpConn, VersionHeader, read_limited};
 use super::sse::SseParser;
 use crate::{ClientError, MAX_MESSAGE_BYTES, excerpt};
 
@@ -63,7 +63,9 @@ async fn exchange(
     post: &Post,
     inbound: &mpsc::Sender<Inbound>,
 ) -> Result<(), ClientError> {
-    let response = conn.post(post.body.clone(), &post.headers).await?;
+    let response = conn
+        .post(post.body.clone(), VersionHeader::Own, &post.headers)
+        .await?;
     if post.method == "initialize" {
         conn.capture_session(&response);
     }
@@ -88,7 +90,7 @@ async fn exchange(
         return read_stream(conn, &post.method, response.into_body(), &mut sink).await;
     }
     let bytes = collect(conn, response.into_body()).await?;
-    if status == StatusCode::NOT_FOUND && post.method != "initialize" && conn.session().is_some() {
+    if status == StatusCode::NOT_FOUND && post.method != "initialize" && conn.has_session() {
         // The server no longer holds the session (whatever its body says): the request was
         // not run, and the session is over (`ClientError::is_session_gone`).
         return Err(conn.status_error(status, &bytes));

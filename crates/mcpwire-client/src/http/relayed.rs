@@ -20,11 +20,10 @@ use mcpwire_session::{ClientRequestId, IdMap};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
-use super::conn::{Headers, HttpConn};
+use super::conn::{Headers, HttpConn, VersionHeader};
 use super::exchange::{EventSink, Inbound, MAX_DEPTH, answer_in, collect, read_stream};
 use crate::ClientError;
 use crate::handle::WireSession;
-use mcpwire_server::http::headers::PROTOCOL_VERSION;
 
 /// The HTTP end of a connection's relay: starts each relayed call's POST.
 pub(super) struct HttpRelayPost {
@@ -107,7 +106,7 @@ async fn run(
     let Err(e) = exchange(&conn, &relay, (id, frame.clone(), trace), &inbound).await else {
         return;
     };
-    if e.is_session_gone() && conn.session().is_some() {
+    if e.is_session_gone() && conn.has_session() {
         // Not run: the downstream session runs it on the general path, which finds this
         // connection gone and opens a new upstream session (as for its own calls).
         wire_session.set_gone();
@@ -125,13 +124,10 @@ async fn run(
 async fn exchange(
     conn: &HttpConn,
     relay: &Arc<Relay>,
-    (id, frame, mut headers): (u64, Bytes, Headers),
+    (id, frame, headers): (u64, Bytes, Headers),
     inbound: &mpsc::Sender<Inbound>,
 ) -> Result<(), ClientError> {
-    if let Some(v) = conn.version() {
-        headers.push((PROTOCOL_VERSION.to_owned(), v));
-    }
-    let response = conn.post(frame, &headers).await?;
+    let response = conn.post(frame, VersionHeader::Kept, &headers).await?;
     let status = response.status();
     if status == StatusCode::ACCEPTED {
         return Err(ClientError::Invalid(format!(
@@ -149,7 +145,7 @@ async fn exchange(
         return read_stream(conn, "tools/call", response.into_body(), &mut sink).await;
     }
     let bytes = collect(conn, response.into_body()).await?;
-    if status == StatusCode::NOT_FOUND && conn.session().is_some() {
+    if status == StatusCode::NOT_FOUND && conn.has_session() {
         // The server no longer holds the session: the call was not run.
         return Err(conn.status_error(status, &bytes));
     }

@@ -21,9 +21,9 @@ use axum::response::Response;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use mcpwire_model::jsonrpc::decode_with_depth;
 use mcpwire_model::types::{RequestMeta, UriParams};
-use mcpwire_model::{McpError, Message, Method, Request, RequestId, Revision};
+use mcpwire_model::{McpError, Message, Method, Request, Revision};
 use mcpwire_router::Identity;
-use mcpwire_wire::json_frame;
+use mcpwire_wire::json_frame::PlainFrame;
 
 use super::auth::Caller;
 use super::headers::{self, Accept, PROTOCOL_VERSION, SESSION_ID};
@@ -62,12 +62,12 @@ pub(crate) async fn handle(
     // A session's plain `tools/call` goes to it undecoded: it may be relayed as it came.
     let plain = match sid {
         Ok(Some(_)) if app.service.router.may_relay() => {
-            json_frame::plain_call(&bytes, max_depth).map(|call| call.request_id().clone())
+            PlainFrame::new(bytes.clone(), max_depth).ok()
         }
         _ => None,
     };
     let msg = match plain {
-        Some(id) => Posted::Plain(id),
+        Some(frame) => Posted::Plain(frame),
         None => match decode_with_depth(&bytes, max_depth) {
             Ok(m) => Posted::Message(m),
             Err(bad) => return reply::error_object(bad.id, bad.error),
@@ -90,7 +90,9 @@ pub(crate) async fn handle(
             without_session(&app, &headers, version, msg, identity, ip).await
         }
         // Only a session's calls are read as plain.
-        (Ok(None), Posted::Plain(id)) => reply::refuse(Some(id), McpError::SessionRequired),
+        (Ok(None), Posted::Plain(frame)) => {
+            reply::refuse(Some(frame.request_id().clone()), McpError::SessionRequired)
+        }
     }
 }
 
@@ -98,9 +100,9 @@ pub(crate) async fn handle(
 enum Posted {
     /// Decoded.
     Message(Message),
-    /// A plain `tools/call` (`json_frame::plain_call`) with this id, left as it came: its
-    /// session may relay it.
-    Plain(RequestId),
+    /// A plain `tools/call` (`json_frame::plain_call`), left as it came: its session may
+    /// relay it.
+    Plain(PlainFrame),
 }
 
 /// Reads the whole body: 413 past `max` bytes, 408 (closing the connection) if it has not
@@ -189,8 +191,9 @@ async fn with_session(
     }
     let msg = match sent.msg {
         Posted::Message(msg) => msg,
-        Posted::Plain(id) => {
-            let Ok(stream) = session.plain_call(sent.bytes.clone(), sent.trace).await else {
+        Posted::Plain(frame) => {
+            let id = frame.request_id().clone();
+            let Ok(stream) = session.plain_call(frame, sent.trace).await else {
                 return session_not_found();
             };
             return match reply::answer_session(stream, &id).await {

@@ -26,7 +26,7 @@ use mcpwire_model::types::CancelledParams;
 use mcpwire_model::{BackendEvent, McpError, Message, Method, Outbound, Request, RequestId};
 use mcpwire_router::Identity;
 use mcpwire_session::{HandshakeState, ServerSession, Transmit};
-use mcpwire_wire::json_frame;
+use mcpwire_wire::json_frame::PlainFrame;
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -113,7 +113,7 @@ enum Command {
     Request(Request, Sink, u64, Option<TraceParent>),
     /// A plain `tools/call` as the client sent it (`json_frame::plain_call`), relayed when
     /// the router offers a route, else decoded and taken as [`Command::Request`].
-    Plain(Bytes, Sink, u64, Option<TraceParent>),
+    Plain(PlainFrame, Sink, u64, Option<TraceParent>),
     /// A notification or a response to one of our asks.
     Message(Message),
     /// A (new) standalone stream; replaces the previous one.
@@ -213,7 +213,7 @@ impl SessionHandle {
     /// [`SessionHandle::request`] takes it.
     pub(crate) async fn plain_call(
         &self,
-        frame: Bytes,
+        frame: PlainFrame,
         trace: Option<TraceParent>,
     ) -> Result<RequestStream, Gone> {
         self.open(|sink, stream| Command::Plain(frame, sink, stream, trace))
@@ -489,7 +489,7 @@ impl SessionTask {
                 self.on_request(req, sink, stream, trace);
             }
             Command::Plain(frame, sink, stream, trace) => {
-                self.on_plain(&frame, sink, stream, trace);
+                self.on_plain(frame, sink, stream, trace);
             }
             Command::Message(msg) => {
                 let cancelled = cancelled_request(&msg).filter(|id| self.routes.contains_key(id));
@@ -555,11 +555,12 @@ impl SessionTask {
     /// the router offers a route for its tool (`crate::relay`; its answer comes back as
     /// bytes, or as the general path's would when it is not plain), else decoded and taken
     /// as any request.
-    fn on_plain(&mut self, frame: &[u8], sink: Sink, stream: u64, trace: Option<TraceParent>) {
+    fn on_plain(&mut self, plain: PlainFrame, sink: Sink, stream: u64, trace: Option<TraceParent>) {
+        let frame: &[u8] = plain.bytes();
         let call = self
             .core
             .may_relay()
-            .then(|| json_frame::plain_call(frame, self.max_depth))
+            .then(|| plain.call())
             .flatten()
             .filter(|call| !self.routes.contains_key(call.request_id()));
         let mut sink = Some(sink);

@@ -3,7 +3,7 @@
 
 use std::ops::Range;
 
-use bytes::{BufMut, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 use mcpwire_model::RequestId;
 
 use super::cursor::{Cursor, Nested, Span, Spans};
@@ -88,6 +88,68 @@ impl<'a> PlainCall<'a> {
     }
 }
 
+/// A [`PlainCall`] together with the frame it was found in, kept as where its parts are:
+/// what a listener that checked a frame hands to the session that relays it, so that the
+/// frame is scanned once.
+#[derive(Debug, Clone)]
+pub struct PlainFrame {
+    frame: Bytes,
+    at: Located,
+}
+
+impl PlainFrame {
+    /// `frame` when it is a [`plain_call`] (nothing deeper than `max_depth`); else the
+    /// frame back.
+    pub fn new(frame: Bytes, max_depth: usize) -> Result<PlainFrame, Bytes> {
+        match locate(&frame, max_depth) {
+            Some(at) => Ok(PlainFrame { frame, at }),
+            None => Err(frame),
+        }
+    }
+
+    /// The call's id, as a session reads it.
+    pub fn request_id(&self) -> &RequestId {
+        &self.at.request_id
+    }
+
+    /// The frame as it came.
+    pub fn bytes(&self) -> &Bytes {
+        &self.frame
+    }
+
+    /// The call, read again from where its parts are (no scan).
+    pub fn call(&self) -> Option<PlainCall<'_>> {
+        self.at.call(&self.frame)
+    }
+}
+
+/// Where a plain call's parts are in its frame (see [`plain_call`]).
+#[derive(Debug, Clone)]
+struct Located {
+    request_id: RequestId,
+    id_text: IdText,
+    /// The id's text and the tool's name, as ranges of the frame.
+    id: Range<usize>,
+    tool: Range<usize>,
+    /// Where the frame ends, whitespace after it left out.
+    end: usize,
+    arguments: Option<Range<usize>>,
+}
+
+impl Located {
+    fn call<'a>(&self, frame: &'a [u8]) -> Option<PlainCall<'a>> {
+        let frame = frame.get(..self.end)?;
+        Some(PlainCall {
+            request_id: self.request_id.clone(),
+            id_text: self.id_text,
+            before_id: frame.get(..self.id.start)?,
+            after_id: frame.get(self.id.end..)?,
+            tool: std::str::from_utf8(frame.get(self.tool.clone())?).ok()?,
+            arguments: self.arguments.clone(),
+        })
+    }
+}
+
 /// Where the name and arguments of a call's params are (see [`plain_params`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlainParams {
@@ -145,6 +207,11 @@ const PARAMS_MEMBERS: usize = 2;
 /// frame with a line break inside (a pretty-printed body on HTTP or MCPB) is not plain, as
 /// the relay's upstream reads lines. Anything else is `None`.
 pub fn plain_call(frame: &[u8], max_depth: usize) -> Option<PlainCall<'_>> {
+    locate(frame, max_depth)?.call(frame)
+}
+
+/// Where the parts of `frame` are when it is a [`plain_call`].
+fn locate(frame: &[u8], max_depth: usize) -> Option<Located> {
     let end = frame
         .iter()
         .rposition(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
@@ -177,12 +244,13 @@ pub fn plain_call(frame: &[u8], max_depth: usize) -> Option<PlainCall<'_>> {
     let id = id.filter(|_| jsonrpc && method)?;
     let PlainParams { name, arguments } = plain_members(frame, params.spans.as_slice())?;
     let id_bytes = frame.get(id.clone())?;
-    Some(PlainCall {
+    std::str::from_utf8(frame.get(name.clone())?).ok()?;
+    Some(Located {
         request_id: request_id(id_bytes)?,
         id_text: IdText::new(id_bytes)?,
-        before_id: frame.get(..id.start)?,
-        after_id: frame.get(id.end..)?,
-        tool: std::str::from_utf8(frame.get(name)?).ok()?,
+        id,
+        tool: name,
+        end,
         arguments,
     })
 }
@@ -286,6 +354,34 @@ mod tests {
             line[c.id_at()].to_owned(),
             c.tool().to_owned(),
         ))
+    }
+
+    #[test]
+    fn a_plain_frame_reads_back_the_call_it_found_without_scanning_again() {
+        let line = "{\"jsonrpc\":\"2.0\",\"id\":\"a-1\",\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"x\":[1]}}}  \r\n";
+        let frame = PlainFrame::new(Bytes::from_static(line.as_bytes()), 64).unwrap();
+        let (again, scanned) = (
+            frame.call().unwrap(),
+            plain_call(line.as_bytes(), 64).unwrap(),
+        );
+        assert_eq!(frame.request_id(), scanned.request_id());
+        assert_eq!(again.tool(), "echo");
+        assert_eq!(again.id_at(), scanned.id_at());
+        assert_eq!(again.arguments(), scanned.arguments());
+        let (mut a, mut b) = (BytesMut::new(), BytesMut::new());
+        again.write_line_with_id(9, &mut a);
+        scanned.write_line_with_id(9, &mut b);
+        assert_eq!(a, b);
+        assert!(
+            a.ends_with(b"}}}\n"),
+            "whitespace after the frame is left out"
+        );
+        let not_plain =
+            Bytes::from_static(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}");
+        assert_eq!(
+            PlainFrame::new(not_plain.clone(), 64).unwrap_err(),
+            not_plain
+        );
     }
 
     #[test]
