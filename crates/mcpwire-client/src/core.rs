@@ -24,7 +24,7 @@ use mcpwire_session::{
 use tokio::sync::{mpsc, oneshot};
 
 use crate::ClientError;
-use mcpwire_server::relay::Relay;
+use mcpwire_relay::Relay;
 
 /// How a request ended badly: the session's account, or the transport's (richer) one.
 #[derive(Debug)]
@@ -263,7 +263,7 @@ impl ClientCore {
         }
     }
 
-    /// Relays calls on this connection with `relay` (`mcpwire_server::relay`): their answers, the
+    /// Relays calls on this connection with `relay` (`mcpwire_relay`): their answers, the
     /// logs sent while they wait and the connection's end go to it. `peer` names the
     /// server in errors.
     pub(crate) fn set_relay(&mut self, relay: Arc<Relay>, peer: Arc<str>) {

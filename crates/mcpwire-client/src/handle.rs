@@ -22,7 +22,7 @@ use crate::core::{
     Settled,
 };
 use crate::{ClientError, ClientOptions};
-use mcpwire_server::relay::Relay;
+use mcpwire_relay::Relay;
 
 /// Commands a handle may queue before `send` waits for the wire's task.
 const COMMAND_QUEUE: usize = 64;
@@ -49,7 +49,7 @@ struct Inner {
     wire_session: Arc<WireSession>,
     /// The wire writes direct requests (`ClientCore::take_direct`).
     direct: bool,
-    /// The wire relays raw frames (`mcpwire_server::relay`).
+    /// The wire relays raw frames (`mcpwire_relay`).
     relay: Option<Arc<Relay>>,
 }
 
@@ -144,7 +144,7 @@ pub(crate) struct PendingClient {
     wire_session: Arc<WireSession>,
     /// The wire writes direct requests (`ClientCore::take_direct`).
     pub(crate) direct: bool,
-    /// The wire relays raw frames (`mcpwire_server::relay`).
+    /// The wire relays raw frames (`mcpwire_relay`).
     pub(crate) relay: Option<Arc<Relay>>,
 }
 
@@ -295,7 +295,7 @@ impl Client {
         self.close().await
     }
 
-    /// The relay of this connection (stdio and Streamable HTTP; `mcpwire_server::relay`),
+    /// The relay of this connection (stdio and Streamable HTTP; `mcpwire_relay`),
     /// when a `tools/call` with no options would go out as it came ([`Client::send`]'s
     /// conditions for a direct request, on any wire): relaying its frame writes what that
     /// would.

@@ -19,9 +19,9 @@ use tokio::task::{AbortHandle, JoinHandle};
 use crate::core::ClientCore;
 use crate::handle::{Parts, WireSession, parts, parts_with, session_for};
 use crate::{Client, ClientError, ClientEvents, ClientOptions};
+use mcpwire_relay::Relay;
 use mcpwire_server::driver::now;
 use mcpwire_server::http::headers::PROTOCOL_VERSION;
-use mcpwire_server::relay::Relay;
 
 mod conn;
 mod exchange;

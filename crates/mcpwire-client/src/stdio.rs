@@ -24,8 +24,8 @@ use tokio::sync::oneshot;
 use crate::core::{ClientCore, CoreWake};
 use crate::handle::parts;
 use crate::{Client, ClientError, ClientEvents, ClientOptions, MAX_MESSAGE_BYTES, excerpt};
+use mcpwire_relay::Relay;
 use mcpwire_server::driver::{Endpoint, FramedDriver, Status, framed::output_full, now};
-use mcpwire_server::relay::Relay;
 
 /// How long a server whose output ended gets to report its exit status.
 const EXIT_STATUS_WAIT: Duration = Duration::from_millis(500);
@@ -91,7 +91,7 @@ pub(crate) async fn connect(
     });
     let mut parts = parts(opts, &peer);
     // This wire writes `tools/call` requests itself (`ClientCore::take_direct`), and relays
-    // the gateway's raw frames (`mcpwire_server::relay`).
+    // the gateway's raw frames (`mcpwire_relay`).
     parts.pending.direct = true;
     let ids = parts.pending.ids();
     let relay = Arc::new(Relay::new(
@@ -202,7 +202,7 @@ fn describe_exit(status: ExitStatus) -> String {
 /// The client session over a child's pipes.
 struct StdioClientEndpoint {
     core: ClientCore,
-    /// The gateway's raw frames to and from this child (`mcpwire_server::relay`).
+    /// The gateway's raw frames to and from this child (`mcpwire_relay`).
     relay: Arc<Relay>,
     peer: String,
     line_no: u64,

@@ -2,28 +2,28 @@
 //! `docs/design/gateway.md` § The relay), and what the backends answer: the call's route,
 //! a refusal a layer decided (a rate limit), or the general path.
 
-use std::any::Any;
 use std::net::IpAddr;
 use std::sync::Arc;
 
 use mcpwire_model::McpError;
+use mcpwire_relay::Relay;
 
 use crate::{Identity, SessionScope};
 
-/// Where a wire may send a tool's calls as raw frames, bypassing the router: the
-/// connection's relay (an opaque handle the wire that asked for it knows the type of), and
-/// the federation member serving the tool (its `request` span names it).
+/// Where a wire may send a tool's calls as raw frames, bypassing the router: the upstream
+/// connection's [`Relay`], and the federation member serving the tool (its `request` span
+/// names it).
 #[derive(Clone)]
 pub struct RelayRoute {
-    target: Arc<dyn Any + Send + Sync>,
+    relay: Arc<Relay>,
     member: Option<Arc<str>>,
 }
 
 impl RelayRoute {
-    /// A route to `target` (the upstream connection's relay).
-    pub fn new(target: Arc<dyn Any + Send + Sync>) -> RelayRoute {
+    /// A route to `relay` (the upstream connection's).
+    pub fn new(relay: Arc<Relay>) -> RelayRoute {
         RelayRoute {
-            target,
+            relay,
             member: None,
         }
     }
@@ -39,9 +39,9 @@ impl RelayRoute {
         self.member.as_deref()
     }
 
-    /// The target when it is a `T`, and the member serving the call.
-    pub fn into_parts<T: Any + Send + Sync>(self) -> (Option<Arc<T>>, Option<Arc<str>>) {
-        (self.target.downcast::<T>().ok(), self.member)
+    /// The relay, and the member serving the call.
+    pub fn into_parts(self) -> (Arc<Relay>, Option<Arc<str>>) {
+        (self.relay, self.member)
     }
 }
 

@@ -44,7 +44,6 @@ pub mod observe;
 pub mod proto_mcp;
 #[cfg(feature = "proto-mcp")]
 mod proto_schemas;
-pub mod relay;
 pub mod serve;
 mod shutdown;
 pub mod stdio;

@@ -19,7 +19,9 @@ use hyper_util::rt::TokioIo;
 
 use crate::auth::{Challenge, UpstreamAuth};
 use crate::{ClientError, excerpt};
-use mcpwire_server::http::headers::{LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
+use mcpwire_server::http::headers::{
+    LAST_EVENT_ID, PROTOCOL_VERSION_HEADER, SESSION_ID, SESSION_ID_HEADER,
+};
 use mcpwire_server::tls;
 
 /// How many redirects one request follows.
@@ -444,12 +446,6 @@ pub(super) async fn read_limited(body: Incoming, max: usize) -> Bytes {
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
-
-/// The `mcp-session-id` header's name, made once.
-const SESSION_ID_HEADER: HeaderName = HeaderName::from_static(SESSION_ID);
-
-/// The `mcp-protocol-version` header's name, made once.
-const PROTOCOL_VERSION_HEADER: HeaderName = HeaderName::from_static(PROTOCOL_VERSION);
 
 /// Where requests go: the endpoint's URL, and what of it each request carries (its path
 /// and its `Host`), made once per URL rather than per request.

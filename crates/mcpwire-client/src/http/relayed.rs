@@ -1,4 +1,4 @@
-//! The relay's HTTP end (`mcpwire_server::relay`): a relayed call's frame is POSTed by a
+//! The relay's HTTP end (`mcpwire_relay`): a relayed call's frame is POSTed by a
 //! task of its own, started as the downstream session relays it (no hop through the
 //! connection's task), and its answer — a JSON body, or the answering event of its stream —
 //! handed back as bytes with the client's id restored when it is plain
@@ -15,7 +15,7 @@ use hyper::StatusCode;
 use hyper::header::CONTENT_TYPE;
 use mcpwire_model::jsonrpc::decode_with_depth;
 use mcpwire_model::{LogEntry, McpError, Message, Method, Reply, Response};
-use mcpwire_server::relay::{Relay, RelayPost};
+use mcpwire_relay::{Relay, RelayPost};
 use mcpwire_session::{ClientRequestId, IdMap};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;

@@ -690,7 +690,7 @@ impl Inner {
     }
 
     /// The relay of the upstream session downstream session `scope`'s calls go to, when
-    /// they may be relayed as raw frames (`mcpwire_server::relay`): what
+    /// they may be relayed as raw frames (`mcpwire_relay`): what
     /// [`Inner::fast_link`] and [`Inner::options`] allow for a call without `_meta` — the
     /// session's own upstream session open and up now (or, with `shared = true`, the shared
     /// one up), a handshake era, no consent flow, no call timeout — on a stdio link whose

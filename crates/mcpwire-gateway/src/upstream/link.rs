@@ -550,7 +550,7 @@ impl Link {
     }
 
     /// Puts a server request naming no call to the downstream client on behalf of the
-    /// oldest relayed call (`mcpwire_server::relay`) when no call of this link's own is in flight
+    /// oldest relayed call (`mcpwire_relay`) when no call of this link's own is in flight
     /// or being sent — where [`Table::deliver`] would give it to the oldest call; gives it
     /// back otherwise.
     fn ask_for_relayed_call(&self, req: ServerRequest) -> Option<ServerRequest> {
@@ -573,7 +573,7 @@ impl Link {
             params,
         };
         let client = self.client.clone();
-        let answer: mcpwire_server::relay::AnswerAsk = Box::new(move |result| {
+        let answer: mcpwire_relay::AnswerAsk = Box::new(move |result| {
             tokio::spawn(async move {
                 let _ = client.answer(id, result).await;
             });

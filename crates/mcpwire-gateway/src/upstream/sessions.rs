@@ -42,7 +42,7 @@ impl UpstreamSessions {
         self.open.lock().map_or(0, |m| m.len())
     }
 
-    /// Calls relayed as raw frames (`mcpwire_server::relay`) on the upstream sessions open now.
+    /// Calls relayed as raw frames (`mcpwire_relay`) on the upstream sessions open now.
     pub(crate) fn relayed_calls(&self) -> u64 {
         let Ok(open) = self.open.lock() else { return 0 };
         open.values()

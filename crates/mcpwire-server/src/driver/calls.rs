@@ -158,7 +158,7 @@ pub(crate) struct Calls {
     trace_parent: Option<TraceParent>,
     /// The trace context of single requests, until they start (an HTTP session's POSTs).
     request_parents: HashMap<RequestId, TraceParent>,
-    /// Calls relayed to an upstream as raw frames (stdio; `crate::relay`).
+    /// Calls relayed to an upstream as raw frames (stdio; `mcpwire_relay`).
     relayed: RelayedCalls,
     /// Resources this session's `subscriptions/listen` streams watch (one entry per
     /// stream watching it): unsubscribed at the backend when they end, or with the calls.

@@ -13,7 +13,7 @@
 //!   reading while its write buffer is full (backpressure). Role-neutral: what runs on top
 //!   is an [`Endpoint`] (stdio's and MCPB's server connections today).
 //! - [`relayed`]: the calls of a session relayed to an upstream as raw frames
-//!   (`crate::relay`), counted by [`Calls`] with the calls it runs.
+//!   (`mcpwire_relay`), counted by [`Calls`] with the calls it runs.
 //! - [`exchange`]: [`Exchange`], one request on a session of its own, run until its response
 //!   (stateless HTTP and gRPC).
 //!

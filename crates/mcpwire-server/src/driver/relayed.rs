@@ -1,5 +1,5 @@
 //! [`RelayedCalls`]: a session's calls relayed to an upstream as raw frames
-//! (`crate::relay`), which [`Calls`](super::Calls) counts with the calls it runs — so the
+//! (`mcpwire_relay`), which [`Calls`](super::Calls) counts with the calls it runs — so the
 //! in-flight bound, drain on end of input and cancellation hold for them as for any call.
 //!
 //! A relayed call is accounted in the session (`ServerSession::accept_relayed`) and kept
@@ -24,7 +24,7 @@ use mcpwire_wire::json_frame::PlainCall;
 use crate::observe::{
     CallMetrics, TraceParent, WireLabel, finish_span, finish_span_as, relayed_outcome, relayed_span,
 };
-use crate::relay::{AnswerAsk, Arrived, Relay, RelayInbox};
+use mcpwire_relay::{AnswerAsk, Arrived, Relay, RelayInbox};
 use tracing::Span;
 
 /// The relayed calls of one session.
@@ -127,11 +127,7 @@ impl RelayedCalls {
                 return false;
             }
         };
-        let (relay, member) = route.into_parts::<Relay>();
-        let Some(relay) = relay else {
-            session.withdraw_relayed(dispatch);
-            return false;
-        };
+        let (relay, member) = route.into_parts();
         let inbox = self.inbox.get_or_insert_with(Default::default);
         // An upstream that takes each call on a request of its own (HTTP) is told the
         // call's span as the request goes (the general path's trace context headers).

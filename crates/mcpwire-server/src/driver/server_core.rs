@@ -165,7 +165,7 @@ impl ServerCore {
     }
 
     /// Relays the `tools/call` frame `line` to its upstream as it came, when it may be
-    /// (`crate::relay`: a handshake-era MCP session, a frame the general path would read
+    /// (`mcpwire_relay`: a handshake-era MCP session, a frame the general path would read
     /// the same — `json_frame::plain_call`, nesting within `max_depth` — and a route for its
     /// tool); whether it went. When not, decode it as usual.
     pub(crate) fn try_relay(&mut self, line: &[u8], max_depth: usize) -> bool {

@@ -1,7 +1,7 @@
 //! Reading the MCP-specific and content-negotiation headers of a request.
 
-use axum::http::HeaderMap;
-use axum::http::header::{ACCEPT, CONTENT_TYPE};
+use axum::http::header::{ACCEPT, AsHeaderName, CONTENT_TYPE};
+use axum::http::{HeaderMap, HeaderName};
 use base64::Engine;
 
 /// The session id header (case-insensitive on the wire).
@@ -14,6 +14,11 @@ pub const MCP_METHOD: &str = "mcp-method";
 pub const MCP_NAME: &str = "mcp-name";
 /// The last SSE event id a reconnecting client saw.
 pub const LAST_EVENT_ID: &str = "last-event-id";
+
+/// [`SESSION_ID`] as a header name, made once (a lookup by `&str` parses the name again).
+pub const SESSION_ID_HEADER: HeaderName = HeaderName::from_static(SESSION_ID);
+/// [`PROTOCOL_VERSION`] as a header name, made once.
+pub const PROTOCOL_VERSION_HEADER: HeaderName = HeaderName::from_static(PROTOCOL_VERSION);
 
 /// Which response media types the client's `Accept` allows.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -30,7 +35,7 @@ impl Accept {
             let Ok(value) = value.to_str() else { continue };
             for item in value.split(',') {
                 let mut parts = item.split(';');
-                let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+                let media = parts.next().unwrap_or("").trim();
                 let refused = parts.any(|p| {
                     let p = p.trim();
                     p.strip_prefix("q=")
@@ -40,14 +45,14 @@ impl Accept {
                 if refused {
                     continue;
                 }
-                match media.as_str() {
-                    "*/*" => {
-                        a.json = true;
-                        a.sse = true;
-                    }
-                    "application/*" | "application/json" => a.json = true,
-                    "text/*" | "text/event-stream" => a.sse = true,
-                    _ => {}
+                let is = |m: &str| media.eq_ignore_ascii_case(m);
+                if is("*/*") {
+                    a.json = true;
+                    a.sse = true;
+                } else if is("application/*") || is("application/json") {
+                    a.json = true;
+                } else if is("text/*") || is("text/event-stream") {
+                    a.sse = true;
                 }
             }
         }
@@ -66,7 +71,7 @@ pub(crate) fn is_json_body(headers: &HeaderMap) -> bool {
 
 /// A header's value as trimmed text; `Err(())` when present but not visible ASCII, or sent
 /// more than once (an MCP header has one meaning; two values are ambiguous).
-pub(crate) fn text<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, ()> {
+pub(crate) fn text(headers: &HeaderMap, name: impl AsHeaderName) -> Result<Option<&str>, ()> {
     let mut values = headers.get_all(name).iter();
     let Some(v) = values.next() else {
         return Ok(None);

@@ -26,7 +26,9 @@ use mcpwire_router::Identity;
 use mcpwire_wire::json_frame::PlainFrame;
 
 use super::auth::Caller;
-use super::headers::{self, Accept, PROTOCOL_VERSION, SESSION_ID};
+use super::headers::{
+    self, Accept, PROTOCOL_VERSION, PROTOCOL_VERSION_HEADER, SESSION_ID, SESSION_ID_HEADER,
+};
 use super::locate::{Located, locate, mint};
 use super::reply;
 use super::stateless::Exchange;
@@ -58,7 +60,7 @@ pub(crate) async fn handle(
         Err(r) => return r,
     };
     let max_depth = app.service.limits.max_depth;
-    let sid = headers::text(&headers, SESSION_ID);
+    let sid = headers::text(&headers, SESSION_ID_HEADER);
     // A session's plain `tools/call` goes to it undecoded: it may be relayed as it came.
     let plain = match sid {
         Ok(Some(_)) if app.service.router.may_relay() => {
@@ -73,7 +75,7 @@ pub(crate) async fn handle(
             Err(bad) => return reply::error_object(bad.id, bad.error),
         },
     };
-    let Ok(version) = headers::text(&headers, PROTOCOL_VERSION) else {
+    let Ok(version) = headers::text(&headers, PROTOCOL_VERSION_HEADER) else {
         return bad_header(PROTOCOL_VERSION);
     };
     match (sid, msg) {

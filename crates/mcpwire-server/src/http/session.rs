@@ -60,7 +60,7 @@ struct Sink {
 pub(crate) enum Answered {
     /// A response the session made.
     Message(Outbound),
-    /// A relayed call's answer, the upstream's bytes with the client's id (`crate::relay`),
+    /// A relayed call's answer, the upstream's bytes with the client's id (`mcpwire_relay`),
     /// one line.
     Relayed(Bytes),
 }
@@ -552,7 +552,7 @@ impl SessionTask {
     }
 
     /// Takes a plain `tools/call` as the client sent it: relayed when the session may and
-    /// the router offers a route for its tool (`crate::relay`; its answer comes back as
+    /// the router offers a route for its tool (`mcpwire_relay`; its answer comes back as
     /// bytes, or as the general path's would when it is not plain), else decoded and taken
     /// as any request.
     fn on_plain(&mut self, plain: PlainFrame, sink: Sink, stream: u64, trace: Option<TraceParent>) {

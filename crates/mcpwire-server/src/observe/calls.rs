@@ -115,7 +115,7 @@ impl CallMetrics {
         ))
     }
 
-    /// Starts measuring a `tools/call` of `tool` relayed as a raw frame (`crate::relay`):
+    /// Starts measuring a `tools/call` of `tool` relayed as a raw frame (`mcpwire_relay`):
     /// the same series and labels as [`CallMetrics::start`] gives the same call (`None`
     /// while metrics are off).
     pub(crate) fn start_tool_call(wire: WireLabel, tool: &str) -> Option<Self> {

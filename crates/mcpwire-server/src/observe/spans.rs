@@ -36,7 +36,7 @@ pub(crate) fn request_span(
     named(span, method, tool.as_deref(), parent)
 }
 
-/// The span of a `tools/call` of `tool` relayed as a raw frame (`crate::relay`): what
+/// The span of a `tools/call` of `tool` relayed as a raw frame (`mcpwire_relay`): what
 /// [`request_span`] gives the same call (a relayed frame has no `_meta`, so its `parent`
 /// is the wire's: the session's, or an HTTP request's `traceparent` header).
 pub(crate) fn relayed_span(wire: WireLabel, tool: &str, parent: Option<&TraceParent>) -> Span {

@@ -1,9 +1,10 @@
 //! The relay: a downstream session's `tools/call` sent to its upstream connection as
 //! bytes, its answer brought back as bytes — no decoding, no router, no call future
 //! (`docs/design/gateway.md` § The relay). What both ends share is here; the downstream
-//! ends are the listeners' session drivers (`crate::driver::relayed`), the upstream ends
-//! the stdio and Streamable HTTP clients (`mcpwire_client`), and the gateway's upstream
-//! backend says when a tool's calls may take it.
+//! ends are the listeners' session drivers (`mcpwire_server`'s `driver::relayed`), the
+//! upstream ends the stdio and Streamable HTTP clients (`mcpwire_client`), and the gateway's
+//! upstream backend says when a tool's calls may take it, handing the router a
+//! `RelayRoute` that carries the [`Relay`].
 //!
 //! - [`Relay`] (one per upstream connection): the frames the downstream end queued for
 //!   the connection's task (stdio: written as lines), with their ids already rewritten to
@@ -26,6 +27,9 @@
 //! line that is a [`PlainResult`] comes back with the client's [`IdText`]. Anything else is
 //! decoded as usual.
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -37,7 +41,7 @@ use mcpwire_wire::json_frame::{IdText, PlainCall, PlainResult, plain_result};
 use tokio::sync::Notify;
 
 /// Logs of the upstream waiting in an inbox before further ones are dropped.
-pub(crate) const MAX_QUEUED_LOGS: usize = 1024;
+pub const MAX_QUEUED_LOGS: usize = 1024;
 
 /// Answers a server→client request of the upstream (`Client::answer`, spawned).
 pub type AnswerAsk = Box<dyn FnOnce(Result<Raw, McpError>) + Send + Sync>;
@@ -94,7 +98,7 @@ pub struct Relay {
 
 /// Why a call was not relayed (the general path takes it).
 #[derive(Debug)]
-pub(crate) struct NotRelayed;
+pub struct NotRelayed;
 
 impl Relay {
     /// A relay numbering its requests with `next_id`, holding at most `max_in_flight`.
@@ -139,7 +143,7 @@ impl Relay {
     /// the trace context headers `trace` gives, on a connection with a [`RelayPost`]), its
     /// answer for `dispatch` of the session reading `inbox`; the upstream id. Refused when
     /// the connection ended or holds its bound (and `trace` is not called).
-    pub(crate) fn send(
+    pub fn send(
         self: &Arc<Self>,
         call: &PlainCall<'_>,
         dispatch: DispatchId,
@@ -178,7 +182,7 @@ impl Relay {
 
     /// The downstream call relayed as `id` ended without its answer (the client cancelled
     /// it, or it timed out): the child is told, its answer will not be relayed.
-    pub(crate) fn cancel(&self, id: u64) {
+    pub fn cancel(&self, id: u64) {
         let Ok(mut s) = self.state.lock() else { return };
         if s.waiting.remove(&id).is_none() || s.closed {
             return;
@@ -368,7 +372,7 @@ impl Claimed {
 }
 
 /// What came back for a downstream session's relayed calls.
-pub(crate) enum Arrived {
+pub enum Arrived {
     /// The answer of this call, as the next `len` bytes of the inbox's buffer.
     Answer(DispatchId, usize),
     /// The outcome of this call, for the session to answer as the general path does.
@@ -392,19 +396,19 @@ struct InboxState {
 
 /// The downstream end: what came back for one session's relayed calls.
 #[derive(Default)]
-pub(crate) struct RelayInbox {
+pub struct RelayInbox {
     state: Mutex<InboxState>,
     wake: Notify,
 }
 
 impl RelayInbox {
     /// Completes when something arrived (or had already).
-    pub(crate) async fn arrived(&self) {
+    pub async fn arrived(&self) {
         self.wake.notified().await
     }
 
     /// Takes what arrived: the answers' bytes appended to `bytes`, the items to `items`.
-    pub(crate) fn take(&self, bytes: &mut BytesMut, items: &mut VecDeque<Arrived>) {
+    pub fn take(&self, bytes: &mut BytesMut, items: &mut VecDeque<Arrived>) {
         let Ok(mut s) = self.state.lock() else { return };
         if s.items.is_empty() {
             return;
