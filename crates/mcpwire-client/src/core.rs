@@ -483,10 +483,24 @@ impl ClientCore {
     /// The connection is over: every request and negotiation ends with `error`, the event
     /// stream ends.
     pub(crate) fn finish(&mut self, error: McpError) {
-        self.ended.set();
         if let Some((relay, peer)) = &self.relay {
             relay.close(|| Self::relayed_error(peer, error.clone()));
         }
+        self.finish_but_relay(error);
+    }
+
+    /// As [`ClientCore::finish`], for a connection whose server no longer holds its
+    /// session: relayed calls still being sent are left to finish
+    /// ([`Relay::close_leaving_posts`]; those that were not run run again).
+    pub(crate) fn finish_session_lost(&mut self, error: McpError) {
+        if let Some((relay, peer)) = &self.relay {
+            relay.close_leaving_posts(|| Self::relayed_error(peer, error.clone()));
+        }
+        self.finish_but_relay(error);
+    }
+
+    fn finish_but_relay(&mut self, error: McpError) {
+        self.ended.set();
         self.direct_out.clear();
         for (_, reply) in self.direct.drain() {
             let _ = reply.send(Err(Failure::Session(error.clone())));

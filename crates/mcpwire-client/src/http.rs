@@ -404,7 +404,12 @@ impl HttpTask {
         } else {
             "was closed"
         };
-        self.core.finish(McpError::ConnectionClosed(how.into()));
+        let error = McpError::ConnectionClosed(how.into());
+        if self.session_gone {
+            self.core.finish_session_lost(error);
+        } else {
+            self.core.finish(error);
+        }
     }
 }
 

@@ -291,6 +291,23 @@ impl Relay {
         }
     }
 
+    /// The connection ended because the upstream no longer holds its session: nothing
+    /// more is relayed, but on a connection with a [`RelayPost`] the calls waiting are left
+    /// to their requests, still running — each comes back answered, or not run
+    /// ([`Relay::not_run`]: its downstream session runs it again, in a new upstream
+    /// session), or with its own error; the other requests of a lost session get the
+    /// same 404 its first one got. Without a `RelayPost` (frames on the connection
+    /// itself), as [`Relay::close`].
+    pub fn close_leaving_posts(&self, error: impl Fn() -> McpError) {
+        if self.post.is_none() {
+            return self.close(error);
+        }
+        let Ok(mut s) = self.state.lock() else { return };
+        s.closed = true;
+        s.out.clear();
+        s.cancels.clear();
+    }
+
     /// Hands a log of the upstream to the downstream session of the relayed calls waiting
     /// (in order with their answers), as the oldest call's log — as the general path
     /// gives an upstream's log to the oldest call (on HTTP it then goes on that call's
