@@ -501,6 +501,23 @@ mod tests {
             .expect("embeds");
         assert_eq!(query.len(), model.dimensions());
         assert!(cosine(&query, &screenshot) > cosine(&query, &commit));
+        // A batch of rows of one length gives each row's own states (what distilling uses).
+        let (a, b) = (
+            model.token_ids("open a page"),
+            model.token_ids("close the tab"),
+        );
+        assert_eq!(a.len(), b.len());
+        let n = a.len();
+        let batch = Tensor::from_vec([a.clone(), b].concat(), (2, n), &model.device).expect("ids");
+        let states = model.forward(&batch).expect("runs").mean(1).expect("mean");
+        let mut first: Vec<f32> = states.get(0).and_then(|t| t.to_vec1()).expect("row");
+        normalize(&mut first);
+        let alone = model.embed("open a page").expect("embeds");
+        assert!(
+            cosine(&first, &alone) > 0.9999,
+            "{}",
+            cosine(&first, &alone)
+        );
         let long = "word ".repeat(10_000);
         assert_eq!(
             model.embed(&long).expect("bounded").len(),
