@@ -3,6 +3,7 @@
 //! token vectors distilled from the model ([`StaticEmbedder`]); the fused search's cost at
 //! 1,000 tools, phase by phase, for a cached query vector and a never-seen query.
 
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -223,12 +224,33 @@ pub fn evaluate(
     Ok(())
 }
 
-/// Percentiles 50 and 99 of `times`, in microseconds.
-fn p50_p99_us(times: &mut [Duration]) -> String {
+/// Percentiles 50 and 99 of `times`, in microseconds; with `queries` (the times are rounds
+/// of that many queries, in order) also the p99 over queries of each query's best round —
+/// the search's own cost without the scheduler slices a loaded machine takes from it.
+fn p50_p99_us(times: &mut [Duration], queries: Option<usize>) -> String {
+    let best = queries.filter(|n| *n > 0).map(|n| {
+        let mut best: Vec<Duration> = (0..n)
+            .map(|q| {
+                times
+                    .iter()
+                    .skip(q)
+                    .step_by(n)
+                    .min()
+                    .copied()
+                    .unwrap_or_default()
+            })
+            .collect();
+        format!(
+            "; per query best of {} rounds: p99 {:.1} µs",
+            times.len() / n,
+            percentile(&mut best, 0.99) * 1e3
+        )
+    });
     format!(
-        "p50 {:.1} µs, p99 {:.1} µs",
+        "p50 {:.1} µs, p99 {:.1} µs{}",
         percentile(times, 0.5) * 1e3,
-        percentile(times, 0.99) * 1e3
+        percentile(times, 0.99) * 1e3,
+        best.unwrap_or_default()
     )
 }
 
@@ -268,6 +290,19 @@ fn timing_at_1000(
         }
     }
     let fusion = Fusion::default();
+    // A caller's sight as the gateway checks it: a lookup by backend and name per tool asked
+    // about (here the originals are visible, the copies hidden).
+    let mut sight: HashMap<&str, HashSet<&str>> = HashMap::new();
+    for backend in catalog {
+        let names = backend.tools.iter().filter_map(|t| t["name"].as_str());
+        sight.entry(&backend.name).or_default().extend(names);
+    }
+    let seen = |t: mcpwire_search::ToolRef<'_>| {
+        sight
+            .get(t.backend)
+            .is_some_and(|names| names.contains(t.name))
+    };
+    let mut filtered_t = Vec::new();
     let (mut lexical_t, mut scan_t, mut fuse_t, mut cached_t, mut static_t) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..10 {
@@ -286,11 +321,17 @@ fn timing_at_1000(
             cached_t.push(done - started);
             // A never-seen query with the static vectors: embedding included.
             let started = Instant::now();
-            let q = distilled.embed_text(&request.query);
+            let fresh = distilled.embed_text(&request.query);
             let lexical = index.search(&request.query, FUSE_DEPTH, &all);
-            let semantic = vectors.search(&q, FUSE_DEPTH, &all);
+            let semantic = vectors.search(&fresh, FUSE_DEPTH, &all);
             std::hint::black_box(fusion.fuse(&lexical, &semantic));
             static_t.push(started.elapsed());
+            // Filtered by a caller's sight, query vector cached.
+            let started = Instant::now();
+            let lexical = index.search(&request.query, FUSE_DEPTH, &seen);
+            let semantic = vectors.search(q, FUSE_DEPTH, &seen);
+            std::hint::black_box(fusion.fuse(&lexical, &semantic));
+            filtered_t.push(started.elapsed());
         }
     }
     let mut transformer_t = Vec::new();
@@ -309,24 +350,32 @@ fn timing_at_1000(
         vectors.approx_bytes() / 1024,
         cached_t.len()
     );
-    println!("  lexical top {FUSE_DEPTH}: {}", p50_p99_us(&mut lexical_t));
+    let rounds = Some(requests.len());
+    println!(
+        "  lexical top {FUSE_DEPTH}: {}",
+        p50_p99_us(&mut lexical_t, rounds)
+    );
     println!(
         "  vector scan top {FUSE_DEPTH}: {}",
-        p50_p99_us(&mut scan_t)
+        p50_p99_us(&mut scan_t, rounds)
     );
-    println!("  fusion: {}", p50_p99_us(&mut fuse_t));
+    println!("  fusion: {}", p50_p99_us(&mut fuse_t, rounds));
     println!(
         "  whole search, query vector cached: {}",
-        p50_p99_us(&mut cached_t)
+        p50_p99_us(&mut cached_t, rounds)
+    );
+    println!(
+        "  whole search, query vector cached, a caller's sight (a third of the tools): {}",
+        p50_p99_us(&mut filtered_t, rounds)
     );
     println!(
         "  whole search, never-seen query, static vectors: {}",
-        p50_p99_us(&mut static_t)
+        p50_p99_us(&mut static_t, rounds)
     );
     println!(
         "  whole search, never-seen query, transformer ({} searches): {}",
         transformer_t.len(),
-        p50_p99_us(&mut transformer_t)
+        p50_p99_us(&mut transformer_t, None)
     );
     Ok(())
 }
