@@ -243,3 +243,31 @@ fn embed_jobs(shared: &Shared, model: &dyn Embed) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_query_cache_holds_two_generations_at_most() {
+        let mut cache = QueryCache::default();
+        let vector: Arc<[f32]> = vec![1.0].into();
+        for i in 0..QUERY_CACHE * 5 {
+            cache.put(&format!("q{i}"), vector.clone());
+            assert!(cache.new.len() + cache.old.len() <= 2 * QUERY_CACHE);
+        }
+        // The most recent queries are kept; the oldest are gone.
+        let last = QUERY_CACHE * 5 - 1;
+        assert!(cache.get(&format!("q{last}")).is_some());
+        assert!(cache.get("q0").is_none());
+        // A query found in the older generation moves to the newer one.
+        let older = cache
+            .old
+            .keys()
+            .next()
+            .cloned()
+            .expect("an older generation");
+        assert!(cache.get(&older).is_some());
+        assert!(cache.new.contains_key(&older) && !cache.old.contains_key(&older));
+    }
+}
