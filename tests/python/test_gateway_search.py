@@ -12,7 +12,9 @@ upstream), driven by the official Python `mcp` client over Streamable HTTP:
 - over stdio too, legacy and 2026-07-28: a tool that elicits and one that reports progress
   found with `search_tools` and called with `call_tool`;
 - a caller whose `[policy]` hides a tool can neither find it nor call it (by `call_tool` or
-  by name), while a caller allowed it finds and calls it.
+  by name), while a caller allowed it finds and calls it;
+- the admin listener's `/metrics` counts the searches and their durations (lexical here:
+  no model).
 """
 
 import httpx2
@@ -55,7 +57,14 @@ async def search(s: ClientSession, query: str, limit: int = 5) -> list[str]:
 
 
 async def test_search_mode_through_the_gateway(mcpwire_bin, tmp_path):
-    served = Served(mcpwire_bin, config(tmp_path))
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        admin = sock.getsockname()[1]
+    conf = config(tmp_path)
+    conf.write_text(conf.read_text() + f'\n[admin]\nlisten = "127.0.0.1:{admin}"\n')
+    served = Served(mcpwire_bin, conf)
     notes = Notes()
     try:
         async with streamable_http_client(served.url) as (read, write):
@@ -112,6 +121,16 @@ async def test_search_mode_through_the_gateway(mcpwire_bin, tmp_path):
             r = await client.call_tool("call_tool", {"name": "demo_add", "arguments": {"a": 2, "b": 3}})
             assert r.structured_content == {"sum": 5.0}, r
             assert [t.name for t in (await client.list_tools()).tools] == META
+
+        metrics = httpx2.get(f"http://127.0.0.1:{admin}/metrics", timeout=5).text
+        assert 'mcpwire_searches_total{ranking="lexical"} 3' in metrics, metrics
+        bounds = [
+            float(line.split('le="')[1].split('"')[0])
+            for line in metrics.splitlines()
+            if line.startswith('mcpwire_search_duration_seconds_bucket{ranking="lexical"')
+        ]
+        assert bounds and min(bounds) < 0.0001, metrics  # the search buckets, from 10 µs
+        assert "# HELP mcpwire_searches_total" in metrics, metrics
     finally:
         served.close()
 

@@ -93,5 +93,8 @@ pub use naming::{Collision, NAME_MAX, NameOrigin, is_valid_name};
 pub use policy::{Audience, Callers, Effect, Policy, PolicyItem, PolicyRule, Targets};
 pub use report::{CatalogReport, ExposedItem, KindCollision, MemberHealth, MemberReport};
 pub use search_catalog::{CALL_TOOL, DEFAULT_SEARCH_LIMIT, SEARCH_TOOLS, SearchCatalog};
-pub use tool_index::{MAX_SEARCH_LIMIT, SearchStatus};
+pub use tool_index::{
+    MAX_SEARCH_LIMIT, SEARCH_DURATION, SEARCH_MODEL_FALLBACKS_TOTAL, SEARCH_QUERY_VECTORS_TOTAL,
+    SEARCHES_TOTAL, SearchStatus, describe_search_metrics,
+};
 pub use view::View;

@@ -23,6 +23,40 @@ pub const MAX_SEARCH_LIMIT: usize = 50;
 /// How many tools `tools/list` with a `query` (SEP-1821) answers at most.
 pub(crate) const QUERY_LIST_LIMIT: usize = 20;
 
+/// Searches answered (`search_tools`, `tools/list` with a `query`), by `ranking`: `lexical`
+/// (no model, or the query not embedded) or `fused`.
+pub const SEARCHES_TOTAL: &str = "mcpwire_searches_total";
+/// Search durations, the query's embedding included, by `ranking` (the admin listener's
+/// recorder gives `mcpwire_search_*` histograms buckets from 10 µs).
+pub const SEARCH_DURATION: &str = "mcpwire_search_duration_seconds";
+/// Query vectors a search used, by `source`: `cache` (a query seen recently) or `model`
+/// (embedded for this search).
+pub const SEARCH_QUERY_VECTORS_TOTAL: &str = "mcpwire_search_query_vectors_total";
+/// Searches a loaded model did not serve (the query's embedding failed): ranked lexically.
+pub const SEARCH_MODEL_FALLBACKS_TOTAL: &str = "mcpwire_search_model_fallbacks_total";
+/// Describes the search metrics to the installed `metrics` recorder (call it once the
+/// recorder is installed; without one it does nothing).
+pub fn describe_search_metrics() {
+    use metrics::{Unit, describe_counter, describe_histogram};
+    describe_counter!(
+        SEARCHES_TOTAL,
+        "Tool searches answered by ranking (lexical, fused)"
+    );
+    describe_histogram!(
+        SEARCH_DURATION,
+        Unit::Seconds,
+        "Tool search durations by ranking, the query's embedding included"
+    );
+    describe_counter!(
+        SEARCH_QUERY_VECTORS_TOTAL,
+        "Query vectors used by tool searches, by source (cache, model)"
+    );
+    describe_counter!(
+        SEARCH_MODEL_FALLBACKS_TOTAL,
+        "Tool searches ranked lexically because the query could not be embedded"
+    );
+}
+
 /// The index of one federation's exposed tools: backend = member name, tool = exposed name.
 pub(crate) struct ToolIndex {
     index: Index,
@@ -210,6 +244,7 @@ pub(crate) fn search(
         .unwrap_or_else(PoisonError::into_inner)
         .vectors();
     Box::pin(async move {
+        let started = std::time::Instant::now();
         let vector = match &vectors {
             Some(v) => query_vector(v, &query).await,
             None => None,
@@ -221,6 +256,9 @@ pub(crate) fn search(
             vector.as_deref(),
             limit,
         );
+        let ranking = if vector.is_some() { "fused" } else { "lexical" };
+        metrics::counter!(SEARCHES_TOTAL, "ranking" => ranking).increment(1);
+        metrics::histogram!(SEARCH_DURATION, "ranking" => ranking).record(started.elapsed());
         (sight, found)
     })
 }
@@ -228,6 +266,7 @@ pub(crate) fn search(
 /// `query`'s vector: cached, else embedded on a blocking thread; `None` if that fails.
 async fn query_vector(vectors: &Arc<ToolVectors>, query: &str) -> Option<Arc<[f32]>> {
     if let Some(v) = vectors.cached_query(query) {
+        metrics::counter!(SEARCH_QUERY_VECTORS_TOTAL, "source" => "cache").increment(1);
         return Some(v);
     }
     let model = vectors.model().clone();
@@ -242,11 +281,13 @@ async fn query_vector(vectors: &Arc<ToolVectors>, query: &str) -> Option<Arc<[f3
     };
     match embedded {
         Ok(v) => {
+            metrics::counter!(SEARCH_QUERY_VECTORS_TOTAL, "source" => "model").increment(1);
             let v: Arc<[f32]> = v.into();
             vectors.cache_query(query, v.clone());
             Some(v)
         }
         Err(e) => {
+            metrics::counter!(SEARCH_MODEL_FALLBACKS_TOTAL).increment(1);
             tracing::warn!(error = %e, "query not embedded: lexical search only");
             None
         }

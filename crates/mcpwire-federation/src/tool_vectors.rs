@@ -5,7 +5,7 @@
 //! the lexical side alone; vectors of an outdated listing are never installed.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock};
 
 use mcpwire_search::{Embed, Hit, TextOptions, ToolInput, ToolRef, VectorIndex, tool_text};
 
@@ -22,11 +22,13 @@ pub(crate) struct ToolVectors {
 struct Shared {
     state: Mutex<State>,
     wake: Condvar,
+    /// The vectors, apart from the jobs' state: searches only read them (concurrently),
+    /// the embedding thread writes once per member embedded.
+    vectors: RwLock<VectorIndex>,
 }
 
 #[derive(Default)]
 struct State {
-    vectors: VectorIndex,
     /// The stamp of each member's current listing; a job with another stamp is outdated.
     expected: HashMap<String, u64>,
     /// At most one job per member (a newer listing replaces the queued one).
@@ -74,12 +76,17 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(PoisonError::into_inner)
+}
+
 impl ToolVectors {
     /// Starts the embedding thread for `model`.
     pub(crate) fn new(model: Arc<dyn Embed>) -> ToolVectors {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             wake: Condvar::new(),
+            vectors: RwLock::new(VectorIndex::new()),
         });
         let (worker, thread_model) = (shared.clone(), model.clone());
         let spawned = std::thread::Builder::new()
@@ -114,7 +121,7 @@ impl ToolVectors {
         let mut st = lock(&self.shared.state);
         st.last_stamp += 1;
         let stamp = st.last_stamp;
-        st.vectors.remove_backend(member);
+        write(&self.shared.vectors).remove_backend(member);
         st.pending.retain(|j| j.member != member);
         if tools.is_empty() {
             st.expected.remove(member);
@@ -133,7 +140,7 @@ impl ToolVectors {
     /// `member` left the catalog (or has no tools any more).
     pub(crate) fn remove_member(&self, member: &str) {
         let mut st = lock(&self.shared.state);
-        st.vectors.remove_backend(member);
+        write(&self.shared.vectors).remove_backend(member);
         st.expected.remove(member);
         st.pending.retain(|j| j.member != member);
     }
@@ -161,8 +168,12 @@ impl ToolVectors {
         visible: &dyn Fn(ToolRef<'_>) -> bool,
         with: impl FnOnce(&[Hit<'_>]) -> R,
     ) -> R {
-        let st = lock(&self.shared.state);
-        with(&st.vectors.search(query, depth, visible))
+        let vectors = self
+            .shared
+            .vectors
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        with(&vectors.search(query, depth, visible))
     }
 
     /// Members whose vectors are queued or being computed.
@@ -173,8 +184,12 @@ impl ToolVectors {
 
     /// Vectors held, and their heap bytes about.
     pub(crate) fn size(&self) -> (usize, usize) {
-        let st = lock(&self.shared.state);
-        (st.vectors.len(), st.vectors.approx_bytes())
+        let vectors = self
+            .shared
+            .vectors
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        (vectors.len(), vectors.approx_bytes())
     }
 }
 
@@ -220,10 +235,39 @@ fn embed_jobs(shared: &Shared, model: &dyn Embed) {
                 Err(e) => tracing::warn!(tool = %name, error = %e, "tool not embedded"),
             }
         }
-        let mut st = lock(&shared.state);
+        let st = lock(&shared.state);
         if !outdated && current(&st) {
             tracing::debug!(member = %job.member, tools = vectors.len(), "tool vectors ready");
-            st.vectors.replace_backend(&job.member, vectors);
+            // Under the state lock too, so a newer listing cannot slip in between.
+            write(&shared.vectors).replace_backend(&job.member, vectors);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_query_cache_holds_two_generations_at_most() {
+        let mut cache = QueryCache::default();
+        let vector: Arc<[f32]> = vec![1.0].into();
+        for i in 0..QUERY_CACHE * 5 {
+            cache.put(&format!("q{i}"), vector.clone());
+            assert!(cache.new.len() + cache.old.len() <= 2 * QUERY_CACHE);
+        }
+        // The most recent queries are kept; the oldest are gone.
+        let last = QUERY_CACHE * 5 - 1;
+        assert!(cache.get(&format!("q{last}")).is_some());
+        assert!(cache.get("q0").is_none());
+        // A query found in the older generation moves to the newer one.
+        let older = cache
+            .old
+            .keys()
+            .next()
+            .cloned()
+            .expect("an older generation");
+        assert!(cache.get(&older).is_some());
+        assert!(cache.new.contains_key(&older) && !cache.old.contains_key(&older));
     }
 }

@@ -519,6 +519,8 @@ impl Gateway {
                 let server = AdminServer::bind(admin.listen, self.health_probe(), shutdown.clone())
                     .await
                     .map_err(GatewayError::Serve)?;
+                // The recorder is installed now: the federation's search metrics get their help.
+                mcpwire_federation::describe_search_metrics();
                 let calls = self.calls.clone().unwrap_or_default();
                 let console = GatewayConsole::new(
                     &self.config,

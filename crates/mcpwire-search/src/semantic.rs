@@ -70,10 +70,9 @@ struct Layer {
 /// A loaded sentence-embedding model. Immutable once loaded; share it (`Arc`) between
 /// threads: [`Embedder::embed`] takes `&self`.
 pub struct Embedder {
-    vocab: HashMap<String, u32>,
+    tokenizer: WordPiece,
     cls: u32,
     sep: u32,
-    unk: u32,
     words: Embedding,
     positions: Embedding,
     token_types: Embedding,
@@ -81,14 +80,23 @@ pub struct Embedder {
     layers: Vec<Layer>,
     heads: usize,
     head_dim: usize,
-    max_tokens: usize,
     device: Device,
+}
+
+/// The uncased WordPiece tokenizer of a BERT model's vocabulary.
+#[derive(Clone)]
+struct WordPiece {
+    vocab: HashMap<String, u32>,
+    cls: u32,
+    sep: u32,
+    unk: u32,
+    max_tokens: usize,
 }
 
 impl std::fmt::Debug for Embedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Embedder")
-            .field("vocab", &self.vocab.len())
+            .field("vocab", &self.tokenizer.vocab.len())
             .field("layers", &self.layers.len())
             .field("dimensions", &self.dimensions())
             .finish()
@@ -185,85 +193,33 @@ fn layer_norm(vb: VarBuilder<'_>, hidden: usize, eps: f64) -> Result<LayerNorm, 
     Ok(candle_nn::layer_norm(hidden, eps, vb)?)
 }
 
-impl Embedder {
-    /// Loads the model in `dir` (`config.json`, `model.safetensors`, and the vocabulary as
-    /// `vocab.txt` or, failing that, `tokenizer.json`) on the CPU. Reads the files once;
-    /// nothing is fetched.
-    pub fn load(dir: &Path) -> Result<Self, SemanticError> {
-        let config = read_config(&dir.join("config.json"))?;
-        let (tokenizer, vocab) = {
-            let txt = dir.join("vocab.txt");
-            if txt.is_file() {
-                let vocab = read_vocab_txt(&txt)?;
-                (txt, vocab)
-            } else {
-                let json = dir.join("tokenizer.json");
-                let vocab = read_vocab(&json)?;
-                (json, vocab)
-            }
+impl WordPiece {
+    /// The vocabulary of the model directory `dir`: `vocab.txt`, or failing that
+    /// `tokenizer.json`; texts cut to `max_tokens`.
+    fn load(dir: &Path, max_tokens: usize) -> Result<Self, SemanticError> {
+        let txt = dir.join("vocab.txt");
+        let (path, vocab) = if txt.is_file() {
+            let vocab = read_vocab_txt(&txt)?;
+            (txt, vocab)
+        } else {
+            let json = dir.join("tokenizer.json");
+            let vocab = read_vocab(&json)?;
+            (json, vocab)
         };
         let special = |token: &str| {
             vocab
                 .get(token)
                 .copied()
-                .ok_or_else(|| format_error(&tokenizer, format!("no {token} in the vocabulary")))
+                .ok_or_else(|| format_error(&path, format!("no {token} in the vocabulary")))
         };
         let (cls, sep, unk) = (special("[CLS]")?, special("[SEP]")?, special("[UNK]")?);
-        let device = Device::Cpu;
-        let weights = dir.join("model.safetensors");
-        let tensors = candle_core::safetensors::load(&weights, &device)?;
-        let vb = VarBuilder::from_tensors(tensors, DType::F32, &device);
-        // Some exports prefix everything with `bert.`.
-        let vb = if vb.contains_tensor("bert.embeddings.word_embeddings.weight") {
-            vb.pp("bert")
-        } else {
-            vb
-        };
-        let h = config.hidden;
-        let e = vb.pp("embeddings");
-        let words = candle_nn::embedding(vocab.len(), h, e.pp("word_embeddings"))?;
-        let positions = candle_nn::embedding(config.max_positions, h, e.pp("position_embeddings"))?;
-        let token_types = candle_nn::embedding(2, h, e.pp("token_type_embeddings"))?;
-        let embeddings_norm = layer_norm(e.pp("LayerNorm"), h, config.eps)?;
-        let intermediate_size = {
-            let t = vb.get_unchecked("encoder.layer.0.intermediate.dense.weight")?;
-            t.dims2()?.0
-        };
-        let mut layers = Vec::with_capacity(config.layers);
-        for i in 0..config.layers {
-            let l = vb.pp(format!("encoder.layer.{i}"));
-            let a = l.pp("attention");
-            layers.push(Layer {
-                query: candle_nn::linear(h, h, a.pp("self.query"))?,
-                key: candle_nn::linear(h, h, a.pp("self.key"))?,
-                value: candle_nn::linear(h, h, a.pp("self.value"))?,
-                attention_out: candle_nn::linear(h, h, a.pp("output.dense"))?,
-                attention_norm: layer_norm(a.pp("output.LayerNorm"), h, config.eps)?,
-                intermediate: candle_nn::linear(h, intermediate_size, l.pp("intermediate.dense"))?,
-                output: candle_nn::linear(intermediate_size, h, l.pp("output.dense"))?,
-                output_norm: layer_norm(l.pp("output.LayerNorm"), h, config.eps)?,
-            });
-        }
-        Ok(Self {
+        Ok(WordPiece {
             vocab,
             cls,
             sep,
             unk,
-            words,
-            positions,
-            token_types,
-            embeddings_norm,
-            layers,
-            heads: config.heads,
-            head_dim: h / config.heads,
-            max_tokens: MAX_TOKENS.min(config.max_positions),
-            device,
+            max_tokens: max_tokens.max(2),
         })
-    }
-
-    /// The length of an embedding.
-    pub fn dimensions(&self) -> usize {
-        self.head_dim * self.heads
     }
 
     /// The token ids of `text`: `[CLS]`, WordPiece pieces of the lowercased, accent-stripped
@@ -351,23 +307,98 @@ impl Embedder {
         }
         ids.extend(pieces);
     }
+}
+
+impl Embedder {
+    /// Loads the model in `dir` (`config.json`, `model.safetensors`, and the vocabulary as
+    /// `vocab.txt` or, failing that, `tokenizer.json`) on the CPU. Reads the files once;
+    /// nothing is fetched.
+    pub fn load(dir: &Path) -> Result<Self, SemanticError> {
+        let config = read_config(&dir.join("config.json"))?;
+        let tokenizer = WordPiece::load(dir, MAX_TOKENS.min(config.max_positions))?;
+        let device = Device::Cpu;
+        let weights = dir.join("model.safetensors");
+        let tensors = candle_core::safetensors::load(&weights, &device)?;
+        let vb = VarBuilder::from_tensors(tensors, DType::F32, &device);
+        // Some exports prefix everything with `bert.`.
+        let vb = if vb.contains_tensor("bert.embeddings.word_embeddings.weight") {
+            vb.pp("bert")
+        } else {
+            vb
+        };
+        let h = config.hidden;
+        let e = vb.pp("embeddings");
+        let words = candle_nn::embedding(tokenizer.vocab.len(), h, e.pp("word_embeddings"))?;
+        let positions = candle_nn::embedding(config.max_positions, h, e.pp("position_embeddings"))?;
+        let token_types = candle_nn::embedding(2, h, e.pp("token_type_embeddings"))?;
+        let embeddings_norm = layer_norm(e.pp("LayerNorm"), h, config.eps)?;
+        let intermediate_size = {
+            let t = vb.get_unchecked("encoder.layer.0.intermediate.dense.weight")?;
+            t.dims2()?.0
+        };
+        let mut layers = Vec::with_capacity(config.layers);
+        for i in 0..config.layers {
+            let l = vb.pp(format!("encoder.layer.{i}"));
+            let a = l.pp("attention");
+            layers.push(Layer {
+                query: candle_nn::linear(h, h, a.pp("self.query"))?,
+                key: candle_nn::linear(h, h, a.pp("self.key"))?,
+                value: candle_nn::linear(h, h, a.pp("self.value"))?,
+                attention_out: candle_nn::linear(h, h, a.pp("output.dense"))?,
+                attention_norm: layer_norm(a.pp("output.LayerNorm"), h, config.eps)?,
+                intermediate: candle_nn::linear(h, intermediate_size, l.pp("intermediate.dense"))?,
+                output: candle_nn::linear(intermediate_size, h, l.pp("output.dense"))?,
+                output_norm: layer_norm(l.pp("output.LayerNorm"), h, config.eps)?,
+            });
+        }
+        Ok(Self {
+            cls: tokenizer.cls,
+            sep: tokenizer.sep,
+            tokenizer,
+            words,
+            positions,
+            token_types,
+            embeddings_norm,
+            layers,
+            heads: config.heads,
+            head_dim: h / config.heads,
+            device,
+        })
+    }
+
+    /// The length of an embedding.
+    pub fn dimensions(&self) -> usize {
+        self.head_dim * self.heads
+    }
 
     /// The L2-normalized embedding of `text` (its first [`MAX_TOKENS`] tokens).
     pub fn embed(&self, text: &str) -> Result<Vec<f32>, SemanticError> {
-        let ids = self.tokenize(text);
+        let ids = self.tokenizer.tokenize(text);
         let n = ids.len();
-        let input = Tensor::new(ids.as_slice(), &self.device)?.unsqueeze(0)?;
+        let input = Tensor::from_vec(ids, (1, n), &self.device)?;
+        let mean = self.forward(&input)?.mean(1)?.squeeze(0)?;
+        let mut v: Vec<f32> = mean.to_vec1()?;
+        normalize(&mut v);
+        Ok(v)
+    }
+
+    /// The last layer's token states of a batch of token id rows of one length, `(batch,
+    /// tokens)` → `(batch, tokens, dimensions)` (no padding, so no attention mask).
+    fn forward(&self, input: &Tensor) -> Result<Tensor, SemanticError> {
+        let (batch, n) = input.dims2()?;
         let position_ids: Vec<u32> = (0..n as u32).collect();
         let positions = Tensor::new(position_ids.as_slice(), &self.device)?.unsqueeze(0)?;
         let types = Tensor::zeros((1, n), DType::U32, &self.device)?;
-        let mut x = (self.words.forward(&input)?
-            + self.positions.forward(&positions)?
-            + self.token_types.forward(&types)?)?;
+        let mut x = self
+            .words
+            .forward(input)?
+            .broadcast_add(&self.positions.forward(&positions)?)?
+            .broadcast_add(&self.token_types.forward(&types)?)?;
         x = self.embeddings_norm.forward(&x)?;
         let scale = 1.0 / (self.head_dim as f64).sqrt();
         for layer in &self.layers {
             let split = |t: Tensor| -> candle_core::Result<Tensor> {
-                t.reshape((1, n, self.heads, self.head_dim))?
+                t.reshape((batch, n, self.heads, self.head_dim))?
                     .transpose(1, 2)?
                     .contiguous()
             };
@@ -376,10 +407,11 @@ impl Embedder {
             let v = split(layer.value.forward(&x)?)?;
             let scores = (q.matmul(&k.t()?.contiguous()?)? * scale)?;
             let probs = candle_nn::ops::softmax_last_dim(&scores)?;
-            let context = probs
-                .matmul(&v)?
-                .transpose(1, 2)?
-                .reshape((1, n, self.dimensions()))?;
+            let context =
+                probs
+                    .matmul(&v)?
+                    .transpose(1, 2)?
+                    .reshape((batch, n, self.dimensions()))?;
             let attended = layer
                 .attention_norm
                 .forward(&(layer.attention_out.forward(&context)? + &x)?)?;
@@ -388,13 +420,46 @@ impl Embedder {
                 .output_norm
                 .forward(&(layer.output.forward(&hidden)? + attended)?)?;
         }
-        let mean = x.mean(1)?.squeeze(0)?;
-        let mut v: Vec<f32> = mean.to_vec1()?;
-        let norm = v.iter().map(|a| a * a).sum::<f32>().sqrt();
-        if norm > 0.0 {
-            v.iter_mut().for_each(|a| *a /= norm);
+        Ok(x)
+    }
+
+    /// The WordPiece token ids of `text` as [`Embedder::embed`] reads it: `[CLS]`, the
+    /// pieces, `[SEP]`, at most [`MAX_TOKENS`].
+    pub fn token_ids(&self, text: &str) -> Vec<u32> {
+        self.tokenizer.tokenize(text)
+    }
+
+    /// Static token vectors distilled from this model (as model2vec does): for every token id
+    /// of the vocabulary, in order, the model's embedding of the text made of that token
+    /// alone (`[CLS] token [SEP]`, mean of the last layer, not normalized), as rows of
+    /// [`Embedder::dimensions`] floats. One pass of the model over the vocabulary: tens of
+    /// seconds on one core. The evaluation compares a static embedder built on them with the
+    /// model (`docs/design/search.md`); the gateway does not use them.
+    pub fn distill(&self) -> Result<Vec<f32>, SemanticError> {
+        let count = self.words.embeddings().dims2()?.0;
+        let mut vectors = Vec::with_capacity(count * self.dimensions());
+        let ids: Vec<u32> = (0..count as u32).collect();
+        for chunk in ids.chunks(DISTILL_BATCH) {
+            let rows: Vec<u32> = chunk
+                .iter()
+                .flat_map(|&id| [self.cls, id, self.sep])
+                .collect();
+            let input = Tensor::from_vec(rows, (chunk.len(), 3), &self.device)?;
+            let means = self.forward(&input)?.mean(1)?;
+            vectors.extend(means.flatten_all()?.to_vec1::<f32>()?);
         }
-        Ok(v)
+        Ok(vectors)
+    }
+}
+
+/// Rows of `[CLS] token [SEP]` run through the model at once when distilling.
+const DISTILL_BATCH: usize = 512;
+
+/// Scales `v` to unit length (a zero vector stays zero).
+fn normalize(v: &mut [f32]) {
+    let norm = v.iter().map(|a| a * a).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|a| *a /= norm);
     }
 }
 
@@ -436,6 +501,23 @@ mod tests {
             .expect("embeds");
         assert_eq!(query.len(), model.dimensions());
         assert!(cosine(&query, &screenshot) > cosine(&query, &commit));
+        // A batch of rows of one length gives each row's own states (what distilling uses).
+        let (a, b) = (
+            model.token_ids("open a page"),
+            model.token_ids("close the tab"),
+        );
+        assert_eq!(a.len(), b.len());
+        let n = a.len();
+        let batch = Tensor::from_vec([a.clone(), b].concat(), (2, n), &model.device).expect("ids");
+        let states = model.forward(&batch).expect("runs").mean(1).expect("mean");
+        let mut first: Vec<f32> = states.get(0).and_then(|t| t.to_vec1()).expect("row");
+        normalize(&mut first);
+        let alone = model.embed("open a page").expect("embeds");
+        assert!(
+            cosine(&first, &alone) > 0.9999,
+            "{}",
+            cosine(&first, &alone)
+        );
         let long = "word ".repeat(10_000);
         assert_eq!(
             model.embed(&long).expect("bounded").len(),

@@ -104,13 +104,45 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     if a.len() != b.len() {
         return 0.0;
     }
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
+    dot(a, b)
 }
 
-/// The tool vectors of a catalog, by backend (one vector per tool, keyed by name).
+/// Lanes summed apart in [`dot`]: independent sums the compiler can keep in vector registers
+/// (a single running sum is one long chain of dependent float additions).
+const LANES: usize = 8;
+
+/// The dot product of two slices of the same length, in [`LANES`] partial sums.
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut sums = [0.0f32; LANES];
+    let (a_chunks, b_chunks) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    let tail: f32 = a_chunks
+        .remainder()
+        .iter()
+        .zip(b_chunks.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in a_chunks.zip(b_chunks) {
+        for lane in 0..LANES {
+            sums[lane] += x[lane] * y[lane];
+        }
+    }
+    sums.iter().sum::<f32>() + tail
+}
+
+/// One backend's vectors: the tools' names and one row of `dimensions` floats per tool, the
+/// rows contiguous and L2-normalized.
+#[derive(Debug)]
+struct Block {
+    names: Vec<String>,
+    dimensions: usize,
+    rows: Vec<f32>,
+}
+
+/// The tool vectors of a catalog, by backend (one vector per tool, keyed by name), each
+/// backend's vectors one contiguous normalized matrix.
 #[derive(Debug, Default)]
 pub struct VectorIndex {
-    backends: HashMap<String, Vec<(String, Vec<f32>)>>,
+    backends: HashMap<String, Block>,
 }
 
 impl VectorIndex {
@@ -119,12 +151,28 @@ impl VectorIndex {
         Self::default()
     }
 
-    /// Replaces `backend`'s vectors with `tools` (name, vector).
+    /// Replaces `backend`'s vectors with `tools` (name, vector). Vectors are normalized
+    /// again; a vector whose length differs from the backend's first, or whose norm is zero,
+    /// is left out.
     pub fn replace_backend(&mut self, backend: &str, tools: Vec<(String, Vec<f32>)>) {
-        if tools.is_empty() {
+        let dimensions = tools.first().map_or(0, |(_, v)| v.len());
+        let mut block = Block {
+            names: Vec::with_capacity(tools.len()),
+            dimensions,
+            rows: Vec::with_capacity(tools.len() * dimensions),
+        };
+        for (name, vector) in tools {
+            let norm = dot(&vector, &vector).sqrt();
+            if vector.len() != dimensions || !norm.is_normal() {
+                continue;
+            }
+            block.names.push(name);
+            block.rows.extend(vector.iter().map(|x| x / norm));
+        }
+        if block.names.is_empty() {
             self.backends.remove(backend);
         } else {
-            self.backends.insert(backend.to_owned(), tools);
+            self.backends.insert(backend.to_owned(), block);
         }
     }
 
@@ -140,7 +188,7 @@ impl VectorIndex {
 
     /// How many vectors are held.
     pub fn len(&self) -> usize {
-        self.backends.values().map(Vec::len).sum()
+        self.backends.values().map(|b| b.names.len()).sum()
     }
 
     /// Whether no vector is held.
@@ -152,11 +200,14 @@ impl VectorIndex {
     pub fn approx_bytes(&self) -> usize {
         self.backends
             .iter()
-            .map(|(b, tools)| {
+            .map(|(b, block)| {
                 b.len()
-                    + tools
+                    + size_of::<Block>()
+                    + block.rows.capacity() * size_of::<f32>()
+                    + block
+                        .names
                         .iter()
-                        .map(|(n, v)| n.len() + 48 + v.len() * 4)
+                        .map(|n| n.len() + size_of::<String>())
                         .sum::<usize>()
             })
             .sum()
@@ -164,39 +215,74 @@ impl VectorIndex {
 
     /// The `depth` tools `visible` admits that are closest to `query`, best first, with
     /// their cosines (ties by backend, then name). A cosine depends on the two vectors only,
-    /// so hidden tools weigh in nothing.
+    /// so hidden tools weigh in nothing. One pass over the rows keeping the best `depth`
+    /// (no sort of the whole catalog); `visible` is asked only about a tool that would enter
+    /// them. A query of another length than a backend's vectors scores 0 against them.
     pub fn search<'i>(
         &'i self,
         query: &[f32],
         depth: usize,
         visible: &dyn Fn(ToolRef<'_>) -> bool,
     ) -> Vec<Hit<'i>> {
-        let mut scored: Vec<Hit<'i>> = Vec::new();
-        for (backend, tools) in &self.backends {
-            for (name, vector) in tools {
-                if visible(ToolRef { backend, name }) {
-                    scored.push(Hit {
-                        backend,
-                        name,
-                        score: cosine(query, vector),
-                    });
+        let mut best = TopK::new(depth);
+        for (backend, block) in &self.backends {
+            let rows = block.rows.chunks_exact(block.dimensions.max(1));
+            for (name, row) in block.names.iter().zip(rows) {
+                let hit = Hit {
+                    backend,
+                    name,
+                    score: cosine(query, row),
+                };
+                if best.admits(&hit) && visible(ToolRef { backend, name }) {
+                    best.insert(hit);
                 }
             }
         }
-        let order = |a: &Hit<'_>, b: &Hit<'_>| {
-            b.score
-                .total_cmp(&a.score)
-                .then_with(|| a.backend.cmp(b.backend))
-                .then_with(|| a.name.cmp(b.name))
-        };
-        if scored.len() > depth && depth > 0 {
-            scored.select_nth_unstable_by(depth - 1, order);
-        }
-        scored.truncate(depth);
-        scored.sort_unstable_by(order);
-        scored
+        best.hits
     }
 }
+
+/// The order of hits: score descending, then backend, then name.
+fn hit_order(a: &Hit<'_>, b: &Hit<'_>) -> std::cmp::Ordering {
+    b.score
+        .total_cmp(&a.score)
+        .then_with(|| a.backend.cmp(b.backend))
+        .then_with(|| a.name.cmp(b.name))
+}
+
+/// The best `depth` hits seen so far, best first.
+struct TopK<'i> {
+    depth: usize,
+    hits: Vec<Hit<'i>>,
+}
+
+impl<'i> TopK<'i> {
+    fn new(depth: usize) -> Self {
+        TopK {
+            depth,
+            hits: Vec::with_capacity(depth.min(MAX_TOP_K) + 1),
+        }
+    }
+
+    /// Whether `hit` would be among the best (before asking whether it is visible).
+    fn admits(&self, hit: &Hit<'_>) -> bool {
+        self.depth > 0
+            && (self.hits.len() < self.depth
+                || self
+                    .hits
+                    .last()
+                    .is_some_and(|worst| hit_order(hit, worst).is_lt()))
+    }
+
+    fn insert(&mut self, hit: Hit<'i>) {
+        let at = self.hits.partition_point(|h| hit_order(h, &hit).is_lt());
+        self.hits.insert(at, hit);
+        self.hits.truncate(self.depth);
+    }
+}
+
+/// Capacity reserved up front for the best hits (a larger depth grows as needed).
+const MAX_TOP_K: usize = 256;
 
 /// How a lexical and a semantic ranking are combined.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -366,6 +452,110 @@ mod tests {
         assert_eq!(index.len(), 3);
         assert!(index.remove_backend("b"));
         assert_eq!(index.len(), 2);
+    }
+
+    /// The best `depth` by a full sort of every visible tool: what the one-pass top-k must
+    /// return.
+    fn by_full_sort<'i>(
+        index: &'i VectorIndex,
+        query: &[f32],
+        depth: usize,
+        visible: &dyn Fn(ToolRef<'_>) -> bool,
+    ) -> Vec<Hit<'i>> {
+        let mut all: Vec<Hit<'i>> = index
+            .backends
+            .iter()
+            .flat_map(|(backend, block)| {
+                let rows = block.rows.chunks_exact(block.dimensions);
+                block.names.iter().zip(rows).map(move |(name, row)| Hit {
+                    backend: backend.as_str(),
+                    name: name.as_str(),
+                    score: cosine(query, row),
+                })
+            })
+            .filter(|h| {
+                visible(ToolRef {
+                    backend: h.backend,
+                    name: h.name,
+                })
+            })
+            .collect();
+        all.sort_by(hit_order);
+        all.truncate(depth);
+        all
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn top_k_equals_a_full_sort(
+            tools in proptest::collection::vec((0u8..4, proptest::collection::vec(-4i8..5, 5)), 0..60),
+            query in proptest::collection::vec(-4i8..5, 5),
+            depth in 0usize..40,
+        ) {
+            let mut index = VectorIndex::new();
+            let mut by_backend: HashMap<String, Vec<(String, Vec<f32>)>> = HashMap::new();
+            for (i, (backend, v)) in tools.iter().enumerate() {
+                by_backend
+                    .entry(format!("b{backend}"))
+                    .or_default()
+                    .push((format!("t{i}"), v.iter().map(|x| f32::from(*x)).collect()));
+            }
+            for (backend, tools) in by_backend {
+                index.replace_backend(&backend, tools);
+            }
+            let query: Vec<f32> = query.iter().map(|x| f32::from(*x)).collect();
+            let visible = |t: ToolRef<'_>| !t.name.ends_with('3');
+            proptest::prop_assert_eq!(
+                index.search(&query, depth, &visible),
+                by_full_sort(&index, &query, depth, &visible)
+            );
+        }
+    }
+
+    #[test]
+    fn vectors_are_normalized_and_misfits_left_out() {
+        let mut index = VectorIndex::new();
+        index.replace_backend(
+            "a",
+            vec![
+                ("long".into(), vec![3.0, 4.0]),
+                ("zero".into(), vec![0.0, 0.0]),
+                ("short".into(), vec![1.0]),
+            ],
+        );
+        assert_eq!(index.len(), 1);
+        let hits = index.search(&[0.6, 0.8], 5, &|_| true);
+        assert_eq!(hits.len(), 1);
+        assert!((hits[0].score - 1.0).abs() < 1e-6);
+        // A query of another length scores 0, and nothing panics.
+        assert_eq!(index.search(&[1.0, 0.0, 0.0], 5, &|_| true)[0].score, 0.0);
+        index.replace_backend("a", vec![("zero".into(), vec![0.0, 0.0])]);
+        assert!(index.is_empty());
+    }
+
+    #[test]
+    fn the_filter_is_asked_only_about_tools_that_would_rank() {
+        let mut index = VectorIndex::new();
+        let tools = (0..100)
+            .map(|i| (format!("t{i:03}"), vec![1.0, i as f32 / 100.0]))
+            .collect();
+        index.replace_backend("a", tools);
+        let asked = std::cell::Cell::new(0);
+        let hits = index.search(&[1.0, 0.0], 3, &|_| {
+            asked.set(asked.get() + 1);
+            true
+        });
+        assert_eq!(hits.len(), 3);
+        assert!(asked.get() < 100, "asked {} times", asked.get());
+    }
+
+    #[test]
+    fn dot_products_of_any_length() {
+        for n in [0, 1, 7, 8, 9, 384] {
+            let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
+            let expected: f32 = a.iter().map(|x| x * x).sum();
+            assert!((dot(&a, &a) - expected).abs() <= expected * 1e-6);
+        }
     }
 
     #[test]

@@ -62,14 +62,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tools: usize = catalog.iter().map(|b| b.tools.len()).sum();
     let count = |set: &str| requests.iter().filter(|r| set_of(r) == set).count();
     println!(
-        "catalog: {tools} tools from {} servers; requests: {} tuned on, {} held out (round 1), {} held out (round 2)\n",
+        "catalog: {tools} tools from {} servers; requests: {} tuned on, {} held out (round 1), {} held out (round 2), {} held out (round 3)\n",
         catalog.len(),
         count(SETS[0]),
         count(SETS[1]),
         count(SETS[2]),
+        count(SETS[3]),
     );
     println!(
-        "| variant | tuned: R@1 | R@5 | MRR | held out 1: R@1 | R@5 | MRR | held out 2: R@1 | R@5 | MRR |\n|---|---|---|---|---|---|---|---|---|---|"
+        "| variant | tuned: R@1 | R@5 | MRR | held out 1: R@1 | R@5 | MRR | held out 2: R@1 | R@5 | MRR | held out 3: R@1 | R@5 | MRR |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
     for (name, options) in RankingOptions::variants() {
         let index = build(&catalog, options);
@@ -94,8 +95,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// The request sets, in table order: tuned on, held out in round 1, held out in round 2.
-const SETS: [&str; 3] = ["tuned", "holdout", "holdout2"];
+/// The request sets, in table order: tuned on, held out in rounds 1, 2 and 3.
+const SETS: [&str; 4] = ["tuned", "holdout", "holdout2", "holdout3"];
 
 fn set_of(request: &Request) -> &str {
     request.set.as_deref().unwrap_or(SETS[0])
@@ -129,6 +130,7 @@ fn args() -> Args {
         requests: vec![
             root.join("bench/search/requests.toml"),
             root.join("bench/search/requests-holdout2.toml"),
+            root.join("bench/search/requests-holdout3.toml"),
         ],
         model: std::env::var_os("MCPWIRE_SEARCH_MODEL").map(PathBuf::from),
         misses: false,
@@ -379,6 +381,9 @@ fn sweep(catalog: &[Backend], requests: &[Request]) {
 /// The semantic variants (`semantic.rs`).
 #[cfg(feature = "semantic")]
 mod semantic;
+/// Static token vectors distilled from the model (`static_vectors.rs`).
+#[cfg(feature = "semantic")]
+mod static_vectors;
 
 /// The machinery, not the figures: the request files parse and are large enough, the metrics
 /// count ranks as defined, and on a harvested catalog (when present) every expected tool
@@ -412,7 +417,9 @@ mod tests {
             assert!(requests.iter().any(|r| set_of(r) == set), "{set} is empty");
         }
         assert!(requests.iter().all(|r| SETS.contains(&set_of(r))));
-        assert!(requests.iter().filter(|r| set_of(r) == "holdout2").count() >= 100);
+        for set in ["holdout2", "holdout3"] {
+            assert!(requests.iter().filter(|r| set_of(r) == set).count() >= 100);
+        }
         assert!(
             requests
                 .iter()

@@ -95,6 +95,19 @@ const DURATION_BUCKETS: &[f64] = &[
     5.0, 10.0, 30.0, 60.0,
 ];
 
+/// Histogram buckets for the gateway's tool searches (`mcpwire_search_*`, recorded by
+/// `mcpwire-federation`), in seconds: 10 µs to 100 ms — a lexical search takes tens of
+/// microseconds.
+#[cfg(feature = "admin")]
+pub const SEARCH_DURATION_BUCKETS: &[f64] = &[
+    0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+    0.1,
+];
+
+/// The prefix of the histograms [`SEARCH_DURATION_BUCKETS`] applies to.
+#[cfg(feature = "admin")]
+pub const SEARCH_METRICS_PREFIX: &str = "mcpwire_search_";
+
 /// How often histogram samples are folded into their buckets between scrapes (keeps the
 /// recorder's pending samples bounded when nobody scrapes).
 #[cfg(feature = "admin")]
@@ -111,6 +124,11 @@ pub fn prometheus() -> Option<&'static PrometheusHandle> {
         .get_or_init(|| {
             let recorder = PrometheusBuilder::new()
                 .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), DURATION_BUCKETS)
+                .ok()?
+                .set_buckets_for_metric(
+                    Matcher::Prefix(SEARCH_METRICS_PREFIX.into()),
+                    SEARCH_DURATION_BUCKETS,
+                )
                 .ok()?
                 .build_recorder();
             let handle = recorder.handle();
