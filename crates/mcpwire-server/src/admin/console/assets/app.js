@@ -114,10 +114,15 @@ async function pollBackends() {
     return tr;
   });
   $("backends").replaceChildren(...rows);
+  // The chart's picker follows the backends (a reload adds or removes some).
   const pick = $("chart-backend");
-  const have = new Set([...pick.options].map((o) => o.value));
-  for (const b of data.backends) {
-    if (!have.has(b.name)) { const o = el("option", b.name); o.value = b.name; pick.append(o); }
+  const names = data.backends.map((b) => b.name);
+  if ([...pick.options].slice(1).map((o) => o.value).join("\n") !== names.join("\n")) {
+    const was = pick.value;
+    const none = el("option", "(choose a backend)");
+    none.value = "";
+    pick.replaceChildren(none, ...names.map((n) => { const o = el("option", n); o.value = n; return o; }));
+    pick.value = names.includes(was) ? was : "";
   }
 }
 
