@@ -7,7 +7,12 @@ real FastMCP upstream (fixtures/console_upstream.py) and the native demo:
   rule denies it: the row turns hidden, naming the rule (`[[policy.rules]] #1`);
 - run a tool from the form generated from its input schema and see the result; the
   upstream's calls, rate and latency percentiles appear in its backend row;
-- a tool's elicitation is answered in a form generated from its requested schema;
+- a tool's elicitation is answered in a form generated from its requested schema; a
+  URL-mode elicitation shows its address as text, offers it as a link (no opener, no
+  referrer, never opened by itself) only when it is http(s), and is accepted or declined;
+- per-backend charts (calls, errors, latency per second over the last minute);
+- each listener's sessions, open connections and stateless requests, and a call's own
+  listener (two listeners share the catalog);
 - a credential refused by the listener shows in the live calls with its reason;
 - the configuration panel shows the file with every secret masked, and after an edit of
   the file the reload's outcome (applied, then refused for a broken edit);
@@ -23,6 +28,7 @@ import json
 import os
 import pathlib
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -83,10 +89,14 @@ def browser():
         d.quit()
 
 
-def config(admin: int, port: int) -> str:
+def config(admin: int, port: int, other: int) -> str:
     return f"""
 [[listen]]
 url = "http://127.0.0.1:0/mcp"
+
+# A second listener with the same view: both share one catalog.
+[[listen]]
+url = "http://127.0.0.1:{other}/other"
 
 [admin]
 listen = "127.0.0.1:{admin}"
@@ -151,7 +161,8 @@ def test_console_end_to_end(mcpwire_bin, tmp_path, browser):
     from selenium.webdriver.support.ui import Select
 
     d = browser
-    port, admin = free_port(), free_port()
+    port, admin, other = free_port(), free_port(), free_port()
+    other_url = f"http://127.0.0.1:{other}/other"
     upstream = Upstream.__new__(Upstream)
     upstream.port = port
     upstream.proc = subprocess.Popen(
@@ -159,10 +170,13 @@ def test_console_end_to_end(mcpwire_bin, tmp_path, browser):
     )
     wait(upstream.listening, 30, "the upstream")
     conf = tmp_path / "mcpwire.toml"
-    conf.write_text(config(admin, port))
+    conf.write_text(config(admin, port, other))
     served = Served(mcpwire_bin, conf)
     try:
         served.wait_for("mcpwire: console on")
+        mcp_url = wait(lambda: next((u for u in (line.split()[-1] for line in list(served.lines)
+                                                  if "listening on http://" in line) if u.endswith("/mcp")), None),
+                       what="the /mcp listener")
         base = f"http://127.0.0.1:{admin}/ui"
 
         # Nothing without a session; the headers of every answer.
@@ -232,6 +246,33 @@ def test_console_end_to_end(mcpwire_bin, tmp_path, browser):
         wait(lambda: "booked 3 for Ada" in d.find_element(By.ID, "result").text, what="the booking")
         assert not d.find_element(By.ID, "ask-panel").is_displayed()
 
+        # A URL-mode elicitation: the address as text, a link that opens nothing by itself.
+        windows = len(d.window_handles)
+        tool_row(d, "up_connect").find_element(By.CSS_SELECTOR, "button.try").click()
+        d.find_element(By.ID, "run").click()
+        wait(lambda: d.find_element(By.ID, "ask-url-panel").is_displayed(), what="the URL question")
+        assert "Open the page" in d.find_element(By.ID, "ask-message").text
+        assert d.find_element(By.ID, "ask-url").text == "https://example.test/authorize?state=s1"
+        link = d.find_element(By.ID, "ask-link")
+        assert link.get_attribute("href") == "https://example.test/authorize?state=s1"
+        assert link.get_attribute("rel") == "noopener noreferrer" and link.get_attribute("target") == "_blank"
+        assert d.find_elements(By.CSS_SELECTOR, "#ask-fields input") == []
+        assert len(d.window_handles) == windows, "nothing opened by itself"
+        d.find_element(By.ID, "ask-accept").click()
+        wait(lambda: "connect accept" in d.find_element(By.ID, "result").text, what="the accepted URL question")
+        # An address that is no web address is shown, never offered as a link.
+        tool_row(d, "up_connect").find_element(By.CSS_SELECTOR, "button.try").click()
+        trap_url = "javascript:document.title='pwned'"
+        d.find_element(By.CSS_SELECTOR, '[data-arg="url"]').clear()
+        d.find_element(By.CSS_SELECTOR, '[data-arg="url"]').send_keys(trap_url)
+        d.find_element(By.ID, "run").click()
+        wait(lambda: d.find_element(By.ID, "ask-url").text == trap_url, what="the untrusted address")
+        assert d.find_elements(By.ID, "ask-link") == []
+        assert d.find_elements(By.CSS_SELECTOR, "#ask-url-panel a") == []
+        d.find_element(By.ID, "ask-decline").click()
+        wait(lambda: "connect decline" in d.find_element(By.ID, "result").text, what="the declined URL question")
+        assert d.title != "pwned" and len(d.window_handles) == windows
+
         # Both calls are in the live list, newest first, with listener and backend.
         wait(lambda: d.find_elements(By.CSS_SELECTOR, '#calls tr[data-tool="up_count"]'), what="live call")
         echo = d.find_element(By.CSS_SELECTOR, '#calls tr[data-tool="up_echo"]')
@@ -242,16 +283,29 @@ def test_console_end_to_end(mcpwire_bin, tmp_path, browser):
         def figures():
             row = d.find_element(By.CSS_SELECTOR, '#backends tr[data-backend="up"]')
             return row.find_element(By.CSS_SELECTOR, "td.errors").text, row.find_element(By.CSS_SELECTOR, "td.latency").text
-        wait(lambda: figures()[0].startswith("0 of 3 "), what="the upstream's calls")
+        wait(lambda: figures()[0].startswith("0 of 5 "), what="the upstream's calls")
         assert figures()[1].count(" / ") == 2, figures()
         up_row = d.find_element(By.CSS_SELECTOR, '#backends tr[data-backend="up"]')
         assert up_row.find_element(By.CSS_SELECTOR, "td.kind").text == "upstream"
         assert up_row.find_element(By.CSS_SELECTOR, "td.era").text.startswith("20")
         assert up_row.find_element(By.CSS_SELECTOR, "td.restarts").text == "0"
+        demo_row = d.find_element(By.CSS_SELECTOR, '#backends tr[data-backend="demo"]')
+        assert demo_row.find_element(By.CSS_SELECTOR, "td.era").text == "in-process"
+
+        # The upstream's own charts: its calls second by second over the last minute.
+        Select(d.find_element(By.ID, "chart-backend")).select_by_value("up")
+        wait(lambda: d.find_element(By.ID, "backend-charts").is_displayed(), what="the charts")
+        wait(lambda: int(d.find_element(By.ID, "backend-charts").get_attribute("data-points") or 0) >= 3,
+             what="the upstream's calls in its chart")
+        assert d.find_elements(By.CSS_SELECTOR, "#chart-calls rect.bar-ok")
+        assert d.find_elements(By.CSS_SELECTOR, "#chart-latency rect.bar-p50")
+        assert d.find_elements(By.CSS_SELECTOR, "#chart-latency rect.bar-p99")
+        assert d.find_elements(By.CSS_SELECTOR, "#chart-errors rect") == [], "no errors"
+        assert len(d.find_elements(By.CSS_SELECTOR, "#chart-calls rect")) <= 60, "one bar a second at most"
 
         # A credential the listener refuses shows with its reason.
         bad = urllib.request.Request(
-            served.url,
+            mcp_url,
             data=b'{"jsonrpc":"2.0","id":1,"method":"ping"}',
             headers={"Authorization": "Bearer not-a-key", "Content-Type": "application/json",
                      "Accept": "application/json, text/event-stream"},
@@ -270,7 +324,7 @@ def test_console_end_to_end(mcpwire_bin, tmp_path, browser):
             if session:
                 h["Mcp-Session-Id"] = session
                 h["MCP-Protocol-Version"] = "2025-11-25"
-            with urllib.request.urlopen(urllib.request.Request(served.url, data=json.dumps(body).encode(), headers=h)) as r:
+            with urllib.request.urlopen(urllib.request.Request(mcp_url, data=json.dumps(body).encode(), headers=h)) as r:
                 return r.headers.get("Mcp-Session-Id"), r.read().decode()
         sid, _ = post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
@@ -279,10 +333,45 @@ def test_console_end_to_end(mcpwire_bin, tmp_path, browser):
         _, answer = post({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                           "params": {"name": "up_echo", "arguments": {"text": "via listener"}}}, sid)
         assert "via listener" in answer
-        wait(lambda: d.find_element(By.CSS_SELECTOR, "#listeners td.sessions").text == "1", what="one session")
+        def listener_cell(url, cls):
+            return d.find_element(By.CSS_SELECTOR, f'#listeners tr[data-listener="{url}"] td.{cls}').text
+        wait(lambda: listener_cell("http://127.0.0.1:0/mcp", "sessions") == "1", what="one session")
+        assert listener_cell(other_url, "sessions") == "0"
         wait(lambda: any(r.find_element(By.CSS_SELECTOR, "td.listener").text == "http://127.0.0.1:0/mcp"
                          for r in d.find_elements(By.CSS_SELECTOR, '#calls tr[data-tool="up_echo"]')),
              what="the listener's call")
+
+        # A stateless (2026-07-28) request on the other listener: counted there, and its
+        # call names that listener alone though both share the catalog.
+        stateless = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "up_echo", "arguments": {"text": "stateless call"},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}}}}
+        req = urllib.request.Request(other_url, data=json.dumps(stateless).encode(), headers={
+            "Authorization": "Bearer ci-key", "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28",
+            "Mcp-Method": "tools/call", "Mcp-Name": "up_echo"})
+        with urllib.request.urlopen(req) as r:
+            assert "stateless call" in r.read().decode()
+        wait(lambda: listener_cell(other_url, "stateless") == "1", what="the stateless request counted")
+        assert listener_cell(other_url, "sessions") == "0"
+        wait(lambda: any(r.find_element(By.CSS_SELECTOR, "td.listener").text == other_url
+                         for r in d.find_elements(By.CSS_SELECTOR, '#calls tr[data-tool="up_echo"]')),
+             what="the stateless call on its listener")
+        shown = {r.find_element(By.CSS_SELECTOR, "td.listener").text
+                 for r in d.find_elements(By.CSS_SELECTOR, '#calls tr[data-tool="up_echo"]')}
+        assert shown == {"console", "http://127.0.0.1:0/mcp", other_url}, shown
+
+        # Open transport connections (not sessions): two idle TCP connections, then none.
+        port_of = int(mcp_url.split(":")[2].split("/")[0])
+        held = [socket.create_connection(("127.0.0.1", port_of)) for _ in range(2)]
+        try:
+            wait(lambda: listener_cell("http://127.0.0.1:0/mcp", "connections") == "2", what="two connections")
+            assert listener_cell("http://127.0.0.1:0/mcp", "sessions") == "1"
+        finally:
+            for c in held:
+                c.close()
+        wait(lambda: listener_cell("http://127.0.0.1:0/mcp", "connections") == "0", what="connections closed")
 
         # The configuration: every secret masked.
         text = wait(lambda: d.find_element(By.ID, "config-text").text, what="the configuration")
@@ -311,11 +400,11 @@ def test_console_end_to_end(mcpwire_bin, tmp_path, browser):
         assert e.value.code == 403
 
         # An edit of the file is applied and the panel says so; a broken one is refused.
-        conf.write_text(config(admin, port).replace('name = "ci"', 'name = "ci"\nscopes = ["tools"]'))
+        conf.write_text(config(admin, port, other).replace('name = "ci"', 'name = "ci"\nscopes = ["tools"]'))
         wait(lambda: "applied" in d.find_element(By.ID, "reload").text, 30, what="the reload applied")
         assert "[auth]" in d.find_element(By.ID, "reload").text
         wait(lambda: 'scopes = ["tools"]' in d.find_element(By.ID, "config-text").text, what="the new file")
-        conf.write_text(config(admin, port).replace("[policy]", "[policy"))
+        conf.write_text(config(admin, port, other).replace("[policy]", "[policy"))
         wait(lambda: "refused" in d.find_element(By.ID, "reload").text, 30, what="the reload refused")
         assert 'scopes = ["tools"]' in d.find_element(By.ID, "config-text").text, "still the applied file"
 

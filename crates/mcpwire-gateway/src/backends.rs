@@ -74,6 +74,16 @@ pub struct Started {
     pub status: Option<crate::console::BackendStatus>,
 }
 
+/// An OpenAPI backend's era as the console shows it: the version its document follows
+/// now (`openapi 3.1.0`; a re-read document may change it).
+fn openapi_status(backend: &Arc<mcpwire_openapi::OpenApiBackend>) -> crate::console::BackendStatus {
+    let weak = Arc::downgrade(backend);
+    Arc::new(move || match weak.upgrade() {
+        Some(b) => serde_json::json!({ "era": format!("openapi {}", b.openapi_version()) }),
+        None => serde_json::Value::Null,
+    })
+}
+
 /// Starts re-reading a backend's description (returns at once; the backend announces a
 /// changed list itself).
 pub type Reread = Arc<dyn Fn() + Send + Sync>;
@@ -208,7 +218,7 @@ pub async fn start(
             tracing::info!(backend = %spec.name, tools = ?backend.tool_names(), "tool process ready");
             let weak = Arc::downgrade(&backend);
             let status: crate::console::BackendStatus = Arc::new(move || match weak.upgrade() {
-                Some(b) => serde_json::json!({ "restarts": b.restarts() }),
+                Some(b) => serde_json::json!({ "era": "protomcp", "restarts": b.restarts() }),
                 None => serde_json::Value::Null,
             });
             Ok(Started {
@@ -230,7 +240,7 @@ pub async fn start(
                 server_info: backend.server_info(),
                 instructions: None,
                 reread: Some(crate::openapi::rereader(&backend)),
-                status: None,
+                status: Some(openapi_status(&backend)),
                 backend,
             })
         }

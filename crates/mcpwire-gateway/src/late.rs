@@ -99,6 +99,18 @@ impl LateBackend {
         self.up.get()
     }
 
+    /// What the console shows of it (era, restarts): the started backend's own, nothing
+    /// before it started.
+    pub(crate) fn status(self: &Arc<Self>) -> crate::console::BackendStatus {
+        let weak = Arc::downgrade(self);
+        Arc::new(move || {
+            let status = weak
+                .upgrade()
+                .and_then(|late| late.started().and_then(|s| s.status.clone()));
+            status.map_or(serde_json::Value::Null, |f| f())
+        })
+    }
+
     fn backend(&self) -> Option<&Arc<dyn Backend>> {
         self.up.get().map(|s| &s.backend)
     }
@@ -276,5 +288,72 @@ impl LateBackend {
             .map(|a| a.reason.clone())
             .unwrap_or_else(|_| "being started".to_owned());
         Some(reason)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{BackendSource, BackendSpec};
+    use mcpwire_model::types::Implementation;
+    use serde_json::{Value, json};
+
+    /// A backend that answers nothing.
+    struct Quiet(BackendInfo);
+
+    impl Backend for Quiet {
+        fn info(&self) -> &BackendInfo {
+            &self.0
+        }
+
+        fn call(
+            &self,
+            _: CallCtx,
+            _: BackendRequest,
+        ) -> BoxFuture<'static, Result<Reply, McpError>> {
+            Box::pin(async { Err(McpError::Unavailable("quiet".into())) })
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_late_backend_shows_the_era_of_the_one_that_started() {
+        let spec = BackendSpec::new(
+            "up",
+            BackendSource::Native {
+                server: "demo".into(),
+            },
+        );
+        let status: crate::console::BackendStatus =
+            Arc::new(|| json!({ "era": "2025-11-25", "restarts": 0 }));
+        let started = Started {
+            spec,
+            backend: Arc::new(Quiet(BackendInfo {
+                name: "up".into(),
+                capabilities: ServerCapabilities::default(),
+            })),
+            server_info: Implementation::new("up", "1"),
+            instructions: None,
+            reread: None,
+            status: Some(status),
+        };
+        let start: Starter = Arc::new(move || {
+            let s = started.clone();
+            Box::pin(async move { Ok(s) })
+        });
+        let failed = StartFailure {
+            backend: "up".into(),
+            reason: "connection refused".into(),
+            unsupported: false,
+        };
+        let late = LateBackend::new("up", &failed, start);
+        let shown = late.status();
+        assert_eq!(shown(), Value::Null, "nothing before it started");
+        assert!(
+            late.clone().ensure().await.is_err(),
+            "quiet after a failure"
+        );
+        tokio::time::advance(QUIET_AFTER_FAILURE).await;
+        late.clone().ensure().await.expect("started");
+        assert_eq!(shown()["era"], "2025-11-25");
     }
 }

@@ -24,7 +24,8 @@ use tokio::sync::broadcast;
 pub(crate) struct Recorded {
     inner: Arc<dyn Backend>,
     log: Arc<CallLog>,
-    /// The listeners this catalog serves (or `console`).
+    /// The listeners this catalog serves (or `console`): shown for a call whose wire
+    /// named no listener.
     via: Arc<str>,
     /// Where a tool's backend is looked up; dangling when one backend is served alone.
     federation: Weak<Federation>,
@@ -84,7 +85,9 @@ impl Backend for Recorded {
             Some(fed) => fed.tool_member(&tool).map(|m| m.to_string()),
             None => Some(self.alone.to_string()),
         };
-        let listener = self.via.to_string();
+        // The listener the call came through, as its session (or stateless request)
+        // carries it; the catalog's own listeners when the wire did not name one.
+        let listener = ctx.listener().unwrap_or(&self.via).to_owned();
         let (log, started) = (self.log.clone(), Instant::now());
         let answer = self.inner.call(ctx, req);
         Box::pin(async move {
@@ -237,6 +240,61 @@ mod tests {
             log.clone(),
             Arc::from("http://l/mcp"),
         ))
+    }
+
+    /// A backend answering every call `ok`.
+    struct Answers(BackendInfo);
+
+    impl Backend for Answers {
+        fn info(&self) -> &BackendInfo {
+            &self.0
+        }
+
+        fn call(
+            &self,
+            _ctx: CallCtx,
+            _req: BackendRequest,
+        ) -> BoxFuture<'static, Result<Reply, McpError>> {
+            let raw = mcpwire_model::to_raw(&serde_json::json!({ "content": [] }));
+            Box::pin(async move { Ok(Reply::Complete(raw)) })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_call_names_the_listener_it_came_through() {
+        let log = Arc::new(CallLog::default());
+        let inner = Arc::new(Answers(BackendInfo {
+            name: "b".into(),
+            capabilities: Default::default(),
+        }));
+        let recorded = Recorded::new(
+            inner,
+            log.clone(),
+            Arc::from("http://a/mcp, ws://b/"),
+            Weak::new(),
+            Arc::from("b"),
+        );
+        let call = || BackendRequest::CallTool {
+            name: "t".into(),
+            arguments: None,
+        };
+        log.read();
+        let session = mcpwire_router::SessionScope::new();
+        session.set_listener(Arc::from("ws://b/"));
+        let ctx = CallCtx::detached().with_session(Some(session));
+        recorded.call(ctx, call()).await.expect("answered");
+        let stateless = CallCtx::detached().with_listener(Some(Arc::from("http://a/mcp")));
+        recorded.call(stateless, call()).await.expect("answered");
+        recorded
+            .call(CallCtx::detached(), call())
+            .await
+            .expect("answered");
+        let listeners: Vec<String> = log.read().into_iter().map(|c| c.listener).collect();
+        assert_eq!(
+            listeners,
+            ["http://a/mcp, ws://b/", "http://a/mcp", "ws://b/"],
+            "newest first; unnamed: the catalog's listeners"
+        );
     }
 
     #[tokio::test]

@@ -931,7 +931,7 @@ fn late_started(
         server_info: Implementation::new(spec.name.clone(), "unknown"),
         instructions: None,
         reread: None,
-        status: None,
+        status: Some(backend.status()),
     };
     (started, backend)
 }

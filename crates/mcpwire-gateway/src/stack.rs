@@ -188,8 +188,9 @@ impl Shared<'_> {
         }
         service.connections = self.connections.cloned();
         if self.calls.is_some() {
-            // The console shows each listener's open sessions.
-            service.load = Some(Arc::default());
+            // The console shows each listener's sessions, connections and stateless
+            // requests, and names it as each call's listener.
+            service.load = Some(Arc::new(mcpwire_server::ListenerLoad::new(listener.url())));
         }
         service.http_routes.extend(self.pages.iter().cloned());
         match self.cluster {

@@ -117,6 +117,8 @@ struct Loaded {
     /// The base URL's path, without a trailing `/`.
     base_path: String,
     info: Implementation,
+    /// The document's `openapi` field (`3.1.0`).
+    openapi: String,
 }
 
 /// An OpenAPI service as a backend.
@@ -174,6 +176,11 @@ impl OpenApiBackend {
     /// The document's `info` as a `serverInfo`.
     pub fn server_info(&self) -> Implementation {
         self.loaded.load().info.clone()
+    }
+
+    /// The version the document says it follows (its `openapi` field, `3.1.0`).
+    pub fn openapi_version(&self) -> String {
+        self.loaded.load().openapi.clone()
     }
 
     /// The document's source.
@@ -385,6 +392,12 @@ async fn load(config: &OpenApiConfig) -> Result<Loaded, OpenApiError> {
         );
     }
     let (title, version) = doc.info();
+    let openapi = doc
+        .root
+        .get("openapi")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
     tracing::info!(backend = %config.name, %base, tools = names.len(), skipped = catalog.skipped.len(), "OpenAPI document read");
     Ok(Loaded {
         list: to_raw(&json!({ "tools": listed })),
@@ -393,6 +406,7 @@ async fn load(config: &OpenApiConfig) -> Result<Loaded, OpenApiError> {
         skipped: catalog.skipped,
         client: Arc::new(client),
         base_path,
+        openapi,
         info: Implementation::new(
             if title.is_empty() {
                 config.name.clone()

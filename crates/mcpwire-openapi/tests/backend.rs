@@ -138,6 +138,11 @@ async fn calls_over_keep_alive_with_limits() {
     config.max_response_bytes = 1024;
     config.call_timeout = Duration::from_millis(500);
     let b = OpenApiBackend::load(config).await.expect("loaded");
+    assert_eq!(
+        b.openapi_version(),
+        "3.0.3",
+        "what the console shows as its era"
+    );
 
     let r = call(&b, "getPet", json!({"id": 7, "verbose": true}))
         .await

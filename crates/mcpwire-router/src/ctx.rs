@@ -43,6 +43,9 @@ struct Inner {
     client_ip: Option<std::net::IpAddr>,
     /// The request's `_meta`, as the client sent it.
     meta: Option<Arc<RawValue>>,
+    /// The listener a request without a session came through (a session's own is in
+    /// its [`SessionScope`]).
+    listener: Option<Arc<str>>,
     input: Option<Mutex<InputRound>>,
     /// Set when the call became a task: asks and progress go to the task from then on.
     task: OnceLock<Arc<TaskEntry>>,
@@ -87,6 +90,7 @@ impl CallCtx {
                 identity: None,
                 client_ip: None,
                 meta: None,
+                listener: None,
                 input: None,
                 task: OnceLock::new(),
                 wants_task: tokio::sync::Notify::new(),
@@ -115,6 +119,7 @@ impl CallCtx {
             identity: self.inner.identity.clone(),
             client_ip: self.inner.client_ip,
             meta: self.inner.meta.clone(),
+            listener: self.inner.listener.clone(),
             input: Some(Mutex::new(round)),
             task: OnceLock::new(),
             wants_task: tokio::sync::Notify::new(),
@@ -134,6 +139,7 @@ impl CallCtx {
             identity: self.inner.identity.clone(),
             client_ip: self.inner.client_ip,
             meta: self.inner.meta.clone(),
+            listener: self.inner.listener.clone(),
             input: None,
             task: OnceLock::new(),
             wants_task: tokio::sync::Notify::new(),
@@ -185,6 +191,25 @@ impl CallCtx {
             inner.session = session;
         }
         self
+    }
+
+    /// Sets the listener a request without a session came through (done by the shell when
+    /// dispatching a stateless request; a session names its listener in its
+    /// [`SessionScope`]).
+    pub fn with_listener(mut self, listener: Option<Arc<str>>) -> CallCtx {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.listener = listener;
+        }
+        self
+    }
+
+    /// The listener the request came through (its URL), when the shell named it: the
+    /// request's own, else its session's. `None` for in-process calls.
+    pub fn listener(&self) -> Option<&str> {
+        match &self.inner.listener {
+            Some(l) => Some(l),
+            None => self.inner.session.as_ref().and_then(SessionScope::listener),
+        }
     }
 
     /// Sets who is calling, as the wire's authentication layer established it (done by the
@@ -447,5 +472,23 @@ impl CallCtx {
                 ))),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_calls_listener_is_its_own_else_its_sessions() {
+        assert_eq!(CallCtx::detached().listener(), None);
+        let session = SessionScope::new();
+        session.set_listener(Arc::from("ws://127.0.0.1:1/"));
+        let in_session = CallCtx::detached().with_session(Some(session));
+        assert_eq!(in_session.listener(), Some("ws://127.0.0.1:1/"));
+        let stateless = CallCtx::detached().with_listener(Some(Arc::from("http://h/mcp")));
+        assert_eq!(stateless.listener(), Some("http://h/mcp"));
+        let kept = stateless.with_cancel(CancellationToken::new());
+        assert_eq!(kept.listener(), Some("http://h/mcp"), "kept by a copy");
     }
 }

@@ -30,6 +30,8 @@ struct ScopeInner {
     notices: Option<mpsc::Sender<SessionNotice>>,
     /// Bumped each time the client says its roots changed.
     roots: watch::Sender<u64>,
+    /// The listener the session came through (set once, by its driver).
+    listener: std::sync::OnceLock<Arc<str>>,
 }
 
 /// What a backend sends one downstream session outside its calls
@@ -101,6 +103,7 @@ impl SessionScope {
                 shared,
                 notices,
                 roots: watch::Sender::new(0),
+                listener: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -156,6 +159,17 @@ impl SessionScope {
         self.inner.shared.as_ref()
     }
 
+    /// Names the listener this session came through (its URL); only the first name
+    /// given holds. Set once by the session's driver, so a call's listener costs nothing.
+    pub fn set_listener(&self, listener: Arc<str>) {
+        let _ = self.inner.listener.set(listener);
+    }
+
+    /// The listener this session came through, when its driver named it.
+    pub fn listener(&self) -> Option<&str> {
+        self.inner.listener.get().map(|l| &**l)
+    }
+
     /// The session's identity, unique in this process.
     pub fn id(&self) -> u64 {
         self.inner.id
@@ -196,5 +210,15 @@ mod tests {
         assert!(!a2.is_ended());
         a.end();
         assert!(a2.is_ended() && !b.is_ended());
+    }
+
+    #[test]
+    fn the_listener_is_named_once_and_seen_by_clones() {
+        let a = SessionScope::new();
+        assert_eq!(a.listener(), None);
+        let a2 = a.clone();
+        a.set_listener(Arc::from("http://127.0.0.1:1/mcp"));
+        a.set_listener(Arc::from("ws://other"));
+        assert_eq!(a2.listener(), Some("http://127.0.0.1:1/mcp"));
     }
 }

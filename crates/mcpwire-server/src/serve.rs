@@ -3,6 +3,7 @@
 //! session directory, extra HTTP pages).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use mcpwire_model::types::Implementation;
 #[cfg(feature = "proto-mcp")]
@@ -51,41 +52,92 @@ pub struct Service {
     /// path is ignored.
     #[cfg(feature = "http")]
     pub http_routes: Vec<HttpRoute>,
-    /// Counts the sessions open on the listener serving this service (give each listener
-    /// its own; `None`: not counted). Stateless HTTP requests and gRPC calls are no
-    /// sessions.
+    /// Counts the sessions, connections and stateless requests of the listener serving
+    /// this service, and names it to its calls (give each listener its own; `None`: not
+    /// counted).
     pub load: Option<Arc<ListenerLoad>>,
 }
 
-/// The sessions open on one listener now (the console's listeners panel).
+/// What one listener carries now (the console's listeners panel): its sessions, its open
+/// transport connections and the stateless requests it answered. Counting costs an atomic
+/// add and sub per session or connection and an add per stateless request; nothing per
+/// call of a session.
 #[derive(Debug, Default)]
 pub struct ListenerLoad {
-    sessions: std::sync::atomic::AtomicUsize,
+    /// The listener's name (its URL), which its sessions' calls carry.
+    listener: Arc<str>,
+    sessions: AtomicUsize,
+    connections: AtomicUsize,
+    stateless: AtomicU64,
 }
 
 impl ListenerLoad {
-    /// Sessions open now.
+    /// The load of the listener named `listener` (its URL).
+    pub fn new(listener: impl Into<Arc<str>>) -> ListenerLoad {
+        ListenerLoad {
+            listener: listener.into(),
+            ..ListenerLoad::default()
+        }
+    }
+
+    /// The listener's name.
+    pub fn listener(&self) -> &Arc<str> {
+        &self.listener
+    }
+
+    /// Sessions open now (HTTP sessions; stdio, MCPB and WebSocket connections).
     pub fn sessions(&self) -> usize {
-        self.sessions.load(std::sync::atomic::Ordering::Relaxed)
+        self.sessions.load(Ordering::Relaxed)
+    }
+
+    /// Transport connections open now: TCP (or TLS) connections of an HTTP or gRPC
+    /// listener, MCPB connections, WebSocket connections, stdio's one.
+    pub fn connections(&self) -> usize {
+        self.connections.load(Ordering::Relaxed)
+    }
+
+    /// Requests answered without a session since the start: stateless (2026-07-28) HTTP
+    /// requests and gRPC calls.
+    pub fn stateless_requests(&self) -> u64 {
+        self.stateless.load(Ordering::Relaxed)
     }
 
     /// Counts one more session until the guard is dropped.
     pub(crate) fn open(self: &Arc<Self>) -> Counted {
-        self.sessions
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Counted(self.clone())
+        self.sessions.fetch_add(1, Ordering::Relaxed);
+        Counted(self.clone(), Count::Session)
+    }
+
+    /// Counts one more open connection until the guard is dropped.
+    pub(crate) fn connected(self: &Arc<Self>) -> Counted {
+        self.connections.fetch_add(1, Ordering::Relaxed);
+        Counted(self.clone(), Count::Connection)
+    }
+
+    /// Counts one stateless request.
+    pub(crate) fn stateless_request(&self) {
+        self.stateless.fetch_add(1, Ordering::Relaxed);
     }
 }
 
-/// One open session of a [`ListenerLoad`].
+/// What a [`Counted`] counts.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Count {
+    Session,
+    Connection,
+}
+
+/// One open session or connection of a [`ListenerLoad`], counted until dropped.
 #[derive(Debug)]
-pub(crate) struct Counted(Arc<ListenerLoad>);
+pub(crate) struct Counted(Arc<ListenerLoad>, Count);
 
 impl Drop for Counted {
     fn drop(&mut self) {
-        self.0
-            .sessions
-            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        let n = match self.1 {
+            Count::Session => &self.0.sessions,
+            Count::Connection => &self.0.connections,
+        };
+        n.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -164,5 +216,21 @@ mod tests {
         assert_eq!(load.sessions(), 1);
         drop(b);
         assert_eq!(load.sessions(), 0);
+    }
+
+    #[test]
+    fn a_listener_counts_connections_and_stateless_requests_apart() {
+        let load = Arc::new(ListenerLoad::new("http://127.0.0.1:1/mcp"));
+        let c = load.connected();
+        let s = load.open();
+        load.stateless_request();
+        load.stateless_request();
+        assert_eq!((load.connections(), load.sessions()), (1, 1));
+        assert_eq!(load.stateless_requests(), 2);
+        drop(c);
+        assert_eq!((load.connections(), load.sessions()), (0, 1));
+        drop(s);
+        assert_eq!(load.sessions(), 0);
+        assert_eq!(&**load.listener(), "http://127.0.0.1:1/mcp");
     }
 }

@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::{ApiKeys, AuthConfigError, Authenticator, KeyScopes, named_keys};
-use crate::config::GatewayConfig;
+use crate::config::{BackendSource, GatewayConfig};
 use crate::error::Origin;
 use crate::recorded::Recorded;
 use catalog::{Judge, list_tools, reply_json, seen};
@@ -44,8 +44,9 @@ struct Live {
     views: Vec<ViewSpec>,
     /// The configuration as the page shows it (masked).
     config: Value,
-    /// The backends' kinds, by name.
-    kinds: Vec<(String, &'static str)>,
+    /// The backends' kinds and what they speak when that does not change (`protomcp`,
+    /// `grpc (reflection)`), by name.
+    kinds: Vec<(String, &'static str, Option<&'static str>)>,
 }
 
 /// The gateway as the console sees it.
@@ -58,7 +59,7 @@ pub(crate) struct GatewayConsole {
     reload: Mutex<Option<Value>>,
     /// Era and restarts of the backends that know them.
     status: Mutex<Vec<(String, BackendStatus)>>,
-    /// Each listener's open sessions, in listener order.
+    /// Each listener's sessions, connections and stateless requests, in listener order.
     loads: Mutex<Vec<Option<Arc<ListenerLoad>>>>,
     /// The live calls, where the console's own calls are recorded too.
     calls: Arc<CallLog>,
@@ -85,9 +86,24 @@ fn live(config: &GatewayConfig) -> Result<Option<Live>, AuthConfigError> {
         kinds: config
             .backends
             .iter()
-            .map(|b| (b.name.clone(), b.source.kind()))
+            .map(|b| (b.name.clone(), b.source.kind(), fixed_era(&b.source)))
             .collect(),
     }))
+}
+
+/// What a backend speaks, when its kind alone says it: a native backend runs in process,
+/// a tool process speaks protomcp, a gRPC service is read by reflection or from a
+/// descriptor set. An upstream's revision and an OpenAPI document's version are known
+/// once it started (its status tells them).
+fn fixed_era(source: &BackendSource) -> Option<&'static str> {
+    match source {
+        BackendSource::Native { .. } => Some("in-process"),
+        BackendSource::Process(_) => Some("protomcp"),
+        BackendSource::Grpc(g) if g.descriptors.is_some() => Some("grpc (descriptor set)"),
+        BackendSource::Grpc(_) => Some("grpc (reflection)"),
+        BackendSource::OpenApi(_) => Some("openapi"),
+        BackendSource::Upstream(_) => None,
+    }
 }
 
 /// The configuration as the page shows it: the file (masked), the listeners and backends.
@@ -179,7 +195,8 @@ impl GatewayConsole {
         *self.reload.lock().unwrap_or_else(PoisonError::into_inner) = Some(v);
     }
 
-    /// Counts the open sessions of the listeners with `loads` (in listener order).
+    /// Shows the sessions, connections and stateless requests of the listeners with
+    /// `loads` (in listener order).
     pub(crate) fn set_loads(&self, loads: Vec<Option<Arc<ListenerLoad>>>) {
         *self.loads.lock().unwrap_or_else(PoisonError::into_inner) = loads;
     }
@@ -273,6 +290,8 @@ impl ConsoleSource for GatewayConsole {
             for (l, load) in listeners.iter_mut().zip(loads) {
                 if let (Value::Object(o), Some(load)) = (l, load) {
                     o.insert("sessions".into(), load.sessions().into());
+                    o.insert("connections".into(), load.connections().into());
+                    o.insert("stateless".into(), load.stateless_requests().into());
                 }
             }
         }
@@ -285,8 +304,8 @@ impl ConsoleSource for GatewayConsole {
 
     fn backend_facts(&self) -> Value {
         let mut out = serde_json::Map::new();
-        for (name, kind) in &self.live().kinds {
-            out.insert(name.clone(), json!({ "kind": kind }));
+        for (name, kind, era) in &self.live().kinds {
+            out.insert(name.clone(), json!({ "kind": kind, "era": era }));
         }
         let status = self.status.lock().map(|s| s.clone()).unwrap_or_default();
         for (name, f) in status {
@@ -421,6 +440,16 @@ mod tests {
         assert!(who.has_scope("a") && who.has_scope("b") && who.has_scope("c"));
         assert_eq!(who.claim("team"), Some(&json!("x")));
         assert!(token_identity("[1]").is_err());
+    }
+
+    #[test]
+    fn a_backend_whose_kind_says_what_it_speaks_shows_it() {
+        let c = console(FILE).expect("built").expect("a console");
+        let facts = c.backend_facts();
+        assert_eq!(facts["d"]["kind"], "native");
+        assert_eq!(facts["d"]["era"], "in-process");
+        let proc = BackendSource::Process(crate::config::ProcessSpec::new("tools.py"));
+        assert_eq!(fixed_era(&proc), Some("protomcp"));
     }
 
     #[test]

@@ -152,6 +152,8 @@ pub(crate) struct Calls {
     /// authenticated); every call started from now on carries it.
     identity: Option<Identity>,
     client_ip: Option<std::net::IpAddr>,
+    /// The listener a stateless request came through (a session's is in its scope).
+    listener: Option<Arc<str>>,
     /// The wire these calls came in on (the metrics' `wire` label).
     wire: WireLabel,
     /// The caller's trace context for every call (a WebSocket upgrade's, a gRPC call's).
@@ -228,6 +230,7 @@ impl Calls {
             session,
             identity: None,
             client_ip: None,
+            listener: None,
             wire,
             trace_parent: None,
             request_parents: HashMap::new(),
@@ -280,6 +283,15 @@ impl Calls {
     pub(crate) fn with_identity(mut self, identity: Option<Identity>) -> Calls {
         self.identity = identity;
         self
+    }
+
+    /// These calls came through the listener named `listener` (its URL): the session's
+    /// scope carries it, or each call of a stateless request does.
+    pub(crate) fn set_listener(&mut self, listener: Arc<str>) {
+        match &self.session {
+            Some(session) => session.set_listener(listener),
+            None => self.listener = Some(listener),
+        }
     }
 
     /// These calls come from `ip` (read by the rate limits, `crate::limits`).
@@ -545,6 +557,7 @@ impl Calls {
         )
         .with_progress_token(d.ctx.progress_token)
         .with_session(self.session.clone())
+        .with_listener(self.listener.clone())
         .with_identity(self.identity.clone())
         .with_client_ip(self.client_ip);
         let measured = CallMetrics::start(self.wire, &d.method, d.params.as_ref());

@@ -33,6 +33,9 @@ pub(crate) struct ServerCore {
     drain_by: Option<Instant>,
     /// Counts this session among its listener's while it lives.
     _counted: Option<crate::serve::Counted>,
+    /// Counts its connection among its listener's, where the session is one (stdio,
+    /// MCPB, WebSocket).
+    _connection: Option<crate::serve::Counted>,
 }
 
 impl ServerCore {
@@ -43,12 +46,40 @@ impl ServerCore {
             calls,
             drain_by: None,
             _counted: None,
+            _connection: None,
         }
     }
 
-    /// This session counted among the open sessions of `load`'s listener until it ends.
+    /// This session counted among the open sessions of `load`'s listener until it ends,
+    /// its calls carrying that listener's name (set once, in the session's scope).
     pub(crate) fn counted(mut self, load: Option<&Arc<crate::serve::ListenerLoad>>) -> ServerCore {
-        self._counted = load.map(crate::serve::ListenerLoad::open);
+        if let Some(load) = load {
+            self.calls.set_listener(load.listener().clone());
+            self._counted = Some(load.open());
+        }
+        self
+    }
+
+    /// [`ServerCore::counted`] for a session that is its own connection (stdio, MCPB,
+    /// WebSocket): counted among `load`'s listener's sessions and connections.
+    pub(crate) fn counted_connection(
+        mut self,
+        load: Option<&Arc<crate::serve::ListenerLoad>>,
+    ) -> ServerCore {
+        self._connection = load.map(crate::serve::ListenerLoad::connected);
+        self.counted(load)
+    }
+
+    /// This stateless request counted among `load`'s listener's, its call carrying that
+    /// listener's name.
+    pub(crate) fn counted_request(
+        mut self,
+        load: Option<&Arc<crate::serve::ListenerLoad>>,
+    ) -> ServerCore {
+        if let Some(load) = load {
+            load.stateless_request();
+            self.calls.set_listener(load.listener().clone());
+        }
         self
     }
 

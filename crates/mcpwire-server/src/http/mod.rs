@@ -258,6 +258,7 @@ impl HttpServer {
             }
         }
         let conn_limit = self.app.service.connections.clone();
+        let load = self.app.service.load.clone();
         let auth = self.app.auth.as_ref().map(|a| a.authenticator.clone());
         // After the routes: every answer, the metadata's and refusals' included.
         let router = router
@@ -284,6 +285,7 @@ impl HttpServer {
                 Some(Ok(permit)) => Some(permit),
                 None => None,
             };
+            let counted = load.as_ref().map(crate::serve::ListenerLoad::connected);
             let client = ClientAddr {
                 addr: peer,
                 certificate: io.certificate_identity(),
@@ -307,7 +309,7 @@ impl HttpServer {
                 if let Err(e) = ended {
                     tracing::debug!(%peer, error = %e, "connection ended with an error");
                 }
-                drop(permit);
+                drop((permit, counted));
             });
         }
         drop(listener);

@@ -37,7 +37,8 @@ impl Exchange {
             .with_identity(identity)
             .with_client_ip(ip)
             .with_trace_parent(trace);
-        let core = ServerCore::new(ServerSession::new(service.config.clone()), calls);
+        let core = ServerCore::new(ServerSession::new(service.config.clone()), calls)
+            .counted_request(service.load.as_ref());
         Exchange::with_meta(core, req, meta)
     }
 }

@@ -163,7 +163,7 @@ pub(crate) async fn serve<R, W>(
                 .with_client_ip(Some(peer.ip()))
                 .with_identity(certificate.clone().filter(|_| listener.auth.is_none())),
         )
-        .counted(service.load.as_ref()),
+        .counted_connection(service.load.as_ref()),
         codec: McpbCodec::server(&service.limits),
         phase: Phase::Version,
         closing: false,

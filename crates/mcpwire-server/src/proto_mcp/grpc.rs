@@ -75,10 +75,11 @@ impl GrpcMcp {
         let max = self.service.limits.max_message_bytes;
         let in_flight = self.service.config.limits.max_in_flight;
         let connections = self.service.connections.clone();
+        let load = self.service.load.clone();
         let svc = McpServiceServer::new(self)
             .max_decoding_message_size(max)
             .max_encoding_message_size(max.saturating_mul(4));
-        let incoming = accepted(listener, connections);
+        let incoming = accepted(listener, connections, load);
         let serving = tonic::transport::Server::builder()
             .concurrency_limit_per_connection(in_flight)
             .max_concurrent_streams(u32::try_from(in_flight).ok())
@@ -175,7 +176,8 @@ impl GrpcMcp {
             .with_identity(identity)
             .with_client_ip(ip)
             .with_trace_parent(trace);
-        let exchange = Exchange::new(ServerCore::new(session, calls), req);
+        let core = ServerCore::new(session, calls).counted_request(self.service.load.as_ref());
+        let exchange = Exchange::new(core, req);
         let Some(response) = exchange.response().await else {
             return internal("the request ended without an answer");
         };
@@ -337,16 +339,20 @@ impl McpService for GrpcMcp {
 }
 
 /// Accepted connections as the stream tonic serves, each under the connections per IP
-/// limit when there is one.
+/// limit when there is one, and counted among the listener's (`load`).
 fn accepted(
     listener: crate::tls::Incoming,
     limits: Option<Arc<ConnectionLimits>>,
+    load: Option<Arc<crate::serve::ListenerLoad>>,
 ) -> impl futures::Stream<Item = std::io::Result<GrpcConn>> {
     futures::stream::unfold(listener, move |mut l| {
-        let limits = limits.clone();
+        let (limits, load) = (limits.clone(), load.clone());
         async move {
             let (s, peer) = l.next().await;
-            Some((Ok(GrpcConn::admit(s, peer, limits.as_ref())), l))
+            Some((
+                Ok(GrpcConn::admit(s, peer, limits.as_ref(), load.as_ref())),
+                l,
+            ))
         }
     })
 }

@@ -37,21 +37,27 @@ pub(crate) struct GrpcConn {
     stream: ServerStream,
     info: GrpcConnInfo,
     _permit: Option<ConnectionPermit>,
+    /// Counts it among its listener's open connections.
+    _counted: Option<crate::serve::Counted>,
     closes: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl GrpcConn {
-    /// `stream` from `remote`, under `limits` if any.
+    /// `stream` from `remote`, under `limits` if any, counted in `load` if admitted.
     pub(crate) fn admit(
         stream: ServerStream,
         remote: SocketAddr,
         limits: Option<&Arc<ConnectionLimits>>,
+        load: Option<&Arc<crate::serve::ListenerLoad>>,
     ) -> GrpcConn {
         let (permit, refused) = match limits.map(|l| l.admit(remote.ip(), WireLabel::Grpc)) {
             Some(Ok(p)) => (Some(p), None),
             Some(Err(e)) => (None, Some(e)),
             None => (None, None),
         };
+        let counted = load
+            .filter(|_| refused.is_none())
+            .map(crate::serve::ListenerLoad::connected);
         let closes = refused
             .is_some()
             .then(|| Box::pin(tokio::time::sleep(REFUSED_LINGER)));
@@ -62,6 +68,7 @@ impl GrpcConn {
                 certificate: stream.certificate_identity(),
             },
             stream,
+            _counted: counted,
             _permit: permit,
             closes,
         }

@@ -258,7 +258,7 @@ impl WsConnection {
                     .with_client_ip(ip)
                     .with_trace_parent(trace),
             )
-            .counted(st.service.load.as_ref()),
+            .counted_connection(st.service.load.as_ref()),
             translator: Translator::new(st.service.proto.clone()),
             mode: Mode::Undecided,
             max: st.service.limits.max_message_bytes,

@@ -40,7 +40,7 @@ where
                 ServerSession::new(service.config.clone()),
                 Calls::new(service.router.clone(), WireLabel::Stdio),
             )
-            .counted(service.load.as_ref()),
+            .counted_connection(service.load.as_ref()),
             json: NdjsonCodec::new(&service.limits),
             #[cfg(feature = "proto-mcp")]
             proto: ProtoSide {

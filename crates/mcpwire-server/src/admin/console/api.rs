@@ -226,12 +226,16 @@ pub(super) async fn callers(State(st): State<ConsoleState>, headers: HeaderMap) 
 
 /// `as=CALLER` from the query string (percent-decoded).
 fn caller_of(query: Option<&str>) -> String {
+    param(query, "as").unwrap_or_else(|| "anonymous".into())
+}
+
+/// Parameter `key` of the query string (percent-decoded).
+fn param(query: Option<&str>, key: &str) -> Option<String> {
     query
         .unwrap_or("")
         .split('&')
-        .find_map(|kv| kv.strip_prefix("as="))
+        .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
         .map(percent_decode)
-        .unwrap_or_else(|| "anonymous".into())
 }
 
 fn percent_decode(s: &str) -> String {
@@ -365,6 +369,26 @@ pub(super) async fn calls(State(st): State<ConsoleState>, headers: HeaderMap) ->
     answer(StatusCode::OK, json!({ "calls": st.calls.read() }))
 }
 
+/// One backend's calls second by second over the last minute (`?backend=NAME`), for its
+/// charts: at most [`super::stats::SLOTS`] points, none when its calls were not recorded.
+pub(super) async fn series(
+    State(st): State<ConsoleState>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+) -> Response {
+    if let Err((status, why)) = authorized(&st, &headers, false) {
+        return refuse(status, why);
+    }
+    let Some(backend) = param(query.as_deref(), "backend") else {
+        return refuse(StatusCode::BAD_REQUEST, "backend missing");
+    };
+    let points = st.calls.series(&backend).unwrap_or_default();
+    answer(
+        StatusCode::OK,
+        json!({ "backend": backend, "points": points }),
+    )
+}
+
 pub(super) async fn csp_report(
     State(st): State<ConsoleState>,
     headers: HeaderMap,
@@ -423,5 +447,10 @@ mod tests {
         assert_eq!(caller_of(Some("as=key%3Aci")), "key:ci");
         assert_eq!(caller_of(None), "anonymous");
         assert_eq!(caller_of(Some("as=%zz")), "%zz");
+        assert_eq!(
+            param(Some("x=1&backend=up%20one"), "backend").as_deref(),
+            Some("up one")
+        );
+        assert_eq!(param(Some("backends=x"), "backend"), None);
     }
 }

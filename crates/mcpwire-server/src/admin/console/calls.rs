@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
-use super::stats::{BackendStats, Figures};
+use super::stats::{BackendStats, Figures, Point};
 
 /// Calls kept at most.
 pub const MAX_CALLS: usize = 256;
@@ -101,6 +101,17 @@ impl CallLog {
             .lock()
             .map(|s| s.figures(now_ms() / 1000))
             .unwrap_or_default()
+    }
+}
+
+impl CallLog {
+    /// Backend `backend`'s calls second by second over the last minute (of the time a
+    /// page watched), oldest first; `None` when none of its calls was recorded.
+    pub fn series(&self, backend: &str) -> Option<Vec<Point>> {
+        self.stats
+            .lock()
+            .ok()
+            .and_then(|s| s.series(backend, now_ms() / 1000))
     }
 }
 

@@ -100,6 +100,7 @@ pub(crate) fn routes(
         .route("/ui/api/answer", post(api::answer_ask))
         .route("/ui/api/config", get(api::config))
         .route("/ui/api/calls", get(api::calls))
+        .route("/ui/api/series", get(api::series))
         .route("/ui/api/csp", post(api::csp_report).get(api::csp_reports))
         .with_state(state)
 }

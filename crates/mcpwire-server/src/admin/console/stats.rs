@@ -79,7 +79,67 @@ fn upper(i: usize) -> f64 {
     BASE_MS * 2f64.powf(i as f64 / 4.0)
 }
 
+/// The `q` quantile of the calls counted in `buckets`: the upper bound of the bucket
+/// holding it; `None` without calls.
+fn quantile<N: Copy + Into<u64>>(buckets: &[N], q: f64) -> Option<f64> {
+    let total: u64 = buckets.iter().map(|n| (*n).into()).sum();
+    if total == 0 {
+        return None;
+    }
+    let want = ((total as f64) * q).ceil().max(1.0) as u64;
+    let mut seen = 0;
+    buckets.iter().enumerate().find_map(|(i, n)| {
+        seen += (*n).into();
+        (seen >= want).then(|| upper(i))
+    })
+}
+
+/// One second of a backend's calls, as its charts draw it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Point {
+    /// The second, since the Unix epoch.
+    pub second: u64,
+    /// Calls that ended in it.
+    pub calls: u32,
+    /// Of which failed or were refused.
+    pub errors: u32,
+    /// Their median latency in ms (a bucket's upper bound); `None` without calls.
+    pub p50_ms: Option<f64>,
+    /// Their 99th percentile.
+    pub p99_ms: Option<f64>,
+}
+
 impl Ring {
+    /// The last [`SLOTS`] seconds up to `now`, oldest first; a second without calls is
+    /// all zeros.
+    fn series(&self, now: u64) -> Vec<Point> {
+        let first = now.saturating_sub(SLOTS as u64 - 1);
+        (first..=now)
+            .map(|second| {
+                let slot = self
+                    .slots
+                    .get((second % SLOTS as u64) as usize)
+                    .filter(|s| s.second == second && second != 0);
+                match slot {
+                    Some(s) => Point {
+                        second,
+                        calls: s.calls,
+                        errors: s.errors,
+                        p50_ms: quantile(&s.buckets, 0.50),
+                        p99_ms: quantile(&s.buckets, 0.99),
+                    },
+                    None => Point {
+                        second,
+                        calls: 0,
+                        errors: 0,
+                        p50_ms: None,
+                        p99_ms: None,
+                    },
+                }
+            })
+            .collect()
+    }
+
     fn record(&mut self, second: u64, ms: f64, failed: bool) {
         if self.slots.is_empty() {
             self.slots = vec![Slot::default(); SLOTS];
@@ -111,18 +171,7 @@ impl Ring {
                 *m += u64::from(*b);
             }
         }
-        let quantile = |q: f64| -> Option<f64> {
-            let total: u64 = merged.iter().sum();
-            if total == 0 {
-                return None;
-            }
-            let want = ((total as f64) * q).ceil().max(1.0) as u64;
-            let mut seen = 0;
-            merged.iter().enumerate().find_map(|(i, n)| {
-                seen += n;
-                (seen >= want).then(|| upper(i))
-            })
-        };
+        let quantile = |q: f64| quantile(&merged, q);
         Figures {
             calls_per_s: recent as f64 / RATE_WINDOW as f64,
             calls,
@@ -164,6 +213,12 @@ impl BackendStats {
             .iter()
             .map(|(name, r)| (name.clone(), r.figures(now)))
             .collect()
+    }
+
+    /// Backend `backend`'s calls per second over the last minute up to `now` (seconds
+    /// since the epoch), oldest first ([`SLOTS`] points); `None` when it is not tracked.
+    pub fn series(&self, backend: &str, now: u64) -> Option<Vec<Point>> {
+        self.rings.get(backend).map(|r| r.series(now))
     }
 
     /// Backends tracked.
@@ -211,6 +266,30 @@ mod tests {
         // A slot reused a minute later starts over.
         s.record("b", 1060, 5.0, false);
         assert_eq!(s.figures(1060)["b"].calls, 2);
+    }
+
+    #[test]
+    fn a_backends_series_is_its_last_minute_second_by_second() {
+        let mut s = BackendStats::default();
+        for ms in [1.0, 2.0, 4.0] {
+            s.record("b", 1000, ms, false);
+        }
+        s.record("b", 1001, 50.0, true);
+        s.record("b", 930, 9.0, false);
+        let points = s.series("b", 1001).expect("tracked");
+        assert_eq!(points.len(), SLOTS);
+        assert_eq!((points[0].second, points[SLOTS - 1].second), (942, 1001));
+        let at = |sec: u64| &points[(sec - 942) as usize];
+        assert_eq!((at(1000).calls, at(1000).errors), (3, 0));
+        let p50 = at(1000).p50_ms.expect("a median");
+        assert!((2.0..=2.0 * 1.19).contains(&p50), "{p50}");
+        assert_eq!((at(1001).calls, at(1001).errors), (1, 1));
+        assert_eq!(at(999).calls, 0);
+        assert_eq!(at(999).p99_ms, None);
+        assert_eq!(points.iter().map(|p| p.calls).sum::<u32>(), 4, "930 is out");
+        // A slot written a minute ago is not this second's.
+        assert_eq!(s.series("b", 1060).expect("tracked")[SLOTS - 1].calls, 0);
+        assert!(s.series("other", 1001).is_none());
     }
 
     #[test]

@@ -84,7 +84,8 @@ async function start() {
   pollBackends();
   pollCalls();
   pollConfig();
-  polling = setInterval(() => { pollBackends(); pollCalls(); pollConfig(); }, 1500);
+  $("chart-backend").addEventListener("change", () => pollSeries());
+  polling = setInterval(() => { pollBackends(); pollCalls(); pollConfig(); pollSeries(); }, 1500);
 }
 
 function fmtSince(t) {
@@ -113,6 +114,38 @@ async function pollBackends() {
     return tr;
   });
   $("backends").replaceChildren(...rows);
+  // The chart's picker follows the backends (a reload adds or removes some).
+  const pick = $("chart-backend");
+  const names = data.backends.map((b) => b.name);
+  if ([...pick.options].slice(1).map((o) => o.value).join("\n") !== names.join("\n")) {
+    const was = pick.value;
+    const none = el("option", "(choose a backend)");
+    none.value = "";
+    pick.replaceChildren(none, ...names.map((n) => { const o = el("option", n); o.value = n; return o; }));
+    pick.value = names.includes(was) ? was : "";
+  }
+}
+
+// One backend's last minute, second by second: calls, errors and latency (p50, p99).
+async function pollSeries() {
+  const backend = $("chart-backend").value;
+  $("backend-charts").hidden = !backend;
+  if (!backend) return;
+  let data;
+  try { data = await api("/ui/api/series?backend=" + encodeURIComponent(backend)); } catch (e) { return; }
+  if (data.backend !== $("chart-backend").value) return;
+  const pts = data.points;
+  $("backend-charts").dataset.points = String(pts.reduce((n, p) => n + p.calls, 0));
+  const calls = pts.map((p) => p.calls);
+  const errors = pts.map((p) => p.errors);
+  $("chart-calls-max").textContent = "(max " + Math.max(0, ...calls) + ")";
+  $("chart-errors-max").textContent = "(max " + Math.max(0, ...errors) + ")";
+  drawBars($("chart-calls"), [[calls, "bar-ok"]], 10, 60);
+  drawBars($("chart-errors"), [[errors, "bar-bad"]], 10, 60);
+  const p99 = pts.map((p) => p.p99_ms || 0);
+  const p50 = pts.map((p) => p.p50_ms || 0);
+  $("chart-latency-max").textContent = "(max p99 " + fixed(Math.max(0, ...p99), 2) + " ms)";
+  drawBars($("chart-latency"), [[p99, "bar-p99"], [p50, "bar-p50"]], 10, 60, true);
 }
 
 async function pollConfig() {
@@ -128,7 +161,8 @@ async function pollConfig() {
     const tr = el("tr");
     tr.dataset.listener = l.url;
     tr.append(el("td", l.url), el("td", l.view ?? "(whole catalog)"), el("td", l.auth ? "required" : "none"),
-      el("td", l.sessions ?? "", "sessions num"));
+      el("td", l.sessions ?? "", "sessions num"), el("td", l.connections ?? "", "connections num"),
+      el("td", l.stateless ?? "", "stateless num"));
     return tr;
   }));
   $("masking").textContent = c.masking;
@@ -160,10 +194,39 @@ function showCalls() {
   $("calls").replaceChildren(...rows);
 }
 
+// SVG bars: each series in `layers` is [values, class], one bar per value, `w` wide, in a
+// chart `h` high. Stacked unless `overlaid` (then each layer is drawn from the bottom,
+// the later in front).
+function drawBars(svg, layers, w, h, overlaid) {
+  const NS = "http://www.w3.org/2000/svg";
+  const n = layers[0][0].length;
+  const total = (i) => layers.reduce((t, [v]) => (overlaid ? Math.max(t, v[i]) : t + v[i]), 0);
+  let max = 0;
+  for (let i = 0; i < n; i++) max = Math.max(max, total(i));
+  max = max || 1;
+  const room = h - 5;
+  const parts = [];
+  for (let i = 0; i < n; i++) {
+    let base = 0;
+    for (const [values, cls] of layers) {
+      const v = values[i];
+      if (!v) continue;
+      const r = document.createElementNS(NS, "rect");
+      const bh = (v / max) * room;
+      r.setAttribute("x", String(i * w + 1));
+      r.setAttribute("width", String(w - 2));
+      r.setAttribute("y", String(h - (base / max) * room - bh));
+      r.setAttribute("height", String(bh));
+      r.setAttribute("class", cls);
+      parts.push(r);
+      if (!overlaid) base += v;
+    }
+  }
+  svg.replaceChildren(...parts);
+}
+
 // Calls and failures per 5 s over the last 2 minutes, drawn as SVG bars.
 function drawChart() {
-  const NS = "http://www.w3.org/2000/svg";
-  const svg = $("chart");
   const now = Date.now();
   const buckets = 24;
   const ok = new Array(buckets).fill(0);
@@ -172,22 +235,7 @@ function drawChart() {
     const i = buckets - 1 - Math.floor((now - c.at_ms) / 5000);
     if (i >= 0 && i < buckets) (c.failed ? bad : ok)[i]++;
   }
-  const max = Math.max(1, ...ok.map((v, i) => v + bad[i]));
-  const parts = [];
-  for (let i = 0; i < buckets; i++) {
-    for (const [v, base, cls] of [[ok[i], 0, "bar-ok"], [bad[i], ok[i], "bar-bad"]]) {
-      if (!v) continue;
-      const r = document.createElementNS(NS, "rect");
-      const h = (v / max) * 70;
-      r.setAttribute("x", String(i * 25 + 2));
-      r.setAttribute("width", "21");
-      r.setAttribute("y", String(75 - (base / max) * 70 - h));
-      r.setAttribute("height", String(h));
-      r.setAttribute("class", cls);
-      parts.push(r);
-    }
-  }
-  svg.replaceChildren(...parts);
+  drawBars($("chart"), [[ok, "bar-ok"], [bad, "bar-bad"]], 25, 80);
 }
 
 async function loadCatalog() {
@@ -379,11 +427,38 @@ function shown(ev) {
 // sampling request (answered by a text box). The answer is POSTed with the question's id.
 let asking = null;
 
+// Whether `u` may be offered as a link: the gateway says so (`openable`) and the browser
+// parses it as http or https.
+function webUrl(u, openable) {
+  if (!openable || typeof u !== "string") return false;
+  try { return ["http:", "https:"].includes(new URL(u).protocol); } catch (e) { return false; }
+}
+
 function showAsk(ev) {
   const p = ev.params || {};
   asking = { id: ev.id, method: ev.method };
   $("ask-method").textContent = ev.method;
-  if (ev.method === "elicitation/create") {
+  $("ask-url-panel").hidden = true;
+  $("ask-link-line").replaceChildren();
+  if (ev.method === "elicitation/create" && p.mode === "url") {
+    // The address is the tool's, untrusted: shown as text, offered as a link only when it
+    // is http(s), opened only by the operator's click, with no opener and no referrer.
+    $("ask-message").textContent = p.message || "";
+    $("ask-url").textContent = String(p.url ?? "");
+    if (webUrl(p.url, p.openable)) {
+      const a = el("a", "open this address in a new tab");
+      a.id = "ask-link";
+      a.href = p.url;
+      a.target = "_blank";
+      a.rel = "noopener noreferrer";
+      $("ask-link-line").append(a);
+    } else {
+      $("ask-link-line").append(el("span", "not offered as a link: only http and https addresses are", "note"));
+    }
+    $("ask-url-panel").hidden = false;
+    asking.read = () => ({ action: "accept" });
+    $("ask-fields").replaceChildren();
+  } else if (ev.method === "elicitation/create") {
     $("ask-message").textContent = p.message || "";
     const schema = p.requestedSchema || { type: "object", properties: {} };
     const f = fields(schema, schema);
