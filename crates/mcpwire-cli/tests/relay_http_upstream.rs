@@ -4,7 +4,9 @@
 //! during a relayed call gives it the general path's error, and the next call is refused,
 //! not hung. An upstream that forgets the session (404) while several calls are relayed
 //! runs each of them again on the general path, in a new upstream session (one call:
-//! also `mcpwire-gateway/tests/cluster_upstreams.rs`). (Byte-for-byte equivalence with the general path: `relay_http.rs`.)
+//! also `mcpwire-gateway/tests/cluster_upstreams.rs`). An upstream answering a relayed call
+//! with garbage (truncated JSON, invalid UTF-8, not a response, a broken event stream, a
+//! 502) gives the general path's error, and the session's next call is answered. (Byte-for-byte equivalence with the general path: `relay_http.rs`.)
 
 mod peers;
 mod relay_conversation;
@@ -121,20 +123,22 @@ async fn an_http_upstream_dying_during_a_relayed_call_is_the_general_paths_error
     );
 }
 
-/// A proxy in front of an HTTP upstream that, once told to, answers the next `calls`
-/// `tools/call` POSTs with 404 (the session is unknown) — once all of them have come (so
-/// all were sent to the lost session), the first at once and the others only after the
-/// gateway has started a new upstream session (an `initialize` came: the first 404 ended
-/// the connection) — and forwards everything else (the calls that run again among it).
-mod forgetting {
+/// A proxy in front of an HTTP upstream that forwards everything but the faults it is
+/// told to make: answering the next `calls` `tools/call` POSTs with 404 (the session is
+/// unknown) — once all of them have come (so all were sent to the lost session), the first
+/// at once and the others only after the gateway has started a new upstream session (an
+/// `initialize` came: the first 404 ended the connection) — or answering the next
+/// `tools/call` with bytes of its choosing.
+mod faulty {
     use std::convert::Infallible;
     use std::net::SocketAddr;
-    use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
 
     use bytes::Bytes;
     use http_body_util::{BodyExt, Either, Full};
     use hyper::body::Incoming;
+    use hyper::header::CONTENT_TYPE;
     use hyper::service::service_fn;
     use hyper::{Request, Response, StatusCode};
     use hyper_util::rt::TokioIo;
@@ -143,41 +147,60 @@ mod forgetting {
 
     type Body = Either<Incoming, Full<Bytes>>;
 
+    /// An answer the proxy makes up: status, content type, body.
+    pub type Garbled = (StatusCode, &'static str, &'static [u8]);
+
+    struct Faults {
+        upstream: SocketAddr,
+        calls: usize,
+        forget: AtomicBool,
+        refused: AtomicUsize,
+        held: Barrier,
+        reopened: watch::Sender<bool>,
+        garbled: Mutex<Option<Garbled>>,
+    }
+
     pub struct Proxy {
         pub url: String,
-        forget: Arc<AtomicBool>,
-        refused: Arc<AtomicUsize>,
+        faults: Arc<Faults>,
     }
 
     impl Proxy {
         /// From now on, the next `calls` calls are answered 404 together.
         pub fn forget(&self) {
-            self.forget.store(true, Ordering::SeqCst);
+            self.faults.forget.store(true, Ordering::SeqCst);
         }
 
         /// The calls answered 404 so far.
         pub fn refused(&self) -> usize {
-            self.refused.load(Ordering::SeqCst)
+            self.faults.refused.load(Ordering::SeqCst)
+        }
+
+        /// The next call is answered with `answer` (and not forwarded).
+        pub fn garble_next(&self, answer: Garbled) {
+            *self.faults.garbled.lock().unwrap() = Some(answer);
         }
     }
 
     pub async fn start(upstream: SocketAddr, calls: usize) -> Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-        let forget = Arc::new(AtomicBool::new(false));
-        let refused = Arc::new(AtomicUsize::new(0));
-        let state = (
-            forget.clone(),
-            Arc::new(Barrier::new(calls)),
-            refused.clone(),
-            Arc::new(watch::channel(false).0),
-        );
+        let faults = Arc::new(Faults {
+            upstream,
+            calls,
+            forget: AtomicBool::new(false),
+            refused: AtomicUsize::new(0),
+            held: Barrier::new(calls),
+            reopened: watch::channel(false).0,
+            garbled: Mutex::new(None),
+        });
+        let f = faults.clone();
         tokio::spawn(async move {
             while let Ok((tcp, _)) = listener.accept().await {
-                let state = state.clone();
+                let f = f.clone();
                 let service = service_fn(move |req| {
-                    let state = state.clone();
-                    async move { Ok::<_, Infallible>(handle(req, upstream, calls, state).await) }
+                    let f = f.clone();
+                    async move { Ok::<_, Infallible>(handle(req, &f).await) }
                 });
                 tokio::spawn(
                     hyper::server::conn::http1::Builder::new()
@@ -185,57 +208,49 @@ mod forgetting {
                 );
             }
         });
-        Proxy {
-            url,
-            forget,
-            refused,
-        }
+        Proxy { url, faults }
     }
 
-    async fn handle(
-        req: Request<Incoming>,
-        upstream: SocketAddr,
-        calls: usize,
-        (forget, held, refused, reopened): (
-            Arc<AtomicBool>,
-            Arc<Barrier>,
-            Arc<AtomicUsize>,
-            Arc<watch::Sender<bool>>,
-        ),
-    ) -> Response<Body> {
+    fn made_up(status: StatusCode, content_type: &'static str, body: Bytes) -> Response<Body> {
+        let mut r = Response::new(Either::Right(Full::new(body)));
+        *r.status_mut() = status;
+        r.headers_mut()
+            .insert(CONTENT_TYPE, content_type.parse().unwrap());
+        r
+    }
+
+    async fn handle(req: Request<Incoming>, f: &Faults) -> Response<Body> {
         let (parts, body) = req.into_parts();
         let body = body
             .collect()
             .await
             .map(|b| b.to_bytes())
             .unwrap_or_default();
-        let is_call = body.windows(12).any(|w| w == b"\"tools/call\"");
+        let has = |word: &[u8]| body.windows(word.len()).any(|w| w == word);
+        let is_call = has(b"\"tools/call\"");
+        if is_call && let Some((status, kind, bytes)) = f.garbled.lock().unwrap().take() {
+            return made_up(status, kind, Bytes::from_static(bytes));
+        }
         if is_call
-            && forget.load(Ordering::SeqCst)
-            && refused.fetch_add(1, Ordering::SeqCst) < calls
+            && f.forget.load(Ordering::SeqCst)
+            && f.refused.fetch_add(1, Ordering::SeqCst) < f.calls
         {
-            if !held.wait().await.is_leader() {
-                let _ = reopened.subscribe().wait_for(|r| *r).await;
+            if !f.held.wait().await.is_leader() {
+                let _ = f.reopened.subscribe().wait_for(|r| *r).await;
             }
-            let mut r = Response::new(Either::Right(Full::new(Bytes::from_static(
-                b"unknown session",
-            ))));
-            *r.status_mut() = StatusCode::NOT_FOUND;
-            return r;
+            let gone = Bytes::from_static(b"unknown session");
+            return made_up(StatusCode::NOT_FOUND, "text/plain", gone);
         }
-        if forget.load(Ordering::SeqCst) && body.windows(12).any(|w| w == b"\"initialize\"") {
-            reopened.send_replace(true);
+        if f.forget.load(Ordering::SeqCst) && has(b"\"initialize\"") {
+            f.reopened.send_replace(true);
         }
-        let tcp = TcpStream::connect(upstream).await.unwrap();
+        let tcp = TcpStream::connect(f.upstream).await.unwrap();
         let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
             .await
             .unwrap();
         tokio::spawn(conn);
-        let answer = send
-            .send_request(Request::from_parts(parts, Full::new(body)))
-            .await
-            .unwrap();
-        answer.map(Either::Left)
+        let request = Request::from_parts(parts, Full::new(body));
+        send.send_request(request).await.unwrap().map(Either::Left)
     }
 }
 
@@ -247,7 +262,7 @@ mod forgetting {
 async fn calls_relayed_together_to_an_upstream_that_lost_the_session_all_run_again() {
     const CALLS: i64 = 8;
     let (served, _) = upstream().await;
-    let proxy = forgetting::start(served.addr(), CALLS as usize).await;
+    let proxy = faulty::start(served.addr(), CALLS as usize).await;
     let (backend, service) = gateway_to(Target::Url(proxy.url.clone()), true).await;
     let mut client = opened(&service).await;
     client.echo_answers_alone(2, "relayed").await;
@@ -280,4 +295,80 @@ async fn calls_relayed_together_to_an_upstream_that_lost_the_session_all_run_aga
     // The new upstream session relays the next call.
     client.echo_answers_alone(30, "after").await;
     assert_eq!(backend.relayed_calls(), 1);
+}
+
+/// What a relayed call gets when its HTTP upstream answers it with bytes that are not its
+/// answer — truncated JSON, invalid UTF-8, a JSON value that is no JSON-RPC response, an
+/// event stream that ends without the answer, a server error with an HTML body — and what
+/// the session's next call gets; relayed or on the general path.
+async fn garbled_answers(relay: bool) -> Vec<serde_json::Value> {
+    use hyper::StatusCode;
+    let garbles: [faulty::Garbled; 5] = [
+        (
+            StatusCode::OK,
+            "application/json",
+            b"{\"jsonrpc\":\"2.0\",\"id\":",
+        ),
+        (
+            StatusCode::OK,
+            "application/json",
+            b"{\"jsonrpc\":\"2.0\",\"result\":\"\xff\xfe\"}",
+        ),
+        (StatusCode::OK, "application/json", b"[1,2,3]"),
+        (
+            StatusCode::OK,
+            "text/event-stream",
+            b"event: message\ndata: {\"jsonrpc\"\n\n",
+        ),
+        (
+            StatusCode::BAD_GATEWAY,
+            "text/html",
+            b"<html>upstream broke</html>",
+        ),
+    ];
+    let (served, _) = upstream().await;
+    let proxy = faulty::start(served.addr(), 1).await;
+    let (backend, service) = gateway_to(Target::Url(proxy.url.clone()), relay).await;
+    let mut client = opened(&service).await;
+    let mut seen = Vec::new();
+    for (i, garble) in garbles.into_iter().enumerate() {
+        let id = 10 + i as i64 * 2;
+        proxy.garble_next(garble);
+        let call = tool_call(&json!(id), "echo", json!({ "text": "garbled" }));
+        let answer = tokio::time::timeout(Duration::from_secs(20), client.call(&call, json!(id)))
+            .await
+            .expect("a garbled answer still answers the call");
+        seen.push(answer.last().cloned().unwrap_or_default());
+        // The session goes on: the next call is answered as usual.
+        let next = id + 1;
+        let text = format!("after {i}");
+        let call = tool_call(&json!(next), "echo", json!({ "text": text }));
+        let answer = tokio::time::timeout(Duration::from_secs(20), client.call(&call, json!(next)))
+            .await
+            .expect("the next call is answered");
+        let last = answer.last().cloned().unwrap_or_default();
+        assert_eq!(last["result"]["content"][0]["text"], text, "{last}");
+    }
+    if relay {
+        assert_eq!(backend.relayed_calls(), 10, "each call was relayed");
+    }
+    seen
+}
+
+#[tokio::test]
+async fn an_http_upstreams_garbled_answer_to_a_relayed_call_is_the_general_paths_error() {
+    let general = garbled_answers(false).await;
+    let relayed = garbled_answers(true).await;
+    // The same error, word for word but the proxy's port.
+    let said = |v: &serde_json::Value| {
+        let text = v["error"]["message"].as_str().unwrap_or_default();
+        let (before, after) = text.split_once("http://127.0.0.1:").unwrap_or((text, ""));
+        let path = after.find('/').map_or("", |at| &after[at..]);
+        format!("{} {before}{path}", v["error"]["code"])
+    };
+    assert_eq!(relayed.len(), general.len());
+    for (r, g) in relayed.iter().zip(&general) {
+        assert!(r["error"]["code"].is_i64(), "an error answer: {r}");
+        assert_eq!(said(r), said(g));
+    }
 }

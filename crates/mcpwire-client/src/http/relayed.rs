@@ -224,3 +224,37 @@ impl EventSink for RelaySink<'_> {
             .is_err()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// A flood of relayed calls leaves the table of running POSTs within the connection's
+    /// in-flight bound: finished ones are swept as new ones come (memory stays flat however
+    /// many calls were relayed).
+    #[tokio::test]
+    async fn finished_posts_are_swept_so_their_table_stays_within_the_bound() {
+        const BOUND: usize = 4;
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/mcp", closed.local_addr().unwrap());
+        drop(closed);
+        let conn = HttpConn::new(&url, Duration::from_secs(1), Default::default(), None);
+        let (tx, _rx) = mpsc::channel(8);
+        let post = HttpRelayPost::new(Arc::new(conn.unwrap()), tx, BOUND, Arc::default());
+        let relay = Arc::new(Relay::new(Box::new(|| 0), BOUND));
+        let running = |id: u64| {
+            let posts = post.posts.lock().unwrap();
+            posts.get(&id).is_some_and(|p| !p.is_finished())
+        };
+        for id in 0..500u64 {
+            post.post(&relay, id, Bytes::from_static(b"{}\n"), Vec::new());
+            // Nothing listens: the POST fails at once (its call is no longer waiting).
+            while running(id) {
+                tokio::task::yield_now().await;
+            }
+            assert!(post.posts.lock().unwrap().len() <= BOUND);
+        }
+    }
+}
