@@ -339,16 +339,25 @@ fn stateless_faults() {
         call.as_bytes(),
     );
     assert_eq!(r.status, 200);
-    for (name, status) in [("add", 400), ("echo", 200), ("=?base64?ZWNobw==?=", 200)] {
-        let h = [
+    let named = |name| {
+        [
             JSON,
             ACCEPT,
             v26,
             ("mcp-method", "tools/call"),
             ("mcp-name", name),
-        ];
-        let r = s.send("POST", &h, call.as_bytes());
+        ]
+    };
+    for (name, status) in [("add", 400), ("echo", 200), ("=?base64?ZWNobw==?=", 200)] {
+        let r = s.send("POST", &named(name), call.as_bytes());
         assert_eq!(r.status, status, "Mcp-Name {name}");
+    }
+    // A name written with escapes is compared as the string it is.
+    let escaped = call.replace(r#""name":"echo""#, r#""name":"ech\u006f""#);
+    assert_ne!(escaped, call);
+    for (name, status) in [("echo", 200), ("ech\\u006f", 400)] {
+        let r = s.send("POST", &named(name), escaped.as_bytes());
+        assert_eq!(r.status, status, "Mcp-Name {name} for an escaped name");
     }
     // Removed and unknown methods: 404, -32601.
     for m in ["ping", "logging/setLevel", "initialize", "no/such/method"] {

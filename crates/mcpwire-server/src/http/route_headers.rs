@@ -4,10 +4,13 @@
 //! arguments whose schema carries `"x-mcp-header": "{Name}"`. A header that is missing when
 //! the body has its value, or that disagrees with it, is −32020 (HTTP 400).
 
+use std::borrow::Cow;
+
 use axum::http::HeaderMap;
 use mcpwire_model::types::RequestMeta;
 use mcpwire_model::{McpError, Method, Request};
 use mcpwire_router::Router;
+use mcpwire_wire::json_frame;
 
 use super::headers::{self, MCP_METHOD, MCP_NAME};
 
@@ -61,20 +64,21 @@ pub(crate) fn check(
         }
         Ok(Some(_)) => {}
     }
-    check_name(headers, req)?;
-    check_params(headers, req, router)
+    let name = check_name(headers, req)?;
+    check_params(headers, req, name.as_deref(), router)
 }
 
 /// `Mcp-Name` must equal the body's tool/prompt name, resource URI or task id (SEP-2663:
-/// `tasks/get|update|cancel`), and must be sent whenever the body carries one.
-fn check_name(headers: &HeaderMap, req: &Request) -> Result<(), McpError> {
+/// `tasks/get|update|cancel`), and must be sent whenever the body carries one. The body's
+/// value, when there is one.
+fn check_name<'r>(headers: &HeaderMap, req: &'r Request) -> Result<Option<Cow<'r, str>>, McpError> {
     let key = match &req.method {
         Method::ToolsCall | Method::PromptsGet => "name",
         Method::ResourcesRead => "uri",
         Method::Other(m) if matches!(&**m, "tasks/get" | "tasks/update" | "tasks/cancel") => {
             "taskId"
         }
-        _ => return Ok(()),
+        _ => return Ok(None),
     };
     let header = match headers::text(headers, MCP_NAME) {
         Ok(h) => h,
@@ -87,52 +91,57 @@ fn check_name(headers: &HeaderMap, req: &Request) -> Result<(), McpError> {
         #[serde(rename = "taskId")]
         task_id: Option<serde_json::Value>,
     }
-    let names = req
-        .params
-        .as_deref()
-        .and_then(|p| serde_json::from_str::<Names>(p.get()).ok());
-    let field = |n: Names| match key {
-        "uri" => n.uri,
-        "taskId" => n.task_id,
-        _ => n.name,
+    let params = req.params.as_deref().map(|p| p.get());
+    // Most values: found by a scan that skips the other members (the `_meta` envelope, the
+    // arguments) without decoding them; the rest (escapes, anything the scan does not
+    // read) are decoded.
+    let plain = params
+        .and_then(|p| json_frame::plain_string_member(p.as_bytes(), key, json_frame::MAX_NESTING));
+    let body = match plain {
+        Some(value) => Some(Cow::Borrowed(value)),
+        None => {
+            let names = params.and_then(|p| serde_json::from_str::<Names>(p).ok());
+            let field = |n: Names| match key {
+                "uri" => n.uri,
+                "taskId" => n.task_id,
+                _ => n.name,
+            };
+            names.and_then(|n| match field(n) {
+                Some(serde_json::Value::String(s)) => Some(Cow::Owned(s)),
+                _ => None,
+            })
+        }
     };
-    let body = names.and_then(|n| match field(n) {
-        Some(serde_json::Value::String(s)) => Some(s),
-        _ => None,
-    });
-    match (body, header) {
+    match (&body, header) {
         (Some(_), None) => Err(McpError::HeaderMismatch(format!(
             "Mcp-Name header is required (the request has a {key})"
         ))),
-        (Some(b), Some(h)) if headers::decode_value(h).as_deref() != Some(b.as_str()) => {
+        (Some(b), Some(h)) if headers::decode_value(h).as_deref() != Some(&**b) => {
             Err(McpError::HeaderMismatch(format!(
                 "Mcp-Name header does not match the request's {key}"
             )))
         }
-        _ => Ok(()),
+        _ => Ok(body),
     }
 }
 
 /// `Mcp-Param-{Name}` must be sent, and equal the argument, for every argument of the called
 /// tool whose schema names a header; and must not be sent for an argument the body lacks.
-fn check_params(headers: &HeaderMap, req: &Request, router: &Router) -> Result<(), McpError> {
+/// `name`: the tool's, as [`check_name`] read it.
+fn check_params(
+    headers: &HeaderMap,
+    req: &Request,
+    name: Option<&str>,
+    router: &Router,
+) -> Result<(), McpError> {
     if req.method != Method::ToolsCall {
         return Ok(());
     }
-    // The name alone first (no allocation for the arguments): most tools declare no
-    // header parameters, and then nothing else is read.
-    #[derive(serde::Deserialize)]
-    struct Name<'a> {
-        #[serde(borrow)]
-        name: std::borrow::Cow<'a, str>,
-    }
-    let Some(params) = req.params.as_deref() else {
-        return Ok(());
-    };
-    let Ok(Name { name }) = serde_json::from_str::<Name<'_>>(params.get()) else {
+    // Most tools declare no header parameters, and then nothing else is read.
+    let (Some(name), Some(params)) = (name, req.params.as_deref()) else {
         return Ok(()); // the session answers a malformed call
     };
-    let Some(routing) = router.tool_routing(&name) else {
+    let Some(routing) = router.tool_routing(name) else {
         return Ok(());
     };
     if routing.header_params.is_empty() {
