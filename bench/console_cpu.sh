@@ -10,17 +10,11 @@
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-target="${CARGO_TARGET_DIR:-target}/release"
-bin="${1:-$target/mcpwire}"
-httpload="${HTTPLOAD:-$target/httpload}"
-echo_bin="${ECHO_BIN:-$target/mcpwire_echo}"
-n="${N:-20000}"
-clients="${CLIENTS:-50}"
-rounds="${ROUNDS:-5}"
-out=$(mktemp -d)
-export MCPWIRE_LOG=error MCPWIRE_BUSY_POLL_US="${BUSY_POLL_US:-0}"
-
 source bench/lib.sh
+bench_settings "${1:-}"
+rounds="${ROUNDS:-5}"
+export MCPWIRE_BUSY_POLL_US="${BUSY_POLL_US:-0}"
+
 start_http_echo "$echo_bin"
 trap 'kill $upstream_pid 2>/dev/null || true; rm -rf "$out"' EXIT
 

@@ -11,20 +11,11 @@
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-target="${CARGO_TARGET_DIR:-target}/release"
-bin="${1:-$target/mcpwire}"
-httpload="${HTTPLOAD:-$target/httpload}"
-echo_bin="${ECHO_BIN:-$target/mcpwire_echo}"
-n="${N:-20000}"
-clients="${CLIENTS:-50}"
+source bench/lib.sh
+bench_settings "${1:-}"
 mode="${MODE:-stateful}"
-out=$(mktemp -d)
-export MCPWIRE_LOG=error
 # Busy polling (on by default) spins while waiting: CPU per call with it on counts the spin.
 [[ -n "${BUSY_POLL_US:-}" ]] && export MCPWIRE_BUSY_POLL_US=$BUSY_POLL_US
-
-source bench/lib.sh
-us_per_call() { awk -v s="$1" -v n="$n" 'BEGIN { printf "%.1f", s * 1e6 / n }'; }
 
 start_http_echo "$echo_bin"
 upstream=$upstream_pid

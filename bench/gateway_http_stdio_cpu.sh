@@ -15,18 +15,10 @@
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-target="${CARGO_TARGET_DIR:-target}/release"
-bin="${1:-$target/mcpwire}"
-httpload="${HTTPLOAD:-$target/httpload}"
-echo_bin="${ECHO_BIN:-$target/mcpwire_echo}"
-n="${N:-20000}"
-clients="${CLIENTS:-50}"
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-export MCPWIRE_LOG=error
-[[ -n "${BUSY_POLL_US:-}" ]] && export MCPWIRE_BUSY_POLL_US=$BUSY_POLL_US
 source bench/lib.sh
-us_per_call() { awk -v s="$1" -v n="$n" 'BEGIN { printf "%.1f", s * 1e6 / n }'; }
+bench_settings "${1:-}"
+trap 'rm -rf "$out"' EXIT
+[[ -n "${BUSY_POLL_US:-}" ]] && export MCPWIRE_BUSY_POLL_US=$BUSY_POLL_US
 
 config() { bench_gateway_toml "command = \"$echo_bin\"" "$1" "$out/$1.toml"; }
 

@@ -1,5 +1,21 @@
 # Shared by the bench scripts (sourced): loopback ports and a long-running HTTP upstream.
 
+# What the CPU benches share: the binaries of the release build (MCPWIRE_BINARY as $1,
+# HTTPLOAD, ECHO_BIN), N calls from CLIENTS clients, a scratch directory in $out, quiet logs.
+bench_settings() { # $1 = the mcpwire binary (default: the release build's)
+    target="${CARGO_TARGET_DIR:-target}/release"
+    bin="${1:-$target/mcpwire}"
+    httpload="${HTTPLOAD:-$target/httpload}"
+    echo_bin="${ECHO_BIN:-$target/mcpwire_echo}"
+    n="${N:-20000}"
+    clients="${CLIENTS:-50}"
+    out=$(mktemp -d)
+    export MCPWIRE_LOG=error
+}
+
+# Microseconds per call of $1 CPU seconds over $n calls.
+us_per_call() { awk -v s="$1" -v n="$n" 'BEGIN { printf "%.1f", s * 1e6 / n }'; }
+
 # A free loopback port.
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
