@@ -15,6 +15,9 @@
 //!   calls, in the order the child wrote it — answers as bytes with the client's id restored,
 //!   answers the general path must shape (errors, unusual frames, the connection's end) as
 //!   outcomes, and the child's logs and server→client requests during relayed calls.
+//! - [`CallSlot`] (one per call a listener's request handler relays itself, the seam):
+//!   the same for one call, held for its handler until it hands the call to its session,
+//!   then forwarded to the session's inbox.
 //!
 //! Bounds: a relay holds at most the connection's `max_in_flight` calls, and the
 //! downstream session at most its own; their frames and answers are bounded by those
@@ -31,6 +34,8 @@
 #![warn(missing_docs)]
 
 use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -40,6 +45,10 @@ use mcpwire_session::{DispatchId, IdMap};
 use mcpwire_wire::json_frame::{IdText, PlainCall, PlainResult, plain_result};
 use tokio::sync::Notify;
 
+mod slot;
+
+pub use slot::{CallSlot, SlotItem, Taken};
+
 /// Logs of the upstream waiting in an inbox before further ones are dropped.
 pub const MAX_QUEUED_LOGS: usize = 1024;
 
@@ -48,10 +57,68 @@ pub type AnswerAsk = Box<dyn FnOnce(Result<Raw, McpError>) + Send + Sync>;
 
 /// A relayed call waiting for its answer.
 struct Waiting {
-    dispatch: DispatchId,
+    /// The client's id, written into the answer.
     id: IdText,
-    inbox: Arc<RelayInbox>,
+    to: Target,
 }
+
+/// Where what comes back for a relayed call goes.
+#[derive(Clone)]
+enum Target {
+    /// The session that relayed it, as this call of its.
+    Session(DispatchId, Arc<RelayInbox>),
+    /// The request handler that relayed it (the seam), until the session takes it.
+    Slot(Arc<CallSlot>),
+}
+
+impl Target {
+    /// The inbox of the call's session (which session a call is of).
+    fn session(&self) -> &Arc<RelayInbox> {
+        match self {
+            Target::Session(_, inbox) => inbox,
+            Target::Slot(slot) => slot.session(),
+        }
+    }
+
+    fn answer(&self, result: &PlainResult<'_>, id: &IdText) {
+        match self {
+            Target::Session(dispatch, inbox) => inbox.push_answer(*dispatch, result, id),
+            Target::Slot(slot) => slot.deliver_answer(result, id),
+        }
+    }
+
+    fn outcome(&self, outcome: Result<Reply, McpError>) {
+        match self {
+            Target::Session(dispatch, inbox) => inbox.push(Arrived::Outcome(*dispatch, outcome)),
+            Target::Slot(slot) => slot.deliver(SlotItem::Outcome(outcome)),
+        }
+    }
+
+    fn not_run(&self, frame: Bytes) {
+        match self {
+            Target::Session(dispatch, inbox) => inbox.push(Arrived::NotRun(*dispatch, frame)),
+            Target::Slot(slot) => slot.deliver(SlotItem::NotRun(frame)),
+        }
+    }
+
+    fn log(&self, entry: LogEntry) {
+        match self {
+            Target::Session(dispatch, inbox) => inbox.push_log(Some(*dispatch), entry),
+            Target::Slot(slot) => slot.deliver(SlotItem::Log(entry)),
+        }
+    }
+
+    fn ask(&self, ask: ClientAsk, answer: AnswerAsk) {
+        match self {
+            Target::Session(dispatch, inbox) => inbox.push(Arrived::Ask(*dispatch, ask, answer)),
+            Target::Slot(slot) => slot.deliver(SlotItem::Ask(ask, answer)),
+        }
+    }
+}
+
+/// A relayed call's request to its upstream, run by whoever relayed the call (the seam)
+/// instead of a task of its own; its answer comes back through the relay as any other's.
+pub type RelayExchange = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 #[derive(Default)]
 struct RelayState {
@@ -72,6 +139,15 @@ pub trait RelayPost: Send + Sync {
     /// trace context headers `trace` (empty without an exporter); its answer comes back
     /// through `relay` ([`Relay::answer_raw`], [`Relay::claim`]).
     fn post(&self, relay: &Arc<Relay>, id: u64, frame: Bytes, trace: Vec<(String, String)>);
+    /// As [`RelayPost::post`], but the request is the returned future, for the caller to
+    /// run (dropping it abandons the request).
+    fn exchange(
+        &self,
+        relay: &Arc<Relay>,
+        id: u64,
+        frame: Bytes,
+        trace: Vec<(String, String)>,
+    ) -> RelayExchange;
     /// The call relayed as `id` ended downstream without its answer: its request may be
     /// abandoned (the upstream is also told, as [`Relay::take`] hands the id over).
     fn abandon(&self, id: u64);
@@ -99,6 +175,14 @@ pub struct Relay {
 /// Why a call was not relayed (the general path takes it).
 #[derive(Debug)]
 pub struct NotRelayed;
+
+/// A call [`Relay::enqueue`] recorded.
+enum Enqueued<'a> {
+    /// Its frame is queued for the connection's task; its upstream id.
+    Queued(u64),
+    /// Its upstream id and frame, for the connection's [`RelayPost`].
+    ToPost(u64, Bytes, &'a dyn RelayPost),
+}
 
 impl Relay {
     /// A relay numbering its requests with `next_id`, holding at most `max_in_flight`.
@@ -150,15 +234,45 @@ impl Relay {
         inbox: &Arc<RelayInbox>,
         trace: impl FnOnce() -> Vec<(String, String)>,
     ) -> Result<u64, NotRelayed> {
+        let to = Target::Session(dispatch, inbox.clone());
+        match self.enqueue(call, to)? {
+            Enqueued::Queued(id) => Ok(id),
+            Enqueued::ToPost(id, frame, post) => {
+                post.post(self, id, frame, trace());
+                Ok(id)
+            }
+        }
+    }
+
+    /// As [`Relay::send`] for a call relayed by a request handler itself (the seam): what
+    /// comes back goes to `slot`. On a connection with a [`RelayPost`] the request is
+    /// returned for the caller to run (with the trace context headers `trace` gives);
+    /// otherwise the frame is queued for the connection's task.
+    pub fn send_to_slot(
+        self: &Arc<Self>,
+        call: &PlainCall<'_>,
+        slot: &Arc<CallSlot>,
+        trace: impl FnOnce() -> Vec<(String, String)>,
+    ) -> Result<(u64, Option<RelayExchange>), NotRelayed> {
+        match self.enqueue(call, Target::Slot(slot.clone()))? {
+            Enqueued::Queued(id) => Ok((id, None)),
+            Enqueued::ToPost(id, frame, post) => {
+                Ok((id, Some(post.exchange(self, id, frame, trace()))))
+            }
+        }
+    }
+
+    /// Records `call` as waiting under a new upstream id; queues its frame, or gives it
+    /// back for the connection's [`RelayPost`].
+    fn enqueue(&self, call: &PlainCall<'_>, to: Target) -> Result<Enqueued<'_>, NotRelayed> {
         let mut s = self.state.lock().map_err(|_| NotRelayed)?;
         if s.closed || s.waiting.len() >= self.max_in_flight {
             return Err(NotRelayed);
         }
         let id = (self.next_id)();
         let waiting = Waiting {
-            dispatch,
             id: call.id_text(),
-            inbox: inbox.clone(),
+            to,
         };
         s.waiting.insert(id, waiting);
         self.waiting.store(s.waiting.len(), Ordering::Release);
@@ -167,8 +281,7 @@ impl Relay {
             let mut frame = BytesMut::new();
             call.write_line_with_id(id, &mut frame);
             self.sent.fetch_add(1, Ordering::Relaxed);
-            post.post(self, id, frame.freeze(), trace());
-            return Ok(id);
+            return Ok(Enqueued::ToPost(id, frame.freeze(), post.as_ref()));
         }
         let wake = s.out.is_empty() && s.cancels.is_empty();
         call.write_line_with_id(id, &mut s.out);
@@ -177,7 +290,7 @@ impl Relay {
         if wake {
             self.wake.notify_one();
         }
-        Ok(id)
+        Ok(Enqueued::Queued(id))
     }
 
     /// The downstream call relayed as `id` ended without its answer (the client cancelled
@@ -196,6 +309,17 @@ impl Relay {
         }
         if wake {
             self.wake.notify_one();
+        }
+    }
+
+    /// The downstream end let go of the call relayed as `id` without cancelling it (its
+    /// client went away: a disconnection is not a cancellation): the call is forgotten
+    /// here, and its answer, if it comes, is not relayed. The upstream is not told.
+    pub fn forget(&self, id: u64) {
+        if self.remove(id).is_some()
+            && let Some(post) = &self.post
+        {
+            post.abandon(id);
         }
     }
 
@@ -242,7 +366,7 @@ impl Relay {
         let Some(w) = self.remove(result.id()) else {
             return false;
         };
-        w.inbox.push_answer(w.dispatch, &result, &w.id);
+        w.to.answer(&result, &w.id);
         true
     }
 
@@ -253,7 +377,7 @@ impl Relay {
     pub fn not_run(&self, id: u64, frame: Bytes) -> bool {
         match self.remove(id) {
             Some(w) => {
-                w.inbox.push(Arrived::NotRun(w.dispatch, frame));
+                w.to.not_run(frame);
                 true
             }
             None => false,
@@ -287,7 +411,7 @@ impl Relay {
             post.close();
         }
         for (_, w) in waiting {
-            w.inbox.push(Arrived::Outcome(w.dispatch, Err(error())));
+            w.to.outcome(Err(error()));
         }
     }
 
@@ -316,8 +440,8 @@ impl Relay {
     /// cannot attribute).
     pub fn log(&self, entry: LogEntry) -> Result<(), LogEntry> {
         match self.oldest_of_one_session() {
-            Some((dispatch, inbox)) => {
-                inbox.push_log(Some(dispatch), entry);
+            Some(to) => {
+                to.log(entry);
                 Ok(())
             }
             None => Err(entry),
@@ -332,10 +456,10 @@ impl Relay {
             .state
             .lock()
             .ok()
-            .and_then(|s| s.waiting.get(&id).map(|w| (w.dispatch, w.inbox.clone())));
+            .and_then(|s| s.waiting.get(&id).map(|w| w.to.clone()));
         match found {
-            Some((dispatch, inbox)) => {
-                inbox.push_log(Some(dispatch), entry);
+            Some(to) => {
+                to.log(entry);
                 Ok(())
             }
             None => Err(entry),
@@ -348,29 +472,30 @@ impl Relay {
     pub fn ask(&self, ask: ClientAsk, answer: AnswerAsk) -> Result<(), (ClientAsk, AnswerAsk)> {
         let oldest = self.state.lock().ok().and_then(|s| {
             let (_, w) = s.waiting.iter().min_by_key(|(id, _)| **id)?;
-            Some((w.dispatch, w.inbox.clone()))
+            Some(w.to.clone())
         });
         match oldest {
-            Some((origin, inbox)) => {
-                inbox.push(Arrived::Ask(origin, ask, answer));
+            Some(to) => {
+                to.ask(ask, answer);
                 Ok(())
             }
             None => Err((ask, answer)),
         }
     }
 
-    /// The oldest relayed call waiting and its inbox, when every call waiting has that
-    /// inbox (they are one downstream session's).
-    fn oldest_of_one_session(&self) -> Option<(DispatchId, Arc<RelayInbox>)> {
+    /// Where the oldest relayed call waiting goes, when every call waiting is of its
+    /// session (they are one downstream session's).
+    fn oldest_of_one_session(&self) -> Option<Target> {
         if self.waiting() == 0 {
             return None;
         }
         let s = self.state.lock().ok()?;
         let (_, oldest) = s.waiting.iter().min_by_key(|(id, _)| **id)?;
+        let session = oldest.to.session();
         s.waiting
             .values()
-            .all(|w| Arc::ptr_eq(&w.inbox, &oldest.inbox))
-            .then(|| (oldest.dispatch, oldest.inbox.clone()))
+            .all(|w| Arc::ptr_eq(w.to.session(), session))
+            .then(|| oldest.to.clone())
     }
 }
 
@@ -381,10 +506,7 @@ impl Claimed {
     /// Answers the call with `outcome`, which its downstream session shapes as the general
     /// path does.
     pub fn answer(self, outcome: Result<Reply, McpError>) {
-        let Waiting {
-            dispatch, inbox, ..
-        } = self.0;
-        inbox.push(Arrived::Outcome(dispatch, outcome));
+        self.0.to.outcome(outcome);
     }
 }
 
@@ -457,6 +579,18 @@ impl RelayInbox {
         }
     }
 
+    /// Queues an answer line already carrying the client's id.
+    fn push_answer_line(&self, dispatch: DispatchId, line: &[u8]) {
+        let Ok(mut s) = self.state.lock() else { return };
+        s.bytes.extend_from_slice(line);
+        let wake = s.items.is_empty();
+        s.items.push_back(Arrived::Answer(dispatch, line.len()));
+        drop(s);
+        if wake {
+            self.wake.notify_one();
+        }
+    }
+
     fn push_log(&self, dispatch: Option<DispatchId>, entry: LogEntry) {
         let Ok(mut s) = self.state.lock() else { return };
         if s.logs >= MAX_QUEUED_LOGS {
@@ -489,7 +623,8 @@ mod tests {
 
     use super::*;
 
-    fn log() -> LogEntry {
+    /// A log entry as an upstream sends one.
+    pub(crate) fn log() -> LogEntry {
         LogEntry {
             level: LoggingLevel::Info,
             logger: None,

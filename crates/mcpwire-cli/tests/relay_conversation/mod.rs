@@ -4,8 +4,11 @@
 //! comparison makes.
 #![allow(dead_code)] // each test binary uses its part
 
+pub mod faulty;
+
 use std::num::NonZeroU32;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use mcpwire::Service;
@@ -16,6 +19,7 @@ use mcpwire_federation::{
 };
 use mcpwire_gateway::limits::{Limited, Rate, RateLimits};
 use mcpwire_gateway::upstream::{UpstreamBackend, UpstreamConfig};
+use mcpwire_router::{CallCtx, NoArgs, ToolError, tool};
 use mcpwire_testkit::raw::stdio::Stdio;
 use mcpwire_testkit::serve::{self, Served, serve};
 use mcpwire_testkit::wait::wait_until_async;
@@ -257,4 +261,36 @@ pub async fn transcript(argv: Vec<String>, relay: bool) -> (Vec<Value>, u64) {
         .await;
     seen.push(client.recv().await);
     (seen, backend.relayed_calls())
+}
+
+/// Starts and cancellations of `wait_for_cancel`.
+#[derive(Default)]
+pub struct Counts {
+    pub started: AtomicUsize,
+    pub cancelled: AtomicUsize,
+}
+
+/// The example server over Streamable HTTP, in this process, with `wait_for_cancel`
+/// (counting its starts and the cancellations it saw).
+pub async fn upstream() -> (Served, Arc<Counts>) {
+    let counts = Arc::new(Counts::default());
+    let server = mcpwire_example_everything::server();
+    let c = counts.clone();
+    server.add_tool(
+        tool("wait_for_cancel", move |ctx: CallCtx, _: NoArgs| {
+            let c = c.clone();
+            async move {
+                c.started.fetch_add(1, Ordering::SeqCst);
+                tokio::select! {
+                    _ = ctx.cancelled() => {
+                        c.cancelled.fetch_add(1, Ordering::SeqCst);
+                        Ok::<_, ToolError>("cancelled")
+                    }
+                    _ = tokio::time::sleep(Duration::from_secs(60)) => Ok("not cancelled"),
+                }
+            }
+        })
+        .description("Waits until cancelled (or 60 s)"),
+    );
+    (serve(server, serve::http()).await, counts)
 }

@@ -1,6 +1,7 @@
 //! The relay's HTTP end (`mcpwire_relay`): a relayed call's frame is POSTed by a
 //! task of its own, started as the downstream session relays it (no hop through the
-//! connection's task), and its answer — a JSON body, or the answering event of its stream —
+//! connection's task) — or, for a call a listener's request handler relays itself (the
+//! seam), by that handler's own task ([`RelayPost::exchange`]) — and its answer — a JSON body, or the answering event of its stream —
 //! handed back as bytes with the client's id restored when it is plain
 //! ([`Relay::answer_raw`]), or decoded and shaped as the general path shapes it otherwise.
 //! Logs on the call's stream go with its answer, in order ([`Relay::log_of`]); the
@@ -15,7 +16,7 @@ use hyper::StatusCode;
 use hyper::header::CONTENT_TYPE;
 use mcpwire_model::jsonrpc::decode_with_depth;
 use mcpwire_model::{LogEntry, McpError, Message, Method, Reply, Response};
-use mcpwire_relay::{Relay, RelayPost};
+use mcpwire_relay::{Relay, RelayExchange, RelayPost};
 use mcpwire_session::{ClientRequestId, IdMap};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
@@ -75,6 +76,23 @@ impl RelayPost for HttpRelayPost {
             posts.retain(|_, p| !p.is_finished());
         }
         posts.insert(id, task.abort_handle());
+    }
+
+    fn exchange(
+        &self,
+        relay: &Arc<Relay>,
+        id: u64,
+        frame: Bytes,
+        trace: Vec<(String, String)>,
+    ) -> RelayExchange {
+        // Not recorded in `posts`: whoever runs it abandons it by dropping it.
+        Box::pin(run(
+            self.conn.clone(),
+            relay.clone(),
+            (id, frame, trace),
+            self.inbound.clone(),
+            self.wire_session.clone(),
+        ))
     }
 
     fn close(&self) {

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::now;
-use super::relayed::RelayedCalls;
+use super::relayed::{RelayedCall, RelayedCalls};
 use crate::observe::{CallMetrics, TraceParent, WireLabel, finish_span, request_span};
 use bytes::BytesMut;
 use futures::stream::FuturesUnordered;
@@ -341,6 +341,60 @@ impl Calls {
             self.request_parents.remove(call.request_id());
         }
         taken
+    }
+
+    /// The inbox of these calls' relayed calls (`mcpwire_relay`), which the seam's call
+    /// slots forward to.
+    pub(crate) fn relay_inbox(&mut self) -> Arc<mcpwire_relay::RelayInbox> {
+        self.relayed.inbox().clone()
+    }
+
+    /// The downstream session these calls belong to (`None` for a stateless request).
+    pub(crate) fn scope(&self) -> Option<&SessionScope> {
+        self.session.as_ref()
+    }
+
+    /// Takes `call` (client id `request_id`, relayed since `started` by a request handler
+    /// itself: the seam), from now on the session's; what its `slot` holds and all that
+    /// comes later arrive as this call's. When the session cannot take it
+    /// ([`ServerSession::adopt_relayed`]) the call is cancelled; whether it took it.
+    pub(crate) fn adopt_relayed(
+        &mut self,
+        session: &mut ServerSession,
+        (request_id, started): (RequestId, Instant),
+        call: RelayedCall,
+        slot: &mcpwire_relay::CallSlot,
+    ) -> bool {
+        match session.adopt_relayed(now(), started, request_id) {
+            Some(dispatch) => {
+                self.relayed.adopt(dispatch, call, slot);
+                true
+            }
+            None => {
+                call.cancel();
+                slot.end();
+                false
+            }
+        }
+    }
+
+    /// Answers `request_id`, a call a request handler found refused (a rate limit) as it
+    /// resolved its route, with `error` as the general path answers it; whether the
+    /// session took it (else a request with its id is in flight).
+    pub(crate) fn refuse_relayed(
+        &mut self,
+        session: &mut ServerSession,
+        request_id: RequestId,
+        error: McpError,
+    ) -> bool {
+        let at = now();
+        match session.adopt_relayed(at, at, request_id) {
+            Some(dispatch) => {
+                session.handle_reply(at, dispatch, Err(error));
+                true
+            }
+            None => false,
+        }
     }
 
     /// Takes what came back for relayed calls (see [`RelayedCalls::take`]); whether

@@ -27,7 +27,7 @@
 pub(crate) mod calls;
 pub(crate) mod exchange;
 pub mod framed;
-mod relayed;
+pub(crate) mod relayed;
 pub(crate) mod server_core;
 
 pub(crate) use calls::{Calls, Wake};

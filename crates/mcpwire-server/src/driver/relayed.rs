@@ -24,7 +24,7 @@ use mcpwire_wire::json_frame::PlainCall;
 use crate::observe::{
     CallMetrics, TraceParent, WireLabel, finish_span, finish_span_as, relayed_outcome, relayed_span,
 };
-use mcpwire_relay::{AnswerAsk, Arrived, Relay, RelayInbox};
+use mcpwire_relay::{AnswerAsk, Arrived, CallSlot, Relay, RelayInbox};
 use tracing::Span;
 
 /// The relayed calls of one session.
@@ -44,7 +44,7 @@ pub(crate) struct RelayedCalls {
 
 /// One relayed call in flight: where it went, and what observes it as the general path's
 /// call would be observed (its metrics when they are on, its `request` span).
-struct RelayedCall {
+pub(crate) struct RelayedCall {
     relay: Arc<Relay>,
     /// Its id on the upstream connection.
     up: u64,
@@ -74,8 +74,24 @@ impl Observed {
 }
 
 impl RelayedCall {
+    /// Call `up` on `relay`'s connection, observed by `metrics` and `span` (both started
+    /// as the call was relayed: [`CallMetrics::start_tool_call`], [`relayed_span`]).
+    pub(crate) fn new(
+        relay: Arc<Relay>,
+        up: u64,
+        metrics: Option<CallMetrics>,
+        span: Span,
+    ) -> RelayedCall {
+        RelayedCall {
+            relay,
+            up,
+            metrics,
+            span,
+        }
+    }
+
     /// The call's answer `line` was written: recorded as the general path records it.
-    fn answered(self, line: &[u8]) {
+    pub(crate) fn answered(self, line: &[u8]) {
         let outcome = relayed_outcome(line);
         if let Some(m) = self.metrics {
             m.finish_relayed(line);
@@ -84,15 +100,55 @@ impl RelayedCall {
     }
 
     /// The call ended with `outcome` (`None`: cancelled), answered by the session.
-    fn ended(self, outcome: Option<&Result<Reply, McpError>>) {
+    pub(crate) fn ended(self, outcome: Option<&Result<Reply, McpError>>) {
         observed(self.metrics, self.span).ended(outcome);
     }
+
+    /// The call ended without its answer (cancelled, timed out, or its session ended):
+    /// the upstream is told, and the call recorded as cancelled.
+    pub(crate) fn cancel(self) {
+        self.relay.cancel(self.up);
+        self.ended(None);
+    }
+
+    /// The call's client went away before its answer (not a cancellation): forgotten
+    /// without telling the upstream, recorded as ended without an answer.
+    pub(crate) fn forget(self) {
+        self.relay.forget(self.up);
+        self.ended(None);
+    }
+}
+
+/// A relayed call's refusal (a rate limit) recorded as the general path records it.
+pub(crate) fn observe_refusal(
+    wire: WireLabel,
+    tool: &str,
+    span: Span,
+    outcome: &Result<Reply, McpError>,
+) {
+    let metrics = CallMetrics::start_tool_call(wire, tool);
+    observed(metrics, span).ended(Some(outcome));
 }
 
 impl RelayedCalls {
     /// Relayed calls in flight.
     pub(crate) fn len(&self) -> usize {
         self.calls.len()
+    }
+
+    /// The inbox what comes back for this session's relayed calls arrives in, made now
+    /// if no call made it yet (shared with the seam's slots, which forward to it).
+    pub(crate) fn inbox(&mut self) -> &Arc<RelayInbox> {
+        self.inbox.get_or_insert_with(Default::default)
+    }
+
+    /// Takes `call`, relayed by a request handler itself and accounted in the session as
+    /// `dispatch` ([`ServerSession::adopt_relayed`]): what its `slot` holds and all that
+    /// comes later arrive here as this call's.
+    pub(crate) fn adopt(&mut self, dispatch: DispatchId, call: RelayedCall, slot: &CallSlot) {
+        self.inbox();
+        self.calls.insert(dispatch, call);
+        slot.forward(dispatch);
     }
 
     /// Sends `call` to the upstream the router names for its tool, made by `caller`,
@@ -117,8 +173,12 @@ impl RelayedCalls {
             RelayDecision::Relay(route) => route,
             RelayDecision::Refuse(error) => {
                 let outcome = Err(error);
-                let metrics = CallMetrics::start_tool_call(wire, call.tool());
-                observed(metrics, relayed_span(wire, call.tool(), parent)).ended(Some(&outcome));
+                observe_refusal(
+                    wire,
+                    call.tool(),
+                    relayed_span(wire, call.tool(), parent),
+                    &outcome,
+                );
                 session.handle_reply(now(), dispatch, outcome);
                 return true;
             }
@@ -145,13 +205,8 @@ impl RelayedCalls {
                     span.record("backend", &**member);
                 }
                 let metrics = CallMetrics::start_tool_call(wire, call.tool());
-                let call = RelayedCall {
-                    relay,
-                    up,
-                    metrics,
-                    span,
-                };
-                self.calls.insert(dispatch, call);
+                self.calls
+                    .insert(dispatch, RelayedCall::new(relay, up, metrics, span));
                 true
             }
             Err(_) => {
@@ -166,8 +221,7 @@ impl RelayedCalls {
     pub(crate) fn cancel(&mut self, id: DispatchId) -> bool {
         match self.calls.remove(&id) {
             Some(call) => {
-                call.relay.cancel(call.up);
-                call.ended(None);
+                call.cancel();
                 true
             }
             None => false,

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use mcpwire_model::types::RequestMeta;
-use mcpwire_model::{Dialect, Malformed, Message, Request, RequestId};
+use mcpwire_model::{Dialect, Malformed, McpError, Message, Request, RequestId};
 use mcpwire_session::{Era, ServerSession, Transmit};
 use mcpwire_wire::json_frame;
 
@@ -212,7 +212,43 @@ impl ServerCore {
     /// Whether the session's calls may be relayed at all: a handshake-era MCP session (not
     /// bb-1.0, not 2026-07-28, not before its handshake).
     pub(crate) fn may_relay(&self) -> bool {
-        matches!(self.session.era(), Era::Handshake(r) if r.dialect() == Dialect::Mcp)
+        self.relay_revision().is_some()
+    }
+
+    /// The revision the session's relayed calls are answered in, when its calls may be
+    /// relayed at all ([`ServerCore::may_relay`]).
+    pub(crate) fn relay_revision(&self) -> Option<mcpwire_model::Revision> {
+        match self.session.era() {
+            Era::Handshake(r) if r.dialect() == Dialect::Mcp => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The inbox of the session's relayed calls (see [`Calls::relay_inbox`]).
+    pub(crate) fn relay_inbox(&mut self) -> Arc<mcpwire_relay::RelayInbox> {
+        self.calls.relay_inbox()
+    }
+
+    /// The downstream session's scope (see [`Calls::scope`]).
+    pub(crate) fn scope(&self) -> Option<&mcpwire_router::SessionScope> {
+        self.calls.scope()
+    }
+
+    /// Takes a call a request handler relayed itself (see [`Calls::adopt_relayed`]).
+    pub(crate) fn adopt_relayed(
+        &mut self,
+        request: (RequestId, Instant),
+        call: super::relayed::RelayedCall,
+        slot: &mcpwire_relay::CallSlot,
+    ) -> bool {
+        self.calls
+            .adopt_relayed(&mut self.session, request, call, slot)
+    }
+
+    /// Answers a call a request handler found refused (see [`Calls::refuse_relayed`]).
+    pub(crate) fn refuse_relayed(&mut self, request_id: RequestId, error: McpError) -> bool {
+        self.calls
+            .refuse_relayed(&mut self.session, request_id, error)
     }
 
     /// Takes what came back for relayed calls: answers' bytes written to `out` as they

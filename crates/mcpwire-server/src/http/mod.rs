@@ -34,6 +34,7 @@ mod post;
 mod replay;
 mod reply;
 mod route_headers;
+mod seam;
 mod serve;
 mod session;
 mod sessions;

@@ -31,6 +31,8 @@ use super::headers::{
 };
 use super::locate::{Located, locate, mint};
 use super::reply;
+use super::seam::{self, Seamed};
+use super::session::cancelled_request;
 use super::stateless::Exchange;
 use super::{App, route_headers};
 use crate::observe::TraceParent;
@@ -195,8 +197,18 @@ async fn with_session(
         Posted::Message(msg) => msg,
         Posted::Plain(frame) => {
             let id = frame.request_id().clone();
-            let Ok(stream) = session.plain_call(frame, sent.trace).await else {
-                return session_not_found();
+            let gone = || match app.sessions.get(sid) {
+                Some(_) => reply::empty_stream(),
+                None => session_not_found(),
+            };
+            let stream = match seam::relay(&session, &frame, sent.trace.as_ref()).await {
+                Seamed::Answered(response) => return response,
+                Seamed::Ended => return gone(),
+                Seamed::Session(stream) => stream,
+                Seamed::Declined => match session.plain_call(frame, sent.trace).await {
+                    Ok(stream) => stream,
+                    Err(_) => return session_not_found(),
+                },
             };
             return match reply::answer_session(stream, &id).await {
                 Some(a) => a.response,
@@ -227,10 +239,17 @@ async fn with_session(
                 None => session_not_found(),
             }
         }
-        other => match session.message(other).await {
-            Ok(()) => reply::accepted(),
-            Err(_) => session_not_found(),
-        },
+        other => {
+            // A cancellation of a call its handler relays itself ends it there; the session
+            // hears it too (it may hold the call by now).
+            if let Some(id) = cancelled_request(&other) {
+                session.seam.cancel(&id);
+            }
+            match session.message(other).await {
+                Ok(()) => reply::accepted(),
+                Err(_) => session_not_found(),
+            }
+        }
     }
 }
 

@@ -67,7 +67,8 @@ pub(crate) fn json(status: StatusCode, msg: &Outbound) -> Response {
 
 /// A relayed call's answer `line` (the upstream's JSON, the client's id in it) as a `200`
 /// `application/json` response: the bytes the general path would write.
-fn json_line(line: Bytes) -> Response {
+/// A relayed call's answer line as the JSON body of a `200` response.
+pub(crate) fn json_line(line: Bytes) -> Response {
     let end = line.trim_ascii_end().len();
     (
         StatusCode::OK,

@@ -24,6 +24,7 @@ use futures::Stream;
 use mcpwire_model::jsonrpc::decode_with_depth;
 use mcpwire_model::types::CancelledParams;
 use mcpwire_model::{BackendEvent, McpError, Message, Method, Outbound, Request, RequestId};
+use mcpwire_relay::CallSlot;
 use mcpwire_router::Identity;
 use mcpwire_session::{HandshakeState, ServerSession, Transmit};
 use mcpwire_wire::json_frame::PlainFrame;
@@ -32,9 +33,11 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::replay::{self, EventId, Mirror, ReplayLog, StreamItem, StreamKind};
+use super::seam::{SeamOwner, SessionSeam};
 use crate::Service;
 use crate::directory::SessionDirectory;
 use crate::driver::calls::sleep_until;
+use crate::driver::relayed::RelayedCall;
 use crate::driver::{Calls, RelayedOutput, ServerCore, now};
 use crate::observe::{TraceParent, WireLabel};
 
@@ -114,6 +117,11 @@ enum Command {
     /// A plain `tools/call` as the client sent it (`json_frame::plain_call`), relayed when
     /// the router offers a route, else decoded and taken as [`Command::Request`].
     Plain(PlainFrame, Sink, u64, Option<TraceParent>),
+    /// A call a handler relayed itself (the seam), now the session's.
+    Adopt(Adopted, Sink, u64),
+    /// A call a handler found refused (a rate limit) as it resolved its route: answered
+    /// with this error as the general path answers it.
+    Refused(RequestId, McpError, Sink, u64),
     /// A notification or a response to one of our asks.
     Message(Message),
     /// A (new) standalone stream; replaces the previous one.
@@ -136,6 +144,41 @@ pub(crate) struct SessionHandle {
     /// Who opened the session (`None`: the listener does not authenticate); its calls carry
     /// this identity.
     owner: Option<Identity>,
+    /// The calls the session's handlers relay themselves.
+    pub(crate) seam: Arc<SessionSeam>,
+}
+
+/// A call a handler relayed itself (the seam), handed to its session: its client id and
+/// when it was relayed, what observes it, and the slot its answer arrives in. Dropped
+/// without the session taking it (the session ended), the call is cancelled upstream.
+pub(crate) struct Adopted {
+    request: (RequestId, Instant),
+    call: Option<RelayedCall>,
+    slot: Arc<CallSlot>,
+}
+
+impl Adopted {
+    /// Call `request` (client id, when relayed), observed by `call`, answered into `slot`.
+    pub(crate) fn new(
+        request: (RequestId, Instant),
+        call: RelayedCall,
+        slot: Arc<CallSlot>,
+    ) -> Adopted {
+        Adopted {
+            request,
+            call: Some(call),
+            slot,
+        }
+    }
+}
+
+impl Drop for Adopted {
+    fn drop(&mut self) {
+        if let Some(call) = self.call.take() {
+            call.cancel();
+            self.slot.end();
+        }
+    }
 }
 
 /// The messages related to one request: its response alone, or stream items.
@@ -217,6 +260,24 @@ impl SessionHandle {
         trace: Option<TraceParent>,
     ) -> Result<RequestStream, Gone> {
         self.open(|sink, stream| Command::Plain(frame, sink, stream, trace))
+            .await
+    }
+
+    /// Hands the session a call a handler relayed itself ([`Adopted`]); its messages
+    /// come on the stream returned, as a request's.
+    pub(crate) async fn adopt(&self, adopted: Adopted) -> Result<RequestStream, Gone> {
+        self.open(|sink, stream| Command::Adopt(adopted, sink, stream))
+            .await
+    }
+
+    /// Has the session answer `id`, a call refused as its route was resolved, with
+    /// `error`.
+    pub(crate) async fn refused(
+        &self,
+        id: RequestId,
+        error: McpError,
+    ) -> Result<RequestStream, Gone> {
+        self.open(|sink, stream| Command::Refused(id, error, sink, stream))
             .await
     }
 
@@ -372,16 +433,29 @@ pub(crate) fn spawn(
         .directory
         .as_ref()
         .map(|d| d.backend_session(&id, idle));
+    let mut core = ServerCore::new(
+        session,
+        Calls::new(service.router.clone(), WireLabel::Http)
+            .with_shared_session(shared)
+            .hearing(events)
+            .with_identity(owner.clone())
+            .with_client_ip(ip),
+    )
+    .counted(service.load.as_ref());
+    let seam = Arc::new(SessionSeam::new(
+        SeamOwner {
+            router: service.router.clone(),
+            scope: core.scope().cloned().unwrap_or_default(),
+            owner: owner.clone(),
+            ip,
+            inbox: core.relay_inbox(),
+        },
+        service.config.limits.max_in_flight,
+        service.config.limits.request_timeout,
+    ));
     let task = SessionTask {
-        core: ServerCore::new(
-            session,
-            Calls::new(service.router.clone(), WireLabel::Http)
-                .with_shared_session(shared)
-                .hearing(events)
-                .with_identity(owner.clone())
-                .with_client_ip(ip),
-        )
-        .counted(service.load.as_ref()),
+        core,
+        seam: seam.clone(),
         cmds,
         close: close.clone(),
         routes: HashMap::new(),
@@ -400,11 +474,18 @@ pub(crate) fn spawn(
         ended();
         tracing::debug!(session = %id, "session ended");
     });
-    SessionHandle { tx, close, owner }
+    SessionHandle {
+        tx,
+        close,
+        owner,
+        seam,
+    }
 }
 
 struct SessionTask {
     core: ServerCore,
+    /// The calls this session's handlers relay themselves.
+    seam: Arc<SessionSeam>,
     cmds: mpsc::Receiver<Box<Command>>,
     close: CancellationToken,
     /// Requests not yet answered, by client request id.
@@ -447,6 +528,8 @@ impl SessionTask {
                     break;
                 }
             }
+            self.seam
+                .publish(self.core.relay_revision(), self.routes.len());
             let idle_at = self.idle_deadline();
             self.busy.set(idle_at.is_none());
             tokio::select! {
@@ -471,15 +554,24 @@ impl SessionTask {
                 }
             }
         }
+        self.seam.close();
         self.core.input_closed();
     }
 
     /// When the session expires if nothing happens: only while nothing is in flight and no
     /// standalone stream is open.
+    /// Calls of the seam keep it from expiring too: while any runs, the deadline is checked
+    /// again an idle period later (they do not wake the task).
     fn idle_deadline(&self) -> Option<Instant> {
         let streaming = self.standalone.as_ref().is_some_and(|s| s.tx.is_some());
         let busy = !self.core.idle() || !self.routes.is_empty() || streaming;
-        (!busy).then(|| self.last_active + self.idle)
+        if busy {
+            return None;
+        }
+        if self.seam.busy() {
+            return Some(now() + self.idle);
+        }
+        Some(self.last_active.max(self.seam.last_end()) + self.idle)
     }
 
     fn on_command(&mut self, cmd: Command) {
@@ -490,6 +582,16 @@ impl SessionTask {
             }
             Command::Plain(frame, sink, stream, trace) => {
                 self.on_plain(frame, sink, stream, trace);
+            }
+            Command::Adopt(adopted, sink, stream) => self.on_adopt(adopted, sink, stream),
+            Command::Refused(id, error, sink, stream) => {
+                if self.routes.contains_key(&id) {
+                    return duplicate(Some(sink), &id);
+                }
+                self.add_route(&id, sink, stream, None);
+                if !self.core.refuse_relayed(id.clone(), error) {
+                    duplicate(self.remove_route(&id).and_then(|r| r.sink), &id);
+                }
             }
             Command::Message(msg) => {
                 let cancelled = cancelled_request(&msg).filter(|id| self.routes.contains_key(id));
@@ -534,19 +636,45 @@ impl SessionTask {
         }
     }
 
+    /// Takes a call a handler relayed itself (the seam): from now on as a call the session
+    /// relayed, answered on `sink` (stream number `stream`).
+    fn on_adopt(&mut self, mut adopted: Adopted, sink: Sink, stream: u64) {
+        let (id, started) = adopted.request.clone();
+        let Some(call) = adopted.call.take() else {
+            return;
+        };
+        if self.routes.contains_key(&id) {
+            call.cancel();
+            adopted.slot.end();
+            return duplicate(Some(sink), &id);
+        }
+        self.add_route(&id, sink, stream, None);
+        if !self
+            .core
+            .adopt_relayed((id.clone(), started), call, &adopted.slot)
+        {
+            duplicate(self.remove_route(&id).and_then(|r| r.sink), &id);
+        }
+    }
+
+    /// Whether request `id` is one in flight already (here, or relayed by a handler
+    /// itself): answered then with the error for a duplicate id on `sink`.
+    fn is_duplicate(&mut self, id: &RequestId, sink: &mut Option<Sink>) -> bool {
+        if !self.routes.contains_key(id) && !self.seam.holds(id) {
+            return false;
+        }
+        duplicate(sink.take(), id);
+        true
+    }
+
     /// Takes client request `req` (answered on `sink`, stream number `stream`, its span a
     /// child of `trace`).
     fn on_request(&mut self, req: Request, sink: Sink, stream: u64, trace: Option<TraceParent>) {
-        if self.routes.contains_key(&req.id) {
-            let error = McpError::DuplicateRequestId.to_wire_unnegotiated();
-            if let Some(last) = sink.last {
-                let _ = last.send(Answered::Message(Outbound::Error {
-                    id: Some(req.id),
-                    error,
-                }));
-            }
+        let mut sink = Some(sink);
+        if self.is_duplicate(&req.id, &mut sink) {
             return;
         }
+        let Some(sink) = sink else { return };
         self.add_route(&req.id, sink, stream, trace);
         self.core.inbound(Ok(Message::Request(req)));
     }
@@ -562,7 +690,10 @@ impl SessionTask {
             .may_relay()
             .then(|| plain.call())
             .flatten()
-            .filter(|call| !self.routes.contains_key(call.request_id()));
+            .filter(|call| {
+                let id = call.request_id();
+                !self.routes.contains_key(id) && !self.seam.holds(id)
+            });
         let mut sink = Some(sink);
         if let Some(call) = call {
             let id = call.request_id().clone();
@@ -818,6 +949,15 @@ fn encode(msg: &Outbound) -> Arc<str> {
     Arc::from(msg.to_json_string())
 }
 
+/// Answers request `id`, whose id is one in flight already, on its connection's `sink`.
+fn duplicate(sink: Option<Sink>, id: &RequestId) {
+    if let Some(last) = sink.and_then(|s| s.last) {
+        let error = McpError::DuplicateRequestId.to_wire_unnegotiated();
+        let id = Some(id.clone());
+        let _ = last.send(Answered::Message(Outbound::Error { id, error }));
+    }
+}
+
 /// What a drain took for relayed calls, in order: the session's messages, answers' lines.
 enum Relayed {
     Sent(Transmit),
@@ -825,7 +965,7 @@ enum Relayed {
 }
 
 /// The request a `notifications/cancelled` names.
-fn cancelled_request(msg: &Message) -> Option<RequestId> {
+pub(crate) fn cancelled_request(msg: &Message) -> Option<RequestId> {
     let Message::Notification(n) = msg else {
         return None;
     };

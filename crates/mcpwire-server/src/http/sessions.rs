@@ -279,7 +279,7 @@ impl HeldSessions for Sessions {
 /// The id of the idle session used longest ago, if any session is idle.
 fn least_recently_used_idle(map: &HashMap<String, Entry>) -> Option<String> {
     map.iter()
-        .filter(|(_, e)| !e.busy.get())
+        .filter(|(_, e)| !e.busy.get() && !e.handle.seam.busy())
         .min_by_key(|(_, e)| e.last_used)
         .map(|(id, _)| id.clone())
 }

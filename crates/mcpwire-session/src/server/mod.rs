@@ -355,12 +355,40 @@ impl ServerSession {
     /// End it with [`ServerSession::relayed_answered`], [`ServerSession::handle_reply`] or
     /// [`ServerSession::withdraw_relayed`].
     pub fn accept_relayed(&mut self, now: Instant, request_id: RequestId) -> Option<DispatchId> {
+        if self.inflight.len() >= self.config.limits.max_in_flight {
+            return None;
+        }
+        self.take_relayed(now, now, request_id)
+    }
+
+    /// Takes a `tools/call` that the wire relayed on its own, outside the session, since
+    /// `started` (the gateway's seam: a request handler relays a call itself and hands it to
+    /// the session only when something other than its plain answer comes back): from now
+    /// on it is the session's as if [`ServerSession::accept_relayed`] had taken it — except
+    /// that the in-flight bound, checked when it was relayed, is not checked again (the call
+    /// is running), and its request timeout counts from `started`. `None` when the session
+    /// cannot take it: not a handshake-era MCP session, or a request with its id is in
+    /// flight.
+    pub fn adopt_relayed(
+        &mut self,
+        now: Instant,
+        started: Instant,
+        request_id: RequestId,
+    ) -> Option<DispatchId> {
+        self.take_relayed(now, started, request_id)
+    }
+
+    fn take_relayed(
+        &mut self,
+        now: Instant,
+        started: Instant,
+        request_id: RequestId,
+    ) -> Option<DispatchId> {
         let Era::Handshake(rev) = self.era else {
             return None;
         };
         if rev.dialect() != Dialect::Mcp
             || self.provisional
-            || self.inflight.len() >= self.config.limits.max_in_flight
             || self.by_request.contains_key(&request_id)
         {
             return None;
@@ -368,7 +396,12 @@ impl ServerSession {
         tracing::trace!(target: "mcpwire::telemetry", method = "tools/call", id = %request_id, "request received");
         let id = DispatchId(self.next_dispatch);
         self.next_dispatch += 1;
-        let deadline = self.config.limits.request_timeout.map(|t| now + t);
+        // Already past (a call adopted after its timeout): fires on the next timeout check.
+        let deadline = self
+            .config
+            .limits
+            .request_timeout
+            .map(|t| (started + t).max(now));
         if let Some(at) = deadline {
             self.timers.insert(at, TimerKey::Request(id.0));
         }
@@ -378,7 +411,7 @@ impl ServerSession {
             InFlight {
                 request_id,
                 method: Method::ToolsCall,
-                started: now,
+                started,
                 progress_token: None,
                 log_level: None,
                 deadline,
