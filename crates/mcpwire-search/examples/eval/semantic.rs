@@ -373,7 +373,7 @@ pub fn transformers(model: &Path) -> Result<Vec<Transformer>, Box<dyn std::error
     }
     // Other BERT-family models, each a directory as `--model`'s.
     let extra = std::env::var_os("MCPWIRE_SEARCH_EXTRA_MODELS").unwrap_or_default();
-    for dir in std::env::split_paths(&extra) {
+    for dir in std::env::split_paths(&extra).filter(|d| !d.as_os_str().is_empty()) {
         let name = dir.file_name().unwrap_or_default().to_string_lossy();
         dirs.push((format!("transformer {name}"), dir.clone()));
     }
