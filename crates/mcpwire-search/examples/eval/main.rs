@@ -4,6 +4,10 @@
 //! ```text
 //! python3 bench/search/harvest.py          # writes target/search-catalog.json (not committed)
 //! cargo run --release -p mcpwire-search --example eval [-- --misses] [--catalog PATH] [--requests PATH]
+//! # models side by side (models.rs): MiniLM-L6 (+ cut to MCPWIRE_SEARCH_LAYERS, + the
+//! # directories in MCPWIRE_SEARCH_EXTRA_MODELS) with --features semantic, and WordLlama
+//! scripts/search_static_model.sh && MCPWIRE_SEARCH_STATIC_MODEL=target/search-static-model \
+//!   cargo run --release -p mcpwire-search --example eval -- --models
 //! ```
 //!
 //! A request is answered at k when any of its expected tools is among the first k hits.
@@ -48,6 +52,10 @@ struct Args {
     model: Option<PathBuf>,
     misses: bool,
     sweep: bool,
+    /// `--models`: the models side by side (`models.rs`) instead of the semantic grid.
+    models: bool,
+    /// A static model's directory (`MCPWIRE_SEARCH_STATIC_MODEL`), compared with `--models`.
+    static_model: Option<PathBuf>,
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -77,8 +85,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let rank = |r: &Request| ranked(&index, &r.query, MRR_DEPTH);
         println!("| {name} | {} |", per_set(&rank, &requests));
     }
+    if args.models {
+        compare_models(&args, &catalog, &requests)?;
+    }
     #[cfg(feature = "semantic")]
-    if let Some(model) = &args.model {
+    if let (Some(model), false) = (&args.model, args.models) {
         semantic::evaluate(model, &catalog, &requests)?;
     }
     #[cfg(not(feature = "semantic"))]
@@ -92,6 +103,46 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         print_misses(&build(&catalog, RankingOptions::full()), &requests);
     }
     latency(&catalog, &requests);
+    Ok(())
+}
+
+/// `--models`: the transformer (`--model`, also cut to the layer counts in
+/// `MCPWIRE_SEARCH_LAYERS`, e.g. `3,2`) and the static model, each compared on its own vectors.
+fn compare_models(
+    args: &Args,
+    catalog: &[Backend],
+    requests: &[Request],
+) -> Result<(), Box<dyn std::error::Error>> {
+    #[cfg(feature = "semantic")]
+    if let Some(model) = &args.model {
+        for (label, embedder, load, rss_kib) in semantic::transformers(model)? {
+            let candidate = models::Candidate {
+                label: &label,
+                model: &embedder,
+                load,
+                rss_kib,
+            };
+            candidate.compare(catalog, requests)?;
+        }
+    }
+    if let Some(dir) = &args.static_model {
+        let before = models::rss_kib();
+        let started = Instant::now();
+        let model = static_model::StaticModel::load(dir)?;
+        let load = started.elapsed();
+        let rss_kib = models::rss_kib().saturating_sub(before);
+        println!(
+            "static model: {model:?}, ~{} KiB",
+            model.approx_bytes() / 1024
+        );
+        let candidate = models::Candidate {
+            label: "static (WordLlama)",
+            model: &model,
+            load,
+            rss_kib,
+        };
+        candidate.compare(catalog, requests)?;
+    }
     Ok(())
 }
 
@@ -135,12 +186,16 @@ fn args() -> Args {
         model: std::env::var_os("MCPWIRE_SEARCH_MODEL").map(PathBuf::from),
         misses: false,
         sweep: false,
+        models: false,
+        static_model: std::env::var_os("MCPWIRE_SEARCH_STATIC_MODEL").map(PathBuf::from),
     };
     let mut argv = std::env::args().skip(1);
     while let Some(arg) = argv.next() {
         match arg.as_str() {
             "--misses" => args.misses = true,
             "--sweep" => args.sweep = true,
+            "--models" => args.models = true,
+            "--static-model" => args.static_model = argv.next().map(PathBuf::from),
             "--catalog" => args.catalog = argv.next().map(PathBuf::from).unwrap_or(args.catalog),
             "--requests" => args.requests = argv.next().map(PathBuf::from).into_iter().collect(),
             "--model" => args.model = argv.next().map(PathBuf::from),
@@ -279,25 +334,34 @@ fn print_misses(index: &Index, requests: &[Request]) {
     }
 }
 
-fn latency(catalog: &[Backend], requests: &[Request]) {
-    let per_copy: usize = catalog.iter().map(|b| b.tools.len()).sum();
-    let copies = LATENCY_TOOLS.div_ceil(per_copy.max(1));
-    let started = Instant::now();
-    let mut index = Index::new(RankingOptions::full());
-    for copy in 0..copies {
-        let suffix = if copy == 0 {
-            String::new()
-        } else {
-            format!("-r{copy}")
-        };
-        // The last copy stops at the backend that reaches LATENCY_TOOLS.
+/// The catalog copied up to [`LATENCY_TOOLS`] tools: each copy's backend suffix (none for
+/// the first) and backends (the last copy stops at the backend that reaches the count).
+fn replicas(catalog: &[Backend]) -> Vec<(String, &[Backend])> {
+    let mut copies = Vec::new();
+    let mut total = 0;
+    while total < LATENCY_TOOLS {
         let mut take = 0;
-        let mut total = index.len();
         while take < catalog.len() && total < LATENCY_TOOLS {
             total += catalog[take].tools.len();
             take += 1;
         }
-        build_into(&mut index, &catalog[..take], &suffix);
+        if catalog[..take].iter().all(|b| b.tools.is_empty()) {
+            break;
+        }
+        let suffix = match copies.len() {
+            0 => String::new(),
+            n => format!("-r{n}"),
+        };
+        copies.push((suffix, &catalog[..take]));
+    }
+    copies
+}
+
+fn latency(catalog: &[Backend], requests: &[Request]) {
+    let started = Instant::now();
+    let mut index = Index::new(RankingOptions::full());
+    for (suffix, backends) in replicas(catalog) {
+        build_into(&mut index, backends, &suffix);
     }
     let build = started.elapsed();
     println!(
@@ -379,8 +443,10 @@ fn sweep(catalog: &[Backend], requests: &[Request]) {
 }
 
 /// The semantic variants (`semantic.rs`).
+mod models;
 #[cfg(feature = "semantic")]
 mod semantic;
+mod static_model;
 /// Static token vectors distilled from the model (`static_vectors.rs`).
 #[cfg(feature = "semantic")]
 mod static_vectors;

@@ -9,34 +9,17 @@ use std::time::{Duration, Instant};
 
 use mcpwire_search::semantic::Embedder;
 use mcpwire_search::{
-    Embed, FUSE_DEPTH, Fusion, Hit, Index, RankingOptions, TextOptions, ToolInput, VectorIndex,
+    Embed, FUSE_DEPTH, Fusion, Index, RankingOptions, TextOptions, ToolInput, VectorIndex,
     tool_text,
 };
 
-use super::{Backend, Key, LATENCY_TOOLS, MRR_DEPTH, Request, build, per_set};
+use super::{Backend, LATENCY_TOOLS, MRR_DEPTH, Request, build, per_set};
+use crate::models::{fusions, keys, rss_kib};
 use crate::static_vectors::{StaticEmbedder, grid};
-
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|n| n.parse().ok()))
-        })
-        .unwrap_or(0)
-}
 
 fn percentile(times: &mut [Duration], q: f64) -> f64 {
     times.sort_unstable();
     times[((times.len() - 1) as f64 * q) as usize].as_secs_f64() * 1e3
-}
-
-fn keys(hits: &[Hit<'_>]) -> Vec<Key> {
-    hits.iter()
-        .take(MRR_DEPTH)
-        .map(|h| (h.backend.to_owned(), h.name.to_owned()))
-        .collect()
 }
 
 /// Each backend's tools embedded with `text`: (backend, [(tool, vector)]).
@@ -69,27 +52,6 @@ fn vector_index(embedded: &Embedded, suffix: &str) -> VectorIndex {
         vectors.replace_backend(&format!("{backend}{suffix}"), tools.clone());
     }
     vectors
-}
-
-/// The fusions compared (the grid fixed before running; chosen on the tuned set only).
-fn fusions() -> Vec<(String, Fusion)> {
-    let mut all = Vec::new();
-    for semantic_weight in [0.5, 1.0, 2.0] {
-        all.push((
-            format!("RRF k 60, semantic weight {semantic_weight}"),
-            Fusion::Rrf {
-                k: 60.0,
-                semantic_weight,
-            },
-        ));
-    }
-    for semantic_weight in [0.5, 1.0, 2.0] {
-        all.push((
-            format!("scores, semantic weight {semantic_weight}"),
-            Fusion::Scores { semantic_weight },
-        ));
-    }
-    all
 }
 
 /// One semantic ranking to print: the tool vectors and the requests' query vectors (in
@@ -378,4 +340,50 @@ fn timing_at_1000(
         p50_p99_us(&mut transformer_t, None)
     );
     Ok(())
+}
+
+/// A transformer to compare: (label, model, load time, RSS added in KiB).
+pub type Transformer = (String, Embedder, Duration, u64);
+
+/// The transformer in `model` as it is, then cut to each layer count of
+/// `MCPWIRE_SEARCH_LAYERS` (e.g. `3,2`: its first layers only, the rest of the weights
+/// unread; a copy of the directory under `target/` with `num_hidden_layers` changed), then the
+/// model directories listed in `MCPWIRE_SEARCH_EXTRA_MODELS` (`:`-separated).
+pub fn transformers(model: &Path) -> Result<Vec<Transformer>, Box<dyn std::error::Error>> {
+    let mut dirs = vec![("transformer (MiniLM-L6)".to_owned(), model.to_owned())];
+    let layers = std::env::var("MCPWIRE_SEARCH_LAYERS").unwrap_or_default();
+    for n in layers
+        .split(',')
+        .filter_map(|n| n.trim().parse::<u64>().ok())
+    {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("../../target/search-model-layers-{n}"));
+        std::fs::create_dir_all(&dir)?;
+        let mut config: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(model.join("config.json"))?)?;
+        config["num_hidden_layers"] = n.into();
+        std::fs::write(dir.join("config.json"), config.to_string())?;
+        for file in ["model.safetensors", "vocab.txt", "tokenizer.json"] {
+            let (from, to) = (model.join(file), dir.join(file));
+            if from.exists() && !to.exists() {
+                std::os::unix::fs::symlink(std::fs::canonicalize(from)?, to)?;
+            }
+        }
+        dirs.push((format!("transformer cut to {n} layers"), dir));
+    }
+    // Other BERT-family models, each a directory as `--model`'s.
+    let extra = std::env::var_os("MCPWIRE_SEARCH_EXTRA_MODELS").unwrap_or_default();
+    for dir in std::env::split_paths(&extra).filter(|d| !d.as_os_str().is_empty()) {
+        let name = dir.file_name().unwrap_or_default().to_string_lossy();
+        dirs.push((format!("transformer {name}"), dir.clone()));
+    }
+    let mut loaded = Vec::new();
+    for (label, dir) in dirs {
+        let before = rss_kib();
+        let started = Instant::now();
+        let embedder = Embedder::load(&dir)?;
+        let load = started.elapsed();
+        loaded.push((label, embedder, load, rss_kib().saturating_sub(before)));
+    }
+    Ok(loaded)
 }
