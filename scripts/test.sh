@@ -47,16 +47,6 @@ else
   echo "!! fetching the search model failed"; exit 1
 fi
 
-# WordLlama's static model (session 18, measured by the search evaluation, not used by the
-# gateway): its tokenization checked against the reference's ids with the real files (16 MB
-# from PyPI, --no-deps); the evaluation example's tests are already built by the workspace run.
-echo "== cargo test -p mcpwire-search --example eval (static model)"
-if STATIC_MODEL=$(./scripts/search_static_model.sh); then
-  MCPWIRE_SEARCH_STATIC_MODEL="$PWD/$STATIC_MODEL" cargo test -p mcpwire-search --example eval static_model
-else
-  echo "!! fetching the static search model failed"; exit 1
-fi
-
 echo "== python interop tests (official mcp client)"
 cargo build -p mcpwire-cli
 MCPWIRE_BIN="$PWD/target/debug/mcpwire" "$VENV/bin/python" -m pytest tests/python -q
