@@ -187,7 +187,13 @@ impl Router {
             params,
             mut ctx,
         } = call;
-        ctx = ctx.with_meta(request_meta(params.as_deref()));
+        let stateless = ctx.revision().is_stateless();
+        // A 2026-07-28 `tools/call` (whose `_meta` is always there: the envelope) has its
+        // `_meta` read with its name and arguments, in one pass over the params.
+        let meta_with_call = stateless && method == Method::ToolsCall;
+        if !meta_with_call {
+            ctx = ctx.with_meta(request_meta(params.as_deref()));
+        }
         if let (Method::Other(name), Some(store)) = (&method, &self.tasks)
             && name.starts_with("tasks/")
         {
@@ -205,7 +211,6 @@ impl Router {
             return self.tasks_call(&store, method, params, ctx);
         }
         let caps = &self.backend.info().capabilities;
-        let stateless = ctx.revision().is_stateless();
         let (mut ctx, params) = match (&method, params) {
             (Method::ToolsCall, Some(params)) if !stateless && caps.tools.is_some() => {
                 match self.forward(ctx, params) {
@@ -219,7 +224,14 @@ impl Router {
             Ok(req) => req,
             Err(e) => return Box::pin(std::future::ready(Err(e))),
         };
-        let (req, input_params) = parsed;
+        let Parsed {
+            request: req,
+            input: input_params,
+            meta,
+        } = parsed;
+        if meta_with_call {
+            ctx = ctx.with_meta(meta.map(Arc::from));
+        }
         let task_store = match (&req, &self.tasks) {
             (BackendRequest::CallTool { name, arguments }, Some(store)) if stateless => {
                 let routing = self.backend.call_routing(name, arguments.as_ref());
@@ -324,23 +336,36 @@ fn parse<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T, McpError> 
         .map_err(|e| McpError::InvalidParams(e.to_string()))
 }
 
-/// Parses a request into a [`BackendRequest`]; also returns the params again when they may
-/// carry 2026-07-28 input responses.
+/// A request as [`parse_request`] read it.
+struct Parsed {
+    request: BackendRequest,
+    /// The params again, when they may carry 2026-07-28 input responses.
+    input: Option<Raw>,
+    /// A `tools/call`'s `_meta`, read with its name and arguments.
+    meta: Option<Raw>,
+}
+
+/// Parses a request into a [`BackendRequest`] (see [`Parsed`]).
 fn parse_request(
     method: &Method,
     params: Option<Raw>,
     caps: &ServerCapabilities,
     stateless: bool,
-) -> Result<(BackendRequest, Option<Raw>), McpError> {
+) -> Result<Parsed, McpError> {
     let not_offered = || McpError::MethodNotFound(method.to_string());
     if let Method::Other(_) = method {
-        let req = BackendRequest::Other {
+        let request = BackendRequest::Other {
             method: method.clone(),
             params,
         };
-        return Ok((req, None));
+        return Ok(Parsed {
+            request,
+            input: None,
+            meta: None,
+        });
     }
     let p = params.as_deref();
+    let mut meta = None;
     let req = match method {
         Method::ToolsList | Method::ToolsCall if caps.tools.is_none() => return Err(not_offered()),
         Method::ResourcesList
@@ -364,10 +389,11 @@ fn parse_request(
             }
         }
         Method::ToolsCall => {
-            let c: CallToolParams = parse(p)?;
+            let call: CallToolParams = parse(p)?;
+            meta = call.meta;
             BackendRequest::CallTool {
-                name: c.name,
-                arguments: c.arguments,
+                name: call.name,
+                arguments: call.arguments,
             }
         }
         Method::ResourcesList => BackendRequest::ListResources {
@@ -407,5 +433,9 @@ fn parse_request(
     } else {
         None
     };
-    Ok((req, input))
+    Ok(Parsed {
+        request: req,
+        input,
+        meta,
+    })
 }

@@ -93,6 +93,9 @@ pub struct CallToolParams {
     /// The raw arguments object.
     #[serde(default, deserialize_with = "object_or_null")]
     pub arguments: Option<Raw>,
+    /// The request's `_meta`, raw, when it has one (read in the same pass).
+    #[serde(rename = "_meta", default)]
+    pub meta: Option<Raw>,
 }
 
 /// An optional raw JSON object: `null` or absent is `None`, anything but an object fails.
