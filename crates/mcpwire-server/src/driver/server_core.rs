@@ -210,7 +210,7 @@ impl ServerCore {
     }
 
     /// Whether the session's calls may be relayed at all: a handshake-era MCP session (not
-    /// bb-1.0, not 2026-07-28, not before its handshake).
+    /// bb-1.0, not 2026-07-28, not before its handshake, not provisional).
     pub(crate) fn may_relay(&self) -> bool {
         self.relay_revision().is_some()
     }
@@ -219,7 +219,9 @@ impl ServerCore {
     /// relayed at all ([`ServerCore::may_relay`]).
     pub(crate) fn relay_revision(&self) -> Option<mcpwire_model::Revision> {
         match self.session.era() {
-            Era::Handshake(r) if r.dialect() == Dialect::Mcp => Some(r),
+            Era::Handshake(r) if r.dialect() == Dialect::Mcp && !self.session.is_provisional() => {
+                Some(r)
+            }
             _ => None,
         }
     }

@@ -246,6 +246,12 @@ impl ServerSession {
 
     // ----- getters -----
 
+    /// Whether the session was initialized without the client's own handshake
+    /// ([`ServerSession::provisional`]) and has not had one since: its calls are not relayed.
+    pub fn is_provisional(&self) -> bool {
+        self.provisional
+    }
+
     /// The era this session settled on.
     pub fn era(&self) -> Era {
         self.era
