@@ -346,7 +346,7 @@ impl Calls {
     /// The inbox of these calls' relayed calls (`mcpwire_relay`), which the seam's call
     /// slots forward to.
     pub(crate) fn relay_inbox(&mut self) -> Arc<mcpwire_relay::RelayInbox> {
-        self.relayed.inbox().clone()
+        self.relayed.shared_inbox()
     }
 
     /// The downstream session these calls belong to (`None` for a stateless request).

@@ -36,6 +36,9 @@ pub(crate) struct RelayedCalls {
     asks: IdMap<AskId, AnswerAsk>,
     /// What comes back for this session's relayed calls (made on the first).
     inbox: Option<Arc<RelayInbox>>,
+    /// The inbox handed out before any call was relayed (to the seam's slots), taken as
+    /// [`RelayedCalls::inbox`] once one is: until then nothing waits on it.
+    spare: Option<Arc<RelayInbox>>,
     /// Answers' bytes taken from the inbox and not yet written.
     bytes: BytesMut,
     /// Items taken from the inbox (kept for its allocation).
@@ -136,10 +139,21 @@ impl RelayedCalls {
         self.calls.len()
     }
 
-    /// The inbox what comes back for this session's relayed calls arrives in, made now
-    /// if no call made it yet (shared with the seam's slots, which forward to it).
-    pub(crate) fn inbox(&mut self) -> &Arc<RelayInbox> {
-        self.inbox.get_or_insert_with(Default::default)
+    /// The inbox what comes back for this session's relayed calls will arrive in, for the
+    /// seam's slots (which forward to it); not waited on before a call is relayed or adopted.
+    pub(crate) fn shared_inbox(&mut self) -> Arc<RelayInbox> {
+        match &self.inbox {
+            Some(inbox) => inbox.clone(),
+            None => self.spare.get_or_insert_with(Default::default).clone(),
+        }
+    }
+
+    /// The inbox what comes back for this session's relayed calls arrives in, waited on
+    /// from now on.
+    fn inbox(&mut self) -> &Arc<RelayInbox> {
+        let spare = &mut self.spare;
+        self.inbox
+            .get_or_insert_with(|| spare.take().unwrap_or_default())
     }
 
     /// Takes `call`, relayed by a request handler itself and accounted in the session as
@@ -188,7 +202,7 @@ impl RelayedCalls {
             }
         };
         let (relay, member) = route.into_parts();
-        let inbox = self.inbox.get_or_insert_with(Default::default);
+        let inbox = self.inbox();
         // An upstream that takes each call on a request of its own (HTTP) is told the
         // call's span as the request goes (the general path's trace context headers).
         let mut posted_span = None;

@@ -181,14 +181,21 @@ impl SessionSeam {
         }
     }
 
-    /// Makes room for call `id` in the table, when the seam may take it; its slot, and the
-    /// revision the session answers in.
-    fn admit(&self, id: &RequestId) -> Option<(Arc<CallSlot>, Revision)> {
+    /// Whether the seam may take call `id` now; the revision the session answers in.
+    fn may_take(&self, id: &RequestId) -> Option<Revision> {
         let revision = *self.revision.get()?;
         let session = self.session_requests.load(Ordering::Acquire);
         if session > 0 {
             return None;
         }
+        let t = self.table.lock().ok()?;
+        (!t.closed && t.calls.len() < self.max_in_flight && !t.calls.contains_key(id))
+            .then_some(revision)
+    }
+
+    /// Puts call `id` in the table, its answer to arrive in a new slot; `None` when the seam
+    /// cannot take it after all (a call with its id, or the bound, came meanwhile).
+    fn admit(&self, id: &RequestId) -> Option<Arc<CallSlot>> {
         let mut t = self.table.lock().ok()?;
         if t.closed || t.calls.len() >= self.max_in_flight || t.calls.contains_key(id) {
             return None;
@@ -199,7 +206,7 @@ impl SessionSeam {
             sent: None,
         };
         t.calls.insert(id.clone(), entry);
-        Some((slot, revision))
+        Some(slot)
     }
 
     /// Records where call `id` went; false when it ended meanwhile (cancelled, or the
@@ -279,11 +286,10 @@ pub(crate) async fn relay(
 ) -> Seamed {
     let seam = &*session.seam;
     let id = frame.request_id();
-    let Some((slot, revision)) = seam.admit(id) else {
+    let Some(revision) = seam.may_take(id) else {
         return Seamed::Declined;
     };
     let Some(call) = frame.call() else {
-        seam.finish(id);
         return Seamed::Declined;
     };
     let wire = WireLabel::Http;
@@ -295,7 +301,6 @@ pub(crate) async fn relay(
     let route = match seam.router.relay_route(call.tool(), &caller) {
         RelayDecision::Relay(route) => route,
         RelayDecision::Refuse(error) => {
-            seam.finish(id);
             let outcome = Err(error);
             observe_refusal(
                 wire,
@@ -311,10 +316,13 @@ pub(crate) async fn relay(
                 Err(_) => Seamed::Ended,
             };
         }
-        RelayDecision::General => {
-            seam.finish(id);
-            return Seamed::Declined;
-        }
+        RelayDecision::General => return Seamed::Declined,
+    };
+    // Room checked again as the call takes it: another request with its id, or the bound,
+    // may have come since (then the session decides the route again: a rate limit counts
+    // such a call twice).
+    let Some(slot) = seam.admit(id) else {
+        return Seamed::Declined;
     };
     let (relay, member) = route.into_parts();
     let started = now();
