@@ -24,6 +24,7 @@ use mcpwire_server::driver::now;
 use mcpwire_server::http::headers::PROTOCOL_VERSION;
 
 mod conn;
+mod driven;
 mod exchange;
 mod relayed;
 mod routing;

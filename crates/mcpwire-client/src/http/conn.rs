@@ -9,13 +9,12 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
-use hyper::body::Incoming;
-use hyper::client::conn::http1::SendRequest;
 use hyper::header::{
     ACCEPT, CONTENT_TYPE, HOST, HeaderMap, HeaderName, HeaderValue, LOCATION, WWW_AUTHENTICATE,
 };
 use hyper::{Method, Request, Response, StatusCode, Uri};
-use hyper_util::rt::TokioIo;
+
+use super::driven::{Pool, UpstreamBody, Wire};
 
 use crate::auth::{Challenge, UpstreamAuth};
 use crate::{ClientError, excerpt};
@@ -26,9 +25,6 @@ use mcpwire_server::tls;
 
 /// How many redirects one request follows.
 const MAX_REDIRECTS: usize = 5;
-
-/// Idle connections kept for reuse.
-const MAX_IDLE: usize = 16;
 
 /// Authorization challenges one request answers before its refusal stands: a `401`, then a
 /// step-up `403` (a server that keeps refusing does not loop the client).
@@ -55,7 +51,8 @@ pub(super) struct HttpConn {
     session: Mutex<Option<HeaderValue>>,
     /// The negotiated revision, for requests that do not carry their own (GET, DELETE).
     version: Mutex<Option<HeaderValue>>,
-    idle: Mutex<Vec<SendRequest<Full<Bytes>>>>,
+    /// Idle connections, each driven by whoever uses it (`driven`).
+    idle: Pool,
     /// How long a TCP connect plus TLS handshake may take.
     connect_timeout: Duration,
     /// `https`: which CA to trust, which certificate to present.
@@ -84,7 +81,7 @@ impl HttpConn {
             uri: Mutex::new(Target::new(uri)?),
             session: Mutex::new(None),
             version: Mutex::new(None),
-            idle: Mutex::new(Vec::new()),
+            idle: Pool::default(),
             connect_timeout,
             tls,
             auth,
@@ -114,7 +111,7 @@ impl HttpConn {
     }
 
     /// Remembers the session id of an `initialize` answer.
-    pub(super) fn capture_session(&self, response: &Response<Incoming>) {
+    pub(super) fn capture_session(&self, response: &Response<UpstreamBody>) {
         if let Some(sid) = response.headers().get(SESSION_ID)
             && sid.to_str().is_ok()
         {
@@ -183,7 +180,7 @@ impl HttpConn {
         body: Bytes,
         version: VersionHeader,
         headers: &Headers,
-    ) -> Result<Response<Incoming>, ClientError> {
+    ) -> Result<Response<UpstreamBody>, ClientError> {
         let mut redirects = 0;
         let mut challenges = 0;
         loop {
@@ -210,7 +207,7 @@ impl HttpConn {
                 }
                 tracing::info!(from = %uri, to = %next, "following a redirect");
                 if next.authority() != uri.authority() || next.scheme() != uri.scheme() {
-                    lock(&self.idle).clear();
+                    self.idle.clear();
                 }
                 *lock(&self.uri) = Target::new(next)?;
                 continue;
@@ -260,7 +257,7 @@ impl HttpConn {
     pub(super) async fn get(
         &self,
         last_event_id: Option<&str>,
-    ) -> Result<Response<Incoming>, ClientError> {
+    ) -> Result<Response<UpstreamBody>, ClientError> {
         let target = self.target();
         let mut req = self.request(Method::GET, &target, Bytes::new());
         let h = req.headers_mut();
@@ -289,7 +286,7 @@ impl HttpConn {
     fn redirect_target(
         &self,
         uri: &Uri,
-        response: &Response<Incoming>,
+        response: &Response<UpstreamBody>,
     ) -> Result<Option<Uri>, ClientError> {
         let Some(location) = response
             .headers()
@@ -360,32 +357,18 @@ impl HttpConn {
         &self,
         uri: &Uri,
         req: Request<Full<Bytes>>,
-    ) -> Result<Response<Incoming>, ClientError> {
-        let mut sender = match self.take_idle() {
-            Some(s) => s,
+    ) -> Result<Response<UpstreamBody>, ClientError> {
+        let wire = match self.idle.take() {
+            Some(w) => w,
             None => self.open(uri).await?,
         };
-        let response = sender
-            .send_request(req)
+        // The connection goes back to the pool once this response's body has been read.
+        wire.send(req, &self.idle)
             .await
-            .map_err(|e| ClientError::Io(format!("talking to {uri}: {e}")))?;
-        // The connection is reusable once this response's body has been read; hyper tells
-        // by readiness, checked when it is taken again.
-        let mut idle = lock(&self.idle);
-        if idle.len() < MAX_IDLE {
-            idle.push(sender);
-        }
-        Ok(response)
+            .map_err(|e| ClientError::Io(format!("talking to {uri}: {e}")))
     }
 
-    fn take_idle(&self) -> Option<SendRequest<Full<Bytes>>> {
-        let mut idle = lock(&self.idle);
-        idle.retain(|s| !s.is_closed());
-        let i = idle.iter().position(|s| s.is_ready())?;
-        Some(idle.swap_remove(i))
-    }
-
-    async fn open(&self, uri: &Uri) -> Result<SendRequest<Full<Bytes>>, ClientError> {
+    async fn open(&self, uri: &Uri) -> Result<Wire, ClientError> {
         let connect = async {
             let host = uri.host().unwrap_or("localhost");
             let host = host.trim_start_matches('[').trim_end_matches(']');
@@ -397,9 +380,9 @@ impl HttpConn {
             let _ = tcp.set_nodelay(true);
             if https {
                 let tls = tls::connect_with(host, tcp, &self.tls, tls::alpn::HTTP1).await?;
-                handshake(tls).await
+                Wire::handshake(tls).await
             } else {
-                handshake(tcp).await
+                Wire::handshake(tcp).await
             }
         };
         match tokio::time::timeout(self.connect_timeout, connect).await {
@@ -418,24 +401,8 @@ impl HttpConn {
     }
 }
 
-/// The HTTP/1.1 handshake over `io`; the connection is driven by a task of its own.
-async fn handshake<IO>(io: IO) -> Result<SendRequest<Full<Bytes>>, String>
-where
-    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
-        .await
-        .map_err(|e| e.to_string())?;
-    tokio::spawn(async move {
-        if let Err(e) = conn.await {
-            tracing::debug!(error = %e, "http connection ended with an error");
-        }
-    });
-    Ok(sender)
-}
-
 /// At most `max` bytes of a body (what arrived before an error, or nothing).
-pub(super) async fn read_limited(body: Incoming, max: usize) -> Bytes {
+pub(super) async fn read_limited(body: UpstreamBody, max: usize) -> Bytes {
     Limited::new(body, max)
         .collect()
         .await

@@ -5,10 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::driven::UpstreamBody;
 use axum::body::Bytes;
 use http_body_util::BodyExt;
 use hyper::StatusCode;
-use hyper::body::Incoming;
 use hyper::header::CONTENT_TYPE;
 use mcpwire_model::jsonrpc::decode_with_depth;
 use mcpwire_model::{ErrorObject, Malformed, Message, Response};
@@ -168,7 +168,7 @@ impl EventSink for ToTask<'_> {
 pub(super) async fn read_stream(
     conn: &HttpConn,
     method: &str,
-    mut body: Incoming,
+    mut body: UpstreamBody,
     sink: &mut impl EventSink,
 ) -> Result<(), ClientError> {
     let mut last_id: Option<String> = None;
@@ -216,7 +216,7 @@ pub(super) async fn read_stream(
 /// said the answer went by.
 async fn pump(
     conn: &HttpConn,
-    body: &mut Incoming,
+    body: &mut UpstreamBody,
     parser: &mut SseParser,
     sink: &mut impl EventSink,
     last_id: &mut Option<String>,
@@ -314,7 +314,7 @@ pub(super) async fn listen(
 }
 
 /// A whole (JSON) body, within [`MAX_MESSAGE_BYTES`].
-pub(super) async fn collect(conn: &HttpConn, body: Incoming) -> Result<Bytes, ClientError> {
+pub(super) async fn collect(conn: &HttpConn, body: UpstreamBody) -> Result<Bytes, ClientError> {
     http_body_util::Limited::new(body, MAX_MESSAGE_BYTES)
         .collect()
         .await

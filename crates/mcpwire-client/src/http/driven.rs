@@ -1,0 +1,291 @@
+//! HTTP/1.1 connections driven by their users: a connection to the endpoint is polled by
+//! the task that sends a request on it and reads its answer — not by a task of its own —
+//! so a request costs no hop to a connection task and back (issue 24: the relay's request
+//! runs in the listener's handler, and with this the whole exchange does).
+//!
+//! A [`Wire`] is taken from the [`Pool`] (or opened), sends one request while polling the
+//! connection, and travels with the response's [`UpstreamBody`]: reading the body polls
+//! the connection too, and a body read to its end puts the wire back in the pool. A body
+//! dropped before its end drops its connection (an HTTP/1.1 connection cannot be reused in
+//! the middle of a response). An idle wire is polled once, without waiting, before it is
+//! taken again: one whose server closed it meanwhile is seen ended and dropped.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+
+use axum::body::Bytes;
+use http_body_util::Full;
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::client::conn::http1::SendRequest;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+
+/// Idle connections kept for reuse.
+const MAX_IDLE: usize = 16;
+
+/// A connection's own future: its reads and writes, until it closes.
+type Driving = Pin<Box<dyn Future<Output = hyper::Result<()>> + Send>>;
+
+/// One HTTP/1.1 connection: where requests are sent, and the connection to poll.
+pub(super) struct Wire {
+    sender: SendRequest<Full<Bytes>>,
+    conn: Driving,
+}
+
+impl Wire {
+    /// The HTTP/1.1 handshake over `io`.
+    pub(super) async fn handshake<IO>(io: IO) -> Result<Wire, String>
+    where
+        IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(Wire {
+            sender,
+            conn: Box::pin(conn),
+        })
+    }
+
+    /// Polls the connection once without waiting; whether it takes a request now (not
+    /// closed by its server, and done with its last response).
+    fn ready_now(&mut self) -> bool {
+        let mut cx = Context::from_waker(Waker::noop());
+        if self.conn.as_mut().poll(&mut cx).is_ready() {
+            return false;
+        }
+        self.sender.is_ready()
+    }
+
+    /// Sends `req`, polling the connection until its response's head arrives; the
+    /// response's body carries the wire on (back to `pool` once read).
+    pub(super) async fn send(
+        mut self,
+        req: Request<Full<Bytes>>,
+        pool: &Pool,
+    ) -> hyper::Result<Response<UpstreamBody>> {
+        let answer = self.sender.send_request(req);
+        tokio::pin!(answer);
+        let mut ended = false;
+        let response = loop {
+            tokio::select! {
+                biased;
+                r = &mut answer => break r?,
+                // The connection ended: the answer fails on its own.
+                _ = &mut self.conn, if !ended => ended = true,
+            }
+        };
+        let (parts, body) = response.into_parts();
+        let body = UpstreamBody {
+            body,
+            wire: (!ended).then_some(self),
+            pool: pool.clone(),
+        };
+        Ok(Response::from_parts(parts, body))
+    }
+}
+
+/// The endpoint's idle connections (at most [`MAX_IDLE`]).
+#[derive(Clone, Default)]
+pub(super) struct Pool(Arc<Mutex<Vec<Wire>>>);
+
+impl Pool {
+    /// An idle connection that takes a request now, if any (the most recent first).
+    pub(super) fn take(&self) -> Option<Wire> {
+        let mut idle = self.lock();
+        while let Some(mut wire) = idle.pop() {
+            if wire.ready_now() {
+                return Some(wire);
+            }
+        }
+        None
+    }
+
+    /// Keeps `wire` for reuse, unless the pool is full.
+    fn put(&self, wire: Wire) {
+        let mut idle = self.lock();
+        if idle.len() < MAX_IDLE {
+            idle.push(wire);
+        }
+    }
+
+    /// Drops every idle connection (the endpoint moved).
+    pub(super) fn clear(&self) {
+        self.lock().clear();
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Wire>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// A response's body; reading it drives its connection.
+pub(super) struct UpstreamBody {
+    body: Incoming,
+    /// The connection, while it is open.
+    wire: Option<Wire>,
+    pool: Pool,
+}
+
+impl Body for UpstreamBody {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        let this = &mut *self;
+        if let Some(wire) = &mut this.wire
+            && wire.conn.as_mut().poll(cx).is_ready()
+        {
+            // Closed (by its server, or after this response): the body ends on its own.
+            this.wire = None;
+        }
+        let frame = Pin::new(&mut this.body).poll_frame(cx);
+        if let Poll::Ready(None) = frame
+            && let Some(wire) = this.wire.take()
+        {
+            this.pool.put(wire);
+        }
+        frame
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+impl Drop for UpstreamBody {
+    fn drop(&mut self) {
+        // An empty body nobody read (a 202, a DELETE's answer) leaves the connection reusable.
+        if self.body.is_end_stream()
+            && let Some(wire) = self.wire.take()
+        {
+            self.pool.put(wire);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use http_body_util::BodyExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpStream};
+
+    use super::*;
+
+    /// A server answering each request `ok`; it closes a connection after `per_conn`
+    /// answers. Its address and how many connections it accepted.
+    async fn server(per_conn: usize) -> (std::net::SocketAddr, Arc<AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let a = accepted.clone();
+        tokio::spawn(async move {
+            while let Ok((mut tcp, _)) = listener.accept().await {
+                a.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    for _ in 0..per_conn {
+                        let mut chunk = [0u8; 1024];
+                        while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                            match tcp.read(&mut chunk).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                            }
+                        }
+                        buf.clear();
+                        let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+                        if tcp.write_all(answer).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        (addr, accepted)
+    }
+
+    fn get(addr: std::net::SocketAddr) -> Request<Full<Bytes>> {
+        Request::get("/")
+            .header("host", addr.to_string())
+            .body(Full::new(Bytes::new()))
+            .unwrap()
+    }
+
+    /// One request on an idle connection of `pool`, or a new one; its body.
+    async fn fetch(pool: &Pool, addr: std::net::SocketAddr) -> Bytes {
+        let wire = match pool.take() {
+            Some(w) => w,
+            None => Wire::handshake(TcpStream::connect(addr).await.unwrap())
+                .await
+                .unwrap(),
+        };
+        let response = wire.send(get(addr), pool).await.unwrap();
+        response.into_body().collect().await.unwrap().to_bytes()
+    }
+
+    #[tokio::test]
+    async fn a_connection_read_to_the_end_of_its_answer_is_used_again() {
+        let (addr, accepted) = server(usize::MAX).await;
+        let pool = Pool::default();
+        for _ in 0..5 {
+            assert_eq!(&fetch(&pool, addr).await[..], b"ok");
+        }
+        assert_eq!(accepted.load(Ordering::SeqCst), 1, "one connection for all");
+    }
+
+    #[tokio::test]
+    async fn an_idle_connection_its_server_closed_is_not_taken() {
+        let (addr, accepted) = server(1).await;
+        let pool = Pool::default();
+        assert_eq!(&fetch(&pool, addr).await[..], b"ok");
+        // The server closed it after answering: once that is seen, the pool gives none.
+        let mut seen_closed = false;
+        for _ in 0..200 {
+            match pool.take() {
+                None => {
+                    seen_closed = true;
+                    break;
+                }
+                Some(w) => pool.put(w),
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert!(
+            seen_closed,
+            "the closed connection was dropped from the pool"
+        );
+        assert_eq!(&fetch(&pool, addr).await[..], b"ok");
+        assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn the_pool_keeps_at_most_its_bound() {
+        let (addr, _) = server(usize::MAX).await;
+        let pool = Pool::default();
+        // Twice the bound of connections, each answered and read, returned at once.
+        let mut bodies = Vec::new();
+        for _ in 0..MAX_IDLE * 2 {
+            let wire = Wire::handshake(TcpStream::connect(addr).await.unwrap())
+                .await
+                .unwrap();
+            bodies.push(wire.send(get(addr), &pool).await.unwrap().into_body());
+        }
+        for body in bodies {
+            let _ = body.collect().await.unwrap();
+        }
+        assert_eq!(pool.lock().len(), MAX_IDLE);
+    }
+}
