@@ -31,7 +31,8 @@ headers=()
 echo "== HTTP gateway in front of an HTTP upstream ($clients clients, $n calls, stack ${STACK:-bare}, shared upstream ${SHARED:-true}, load $(cut -d' ' -f1 /proc/loadavg))"
 "$httpload" --runs 1 --clients "$clients" --modes stateful -n "$n" \
     --server "direct=bench/cpu_of.sh $out/direct $echo_bin --http {port}" | grep -E 'req/s|rps|stateful' || true
-echo "direct: CPU µs per call: the server alone $(us_per_call "$(cat "$out/direct")")"
+read -r user sys < "$out/direct.split"
+echo "direct: CPU µs per call: the server alone $(us_per_call "$(cat "$out/direct")") (user $(us_per_call "$user"), system $(us_per_call "$sys"))"
 for case in relay general; do
     before=$(proc_cpu "$upstream")
     "$httpload" --runs 1 --clients "$clients" --modes stateful -n "$n" "${headers[@]}" \
@@ -39,5 +40,6 @@ for case in relay general; do
         | grep -E 'req/s|rps|stateful' || true
     after=$(proc_cpu "$upstream")
     up=$(awk -v a="$after" -v b="$before" 'BEGIN { print a - b }')
-    echo "$case: CPU µs per call: gateway $(us_per_call "$(cat "$out/$case")"), HTTP upstream $(us_per_call "$up")"
+    read -r user sys < "$out/$case.split"
+    echo "$case: CPU µs per call: gateway $(us_per_call "$(cat "$out/$case")") (user $(us_per_call "$user"), system $(us_per_call "$sys")), HTTP upstream $(us_per_call "$up")"
 done

@@ -42,6 +42,12 @@ proc_cpu() { # $1 = pid
     awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.4f\n", t / hz }'
 }
 
+# User and system CPU seconds a running process has used (all its threads), as "USER SYS":
+# what its own code cost, and what the kernel spent on its behalf (system calls, sockets).
+proc_cpu_split() { # $1 = pid
+    awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); printf "%.4f %.4f\n", $12 / hz, $13 / hz }' "/proc/$1/stat"
+}
+
 # User + system CPU seconds the running children of a process have used (its stdio
 # upstreams), summed.
 kids_cpu() { # $1 = pid
