@@ -122,15 +122,21 @@ impl RelayedCall {
     }
 }
 
-/// A relayed call's refusal (a rate limit) recorded as the general path records it.
+/// A relayed call's refusal `error` (a rate limit, decided as its route was resolved; its
+/// span a child of `parent`) recorded as the general path records it; the error back.
 pub(crate) fn observe_refusal(
     wire: WireLabel,
     tool: &str,
-    span: Span,
-    outcome: &Result<Reply, McpError>,
-) {
+    parent: Option<&TraceParent>,
+    error: McpError,
+) -> McpError {
+    let outcome = Err(error);
     let metrics = CallMetrics::start_tool_call(wire, tool);
-    observed(metrics, span).ended(Some(outcome));
+    observed(metrics, relayed_span(wire, tool, parent)).ended(Some(&outcome));
+    match outcome {
+        Err(error) => error,
+        Ok(_) => McpError::Internal("a refusal".into()),
+    }
 }
 
 impl RelayedCalls {
@@ -186,14 +192,8 @@ impl RelayedCalls {
         let route = match router.relay_route(call.tool(), caller) {
             RelayDecision::Relay(route) => route,
             RelayDecision::Refuse(error) => {
-                let outcome = Err(error);
-                observe_refusal(
-                    wire,
-                    call.tool(),
-                    relayed_span(wire, call.tool(), parent),
-                    &outcome,
-                );
-                session.handle_reply(now(), dispatch, outcome);
+                let error = observe_refusal(wire, call.tool(), parent, error);
+                session.handle_reply(now(), dispatch, Err(error));
                 return true;
             }
             RelayDecision::General => {

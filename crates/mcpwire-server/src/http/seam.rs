@@ -301,16 +301,7 @@ pub(crate) async fn relay(
     let route = match seam.router.relay_route(call.tool(), &caller) {
         RelayDecision::Relay(route) => route,
         RelayDecision::Refuse(error) => {
-            let outcome = Err(error);
-            observe_refusal(
-                wire,
-                call.tool(),
-                relayed_span(wire, call.tool(), trace),
-                &outcome,
-            );
-            let Err(error) = outcome else {
-                return Seamed::Ended;
-            };
+            let error = observe_refusal(wire, call.tool(), trace, error);
             return match session.refused(id.clone(), error).await {
                 Ok(stream) => Seamed::Session(stream),
                 Err(_) => Seamed::Ended,
