@@ -381,35 +381,69 @@ async def test_stdio_listener_relays_plain_calls_to_a_stdio_upstream(mcpwire_bin
     async with stdio_client(params) as (read, write):
         async with full_session(read, write, rec, notes) as s:
             await s.initialize()
-            for i in range(5):
-                r = await s.call_tool("echo", {"text": f"é \"{i}\""})
-                assert text_of(r) == f"é \"{i}\""
-            r = await s.call_tool("add", {"a": 1, "b": 2})
-            assert r.structured_content == {"sum": 3.0}
-            r = await s.call_tool("test_error_handling", {})
-            assert r.is_error
-            r = await s.call_tool("test_sampling", {"prompt": "hi"})
-            assert SAMPLED in text_of(r)
-            r = await s.call_tool("test_elicitation", {"message": "hello?"})
-            assert "accept" in text_of(r)
-            await s.call_tool("test_tool_with_logging", {})
-            assert len(rec.logs) == 3, rec.logs
+            await relayed_conversation(s, rec)
 
-            results = {}
 
-            async def echo(i):
-                results[i] = text_of(await s.call_tool("echo", {"text": str(i)}))
+async def relayed_conversation(s: ClientSession, rec: "Recorder") -> None:
+    """What `test_stdio_listener_relays_plain_calls_to_a_stdio_upstream` checks, on an open
+    session: results, tool errors, the upstream's sampling and elicitation requests and logs
+    during a call, 32 concurrent calls, and a cancellation."""
+    for i in range(5):
+        r = await s.call_tool("echo", {"text": f"é \"{i}\""})
+        assert text_of(r) == f"é \"{i}\""
+    r = await s.call_tool("add", {"a": 1, "b": 2})
+    assert r.structured_content == {"sum": 3.0}
+    r = await s.call_tool("test_error_handling", {})
+    assert r.is_error
+    r = await s.call_tool("test_sampling", {"prompt": "hi"})
+    assert SAMPLED in text_of(r)
+    r = await s.call_tool("test_elicitation", {"message": "hello?"})
+    assert "accept" in text_of(r)
+    await s.call_tool("test_tool_with_logging", {})
+    assert len(rec.logs) == 3, rec.logs
 
-            async with anyio.create_task_group() as tg:
-                for i in range(32):
-                    tg.start_soon(echo, i)
-            assert results == {i: str(i) for i in range(32)}
+    results = {}
 
-            with anyio.move_on_after(0.3) as scope:
-                await s.call_tool("test_slow", {"seconds": 30})
-            assert scope.cancelled_caught
-            r = await s.call_tool("echo", {"text": "still here"})
-            assert text_of(r) == "still here"
+    async def echo(i):
+        results[i] = text_of(await s.call_tool("echo", {"text": str(i)}))
+
+    async with anyio.create_task_group() as tg:
+        for i in range(32):
+            tg.start_soon(echo, i)
+    assert results == {i: str(i) for i in range(32)}
+
+    with anyio.move_on_after(0.3) as scope:
+        await s.call_tool("test_slow", {"seconds": 30})
+    assert scope.cancelled_caught
+    r = await s.call_tool("echo", {"text": "still here"})
+    assert text_of(r) == "still here"
+
+
+@pytest.mark.parametrize("upstream", ["stdio", "http"])
+async def test_http_listener_relays_plain_calls_in_its_post_handler(
+    mcpwire_bin, tmp_path, http_url, upstream
+):
+    """`mcpwire serve` listening on Streamable HTTP, with the official client: a session's
+    plain calls are relayed by the POST handler itself (the seam, docs/design/gateway.md §
+    The seam) — to a stdio child or a Streamable HTTP upstream. Calls that log or ask the
+    client are handed to the session on the way; all of it works as through the general
+    path. (That the seam carried them is counted in `crates/mcpwire-cli/tests/relay_seam.rs`
+    and `relay_http.rs`, in process.)"""
+    backend = (
+        f'command = ["{mcpwire_bin}", "demo"]\nera = "handshake"\n'
+        if upstream == "stdio"
+        else f'url = "{http_url}"\nera = "handshake"\n'
+    )
+    conf = gateway_config(tmp_path, backend)
+    served = Served(mcpwire_bin, conf)
+    try:
+        rec, notes = Recorder(), Notes()
+        async with streamable_http_client(served.url) as (read, write):
+            async with full_session(read, write, rec, notes, timeout=30) as s:
+                await s.initialize()
+                await relayed_conversation(s, rec)
+    finally:
+        served.close()
 
 
 def backend_sessions(admin_port: int, name: str):
