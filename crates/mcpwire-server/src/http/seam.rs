@@ -19,6 +19,10 @@
 //! stream, replay, asks and logs are the session's), and the handler answers from the
 //! session's stream. A call a rate limit refused as its route was resolved is answered by
 //! the session too ([`SessionHandle::refused`]), so its error has the general path's shape.
+//!
+//! Known narrow race: a client's cancellation that arrives while a call is being handed
+//! over (out of the seam's table, its `Adopt` not yet taken by the session) reaches the
+//! session before the call does and is not applied; the call then runs to its answer.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -343,7 +347,12 @@ pub(crate) async fn relay(
     }
     let deadline = seam.request_timeout.map(|t| started + t);
     match wait(&slot, exchange, deadline).await {
-        Waited::Answer(line) => {
+        Waited::Answer(line, rest) => {
+            if let Some(rest) = rest {
+                // An answer that came as an event: the rest of its stream is read on its own,
+                // so the upstream connection is used again.
+                tokio::spawn(rest);
+            }
             let Some(call) = running.release() else {
                 return Seamed::Ended;
             };
@@ -395,7 +404,8 @@ pub(crate) async fn relay(
 
 /// What [`wait`] found.
 enum Waited {
-    Answer(axum::body::Bytes),
+    /// The answer, and the request if it is still running (the rest of an event stream).
+    Answer(axum::body::Bytes, Option<RelayExchange>),
     /// Something else came first: the session takes the call; the request, if still
     /// running, goes with it.
     Other(Option<RelayExchange>),
@@ -411,7 +421,7 @@ async fn wait(
 ) -> Waited {
     loop {
         match slot.take_answer() {
-            Taken::Answer(line) => return Waited::Answer(line),
+            Taken::Answer(line) => return Waited::Answer(line, exchange),
             Taken::Other => return Waited::Other(exchange),
             Taken::Ended => return Waited::Ended,
             Taken::Nothing => {}
