@@ -35,6 +35,7 @@ mod replay;
 mod reply;
 mod route_headers;
 mod seam;
+mod seamed;
 mod serve;
 mod session;
 mod sessions;

@@ -31,7 +31,7 @@ use super::headers::{
 };
 use super::locate::{Located, locate, mint};
 use super::reply;
-use super::seam::{self, Seamed};
+use super::seamed::{self, Seamed};
 use super::session::cancelled_request;
 use super::stateless::Exchange;
 use super::{App, route_headers};
@@ -201,7 +201,7 @@ async fn with_session(
                 Some(_) => reply::empty_stream(),
                 None => session_not_found(),
             };
-            let stream = match seam::relay(&session, &frame, sent.trace.as_ref()).await {
+            let stream = match seamed::relay(&session, &frame, sent.trace.as_ref()).await {
                 Seamed::Answered(response) => return response,
                 Seamed::Ended => return gone(),
                 Seamed::Session(stream) => stream,

@@ -1,4 +1,5 @@
-//! The seam (`docs/design/gateway.md` § The seam): a stateful session's plain `tools/call`
+//! The seam (`docs/design/gateway.md` § The seam; the handler's side is `seamed.rs`, this
+//! is the state it shares with the session's task): a stateful session's plain `tools/call`
 //! relayed by its `POST` handler itself — the route resolved, the call sent to its
 //! upstream and its plain answer written back — without a round trip through the session's
 //! task, and on an upstream that takes each call on a request of its own (HTTP) without a
@@ -15,10 +16,10 @@
 //! Only a plain answer is written by the handler. When anything else comes back first — an
 //! upstream's log, a server→client request, an answer the general path must shape, a call
 //! the upstream did not run — the handler hands the call to its session
-//! ([`SessionHandle::adopt`]), which from then on treats it as a call it relayed itself (its
+//! (`SessionHandle::adopt`), which from then on treats it as a call it relayed itself (its
 //! stream, replay, asks and logs are the session's), and the handler answers from the
 //! session's stream. A call a rate limit refused as its route was resolved is answered by
-//! the session too ([`SessionHandle::refused`]), so its error has the general path's shape.
+//! the session too (`SessionHandle::refused`), so its error has the general path's shape.
 //!
 //! Known narrow race: a client's cancellation that arrives while a call is being handed
 //! over (out of the seam's table, its `Adopt` not yet taken by the session) reaches the
@@ -30,19 +31,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use axum::http::StatusCode;
-use axum::response::Response;
-use mcpwire_model::{McpError, Outbound, RequestId, Revision};
-use mcpwire_relay::{CallSlot, Relay, RelayExchange, RelayInbox, Taken};
-use mcpwire_router::{Identity, RelayCaller, RelayDecision, Router, SessionScope};
-use mcpwire_wire::json_frame::PlainFrame;
+use mcpwire_model::{RequestId, Revision};
+use mcpwire_relay::{CallSlot, Relay, RelayInbox};
+use mcpwire_router::{Identity, RelayCaller, Router, SessionScope};
 
-use super::reply;
-use super::session::{Adopted, RequestStream, SessionHandle};
-use crate::driver::calls::sleep_until;
 use crate::driver::now;
-use crate::driver::relayed::{RelayedCall, observe_refusal};
-use crate::observe::{CallMetrics, TraceParent, WireLabel, outgoing_trace, relayed_span};
 
 /// What one session's task and its request handlers share (see the module docs).
 pub(crate) struct SessionSeam {
@@ -185,8 +178,27 @@ impl SessionSeam {
         }
     }
 
+    /// The router the session's calls are routed by.
+    pub(super) fn router(&self) -> &Router {
+        &self.router
+    }
+
+    /// Who calls, as the router's relay decision reads it.
+    pub(super) fn caller(&self) -> RelayCaller<'_> {
+        RelayCaller {
+            scope: &self.scope,
+            identity: self.owner.as_ref(),
+            client_ip: self.ip,
+        }
+    }
+
+    /// How long a call may run before it is answered with a timeout.
+    pub(super) fn request_timeout(&self) -> Option<Duration> {
+        self.request_timeout
+    }
+
     /// Whether the seam may take call `id` now; the revision the session answers in.
-    fn may_take(&self, id: &RequestId) -> Option<Revision> {
+    pub(super) fn may_take(&self, id: &RequestId) -> Option<Revision> {
         let revision = *self.revision.get()?;
         let session = self.session_requests.load(Ordering::Acquire);
         if session > 0 {
@@ -199,7 +211,7 @@ impl SessionSeam {
 
     /// Puts call `id` in the table, its answer to arrive in a new slot; `None` when the seam
     /// cannot take it after all (a call with its id, or the bound, came meanwhile).
-    fn admit(&self, id: &RequestId) -> Option<Arc<CallSlot>> {
+    pub(super) fn admit(&self, id: &RequestId) -> Option<Arc<CallSlot>> {
         let mut t = self.table.lock().ok()?;
         if t.closed || t.calls.len() >= self.max_in_flight || t.calls.contains_key(id) {
             return None;
@@ -215,7 +227,7 @@ impl SessionSeam {
 
     /// Records where call `id` went; false when it ended meanwhile (cancelled, or the
     /// session ended).
-    fn sent(&self, id: &RequestId, relay: &Arc<Relay>, up: u64) -> bool {
+    pub(super) fn sent(&self, id: &RequestId, relay: &Arc<Relay>, up: u64) -> bool {
         let Ok(mut t) = self.table.lock() else {
             return false;
         };
@@ -229,216 +241,12 @@ impl SessionSeam {
     }
 
     /// Takes call `id` out of the table; whether it was still there.
-    fn finish(&self, id: &RequestId) -> bool {
+    pub(super) fn finish(&self, id: &RequestId) -> bool {
         let Ok(mut t) = self.table.lock() else {
             return false;
         };
         let found = t.calls.remove(id).is_some();
         t.last_end = now();
         found
-    }
-}
-
-/// How [`relay`] ended.
-pub(crate) enum Seamed {
-    /// Not taken: the session takes the call.
-    Declined,
-    /// Answered here.
-    Answered(Response),
-    /// Handed to the session: its answer comes on this stream.
-    Session(RequestStream),
-    /// Ended without an answer: cancelled by the client, or the session ended.
-    Ended,
-}
-
-/// A call of the seam, until it ends: when its handler goes away first (the client left),
-/// the call is taken out of the table and forgotten — not cancelled: a disconnection is
-/// not a cancellation (its request upstream is dropped with the handler; the upstream runs
-/// the call on, as the general path's would, and nobody reads its answer).
-struct Running<'a> {
-    seam: &'a SessionSeam,
-    id: &'a RequestId,
-    call: Option<RelayedCall>,
-}
-
-impl Running<'_> {
-    /// The call, no longer this handler's to end.
-    fn release(&mut self) -> Option<RelayedCall> {
-        self.call.take()
-    }
-}
-
-impl Drop for Running<'_> {
-    fn drop(&mut self) {
-        if let Some(call) = self.call.take() {
-            if self.seam.finish(self.id) {
-                call.forget();
-            } else {
-                // Ended by a cancellation or the session's end (the upstream was told).
-                call.cancel();
-            }
-        }
-    }
-}
-
-/// Relays `frame` (a plain `tools/call` for `session`, whose span is a child of `trace`)
-/// through the seam, when it may (see the module docs).
-pub(crate) async fn relay(
-    session: &SessionHandle,
-    frame: &PlainFrame,
-    trace: Option<&TraceParent>,
-) -> Seamed {
-    let seam = &*session.seam;
-    let id = frame.request_id();
-    let Some(revision) = seam.may_take(id) else {
-        return Seamed::Declined;
-    };
-    let Some(call) = frame.call() else {
-        return Seamed::Declined;
-    };
-    let wire = WireLabel::Http;
-    let caller = RelayCaller {
-        scope: &seam.scope,
-        identity: seam.owner.as_ref(),
-        client_ip: seam.ip,
-    };
-    let route = match seam.router.relay_route(call.tool(), &caller) {
-        RelayDecision::Relay(route) => route,
-        RelayDecision::Refuse(error) => {
-            let error = observe_refusal(wire, call.tool(), trace, error);
-            return match session.refused(id.clone(), error).await {
-                Ok(stream) => Seamed::Session(stream),
-                Err(_) => Seamed::Ended,
-            };
-        }
-        RelayDecision::General => return Seamed::Declined,
-    };
-    // Room checked again as the call takes it: another request with its id, or the bound,
-    // may have come since (then the session decides the route again: a rate limit counts
-    // such a call twice).
-    let Some(slot) = seam.admit(id) else {
-        return Seamed::Declined;
-    };
-    let (relay, member) = route.into_parts();
-    let started = now();
-    let mut posted_span = None;
-    let headers = || {
-        let span = relayed_span(wire, call.tool(), trace);
-        let headers = span.in_scope(outgoing_trace);
-        posted_span = Some(span);
-        headers
-    };
-    let Ok((up, exchange)) = relay.send_to_slot(&call, &slot, headers) else {
-        seam.finish(id);
-        return Seamed::Declined;
-    };
-    let span = posted_span.unwrap_or_else(|| relayed_span(wire, call.tool(), trace));
-    if let Some(member) = &member {
-        span.record("backend", &**member);
-    }
-    let metrics = CallMetrics::start_tool_call(wire, call.tool());
-    let mut running = Running {
-        seam,
-        id,
-        call: Some(RelayedCall::new(relay.clone(), up, metrics, span)),
-    };
-    if !seam.sent(id, &relay, up) {
-        return Seamed::Ended;
-    }
-    let deadline = seam.request_timeout.map(|t| started + t);
-    match wait(&slot, exchange, deadline).await {
-        Waited::Answer(line, rest) => {
-            if let Some(rest) = rest {
-                // An answer that came as an event: the rest of its stream is read on its own,
-                // so the upstream connection is used again.
-                tokio::spawn(rest);
-            }
-            let Some(call) = running.release() else {
-                return Seamed::Ended;
-            };
-            if !seam.finish(id) {
-                // Cancelled as it was answered: the answer is not written.
-                call.cancel();
-                return Seamed::Ended;
-            }
-            call.answered(&line);
-            Seamed::Answered(reply::json_line(line))
-        }
-        Waited::Ended => Seamed::Ended,
-        Waited::TimedOut => {
-            let Some(call) = running.release() else {
-                return Seamed::Ended;
-            };
-            if !seam.finish(id) {
-                call.cancel();
-                return Seamed::Ended;
-            }
-            // As the session answers a call past its request timeout.
-            call.cancel();
-            let msg = Outbound::Error {
-                id: Some(id.clone()),
-                error: McpError::Timeout.to_wire(revision),
-            };
-            Seamed::Answered(reply::json(StatusCode::OK, &msg))
-        }
-        Waited::Other(exchange) => {
-            // Out of the table first: a cancellation from now on is the session's.
-            if !seam.finish(id) {
-                return Seamed::Ended;
-            }
-            if let Some(exchange) = exchange {
-                // Its request goes on whatever this handler does next.
-                tokio::spawn(exchange);
-            }
-            let Some(call) = running.release() else {
-                return Seamed::Ended;
-            };
-            let adopted = Adopted::new((id.clone(), started), call, slot);
-            match session.adopt(adopted).await {
-                Ok(stream) => Seamed::Session(stream),
-                Err(_) => Seamed::Ended,
-            }
-        }
-    }
-}
-
-/// What [`wait`] found.
-enum Waited {
-    /// The answer, and the request if it is still running (the rest of an event stream).
-    Answer(axum::body::Bytes, Option<RelayExchange>),
-    /// Something else came first: the session takes the call; the request, if still
-    /// running, goes with it.
-    Other(Option<RelayExchange>),
-    Ended,
-    TimedOut,
-}
-
-/// Runs the call's request (when this handler runs it) until its slot holds something.
-async fn wait(
-    slot: &CallSlot,
-    mut exchange: Option<RelayExchange>,
-    deadline: Option<Instant>,
-) -> Waited {
-    loop {
-        match slot.take_answer() {
-            Taken::Answer(line) => return Waited::Answer(line, exchange),
-            Taken::Other => return Waited::Other(exchange),
-            Taken::Ended => return Waited::Ended,
-            Taken::Nothing => {}
-        }
-        tokio::select! {
-            biased;
-            _ = slot.arrived() => {}
-            () = run(&mut exchange) => exchange = None,
-            () = sleep_until(deadline) => return Waited::TimedOut,
-        }
-    }
-}
-
-/// Runs `exchange` to its end, if there is one; never completes otherwise.
-async fn run(exchange: &mut Option<RelayExchange>) {
-    match exchange {
-        Some(e) => e.await,
-        None => std::future::pending().await,
     }
 }
