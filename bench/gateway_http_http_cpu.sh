@@ -10,7 +10,8 @@
 # comes), `general` (the same with a call timeout on the backend, which the relay does not
 # keep: every call takes the general path). STACK=full adds API keys, a policy,
 # per-identity and per-tool rate limits and the metrics listener. SHARED=false gives each
-# downstream session an upstream session of its own.
+# downstream session an upstream session of its own. UPSTREAMS=2 configures a second member
+# (the same upstream), so every tool is exposed prefixed and called as `echo_echo`.
 #
 #   bench/gateway_http_http_cpu.sh [MCPWIRE_BINARY]
 set -euo pipefail
@@ -27,8 +28,9 @@ trap 'kill $upstream 2>/dev/null || true; rm -rf "$out"' EXIT
 config() { bench_gateway_toml "url = \"http://127.0.0.1:$upstream_port/mcp\"" "$1" "$out/$1.toml"; }
 
 headers=()
+[[ "${UPSTREAMS:-1}" == 2 ]] && headers+=(--tool echo_echo)
 [[ "${STACK:-}" == full ]] && headers=(--header "authorization: Bearer bench-key-0123456789abcdef")
-echo "== HTTP gateway in front of an HTTP upstream ($clients clients, $n calls, stack ${STACK:-bare}, shared upstream ${SHARED:-true}, load $(cut -d' ' -f1 /proc/loadavg))"
+echo "== HTTP gateway in front of an HTTP upstream ($clients clients, $n calls, stack ${STACK:-bare}, shared upstream ${SHARED:-true}, ${UPSTREAMS:-1} upstream(s), load $(cut -d' ' -f1 /proc/loadavg))"
 "$httpload" --runs 1 --clients "$clients" --modes stateful -n "$n" \
     --server "direct=bench/cpu_of.sh $out/direct $echo_bin --http {port}" | grep -E 'req/s|rps|stateful' || true
 read -r user sys < "$out/direct.split"

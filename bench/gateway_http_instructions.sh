@@ -8,7 +8,8 @@
 # DIRECT=1, the same for the upstream server called directly (the yardstick). Extra
 # gateway flags go in GATEWAY_FLAGS (e.g. "--metrics-listen 127.0.0.1:0"); BACKENDS replaces
 # the HTTP upstream (e.g. "--config stdio-upstream.toml"); CASE=relay|general runs the
-# HTTP upstream from a configuration relaying or not (bench/lib.sh bench_gateway_toml).
+# HTTP upstream from a configuration relaying or not (bench/lib.sh bench_gateway_toml);
+# with UPSTREAMS=2 that configuration has two members, so the tool is called `echo_echo`.
 #
 #   bench/gateway_http_instructions.sh [MCPWIRE_BINARY...]
 #
@@ -34,7 +35,7 @@ trap 'kill $upstream_pid 2>/dev/null || true; rm -rf "$out"' EXIT
 # Total instructions of one server process (its command has `{port}`) for $2 requests.
 total() {
     local file="$out/cg.$2.$RANDOM"
-    "$httpload" --runs 1 --clients "$clients" --modes "$mode" -n "$2" \
+    "$httpload" --runs 1 --clients "$clients" --modes "$mode" -n "$2" --tool "$tool" \
         --server "s=valgrind --tool=callgrind --callgrind-out-file=$file $1" >/dev/null 2>&1
     # The server is stopped by a signal; callgrind writes its file on the way out.
     for _ in $(seq 100); do [[ -s "$file" ]] && break; sleep 0.1; done
@@ -48,6 +49,7 @@ per_call() {
     echo $(((b - a) / (long - short)))
 }
 
+tool=echo
 bins=("$@")
 [[ ${#bins[@]} -gt 0 ]] || bins=("$target/mcpwire")
 if [[ -n "${DIRECT:-}" ]]; then
@@ -58,6 +60,7 @@ for bin in "${bins[@]}"; do
     if [[ -n "${CASE:-}" ]]; then # relay | general (a call timeout: never relayed)
         backends="--config $(bench_gateway_toml "url = \"http://127.0.0.1:$upstream_port/mcp\"" "$CASE" "$out/$CASE.toml")"
     fi
+    [[ -n "${CASE:-}" && "${UPSTREAMS:-1}" == 2 ]] && tool=echo_echo
     gw="$bin serve $backends --listen http://127.0.0.1:{port}/mcp ${GATEWAY_FLAGS:-}"
     echo "$bin gateway ($mode, $clients clients): $(per_call "$gw") instructions per call"
 done

@@ -92,6 +92,16 @@ era = "handshake"
 max_sessions = $((${clients:-50} + 8))
 TOML
     [[ "$2" == general ]] && echo 'call_timeout_secs = 3600' >> "$3"
+    if [[ "${UPSTREAMS:-1}" == 2 ]]; then # two members: every tool prefixed (`echo_echo`)
+        cat >> "$3" <<TOML
+
+[backends.other]
+$1
+shared = ${SHARED:-true}
+era = "handshake"
+max_sessions = $((${clients:-50} + 8))
+TOML
+    fi
     if [[ "${STACK:-}" == full ]]; then
         cat >> "$3" <<TOML
 

@@ -16,7 +16,8 @@
 //! to every request (a bearer token for an authenticated server); `--interleave` starts
 //! every server first and alternates them run by run (A B A B …), so a machine whose load
 //! changes during the run affects all of them alike; the load average is printed per
-//! configuration.
+//! configuration. `--tool NAME` calls another name for the echo tool (a gateway's prefixed
+//! `echo_echo`).
 
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -56,6 +57,9 @@ struct Args {
     /// Start every server first and alternate them run by run.
     #[arg(long)]
     interleave: bool,
+    /// The tool called (a gateway exposing the echo tool prefixed: `echo_echo`).
+    #[arg(long, default_value = "echo")]
+    tool: String,
 }
 
 fn parse_header(s: &str) -> Result<(String, String), String> {
@@ -287,6 +291,7 @@ async fn run_once(
     clients: usize,
     total: usize,
     headers: Arc<Vec<(String, String)>>,
+    tool: Arc<str>,
 ) -> Result<RunResult> {
     let per = total.div_ceil(clients);
     let warm = (per / 10).max(5);
@@ -298,6 +303,7 @@ async fn run_once(
     let mut tasks = Vec::with_capacity(clients);
     for (i, mut c) in conns.into_iter().enumerate() {
         let barrier = barrier.clone();
+        let tool = tool.clone();
         tasks.push(tokio::spawn(async move {
             let mut lat = Vec::with_capacity(per);
             let mut errors = 0usize;
@@ -306,8 +312,8 @@ async fn run_once(
                 let _ = c
                     .post(
                         "tools/call",
-                        json!({"name": "echo", "arguments": {"text": text}}),
-                        Some("echo"),
+                        json!({"name": &*tool, "arguments": {"text": text}}),
+                        Some(&*tool),
                     )
                     .await;
             }
@@ -318,8 +324,8 @@ async fn run_once(
                 let r = c
                     .post(
                         "tools/call",
-                        json!({"name": "echo", "arguments": {"text": &text}}),
-                        Some("echo"),
+                        json!({"name": &*tool, "arguments": {"text": &text}}),
+                        Some(&*tool),
                     )
                     .await;
                 lat.push(t0.elapsed());
@@ -395,6 +401,7 @@ fn main() -> Result<()> {
                     clients,
                     args.requests,
                     headers.clone(),
+                    Arc::from(args.tool.as_str()),
                 ))?;
                 let slot = &mut results[i];
                 slot.rps.push(r.rps);

@@ -67,15 +67,7 @@ async fn answer_of(http: &HttpClient, sid: &str, mut ex: Exchange) -> Vec<String
         seen.push(ex.text().await);
         return seen;
     }
-    while let Some(event) = ex.next_raw_event().await {
-        let data: String = event
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .map(str::trim_start)
-            .collect();
-        if data.is_empty() {
-            continue;
-        }
+    while let Some(data) = ex.next_event_data().await {
         let msg: Value = serde_json::from_str(&data).expect("event data is JSON");
         if msg["method"] == "sampling/createMessage" {
             let answer = json!({"jsonrpc": "2.0", "id": msg["id"], "result": {

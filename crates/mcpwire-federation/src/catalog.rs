@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use mcpwire_model::Raw;
 use mcpwire_router::{Backend, offers_tasks_extension};
+use mcpwire_wire::json_frame;
 use serde_json::Value;
 
 use crate::config::{FailMode, Member, PrefixMode};
@@ -66,6 +67,19 @@ pub(crate) struct Entry {
     pub item: Item,
     /// Templates: the matcher of the exposed `uriTemplate`.
     pub matcher: Option<TemplateMatcher>,
+    /// How a relayed call of it names it upstream (tools).
+    pub relayed_as: RelayedAs,
+}
+
+/// How a relayed `tools/call` names its tool to the member serving it, decided once per
+/// catalog generation.
+pub(crate) enum RelayedAs {
+    /// As exposed: the name is the member's own.
+    Exposed,
+    /// By the member's own name, written into the frame in place of the exposed one.
+    Original(Arc<str>),
+    /// Not relayed: the member's own name would need escapes in JSON.
+    Never,
 }
 
 /// The exposed items of one kind.
@@ -485,6 +499,13 @@ fn push(
     let i = k.entries.len();
     k.index.insert(exposed.clone(), i);
     k.by_original.insert((member, original.to_owned()), i);
+    let relayed_as = if exposed == original {
+        RelayedAs::Exposed
+    } else if json_frame::writes_as_is(original) {
+        RelayedAs::Original(original.into())
+    } else {
+        RelayedAs::Never
+    };
     k.entries.push(Entry {
         member,
         original: original.to_owned(),
@@ -492,6 +513,7 @@ fn push(
         origin,
         item,
         matcher,
+        relayed_as,
     });
 }
 

@@ -12,7 +12,7 @@ use mcpwire_router::{
 };
 use serde_json::{Map, Value};
 
-use crate::catalog::{Catalog, CatalogMember, Scope};
+use crate::catalog::{Catalog, CatalogMember, Entry, RelayedAs, Scope};
 use crate::listing::Kind;
 use crate::pages;
 use crate::subset::Sight;
@@ -169,15 +169,27 @@ pub(crate) fn forward_tool_call(
 }
 
 /// Where a `tools/call` of `name` by `caller` may go as a raw frame
-/// (`Backend::relay_route`): to the member serving it under the same name whose task ids
-/// need no mapping — the conditions of [`forward_tool_call`], the caller's sight included —
-/// when that member offers a route.
+/// (`Backend::relay_route`): to the member serving it whose task ids and URIs need no
+/// mapping, when the caller sees it and that member offers a route — under the member's
+/// own name when the tool is exposed renamed or prefixed (written into the frame in place
+/// of the exposed one: the answer names no tool, so it comes back as it came).
 pub(crate) fn relay_route(sight: &Sight, name: &str, caller: &RelayCaller<'_>) -> RelayDecision {
-    let Some(m) = plain_member(sight, name) else {
+    let Some((m, e)) = member_entry(sight, name) else {
         return RelayDecision::General;
     };
-    match m.backend.relay_route(name, caller) {
-        RelayDecision::Relay(route) => RelayDecision::Relay(route.through(&m.name_shared)),
+    let sent_as = match &e.relayed_as {
+        RelayedAs::Exposed => None,
+        RelayedAs::Original(original) => Some(original),
+        RelayedAs::Never => return RelayDecision::General,
+    };
+    match m.backend.relay_route(&e.original, caller) {
+        RelayDecision::Relay(route) => {
+            let route = route.through(&m.name_shared);
+            RelayDecision::Relay(match sent_as {
+                Some(original) => route.sent_as(original),
+                None => route,
+            })
+        }
         other => other,
     }
 }
@@ -186,11 +198,19 @@ pub(crate) fn relay_route(sight: &Sight, name: &str, caller: &RelayCaller<'_>) -
 /// that very name with nothing to map in its answers (task ids, URIs): a call of it may be
 /// passed on as it came.
 fn plain_member<'a>(sight: &'a Sight, name: &str) -> Option<&'a CatalogMember> {
+    member_entry(sight, name)
+        .filter(|(_, e)| e.original == name)
+        .map(|(m, _)| m)
+}
+
+/// The member serving tool `name` and its entry, when the caller sees it and the member's
+/// answers need nothing mapped (task ids, URIs).
+fn member_entry<'a>(sight: &'a Sight, name: &str) -> Option<(&'a CatalogMember, &'a Entry)> {
     let catalog = &sight.catalog;
     let (i, e) = catalog.kind(Kind::Tools).get(name)?;
     let m = &catalog.members[e.member];
-    let plain = e.original == name && !m.offers_tasks && !m.renamed_uris;
-    (plain && sight.scope().sees(Kind::Tools, i)).then_some(m)
+    let plain = !m.offers_tasks && !m.renamed_uris;
+    (plain && sight.scope().sees(Kind::Tools, i)).then_some((m, e))
 }
 
 /// `(member, original name)` of the visible tool or prompt exposed as `name`.

@@ -67,7 +67,7 @@ pub use output::{
     tool_error,
 };
 pub use prompt::PromptDef;
-pub use relaying::{RelayCaller, RelayDecision, RelayRoute};
+pub use relaying::{RelayCaller, RelayDecision, RelayRoute, RouteParts};
 pub use request::BackendRequest;
 pub use resource::{ResourceDef, TemplateDef};
 pub use router::{McpCall, McpReply, Router};

@@ -6,17 +6,45 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use mcpwire_model::McpError;
-use mcpwire_relay::Relay;
+use mcpwire_relay::{NotRelayed, Relay};
+use mcpwire_wire::json_frame::PlainCall;
 
 use crate::{Identity, SessionScope};
 
 /// Where a wire may send a tool's calls as raw frames, bypassing the router: the upstream
-/// connection's [`Relay`], and the federation member serving the tool (its `request` span
-/// names it).
+/// connection's [`Relay`], the federation member serving the tool (its `request` span
+/// names it), and the tool's name upstream when the gateway exposes it under another.
 #[derive(Clone)]
 pub struct RelayRoute {
     relay: Arc<Relay>,
     member: Option<Arc<str>>,
+    sent_as: Option<Arc<str>>,
+}
+
+/// A [`RelayRoute`] taken apart by the wire relaying a call.
+pub struct RouteParts {
+    /// The upstream connection's relay.
+    pub relay: Arc<Relay>,
+    /// The federation member serving the call, when there is one.
+    pub member: Option<Arc<str>>,
+    /// The tool's name upstream, written into the frame in place of the exposed one
+    /// (`PlainCall::sent_as`), when they differ.
+    pub sent_as: Option<Arc<str>>,
+}
+
+impl RouteParts {
+    /// `call` as it goes upstream on this route: `None` when it goes as it came, the call
+    /// with the tool's name upstream in its frame when the route renames it; `Err` when
+    /// that name cannot be written as it is (the call then goes the general way).
+    pub fn renamed<'b>(
+        &'b self,
+        call: &PlainCall<'b>,
+    ) -> Result<Option<PlainCall<'b>>, NotRelayed> {
+        match &self.sent_as {
+            None => Ok(None),
+            Some(name) => call.sent_as(name).map(Some).ok_or(NotRelayed),
+        }
+    }
 }
 
 impl RelayRoute {
@@ -25,6 +53,7 @@ impl RelayRoute {
         RelayRoute {
             relay,
             member: None,
+            sent_as: None,
         }
     }
 
@@ -34,14 +63,27 @@ impl RelayRoute {
         self
     }
 
+    /// The route, calling the tool `name` upstream (a federation member's own name for a
+    /// tool it exposes renamed or prefixed). The name must be written in JSON as it is
+    /// (`json_frame::writes_as_is`); a wire relaying a call whose frame cannot take it
+    /// sends the call the general way.
+    pub fn sent_as(mut self, name: &Arc<str>) -> RelayRoute {
+        self.sent_as = Some(name.clone());
+        self
+    }
+
     /// The federation member serving the call, when there is one.
     pub fn member(&self) -> Option<&str> {
         self.member.as_deref()
     }
 
-    /// The relay, and the member serving the call.
-    pub fn into_parts(self) -> (Arc<Relay>, Option<Arc<str>>) {
-        (self.relay, self.member)
+    /// The relay, the member serving the call and the tool's name upstream.
+    pub fn into_parts(self) -> RouteParts {
+        RouteParts {
+            relay: self.relay,
+            member: self.member,
+            sent_as: self.sent_as,
+        }
     }
 }
 

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use bytes::BytesMut;
 use mcpwire_model::{BackendEvent, CallEvent, McpError, Raw, Reply, RequestId};
-use mcpwire_router::{RelayCaller, RelayDecision, Router};
+use mcpwire_router::{RelayCaller, RelayDecision, RouteParts, Router};
 use mcpwire_session::{AskId, DispatchId, IdMap, ServerSession};
 
 use super::now;
@@ -201,7 +201,13 @@ impl RelayedCalls {
                 return false;
             }
         };
-        let (relay, member) = route.into_parts();
+        let parts = route.into_parts();
+        let Ok(renamed) = parts.renamed(call) else {
+            session.withdraw_relayed(dispatch);
+            return false;
+        };
+        let RouteParts { relay, member, .. } = &parts;
+        let relay = relay.clone();
         let inbox = self.inbox();
         // An upstream that takes each call on a request of its own (HTTP) is told the
         // call's span as the request goes (the general path's trace context headers).
@@ -212,10 +218,10 @@ impl RelayedCalls {
             posted_span = Some(span);
             headers
         };
-        match relay.send(call, dispatch, inbox, trace) {
+        match relay.send(renamed.as_ref().unwrap_or(call), dispatch, inbox, trace) {
             Ok(up) => {
                 let span = posted_span.unwrap_or_else(|| relayed_span(wire, call.tool(), parent));
-                if let Some(member) = &member {
+                if let Some(member) = member {
                     span.record("backend", &**member);
                 }
                 let metrics = CallMetrics::start_tool_call(wire, call.tool());

@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use mcpwire_model::{McpError, Outbound, RequestId};
 use mcpwire_relay::{CallSlot, RelayExchange, Taken};
-use mcpwire_router::RelayDecision;
+use mcpwire_router::{RelayDecision, RouteParts};
 use mcpwire_wire::json_frame::PlainFrame;
 
 use super::reply;
@@ -94,7 +94,12 @@ pub(crate) async fn relay(
     let Some(slot) = seam.admit(id) else {
         return Seamed::Declined;
     };
-    let (relay, member) = route.into_parts();
+    let parts = route.into_parts();
+    let Ok(renamed) = parts.renamed(&call) else {
+        seam.finish(id);
+        return Seamed::Declined;
+    };
+    let RouteParts { relay, member, .. } = &parts;
     let started = now();
     let mut posted_span = None;
     let headers = || {
@@ -103,12 +108,13 @@ pub(crate) async fn relay(
         posted_span = Some(span);
         headers
     };
-    let Ok((up, exchange)) = relay.send_to_slot(&call, &slot, headers) else {
+    let Ok((up, exchange)) = relay.send_to_slot(renamed.as_ref().unwrap_or(&call), &slot, headers)
+    else {
         seam.finish(id);
         return Seamed::Declined;
     };
     let span = posted_span.unwrap_or_else(|| relayed_span(wire, call.tool(), trace));
-    if let Some(member) = &member {
+    if let Some(member) = member {
         span.record("backend", &**member);
     }
     let metrics = CallMetrics::start_tool_call(wire, call.tool());
@@ -117,7 +123,7 @@ pub(crate) async fn relay(
         id,
         call: Some(RelayedCall::new(relay.clone(), up, metrics, span)),
     };
-    if !seam.sent(id, &relay, up) {
+    if !seam.sent(id, relay, up) {
         return Seamed::Ended;
     }
     let deadline = seam.request_timeout().map(|t| started + t);

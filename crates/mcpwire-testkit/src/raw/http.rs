@@ -454,6 +454,23 @@ impl Exchange {
         }
     }
 
+    /// The next SSE event's data as it was written (its `data:` lines joined), skipping
+    /// events without data (priming events, comments); `None` once the stream ended.
+    pub async fn next_event_data(&mut self) -> Option<String> {
+        loop {
+            let data: String = self
+                .next_raw_event()
+                .await?
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(str::trim_start)
+                .collect();
+            if !data.is_empty() {
+                return Some(data);
+            }
+        }
+    }
+
     /// The next SSE event — its id, and its data as JSON unless it has none (a priming
     /// event) — skipping comments (keep-alives); `None` once the stream ended.
     pub async fn event(&mut self) -> Option<(Option<String>, Option<Value>)> {

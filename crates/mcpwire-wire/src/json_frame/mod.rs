@@ -45,7 +45,8 @@ use bytes::BufMut;
 use cursor::{Cursor, Nested, Spans};
 
 pub use plain::{
-    IdText, PlainCall, PlainFrame, PlainParams, PlainResult, plain_call, plain_params, plain_result,
+    IdText, PlainCall, PlainFrame, PlainParams, PlainResult, plain_call, plain_params,
+    plain_result, writes_as_is,
 };
 
 /// The deepest nesting any scan accepts, whatever `max_depth` a caller asks for (deeper

@@ -45,6 +45,11 @@ pub struct PlainCall<'a> {
     before_id: &'a [u8],
     after_id: &'a [u8],
     tool: &'a str,
+    /// Where the tool's name is in the frame (between its quotes).
+    tool_at: Range<usize>,
+    /// The name written in place of the tool's when the frame is sent on
+    /// ([`PlainCall::sent_as`]).
+    sent_as: Option<&'a str>,
     arguments: Option<Range<usize>>,
 }
 
@@ -65,9 +70,26 @@ impl<'a> PlainCall<'a> {
         start..start + self.id_text.as_bytes().len()
     }
 
-    /// The tool called (written without escapes, so this is its name).
+    /// The tool called (written without escapes, so this is its name), as the frame names
+    /// it (not what [`PlainCall::sent_as`] gave).
     pub fn tool(&self) -> &'a str {
         self.tool
+    }
+
+    /// The call, sent on with its tool named `name` (a gateway that exposes the tool under
+    /// another name calls it upstream by its own): `None` when `name` would need escapes
+    /// in JSON (see [`writes_as_is`]), as a relay writes it between the quotes as it is.
+    pub fn sent_as<'b>(&self, name: &'b str) -> Option<PlainCall<'b>>
+    where
+        'a: 'b,
+    {
+        writes_as_is(name).then(|| PlainCall {
+            request_id: self.request_id.clone(),
+            sent_as: Some(name),
+            tool_at: self.tool_at.clone(),
+            arguments: self.arguments.clone(),
+            ..*self
+        })
     }
 
     /// Where the `arguments` object is in the frame, when there is one.
@@ -75,17 +97,46 @@ impl<'a> PlainCall<'a> {
         self.arguments.clone()
     }
 
-    /// Writes the frame with `id` (an integer) in place of its own, then a newline: the
-    /// line a relay sends on.
+    /// Writes the frame with `id` (an integer) in place of its own — and the name
+    /// [`PlainCall::sent_as`] gave in place of the tool's — then a newline: the line a
+    /// relay sends on.
     pub fn write_line_with_id(&self, id: u64, out: &mut BytesMut) {
         let mut digits = itoa::Buffer::new();
-        splice_line(
-            self.before_id,
-            digits.format(id).as_bytes(),
-            self.after_id,
-            out,
-        );
+        let id = digits.format(id).as_bytes();
+        let Some(name) = self.sent_as else {
+            splice_line(self.before_id, id, self.after_id, out);
+            return;
+        };
+        // The name is on one side of the id: that side is written in three pieces.
+        let tool = self.tool_at.clone();
+        let id_end = self.before_id.len() + self.id_text.as_bytes().len();
+        let (before, after) = (self.before_id, self.after_id);
+        out.reserve(before.len() + id.len() + after.len() + name.len() + 1);
+        if tool.start >= id_end {
+            let (at, end) = (tool.start - id_end, tool.end - id_end);
+            out.put_slice(before);
+            out.put_slice(id);
+            put_renamed(after, at..end, name, out);
+        } else {
+            put_renamed(before, tool, name, out);
+            out.put_slice(id);
+            out.put_slice(after);
+        }
+        out.put_u8(b'\n');
     }
+}
+
+/// `bytes` with `name` in place of its range `at`.
+fn put_renamed(bytes: &[u8], at: Range<usize>, name: &str, out: &mut BytesMut) {
+    out.put_slice(bytes.get(..at.start).unwrap_or_default());
+    out.put_slice(name.as_bytes());
+    out.put_slice(bytes.get(at.end..).unwrap_or_default());
+}
+
+/// Whether `text` is written in a JSON string as it is — no quote, backslash or control
+/// character to escape — so a relay may put it between quotes without an encoder.
+pub fn writes_as_is(text: &str) -> bool {
+    !text.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20)
 }
 
 /// A [`PlainCall`] together with the frame it was found in, kept as where its parts are:
@@ -145,6 +196,8 @@ impl Located {
             before_id: frame.get(..self.id.start)?,
             after_id: frame.get(self.id.end..)?,
             tool: std::str::from_utf8(frame.get(self.tool.clone())?).ok()?,
+            tool_at: self.tool.clone(),
+            sent_as: None,
             arguments: self.arguments.clone(),
         })
     }
@@ -382,6 +435,37 @@ mod tests {
             PlainFrame::new(not_plain.clone(), 64).unwrap_err(),
             not_plain
         );
+    }
+
+    #[test]
+    fn a_call_sent_as_another_name_has_that_name_on_either_side_of_the_id() {
+        let cases = [
+            (
+                r#"{"jsonrpc":"2.0","id":"c-1","method":"tools/call","params":{"name":"a_echo","arguments":{"name":"a_echo"}}}"#,
+                r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"name":"a_echo"}}}"#,
+            ),
+            (
+                r#"{"params":{"arguments":{},"name":"a_echo"},"id":12,"method":"tools/call","jsonrpc":"2.0"}"#,
+                r#"{"params":{"arguments":{},"name":"echo"},"id":5,"method":"tools/call","jsonrpc":"2.0"}"#,
+            ),
+        ];
+        for (line, sent) in cases {
+            let call = plain_call(line.as_bytes(), 64).unwrap();
+            let renamed = call.sent_as("echo").unwrap();
+            assert_eq!(
+                renamed.tool(),
+                "a_echo",
+                "the frame's name, for spans and limits"
+            );
+            let mut out = BytesMut::new();
+            renamed.write_line_with_id(5, &mut out);
+            assert_eq!(out, format!("{sent}\n").as_bytes());
+        }
+        let call = plain_call(cases[0].0.as_bytes(), 64).unwrap();
+        for needs_escapes in ["a\"b", "a\\b", "tab\there", "\u{1}"] {
+            assert!(call.sent_as(needs_escapes).is_none(), "{needs_escapes:?}");
+        }
+        assert!(writes_as_is("ünï/cödé tool.name-1"));
     }
 
     #[test]

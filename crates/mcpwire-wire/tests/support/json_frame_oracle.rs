@@ -179,6 +179,35 @@ fn check_call(
             }
         }
     }
+    // The tool renamed as well: serde reads the new name, the arguments and the rest as
+    // they were, whichever side of the id the params are on.
+    for name in ["", "up_echo", "a much longer name than any tool's ü/.-"] {
+        let renamed = call.sent_as(name).expect("needs no escapes");
+        let mut line = BytesMut::new();
+        renamed.write_line_with_id(42, &mut line);
+        let (spliced, _) = serde_object(&line).expect("a renamed call is JSON");
+        for (k, v) in &map {
+            match k.as_str() {
+                "id" => assert_eq!(spliced.get(k).map(|v| v.get()), Some("42")),
+                "params" => {
+                    let got = spliced.get(k).expect("params").get().as_bytes();
+                    let (got, _) = serde_object(got).expect("params");
+                    let (was, _) = serde_object(v.get().as_bytes()).expect("params");
+                    assert_eq!(got.len(), was.len(), "{shown:?}");
+                    let quoted = format!("\"{name}\"");
+                    assert_eq!(got.get("name").map(|v| v.get()), Some(quoted.as_str()));
+                    assert_eq!(
+                        got.get("arguments").map(|v| v.get()),
+                        was.get("arguments").map(|v| v.get()),
+                        "{shown:?}"
+                    );
+                }
+                _ => assert_eq!(spliced.get(k).map(|s| s.get()), Some(v.get())),
+            }
+        }
+        assert_eq!(renamed.tool(), call.tool(), "tool() names the frame's");
+    }
+    assert!(call.sent_as("a\"b").is_none() && call.sent_as("a\nb").is_none());
     (text(id_text.as_bytes()), call.tool().to_owned(), arguments)
 }
 
