@@ -7,8 +7,8 @@
 # directly first (its own CPU per call with nobody in front).
 #
 # Cases: `relay` (the stack as configured: calls relayed as raw frames, each POSTed as it
-# comes), `general` (the same with a call timeout on the backend, which the relay does not
-# keep: every call takes the general path). STACK=full adds API keys, a policy,
+# comes), `general` (the same with `relay = false` on the backend: every call takes the
+# general path). STACK=full adds API keys, a policy,
 # per-identity and per-tool rate limits and the metrics listener. SHARED=false gives each
 # downstream session an upstream session of its own. UPSTREAMS=2 configures a second member
 # (the same upstream), so every tool is exposed prefixed and called as `echo_echo`.

@@ -57,7 +57,7 @@ if [[ -n "${DIRECT:-}" ]]; then
 fi
 for bin in "${bins[@]}"; do
     backends="${BACKENDS:---upstream echo=http://127.0.0.1:$upstream_port/mcp}"
-    if [[ -n "${CASE:-}" ]]; then # relay | general (a call timeout: never relayed)
+    if [[ -n "${CASE:-}" ]]; then # relay | general (`relay = false`: never relayed)
         backends="--config $(bench_gateway_toml "url = \"http://127.0.0.1:$upstream_port/mcp\"" "$CASE" "$out/$CASE.toml")"
     fi
     [[ -n "${CASE:-}" && "${UPSTREAMS:-1}" == 2 ]] && tool=echo_echo

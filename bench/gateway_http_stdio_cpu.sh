@@ -7,8 +7,8 @@
 # gateway's CPU and its children's (the upstreams') are read from /proc as it stops
 # (bench/cpu_of.sh).
 #
-# Cases: `relay` (the stack as configured), `general` (the same with a call timeout on the
-# backend, which the relay does not keep: every call takes the general path). STACK=full adds
+# Cases: `relay` (the stack as configured), `general` (the same with `relay = false` on the
+# backend: every call takes the general path). STACK=full adds
 # API keys, a policy, per-identity and per-tool rate limits and the metrics listener.
 #
 #   bench/gateway_http_stdio_cpu.sh [MCPWIRE_BINARY]

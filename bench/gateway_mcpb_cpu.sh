@@ -9,8 +9,8 @@
 # The upstream is reached in a handshake era (ERA=auto: a shared link to an upstream that
 # speaks 2026-07-28, as mcpwire_echo does, is stateless, which the relay does not carry).
 #
-# Cases: `relay` (the stack as configured), `general` (the same with a call timeout on the
-# backend, which the relay does not keep: every call takes the general path). STACK=full adds
+# Cases: `relay` (the stack as configured), `general` (the same with `relay = false` on the
+# backend: every call takes the general path). STACK=full adds
 # a policy, per-identity and per-tool rate limits and the metrics listener.
 #
 #   bench/gateway_mcpb_cpu.sh [MCPWIRE_BINARY]
@@ -47,7 +47,7 @@ shared = ${SHARED:-true}
 era = "${ERA:-handshake}"
 max_sessions = $((conns + 8))
 TOML
-    [[ "$1" == general ]] && echo 'call_timeout_secs = 3600' >> "$file"
+    [[ "$1" == general ]] && echo 'relay = false' >> "$file"
     [[ "${STACK:-}" == full ]] && full_stack_toml >> "$file"
     echo "$file"
 }

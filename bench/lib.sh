@@ -81,8 +81,8 @@ TOML
 }
 
 # The TOML of the `[backends.echo]` a CPU bench runs through ($1: `command = "..."` or
-# `url = "..."`), for case $2 (`relay`, or `general`: a call timeout the relay does not
-# keep), with STACK=full's API key and full_stack_toml, written to $3; prints $3.
+# `url = "..."`), for case $2 (`relay`, or `general`: `relay = false`, every call on the
+# general path), with STACK=full's API key and full_stack_toml, written to $3; prints $3.
 bench_gateway_toml() { # $1 = the backend's target line, $2 = case, $3 = file
     cat > "$3" <<TOML
 [backends.echo]
@@ -91,7 +91,7 @@ shared = ${SHARED:-true}
 era = "handshake"
 max_sessions = $((${clients:-50} + 8))
 TOML
-    [[ "$2" == general ]] && echo 'call_timeout_secs = 3600' >> "$3"
+    [[ "$2" == general ]] && echo 'relay = false' >> "$3"
     if [[ "${UPSTREAMS:-1}" == 2 ]]; then # two members: every tool prefixed (`echo_echo`)
         cat >> "$3" <<TOML
 

@@ -1,7 +1,7 @@
 //! The gateway's stdio relay (`docs/design/gateway.md` § The relay): a stdio client's plain
 //! `tools/call`s reach the session's own stdio upstream as raw frames and come back as
 //! raw frames. Every test runs the same conversation through a gateway that relays and
-//! through one that cannot (a call timeout on the backend takes the general path) and
+//! through one that cannot (`relay = false` on the backend: the general path) and
 //! compares what the client saw, with the real `mcpwire demo` as the upstream (or a
 //! scripted one where a crash is needed). The gateway runs in this process, so the tests
 //! can also tell that the relay did carry the calls (`UpstreamBackend::relayed_calls`).
@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 async fn relayed_calls_are_answered_as_the_general_path_answers_them() {
     let (general, none) = transcript(demo(), false).await;
     let (relayed, count) = transcript(demo(), true).await;
-    assert_eq!(none, 0, "a gateway with a call timeout relays nothing");
+    assert_eq!(none, 0, "a gateway with `relay = false` relays nothing");
     // Calls 2–11 (the first opens the session; `_meta`, the escaped name, array
     // arguments and bad input go the general way).
     assert_eq!(count, 10, "the relay carried the plain calls");

@@ -1,6 +1,6 @@
 //! The relay behind the Streamable HTTP listener with API keys, a policy and rate limits
 //! (issue 24): the same conversation through a gateway that relays and through one that
-//! cannot (a call timeout takes the general path) gives the client the same answers, byte
+//! cannot (`relay = false`: the general path) gives the client the same answers, byte
 //! for byte — JSON bodies, and SSE events when a call logs or asks the client — with
 //! per-session upstreams and with one shared upstream, over stdio and over Streamable
 //! HTTP (`mcpwire demo --transport http`: its answers come as JSON bodies and as event
@@ -126,7 +126,7 @@ async fn compare(shared: bool, http: bool) {
     let (target, _server) = upstream(http);
     let (general, none) = transcript(target.clone(), shared, false).await;
     let (relayed, count) = transcript(target, shared, true).await;
-    assert_eq!(none, 0, "a gateway with a call timeout relays nothing");
+    assert_eq!(none, 0, "a gateway with `relay = false` relays nothing");
     // Relayed: the plain calls of visible tools within the rate — 1, 2, "str-3", 5, 6, 8,
     // 9, 10 — less the first when it opens the downstream session's own upstream session.
     // (-11 is refused by the rate limit as its route is decided; 4 is hidden and 7 unknown,

@@ -1,6 +1,6 @@
 //! The relay behind an MCPB listener with token authentication, a policy and rate limits
 //! (issue 24): the same conversation through a gateway that relays and through one that
-//! cannot (a call timeout takes the general path) gives the client the same frames, byte
+//! cannot (`relay = false`: the general path) gives the client the same frames, byte
 //! for byte — a tool the caller's policy hides answers as unknown, calls over the caller's
 //! rate are refused with the limit's error and counted once — with per-session upstreams
 //! and with one shared upstream.
@@ -78,7 +78,7 @@ async fn transcript(shared: bool, relay: bool) -> (Vec<String>, u64) {
 async fn compare(shared: bool) {
     let (general, none) = transcript(shared, false).await;
     let (relayed, count) = transcript(shared, true).await;
-    assert_eq!(none, 0, "a gateway with a call timeout relays nothing");
+    assert_eq!(none, 0, "a gateway with `relay = false` relays nothing");
     // Relayed: the plain calls of visible tools within the rate — 1, 2, "str-3", 5, 6, 8,
     // 9, 10 — less the first when it opens the downstream session's own upstream session.
     // (-11 is refused by the rate limit as its route is decided; 4 is hidden and 7 unknown,

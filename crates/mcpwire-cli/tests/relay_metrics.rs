@@ -49,7 +49,7 @@ async fn relayed_calls_are_measured_as_the_general_path_measures_them() {
     let before = call_series(&metrics.render());
     let (relayed, count) = transcript(demo(), true).await;
     let counted_relayed = delta(&before, call_series(&metrics.render()));
-    assert_eq!(none, 0, "a gateway with a call timeout relays nothing");
+    assert_eq!(none, 0, "a gateway with `relay = false` relays nothing");
     assert_eq!(
         count, 10,
         "with metrics on, the relay still carried the plain calls"

@@ -3,7 +3,7 @@
 //! (`[[upstream]] rename`). A relayed call then goes upstream under the member's own name,
 //! written into the frame in place of the exposed one, and its answer comes back as it
 //! came. The same conversation through a gateway that relays and through one that cannot
-//! (a call timeout takes the general path) gives the client the same answers, byte for
+//! (`relay = false`: the general path) gives the client the same answers, byte for
 //! byte, over stdio and over Streamable HTTP (the seam); the upstreams saw their own
 //! names; and the relay carried the plain calls.
 
@@ -33,9 +33,7 @@ async fn gateway(relay: bool) -> ([Arc<UpstreamBackend>; 2], Service) {
         let mut config = UpstreamConfig::new(name, Target::Command { argv: demo() });
         config.shared = false;
         config.era = EraChoice::Handshake;
-        if !relay {
-            config.call_timeout = Some(Duration::from_secs(3600));
-        }
+        config.relay = relay;
         UpstreamBackend::connect(config).await.expect("connect")
     };
     let (a, b) = (connect("a").await, connect("b").await);
@@ -182,7 +180,7 @@ fn check(seen: &[Value]) {
 async fn prefixed_and_renamed_tools_are_relayed_under_their_own_names_over_stdio() {
     let (general, none) = over_stdio(false).await;
     let (relayed, count) = over_stdio(true).await;
-    assert_eq!(none, 0, "a gateway with a call timeout relays nothing");
+    assert_eq!(none, 0, "a gateway with `relay = false` relays nothing");
     assert_eq!(count, RELAYED, "the relay carried the plain calls");
     assert_eq!(relayed, general);
     check(&relayed);
@@ -192,7 +190,7 @@ async fn prefixed_and_renamed_tools_are_relayed_under_their_own_names_over_stdio
 async fn prefixed_and_renamed_tools_are_relayed_under_their_own_names_over_http() {
     let (general, none) = over_http(false).await;
     let (relayed, count) = over_http(true).await;
-    assert_eq!(none, 0, "a gateway with a call timeout relays nothing");
+    assert_eq!(none, 0, "a gateway with `relay = false` relays nothing");
     assert_eq!(count, RELAYED, "the seam relayed the plain calls");
     assert_eq!(relayed, general);
     let messages: Vec<Value> = relayed

@@ -1,7 +1,7 @@
 //! The seam (issue 24, `docs/design/gateway.md` § The seam): a stateful HTTP session's
 //! plain call relayed by its `POST` handler itself, without the session's task. What the
 //! session's task did for such a call still holds, and the client sees the same bytes as on
-//! the general path (a gateway that cannot relay: a call timeout), for:
+//! the general path (a gateway that does not relay: `relay = false`), for:
 //! - a cancellation of a call running in the seam (its upstream tool sees it; the `POST`
 //!   ends without an answer), and a second call with the id of one running there (the
 //!   duplicate-id error);

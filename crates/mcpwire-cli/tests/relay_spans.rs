@@ -87,7 +87,7 @@ async fn relayed_calls_have_the_general_paths_request_spans() {
     let spans_general = requests.take();
     let (relayed, count) = transcript(demo(), true).await;
     let spans_relayed = requests.take();
-    assert_eq!(none, 0, "a gateway with a call timeout relays nothing");
+    assert_eq!(none, 0, "a gateway with `relay = false` relays nothing");
     assert_eq!(
         count, 10,
         "with request spans on, the relay still carried the plain calls"

@@ -19,12 +19,12 @@ use std::time::Instant;
 use mcpwire_model::{McpError, Method, Raw};
 use mcpwire_session::{
     Answer, ClientEvent, ClientRequestId, ClientSession, IdMap, Negotiated, RequestOptions,
-    ServerRequestId,
+    ServerRequestId, TIMED_OUT_REASON,
 };
 use tokio::sync::{mpsc, oneshot};
 
 use crate::ClientError;
-use mcpwire_relay::Relay;
+use mcpwire_relay::{CancelReason, Relay};
 
 /// How a request ended badly: the session's account, or the transport's (richer) one.
 #[derive(Debug)]
@@ -360,6 +360,11 @@ impl ClientCore {
         }
     }
 
+    /// When relayed calls may have waited their call timeout (`Relay::expire` is due).
+    fn relay_expiry(&self) -> Option<Instant> {
+        self.relay.as_ref().and_then(|(r, _)| r.next_expiry())
+    }
+
     /// Relayed calls waiting on this connection.
     fn relayed(&self) -> usize {
         self.relay.as_ref().map_or(0, |(r, _)| r.waiting())
@@ -372,8 +377,12 @@ impl ClientCore {
             return false;
         };
         let session = &mut self.session;
-        relay.take(out, |id| {
-            session.cancel_untracked(ClientRequestId::new(id), RELAY_CANCEL_REASON);
+        relay.take(out, |id, why| {
+            let reason = match why {
+                CancelReason::Downstream => RELAY_CANCEL_REASON,
+                CancelReason::TimedOut => TIMED_OUT_REASON,
+            };
+            session.cancel_untracked(ClientRequestId::new(id), reason);
         })
     }
 
@@ -430,7 +439,10 @@ impl ClientCore {
     /// Waits for a command (when `accept`), a cancellation, room in the owner's event
     /// channel (when events are held back) or the session's next deadline.
     pub(crate) async fn wait(&mut self, accept: bool) -> CoreWake {
-        let timer = self.session.poll_timeout();
+        let timer = match (self.session.poll_timeout(), self.relay_expiry()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let room = match (&self.events, self.held.is_empty()) {
             (Some(tx), false) => Some(tx.clone()),
             _ => None,
@@ -462,7 +474,12 @@ impl ClientCore {
                 self.flush_held();
             }
             CoreWake::Capacity(None) => self.owner_gone(),
-            CoreWake::Timer => self.session.handle_timeout(now),
+            CoreWake::Timer => {
+                self.session.handle_timeout(now);
+                if let Some((relay, _)) = &self.relay {
+                    relay.expire(now);
+                }
+            }
         }
         self.route();
         self.start_queued(now);

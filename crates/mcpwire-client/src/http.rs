@@ -106,7 +106,9 @@ async fn start(
         parts.wire_session.clone(),
     );
     let relay = Arc::new(
-        Relay::new(Box::new(move || ids.next_number()), max_in_flight).with_post(Box::new(post)),
+        Relay::new(Box::new(move || ids.next_number()), max_in_flight)
+            .with_post(Box::new(post))
+            .with_call_timeout(opts.relay_timeout),
     );
     parts.core.set_relay(relay.clone(), parts.pending.peer());
     parts.pending.relay = Some(relay.clone());

@@ -85,6 +85,11 @@ pub struct ClientOptions {
     pub tls: mcpwire_server::tls::ClientTls,
     /// HTTP: the credentials sent to the server (static headers, bearer token, OAuth).
     pub auth: Option<auth::UpstreamAuth>,
+    /// stdio and HTTP: how long a call relayed on the connection as a raw frame
+    /// (`mcpwire_relay`) waits for its answer before it is answered `Timeout` and the
+    /// server told (`None`: no limit) — a gateway's `call_timeout_secs`, which its other
+    /// requests carry in their `RequestOptions`.
+    pub relay_timeout: Option<Duration>,
     /// Stdio: how the child process is started (environment, directory, its stderr).
     pub child: ChildOptions,
 }
@@ -115,6 +120,7 @@ impl Default for ClientOptions {
             busy_poll: Duration::ZERO,
             tls: mcpwire_server::tls::ClientTls::default(),
             auth: None,
+            relay_timeout: None,
             child: ChildOptions::default(),
         }
     }

@@ -94,10 +94,13 @@ pub(crate) async fn connect(
     // the gateway's raw frames (`mcpwire_relay`).
     parts.pending.direct = true;
     let ids = parts.pending.ids();
-    let relay = Arc::new(Relay::new(
-        Box::new(move || ids.next_number()),
-        opts.limits.max_in_flight,
-    ));
+    let relay = Arc::new(
+        Relay::new(
+            Box::new(move || ids.next_number()),
+            opts.limits.max_in_flight,
+        )
+        .with_call_timeout(opts.relay_timeout),
+    );
     parts.core.set_relay(relay.clone(), parts.pending.peer());
     parts.pending.relay = Some(relay.clone());
     let endpoint = StdioClientEndpoint {

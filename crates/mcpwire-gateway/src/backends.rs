@@ -278,6 +278,7 @@ pub async fn start(
             }
             config.handshake_timeout = up.handshake_timeout;
             config.call_timeout = up.call_timeout;
+            config.relay = up.relay;
             config.era = up.era;
             config.shared = up.is_shared();
             config.max_sessions = up.max_sessions;

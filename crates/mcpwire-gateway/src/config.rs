@@ -287,6 +287,9 @@ pub struct UpstreamSpec {
     pub env: BTreeMap<String, String>,
     /// A command: its working directory (`cwd`; `None`: the gateway's).
     pub cwd: Option<PathBuf>,
+    /// Whether plain calls may be relayed to it as raw frames (`relay`, default `true`;
+    /// `false`: every call the general way).
+    pub relay: bool,
 }
 
 impl UpstreamSpec {
@@ -309,6 +312,7 @@ impl UpstreamSpec {
             credentials: Default::default(),
             env: BTreeMap::new(),
             cwd: None,
+            relay: true,
         }
     }
 

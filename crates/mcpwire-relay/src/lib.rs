@@ -19,6 +19,12 @@
 //!   the same for one call, held for its handler until it hands the call to its session,
 //!   then forwarded to the session's inbox.
 //!
+//! A relay made [`with a call timeout`](Relay::with_call_timeout) (the gateway's
+//! `call_timeout_secs`) ends a call that waited that long as the general path's client
+//! session ends a request: answered `Timeout`, the upstream told it "timed out"
+//! ([`CancelReason::TimedOut`]); the connection's task asks when ([`Relay::next_expiry`])
+//! and calls [`Relay::expire`].
+//!
 //! Bounds: a relay holds at most the connection's `max_in_flight` calls, and the
 //! downstream session at most its own; their frames and answers are bounded by those
 //! counts (a frame is at most the message limit). Logs queued in an inbox are capped at
@@ -38,6 +44,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use mcpwire_model::{ClientAsk, LogEntry, McpError, Raw, Reply};
@@ -60,6 +67,18 @@ struct Waiting {
     /// The client's id, written into the answer.
     id: IdText,
     to: Target,
+    /// When it has waited the connection's call timeout.
+    deadline: Option<Instant>,
+}
+
+/// Why the upstream is told that a relayed call was cancelled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CancelReason {
+    /// The call ended downstream without its answer: its client cancelled it, or the
+    /// downstream session's request timeout ended it.
+    Downstream,
+    /// The call waited the connection's call timeout ([`Relay::with_call_timeout`]).
+    TimedOut,
 }
 
 /// Where what comes back for a relayed call goes.
@@ -126,9 +145,13 @@ struct RelayState {
     closed: bool,
     /// Frames for the child, ids rewritten.
     out: BytesMut,
-    /// Upstream ids of relayed calls cancelled downstream, to tell the child.
-    cancels: Vec<u64>,
+    /// Upstream ids of relayed calls cancelled, and why, to tell the child.
+    cancels: Vec<(u64, CancelReason)>,
     waiting: IdMap<u64, Waiting>,
+    /// When [`Relay::expire`] is due: no later than the earliest deadline of the calls
+    /// waiting (it may be a deadline of a call answered since: `expire` then finds the
+    /// next one). `None` when none waits with a deadline.
+    next_expiry: Option<Instant>,
 }
 
 /// How a relay's frames leave on a connection that sends each call on a request of its own
@@ -161,6 +184,8 @@ pub struct Relay {
     next_id: Box<dyn Fn() -> u64 + Send + Sync>,
     /// Calls in flight on the connection at most.
     max_in_flight: usize,
+    /// How long a relayed call waits for its answer (None: as long as it takes).
+    call_timeout: Option<Duration>,
     /// Relayed calls waiting, readable without the lock.
     waiting: AtomicUsize,
     /// Calls relayed so far.
@@ -190,6 +215,7 @@ impl Relay {
         Relay {
             next_id,
             max_in_flight,
+            call_timeout: None,
             waiting: AtomicUsize::new(0),
             sent: AtomicU64::new(0),
             state: Mutex::default(),
@@ -202,6 +228,15 @@ impl Relay {
     /// queueing it for the connection's task; cancellations are still queued.
     pub fn with_post(mut self, post: Box<dyn RelayPost>) -> Relay {
         self.post = Some(post);
+        self
+    }
+
+    /// The relay, ending a call that waited `timeout` for its answer (`None`: no limit) as
+    /// the general path's client session ends a request past its timeout: answered
+    /// `Timeout`, and the upstream told it "timed out". A relayed call carries no progress
+    /// token, so nothing restarts its timeout.
+    pub fn with_call_timeout(mut self, timeout: Option<Duration>) -> Relay {
+        self.call_timeout = timeout;
         self
     }
 
@@ -270,20 +305,30 @@ impl Relay {
             return Err(NotRelayed);
         }
         let id = (self.next_id)();
+        let deadline = self.call_timeout.map(|t| Instant::now() + t);
         let waiting = Waiting {
             id: call.id_text(),
             to,
+            deadline,
         };
         s.waiting.insert(id, waiting);
         self.waiting.store(s.waiting.len(), Ordering::Release);
+        // The first deadline while none is armed: the connection's task waits for it.
+        let arm = deadline.is_some() && s.next_expiry.is_none();
+        if arm {
+            s.next_expiry = deadline;
+        }
         if let Some(post) = &self.post {
             drop(s);
+            if arm {
+                self.wake.notify_one();
+            }
             let mut frame = BytesMut::new();
             call.write_line_with_id(id, &mut frame);
             self.sent.fetch_add(1, Ordering::Relaxed);
             return Ok(Enqueued::ToPost(id, frame.freeze(), post.as_ref()));
         }
-        let wake = s.out.is_empty() && s.cancels.is_empty();
+        let wake = arm || (s.out.is_empty() && s.cancels.is_empty());
         call.write_line_with_id(id, &mut s.out);
         drop(s);
         self.sent.fetch_add(1, Ordering::Relaxed);
@@ -302,7 +347,7 @@ impl Relay {
         }
         self.waiting.store(s.waiting.len(), Ordering::Release);
         let wake = s.out.is_empty() && s.cancels.is_empty();
-        s.cancels.push(id);
+        s.cancels.push((id, CancelReason::Downstream));
         drop(s);
         if let Some(post) = &self.post {
             post.abandon(id);
@@ -330,9 +375,9 @@ impl Relay {
         self.wake.notified().await
     }
 
-    /// Moves the queued frames to `out` and hands each cancelled upstream id to `cancel`;
-    /// whether there was anything.
-    pub fn take(&self, out: &mut BytesMut, mut cancel: impl FnMut(u64)) -> bool {
+    /// Moves the queued frames to `out` and hands each cancelled upstream id, and why, to
+    /// `cancel`; whether there was anything.
+    pub fn take(&self, out: &mut BytesMut, mut cancel: impl FnMut(u64, CancelReason)) -> bool {
         let Ok(mut s) = self.state.lock() else {
             return false;
         };
@@ -347,10 +392,62 @@ impl Relay {
         }
         let cancels = std::mem::take(&mut s.cancels);
         drop(s);
-        for id in cancels {
-            cancel(id);
+        for (id, why) in cancels {
+            cancel(id, why);
         }
         true
+    }
+
+    /// When [`Relay::expire`] is due next (`None`: no call waits with a deadline). A call
+    /// relayed while none did wakes the connection's task ([`Relay::queued`]), which then
+    /// asks again.
+    pub fn next_expiry(&self) -> Option<Instant> {
+        self.call_timeout?;
+        self.state.lock().ok()?.next_expiry
+    }
+
+    /// Ends the calls that have waited the call timeout by `now`: each is answered
+    /// `Timeout` (an outcome its downstream session shapes as the general path's), its
+    /// request abandoned, and the upstream told ([`CancelReason::TimedOut`]). Looks at the
+    /// calls waiting (at most the connection's bound) only when [`Relay::next_expiry`] is
+    /// due.
+    pub fn expire(&self, now: Instant) {
+        if self.call_timeout.is_none() {
+            return;
+        }
+        let Ok(mut s) = self.state.lock() else { return };
+        if s.next_expiry.is_none_or(|at| at > now) {
+            return;
+        }
+        let due: Vec<u64> = s
+            .waiting
+            .iter()
+            .filter(|(_, w)| w.deadline.is_some_and(|d| d <= now))
+            .map(|(id, _)| *id)
+            .collect();
+        let mut ended = Vec::with_capacity(due.len());
+        for id in due {
+            if let Some(w) = s.waiting.remove(&id) {
+                ended.push((id, w));
+            }
+        }
+        s.next_expiry = s.waiting.values().filter_map(|w| w.deadline).min();
+        self.waiting.store(s.waiting.len(), Ordering::Release);
+        let wake = !ended.is_empty() && !s.closed && s.out.is_empty() && s.cancels.is_empty();
+        if !s.closed {
+            s.cancels
+                .extend(ended.iter().map(|(id, _)| (*id, CancelReason::TimedOut)));
+        }
+        drop(s);
+        for (id, w) in ended {
+            if let Some(post) = &self.post {
+                post.abandon(id);
+            }
+            w.to.outcome(Err(McpError::Timeout));
+        }
+        if wake {
+            self.wake.notify_one();
+        }
     }
 
     /// Hands `line` back to its downstream call when it is a plain result
@@ -405,6 +502,7 @@ impl Relay {
         s.out.clear();
         s.cancels.clear();
         let waiting = std::mem::take(&mut s.waiting);
+        s.next_expiry = None;
         self.waiting.store(0, Ordering::Release);
         drop(s);
         if let Some(post) = &self.post {
@@ -630,6 +728,95 @@ mod tests {
             logger: None,
             data: mcpwire_model::to_raw(&"a line of an upstream's log"),
         }
+    }
+
+    const CALL: &[u8] =
+        br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo"}}"#;
+
+    /// A relay numbering from 1, with `timeout`, and a session's inbox.
+    fn relay_with(timeout: Option<Duration>) -> (Arc<Relay>, Arc<RelayInbox>) {
+        let next = AtomicU64::new(1);
+        let relay = Relay::new(Box::new(move || next.fetch_add(1, Ordering::Relaxed)), 64)
+            .with_call_timeout(timeout);
+        (Arc::new(relay), Arc::new(RelayInbox::default()))
+    }
+
+    /// Relays a call for a request handler of `inbox`'s session (the seam); its slot and
+    /// upstream id.
+    fn send(relay: &Arc<Relay>, inbox: &Arc<RelayInbox>) -> (Arc<CallSlot>, u64) {
+        let call = mcpwire_wire::json_frame::plain_call(CALL, 64).expect("a plain call");
+        let slot = Arc::new(CallSlot::new(inbox.clone()));
+        let (up, _) = relay.send_to_slot(&call, &slot, Vec::new).expect("relayed");
+        (slot, up)
+    }
+
+    fn answer(relay: &Relay, up: u64) {
+        let line = format!(r#"{{"jsonrpc":"2.0","id":{up},"result":{{}}}}"#);
+        assert!(relay.answer_raw(line.as_bytes(), 64));
+    }
+
+    fn cancels(relay: &Relay) -> Vec<(u64, CancelReason)> {
+        let mut seen = Vec::new();
+        relay.take(&mut BytesMut::new(), |id, why| seen.push((id, why)));
+        seen
+    }
+
+    #[test]
+    fn a_call_past_the_call_timeout_is_answered_timeout_and_the_upstream_told_why() {
+        let (relay, inbox) = relay_with(Some(Duration::from_secs(5)));
+        let t0 = Instant::now();
+        let ((a_slot, a), (b_slot, b)) = (send(&relay, &inbox), send(&relay, &inbox));
+        let due = relay.next_expiry().expect("armed by the first call");
+        assert!(due >= t0 + Duration::from_secs(5));
+        // `b` is answered; nothing is due before the deadline.
+        answer(&relay, b);
+        assert!(matches!(b_slot.take_answer(), Taken::Answer(_)));
+        relay.expire(t0);
+        assert_eq!(relay.waiting(), 1);
+        assert!(!a_slot.settled());
+        let _ = cancels(&relay);
+        relay.expire(due + Duration::from_secs(1));
+        assert_eq!(relay.waiting(), 0);
+        assert_eq!(relay.next_expiry(), None, "nothing waits");
+        assert_eq!(cancels(&relay), vec![(a, CancelReason::TimedOut)]);
+        // The outcome is the session's to shape; the request may be dropped.
+        assert!(a_slot.settled());
+        assert!(matches!(a_slot.take_answer(), Taken::Other));
+        // A downstream cancellation keeps its own reason.
+        let (_, c) = send(&relay, &inbox);
+        relay.cancel(c);
+        assert_eq!(cancels(&relay), vec![(c, CancelReason::Downstream)]);
+    }
+
+    #[test]
+    fn without_a_call_timeout_nothing_expires() {
+        let (relay, inbox) = relay_with(None);
+        let (slot, _) = send(&relay, &inbox);
+        assert_eq!(relay.next_expiry(), None);
+        relay.expire(Instant::now() + Duration::from_secs(86_400));
+        assert_eq!(relay.waiting(), 1);
+        assert!(!slot.settled());
+    }
+
+    #[test]
+    fn answered_calls_leave_nothing_behind_for_the_timer() {
+        // Calls answered as they come: the relay keeps one deadline, not one per call.
+        let (relay, inbox) = relay_with(Some(Duration::from_secs(60)));
+        for _ in 0..10_000 {
+            let (slot, up) = send(&relay, &inbox);
+            answer(&relay, up);
+            assert!(matches!(slot.take_answer(), Taken::Answer(_)));
+        }
+        assert_eq!(relay.waiting(), 0);
+        let s = relay.state.lock().expect("lock");
+        assert!(s.waiting.capacity() < 64, "{}", s.waiting.capacity());
+        assert!(
+            s.next_expiry.is_some(),
+            "the first deadline, found stale when due"
+        );
+        drop(s);
+        relay.expire(Instant::now() + Duration::from_secs(61));
+        assert_eq!(relay.next_expiry(), None);
     }
 
     #[test]

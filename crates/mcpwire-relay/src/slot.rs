@@ -106,6 +106,16 @@ impl CallSlot {
         }
     }
 
+    /// Whether what came first is the call's outcome (an error the session shapes: the
+    /// call timed out, its request failed, the connection ended): the call is over
+    /// upstream, and a request still running for it may be dropped.
+    pub fn settled(&self) -> bool {
+        self.state.lock().is_ok_and(|s| match &*s {
+            SlotState::Held { items, .. } => matches!(items.front(), Some(SlotItem::Outcome(_))),
+            SlotState::Forwarded(_) => false,
+        })
+    }
+
     /// Ends the slot (the call was cancelled, or its session ended): the handler stops
     /// waiting. Nothing is forwarded after this.
     pub fn end(&self) {

@@ -38,7 +38,7 @@ pub type IdMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomSta
 pub use client::{
     Answer, ClientConfig, ClientEra, ClientEvent, ClientLimits, ClientRequestId, ClientSession,
     ClientTransmit, EraChoice, InputRequest, InputRequired, ListKind, Negotiated, RequestOptions,
-    ServerRequest, ServerRequestId, TransmitKind,
+    ServerRequest, ServerRequestId, TIMED_OUT_REASON, TransmitKind,
 };
 pub use config::{SessionConfig, SessionLimits};
 pub use server::{

@@ -39,10 +39,7 @@ pub async fn gateway_to(target: Target, relay: bool) -> (Arc<UpstreamBackend>, S
     let mut config = UpstreamConfig::new("up", target);
     config.shared = false;
     config.era = EraChoice::Handshake;
-    if !relay {
-        // A call timeout is something the relay does not keep: the general path runs.
-        config.call_timeout = Some(Duration::from_secs(3600));
-    }
+    config.relay = relay;
     let backend = UpstreamBackend::connect(config).await.expect("connect");
     let info = backend.server_info().clone();
     let service = Service::new(Router::new(backend.clone()), info, None);
@@ -88,9 +85,7 @@ pub async fn limited_gateway_to(
     let mut config = UpstreamConfig::new("up", target);
     config.shared = shared;
     config.era = EraChoice::Handshake;
-    if !relay {
-        config.call_timeout = Some(Duration::from_secs(3600));
-    }
+    config.relay = relay;
     let upstream = UpstreamBackend::connect(config).await.expect("connect");
     let info = upstream.server_info().clone();
     let federation = Federation::new(

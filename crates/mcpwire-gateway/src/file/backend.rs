@@ -53,6 +53,7 @@ pub(super) struct RawBackend {
     max_result_bytes: Option<u64>,
     watch: Option<bool>,
     call_timeout_secs: Option<u64>,
+    relay: Option<bool>,
     shared: Option<bool>,
     max_sessions: Option<usize>,
     session_idle_secs: Option<u64>,
@@ -222,6 +223,7 @@ pub(super) fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSou
         kind,
     )?;
     let upstream_only = [
+        ("relay", raw.relay.is_some()),
         ("shared", raw.shared.is_some()),
         ("max_sessions", raw.max_sessions.is_some()),
         ("session_idle_secs", raw.session_idle_secs.is_some()),
@@ -366,6 +368,7 @@ pub(super) fn backend_source(raw: &RawBackend, base: &Path) -> Result<BackendSou
             .handshake_timeout_secs
             .map_or(d.handshake_timeout, Duration::from_secs),
         call_timeout: raw.call_timeout_secs.map(Duration::from_secs),
+        relay: raw.relay.unwrap_or(d.relay),
         shared: raw.shared,
         max_sessions: raw.max_sessions.unwrap_or(d.max_sessions),
         // 0: kept until the downstream session ends.

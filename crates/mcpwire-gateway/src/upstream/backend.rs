@@ -81,6 +81,11 @@ pub struct UpstreamConfig {
     /// A command: its environment and directory; its stderr is logged under `name`
     /// unless `child.log_stderr_as` says otherwise.
     pub child: mcpwire_client::ChildOptions,
+    /// Whether plain calls may be relayed to this upstream as raw frames (the default;
+    /// `docs/design/gateway.md` § The relay); `false` sends every call the general way
+    /// (decoded, routed and encoded again: for comparing the two, or an upstream whose
+    /// answers should always be parsed).
+    pub relay: bool,
 }
 
 impl UpstreamConfig {
@@ -101,6 +106,7 @@ impl UpstreamConfig {
             auth: None,
             consents: None,
             child: mcpwire_client::ChildOptions::default(),
+            relay: true,
         }
     }
 
@@ -124,6 +130,9 @@ impl UpstreamConfig {
         // microseconds, and waking an idle vCPU costs tens of them (docs/benchmarks.md).
         o.busy_poll = self.busy_poll;
         o.auth = self.auth.clone();
+        // A relayed call waits as long as a forwarded one: it carries no progress token,
+        // so nothing restarts its timeout.
+        o.relay_timeout = self.call_timeout;
         o.child = self.child.clone();
         o.child
             .log_stderr_as
@@ -693,11 +702,12 @@ impl Inner {
     /// they may be relayed as raw frames (`mcpwire_relay`): what
     /// [`Inner::fast_link`] and [`Inner::options`] allow for a call without `_meta` — the
     /// session's own upstream session open and up now (or, with `shared = true`, the shared
-    /// one up), a handshake era, no consent flow, no call timeout — on a stdio link whose
-    /// client would write the call as a direct request. On the shared link, what the
+    /// one up), a handshake era, no consent flow — on a stdio link whose client would write
+    /// the call as a direct request. A call timeout is kept by the relay itself
+    /// (`Relay::with_call_timeout`, from the client options). On the shared link, what the
     /// upstream sends without naming a call goes as the link sends it (see `Relay::log`).
     fn relay_for(&self, scope: &SessionScope) -> Option<RelayRoute> {
-        if self.config.consents.is_some() || self.config.call_timeout.is_some() {
+        if !self.config.relay || self.config.consents.is_some() {
             return None;
         }
         let link = match &self.sessions {

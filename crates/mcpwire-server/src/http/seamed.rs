@@ -167,8 +167,12 @@ pub(crate) async fn relay(
             if !seam.finish(id) {
                 return Seamed::Ended;
             }
-            if let Some(exchange) = exchange {
-                // Its request goes on whatever this handler does next.
+            if let Some(exchange) = exchange
+                && !slot.settled()
+            {
+                // Its request goes on whatever this handler does next — unless the call is
+                // over upstream (timed out: the request is abandoned, as the general path
+                // abandons it).
                 tokio::spawn(exchange);
             }
             let Some(call) = running.release() else {

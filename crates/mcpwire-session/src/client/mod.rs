@@ -50,6 +50,10 @@ pub use results::{ClientEra, Negotiated};
 
 use crate::timers::{TimerKey, Timers};
 
+/// The reason a client session gives the server (`notifications/cancelled`) for a request
+/// that waited its timeout.
+pub const TIMED_OUT_REASON: &str = "timed out";
+
 /// Names one request this client sent; also its JSON-RPC id (an integer, never reused).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ClientRequestId(u64);
@@ -515,7 +519,7 @@ impl ClientSession {
                         .is_some_and(|p| p.deadline.is_some_and(|d| d <= now));
                     if expired && let Some(p) = self.inflight.remove(&n) {
                         if p.sent {
-                            self.send_cancel(ClientRequestId(n), "timed out");
+                            self.send_cancel(ClientRequestId(n), TIMED_OUT_REASON);
                         } else {
                             self.queued.retain(|q| *q != n);
                         }
