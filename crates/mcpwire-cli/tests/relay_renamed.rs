@@ -11,7 +11,6 @@ mod peers;
 mod relay_conversation;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use mcpwire::Service;
 use mcpwire::router::Router;
