@@ -19,8 +19,9 @@ use mcpwire_gateway::auth::{ApiKeyConfig, ApiKeySecret, AuthConfig, Authenticato
 use mcpwire_gateway::upstream::UpstreamBackend;
 use mcpwire_testkit::raw::http::{ACCEPT_BOTH, Exchange, HttpClient, REVISION};
 use mcpwire_testkit::serve::{self, serve};
-use peers::UrlServer;
-use relay_conversation::{conversation, demo, hiding_add_from, limited_gateway_to};
+use relay_conversation::{
+    conversation, demo_upstream as upstream, hiding_add_from, limited_gateway_to,
+};
 use serde_json::{Value, json};
 
 const KEY: &str = "relay-http-key-0123456789abcdef";
@@ -109,17 +110,6 @@ async fn transcript(target: Target, shared: bool, relay: bool) -> (Vec<String>, 
     let ex = post(&http, &sid, pretty.as_bytes()).await;
     seen.extend(answer_of(&http, &sid, ex).await);
     (seen, upstream.relayed_calls())
-}
-
-/// The upstream: `mcpwire demo` over stdio, or over Streamable HTTP (the server, kept
-/// until the comparison is over).
-fn upstream(http: bool) -> (Target, Option<UrlServer>) {
-    if !http {
-        return (Target::Command { argv: demo() }, None);
-    }
-    let args = ["demo", "--transport", "http", "--port", "0"];
-    let server = UrlServer::start(std::path::Path::new(peers::bin()), &args, true);
-    (Target::Url(server.url.clone()), Some(server))
 }
 
 async fn compare(shared: bool, http: bool) {

@@ -17,9 +17,8 @@ use mcpwire::router::Router;
 use mcpwire_client::{EraChoice, Target};
 use mcpwire_federation::{Federation, FederationConfig, Glob, Member};
 use mcpwire_gateway::upstream::{UpstreamBackend, UpstreamConfig};
-use mcpwire_testkit::raw::http::{ACCEPT_BOTH, HttpClient, REVISION};
 use mcpwire_testkit::serve::{self, serve};
-use relay_conversation::{Client, demo, tool_call};
+use relay_conversation::{Client, demo, post_each, tool_call};
 use serde_json::{Value, json};
 
 /// Two `mcpwire demo` upstreams over stdio, `a` and `b` (one child per downstream session),
@@ -101,42 +100,9 @@ async fn over_http(relay: bool) -> (Vec<String>, u64) {
     let served = serve(service, serve::http()).await;
     let http = served.http();
     let sid = http.initialize_with(json!({"sampling": {}})).await;
-    let mut seen = Vec::new();
-    for (line, _) in conversation() {
-        let h = [
-            ("content-type", "application/json"),
-            ("accept", ACCEPT_BOTH),
-            ("mcp-session-id", sid.as_str()),
-            ("mcp-protocol-version", REVISION),
-        ];
-        let mut ex = http.send("POST", &h, line.as_bytes()).await;
-        seen.push(format!(
-            "{} {}",
-            ex.status,
-            ex.header("content-type").unwrap_or("-")
-        ));
-        if !ex.is_sse() {
-            seen.push(ex.text().await);
-            continue;
-        }
-        while let Some(data) = ex.next_event_data().await {
-            answer_sampling(&http, &sid, &data).await;
-            seen.push(data);
-        }
-    }
+    let lines = conversation().into_iter().map(|(line, _)| line);
+    let seen = post_each(&http, &sid, lines).await;
     (seen, a.relayed_calls() + b.relayed_calls())
-}
-
-/// Answers `data` when it is the upstream's sampling request.
-async fn answer_sampling(http: &HttpClient, sid: &str, data: &str) {
-    let msg: Value = serde_json::from_str(data).expect("event data is JSON");
-    if msg["method"] != "sampling/createMessage" {
-        return;
-    }
-    let answer = json!({"jsonrpc": "2.0", "id": msg["id"], "result": {
-        "role": "assistant", "model": "m", "content": {"type": "text", "text": "sampled"}}});
-    let r = http.post(Some(sid), &answer).await;
-    assert_eq!(r.status, 202);
 }
 
 /// What the conversation must meet whichever wire carried it.

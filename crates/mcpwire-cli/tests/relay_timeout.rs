@@ -16,10 +16,8 @@ use mcpwire::Service;
 use mcpwire::router::Router;
 use mcpwire_client::{EraChoice, Target};
 use mcpwire_gateway::upstream::{UpstreamBackend, UpstreamConfig};
-use mcpwire_testkit::raw::http::{ACCEPT_BOTH, REVISION};
 use mcpwire_testkit::serve::{self, serve};
-use peers::UrlServer;
-use relay_conversation::{Client, demo, tool_call};
+use relay_conversation::{Client, demo_upstream as upstream, post_each, tool_call};
 use serde_json::{Value, json};
 
 /// The backend's call timeout: the slow call outlasts it, the others answer at once.
@@ -57,17 +55,6 @@ fn conversation() -> Vec<(String, Value)> {
 /// Calls 2–5: plain calls once the upstream session is open, the slow ones too.
 const RELAYED: u64 = 4;
 
-/// The upstream: `mcpwire demo` over stdio, or over Streamable HTTP (kept running until
-/// the comparison is over).
-fn upstream(http: bool) -> (Target, Option<UrlServer>) {
-    if !http {
-        return (Target::Command { argv: demo() }, None);
-    }
-    let args = ["demo", "--transport", "http", "--port", "0"];
-    let server = UrlServer::start(std::path::Path::new(peers::bin()), &args, true);
-    (Target::Url(server.url.clone()), Some(server))
-}
-
 async fn over_stdio(target: Target, relay: bool) -> (Vec<Value>, u64) {
     let (up, service) = gateway(target, relay).await;
     let mut client = Client::connect(&service).await;
@@ -83,28 +70,8 @@ async fn over_http(target: Target, relay: bool) -> (Vec<String>, u64) {
     let served = serve(service, serve::http()).await;
     let http = served.http();
     let sid = http.initialize_with(json!({})).await;
-    let mut seen = Vec::new();
-    for (line, _) in conversation() {
-        let h = [
-            ("content-type", "application/json"),
-            ("accept", ACCEPT_BOTH),
-            ("mcp-session-id", sid.as_str()),
-            ("mcp-protocol-version", REVISION),
-        ];
-        let mut ex = http.send("POST", &h, line.as_bytes()).await;
-        seen.push(format!(
-            "{} {}",
-            ex.status,
-            ex.header("content-type").unwrap_or("-")
-        ));
-        if !ex.is_sse() {
-            seen.push(ex.text().await);
-            continue;
-        }
-        while let Some(data) = ex.next_event_data().await {
-            seen.push(data);
-        }
-    }
+    let lines = conversation().into_iter().map(|(line, _)| line);
+    let seen = post_each(&http, &sid, lines).await;
     (seen, up.relayed_calls())
 }
 

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::peers::UrlServer;
 use mcpwire::Service;
 use mcpwire::router::Router;
 use mcpwire_client::{EraChoice, Target};
@@ -20,6 +21,7 @@ use mcpwire_federation::{
 use mcpwire_gateway::limits::{Limited, Rate, RateLimits};
 use mcpwire_gateway::upstream::{UpstreamBackend, UpstreamConfig};
 use mcpwire_router::{CallCtx, NoArgs, ToolError, tool};
+use mcpwire_testkit::raw::http::{ACCEPT_BOTH, HttpClient, REVISION};
 use mcpwire_testkit::raw::stdio::Stdio;
 use mcpwire_testkit::serve::{self, Served, serve};
 use mcpwire_testkit::wait::wait_until_async;
@@ -108,6 +110,63 @@ pub async fn eventually(what: &str, cond: impl Fn() -> bool) {
 
 pub fn demo() -> Vec<String> {
     vec![crate::peers::bin().to_owned(), "demo".to_owned()]
+}
+
+/// `mcpwire demo` as an upstream: over stdio, or over Streamable HTTP (the server, kept
+/// until the comparison is over).
+pub fn demo_upstream(http: bool) -> (Target, Option<UrlServer>) {
+    if !http {
+        return (Target::Command { argv: demo() }, None);
+    }
+    let args = ["demo", "--transport", "http", "--port", "0"];
+    let server = UrlServer::start(std::path::Path::new(crate::peers::bin()), &args, true);
+    (Target::Url(server.url.clone()), Some(server))
+}
+
+/// POSTs each of `lines` in session `sid` and records what came back as sent: each
+/// answer's status and content type, then its JSON body or its events' data (answering
+/// the upstream's sampling requests on the way).
+pub async fn post_each(
+    http: &HttpClient,
+    sid: &str,
+    lines: impl IntoIterator<Item = String>,
+) -> Vec<String> {
+    let mut seen = Vec::new();
+    for line in lines {
+        let h = [
+            ("content-type", "application/json"),
+            ("accept", ACCEPT_BOTH),
+            ("mcp-session-id", sid),
+            ("mcp-protocol-version", REVISION),
+        ];
+        let mut ex = http.send("POST", &h, line.as_bytes()).await;
+        seen.push(format!(
+            "{} {}",
+            ex.status,
+            ex.header("content-type").unwrap_or("-")
+        ));
+        if !ex.is_sse() {
+            seen.push(ex.text().await);
+            continue;
+        }
+        while let Some(data) = ex.next_event_data().await {
+            answer_sampling(http, sid, &data).await;
+            seen.push(data);
+        }
+    }
+    seen
+}
+
+/// Answers `data` when it is the upstream's sampling request.
+async fn answer_sampling(http: &HttpClient, sid: &str, data: &str) {
+    let msg: Value = serde_json::from_str(data).expect("event data is JSON");
+    if msg["method"] != "sampling/createMessage" {
+        return;
+    }
+    let answer = json!({"jsonrpc": "2.0", "id": msg["id"], "result": {
+        "role": "assistant", "model": "m", "content": {"type": "text", "text": "sampled"}}});
+    let r = http.post(Some(sid), &answer).await;
+    assert_eq!(r.status, 202);
 }
 
 /// One downstream stdio client of a gateway, in this process (testkit's stdio wire and
