@@ -53,6 +53,7 @@ pub(crate) async fn connect(
 ) -> Result<(Client, ClientEvents), ClientError> {
     let conn = HttpConn::new(
         url,
+        opts.limits.max_in_flight,
         opts.limits.handshake_timeout,
         opts.tls.clone(),
         opts.auth.clone(),
@@ -77,6 +78,7 @@ pub(crate) async fn reattach(
         .map_err(|e| ClientError::Invalid(format!("the recorded initialize result: {e}")))?;
     let conn = HttpConn::new(
         url,
+        opts.limits.max_in_flight,
         opts.limits.handshake_timeout,
         opts.tls.clone(),
         opts.auth.clone(),

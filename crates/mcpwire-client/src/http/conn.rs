@@ -62,9 +62,11 @@ pub(super) struct HttpConn {
 }
 
 impl HttpConn {
-    /// The endpoint at `url` (`http(s)://host[:port]/path`).
+    /// The endpoint at `url` (`http(s)://host[:port]/path`), keeping at most `max_idle`
+    /// idle connections (the client's in-flight bound: as many as may be busy at once).
     pub(super) fn new(
         url: &str,
+        max_idle: usize,
         connect_timeout: Duration,
         tls: tls::ClientTls,
         auth: Option<UpstreamAuth>,
@@ -81,7 +83,7 @@ impl HttpConn {
             uri: Mutex::new(Target::new(uri)?),
             session: Mutex::new(None),
             version: Mutex::new(None),
-            idle: Pool::default(),
+            idle: Pool::new(max_idle),
             connect_timeout,
             tls,
             auth,

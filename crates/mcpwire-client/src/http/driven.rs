@@ -9,11 +9,16 @@
 //! dropped before its end drops its connection (an HTTP/1.1 connection cannot be reused in
 //! the middle of a response). An idle wire is polled once, without waiting, before it is
 //! taken again: one whose server closed it meanwhile is seen ended and dropped.
+//!
+//! The pool keeps as many idle connections as the client may have requests in flight (a
+//! steady load never closes and reopens connections: with a smaller bound, every request
+//! over it paid a TCP connect and close on both ends), each for at most [`IDLE_TIMEOUT`].
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 use axum::body::Bytes;
 use http_body_util::Full;
@@ -21,9 +26,10 @@ use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper::client::conn::http1::SendRequest;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
+use tokio::time::Instant;
 
-/// Idle connections kept for reuse.
-const MAX_IDLE: usize = 16;
+/// How long an idle connection is kept for reuse (pruned when the pool is next used).
+pub(super) const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// A connection's own future: its reads and writes, until it closes.
 type Driving = Pin<Box<dyn Future<Output = hyper::Result<()>> + Send>>;
@@ -87,15 +93,31 @@ impl Wire {
     }
 }
 
-/// The endpoint's idle connections (at most [`MAX_IDLE`]).
-#[derive(Clone, Default)]
-pub(super) struct Pool(Arc<Mutex<Vec<Wire>>>);
+/// The endpoint's idle connections: at most its bound, each kept at most [`IDLE_TIMEOUT`].
+#[derive(Clone)]
+pub(super) struct Pool(Arc<Idle>);
+
+struct Idle {
+    /// Oldest first; each with when it became idle.
+    wires: Mutex<Vec<(Wire, Instant)>>,
+    /// Idle connections kept at most.
+    max: usize,
+}
 
 impl Pool {
+    /// A pool keeping at most `max` idle connections (at least one).
+    pub(super) fn new(max: usize) -> Pool {
+        Pool(Arc::new(Idle {
+            wires: Mutex::new(Vec::new()),
+            max: max.max(1),
+        }))
+    }
+
     /// An idle connection that takes a request now, if any (the most recent first).
     pub(super) fn take(&self) -> Option<Wire> {
         let mut idle = self.lock();
-        while let Some(mut wire) = idle.pop() {
+        prune(&mut idle);
+        while let Some((mut wire, _)) = idle.pop() {
             if wire.ready_now() {
                 return Some(wire);
             }
@@ -106,8 +128,9 @@ impl Pool {
     /// Keeps `wire` for reuse, unless the pool is full.
     fn put(&self, wire: Wire) {
         let mut idle = self.lock();
-        if idle.len() < MAX_IDLE {
-            idle.push(wire);
+        prune(&mut idle);
+        if idle.len() < self.0.max {
+            idle.push((wire, Instant::now()));
         }
     }
 
@@ -116,10 +139,23 @@ impl Pool {
         self.lock().clear();
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Wire>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(Wire, Instant)>> {
         self.0
+            .wires
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Drops the connections idle for longer than [`IDLE_TIMEOUT`] (the oldest come first).
+fn prune(idle: &mut Vec<(Wire, Instant)>) {
+    let now = Instant::now();
+    let stale = idle
+        .iter()
+        .take_while(|(_, since)| now.duration_since(*since) >= IDLE_TIMEOUT)
+        .count();
+    if stale > 0 {
+        idle.drain(..stale);
     }
 }
 
@@ -239,7 +275,7 @@ mod tests {
     #[tokio::test]
     async fn a_connection_read_to_the_end_of_its_answer_is_used_again() {
         let (addr, accepted) = server(usize::MAX).await;
-        let pool = Pool::default();
+        let pool = Pool::new(8);
         for _ in 0..5 {
             assert_eq!(&fetch(&pool, addr).await[..], b"ok");
         }
@@ -249,7 +285,7 @@ mod tests {
     #[tokio::test]
     async fn an_idle_connection_its_server_closed_is_not_taken() {
         let (addr, accepted) = server(1).await;
-        let pool = Pool::default();
+        let pool = Pool::new(8);
         assert_eq!(&fetch(&pool, addr).await[..], b"ok");
         // The server closed it after answering: once that is seen, the pool gives none.
         let mut seen_closed = false;
@@ -273,11 +309,12 @@ mod tests {
 
     #[tokio::test]
     async fn the_pool_keeps_at_most_its_bound() {
+        const BOUND: usize = 6;
         let (addr, _) = server(usize::MAX).await;
-        let pool = Pool::default();
+        let pool = Pool::new(BOUND);
         // Twice the bound of connections, each answered and read, returned at once.
         let mut bodies = Vec::new();
-        for _ in 0..MAX_IDLE * 2 {
+        for _ in 0..BOUND * 2 {
             let wire = Wire::handshake(TcpStream::connect(addr).await.unwrap())
                 .await
                 .unwrap();
@@ -286,6 +323,45 @@ mod tests {
         for body in bodies {
             let _ = body.collect().await.unwrap();
         }
-        assert_eq!(pool.lock().len(), MAX_IDLE);
+        assert_eq!(pool.lock().len(), BOUND);
+    }
+
+    /// Rounds of 40 requests at once over a pool bounded above that: the connections of
+    /// the first round carry every later one (a pool bounded below the load closed the
+    /// surplus after each round and opened it again: 40 + 4 × 24 connections at a bound
+    /// of 16).
+    #[tokio::test]
+    async fn a_steady_load_keeps_its_connections() {
+        const AT_ONCE: usize = 40;
+        let (addr, accepted) = server(usize::MAX).await;
+        let pool = Pool::new(64);
+        for _ in 0..5 {
+            let answers = futures::future::join_all((0..AT_ONCE).map(|_| fetch(&pool, addr))).await;
+            assert!(answers.iter().all(|a| &a[..] == b"ok"));
+        }
+        let opened = accepted.load(Ordering::SeqCst);
+        assert!(
+            opened <= AT_ONCE,
+            "{opened} connections for {AT_ONCE} at once"
+        );
+    }
+
+    /// A connection idle for the idle timeout is dropped, not used again.
+    #[tokio::test(start_paused = true)]
+    async fn a_connection_idle_past_the_timeout_is_not_used_again() {
+        let (addr, accepted) = server(usize::MAX).await;
+        let pool = Pool::new(8);
+        assert_eq!(&fetch(&pool, addr).await[..], b"ok");
+        tokio::time::advance(IDLE_TIMEOUT - Duration::from_secs(1)).await;
+        assert_eq!(&fetch(&pool, addr).await[..], b"ok");
+        assert_eq!(
+            accepted.load(Ordering::SeqCst),
+            1,
+            "reused within the timeout"
+        );
+        tokio::time::advance(IDLE_TIMEOUT).await;
+        assert_eq!(&fetch(&pool, addr).await[..], b"ok");
+        assert_eq!(accepted.load(Ordering::SeqCst), 2, "a new one after it");
+        assert_eq!(pool.lock().len(), 1, "the stale one dropped");
     }
 }

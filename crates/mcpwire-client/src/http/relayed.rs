@@ -258,7 +258,7 @@ mod tests {
         let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}/mcp", closed.local_addr().unwrap());
         drop(closed);
-        let conn = HttpConn::new(&url, Duration::from_secs(1), Default::default(), None);
+        let conn = HttpConn::new(&url, 64, Duration::from_secs(1), Default::default(), None);
         let (tx, _rx) = mpsc::channel(8);
         let post = HttpRelayPost::new(Arc::new(conn.unwrap()), tx, BOUND, Arc::default());
         let relay = Arc::new(Relay::new(Box::new(|| 0), BOUND));
