@@ -6,7 +6,9 @@
 # after each run, the gateway's through bench/cpu_of.sh; the upstream is also called
 # directly first (its own CPU per call with nobody in front).
 #
-# Cases: `relay` (the stack as configured: calls relayed as raw frames, each POSTed as it
+# Cases: `floor` (bench/src/bin/http_floor.rs: a bare hyper pass-through on the same runtime,
+# hyper connections and allocator — what any hyper-based gateway costs at the least, no MCP),
+# `relay` (the stack as configured: calls relayed as raw frames, each POSTed as it
 # comes), `general` (the same with `relay = false` on the backend: every call takes the
 # general path). STACK=full adds API keys, a policy,
 # per-identity and per-tool rate limits and the metrics listener. SHARED=false gives each
@@ -35,13 +37,22 @@ echo "== HTTP gateway in front of an HTTP upstream ($clients clients, $n calls, 
     --server "direct=bench/cpu_of.sh $out/direct $echo_bin --http {port}" | grep -E 'req/s|rps|stateful' || true
 read -r user sys < "$out/direct.split"
 echo "direct: CPU µs per call: the server alone $(us_per_call "$(cat "$out/direct")") (user $(us_per_call "$user"), system $(us_per_call "$sys"))"
-for case in relay general; do
+floor="${HTTP_FLOOR:-$target/http_floor}"
+for case in floor relay general; do
     before=$(proc_cpu "$upstream")
-    "$httpload" --runs 1 --clients "$clients" --modes stateful -n "$n" "${headers[@]}" \
-        --server "$case=bench/cpu_of.sh $out/$case $bin serve --config $(config "$case") --listen http://127.0.0.1:{port}/mcp" \
+    if [[ "$case" == floor ]]; then
+        [[ -x "$floor" && "${UPSTREAMS:-1}" == 1 ]] || continue
+        server="$floor --listen {port} --upstream 127.0.0.1:$upstream_port"
+        args=()
+    else
+        server="$bin serve --config $(config "$case") --listen http://127.0.0.1:{port}/mcp"
+        args=("${headers[@]}")
+    fi
+    "$httpload" --runs 1 --clients "$clients" --modes stateful -n "$n" "${args[@]}" \
+        --server "$case=bench/cpu_of.sh $out/$case $server" \
         | grep -E 'req/s|rps|stateful' || true
     after=$(proc_cpu "$upstream")
     up=$(awk -v a="$after" -v b="$before" 'BEGIN { print a - b }')
     read -r user sys < "$out/$case.split"
-    echo "$case: CPU µs per call: gateway $(us_per_call "$(cat "$out/$case")") (user $(us_per_call "$user"), system $(us_per_call "$sys")), HTTP upstream $(us_per_call "$up")"
+    echo "$case: CPU µs per call: $([[ $case == floor ]] && echo pass-through || echo gateway) $(us_per_call "$(cat "$out/$case")") (user $(us_per_call "$user"), system $(us_per_call "$sys")), HTTP upstream $(us_per_call "$up")"
 done

@@ -9,7 +9,10 @@
 # gateway flags go in GATEWAY_FLAGS (e.g. "--metrics-listen 127.0.0.1:0"); BACKENDS replaces
 # the HTTP upstream (e.g. "--config stdio-upstream.toml"); CASE=relay|general runs the
 # HTTP upstream from a configuration relaying or not (bench/lib.sh bench_gateway_toml);
-# with UPSTREAMS=2 that configuration has two members, so the tool is called `echo_echo`.
+# with UPSTREAMS=2 that configuration has two members, so the tool is called `echo_echo`;
+# with STACK=full it adds API keys, a policy, rate limits and metrics (requests carry the
+# key). FLOOR=1 measures bench/src/bin/http_floor.rs too (a bare hyper pass-through: the
+# least any hyper-based gateway costs).
 #
 #   bench/gateway_http_instructions.sh [MCPWIRE_BINARY...]
 #
@@ -35,7 +38,7 @@ trap 'kill $upstream_pid 2>/dev/null || true; rm -rf "$out"' EXIT
 # Total instructions of one server process (its command has `{port}`) for $2 requests.
 total() {
     local file="$out/cg.$2.$RANDOM"
-    "$httpload" --runs 1 --clients "$clients" --modes "$mode" -n "$2" --tool "$tool" \
+    "$httpload" --runs 1 --clients "$clients" --modes "$mode" -n "$2" --tool "$tool" "${auth[@]}" \
         --server "s=valgrind --tool=callgrind --callgrind-out-file=$file $1" >/dev/null 2>&1
     # The server is stopped by a signal; callgrind writes its file on the way out.
     for _ in $(seq 100); do [[ -s "$file" ]] && break; sleep 0.1; done
@@ -50,11 +53,17 @@ per_call() {
 }
 
 tool=echo
+auth=()
 bins=("$@")
 [[ ${#bins[@]} -gt 0 ]] || bins=("$target/mcpwire")
 if [[ -n "${DIRECT:-}" ]]; then
     echo "direct ($echo_bin): $(per_call "$echo_bin --http {port}") instructions per call"
 fi
+if [[ -n "${FLOOR:-}" ]]; then
+    floor="${HTTP_FLOOR:-$target/http_floor}"
+    echo "floor ($floor): $(per_call "$floor --listen {port} --upstream 127.0.0.1:$upstream_port") instructions per call"
+fi
+[[ "${STACK:-}" == full ]] && auth=(--header "authorization: Bearer bench-key-0123456789abcdef")
 for bin in "${bins[@]}"; do
     backends="${BACKENDS:---upstream echo=http://127.0.0.1:$upstream_port/mcp}"
     if [[ -n "${CASE:-}" ]]; then # relay | general (`relay = false`: never relayed)

@@ -577,3 +577,65 @@ fn flood_of_concurrent_calls_on_one_session() {
         assert_eq!(r.json()["result"]["content"][0]["text"], "after");
     }
 }
+
+/// One raw HTTP/1.1 exchange on `tcp`: `head` then `body`; the answer's head (lowercase)
+/// and its body.
+fn raw_exchange(tcp: &mut TcpStream, head: &str, body: &[u8]) -> (String, Vec<u8>) {
+    tcp.write_all(head.as_bytes()).expect("write head");
+    tcp.write_all(body).expect("write body");
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let end = loop {
+        if let Some(i) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        let n = tcp.read(&mut chunk).expect("read");
+        assert!(n > 0, "connection closed before an answer");
+        got.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&got[..end]).to_lowercase();
+    let len: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .map(|v| v.trim().parse().expect("content-length"))
+        .unwrap_or(0);
+    while got.len() < end + len {
+        let n = tcp.read(&mut chunk).expect("read body");
+        assert!(n > 0, "connection closed inside the body");
+        got.extend_from_slice(&chunk[..n]);
+    }
+    (head, got[end..end + len].to_vec())
+}
+
+/// A `POST` to the endpoint answered before its body was read (here a 415, with half the
+/// body still to come) says `Connection: close` — the client must not send its next request
+/// there — while one whose body was read keeps the connection for the next request. The
+/// endpoint's `POST`s skip the axum router (`http/endpoint.rs`): this is the router's
+/// middleware behaviour, kept.
+#[test]
+fn an_answer_before_the_body_was_read_closes_the_connection() {
+    let s = HttpServer::demo(|_| {}, |_| {});
+    let head = |ct: &str, len: usize| {
+        format!(
+            "POST {} HTTP/1.1\r\nhost: {}\r\ncontent-type: {ct}\r\naccept: {ACCEPT_BOTH}\r\ncontent-length: {len}\r\n\r\n",
+            s.path, s.addr
+        )
+    };
+    let mut tcp = TcpStream::connect(&s.addr).expect("connect");
+    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let (answer, _) = raw_exchange(&mut tcp, &head("text/plain", 64), b"{\"jsonrpc\"");
+    assert!(answer.starts_with("http/1.1 415"), "{answer}");
+    assert!(answer.contains("connection: close"), "{answer}");
+
+    let mut tcp = TcpStream::connect(&s.addr).expect("connect");
+    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let body = tools_list(1);
+    for _ in 0..2 {
+        // No session: 400, after the body was read.
+        let (answer, body) = raw_exchange(&mut tcp, &head("application/json", body.len()), &body);
+        assert!(answer.starts_with("http/1.1 400"), "{answer}");
+        assert!(!answer.contains("connection: close"), "{answer}");
+        let body: Value = serde_json::from_slice(&body).expect("JSON body");
+        assert_eq!(error_code(&body), -32600);
+    }
+}

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use axum::extract::{FromRequestParts, State};
 use axum::http::header::{AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, WWW_AUTHENTICATE};
 use axum::http::request::Parts;
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use mcpwire_router::Identity;
 
@@ -47,16 +47,14 @@ pub(crate) struct Caller {
     pub(crate) addr: SocketAddr,
 }
 
-impl FromRequestParts<Arc<App>> for Caller {
-    type Rejection = Response;
-
-    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Caller, Response> {
-        let Some(client) = parts.extensions.get::<ClientAddr>() else {
-            tracing::error!("an HTTP request without its connection's address");
-            let status = StatusCode::INTERNAL_SERVER_ERROR;
-            return Err((status, "the connection's address is missing").into_response());
-        };
-        if let Some(r) = guard::refuse(&app.config.guard, &parts.headers) {
+impl Caller {
+    /// Admits a request from `client` with `headers`: the guard, then the credential.
+    pub(crate) async fn admit(
+        app: &App,
+        client: &ClientAddr,
+        headers: &HeaderMap,
+    ) -> Result<Caller, Response> {
+        if let Some(r) = guard::refuse(&app.config.guard, headers) {
             return Err(r);
         }
         let addr = client.addr;
@@ -66,7 +64,7 @@ impl FromRequestParts<Arc<App>> for Caller {
         };
         // The connection's own authenticator remembers its last credential.
         let checks = client.auth.as_deref().unwrap_or(&*auth.authenticator);
-        let header = parts.headers.get(AUTHORIZATION).map(HeaderValue::as_bytes);
+        let header = headers.get(AUTHORIZATION).map(HeaderValue::as_bytes);
         match checks.verify_header(header).await {
             Ok(id) => Ok(Caller {
                 identity: Some(id),
@@ -74,6 +72,19 @@ impl FromRequestParts<Arc<App>> for Caller {
             }),
             Err(failure) => Err(refuse(auth, &failure)),
         }
+    }
+}
+
+impl FromRequestParts<Arc<App>> for Caller {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Caller, Response> {
+        let Some(client) = parts.extensions.get::<ClientAddr>() else {
+            tracing::error!("an HTTP request without its connection's address");
+            let status = StatusCode::INTERNAL_SERVER_ERROR;
+            return Err((status, "the connection's address is missing").into_response());
+        };
+        Caller::admit(app, client, &parts.headers).await
     }
 }
 

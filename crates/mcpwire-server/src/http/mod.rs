@@ -24,6 +24,7 @@
 //! Like every driver, nothing here makes protocol decisions: those stay in the session.
 
 mod auth;
+mod endpoint;
 #[doc(hidden)]
 pub mod fuzzing;
 mod get;
@@ -262,7 +263,9 @@ impl HttpServer {
         let conn_limit = self.app.service.connections.clone();
         let load = self.app.service.load.clone();
         let auth = self.app.auth.as_ref().map(|a| a.authenticator.clone());
-        // After the routes: every answer, the metadata's and refusals' included.
+        // After the routes: every answer, the metadata's and refusals' included (the
+        // endpoint's `POST`s, which skip the router, get it in `endpoint`).
+        let app = self.app.clone();
         let router = router
             .with_state(self.app)
             .layer(axum::middleware::from_fn(unread::close_if_unread));
@@ -293,7 +296,11 @@ impl HttpServer {
                 certificate: io.certificate_identity(),
                 auth: auth.clone().map(Authenticate::for_connection),
             };
-            let service = TowerToHyperService::new(router.clone().layer(axum::Extension(client)));
+            let service = endpoint::Endpoint {
+                app: app.clone(),
+                client: Arc::new(client),
+                router: TowerToHyperService::new(router.clone()),
+            };
             let shutdown = shutdown.clone();
             connections.spawn(async move {
                 let conn = hyper::server::conn::http1::Builder::new()

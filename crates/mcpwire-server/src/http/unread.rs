@@ -6,6 +6,7 @@
 //! client open a new connection instead. An unread body is never read here: an
 //! unauthenticated client must not make the server take its bytes.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,8 +22,18 @@ use hyper::body::{Body as HttpBody, Bytes, Frame, SizeHint};
 
 /// The middleware: answers whose request body was not read to its end say `close`.
 pub(crate) async fn close_if_unread(req: Request, next: Next) -> Response {
+    tracking(req, |req| next.run(req)).await
+}
+
+/// `handler`'s answer to `req`, saying `close` when it came before `req`'s body was read
+/// to its end (the middleware's work, for a handler called without axum's router).
+pub(crate) async fn tracking<F, Fut>(req: Request, handler: F) -> Response
+where
+    F: FnOnce(Request) -> Fut,
+    Fut: Future<Output = Response>,
+{
     if req.body().is_end_stream() {
-        return next.run(req).await;
+        return handler(req).await;
     }
     let read = Arc::new(AtomicBool::new(false));
     let req = req.map(|inner| {
@@ -31,7 +42,7 @@ pub(crate) async fn close_if_unread(req: Request, next: Next) -> Response {
             read: read.clone(),
         })
     });
-    let mut response = next.run(req).await;
+    let mut response = handler(req).await;
     if !read.load(Ordering::Acquire) {
         response
             .headers_mut()
