@@ -1,7 +1,7 @@
 //! The index: documents (one per tool), the term dictionary and postings, kept per backend
 //! so that one backend's catalog change re-indexes that backend alone.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use foldhash::{HashMap, HashMapExt};
 
@@ -48,7 +48,9 @@ pub(crate) struct Doc {
 pub struct Index {
     pub(crate) options: RankingOptions,
     pub(crate) analyzer: Analyzer,
-    pub(crate) synonyms: Synonyms,
+    /// The synonym table, built by the first search that expands a term (≈ 10 M
+    /// instructions: a gateway whose catalog is never searched does not pay for it).
+    synonyms: OnceLock<Synonyms>,
     pub(crate) terms: HashMap<Box<str>, TermId>,
     pub(crate) postings: Vec<Postings>,
     free_terms: Vec<TermId>,
@@ -61,11 +63,10 @@ impl Index {
     /// An empty index that analyzes and ranks as `options` say.
     pub fn new(options: RankingOptions) -> Self {
         let analyzer = Analyzer::new(&options);
-        let synonyms = Synonyms::new(&analyzer);
         Index {
             options,
             analyzer,
-            synonyms,
+            synonyms: OnceLock::new(),
             terms: HashMap::new(),
             postings: Vec::new(),
             free_terms: Vec::new(),
@@ -174,7 +175,13 @@ impl Index {
             .iter()
             .map(|(name, ids)| name.len() + 16 + ids.capacity() * size_of::<DocId>())
             .sum();
-        dictionary + postings + docs + backends + self.synonyms.approx_bytes()
+        let synonyms = self.synonyms.get().map_or(0, Synonyms::approx_bytes);
+        dictionary + postings + docs + backends + synonyms
+    }
+
+    /// The synonym table (built on first use).
+    pub(crate) fn synonyms(&self) -> &Synonyms {
+        self.synonyms.get_or_init(|| Synonyms::new(&self.analyzer))
     }
 
     fn analyze_tool(
@@ -317,5 +324,28 @@ impl Dictionary<'_> {
         };
         self.terms.insert(term.into(), id);
         id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An index nobody searches never builds the synonym table; the first search does,
+    /// and expands with it (`remove` finds the tool that says `delete`).
+    #[test]
+    fn the_synonym_table_is_built_by_the_first_search() {
+        let mut index = Index::new(RankingOptions::full());
+        let description = Some("Delete a file");
+        let tool = ToolInput {
+            name: "unlink",
+            description,
+            ..Default::default()
+        };
+        index.replace_backend("files", "", [tool]);
+        assert!(index.synonyms.get().is_none(), "not built by the index");
+        let hits = index.search("remove", 5, &|_| true);
+        assert!(index.synonyms.get().is_some(), "built by the search");
+        assert_eq!(hits.len(), 1, "found through the synonym");
     }
 }

@@ -93,7 +93,7 @@ impl Index {
             let weight = self.options.synonym_weight;
             typed
                 .iter()
-                .flat_map(|term| self.synonyms.of(term))
+                .flat_map(|term| self.synonyms().of(term))
                 .take(MAX_EXPANSIONS)
                 .for_each(|synonym| add(synonym, weight));
         }
