@@ -18,7 +18,7 @@ use mcpwire_client::{EraChoice, Target};
 use mcpwire_federation::{Federation, FederationConfig, Glob, Member};
 use mcpwire_gateway::upstream::{UpstreamBackend, UpstreamConfig};
 use mcpwire_testkit::serve::{self, serve};
-use relay_conversation::{Client, demo, post_each, tool_call};
+use relay_conversation::{Client, assert_same, demo, json_messages, post_each, tool_call};
 use serde_json::{Value, json};
 
 /// Two `mcpwire demo` upstreams over stdio, `a` and `b` (one child per downstream session),
@@ -143,24 +143,16 @@ fn check(seen: &[Value]) {
 
 #[tokio::test]
 async fn prefixed_and_renamed_tools_are_relayed_under_their_own_names_over_stdio() {
-    let (general, none) = over_stdio(false).await;
-    let (relayed, count) = over_stdio(true).await;
-    assert_eq!(none, 0, "a gateway with `relay = false` relays nothing");
-    assert_eq!(count, RELAYED, "the relay carried the plain calls");
-    assert_eq!(relayed, general);
-    check(&relayed);
+    let general = over_stdio(false).await;
+    let relayed = over_stdio(true).await;
+    assert_same(&general, &relayed, RELAYED, "the relay");
+    check(&relayed.0);
 }
 
 #[tokio::test]
 async fn prefixed_and_renamed_tools_are_relayed_under_their_own_names_over_http() {
-    let (general, none) = over_http(false).await;
-    let (relayed, count) = over_http(true).await;
-    assert_eq!(none, 0, "a gateway with `relay = false` relays nothing");
-    assert_eq!(count, RELAYED, "the seam relayed the plain calls");
-    assert_eq!(relayed, general);
-    let messages: Vec<Value> = relayed
-        .iter()
-        .filter_map(|s| serde_json::from_str(s).ok())
-        .collect();
-    check(&messages);
+    let general = over_http(false).await;
+    let relayed = over_http(true).await;
+    assert_same(&general, &relayed, RELAYED, "the seam");
+    check(&json_messages(&relayed.0));
 }

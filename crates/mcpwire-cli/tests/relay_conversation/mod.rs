@@ -157,6 +157,31 @@ pub async fn post_each(
     seen
 }
 
+/// The same conversation through a gateway with `relay = false` (`general`: what it saw
+/// and how many calls it relayed) and through one that relays (`relayed`): nothing relayed
+/// by the first, `expected` calls by the second (`by`: "the relay", "the seam"), and the
+/// same bytes seen.
+pub fn assert_same<T: PartialEq + std::fmt::Debug>(
+    general: &(T, u64),
+    relayed: &(T, u64),
+    expected: u64,
+    by: &str,
+) {
+    assert_eq!(
+        general.1, 0,
+        "a gateway with `relay = false` relays nothing"
+    );
+    assert_eq!(relayed.1, expected, "{by} carried the calls");
+    assert_eq!(relayed.0, general.0);
+}
+
+/// The JSON messages among `seen` ([`post_each`]'s record: status lines are skipped).
+pub fn json_messages(seen: &[String]) -> Vec<Value> {
+    seen.iter()
+        .filter_map(|s| serde_json::from_str(s).ok())
+        .collect()
+}
+
 /// Answers `data` when it is the upstream's sampling request.
 async fn answer_sampling(http: &HttpClient, sid: &str, data: &str) {
     let msg: Value = serde_json::from_str(data).expect("event data is JSON");

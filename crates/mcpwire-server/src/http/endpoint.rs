@@ -7,8 +7,8 @@
 //! unread-body tracking of [`unread`] around the whole exchange, the [`Caller`] admission
 //! (guard, then credential), then the handler. It skips what a `POST` did not need: route
 //! matching, the per-request connection extension, the copy of the request's headers the
-//! `HeaderMap` extractor makes, and the boxed layers between (issue 24: ≈ 6 % of a relayed
-//! call's instructions, the same amount on every direct call).
+//! `HeaderMap` extractor makes, and the boxed layers between (issue 24: 12 k of a direct
+//! stateful call's 69 k instructions; 6.7 k of a relayed call's through the gateway).
 
 use std::convert::Infallible;
 use std::future::Future;
