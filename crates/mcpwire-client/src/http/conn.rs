@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use axum::body::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::Full;
 use hyper::header::{
     ACCEPT, CONTENT_TYPE, HOST, HeaderMap, HeaderName, HeaderValue, LOCATION, WWW_AUTHENTICATE,
 };
@@ -18,6 +18,7 @@ use super::driven::{Pool, UpstreamBody, Wire};
 
 use crate::auth::{Challenge, UpstreamAuth};
 use crate::{ClientError, excerpt};
+use mcpwire_server::http::body::read_to_limit;
 use mcpwire_server::http::headers::{
     LAST_EVENT_ID, PROTOCOL_VERSION_HEADER, SESSION_ID, SESSION_ID_HEADER,
 };
@@ -167,7 +168,9 @@ impl HttpConn {
         let Some(auth) = &self.auth else {
             return Ok(None);
         };
-        let (extra, sent) = auth.request_headers(method, &self.url()).await?;
+        // Boxed, as every rarely taken await of a request here: a credential flow's future
+        // is kilobytes, and a future is moved whole into its caller's (each request's).
+        let (extra, sent) = Box::pin(auth.request_headers(method, &self.url())).await?;
         for (k, v) in extra {
             headers.append(k, v);
         }
@@ -237,7 +240,8 @@ impl HttpConn {
                     challenges += 1;
                     let _ = read_limited(response.into_body(), 64 * 1024).await;
                     tracing::info!(url = %uri, %status, "authorizing with the upstream");
-                    auth.challenged(status.as_u16(), challenge, sent.as_deref(), &self.url())
+                    let url = self.url();
+                    Box::pin(auth.challenged(status.as_u16(), challenge, sent.as_deref(), &url))
                         .await?;
                     continue;
                 }
@@ -362,7 +366,8 @@ impl HttpConn {
     ) -> Result<Response<UpstreamBody>, ClientError> {
         let wire = match self.idle.take() {
             Some(w) => w,
-            None => self.open(uri).await?,
+            // Boxed: connecting (TCP, TLS) is kilobytes of future and rarely taken.
+            None => Box::pin(self.open(uri)).await?,
         };
         // The connection goes back to the pool once this response's body has been read.
         wire.send(req, &self.idle)
@@ -405,11 +410,7 @@ impl HttpConn {
 
 /// At most `max` bytes of a body (what arrived before an error, or nothing).
 pub(super) async fn read_limited(body: UpstreamBody, max: usize) -> Bytes {
-    Limited::new(body, max)
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default()
+    read_to_limit(body, max).await.unwrap_or_default()
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -18,6 +18,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::conn::{Headers, HttpConn, VersionHeader, read_limited};
 use super::sse::SseParser;
 use crate::{ClientError, MAX_MESSAGE_BYTES, excerpt};
+use mcpwire_server::http::body::read_to_limit;
 
 /// Nesting accepted in a server's messages (serde_json's own limit).
 pub(super) const MAX_DEPTH: usize = 128;
@@ -87,7 +88,14 @@ async fn exchange(
             answer_of: Some(post.id),
             inbound,
         };
-        return read_stream(conn, &post.method, response.into_body(), &mut sink).await;
+        // Boxed: an event stream's reader is kilobytes of future (a JSON answer needs none).
+        return Box::pin(read_stream(
+            conn,
+            &post.method,
+            response.into_body(),
+            &mut sink,
+        ))
+        .await;
     }
     let bytes = collect(conn, response.into_body()).await?;
     if status == StatusCode::NOT_FOUND && post.method != "initialize" && conn.has_session() {
@@ -315,9 +323,7 @@ pub(super) async fn listen(
 
 /// A whole (JSON) body, within [`MAX_MESSAGE_BYTES`].
 pub(super) async fn collect(conn: &HttpConn, body: UpstreamBody) -> Result<Bytes, ClientError> {
-    http_body_util::Limited::new(body, MAX_MESSAGE_BYTES)
-        .collect()
+    read_to_limit(body, MAX_MESSAGE_BYTES)
         .await
-        .map(|b| b.to_bytes())
         .map_err(|e| conn.io_error(&e))
 }

@@ -160,7 +160,14 @@ async fn exchange(
         .is_some_and(|v| v.starts_with("text/event-stream"));
     let mut sink = RelaySink { relay, id, inbound };
     if sse {
-        return read_stream(conn, "tools/call", response.into_body(), &mut sink).await;
+        // Boxed: an event stream's reader is kilobytes of future (a JSON answer needs none).
+        return Box::pin(read_stream(
+            conn,
+            "tools/call",
+            response.into_body(),
+            &mut sink,
+        ))
+        .await;
     }
     let bytes = collect(conn, response.into_body()).await?;
     if status == StatusCode::NOT_FOUND && conn.has_session() {

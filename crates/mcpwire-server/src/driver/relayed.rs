@@ -95,9 +95,13 @@ impl RelayedCall {
 
     /// The call's answer `line` was written: recorded as the general path records it.
     pub(crate) fn answered(self, line: &[u8]) {
+        if self.metrics.is_none() && self.span.is_disabled() {
+            return;
+        }
+        // Read once, for both.
         let outcome = relayed_outcome(line);
         if let Some(m) = self.metrics {
-            m.finish_relayed(line);
+            m.finish_relayed(outcome);
         }
         self.span.in_scope(|| finish_span_as(&self.span, outcome));
     }

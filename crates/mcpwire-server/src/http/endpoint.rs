@@ -19,10 +19,12 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{Method, Request};
 use axum::response::Response;
+use hyper::body::Incoming;
 use hyper_util::service::TowerToHyperService;
 
 use super::auth::Caller;
-use super::{App, ClientAddr, post, unread};
+use super::unread::{self, Watched};
+use super::{App, ClientAddr, post};
 
 /// One connection's service (cheap to clone: shared parts).
 #[derive(Clone)]
@@ -33,30 +35,30 @@ pub(super) struct Endpoint {
     pub(super) router: TowerToHyperService<axum::Router>,
 }
 
-impl hyper::service::Service<Request<hyper::body::Incoming>> for Endpoint {
+impl hyper::service::Service<Request<Incoming>> for Endpoint {
     type Response = Response;
     type Error = Infallible;
     type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
 
-    fn call(&self, req: Request<hyper::body::Incoming>) -> Self::Future {
-        let req = req.map(Body::new);
+    fn call(&self, req: Request<Incoming>) -> Self::Future {
         if req.method() == Method::POST && req.uri().path() == self.app.config.path {
             let (app, client) = (self.app.clone(), self.client.clone());
-            return Box::pin(async move {
-                Ok(unread::tracking(req, |req| posted(app, client, req)).await)
-            });
+            return Box::pin(async move { Ok(posted(app, client, req).await) });
         }
-        let mut req = req;
+        let mut req = req.map(Body::new);
         req.extensions_mut().insert(ClientAddr::clone(&self.client));
         Box::pin(hyper::service::Service::call(&self.router, req))
     }
 }
 
-/// A `POST` to the endpoint: admitted, then handled.
-async fn posted(app: Arc<App>, client: Arc<ClientAddr>, req: Request<Body>) -> Response {
+/// A `POST` to the endpoint: admitted, then handled; its answer says `close` when given
+/// before the body was read to its end (as the router's middleware has it).
+async fn posted(app: Arc<App>, client: Arc<ClientAddr>, req: Request<Incoming>) -> Response {
     let (parts, body) = req.into_parts();
-    match Caller::admit(&app, &client, &parts.headers).await {
-        Ok(caller) => post::handle(State(app), caller, parts.headers, body).await,
+    let mut body = Watched::new(body);
+    let response = match Caller::admit(&app, &client, &parts.headers).await {
+        Ok(caller) => post::handle(State(app), caller, parts.headers, &mut body).await,
         Err(refused) => refused,
-    }
+    };
+    unread::close_unless(body.read(), response)
 }

@@ -20,6 +20,12 @@ pub const SESSION_ID_HEADER: HeaderName = HeaderName::from_static(SESSION_ID);
 /// [`PROTOCOL_VERSION`] as a header name, made once.
 pub const PROTOCOL_VERSION_HEADER: HeaderName = HeaderName::from_static(PROTOCOL_VERSION);
 
+/// `Accept` values listing JSON and SSE as most clients write them.
+const COMMON_ACCEPT: [&[u8]; 2] = [
+    b"application/json, text/event-stream",
+    b"text/event-stream, application/json",
+];
+
 /// Which response media types the client's `Accept` allows.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Accept {
@@ -31,6 +37,16 @@ impl Accept {
     /// Parses every `Accept` header (wildcards count; `q=0` excludes).
     pub(crate) fn of(headers: &HeaderMap) -> Accept {
         let mut a = Accept::default();
+        let mut values = headers.get_all(ACCEPT).iter();
+        // What MCP clients send (the specification's own words), read without parsing.
+        if let (Some(only), None) = (values.next(), values.next())
+            && COMMON_ACCEPT.contains(&only.as_bytes())
+        {
+            return Accept {
+                json: true,
+                sse: true,
+            };
+        }
         for value in headers.get_all(ACCEPT) {
             let Ok(value) = value.to_str() else { continue };
             for item in value.split(',') {

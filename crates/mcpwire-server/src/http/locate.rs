@@ -10,6 +10,7 @@
 //! the directory cannot be reached, sessions this replica holds go on and everything else is
 //! refused 503 (retryable).
 
+use std::borrow::Cow;
 use std::net::IpAddr;
 
 use mcpwire_model::McpError;
@@ -21,31 +22,44 @@ use crate::directory::{DirectoryUnavailable, SessionDirectory, SessionTicket};
 use crate::observe;
 
 /// A session found (or rebuilt) for a request.
-pub(crate) struct Located {
-    /// Its key in this replica's session table.
-    pub(crate) key: String,
+pub(crate) struct Located<'a> {
+    /// Its key in this replica's session table: the id the request gave, in one process.
+    pub(crate) key: Cow<'a, str>,
     /// The way into it.
     pub(crate) handle: SessionHandle,
 }
 
 /// The session `id` names for `caller`, rebuilt here when it lives on another replica.
-pub(crate) async fn locate(
+pub(crate) async fn locate<'a>(
     app: &App,
-    id: &str,
+    id: &'a str,
     caller: Option<&Identity>,
     ip: Option<IpAddr>,
-) -> Result<Located, McpError> {
+) -> Result<Located<'a>, McpError> {
     let Some(shared) = &app.directory else {
         return app
             .sessions
             .get(id)
             .filter(|s| s.opened_by(caller))
             .map(|handle| Located {
-                key: id.to_owned(),
+                key: Cow::Borrowed(id),
                 handle,
             })
             .ok_or(McpError::SessionNotFound);
     };
+    // Boxed: the directory's round trips are kilobytes of future, which every request's
+    // future would otherwise carry (and move) in one process too.
+    Box::pin(in_replica_set(app, shared, id, caller, ip)).await
+}
+
+/// [`locate`] in a replica set.
+async fn in_replica_set<'a>(
+    app: &App,
+    shared: &super::Attached,
+    id: &str,
+    caller: Option<&Identity>,
+    ip: Option<IpAddr>,
+) -> Result<Located<'a>, McpError> {
     let directory = &*shared.directory;
     let ticket = open(app, directory, id, caller)?;
     let idle = app.config.session_idle;
@@ -64,7 +78,10 @@ pub(crate) async fn locate(
                 }
             }
         }
-        return Ok(Located { key: sid, handle });
+        return Ok(Located {
+            key: Cow::Owned(sid),
+            handle,
+        });
     }
     let state = match directory.revive(&ticket, idle).await {
         Ok(Some(state)) => state,
@@ -87,7 +104,10 @@ pub(crate) async fn locate(
     }
     tracing::debug!(session = %sid, "session continued on this replica");
     observe::replica_session("resumed");
-    Ok(Located { key: sid, handle })
+    Ok(Located {
+        key: Cow::Owned(sid),
+        handle,
+    })
 }
 
 /// The id a new session `sid` is known by: itself in one process; in a replica set the one

@@ -24,6 +24,7 @@
 //! Like every driver, nothing here makes protocol decisions: those stay in the session.
 
 mod auth;
+pub mod body;
 mod endpoint;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -234,9 +235,10 @@ impl HttpServer {
         shutdown: CancellationToken,
         grace: Duration,
     ) -> std::io::Result<()> {
-        let endpoint: MethodRouter<Arc<App>> = axum::routing::post(post::handle)
-            .get(get::open)
-            .delete(get::delete);
+        let endpoint: MethodRouter<Arc<App>> =
+            axum::routing::post(post::handle::<axum::body::Body>)
+                .get(get::open)
+                .delete(get::delete);
         let read_timeout = self.app.config.read_timeout;
         let mut router = axum::Router::new().route(&self.app.config.path, endpoint);
         if let Some(auth) = &self.app.auth {

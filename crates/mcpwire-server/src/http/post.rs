@@ -13,12 +13,11 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::header::CONNECTION;
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::Response;
-use http_body_util::{BodyExt, LengthLimitError, Limited};
 use mcpwire_model::jsonrpc::decode_with_depth;
 use mcpwire_model::types::{RequestMeta, UriParams};
 use mcpwire_model::{McpError, Message, Method, Request, Revision};
@@ -26,6 +25,7 @@ use mcpwire_router::Identity;
 use mcpwire_wire::json_frame::PlainFrame;
 
 use super::auth::Caller;
+use super::body::{self, BodyError};
 use super::headers::{
     self, Accept, PROTOCOL_VERSION, PROTOCOL_VERSION_HEADER, SESSION_ID, SESSION_ID_HEADER,
 };
@@ -38,12 +38,16 @@ use super::{App, route_headers};
 use crate::observe::TraceParent;
 
 /// Handles a `POST` to the endpoint.
-pub(crate) async fn handle(
+pub(crate) async fn handle<B>(
     State(app): State<Arc<App>>,
     Caller { identity, addr }: Caller,
     headers: HeaderMap,
-    body: Body,
-) -> Response {
+    body: B,
+) -> Response
+where
+    B: hyper::body::Body<Data = Bytes> + Unpin,
+    B::Error: std::fmt::Display,
+{
     let ip = Some(addr.ip());
     if !headers::is_json_body(&headers) {
         let e = McpError::UnsupportedMediaType("Content-Type must be application/json".into());
@@ -91,7 +95,8 @@ pub(crate) async fn handle(
             with_session(&app, sid, version, sent, identity.as_ref(), ip).await
         }
         (Ok(None), Posted::Message(msg)) => {
-            without_session(&app, &headers, version, msg, identity, ip).await
+            // Boxed: a session's requests (most) need none of its future.
+            Box::pin(without_session(&app, &headers, version, msg, identity, ip)).await
         }
         // Only a session's calls are read as plain.
         (Ok(None), Posted::Plain(frame)) => {
@@ -111,12 +116,16 @@ enum Posted {
 
 /// Reads the whole body: 413 past `max` bytes, 408 (closing the connection) if it has not
 /// all arrived within `timeout`, 400 if the connection broke.
-async fn read_body(
-    body: Body,
+async fn read_body<B>(
+    body: B,
     headers: &HeaderMap,
     max: usize,
     timeout: Duration,
-) -> Result<Bytes, Response> {
+) -> Result<Bytes, Response>
+where
+    B: hyper::body::Body<Data = Bytes> + Unpin,
+    B::Error: std::fmt::Display,
+{
     let too_big = || reply::refuse(None, McpError::MessageTooLarge { max });
     let declared = headers
         .get(axum::http::header::CONTENT_LENGTH)
@@ -125,8 +134,7 @@ async fn read_body(
     if declared.is_some_and(|n| n > max as u64) {
         return Err(too_big());
     }
-    let Ok(collected) = tokio::time::timeout(timeout, Limited::new(body, max).collect()).await
-    else {
+    let Ok(read) = tokio::time::timeout(timeout, body::read_to_limit(body, max)).await else {
         tracing::debug!(?timeout, "request body not received in time");
         let secs = timeout.as_secs_f64();
         let mut r = reply::refuse(None, McpError::BodyTimeout { secs });
@@ -135,10 +143,10 @@ async fn read_body(
             .insert(CONNECTION, HeaderValue::from_static("close"));
         return Err(r);
     };
-    match collected {
-        Ok(c) => Ok(c.to_bytes()),
-        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(too_big()),
-        Err(e) => {
+    match read {
+        Ok(bytes) => Ok(bytes),
+        Err(BodyError::TooLarge { .. }) => Err(too_big()),
+        Err(BodyError::Read(e)) => {
             tracing::debug!(error = %e, "could not read a request body");
             let e = McpError::InvalidRequest("could not read the body".into());
             Err(reply::refuse(None, e))
@@ -184,7 +192,7 @@ async fn with_session(
         Ok(found) => found,
         Err(e) => return reply::refuse(None, e),
     };
-    let sid = sid.as_str();
+    let sid = &*sid;
     if let Some(v) = version
         && Revision::parse(v).is_none()
     {
@@ -201,7 +209,10 @@ async fn with_session(
                 Some(_) => reply::empty_stream(),
                 None => session_not_found(),
             };
-            let stream = match seamed::relay(&session, &frame, sent.trace.as_ref()).await {
+            // Taken out of the `match` first: a scrutinee's future would stay in this
+            // one's state beside the session's (a temporary lives to the end of its match).
+            let seamed = seamed::relay(&session, &frame, sent.trace.as_ref()).await;
+            let stream = match seamed {
                 Seamed::Answered(response) => return response,
                 Seamed::Ended => return gone(),
                 Seamed::Session(stream) => stream,

@@ -67,15 +67,13 @@ pub(crate) fn json(status: StatusCode, msg: &Outbound) -> Response {
 
 /// A relayed call's answer `line` (the upstream's JSON, the client's id in it) as a `200`
 /// `application/json` response: the bytes the general path would write.
-/// A relayed call's answer line as the JSON body of a `200` response.
-pub(crate) fn json_line(line: Bytes) -> Response {
-    let end = line.trim_ascii_end().len();
-    (
-        StatusCode::OK,
-        [(CONTENT_TYPE, HeaderValue::from_static("application/json"))],
-        Body::from(line.slice(..end)),
-    )
-        .into_response()
+pub(crate) fn json_line(mut line: Bytes) -> Response {
+    line.truncate(line.trim_ascii_end().len());
+    let mut response = Response::new(Body::from(line));
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
 }
 
 /// A rate limit's `data.retryAfter` (whole seconds), for the `Retry-After` header.

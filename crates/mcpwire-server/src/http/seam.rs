@@ -25,7 +25,6 @@
 //! over (out of the seam's table, its `Adopt` not yet taken by the session) reaches the
 //! session before the call does and is not applied; the call then runs to its answer.
 
-use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -34,6 +33,7 @@ use std::time::{Duration, Instant};
 use mcpwire_model::{RequestId, Revision};
 use mcpwire_relay::{CallSlot, Relay, RelayInbox};
 use mcpwire_router::{Identity, RelayCaller, Router, SessionScope};
+use mcpwire_session::IdMap;
 
 use crate::driver::now;
 
@@ -56,7 +56,7 @@ pub(crate) struct SessionSeam {
 
 /// The calls the handlers relay.
 struct Table {
-    calls: HashMap<RequestId, Entry>,
+    calls: IdMap<RequestId, Entry>,
     /// When a call of the seam last ended.
     last_end: Instant,
     /// The session ended: nothing more is relayed here.
@@ -112,7 +112,7 @@ impl SessionSeam {
             revision: OnceLock::new(),
             session_requests: AtomicUsize::new(0),
             table: Mutex::new(Table {
-                calls: HashMap::new(),
+                calls: IdMap::default(),
                 last_end: now(),
                 closed: false,
             }),
@@ -197,21 +197,16 @@ impl SessionSeam {
         self.request_timeout
     }
 
-    /// Whether the seam may take call `id` now; the revision the session answers in.
-    pub(super) fn may_take(&self, id: &RequestId) -> Option<Revision> {
+    /// Puts call `id` in the table, its answer to arrive in a new slot, when the seam may
+    /// take it now (the session's handshake done, no request of its own held, room under
+    /// the bound, no call with its id): the revision the session answers in, and the slot.
+    /// Taken before its route is decided, so that a same-id request arriving meanwhile is
+    /// the session's duplicate, and a rate limit counts the call once.
+    pub(super) fn admit(&self, id: &RequestId) -> Option<(Revision, Arc<CallSlot>)> {
         let revision = *self.revision.get()?;
-        let session = self.session_requests.load(Ordering::Acquire);
-        if session > 0 {
+        if self.session_requests.load(Ordering::Acquire) > 0 {
             return None;
         }
-        let t = self.table.lock().ok()?;
-        (!t.closed && t.calls.len() < self.max_in_flight && !t.calls.contains_key(id))
-            .then_some(revision)
-    }
-
-    /// Puts call `id` in the table, its answer to arrive in a new slot; `None` when the seam
-    /// cannot take it after all (a call with its id, or the bound, came meanwhile).
-    pub(super) fn admit(&self, id: &RequestId) -> Option<Arc<CallSlot>> {
         let mut t = self.table.lock().ok()?;
         if t.closed || t.calls.len() >= self.max_in_flight || t.calls.contains_key(id) {
             return None;
@@ -222,7 +217,15 @@ impl SessionSeam {
             sent: None,
         };
         t.calls.insert(id.clone(), entry);
-        Some(slot)
+        Some((revision, slot))
+    }
+
+    /// Takes call `id` out of the table before it was sent anywhere (the session takes it,
+    /// or answers its refusal): not an end of a call of the seam.
+    pub(super) fn withdraw(&self, id: &RequestId) {
+        if let Ok(mut t) = self.table.lock() {
+            t.calls.remove(id);
+        }
     }
 
     /// Records where call `id` went; false when it ended meanwhile (cancelled, or the

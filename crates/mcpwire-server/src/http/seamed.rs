@@ -70,33 +70,32 @@ pub(crate) async fn relay(
 ) -> Seamed {
     let seam = &*session.seam;
     let id = frame.request_id();
-    let Some(revision) = seam.may_take(id) else {
+    let Some(call) = frame.call() else {
         return Seamed::Declined;
     };
-    let Some(call) = frame.call() else {
+    let Some((revision, slot)) = seam.admit(id) else {
         return Seamed::Declined;
     };
     let wire = WireLabel::Http;
     let route = match seam.router().relay_route(call.tool(), &seam.caller()) {
         RelayDecision::Relay(route) => route,
         RelayDecision::Refuse(error) => {
+            seam.withdraw(id);
             let error = observe_refusal(wire, call.tool(), trace, error);
-            return match session.refused(id.clone(), error).await {
+            // Boxed, as the handover below: rare, and each request's future would carry it.
+            return match Box::pin(session.refused(id.clone(), error)).await {
                 Ok(stream) => Seamed::Session(stream),
                 Err(_) => Seamed::Ended,
             };
         }
-        RelayDecision::General => return Seamed::Declined,
-    };
-    // Room checked again as the call takes it: another request with its id, or the bound,
-    // may have come since (then the session decides the route again: a rate limit counts
-    // such a call twice).
-    let Some(slot) = seam.admit(id) else {
-        return Seamed::Declined;
+        RelayDecision::General => {
+            seam.withdraw(id);
+            return Seamed::Declined;
+        }
     };
     let parts = route.into_parts();
     let Ok(renamed) = parts.renamed(&call) else {
-        seam.finish(id);
+        seam.withdraw(id);
         return Seamed::Declined;
     };
     let RouteParts { relay, member, .. } = &parts;
@@ -110,7 +109,7 @@ pub(crate) async fn relay(
     };
     let Ok((up, exchange)) = relay.send_to_slot(renamed.as_ref().unwrap_or(&call), &slot, headers)
     else {
-        seam.finish(id);
+        seam.withdraw(id);
         return Seamed::Declined;
     };
     let span = posted_span.unwrap_or_else(|| relayed_span(wire, call.tool(), trace));
@@ -179,7 +178,7 @@ pub(crate) async fn relay(
                 return Seamed::Ended;
             };
             let adopted = Adopted::new((id.clone(), started), call, slot);
-            match session.adopt(adopted).await {
+            match Box::pin(session.adopt(adopted)).await {
                 Ok(stream) => Seamed::Session(stream),
                 Err(_) => Seamed::Ended,
             }

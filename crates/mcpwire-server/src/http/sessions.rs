@@ -6,14 +6,13 @@
 //! `DELETE`). Only when every session is busy is a new one refused (503). Evictions are
 //! counted ([`HttpStats`]) and logged.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use mcpwire_model::{BackendEvent, Message};
 use mcpwire_router::{BoxFuture, Identity};
-use mcpwire_session::HandshakeState;
+use mcpwire_session::{HandshakeState, IdMap};
 use tokio::sync::broadcast;
 
 use super::session::{self, Busy, SessionHandle};
@@ -45,7 +44,7 @@ struct Entry {
 /// The map and a logical clock of uses (no wall clock needed to order them).
 #[derive(Default)]
 struct Table {
-    map: HashMap<String, Entry>,
+    map: IdMap<String, Entry>,
     uses: u64,
 }
 
@@ -277,7 +276,7 @@ impl HeldSessions for Sessions {
 }
 
 /// The id of the idle session used longest ago, if any session is idle.
-fn least_recently_used_idle(map: &HashMap<String, Entry>) -> Option<String> {
+fn least_recently_used_idle(map: &IdMap<String, Entry>) -> Option<String> {
     map.iter()
         .filter(|(_, e)| !e.busy.get() && !e.handle.seam.busy())
         .min_by_key(|(_, e)| e.last_used)

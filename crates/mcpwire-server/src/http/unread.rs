@@ -26,8 +26,8 @@ pub(crate) async fn close_if_unread(req: Request, next: Next) -> Response {
 }
 
 /// `handler`'s answer to `req`, saying `close` when it came before `req`'s body was read
-/// to its end (the middleware's work, for a handler called without axum's router).
-pub(crate) async fn tracking<F, Fut>(req: Request, handler: F) -> Response
+/// to its end.
+async fn tracking<F, Fut>(req: Request, handler: F) -> Response
 where
     F: FnOnce(Request) -> Fut,
     Fut: Future<Output = Response>,
@@ -42,13 +42,63 @@ where
             read: read.clone(),
         })
     });
-    let mut response = handler(req).await;
-    if !read.load(Ordering::Acquire) {
+    let response = handler(req).await;
+    close_unless(read.load(Ordering::Acquire), response)
+}
+
+/// `response`, saying `close` unless its request's body was `read` to its end.
+pub(crate) fn close_unless(read: bool, mut response: Response) -> Response {
+    if !read {
         response
             .headers_mut()
             .insert(CONNECTION, HeaderValue::from_static("close"));
     }
     response
+}
+
+/// A request body its handler borrows (a `POST` to the endpoint, called without the
+/// router: [`super::endpoint`]), which says afterwards whether it was read to its end —
+/// the middleware's tracking without its shared flag and boxed body.
+pub(crate) struct Watched<B> {
+    inner: B,
+    read: bool,
+}
+
+impl<B: HttpBody> Watched<B> {
+    /// `inner`, not read yet (an empty body counts as read).
+    pub(crate) fn new(inner: B) -> Watched<B> {
+        let read = inner.is_end_stream();
+        Watched { inner, read }
+    }
+
+    /// Whether the body was read to its end.
+    pub(crate) fn read(&self) -> bool {
+        self.read
+    }
+}
+
+impl<B: HttpBody + Unpin> HttpBody for Watched<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<B::Data>, B::Error>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        if matches!(polled, Poll::Ready(None)) || self.inner.is_end_stream() {
+            self.read = true;
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 /// A request body that says when it was read to its end.

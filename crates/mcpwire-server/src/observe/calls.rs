@@ -165,10 +165,9 @@ impl CallMetrics {
         self.record(reply);
     }
 
-    /// Records a relayed call's answer: `line`, a JSON-RPC response with a `result`
-    /// (`tool_error` when it says `isError: true`, else `ok`).
-    pub(crate) fn finish_relayed(mut self, line: &[u8]) {
-        self.record_outcome(relayed_outcome(line), None);
+    /// Records a relayed call's answer, whose outcome [`relayed_outcome`] read.
+    pub(crate) fn finish_relayed(mut self, outcome: Outcome) {
+        self.record_outcome(outcome, None);
     }
 
     fn record(&mut self, reply: Option<&McpReply>) {
@@ -267,6 +266,10 @@ pub(super) fn outcome(reply: Option<&McpReply>) -> Outcome {
 /// The outcome of a relayed call's answer `line` (a JSON-RPC response with a `result`):
 /// `tool_error` when the result says `isError: true`, else `ok`.
 pub(crate) fn relayed_outcome(line: &[u8]) -> Outcome {
+    // Most answers cannot say it: found so on the bytes, not read as UTF-8 again.
+    if !json_frame::may_have_member_in(line, "isError") {
+        return Outcome::Ok;
+    }
     let line = std::str::from_utf8(line).unwrap_or_default();
     if is_error_in_response(line) {
         Outcome::ToolError

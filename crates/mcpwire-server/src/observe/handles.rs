@@ -13,7 +13,9 @@
 //! the caller's decision: a tool name enters only once the call was answered as a known
 //! tool, so names a client makes up never take a slot.
 
-use std::hash::{BuildHasher, RandomState};
+use std::hash::BuildHasher;
+
+use foldhash::fast::RandomState;
 use std::sync::OnceLock;
 
 use metrics::{Counter, Histogram};
@@ -117,7 +119,7 @@ impl LabelTable {
         LabelTable {
             family,
             slots: (0..capacity.max(1)).map(|_| OnceLock::new()).collect(),
-            hasher: RandomState::new(),
+            hasher: RandomState::default(),
         }
     }
 

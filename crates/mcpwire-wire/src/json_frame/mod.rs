@@ -151,10 +151,17 @@ pub fn replace_member(
 /// For a key with other characters the answer is always `true`. A cheap test before a
 /// decode that looks for the member.
 pub fn may_have_member(json: &str, key: &str) -> bool {
+    may_have_member_in(json.as_bytes(), key)
+}
+
+/// [`may_have_member`] on JSON text not checked as UTF-8 (an answer a relay hands back).
+pub fn may_have_member_in(json: &[u8], key: &str) -> bool {
     let simple = key
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'$'));
-    !simple || json.contains(key) || json.contains("\\u")
+    !simple
+        || memchr::memmem::find(json, key.as_bytes()).is_some()
+        || memchr::memmem::find(json, b"\\u").is_some()
 }
 
 #[cfg(test)]
