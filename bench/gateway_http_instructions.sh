@@ -4,7 +4,8 @@
 # upstream (`mcpwire_echo --http`), driven by httpload (stateful sessions, CLIENTS clients,
 # one request in flight each) twice — SHORT and LONG requests — so that the difference of
 # the two totals over LONG − SHORT is the cost of one call, start-up excluded. User space
-# only (system calls and wake-ups: bench/gateway_cpu.sh style task-clock for those). With
+# only (system calls and wake-ups: bench/gateway_cpu.sh style task-clock for those), less
+# the start-up clock calibration (see `total`). With
 # DIRECT=1, the same for the upstream server called directly (the yardstick). Extra
 # gateway flags go in GATEWAY_FLAGS (e.g. "--metrics-listen 127.0.0.1:0"); BACKENDS replaces
 # the HTTP upstream (e.g. "--config stdio-upstream.toml"); CASE=relay|general runs the
@@ -42,7 +43,12 @@ total() {
         --server "s=valgrind --tool=callgrind --callgrind-out-file=$file $1" >/dev/null 2>&1
     # The server is stopped by a signal; callgrind writes its file on the way out.
     for _ in $(seq 100); do [[ -s "$file" ]] && break; sleep 0.1; done
-    callgrind_annotate "$file" | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1; exit }'
+    # Less quanta's clock calibration (run once per process, for a varying number of
+    # instructions — up to 2 k per call of noise in the difference otherwise).
+    callgrind_annotate --inclusive=yes --auto=no "$file" | awk '
+        /PROGRAM TOTALS/ { gsub(",", "", $1); total = $1 }
+        /quanta::Calibration::calibrate/ && !/=>/ { gsub(",", "", $1); if ($1 + 0 > cal + 0) cal = $1 + 0 }
+        END { print total - cal }'
 }
 
 per_call() {

@@ -427,12 +427,24 @@ fn start(cli: Cli, matches: &clap::ArgMatches) -> Result<ExitCode> {
     };
     log_format(Some(&config), true)?;
     // Many clients (HTTP, …): use every core. Stdio alone serves one: stay on this thread.
-    runtime(serve_cmd::multi_threaded(&config))?.block_on(serve_cmd::serve(config, preset))
+    let workers = config.server.workers;
+    runtime_with(serve_cmd::multi_threaded(&config), workers)?
+        .block_on(serve_cmd::serve(config, preset))
 }
 
 fn runtime(multi_thread: bool) -> Result<tokio::runtime::Runtime> {
+    runtime_with(multi_thread, None)
+}
+
+/// The async runtime: `workers` threads when multi-threaded (`None`: one per core, or
+/// `TOKIO_WORKER_THREADS`).
+fn runtime_with(multi_thread: bool, workers: Option<usize>) -> Result<tokio::runtime::Runtime> {
     let mut builder = if multi_thread {
-        tokio::runtime::Builder::new_multi_thread()
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        if let Some(n) = workers {
+            b.worker_threads(n);
+        }
+        b
     } else {
         tokio::runtime::Builder::new_current_thread()
     };

@@ -186,3 +186,41 @@ fn the_flag_and_the_environment_choose_json_and_errors_are_json_too() {
         "{v}"
     );
 }
+
+/// `[server] workers` sets the runtime's worker threads (counted in `/proc`: Linux).
+#[cfg(target_os = "linux")]
+#[test]
+fn the_configured_worker_threads_serve() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("logs-workers");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("mcpwire.toml");
+    std::fs::write(
+        &path,
+        CONFIG.replace("[server]\n", "[server]\nworkers = 3\n"),
+    )
+    .expect("config");
+    let (child, rx) = spawn(
+        &["serve", "--config", path.to_str().expect("utf-8")],
+        "info",
+    );
+    let url = loop {
+        let line = next_line(&rx).expect("mcpwire printed its address");
+        let message = parse(&line)["fields"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if let Some(url) = message.strip_prefix("mcpwire: listening on http://") {
+            break url.to_owned();
+        }
+    };
+    // Served (the runtime runs), by the configured number of workers.
+    let http = HttpServer::at(&url);
+    http.initialize();
+    let tasks = format!("/proc/{}/task", child.0.id());
+    let workers = std::fs::read_dir(tasks)
+        .expect("the process's threads")
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|name| name.starts_with("tokio-rt-worker"))
+        .count();
+    assert_eq!(workers, 3);
+}

@@ -98,6 +98,9 @@ pub struct ServerOptions {
     pub max_in_flight: usize,
     /// How long a connection keeps polling for input before it sleeps.
     pub busy_poll: Duration,
+    /// The runtime's worker threads when the gateway serves more than stdio (`None`: one
+    /// per core, or `TOKIO_WORKER_THREADS`). Read at start only.
+    pub workers: Option<usize>,
     /// How long a request may run before it is answered with a timeout (`None`: no limit).
     pub call_timeout: Option<Duration>,
     /// A directory of `.proto` modules proto-mcp tool schemas may reference.
@@ -137,6 +140,7 @@ impl Default for ServerOptions {
             max_message_bytes: mcpwire_wire::Limits::default().max_message_bytes,
             max_in_flight: mcpwire_session::SessionLimits::default().max_in_flight,
             busy_poll: mcpwire_server::serve::DEFAULT_BUSY_POLL,
+            workers: None,
             call_timeout: None,
             schema_registry: None,
             reload: true,

@@ -84,6 +84,7 @@ struct RawServer {
     max_message_bytes: Option<usize>,
     max_in_flight: Option<usize>,
     busy_poll_us: Option<u64>,
+    workers: Option<usize>,
     call_timeout_secs: Option<u64>,
     schema_registry: Option<PathBuf>,
     reload: Option<bool>,
@@ -286,6 +287,7 @@ fn server_options(raw: RawServer, base: &Path) -> Result<ServerOptions, Refusal>
     for (key, value) in [
         ("max_message_bytes", raw.max_message_bytes),
         ("max_in_flight", raw.max_in_flight),
+        ("workers", raw.workers),
     ] {
         if value == Some(0) {
             return Err((key, format!("`{key}` must be at least 1")));
@@ -304,6 +306,7 @@ fn server_options(raw: RawServer, base: &Path) -> Result<ServerOptions, Refusal>
         max_message_bytes: raw.max_message_bytes.unwrap_or(d.max_message_bytes),
         max_in_flight: raw.max_in_flight.unwrap_or(d.max_in_flight),
         busy_poll: raw.busy_poll_us.map_or(d.busy_poll, Duration::from_micros),
+        workers: raw.workers,
         call_timeout: raw.call_timeout_secs.map(Duration::from_secs),
         schema_registry: raw.schema_registry.map(|p| base.join(p)),
         reload: raw.reload.unwrap_or(d.reload),

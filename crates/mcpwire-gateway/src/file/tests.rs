@@ -383,3 +383,13 @@ fn openapi_backends() {
         assert!(e.contains(says), "{says}\n{e}");
     }
 }
+
+#[test]
+fn the_runtime_s_worker_threads() {
+    let one = load("[server]\nworkers = 1\n\n[backends.d]\nnative = \"demo\"\n").unwrap();
+    assert_eq!(one.server.workers, Some(1));
+    let unset = load("[backends.d]\nnative = \"demo\"\n").unwrap();
+    assert_eq!(unset.server.workers, None);
+    let e = refused("[server]\nworkers = 0\n\n[backends.d]\nnative = \"demo\"\n");
+    assert!(e.contains("`workers` must be at least 1"), "{e}");
+}

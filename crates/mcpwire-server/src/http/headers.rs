@@ -130,6 +130,7 @@ mod tests {
             sse: true,
         };
         assert_eq!(accept("application/json, text/event-stream"), both);
+        assert_eq!(accept("text/event-stream, application/json"), both);
         assert_eq!(accept("text/event-stream;q=0.9, application/json"), both);
         assert_eq!(accept("*/*"), both);
         assert_eq!(
