@@ -209,10 +209,7 @@ async fn with_session(
                 Some(_) => reply::empty_stream(),
                 None => session_not_found(),
             };
-            // Taken out of the `match` first: a scrutinee's future would stay in this
-            // one's state beside the session's (a temporary lives to the end of its match).
-            let seamed = seamed::relay(&session, &frame, sent.trace.as_ref()).await;
-            let stream = match seamed {
+            let stream = match seamed::relay(&session, &frame, sent.trace.as_ref()).await {
                 Seamed::Answered(response) => return response,
                 Seamed::Ended => return gone(),
                 Seamed::Session(stream) => stream,

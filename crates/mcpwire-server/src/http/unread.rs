@@ -6,7 +6,6 @@
 //! client open a new connection instead. An unread body is never read here: an
 //! unauthenticated client must not make the server take its bytes.
 
-use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,27 +21,17 @@ use hyper::body::{Body as HttpBody, Bytes, Frame, SizeHint};
 
 /// The middleware: answers whose request body was not read to its end say `close`.
 pub(crate) async fn close_if_unread(req: Request, next: Next) -> Response {
-    tracking(req, |req| next.run(req)).await
-}
-
-/// `handler`'s answer to `req`, saying `close` when it came before `req`'s body was read
-/// to its end.
-async fn tracking<F, Fut>(req: Request, handler: F) -> Response
-where
-    F: FnOnce(Request) -> Fut,
-    Fut: Future<Output = Response>,
-{
     if req.body().is_end_stream() {
-        return handler(req).await;
+        return next.run(req).await;
     }
     let read = Arc::new(AtomicBool::new(false));
     let req = req.map(|inner| {
         Body::new(Tracked {
-            inner,
+            body: Watched::new(inner),
             read: read.clone(),
         })
     });
-    let response = handler(req).await;
+    let response = next.run(req).await;
     close_unless(read.load(Ordering::Acquire), response)
 }
 
@@ -56,9 +45,9 @@ pub(crate) fn close_unless(read: bool, mut response: Response) -> Response {
     response
 }
 
-/// A request body its handler borrows (a `POST` to the endpoint, called without the
-/// router: [`super::endpoint`]), which says afterwards whether it was read to its end —
-/// the middleware's tracking without its shared flag and boxed body.
+/// A request body that says afterwards whether it was read to its end: borrowed by its
+/// handler for a `POST` to the endpoint (called without the router: [`super::endpoint`]),
+/// inside [`Tracked`] for the router's middleware.
 pub(crate) struct Watched<B> {
     inner: B,
     read: bool,
@@ -101,9 +90,10 @@ impl<B: HttpBody + Unpin> HttpBody for Watched<B> {
     }
 }
 
-/// A request body that says when it was read to its end.
+/// A request body handed to a handler it cannot be taken back from: [`Watched`], saying
+/// through a shared flag when it was read to its end.
 struct Tracked {
-    inner: Body,
+    body: Watched<Body>,
     read: Arc<AtomicBool>,
 }
 
@@ -115,19 +105,19 @@ impl HttpBody for Tracked {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
-        let polled = Pin::new(&mut self.inner).poll_frame(cx);
-        if matches!(polled, Poll::Ready(None)) || self.inner.is_end_stream() {
+        let polled = Pin::new(&mut self.body).poll_frame(cx);
+        if self.body.read() {
             self.read.store(true, Ordering::Release);
         }
         polled
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        self.body.is_end_stream()
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+        self.body.size_hint()
     }
 }
 

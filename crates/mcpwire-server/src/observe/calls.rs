@@ -264,37 +264,24 @@ pub(super) fn outcome(reply: Option<&McpReply>) -> Outcome {
 }
 
 /// The outcome of a relayed call's answer `line` (a JSON-RPC response with a `result`):
-/// `tool_error` when the result says `isError: true`, else `ok`.
+/// `tool_error` when the result says `isError: true` (read like [`is_error`], from the
+/// `result` member), else `ok`.
 pub(crate) fn relayed_outcome(line: &[u8]) -> Outcome {
-    // Most answers cannot say it: found so on the bytes, not read as UTF-8 again.
-    if !json_frame::may_have_member_in(line, "isError") {
-        return Outcome::Ok;
-    }
-    let line = std::str::from_utf8(line).unwrap_or_default();
-    if is_error_in_response(line) {
-        Outcome::ToolError
-    } else {
-        Outcome::Ok
-    }
-}
-
-/// Whether a JSON-RPC response line's `result` says `isError: true` (read like
-/// [`is_error`], from the `result` member).
-fn is_error_in_response(line: &str) -> bool {
     #[derive(Deserialize)]
     struct Response {
         #[serde(default)]
         result: Option<IsError>,
     }
-    if !json_frame::may_have_member(line, "isError") {
-        return false;
+    // Most answers cannot say it: found so on the bytes, not decoded.
+    if !json_frame::may_have_member_in(line, "isError") {
+        return Outcome::Ok;
     }
-    matches!(
-        serde_json::from_str::<Response>(line),
+    match serde_json::from_slice::<Response>(line) {
         Ok(Response {
-            result: Some(IsError { is_error: true })
-        })
-    )
+            result: Some(IsError { is_error: true }),
+        }) => Outcome::ToolError,
+        _ => Outcome::Ok,
+    }
 }
 
 /// Whether a result says `isError: true`. A result that cannot have an `isError` member
