@@ -92,6 +92,8 @@ era = "handshake"
 max_sessions = $((${clients:-50} + 8))
 TOML
     [[ "$2" == general ]] && echo 'relay = false' >> "$3"
+    # HTTP_THREADS=N: the HTTP listener serves on N single-threaded runtimes of its own.
+    [[ -n "${HTTP_THREADS:-}" ]] && printf '\n[server]\nhttp_threads = %s\n' "$HTTP_THREADS" >> "$3"
     # A deployed configuration's call timeout (kept by the relay since session 19).
     [[ -n "${CALL_TIMEOUT_SECS:-}" ]] && echo "call_timeout_secs = $CALL_TIMEOUT_SECS" >> "$3"
     if [[ "${UPSTREAMS:-1}" == 2 ]]; then # two members: every tool prefixed (`echo_echo`)

@@ -187,40 +187,74 @@ fn the_flag_and_the_environment_choose_json_and_errors_are_json_too() {
     );
 }
 
-/// `[server] workers` sets the runtime's worker threads (counted in `/proc`: Linux).
+/// `mcpwire serve` with [`CONFIG`]'s `[server]` given `server_lines` too (in a directory
+/// named `dir`): the process and its HTTP listener's `host:port/path`.
 #[cfg(target_os = "linux")]
-#[test]
-fn the_configured_worker_threads_serve() {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("logs-workers");
+fn serve_with(dir: &str, server_lines: &str) -> (ChildGuard, String) {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(dir);
     std::fs::create_dir_all(&dir).expect("dir");
     let path = dir.join("mcpwire.toml");
-    std::fs::write(
-        &path,
-        CONFIG.replace("[server]\n", "[server]\nworkers = 3\n"),
-    )
-    .expect("config");
+    let config = CONFIG.replace("[server]\n", &format!("[server]\n{server_lines}"));
+    std::fs::write(&path, config).expect("config");
     let (child, rx) = spawn(
         &["serve", "--config", path.to_str().expect("utf-8")],
         "info",
     );
-    let url = loop {
+    loop {
         let line = next_line(&rx).expect("mcpwire printed its address");
         let message = parse(&line)["fields"]["message"]
             .as_str()
             .unwrap_or_default()
             .to_owned();
         if let Some(url) = message.strip_prefix("mcpwire: listening on http://") {
-            break url.to_owned();
+            return (child, url.to_owned());
         }
-    };
+    }
+}
+
+/// The names of `child`'s threads starting with `prefix`, sorted (from `/proc`).
+#[cfg(target_os = "linux")]
+fn threads_named(child: &ChildGuard, prefix: &str) -> Vec<String> {
+    let tasks = format!("/proc/{}/task", child.0.id());
+    let mut names: Vec<String> = std::fs::read_dir(tasks)
+        .expect("the process's threads")
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .map(|name| name.trim().to_owned())
+        .filter(|name| name.starts_with(prefix))
+        .collect();
+    names.sort();
+    names
+}
+
+/// `[server] workers` sets the runtime's worker threads (counted in `/proc`: Linux).
+#[cfg(target_os = "linux")]
+#[test]
+fn the_configured_worker_threads_serve() {
+    let (child, url) = serve_with("logs-workers", "workers = 3\n");
     // Served (the runtime runs), by the configured number of workers.
     let http = HttpServer::at(&url);
     http.initialize();
-    let tasks = format!("/proc/{}/task", child.0.id());
-    let workers = std::fs::read_dir(tasks)
-        .expect("the process's threads")
-        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
-        .filter(|name| name.starts_with("tokio-rt-worker"))
-        .count();
-    assert_eq!(workers, 3);
+    assert_eq!(threads_named(&child, "tokio-rt-worker").len(), 3);
+}
+
+/// `[server] http_threads` serves the HTTP listener's connections on threads of its own,
+/// each a single-threaded runtime (counted in `/proc`: Linux); sessions on connections
+/// accepted by either are served.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_http_listener_serves_on_threads_of_its_own() {
+    let (child, url) = serve_with("logs-http-threads", "http_threads = 2\n");
+    let http = HttpServer::at(&url);
+    for i in 0..8 {
+        let sid = http.initialize();
+        let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                          "params": {"name": "a_echo", "arguments": {"text": format!("hi {i}")}}});
+        let r = http.post(Some(&sid), &call);
+        assert_eq!(r.status, 200);
+        assert!(r.text().contains(&format!("hi {i}")));
+    }
+    assert_eq!(
+        threads_named(&child, "mcpwire-http-"),
+        ["mcpwire-http-0", "mcpwire-http-1"]
+    );
 }

@@ -226,3 +226,84 @@ async fn calls_in_the_seam_to_an_upstream_that_lost_the_session_all_run_again() 
         "the new upstream session relays the next call"
     );
 }
+
+/// A gateway whose HTTP listener serves on threads of its own (`HttpConfig::threads`: a
+/// single-threaded runtime each, with a copy of the listening socket): sessions whose
+/// requests land on either thread relay their calls to the HTTP upstream (the upstream
+/// connections kept per thread), answers go to the calls that asked, and a cancellation
+/// of a call running in the seam still reaches the upstream tool. Draining ends it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listener_on_threads_of_its_own_relays_every_session_s_calls() {
+    const SESSIONS: usize = 6;
+    const CALLS: i64 = 4;
+    let (upstream, counts) = upstream().await;
+    let (backend, service) = gateway_to(Target::Url(upstream.url()), true).await;
+    let gateway = serve(service, serve::http_with(|c| c.threads = 2)).await;
+    let mut sessions = Vec::new();
+    for _ in 0..SESSIONS {
+        let http = gateway.http();
+        let sid = http.initialize().await;
+        sessions.push((http, sid));
+    }
+    let runs = sessions
+        .iter()
+        .enumerate()
+        .map(|(s, (http, sid))| async move {
+            let mut seen = Vec::new();
+            for id in 1..=CALLS {
+                let text = format!("session {s} call {id}");
+                let msg = call(id, "echo", json!({ "text": text }));
+                let answer = http.post(Some(sid), &msg).await.text().await;
+                let v: Value = serde_json::from_str(
+                    answer
+                        .lines()
+                        .find_map(|l| l.strip_prefix("data: "))
+                        .unwrap_or(&answer),
+                )
+                .expect("a JSON-RPC answer");
+                assert_eq!(v["id"], id, "{answer}");
+                seen.push(
+                    v["result"]["content"][0]["text"]
+                        .as_str()
+                        .map(str::to_owned),
+                );
+            }
+            (s, seen)
+        });
+    for (s, seen) in futures::future::join_all(runs).await {
+        for (i, text) in seen.into_iter().enumerate() {
+            let text = text.expect("the echoed text");
+            assert!(
+                text.contains(&format!("session {s} call {}", i + 1)),
+                "{text}"
+            );
+        }
+    }
+    // Each session's first call opened its upstream session; the others were relayed.
+    assert_eq!(
+        backend.relayed_calls(),
+        SESSIONS as u64 * (CALLS as u64 - 1)
+    );
+    let (http, sid) = &sessions[0];
+    let pending = {
+        let (http, sid) = (http.clone(), sid.clone());
+        tokio::spawn(async move {
+            http.post(Some(&sid), &call(99, "wait_for_cancel", json!({})))
+                .await
+        })
+    };
+    eventually("the upstream tool started", || {
+        counts.started.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 99, "reason": "changed my mind"}});
+    assert_eq!(http.post(Some(sid), &cancel).await.status, 202);
+    eventually("the upstream tool saw the cancellation", || {
+        counts.cancelled.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    drop(pending);
+    drop(sessions);
+    gateway.shutdown().await.expect("drained");
+}

@@ -101,6 +101,9 @@ pub struct ServerOptions {
     /// The runtime's worker threads when the gateway serves more than stdio (`None`: one
     /// per core, or `TOKIO_WORKER_THREADS`). Read at start only.
     pub workers: Option<usize>,
+    /// Threads of their own HTTP listeners serve connections on, each a single-threaded
+    /// runtime (a listener's `threads` overrides it; `None`: none, the runtime's workers).
+    pub http_threads: Option<usize>,
     /// How long a request may run before it is answered with a timeout (`None`: no limit).
     pub call_timeout: Option<Duration>,
     /// A directory of `.proto` modules proto-mcp tool schemas may reference.
@@ -141,6 +144,7 @@ impl Default for ServerOptions {
             max_in_flight: mcpwire_session::SessionLimits::default().max_in_flight,
             busy_poll: mcpwire_server::serve::DEFAULT_BUSY_POLL,
             workers: None,
+            http_threads: None,
             call_timeout: None,
             schema_registry: None,
             reload: true,

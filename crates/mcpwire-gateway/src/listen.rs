@@ -69,6 +69,9 @@ pub struct ListenOptions {
     pub session_idle_secs: Option<u64>,
     /// HTTP: seconds a client may take to send headers, then its body.
     pub read_timeout_secs: Option<u64>,
+    /// HTTP: threads of its own, each a single-threaded runtime, the listener serves its
+    /// connections on (`None`: `[server] http_threads`; 0 or 1: the gateway's runtime).
+    pub threads: Option<usize>,
     /// MCPB: tokens clients may authenticate with (none: authentication off).
     pub tokens: Option<Vec<String>>,
     /// MCPB: every request must carry a valid `auth_token` wrapper.
@@ -227,6 +230,7 @@ impl ListenerSpec {
         let positive = [
             ("max_sessions", options.max_sessions.map(|v| v as u64)),
             ("read_timeout_secs", options.read_timeout_secs),
+            ("threads", options.threads.map(|v| v as u64)),
             ("session_ttl_secs", options.session_ttl_secs),
             ("handshake_timeout_ms", options.handshake_timeout_ms),
             ("idle_ping_secs", options.idle_ping_secs),
@@ -303,6 +307,7 @@ impl ListenerSpec {
                         .read_timeout_secs
                         .map_or(d.read_timeout, Duration::from_secs),
                     tls: self.tls.clone(),
+                    threads: o.threads.unwrap_or(d.threads),
                 })
             }
             Scheme::Ws => Wire::Ws(WsWire {
@@ -349,7 +354,7 @@ impl ListenerSpec {
 }
 
 /// Each option: its name, whether it is set, and the wires it applies to.
-fn option_table(o: &ListenOptions) -> [(&'static str, bool, &'static [Scheme]); 13] {
+fn option_table(o: &ListenOptions) -> [(&'static str, bool, &'static [Scheme]); 14] {
     const HTTP: &[Scheme] = &[Scheme::Http];
     const MCPB: &[Scheme] = &[Scheme::Mcpb];
     [
@@ -358,6 +363,7 @@ fn option_table(o: &ListenOptions) -> [(&'static str, bool, &'static [Scheme]); 
         ("max_sessions", o.max_sessions.is_some(), HTTP),
         ("session_idle_secs", o.session_idle_secs.is_some(), HTTP),
         ("read_timeout_secs", o.read_timeout_secs.is_some(), HTTP),
+        ("threads", o.threads.is_some(), HTTP),
         ("tokens", o.tokens.is_some(), MCPB),
         ("per_message_auth", o.per_message_auth.is_some(), MCPB),
         ("health_port", o.health_port.is_some(), MCPB),

@@ -33,6 +33,7 @@ use mcpwire_server::Service;
 use mcpwire_server::admin::console::calls::CallLog;
 use mcpwire_server::admin::{AdminServer, BackendHealth, HealthProbe};
 use mcpwire_server::limits::ConnectionLimits;
+use mcpwire_server::wires::Wire;
 
 /// Quiet time after an edit of the configuration file before it is read.
 const RELOAD_DEBOUNCE: Duration = Duration::from_millis(300);
@@ -560,7 +561,15 @@ impl Gateway {
             .listeners
             .iter()
             .zip(&self.services)
-            .map(|(l, s)| (s.clone(), l.wire()))
+            .map(|(l, s)| {
+                let mut wire = l.wire();
+                if let Wire::Http(http) = &mut wire
+                    && l.options.threads.is_none()
+                {
+                    http.threads = self.config.server.http_threads.unwrap_or(0);
+                }
+                (s.clone(), wire)
+            })
             .collect();
         let serving = mcpwire_server::wires::serve_listeners(listeners, Some(shutdown.clone()));
         let served = match self.reload_triggers(&shutdown) {

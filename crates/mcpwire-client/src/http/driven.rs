@@ -38,6 +38,21 @@ type Driving = Pin<Box<dyn Future<Output = hyper::Result<()>> + Send>>;
 pub(super) struct Wire {
     sender: SendRequest<Full<Bytes>>,
     conn: Driving,
+    /// The runtime whose I/O driver the connection is registered with (see [`home`]).
+    home: Home,
+}
+
+/// Where a connection can be used without waking another thread: a single-threaded
+/// runtime's thread (an HTTP listener's own, `HttpConfig::threads`), or any worker of a
+/// multi-thread runtime (`None`).
+type Home = Option<std::thread::ThreadId>;
+
+/// The current task's [`Home`].
+fn home() -> Home {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::CurrentThread)
+        .then(|| std::thread::current().id())
 }
 
 impl Wire {
@@ -52,6 +67,7 @@ impl Wire {
         Ok(Wire {
             sender,
             conn: Box::pin(conn),
+            home: home(),
         })
     }
 
@@ -113,11 +129,14 @@ impl Pool {
         }))
     }
 
-    /// An idle connection that takes a request now, if any (the most recent first).
+    /// An idle connection of the current runtime's (its thread's, for a single-threaded
+    /// one) that takes a request now, if any (the most recent first).
     pub(super) fn take(&self) -> Option<Wire> {
+        let here = home();
         let mut idle = self.lock();
         prune(&mut idle);
-        while let Some((mut wire, _)) = idle.pop() {
+        while let Some(i) = idle.iter().rposition(|(w, _)| w.home == here) {
+            let (mut wire, _) = idle.remove(i);
             if wire.ready_now() {
                 return Some(wire);
             }
@@ -344,6 +363,52 @@ mod tests {
             opened <= AT_ONCE,
             "{opened} connections for {AT_ONCE} at once"
         );
+    }
+
+    /// A connection opened on a single-threaded runtime is registered with that
+    /// runtime's I/O driver: another thread's runtime opens its own rather than take it.
+    #[test]
+    fn a_connection_is_taken_only_on_the_thread_of_its_runtime() {
+        let single = || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap()
+        };
+        let pool = Pool::new(8);
+        // The server, on a runtime of its own thread for the rest of the test.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            single().block_on(async {
+                let (addr, accepted) = server(usize::MAX).await;
+                tx.send((addr, accepted)).unwrap();
+                std::future::pending::<()>().await;
+            })
+        });
+        let (addr, accepted) = rx.recv().unwrap();
+        let first = single();
+        assert_eq!(&first.block_on(fetch(&pool, addr))[..], b"ok");
+        let other = pool.clone();
+        std::thread::spawn(move || {
+            single().block_on(async {
+                assert!(
+                    other.take().is_none(),
+                    "another thread's connection was taken"
+                );
+                assert_eq!(&fetch(&other, addr).await[..], b"ok");
+            })
+        })
+        .join()
+        .unwrap();
+        assert_eq!(
+            accepted.load(Ordering::SeqCst),
+            2,
+            "one connection per thread"
+        );
+        first.block_on(async {
+            let wire = pool.take();
+            assert!(wire.is_some(), "this thread's connection is kept for it");
+        });
     }
 
     /// A connection idle for the idle timeout is dropped, not used again.

@@ -85,6 +85,7 @@ struct RawServer {
     max_in_flight: Option<usize>,
     busy_poll_us: Option<u64>,
     workers: Option<usize>,
+    http_threads: Option<usize>,
     call_timeout_secs: Option<u64>,
     schema_registry: Option<PathBuf>,
     reload: Option<bool>,
@@ -288,6 +289,7 @@ fn server_options(raw: RawServer, base: &Path) -> Result<ServerOptions, Refusal>
         ("max_message_bytes", raw.max_message_bytes),
         ("max_in_flight", raw.max_in_flight),
         ("workers", raw.workers),
+        ("http_threads", raw.http_threads),
     ] {
         if value == Some(0) {
             return Err((key, format!("`{key}` must be at least 1")));
@@ -307,6 +309,7 @@ fn server_options(raw: RawServer, base: &Path) -> Result<ServerOptions, Refusal>
         max_in_flight: raw.max_in_flight.unwrap_or(d.max_in_flight),
         busy_poll: raw.busy_poll_us.map_or(d.busy_poll, Duration::from_micros),
         workers: raw.workers,
+        http_threads: raw.http_threads,
         call_timeout: raw.call_timeout_secs.map(Duration::from_secs),
         schema_registry: raw.schema_registry.map(|p| base.join(p)),
         reload: raw.reload.unwrap_or(d.reload),

@@ -393,3 +393,26 @@ fn the_runtime_s_worker_threads() {
     let e = refused("[server]\nworkers = 0\n\n[backends.d]\nnative = \"demo\"\n");
     assert!(e.contains("`workers` must be at least 1"), "{e}");
 }
+
+#[test]
+fn the_http_listeners_threads() {
+    let text = "[server]\nhttp_threads = 2\n\n[[listen]]\nurl = \"http://127.0.0.1:0/mcp\"\n\n\
+                [[listen]]\nurl = \"http://127.0.0.1:0/other\"\nthreads = 3\n\n\
+                [backends.d]\nnative = \"demo\"\n";
+    let c = load(text).unwrap();
+    assert_eq!(c.server.http_threads, Some(2));
+    assert_eq!(
+        c.listeners[0].options.threads, None,
+        "the server's default applies"
+    );
+    assert_eq!(c.listeners[1].options.threads, Some(3));
+    let e = refused("[server]\nhttp_threads = 0\n\n[backends.d]\nnative = \"demo\"\n");
+    assert!(e.contains("`http_threads` must be at least 1"), "{e}");
+    let e = refused(
+        "[[listen]]\nurl = \"mcpb://127.0.0.1:0\"\nthreads = 2\n\n[backends.d]\nnative = \"demo\"\n",
+    );
+    assert!(
+        e.contains("`threads` is an option of http:// listeners"),
+        "{e}"
+    );
+}

@@ -115,6 +115,11 @@ pub struct HttpConfig {
     pub read_timeout: Duration,
     /// Serve `https://`: TLS with this certificate (and optional client CA).
     pub tls: Option<crate::tls::TlsConfig>,
+    /// Threads of its own the listener accepts and serves connections on, each a
+    /// single-threaded runtime with a copy of the listening socket: a connection, its
+    /// requests and what they start stay on one thread (no task moves between cores).
+    /// 0 or 1: connections are served on the runtime that serves the listener.
+    pub threads: usize,
 }
 
 impl Default for HttpConfig {
@@ -127,6 +132,7 @@ impl Default for HttpConfig {
             guard: Guard::default(),
             read_timeout: DEFAULT_READ_TIMEOUT,
             tls: None,
+            threads: 0,
         }
     }
 }
@@ -239,7 +245,6 @@ impl HttpServer {
             axum::routing::post(post::handle::<axum::body::Body>)
                 .get(get::open)
                 .delete(get::delete);
-        let read_timeout = self.app.config.read_timeout;
         let mut router = axum::Router::new().route(&self.app.config.path, endpoint);
         if let Some(auth) = &self.app.auth {
             // RFC 9728: the metadata of the resource at its path-suffixed well-known URI,
@@ -262,77 +267,120 @@ impl HttpServer {
                 router = router.route_service(&extra.path, extra.handler.clone());
             }
         }
-        let conn_limit = self.app.service.connections.clone();
-        let load = self.app.service.load.clone();
-        let auth = self.app.auth.as_ref().map(|a| a.authenticator.clone());
+        let app = self.app.clone();
         // After the routes: every answer, the metadata's and refusals' included (the
         // endpoint's `POST`s, which skip the router, get it in `endpoint`).
-        let app = self.app.clone();
         let router = router
             .with_state(self.app)
             .layer(axum::middleware::from_fn(unread::close_if_unread));
-        let connections = TaskTracker::new();
-        let mut listener = self.listener;
-        loop {
-            // TLS handshakes happen inside, concurrently. `TCP_NODELAY` is set: answers are
-            // written as soon as they are ready; Nagle's algorithm would hold the tail of a
-            // multi-write (SSE) reply until the client's delayed ACK.
-            let (io, peer) = tokio::select! {
-                a = listener.next() => a,
-                _ = shutdown.cancelled() => break,
-            };
-            let permit = match conn_limit
-                .as_ref()
-                .map(|c| c.admit(peer.ip(), WireLabel::Http))
-            {
-                Some(Err(refused)) => {
-                    tokio::spawn(refuse_connection(io, refused, read_timeout));
-                    continue;
-                }
-                Some(Ok(permit)) => Some(permit),
-                None => None,
-            };
-            let counted = load.as_ref().map(crate::serve::ListenerLoad::connected);
-            let client = ClientAddr {
-                addr: peer,
-                certificate: io.certificate_identity(),
-                auth: auth.clone().map(Authenticate::for_connection),
-            };
-            let service = endpoint::Endpoint {
-                app: app.clone(),
-                client: Arc::new(client),
-                router: TowerToHyperService::new(router.clone()),
-            };
-            let shutdown = shutdown.clone();
-            connections.spawn(async move {
-                let conn = hyper::server::conn::http1::Builder::new()
-                    .timer(TokioTimer::new())
-                    .header_read_timeout(read_timeout)
-                    .serve_connection(TokioIo::new(io), service);
-                let mut conn = std::pin::pin!(conn);
-                let ended = tokio::select! {
-                    ended = conn.as_mut() => ended,
-                    _ = shutdown.cancelled() => {
-                        conn.as_mut().graceful_shutdown();
-                        conn.await
-                    }
-                };
-                if let Err(e) = ended {
-                    tracing::debug!(%peer, error = %e, "connection ended with an error");
-                }
-                drop((permit, counted));
-            });
+        let threads = app.config.threads;
+        if threads <= 1 {
+            return accept_loop(app, router, self.listener, shutdown, grace).await;
         }
-        drop(listener);
-        connections.close();
-        if tokio::time::timeout(grace, connections.wait())
-            .await
-            .is_err()
-        {
-            tracing::warn!("HTTP connections still open after the shutdown grace period");
+        // Each thread a runtime of its own accepting on a copy of the socket: a connection,
+        // its requests and the upstream connections they take stay on one core.
+        let mut serving = Vec::with_capacity(threads);
+        for (i, listener) in self.listener.detach(threads)?.into_iter().enumerate() {
+            let (app, router, shutdown) = (app.clone(), router.clone(), shutdown.clone());
+            let (done, served) = tokio::sync::oneshot::channel();
+            std::thread::Builder::new()
+                .name(format!("mcpwire-http-{i}"))
+                .spawn(move || {
+                    let ended = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .and_then(|rt| {
+                            rt.block_on(async move {
+                                let listener = listener.attach()?;
+                                accept_loop(app, router, listener, shutdown, grace).await
+                            })
+                        });
+                    let _ = done.send(ended);
+                })?;
+            serving.push(served);
+        }
+        for served in serving {
+            served.await.map_err(|_| {
+                std::io::Error::other("an HTTP listener thread ended without a result")
+            })??;
         }
         Ok(())
     }
+}
+
+/// Accepts connections on `listener` and serves each on a task of the current runtime,
+/// until `shutdown`; then drains them (within `grace`).
+async fn accept_loop(
+    app: Arc<App>,
+    router: axum::Router,
+    mut listener: Incoming,
+    shutdown: CancellationToken,
+    grace: Duration,
+) -> std::io::Result<()> {
+    let read_timeout = app.config.read_timeout;
+    let conn_limit = app.service.connections.clone();
+    let load = app.service.load.clone();
+    let auth = app.auth.as_ref().map(|a| a.authenticator.clone());
+    let connections = TaskTracker::new();
+    loop {
+        // TLS handshakes happen inside, concurrently. `TCP_NODELAY` is set: answers are
+        // written as soon as they are ready; Nagle's algorithm would hold the tail of a
+        // multi-write (SSE) reply until the client's delayed ACK.
+        let (io, peer) = tokio::select! {
+            a = listener.next() => a,
+            _ = shutdown.cancelled() => break,
+        };
+        let permit = match conn_limit
+            .as_ref()
+            .map(|c| c.admit(peer.ip(), WireLabel::Http))
+        {
+            Some(Err(refused)) => {
+                tokio::spawn(refuse_connection(io, refused, read_timeout));
+                continue;
+            }
+            Some(Ok(permit)) => Some(permit),
+            None => None,
+        };
+        let counted = load.as_ref().map(crate::serve::ListenerLoad::connected);
+        let client = ClientAddr {
+            addr: peer,
+            certificate: io.certificate_identity(),
+            auth: auth.clone().map(Authenticate::for_connection),
+        };
+        let service = endpoint::Endpoint {
+            app: app.clone(),
+            client: Arc::new(client),
+            router: TowerToHyperService::new(router.clone()),
+        };
+        let shutdown = shutdown.clone();
+        connections.spawn(async move {
+            let conn = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(read_timeout)
+                .serve_connection(TokioIo::new(io), service);
+            let mut conn = std::pin::pin!(conn);
+            let ended = tokio::select! {
+                ended = conn.as_mut() => ended,
+                _ = shutdown.cancelled() => {
+                    conn.as_mut().graceful_shutdown();
+                    conn.await
+                }
+            };
+            if let Err(e) = ended {
+                tracing::debug!(%peer, error = %e, "connection ended with an error");
+            }
+            drop((permit, counted));
+        });
+    }
+    drop(listener);
+    connections.close();
+    if tokio::time::timeout(grace, connections.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!("HTTP connections still open after the shutdown grace period");
+    }
+    Ok(())
 }
 
 /// Attaches the listener's `sessions` to `directory`: relayed messages and other replicas'

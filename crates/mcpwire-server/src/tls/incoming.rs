@@ -201,6 +201,27 @@ impl Incoming {
         Ok((ServerStream::Plain(tcp), peer))
     }
 
+    /// This listener as `n` copies to accept on other runtimes (each registers its copy
+    /// of the socket with the runtime it is attached on): the listening socket duplicated,
+    /// the TLS shared. Each copy keeps its own bounds on handshakes in progress.
+    pub(crate) fn detach(self, n: usize) -> io::Result<Vec<Detached>> {
+        let tcp = self.tcp.into_std()?;
+        let mut copies = Vec::with_capacity(n);
+        for _ in 1..n.max(1) {
+            copies.push(Detached {
+                tcp: tcp.try_clone()?,
+                #[cfg(feature = "tls")]
+                tls: self.tls.clone(),
+            });
+        }
+        copies.push(Detached {
+            tcp,
+            #[cfg(feature = "tls")]
+            tls: self.tls,
+        });
+        Ok(copies)
+    }
+
     /// [`Incoming::accept`], retrying (after a pause) when the listening socket fails.
     pub(crate) async fn next(&mut self) -> (ServerStream, SocketAddr) {
         loop {
@@ -212,6 +233,28 @@ impl Incoming {
                 }
             }
         }
+    }
+}
+
+/// A copy of a listener not yet attached to a runtime ([`Incoming::detach`]).
+pub(crate) struct Detached {
+    tcp: std::net::TcpListener,
+    #[cfg(feature = "tls")]
+    tls: Option<Arc<ServerTls>>,
+}
+
+impl Detached {
+    /// The listener, accepting on the runtime this is called in.
+    pub(crate) fn attach(self) -> io::Result<Incoming> {
+        Ok(Incoming {
+            tcp: TcpListener::from_std(self.tcp)?,
+            #[cfg(feature = "tls")]
+            tls: self.tls,
+            #[cfg(feature = "tls")]
+            handshakes: JoinSet::new(),
+            #[cfg(feature = "tls")]
+            per_ip: HashMap::new(),
+        })
     }
 }
 
