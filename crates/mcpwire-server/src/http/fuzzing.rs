@@ -3,7 +3,6 @@
 //! into the code the listener runs, nothing of their own; not a stable API.
 
 use axum::http::HeaderMap;
-use mcpwire_model::types::RequestMeta;
 use mcpwire_model::{McpError, Message, jsonrpc};
 use mcpwire_router::Router;
 
@@ -59,6 +58,6 @@ pub fn check_stateless(headers: &HeaderMap, body: &[u8], router: &Router) -> Res
     };
     let version = headers::text(headers, PROTOCOL_VERSION)
         .map_err(|()| McpError::HeaderMismatch("invalid MCP-Protocol-Version header".into()))?;
-    let meta = RequestMeta::from_params(req.params.as_deref());
-    super::route_headers::check(headers, version, &req, &meta, router)
+    let (meta, routed) = super::route_headers::read_params(req.params.as_deref());
+    super::route_headers::check(headers, version, &req, (&meta, routed.as_ref()), router)
 }

@@ -337,13 +337,14 @@ async fn without_session(
 ) -> Response {
     // Read once: it chooses the era here, and a stateless request's headers are checked
     // against it and its session takes it as it is.
-    let meta = match &msg {
-        Message::Request(r) => RequestMeta::from_params(r.params.as_deref()),
-        _ => Ok(None),
+    // With it, where the members `Mcp-Name` mirrors are (one pass over the params).
+    let (meta, routed) = match &msg {
+        Message::Request(r) => route_headers::read_params(r.params.as_deref()),
+        _ => (Ok(None), None),
     };
     let enveloped = matches!(&meta, Ok(Some(m)) if m.protocol_version.is_some());
     if enveloped || version == Some(Revision::STATELESS.as_str()) {
-        let sent = Stateless { msg, meta };
+        let sent = Stateless { msg, meta, routed };
         return stateless(app, headers, version, sent, identity, ip).await;
     }
     if let Some(v) = version
@@ -412,6 +413,8 @@ async fn initialize(
 struct Stateless {
     msg: Message,
     meta: Result<Option<RequestMeta>, String>,
+    /// Where its routed members are in its params, when known.
+    routed: Option<route_headers::Routed>,
 }
 
 /// A 2026-07-28 request: validate the routing headers against the body, then answer it
@@ -429,11 +432,13 @@ async fn stateless(
     let Stateless {
         msg: Message::Request(req),
         meta,
+        routed,
     } = sent
     else {
         return reply::accepted();
     };
-    if let Err(e) = route_headers::check(headers, version, &req, &meta, &app.service.router) {
+    let read = (&meta, routed.as_ref());
+    if let Err(e) = route_headers::check(headers, version, &req, read, &app.service.router) {
         return reply::error_object(Some(req.id), e.to_wire(Revision::STATELESS));
     }
     // A fresh session would take `initialize` as a handshake: 2026-07-28 removed it.

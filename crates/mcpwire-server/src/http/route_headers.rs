@@ -5,14 +5,65 @@
 //! the body has its value, or that disagrees with it, is −32020 (HTTP 400).
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 use axum::http::HeaderMap;
 use mcpwire_model::types::RequestMeta;
 use mcpwire_model::{McpError, Method, Request};
 use mcpwire_router::Router;
 use mcpwire_wire::json_frame;
+use serde_json::value::RawValue;
 
 use super::headers::{self, MCP_METHOD, MCP_NAME};
+
+/// Where a request's `name`, `uri` and `taskId` (what `Mcp-Name` mirrors) are in its params,
+/// found while its `_meta` was read ([`read_params`]); `None`: not there.
+#[derive(Debug, Default)]
+pub(crate) struct Routed {
+    name: Option<Range<usize>>,
+    uri: Option<Range<usize>>,
+    task_id: Option<Range<usize>>,
+}
+
+/// A request's `_meta` as [`RequestMeta::from_params`] reads it and, in the same pass over
+/// the params, where its routed members are ([`Routed`]; `None` when that pass could not
+/// say — no `_meta`, or params it refused — and [`check`] scans for them instead).
+pub(crate) fn read_params(
+    params: Option<&RawValue>,
+) -> (Result<Option<RequestMeta>, String>, Option<Routed>) {
+    #[derive(serde::Deserialize)]
+    struct Envelope<'a> {
+        #[serde(rename = "_meta", default)]
+        meta: Option<RequestMeta>,
+        #[serde(borrow, default)]
+        name: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        uri: Option<&'a RawValue>,
+        #[serde(rename = "taskId", borrow, default)]
+        task_id: Option<&'a RawValue>,
+    }
+    let text = params.map(RawValue::get).unwrap_or_default();
+    if !text.starts_with('{') || !text.contains("\"_meta\"") {
+        return (RequestMeta::from_params(params), None);
+    }
+    let Ok(read) = serde_json::from_str::<Envelope<'_>>(text) else {
+        // Its own error (or, for a duplicate member, none): as the listener always read it.
+        return (RequestMeta::from_params(params), None);
+    };
+    let base = text.as_ptr() as usize;
+    let at = |v: Option<&RawValue>| {
+        v.map(|v| {
+            let start = v.get().as_ptr() as usize - base;
+            start..start + v.get().len()
+        })
+    };
+    let routed = Routed {
+        name: at(read.name),
+        uri: at(read.uri),
+        task_id: at(read.task_id),
+    };
+    (Ok(read.meta), Some(routed))
+}
 
 /// The stateless validation ladder: version header present, envelope present, headers
 /// agreeing with the body. (The version itself is the session's to judge.) `meta`: the
@@ -21,7 +72,7 @@ pub(crate) fn check(
     headers: &HeaderMap,
     version: Option<&str>,
     req: &Request,
-    meta: &Result<Option<RequestMeta>, String>,
+    (meta, routed): (&Result<Option<RequestMeta>, String>, Option<&Routed>),
     router: &Router,
 ) -> Result<(), McpError> {
     let Some(version) = version else {
@@ -64,14 +115,18 @@ pub(crate) fn check(
         }
         Ok(Some(_)) => {}
     }
-    let name = check_name(headers, req)?;
+    let name = check_name(headers, req, routed)?;
     check_params(headers, req, name.as_deref(), router)
 }
 
 /// `Mcp-Name` must equal the body's tool/prompt name, resource URI or task id (SEP-2663:
 /// `tasks/get|update|cancel`), and must be sent whenever the body carries one. The body's
 /// value, when there is one.
-fn check_name<'r>(headers: &HeaderMap, req: &'r Request) -> Result<Option<Cow<'r, str>>, McpError> {
+fn check_name<'r>(
+    headers: &HeaderMap,
+    req: &'r Request,
+    routed: Option<&Routed>,
+) -> Result<Option<Cow<'r, str>>, McpError> {
     let key = match &req.method {
         Method::ToolsCall | Method::PromptsGet => "name",
         Method::ResourcesRead => "uri",
@@ -84,33 +139,19 @@ fn check_name<'r>(headers: &HeaderMap, req: &'r Request) -> Result<Option<Cow<'r
         Ok(h) => h,
         Err(()) => return Err(McpError::HeaderMismatch("invalid Mcp-Name header".into())),
     };
-    #[derive(serde::Deserialize)]
-    struct Names {
-        name: Option<serde_json::Value>,
-        uri: Option<serde_json::Value>,
-        #[serde(rename = "taskId")]
-        task_id: Option<serde_json::Value>,
-    }
     let params = req.params.as_deref().map(|p| p.get());
-    // Most values: found by a scan that skips the other members (the `_meta` envelope, the
-    // arguments) without decoding them; the rest (escapes, anything the scan does not
-    // read) are decoded.
-    let plain = params
-        .and_then(|p| json_frame::plain_string_member(p.as_bytes(), key, json_frame::MAX_NESTING));
-    let body = match plain {
-        Some(value) => Some(Cow::Borrowed(value)),
-        None => {
-            let names = params.and_then(|p| serde_json::from_str::<Names>(p).ok());
-            let field = |n: Names| match key {
-                "uri" => n.uri,
-                "taskId" => n.task_id,
-                _ => n.name,
+    let body = match routed {
+        // Where it is was seen with the `_meta`: only a string counts.
+        Some(routed) => {
+            let range = match key {
+                "uri" => &routed.uri,
+                "taskId" => &routed.task_id,
+                _ => &routed.name,
             };
-            names.and_then(|n| match field(n) {
-                Some(serde_json::Value::String(s)) => Some(Cow::Owned(s)),
-                _ => None,
-            })
+            let raw = range.clone().and_then(|r| params?.get(r));
+            raw.and_then(string_value)
         }
+        None => scanned(params, key),
     };
     match (&body, header) {
         (Some(_), None) => Err(McpError::HeaderMismatch(format!(
@@ -122,6 +163,44 @@ fn check_name<'r>(headers: &HeaderMap, req: &'r Request) -> Result<Option<Cow<'r
             )))
         }
         _ => Ok(body),
+    }
+}
+
+/// The string a raw JSON value is, if it is one (borrowed when it has no escapes).
+fn string_value(raw: &str) -> Option<Cow<'_, str>> {
+    let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
+    if !inner.contains('\\') {
+        return Some(Cow::Borrowed(inner));
+    }
+    serde_json::from_str::<String>(raw).ok().map(Cow::Owned)
+}
+
+/// Member `key` of `params` when it is a string, found by a scan that skips the other
+/// members (the `_meta` envelope, the arguments) without decoding them; the rest (escapes,
+/// anything the scan does not read) decoded.
+fn scanned<'p>(params: Option<&'p str>, key: &str) -> Option<Cow<'p, str>> {
+    #[derive(serde::Deserialize)]
+    struct Names {
+        name: Option<serde_json::Value>,
+        uri: Option<serde_json::Value>,
+        #[serde(rename = "taskId")]
+        task_id: Option<serde_json::Value>,
+    }
+    let params = params?;
+    if let Some(value) =
+        json_frame::plain_string_member(params.as_bytes(), key, json_frame::MAX_NESTING)
+    {
+        return Some(Cow::Borrowed(value));
+    }
+    let names = serde_json::from_str::<Names>(params).ok()?;
+    let field = match key {
+        "uri" => names.uri,
+        "taskId" => names.task_id,
+        _ => names.name,
+    };
+    match field {
+        Some(serde_json::Value::String(s)) => Some(Cow::Owned(s)),
+        _ => None,
     }
 }
 
@@ -200,4 +279,86 @@ fn check_params(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(method: &str, params: &str) -> Request {
+        let text = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{params}}}"#);
+        match mcpwire_model::jsonrpc::decode(text.as_bytes()) {
+            Ok(mcpwire_model::Message::Request(r)) => r,
+            other => panic!("not a request: {other:?}"),
+        }
+    }
+
+    /// What the body's routed member is, read with the `_meta` and by the scan.
+    fn both(method: &str, params: &str) -> (Option<String>, Option<String>) {
+        let req = request(method, params);
+        let (meta, routed) = read_params(req.params.as_deref());
+        let scanned = check_name(&HeaderMap::new(), &req, None);
+        let read = check_name(&HeaderMap::new(), &req, routed.as_ref());
+        assert_eq!(
+            meta.is_ok(),
+            RequestMeta::from_params(req.params.as_deref()).is_ok()
+        );
+        let name = |r: Result<Option<Cow<'_, str>>, McpError>| match r {
+            Ok(v) => v.map(Cow::into_owned),
+            // Required but absent: the header is missing here, so the body had one.
+            Err(e) => Some(format!("required: {e}")),
+        };
+        (name(read), name(scanned))
+    }
+
+    const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+
+    #[test]
+    fn the_routed_member_read_with_the_meta_is_the_one_the_scan_finds() {
+        for (method, rest) in [
+            (
+                "tools/call",
+                r#""name":"echo","arguments":{"name":"inner"}"#,
+            ),
+            (
+                "tools/call",
+                r#""arguments":{"name":"inner"},"name":"e\"cho""#,
+            ),
+            ("tools/call", r#""name":"caf\u00e9""#),
+            ("tools/call", r#""name":7"#),
+            ("tools/call", r#""name":null"#),
+            ("tools/call", r#""arguments":{}"#),
+            ("tools/call", r#""name":"a","name":"b""#),
+            ("prompts/get", r#""name":"p""#),
+            ("resources/read", r#""uri":"file:///a b","name":"x""#),
+            ("tasks/get", r#""taskId":"t-1""#),
+            ("tools/list", r#""name":"ignored""#),
+        ] {
+            for params in [format!("{{{META},{rest}}}"), format!("{{{rest},{META}}}")] {
+                let (read, scanned) = both(method, &params);
+                assert_eq!(read, scanned, "{method} {params}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_meta_is_read_as_from_params_reads_it() {
+        let req = request("tools/call", &format!("{{{META},\"name\":\"echo\"}}"));
+        let (meta, routed) = read_params(req.params.as_deref());
+        let meta = meta.expect("read").expect("present");
+        assert_eq!(meta.protocol_version, Some(serde_json::json!("2026-07-28")));
+        assert!(meta.client_capabilities.is_some());
+        assert!(routed.is_some_and(|r| r.name.is_some()));
+        // Refused `_meta`: the same error, and the members are scanned for.
+        let req = request(
+            "tools/call",
+            r#"{"_meta":{"progressToken":[]},"name":"echo"}"#,
+        );
+        let (meta, routed) = read_params(req.params.as_deref());
+        assert_eq!(
+            meta.err(),
+            RequestMeta::from_params(req.params.as_deref()).err()
+        );
+        assert!(routed.is_none());
+    }
 }
