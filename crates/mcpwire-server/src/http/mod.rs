@@ -352,7 +352,9 @@ async fn accept_loop(
             client: Arc::new(client),
             router: TowerToHyperService::new(router.clone()),
         };
-        let shutdown = shutdown.clone();
+        // The connection's own token: waiting on it at each of the connection's wake-ups
+        // takes its own lock, not the listener token's, which every connection shares.
+        let shutdown = shutdown.child_token();
         connections.spawn(async move {
             let conn = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())

@@ -20,6 +20,7 @@ use mcpwire_wire::{Decoded, FramingError};
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::Encoder;
+use tokio_util::sync::CancellationToken;
 
 use super::McpbListenerState;
 use crate::driver::framed::output_full;
@@ -52,6 +53,10 @@ pub(crate) struct McpbConnection {
     quiet_since: Instant,
     ping_outstanding: bool,
     expires: Option<Instant>,
+    /// The listener's shutdown, as this connection's own token: waiting on it takes no
+    /// lock that every connection shares (a waiter on the listener's token did, at each
+    /// wake-up of every connection).
+    shutdown: CancellationToken,
     /// Set when shutdown began: the connection must be gone by then.
     shutdown_by: Option<Instant>,
     shutdown_acked: bool,
@@ -171,6 +176,7 @@ pub(crate) async fn serve<R, W>(
         quiet_since: now,
         ping_outstanding: false,
         expires: None,
+        shutdown: listener.shutdown.child_token(),
         shutdown_by: None,
         shutdown_acked: false,
         edge_timer: Box::pin(tokio::time::sleep_until(handshake_by.into())),
@@ -215,7 +221,7 @@ impl Endpoint for McpbConnection {
     }
 
     fn poll_ready(&mut self, out: &mut BytesMut) -> bool {
-        if self.shutdown_by.is_none() && self.listener.shutdown.is_cancelled() {
+        if self.shutdown_by.is_none() && self.shutdown.is_cancelled() {
             self.begin_shutdown(out);
         }
         // Relayed answers are framed by a copy (the session's messages borrow the codec).
@@ -242,7 +248,7 @@ impl Endpoint for McpbConnection {
     async fn wait(&mut self, paused: bool) -> McpbWake {
         tokio::select! {
             biased;
-            _ = self.listener.shutdown.cancelled(), if self.shutdown_by.is_none() => McpbWake::Shutdown,
+            _ = self.shutdown.cancelled(), if self.shutdown_by.is_none() => McpbWake::Shutdown,
             _ = self.edge_timer.as_mut() => McpbWake::Edge,
             r = verified(&mut self.verifying) => McpbWake::Verified(r),
             w = self.core.wait(paused) => McpbWake::Core(w),

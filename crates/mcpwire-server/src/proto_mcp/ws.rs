@@ -177,7 +177,8 @@ async fn upgrade(
         .on_upgrade(move |socket| async move {
             let ip = Some(peer.ip());
             let _tracked = st.connections.token();
-            let shutdown = st.shutdown.clone();
+            // Its own token: waiting on it takes no lock that every connection shares.
+            let shutdown = st.shutdown.child_token();
             if let Err(e) = WsConnection::new(&st, identity, ip, trace)
                 .run(socket, shutdown)
                 .await
