@@ -150,14 +150,16 @@ pub(crate) struct Subsets {
     kept: ArcSwap<Kept>,
     /// Held while a subset is built and added (one writer at a time).
     adding: Mutex<()>,
-    /// The subsets of the last callers, by identity instance.
-    known: Mutex<KnownCallers>,
+    /// The subsets of the last callers, by identity instance: read by every call without a
+    /// lock (a lock every call shares moves between cores at each call), replaced whole
+    /// under `adding` when a caller is added.
+    known: ArcSwap<KnownCallers>,
 }
 
 /// The last callers' subsets of one catalog generation: a caller's requests share one
 /// verified [`Identity`], so finding it by pointer is cheaper than matching its claims
 /// against every rule again.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct KnownCallers {
     generation: u64,
     /// `None`: the anonymous caller. At most [`MAX_KNOWN_CALLERS`], oldest first.
@@ -200,7 +202,7 @@ impl Subsets {
         build: impl FnOnce(&Audience) -> Subset,
     ) -> Arc<Subset> {
         {
-            let known = self.known.lock().unwrap_or_else(PoisonError::into_inner);
+            let known = self.known.load();
             if known.generation == generation
                 && let Some((_, s)) = known
                     .callers
@@ -212,7 +214,8 @@ impl Subsets {
         }
         let audience = audience();
         let s = self.get(generation, &audience, || build(&audience));
-        let mut known = self.known.lock().unwrap_or_else(PoisonError::into_inner);
+        let _adding = self.adding.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut known = KnownCallers::clone(&self.known.load());
         if known.generation != generation {
             known.generation = generation;
             known.callers.clear();
@@ -221,6 +224,7 @@ impl Subsets {
             known.callers.remove(0);
         }
         known.callers.push((who.cloned(), s.clone()));
+        self.known.store(Arc::new(known));
         s
     }
 
@@ -348,7 +352,7 @@ mod tests {
         for id in &many {
             get(2, Some(id));
         }
-        assert!(subsets.known.lock().unwrap().callers.len() <= MAX_KNOWN_CALLERS);
+        assert!(subsets.known.load().callers.len() <= MAX_KNOWN_CALLERS);
         let before = audiences.get();
         get(2, many.last());
         assert_eq!(audiences.get(), before, "the newest callers are kept");
