@@ -14,6 +14,7 @@
 # per-identity and per-tool rate limits and the metrics listener. SHARED=false gives each
 # downstream session an upstream session of its own. UPSTREAMS=2 configures a second member
 # (the same upstream), so every tool is exposed prefixed and called as `echo_echo`.
+# HTTP_THREADS=N serves the gateway's listener on N threads of its own (`[server] http_threads`).
 #
 #   bench/gateway_http_http_cpu.sh [MCPWIRE_BINARY]
 set -euo pipefail
