@@ -137,6 +137,33 @@ async fn https_and_mcpbs_serve_a_client_trusting_their_ca() {
     assert!(refused.contains("certificate"), "{refused}");
 }
 
+/// An `https://` listener on threads of its own (`HttpConfig::threads`): each thread's copy
+/// of the listening socket terminates TLS with the one certificate, and clients connecting
+/// again and again (each on whichever thread accepts it) are served; an untrusting client
+/// is still refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_on_threads_of_its_own_serves_every_connection() {
+    let Setup {
+        ca_file, cert, key, ..
+    } = Setup::new("threads");
+    let tls = TlsConfig::new(&cert, &key);
+    let served = serve(
+        service(),
+        testkit::http_with(|h| {
+            h.tls = Some(tls);
+            h.threads = 2;
+        }),
+    )
+    .await;
+    let https = https_url(served.addr());
+    for _ in 0..6 {
+        ping(&https, trusting(&ca_file)).await.expect("https");
+    }
+    let refused = ping(&https, ClientTls::default()).await.unwrap_err();
+    assert!(refused.contains("certificate"), "{refused}");
+    served.shutdown().await.expect("drained");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plaintext_and_silent_clients_on_a_tls_listener_fail_alone() {
     let Setup {
