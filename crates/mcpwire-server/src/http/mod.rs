@@ -42,6 +42,7 @@ mod serve;
 mod session;
 mod sessions;
 mod stateless;
+mod threads;
 mod unread;
 
 use std::net::SocketAddr;
@@ -273,47 +274,22 @@ impl HttpServer {
         let router = router
             .with_state(self.app)
             .layer(axum::middleware::from_fn(unread::close_if_unread));
-        let threads = app.config.threads;
-        if threads <= 1 {
-            return accept_loop(app, router, self.listener, shutdown, grace).await;
+        let own_threads = app.config.threads;
+        if own_threads <= 1 {
+            return accept_loop(app, router, self.listener, None, shutdown, grace).await;
         }
-        // Each thread a runtime of its own accepting on a copy of the socket: a connection,
-        // its requests and the upstream connections they take stay on one core.
-        let mut serving = Vec::with_capacity(threads);
-        for (i, listener) in self.listener.detach(threads)?.into_iter().enumerate() {
-            let (app, router, shutdown) = (app.clone(), router.clone(), shutdown.clone());
-            let (done, served) = tokio::sync::oneshot::channel();
-            std::thread::Builder::new()
-                .name(format!("mcpwire-http-{i}"))
-                .spawn(move || {
-                    let ended = tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                        .and_then(|rt| {
-                            rt.block_on(async move {
-                                let listener = listener.attach()?;
-                                accept_loop(app, router, listener, shutdown, grace).await
-                            })
-                        });
-                    let _ = done.send(ended);
-                })?;
-            serving.push(served);
-        }
-        for served in serving {
-            served.await.map_err(|_| {
-                std::io::Error::other("an HTTP listener thread ended without a result")
-            })??;
-        }
-        Ok(())
+        threads::serve(app, router, self.listener, own_threads, shutdown, grace).await
     }
 }
 
 /// Accepts connections on `listener` and serves each on a task of the current runtime,
-/// until `shutdown`; then drains them (within `grace`).
+/// until `shutdown`; then drains them (within `grace`). `share`: this thread's count among
+/// the listener's own threads (`threads`), which lets a less busy thread accept first.
 async fn accept_loop(
     app: Arc<App>,
     router: axum::Router,
     mut listener: Incoming,
+    share: Option<threads::Share>,
     shutdown: CancellationToken,
     grace: Duration,
 ) -> std::io::Result<()> {
@@ -326,10 +302,17 @@ async fn accept_loop(
         // TLS handshakes happen inside, concurrently. `TCP_NODELAY` is set: answers are
         // written as soon as they are ready; Nagle's algorithm would hold the tail of a
         // multi-write (SSE) reply until the client's delayed ACK.
+        if share.as_ref().is_some_and(threads::Share::ahead) {
+            tokio::select! {
+                () = tokio::time::sleep(threads::YIELD) => {}
+                _ = shutdown.cancelled() => break,
+            }
+        }
         let (io, peer) = tokio::select! {
             a = listener.next() => a,
             _ = shutdown.cancelled() => break,
         };
+        let serving = share.as_ref().map(threads::Share::serving);
         let permit = match conn_limit
             .as_ref()
             .map(|c| c.admit(peer.ip(), WireLabel::Http))
@@ -371,7 +354,7 @@ async fn accept_loop(
             if let Err(e) = ended {
                 tracing::debug!(%peer, error = %e, "connection ended with an error");
             }
-            drop((permit, counted));
+            drop((permit, counted, serving));
         });
     }
     drop(listener);
