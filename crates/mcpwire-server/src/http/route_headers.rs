@@ -44,7 +44,8 @@ pub(crate) fn read_params(
     }
     let text = params.map(RawValue::get).unwrap_or_default();
     if !text.starts_with('{') || !text.contains("\"_meta\"") {
-        return (RequestMeta::from_params(params), None);
+        // What `from_params` makes of it, without its scanning the params again.
+        return (Ok(None), None);
     }
     let Ok(read) = serde_json::from_str::<Envelope<'_>>(text) else {
         // Its own error (or, for a duplicate member, none): as the listener always read it.
