@@ -14,7 +14,9 @@
 # per-identity and per-tool rate limits and the metrics listener. SHARED=false gives each
 # downstream session an upstream session of its own. UPSTREAMS=2 configures a second member
 # (the same upstream), so every tool is exposed prefixed and called as `echo_echo`.
-# HTTP_THREADS=N serves the gateway's listener on N threads of its own (`[server] http_threads`).
+# HTTP_THREADS=N serves the gateway's listener on N threads of its own (`[server] http_threads`;
+# default: one per worker; 1: on the workers). UPSTREAM=demo puts `mcpwire demo --transport
+# http` behind it instead of `mcpwire_echo --http` (the issue's own baseline).
 #
 #   bench/gateway_http_http_cpu.sh [MCPWIRE_BINARY]
 set -euo pipefail
@@ -35,7 +37,7 @@ headers=()
 [[ "${STACK:-}" == full ]] && headers=(--header "authorization: Bearer bench-key-0123456789abcdef")
 echo "== HTTP gateway in front of an HTTP upstream ($clients clients, $n calls, stack ${STACK:-bare}, shared upstream ${SHARED:-true}, ${UPSTREAMS:-1} upstream(s), load $(cut -d' ' -f1 /proc/loadavg))"
 "$httpload" --runs 1 --clients "$clients" --modes stateful -n "$n" \
-    --server "direct=bench/cpu_of.sh $out/direct $echo_bin --http {port}" | grep -E 'req/s|rps|stateful' || true
+    --server "direct=bench/cpu_of.sh $out/direct $(http_upstream_cmd '{port}')" | grep -E 'req/s|rps|stateful' || true
 read -r user sys < "$out/direct.split"
 echo "direct: CPU µs per call: the server alone $(us_per_call "$(cat "$out/direct")") (user $(us_per_call "$user"), system $(us_per_call "$sys"))"
 floor="${HTTP_FLOOR:-$target/http_floor}"

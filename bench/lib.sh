@@ -21,11 +21,27 @@ free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
+# The Streamable HTTP upstream's command on port $1: `mcpwire_echo --http` (the library's
+# server with one tool), or with UPSTREAM=demo `mcpwire demo --transport http` (the binary
+# as deployed: the demo catalog, its listener on threads of its own).
+http_upstream_cmd() { # $1 = port
+    if [[ "${UPSTREAM:-echo}" == demo ]]; then
+        echo "$bin demo --transport http --port $1"
+    else
+        echo "$echo_bin --http $1"
+    fi
+}
+
 # Starts `ECHO_BINARY --http PORT` in the background (its pid in $upstream_pid, its port in
 # $upstream_port) and waits until it accepts connections.
-start_http_echo() { # $1 = the echo server binary
+start_http_echo() { # $1 = the echo server binary (UPSTREAM=demo: `mcpwire demo` instead)
     upstream_port=$(free_port)
-    MCPWIRE_LOG=error "$1" --http "$upstream_port" > /dev/null &
+    if [[ "${UPSTREAM:-echo}" == demo ]]; then
+        # shellcheck disable=SC2046 # the command's words
+        MCPWIRE_LOG=error $(http_upstream_cmd "$upstream_port") > /dev/null 2>&1 &
+    else
+        MCPWIRE_LOG=error "$1" --http "$upstream_port" > /dev/null &
+    fi
     upstream_pid=$!
     for _ in $(seq 100); do
         (exec 3<>"/dev/tcp/127.0.0.1/$upstream_port") 2>/dev/null && return 0

@@ -402,12 +402,34 @@ fn status_or_close(conn: &mut TcpStream, limit: Duration) -> Option<u16> {
     text.split_whitespace().nth(1).and_then(|s| s.parse().ok())
 }
 
+/// The demo, its listener cutting off a client after a second of silence, served on
+/// `threads` threads of its own (1: the runtime's).
+fn timing_out_in_a_second(threads: usize) -> HttpServer {
+    HttpServer::demo(
+        |_| {},
+        |h| {
+            h.read_timeout = Duration::from_secs(1);
+            h.threads = threads;
+        },
+    )
+}
+
 /// A client that declares a body and stalls partway is cut off (408, connection closed)
 /// after `--read-timeout-secs`; so is one that never finishes its headers. Meanwhile and
 /// afterwards, other connections are served.
 #[test]
 fn stalled_body_and_headers_time_out() {
-    let s = HttpServer::demo(|_| {}, |h| h.read_timeout = Duration::from_secs(1));
+    stalled_body_and_headers_time_out_on(1);
+}
+
+/// The same on the listener's own threads (each connection on one of two).
+#[test]
+fn stalled_body_and_headers_time_out_on_listener_threads() {
+    stalled_body_and_headers_time_out_on(2);
+}
+
+fn stalled_body_and_headers_time_out_on(threads: usize) {
+    let s = timing_out_in_a_second(threads);
     let sid = s.initialize();
     let start = Instant::now();
 
@@ -462,7 +484,17 @@ fn stalled_body_and_headers_time_out() {
 /// served, and are closed after the read timeout instead of being held forever.
 #[test]
 fn idle_connections_do_not_starve_others() {
-    let s = HttpServer::demo(|_| {}, |h| h.read_timeout = Duration::from_secs(1));
+    idle_connections_do_not_starve_others_on(1);
+}
+
+/// The same on the listener's own threads (each connection on one of two).
+#[test]
+fn idle_connections_do_not_starve_others_on_listener_threads() {
+    idle_connections_do_not_starve_others_on(2);
+}
+
+fn idle_connections_do_not_starve_others_on(threads: usize) {
+    let s = timing_out_in_a_second(threads);
     let idle: Vec<TcpStream> = (0..200)
         .map(|_| TcpStream::connect(&s.addr).expect("connect"))
         .collect();
@@ -516,6 +548,22 @@ fn flood(s: &HttpServer, sid: &str, n: usize) -> Vec<Value> {
         .into_iter()
         .map(|t| t.join().expect("client thread"))
         .collect()
+}
+
+/// 500 concurrent calls on one session, on the listener's own threads (its connections
+/// spread over two, the session opened on one of them): all answered correctly.
+#[test]
+fn flood_of_concurrent_calls_on_listener_threads() {
+    let s = HttpServer::demo(|_| {}, |h| h.threads = 2);
+    let sid = s.initialize();
+    for (i, body) in flood(&s, &sid, 500).iter().enumerate() {
+        assert_eq!(body["id"], i, "{body}");
+        assert_eq!(
+            body["result"]["content"][0]["text"],
+            format!("m{i}"),
+            "{body}"
+        );
+    }
 }
 
 /// 500 concurrent calls on one session: all answered correctly under the default limits;

@@ -1,5 +1,5 @@
 //! A client that sends many requests and never reads its answers, through the binary on
-//! stdio, MCPB and WebSocket: the server must stop reading (backpressure) rather than buffer
+//! stdio, MCPB, WebSocket and Streamable HTTP: the server must stop reading (backpressure) rather than buffer
 //! the answers, so its memory stays flat. Each request is a `tools/list` (about 10 KiB of
 //! answer for a small request), so a server that kept reading would grow by hundreds of MiB.
 //!
@@ -24,6 +24,8 @@ use mcpwire_wire::Limits;
 use mcpwire_wire::mcpb::{McpbCodec, McpbFrame, McpbOut, VersionOffer};
 use serde_json::{Value, json};
 use tokio_util::codec::{Decoder, Encoder};
+
+use common::http::HttpServer;
 
 /// How much the server's peak resident memory may grow over the flood.
 const GROWTH_LIMIT_KIB: u64 = 32 * 1024;
@@ -352,4 +354,32 @@ fn websocket_stops_reading_a_client_that_does_not_read() {
     let before = status_kib(child.id(), "VmRSS");
     let flood = flood(stream, ws_text(&tools_list(PAD)));
     assert_flat(&watch(child, before, flood, "websocket"));
+}
+
+/// Streamable HTTP (on the listener's own threads, the gateway's default on a machine with
+/// more than one core): a client pipelining `POST`s on one connection and never reading
+/// the answers. The listener reads the next request only once the last answer is written,
+/// so it stops reading when the socket's buffers are full.
+#[test]
+fn http_stops_reading_a_client_that_does_not_read() {
+    let (child, addr) = listen("http", &[], "mcpwire: listening on http://");
+    let http = HttpServer::at(&addr);
+    let sid = http.initialize();
+    let (host, path) = addr.split_once('/').expect("host/path");
+    let body = tools_list(PAD);
+    let mut request = format!(
+        "POST /{path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMcp-Session-Id: {sid}\r\n\
+         Mcp-Protocol-Version: 2025-11-25\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    request.extend_from_slice(&body);
+    let stream = TcpStream::connect(host).expect("connect");
+    // Settling before the baseline is read (what follows the handshake is allocated), not
+    // a wait for an event: the growth measured against it is what is tested.
+    std::thread::sleep(Duration::from_millis(200));
+    let before = status_kib(child.id(), "VmRSS");
+    let flood = flood(stream, request);
+    assert_flat(&watch(child, before, flood, "http"));
 }

@@ -281,8 +281,9 @@ impl ListenerSpec {
         }
     }
 
-    /// The listener as the library serves it.
-    pub fn wire(&self) -> Wire {
+    /// The listener as the library serves it; an HTTP listener without `threads` of its own
+    /// serves on `http_threads` (0 or 1: the caller's runtime).
+    pub fn wire(&self, http_threads: usize) -> Wire {
         let o = &self.options;
         let addr = self
             .addr
@@ -307,7 +308,7 @@ impl ListenerSpec {
                         .read_timeout_secs
                         .map_or(d.read_timeout, Duration::from_secs),
                     tls: self.tls.clone(),
-                    threads: o.threads.unwrap_or(d.threads),
+                    threads: o.threads.unwrap_or(http_threads),
                 })
             }
             Scheme::Ws => Wire::Ws(WsWire {
@@ -543,7 +544,7 @@ mod tests {
             o.health_port = Some(8);
         })
         .unwrap()
-        .wire() else {
+        .wire(0) else {
             panic!("an MCPB wire")
         };
         assert_eq!(w.config.tokens, vec!["t".to_string()]);

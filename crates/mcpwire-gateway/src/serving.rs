@@ -33,7 +33,6 @@ use mcpwire_server::Service;
 use mcpwire_server::admin::console::calls::CallLog;
 use mcpwire_server::admin::{AdminServer, BackendHealth, HealthProbe};
 use mcpwire_server::limits::ConnectionLimits;
-use mcpwire_server::wires::Wire;
 
 /// Quiet time after an edit of the configuration file before it is read.
 const RELOAD_DEBOUNCE: Duration = Duration::from_millis(300);
@@ -556,20 +555,17 @@ impl Gateway {
             }
             None => None,
         };
+        let http_threads = self
+            .config
+            .server
+            .http_threads
+            .unwrap_or_else(runtime_workers);
         let listeners: Vec<_> = self
             .config
             .listeners
             .iter()
             .zip(&self.services)
-            .map(|(l, s)| {
-                let mut wire = l.wire();
-                if let Wire::Http(http) = &mut wire
-                    && l.options.threads.is_none()
-                {
-                    http.threads = self.config.server.http_threads.unwrap_or(0);
-                }
-                (s.clone(), wire)
-            })
+            .map(|(l, s)| (s.clone(), l.wire(http_threads)))
             .collect();
         let serving = mcpwire_server::wires::serve_listeners(listeners, Some(shutdown.clone()));
         let served = match self.reload_triggers(&shutdown) {
@@ -974,5 +970,16 @@ fn federation_error(config: &GatewayConfig, e: FederationError) -> GatewayError 
         other => config
             .error_at(&KeyPath::root().key("backends"), other.to_string())
             .into(),
+    }
+}
+
+/// The worker threads of the runtime serving the gateway: what HTTP listeners serve on
+/// threads of their own by default (`[server] http_threads`) — one per worker, so each
+/// connection stays on one core; 1 on a single-threaded runtime (served on it).
+fn runtime_workers() -> usize {
+    let runtime = tokio::runtime::Handle::current();
+    match runtime.runtime_flavor() {
+        tokio::runtime::RuntimeFlavor::CurrentThread => 1,
+        _ => runtime.metrics().num_workers(),
     }
 }

@@ -69,7 +69,11 @@ impl Drop for Serving {
 }
 
 /// Serves `listener` on `threads` threads of its own until `shutdown`, then drains each
-/// (within `grace`); returns once every thread has.
+/// (within `grace`); returns once every thread has. A thread keeps running what its
+/// connections started (a session opened on one thread may serve calls that came in on
+/// another) until every thread has drained. A thread that cannot start or ends with an
+/// error (or panics) stops the others: the listener fails as one, with the first error,
+/// and no thread is left serving.
 pub(super) async fn serve(
     app: Arc<App>,
     router: axum::Router,
@@ -78,33 +82,77 @@ pub(super) async fn serve(
     shutdown: CancellationToken,
     grace: Duration,
 ) -> std::io::Result<()> {
+    // Cancelled by the listener's shutdown, and by a thread that fails.
+    let stop = shutdown.child_token();
+    // Cancelled once every thread's connections are drained: until then each thread's
+    // runtime keeps running the tasks its sessions started.
+    let drained = CancellationToken::new();
     let mut serving = Vec::with_capacity(threads);
+    let mut exits = Vec::with_capacity(threads);
+    let mut failed = None;
     let copies = listener.detach(threads)?.into_iter();
     for (i, (listener, share)) in copies.zip(Share::all(threads)).enumerate() {
-        let (app, router, shutdown) = (app.clone(), router.clone(), shutdown.clone());
+        let (app, router) = (app.clone(), router.clone());
+        let (mine, drained) = (stop.clone(), drained.clone());
         let (done, served) = tokio::sync::oneshot::channel();
-        std::thread::Builder::new()
+        let (exit, exited) = tokio::sync::oneshot::channel::<()>();
+        let spawned = std::thread::Builder::new()
             .name(format!("mcpwire-http-{i}"))
             .spawn(move || {
-                let ended = tokio::runtime::Builder::new_current_thread()
+                // A panic stops the other threads too (and `done` is dropped unsent).
+                let _stop_the_others = mine.clone().drop_guard();
+                let _exit = exit;
+                let runtime = match tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()
-                    .and_then(|rt| {
-                        rt.block_on(async move {
-                            let listener = listener.attach()?;
-                            accept_loop(app, router, listener, Some(share), shutdown, grace).await
-                        })
-                    });
-                let _ = done.send(ended);
-            })?;
-        serving.push(served);
+                {
+                    Ok(runtime) => runtime,
+                    Err(e) => {
+                        let _ = done.send(Err(e));
+                        return;
+                    }
+                };
+                runtime.block_on(async move {
+                    let ended = match listener.attach() {
+                        Ok(listener) => {
+                            accept_loop(app, router, listener, Some(share), mine.clone(), grace)
+                                .await
+                        }
+                        Err(e) => Err(e),
+                    };
+                    if ended.is_err() {
+                        mine.cancel();
+                    }
+                    let _ = done.send(ended);
+                    drained.cancelled().await;
+                });
+            });
+        match spawned {
+            Ok(_) => {
+                serving.push(served);
+                exits.push(exited);
+            }
+            Err(e) => {
+                stop.cancel();
+                failed = Some(e);
+                break;
+            }
+        }
     }
     for served in serving {
-        served.await.map_err(|_| {
-            std::io::Error::other("an HTTP listener thread ended without a result")
-        })??;
+        let ended = served
+            .await
+            .unwrap_or_else(|_| Err(std::io::Error::other("an HTTP listener thread panicked")));
+        if let Err(e) = ended {
+            failed.get_or_insert(e);
+        }
     }
-    Ok(())
+    drained.cancel();
+    for exited in exits {
+        // Sent by nobody: the sender is dropped as the thread ends.
+        let _ = exited.await;
+    }
+    failed.map_or(Ok(()), Err)
 }
 
 #[cfg(test)]

@@ -2,12 +2,12 @@
 //! through handles kept per `method` and per `tool` (`handles.rs`).
 
 use std::borrow::Cow;
-use std::sync::OnceLock;
+use std::sync::{LazyLock, OnceLock};
 use std::time::Instant;
 
 use mcpwire_model::{McpError, Method, Raw, Reply};
 use mcpwire_router::McpReply;
-use mcpwire_wire::json_frame;
+use mcpwire_wire::json_frame::{self, MemberProbe};
 use metrics::Gauge;
 use serde::Deserialize;
 
@@ -266,6 +266,9 @@ pub(super) fn outcome(reply: Option<&McpReply>) -> Outcome {
 /// The outcome of a relayed call's answer `line` (a JSON-RPC response with a `result`):
 /// `tool_error` when the result says `isError: true` (read like [`is_error`], from the
 /// `result` member), else `ok`.
+/// Whether a result may say `isError` (`json_frame::may_have_member`), prepared once.
+static IS_ERROR: LazyLock<MemberProbe<'static>> = LazyLock::new(|| MemberProbe::new("isError"));
+
 pub(crate) fn relayed_outcome(line: &[u8]) -> Outcome {
     #[derive(Deserialize)]
     struct Response {
@@ -273,7 +276,7 @@ pub(crate) fn relayed_outcome(line: &[u8]) -> Outcome {
         result: Option<IsError>,
     }
     // Most answers cannot say it: found so on the bytes, not decoded.
-    if !json_frame::may_have_member_in(line, "isError") {
+    if !IS_ERROR.may_be_in(line) {
         return Outcome::Ok;
     }
     match serde_json::from_slice::<Response>(line) {
@@ -287,7 +290,7 @@ pub(crate) fn relayed_outcome(line: &[u8]) -> Outcome {
 /// Whether a result says `isError: true`. A result that cannot have an `isError` member
 /// (`json_frame::may_have_member`) is not parsed: most results.
 fn is_error(result: &str) -> bool {
-    if !json_frame::may_have_member(result, "isError") {
+    if !IS_ERROR.may_be_in(result.as_bytes()) {
         return false;
     }
     matches!(

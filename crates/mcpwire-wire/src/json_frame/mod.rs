@@ -156,12 +156,34 @@ pub fn may_have_member(json: &str, key: &str) -> bool {
 
 /// [`may_have_member`] on JSON text not checked as UTF-8 (an answer a relay hands back).
 pub fn may_have_member_in(json: &[u8], key: &str) -> bool {
-    let simple = key
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'$'));
-    !simple
-        || memchr::memmem::find(json, key.as_bytes()).is_some()
-        || memchr::memmem::find(json, b"\\u").is_some()
+    MemberProbe::new(key).may_be_in(json)
+}
+
+/// [`may_have_member_in`] for one key, its search prepared once: what a path asking the same
+/// question of every frame keeps (in a `static`), instead of preparing it per frame.
+pub struct MemberProbe<'k> {
+    /// `None` when the key has characters a `\` escape other than `\u` can spell: then
+    /// every text may have it.
+    key: Option<memchr::memmem::Finder<'k>>,
+}
+
+impl<'k> MemberProbe<'k> {
+    /// The probe for members named `key`.
+    pub fn new(key: &'k str) -> MemberProbe<'k> {
+        let simple = key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'$'));
+        MemberProbe {
+            key: simple.then(|| memchr::memmem::Finder::new(key.as_bytes())),
+        }
+    }
+
+    /// Whether an object anywhere in `json` may have the member ([`may_have_member`]).
+    pub fn may_be_in(&self, json: &[u8]) -> bool {
+        let Some(key) = &self.key else { return true };
+        key.find(json).is_some()
+            || memchr::memchr_iter(b'\\', json).any(|at| json.get(at + 1) == Some(&b'u'))
+    }
 }
 
 #[cfg(test)]
@@ -262,5 +284,14 @@ mod tests {
         assert!(may_have_member(r#"{"isError":true}"#, "isError"));
         assert!(may_have_member(r#"{"\u0069sError":true}"#, "isError"));
         assert!(may_have_member(r#"{}"#, "a/b"), "`\\/` spells `/`");
+        let probe = MemberProbe::new("isError");
+        assert!(
+            !probe.may_be_in(br#"{"text":"a\\\"b\\n"}"#),
+            "escapes other than \\u"
+        );
+        assert!(probe.may_be_in(br#"{"\u0069sError":true}"#));
+        assert!(probe.may_be_in(br#"{"result":{"isError":false}}"#));
+        assert!(!probe.may_be_in(br#"{"result":{"content":[]}}"#));
+        assert!(!probe.may_be_in(b"\\"), "a backslash at the end");
     }
 }
