@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use arc_swap::ArcSwap;
+use arc_swap::{ArcSwap, ArcSwapOption};
 
 use mcpwire_model::Raw;
 use mcpwire_router::Identity;
@@ -19,9 +19,10 @@ use crate::policy::{Audience, Policy, PolicyItem};
 /// when next needed).
 const MAX_AUDIENCES: usize = 64;
 
-/// Callers (identities) whose subset is remembered per catalog, so their calls skip
-/// working out their audience; past that, the oldest is forgotten.
-const MAX_KNOWN_CALLERS: usize = 32;
+/// Slots of callers (identities) whose subset is remembered, so their calls skip working
+/// out their audience: a caller has one slot (by its identity instance), and a caller
+/// landing in a taken slot takes it over.
+const KNOWN_CALLER_SLOTS: usize = 64;
 
 /// The visible part of one catalog, paged.
 pub(crate) struct Subset {
@@ -150,20 +151,46 @@ pub(crate) struct Subsets {
     kept: ArcSwap<Kept>,
     /// Held while a subset is built and added (one writer at a time).
     adding: Mutex<()>,
-    /// The subsets of the last callers, by identity instance: read by every call without a
-    /// lock (a lock every call shares moves between cores at each call), replaced whole
-    /// under `adding` when a caller is added.
-    known: ArcSwap<KnownCallers>,
+    /// The subsets of recent callers, one slot each by identity instance: read by every
+    /// call without a lock (a lock every call shares moves between cores at each call),
+    /// and a miss replaces one slot — never copies the others (callers beyond the slots
+    /// would otherwise copy them at every call).
+    known: KnownCallers,
 }
 
-/// The last callers' subsets of one catalog generation: a caller's requests share one
-/// verified [`Identity`], so finding it by pointer is cheaper than matching its claims
-/// against every rule again.
-#[derive(Default, Clone)]
-struct KnownCallers {
+/// A caller's subset of one catalog generation: a caller's requests share one verified
+/// [`Identity`], so finding it by pointer is cheaper than matching its claims against
+/// every rule again.
+struct KnownCaller {
     generation: u64,
-    /// `None`: the anonymous caller. At most [`MAX_KNOWN_CALLERS`], oldest first.
-    callers: Vec<(Option<Identity>, Arc<Subset>)>,
+    /// `None`: the anonymous caller.
+    who: Option<Identity>,
+    subset: Arc<Subset>,
+}
+
+/// The slots of [`Subsets::known`].
+struct KnownCallers([ArcSwapOption<KnownCaller>; KNOWN_CALLER_SLOTS]);
+
+impl Default for KnownCallers {
+    fn default() -> KnownCallers {
+        KnownCallers(std::array::from_fn(|_| ArcSwapOption::empty()))
+    }
+}
+
+impl KnownCallers {
+    /// The slot of caller `who`.
+    fn slot(&self, who: Option<&Identity>) -> &ArcSwapOption<KnownCaller> {
+        &self.0[known_slot(who)]
+    }
+}
+
+/// The slot of caller `who` in [`Subsets::known`]: by its identity instance's address.
+fn known_slot(who: Option<&Identity>) -> usize {
+    who.map_or(0, |w| {
+        let at = w.instance_address();
+        // Allocations are aligned: the low bits say nothing; mix the rest.
+        (at >> 4 ^ at >> 10) % KNOWN_CALLER_SLOTS
+    })
 }
 
 fn same_caller(a: Option<&Identity>, b: Option<&Identity>) -> bool {
@@ -201,30 +228,20 @@ impl Subsets {
         audience: impl FnOnce() -> Audience,
         build: impl FnOnce(&Audience) -> Subset,
     ) -> Arc<Subset> {
+        let slot = self.known.slot(who);
+        if let Some(known) = &*slot.load()
+            && known.generation == generation
+            && same_caller(known.who.as_ref(), who)
         {
-            let known = self.known.load();
-            if known.generation == generation
-                && let Some((_, s)) = known
-                    .callers
-                    .iter()
-                    .find(|(c, _)| same_caller(c.as_ref(), who))
-            {
-                return s.clone();
-            }
+            return known.subset.clone();
         }
         let audience = audience();
         let s = self.get(generation, &audience, || build(&audience));
-        let _adding = self.adding.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut known = KnownCallers::clone(&self.known.load());
-        if known.generation != generation {
-            known.generation = generation;
-            known.callers.clear();
-        }
-        if known.callers.len() >= MAX_KNOWN_CALLERS {
-            known.callers.remove(0);
-        }
-        known.callers.push((who.cloned(), s.clone()));
-        self.known.store(Arc::new(known));
+        slot.store(Some(Arc::new(KnownCaller {
+            generation,
+            who: who.cloned(),
+            subset: s.clone(),
+        })));
         s
     }
 
@@ -346,17 +363,45 @@ mod tests {
             4,
             "a new generation (catalog or policy) starts afresh"
         );
-        let many: Vec<Identity> = (0..MAX_KNOWN_CALLERS * 3)
+        let many: Vec<Identity> = (0..KNOWN_CALLER_SLOTS * 3)
             .map(|i| Identity::bearer(format!("u{i}"), None, vec![], serde_json::Map::new()))
             .collect();
         for id in &many {
             get(2, Some(id));
         }
-        assert!(subsets.known.load().callers.len() <= MAX_KNOWN_CALLERS);
+        let held = subsets
+            .known
+            .0
+            .iter()
+            .filter(|k| k.load().is_some())
+            .count();
+        assert!(held <= KNOWN_CALLER_SLOTS);
         let before = audiences.get();
         get(2, many.last());
-        assert_eq!(audiences.get(), before, "the newest callers are kept");
-        get(2, many.first());
-        assert_eq!(audiences.get(), before + 1, "the oldest were forgotten");
+        assert_eq!(audiences.get(), before, "the newest caller is kept");
+        let worked_out = |ids: &[Identity]| {
+            let before = audiences.get();
+            for id in ids {
+                get(2, Some(id));
+            }
+            audiences.get() - before
+        };
+        assert!(
+            worked_out(&many) > 0,
+            "more callers than slots: some were forgotten"
+        );
+        let mut slots = std::collections::HashSet::new();
+        let few: Vec<Identity> = many
+            .iter()
+            .filter(|id| slots.insert(known_slot(Some(id))))
+            .take(4)
+            .cloned()
+            .collect();
+        worked_out(&few);
+        assert_eq!(
+            worked_out(&few),
+            0,
+            "callers in slots of their own stay remembered"
+        );
     }
 }

@@ -132,6 +132,12 @@ impl Identity {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 
+    /// Where this identity instance lives: equal for clones of one verification's result
+    /// ([`Identity::same_instance`]), for caches to spread callers by.
+    pub fn instance_address(&self) -> usize {
+        Arc::as_ptr(&self.inner) as usize
+    }
+
     /// Whether `other` is the same caller: the same subject, authenticated the same way
     /// (what an HTTP session checks on each request so one caller cannot use another's
     /// session).

@@ -1,5 +1,6 @@
 //! API keys: stored as SHA-256 digests only, matched in constant time.
 
+use mcpwire_router::Identity;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
@@ -47,29 +48,44 @@ pub(crate) fn parse_digest(hex: &str) -> Option<[u8; 32]> {
     Some(out)
 }
 
-/// The configured keys.
+/// The configured keys, each with the one [`Identity`] every request presenting it is
+/// given: one instance per key, so what is worked out for a caller and remembered by
+/// identity instance (its policy subset) is found again by its other connections.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ApiKeys {
-    keys: Vec<ApiKey>,
+    keys: Vec<(ApiKey, Identity)>,
 }
 
 impl ApiKeys {
-    pub(crate) fn new(keys: Vec<ApiKey>) -> ApiKeys {
+    /// `keys`, a key without scopes of its own granting `default_scopes`.
+    pub(crate) fn new(keys: Vec<ApiKey>, default_scopes: &[String]) -> ApiKeys {
+        let keys = keys
+            .into_iter()
+            .map(|key| {
+                let scopes = key
+                    .scopes
+                    .clone()
+                    .unwrap_or_else(|| default_scopes.to_vec());
+                let identity = Identity::api_key(key.name.clone(), scopes);
+                (key, identity)
+            })
+            .collect();
         ApiKeys { keys }
     }
 
-    /// The key whose secret is `token`. The token is hashed and compared with every
-    /// digest in constant time, so the time taken says nothing about how close a guess was.
-    pub(crate) fn find(&self, token: &str) -> Option<&ApiKey> {
+    /// The identity of the key whose secret is `token`. The token is hashed and compared
+    /// with every digest in constant time, so the time taken says nothing about how close a
+    /// guess was.
+    pub(crate) fn find(&self, token: &str) -> Option<&Identity> {
         if self.keys.is_empty() {
             // Nothing to compare with: no digest (what is configured is no secret).
             return None;
         }
         let d = digest(token);
         let mut found = None;
-        for key in &self.keys {
+        for (key, identity) in &self.keys {
             if bool::from(key.digest.ct_eq(&d)) {
-                found = Some(key);
+                found = Some(identity);
             }
         }
         found
@@ -82,11 +98,25 @@ mod tests {
 
     #[test]
     fn keys_match_by_digest_only() {
-        let keys = ApiKeys::new(vec![
-            ApiKey::new("a".into(), digest("secret-a"), None),
-            ApiKey::new("b".into(), digest("secret-b"), Some(vec!["x".into()])),
-        ]);
-        assert_eq!(keys.find("secret-b").map(|k| k.name.as_str()), Some("b"));
+        let keys = ApiKeys::new(
+            vec![
+                ApiKey::new("a".into(), digest("secret-a"), None),
+                ApiKey::new("b".into(), digest("secret-b"), Some(vec!["x".into()])),
+            ],
+            &["mcp".into()],
+        );
+        let b = keys.find("secret-b").expect("key b");
+        assert_eq!(b.subject(), "key:b");
+        assert!(b.has_scope("x") && !b.has_scope("mcp"));
+        let a = keys.find("secret-a").expect("key a");
+        assert!(
+            a.has_scope("mcp"),
+            "a key without scopes grants the default ones"
+        );
+        assert!(
+            a.same_instance(keys.find("secret-a").expect("key a")),
+            "every request presenting a key gets the same identity instance"
+        );
         assert!(keys.find("secret-").is_none());
         assert!(keys.find("").is_none());
         let hex: String = digest("secret-a")

@@ -134,13 +134,8 @@ impl Authenticator {
             ))));
         }
         let v = self.current.load();
-        if let Some(key) = v.keys.find(token) {
-            let scopes = key
-                .scopes
-                .clone()
-                .unwrap_or_else(|| v.required_scopes.clone());
-            let id = Identity::api_key(key.name.clone(), scopes);
-            return Check::Done(v.scoped(id));
+        if let Some(id) = v.keys.find(token) {
+            return Check::Done(v.scoped(id.clone()));
         }
         let Some(jwt) = &v.jwt else {
             return Check::Done(Err(AuthFailure::Unknown));
@@ -242,7 +237,7 @@ impl Verifiers {
             Some(j) => Some(jwt_verifier(j, config.resource.as_deref())?),
         };
         Ok(Verifiers {
-            keys: ApiKeys::new(keys),
+            keys: ApiKeys::new(keys, &config.required_scopes),
             jwt,
             required_scopes: config.required_scopes.clone(),
             config,
@@ -370,7 +365,7 @@ pub(crate) fn named_keys(
         .into_iter()
         .filter(|k| names.contains(&k.name))
         .collect();
-    Ok((ApiKeys::new(admins), scopes))
+    Ok((ApiKeys::new(admins, &config.required_scopes), scopes))
 }
 
 /// The keys of a key file: `NAME=SECRET` or `NAME=sha256:HEX` per line.

@@ -254,7 +254,13 @@ impl ConsoleSource for GatewayConsole {
     fn login(&self, secret: &str) -> BoxFuture<'static, Option<String>> {
         let (key, scope) = {
             let live = self.live();
-            let key = live.admins.find(secret).map(|k| k.name.clone());
+            let key = live
+                .admins
+                .find(secret)
+                .and_then(|id| match id.credential() {
+                    Credential::ApiKey { name } => Some(name.clone()),
+                    _ => None,
+                });
             (key, live.admin_scope.clone())
         };
         let auth = self.auth.clone();
