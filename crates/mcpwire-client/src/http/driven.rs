@@ -134,7 +134,7 @@ impl Pool {
     pub(super) fn take(&self) -> Option<Wire> {
         let here = home();
         let mut idle = self.lock();
-        prune(&mut idle);
+        prune(&mut idle, Instant::now());
         while let Some(i) = idle.iter().rposition(|(w, _)| w.home == here) {
             let (mut wire, _) = idle.remove(i);
             if wire.ready_now() {
@@ -147,9 +147,11 @@ impl Pool {
     /// Keeps `wire` for reuse, unless the pool is full.
     fn put(&self, wire: Wire) {
         let mut idle = self.lock();
-        prune(&mut idle);
+        // One clock read for both (every call puts its connection back).
+        let now = Instant::now();
+        prune(&mut idle, now);
         if idle.len() < self.0.max {
-            idle.push((wire, Instant::now()));
+            idle.push((wire, now));
         }
     }
 
@@ -166,9 +168,9 @@ impl Pool {
     }
 }
 
-/// Drops the connections idle for longer than [`IDLE_TIMEOUT`] (the oldest come first).
-fn prune(idle: &mut Vec<(Wire, Instant)>) {
-    let now = Instant::now();
+/// Drops the connections idle for longer than [`IDLE_TIMEOUT`] at `now` (the oldest come
+/// first).
+fn prune(idle: &mut Vec<(Wire, Instant)>, now: Instant) {
     let stale = idle
         .iter()
         .take_while(|(_, since)| now.duration_since(*since) >= IDLE_TIMEOUT)

@@ -12,6 +12,7 @@
 //! ([`SessionScope::notify`]), at its own log level.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use futures::FutureExt;
@@ -105,6 +106,9 @@ pub(crate) struct Link {
     events: broadcast::Sender<BackendEvent>,
     /// Cancelled when the upstream connection ended.
     down: tokio_util::sync::CancellationToken,
+    /// Set just before `down` is cancelled: what every call reads (a token's
+    /// `is_cancelled` takes its lock, which calls on every core would share).
+    is_down: Arc<AtomicBool>,
     /// Asks the routing task to route everything queued so far, then to say so.
     flush: mpsc::Sender<oneshot::Sender<()>>,
     /// Calls registered so far (the idle reaper's sign of use: `super::sessions`).
@@ -128,13 +132,15 @@ impl Link {
             table: Mutex::new(Table::default()),
             events: backend_events,
             down: tokio_util::sync::CancellationToken::new(),
+            is_down: Arc::new(AtomicBool::new(false)),
             flush,
             uses: std::sync::atomic::AtomicU64::new(0),
         });
-        let down = link.down.clone();
+        let (down, is_down) = (link.down.clone(), link.is_down.clone());
         let weak = Arc::downgrade(&link);
         tokio::spawn(async move {
             route(weak, events, flushes).await;
+            is_down.store(true, Ordering::Release);
             down.cancel();
         });
         if let Some(session) = &link.session
@@ -176,7 +182,9 @@ impl Link {
     /// request fail finds the link down and the next call opens a new one (the routing
     /// task notices a little later).
     pub(crate) fn is_down(&self) -> bool {
-        self.client.is_closed() || self.down.is_cancelled() || self.client.wire_session_gone()
+        self.client.is_closed()
+            || self.is_down.load(Ordering::Acquire)
+            || self.client.wire_session_gone()
     }
 
     /// Completes when the upstream connection ended.
@@ -200,6 +208,7 @@ impl Link {
     /// Declares the upstream gone (a health check failed: an HTTP server has no connection
     /// whose end says so): calls see the link down, its supervisor opens a new one.
     pub(crate) fn fail(&self) {
+        self.is_down.store(true, Ordering::Release);
         self.down.cancel();
     }
 
