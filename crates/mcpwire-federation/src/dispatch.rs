@@ -173,8 +173,15 @@ pub(crate) fn forward_tool_call(
 /// mapping, when the caller sees it and that member offers a route — under the member's
 /// own name when the tool is exposed renamed or prefixed (written into the frame in place
 /// of the exposed one: the answer names no tool, so it comes back as it came).
-pub(crate) fn relay_route(sight: &Sight, name: &str, caller: &RelayCaller<'_>) -> RelayDecision {
-    let Some((m, e)) = member_entry(sight, name) else {
+/// `catalog` as the caller sees it (`scope`), borrowed: nothing shared by every call is
+/// cloned.
+pub(crate) fn relay_route(
+    catalog: &Catalog,
+    scope: &dyn Scope,
+    name: &str,
+    caller: &RelayCaller<'_>,
+) -> RelayDecision {
+    let Some((m, e)) = member_entry(catalog, scope, name) else {
         return RelayDecision::General;
     };
     let sent_as = match &e.relayed_as {
@@ -198,19 +205,22 @@ pub(crate) fn relay_route(sight: &Sight, name: &str, caller: &RelayCaller<'_>) -
 /// that very name with nothing to map in its answers (task ids, URIs): a call of it may be
 /// passed on as it came.
 fn plain_member<'a>(sight: &'a Sight, name: &str) -> Option<&'a CatalogMember> {
-    member_entry(sight, name)
+    member_entry(&sight.catalog, sight.scope(), name)
         .filter(|(_, e)| e.original == name)
         .map(|(m, _)| m)
 }
 
 /// The member serving tool `name` and its entry, when the caller sees it and the member's
 /// answers need nothing mapped (task ids, URIs).
-fn member_entry<'a>(sight: &'a Sight, name: &str) -> Option<(&'a CatalogMember, &'a Entry)> {
-    let catalog = &sight.catalog;
+fn member_entry<'a>(
+    catalog: &'a Catalog,
+    scope: &dyn Scope,
+    name: &str,
+) -> Option<(&'a CatalogMember, &'a Entry)> {
     let (i, e) = catalog.kind(Kind::Tools).get(name)?;
     let m = &catalog.members[e.member];
     let plain = !m.offers_tasks && !m.renamed_uris;
-    (plain && sight.scope().sees(Kind::Tools, i)).then_some((m, e))
+    (plain && scope.sees(Kind::Tools, i)).then_some((m, e))
 }
 
 /// `(member, original name)` of the visible tool or prompt exposed as `name`.

@@ -51,7 +51,7 @@ pub struct Federation {
     server_info: Implementation,
     info: BackendInfo,
     state: Mutex<State>,
-    catalog: RwLock<Arc<Catalog>>,
+    catalog: ArcSwap<Catalog>,
     events: broadcast::Sender<BackendEvent>,
     /// Who sees what (see `policed.rs`); replaced whole by [`Federation::set_policy`].
     policy: ArcSwap<Policy>,
@@ -182,7 +182,7 @@ impl Federation {
                 slots,
                 generation: 0,
             }),
-            catalog: RwLock::new(Arc::new(empty)),
+            catalog: ArcSwap::from_pointee(empty),
             events,
             tool_index: Arc::new(RwLock::new(ToolIndex::new(config.search_model.clone()))),
         });
@@ -202,10 +202,12 @@ impl Federation {
 
     /// The current catalog.
     pub(crate) fn catalog(&self) -> Arc<Catalog> {
-        self.catalog
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.catalog.load_full()
+    }
+
+    /// The current catalog, borrowed (what a call reads without touching its count).
+    pub(crate) fn catalog_now(&self) -> arc_swap::Guard<Arc<Catalog>> {
+        self.catalog.load()
     }
 
     /// The policy in force.
@@ -298,10 +300,7 @@ impl Federation {
         if !indexed.is_empty() {
             tracing::debug!(members = ?indexed, "tool search index updated");
         }
-        let old = std::mem::replace(
-            &mut *self.catalog.write().unwrap_or_else(PoisonError::into_inner),
-            new.clone(),
-        );
+        let old = self.catalog.swap(new.clone());
         let refusal = old.refusal != new.refusal;
         for event in pages::list_changes(&old.pages(), &new.pages(), refusal) {
             let _ = self.events.send(event);
@@ -737,8 +736,29 @@ impl Backend for Federation {
     }
 
     fn relay_route(&self, name: &str, caller: &RelayCaller<'_>) -> RelayDecision {
-        let sight = self.sight(caller.identity);
-        dispatch::relay_route(&sight, name, caller)
+        // Borrowed, not cloned: every call on every core reads the catalog and the
+        // caller's subset, and a reference count they all bump moves between cores.
+        let catalog = self.catalog_now();
+        let policy = self.policy();
+        if policy.is_open() {
+            return dispatch::relay_route(&catalog, &Everything, name, caller);
+        }
+        let who = caller.identity;
+        self.subsets.with_caller(
+            catalog.generation,
+            who,
+            || policy.audience(who),
+            |audience| {
+                crate::subset::Subset::policed(
+                    Arc::clone(&catalog),
+                    &Everything,
+                    &policy,
+                    audience,
+                    self.page_size(),
+                )
+            },
+            |subset| dispatch::relay_route(&subset.catalog, &**subset, name, caller),
+        )
     }
 
     fn tool_routing(&self, name: &str) -> Option<Arc<ToolRouting>> {

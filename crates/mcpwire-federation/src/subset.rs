@@ -228,12 +228,25 @@ impl Subsets {
         audience: impl FnOnce() -> Audience,
         build: impl FnOnce(&Audience) -> Subset,
     ) -> Arc<Subset> {
+        self.with_caller(generation, who, audience, build, Arc::clone)
+    }
+
+    /// [`Subsets::for_caller`] lent to `f` rather than cloned (a remembered caller's
+    /// subset: its count is not touched).
+    pub(crate) fn with_caller<R>(
+        &self,
+        generation: u64,
+        who: Option<&Identity>,
+        audience: impl FnOnce() -> Audience,
+        build: impl FnOnce(&Audience) -> Subset,
+        f: impl FnOnce(&Arc<Subset>) -> R,
+    ) -> R {
         let slot = self.known.slot(who);
         if let Some(known) = &*slot.load()
             && known.generation == generation
             && same_caller(known.who.as_ref(), who)
         {
-            return known.subset.clone();
+            return f(&known.subset);
         }
         let audience = audience();
         let s = self.get(generation, &audience, || build(&audience));
@@ -242,7 +255,7 @@ impl Subsets {
             who: who.cloned(),
             subset: s.clone(),
         })));
-        s
+        f(&s)
     }
 
     /// `audience`'s subset of catalog generation `generation`, built by `build` unless kept.

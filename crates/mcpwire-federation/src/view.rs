@@ -188,7 +188,7 @@ impl Backend for View {
 
     fn relay_route(&self, name: &str, caller: &RelayCaller<'_>) -> RelayDecision {
         let sight = self.sight(caller.identity);
-        dispatch::relay_route(&sight, name, caller)
+        dispatch::relay_route(&sight.catalog, sight.scope(), name, caller)
     }
 
     fn tool_routing(&self, name: &str) -> Option<Arc<ToolRouting>> {
