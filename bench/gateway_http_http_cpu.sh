@@ -16,7 +16,8 @@
 # (the same upstream), so every tool is exposed prefixed and called as `echo_echo`.
 # HTTP_THREADS=N serves the gateway's listener on N threads of its own (`[server] http_threads`;
 # default: one per worker; 1: on the workers). UPSTREAM=demo puts `mcpwire demo --transport
-# http` behind it instead of `mcpwire_echo --http` (the issue's own baseline).
+# http` behind it instead of `mcpwire_echo --http` (the issue's own baseline); UPSTREAM=rmcp,
+# `rmcp_http_echo` (rmcp's server, the same tool).
 #
 #   bench/gateway_http_http_cpu.sh [MCPWIRE_BINARY]
 set -euo pipefail

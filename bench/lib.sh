@@ -22,11 +22,14 @@ free_port() {
 }
 
 # The Streamable HTTP upstream's command on port $1: `mcpwire_echo --http` (the library's
-# server with one tool), or with UPSTREAM=demo `mcpwire demo --transport http` (the binary
-# as deployed: the demo catalog, its listener on threads of its own).
+# server with one tool), with UPSTREAM=demo `mcpwire demo --transport http` (the binary
+# as deployed: the demo catalog, its listener on threads of its own), or with UPSTREAM=rmcp
+# `rmcp_http_echo` (rmcp's Streamable HTTP server with the same `echo` tool).
 http_upstream_cmd() { # $1 = port
     if [[ "${UPSTREAM:-echo}" == demo ]]; then
         echo "$bin demo --transport http --port $1"
+    elif [[ "${UPSTREAM:-echo}" == rmcp ]]; then
+        echo "${RMCP_BIN:-$target/rmcp_http_echo} $1"
     else
         echo "$echo_bin --http $1"
     fi
@@ -34,9 +37,9 @@ http_upstream_cmd() { # $1 = port
 
 # Starts `ECHO_BINARY --http PORT` in the background (its pid in $upstream_pid, its port in
 # $upstream_port) and waits until it accepts connections.
-start_http_echo() { # $1 = the echo server binary (UPSTREAM=demo: `mcpwire demo` instead)
+start_http_echo() { # $1 = the echo server binary (UPSTREAM=demo|rmcp: another server instead)
     upstream_port=$(free_port)
-    if [[ "${UPSTREAM:-echo}" == demo ]]; then
+    if [[ "${UPSTREAM:-echo}" != echo ]]; then
         # shellcheck disable=SC2046 # the command's words
         MCPWIRE_LOG=error $(http_upstream_cmd "$upstream_port") > /dev/null 2>&1 &
     else
