@@ -10,18 +10,25 @@
 //! the middle of a response). An idle wire is polled once, without waiting, before it is
 //! taken again: one whose server closed it meanwhile is seen ended and dropped.
 //!
+//! An event stream is done with once its answer went by, but its end — the last chunk —
+//! may come after: [`UpstreamBody::finish`] reads it, at once when it is there, else by a
+//! task of its own within [`FINISH_TIMEOUT`] and [`FINISH_LIMIT`] bytes, so the connection
+//! goes back to the pool (rmcp's and the SDKs' servers answer on event streams: dropping
+//! the stream at its answer opened a TCP connection for every call).
+//!
 //! The pool keeps as many idle connections as the client may have requests in flight (a
 //! steady load never closes and reopens connections: with a smaller bound, every request
 //! over it paid a TCP connect and close on both ends), each for at most [`IDLE_TIMEOUT`].
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use axum::body::Bytes;
-use http_body_util::Full;
+use http_body_util::{BodyExt, Full};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper::client::conn::http1::SendRequest;
 use hyper::{Request, Response};
@@ -30,6 +37,14 @@ use tokio::time::Instant;
 
 /// How long an idle connection is kept for reuse (pruned when the pool is next used).
 pub(super) const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// How long the end of an answered event stream is waited for before its connection is
+/// dropped instead of kept.
+pub(super) const FINISH_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How many bytes of an answered event stream are read past its answer, at most, waiting
+/// for its end.
+pub(super) const FINISH_LIMIT: usize = 64 * 1024;
 
 /// A connection's own future: its reads and writes, until it closes.
 type Driving = Pin<Box<dyn Future<Output = hyper::Result<()>> + Send>>;
@@ -118,6 +133,9 @@ struct Idle {
     wires: Mutex<Vec<(Wire, Instant)>>,
     /// Idle connections kept at most.
     max: usize,
+    /// Answered event streams whose end is being waited for ([`UpstreamBody::finish`]):
+    /// at most `max` at once (past that, the connection is dropped).
+    finishing: AtomicUsize,
 }
 
 impl Pool {
@@ -126,6 +144,7 @@ impl Pool {
         Pool(Arc::new(Idle {
             wires: Mutex::new(Vec::new()),
             max: max.max(1),
+            finishing: AtomicUsize::new(0),
         }))
     }
 
@@ -188,6 +207,52 @@ pub(super) struct UpstreamBody {
     pool: Pool,
 }
 
+impl UpstreamBody {
+    /// Done with this body before its end (an event stream whose answer went by): reads
+    /// the rest so the connection can be used again — what is there now at once, the rest
+    /// by a task of its own within [`FINISH_TIMEOUT`] and [`FINISH_LIMIT`] bytes (and with
+    /// at most the pool's bound of such tasks); otherwise the connection is dropped.
+    pub(super) fn finish(mut self) {
+        if self.wire.is_none() {
+            return; // Nothing to keep.
+        }
+        let mut read = 0;
+        let mut cx = Context::from_waker(Waker::noop());
+        loop {
+            match Pin::new(&mut self).poll_frame(&mut cx) {
+                Poll::Ready(Some(Ok(frame))) => {
+                    read += frame.data_ref().map_or(0, |d| d.len());
+                    if read > FINISH_LIMIT {
+                        return;
+                    }
+                }
+                // Ended: the connection went back to the pool (or it closed).
+                Poll::Ready(_) => return,
+                Poll::Pending => break,
+            }
+        }
+        let idle = &self.pool.0;
+        let finishing = idle.finishing.fetch_add(1, Ordering::Relaxed);
+        if finishing >= idle.max || tokio::runtime::Handle::try_current().is_err() {
+            idle.finishing.fetch_sub(1, Ordering::Relaxed);
+            return;
+        }
+        tokio::spawn(async move {
+            let pool = self.pool.clone();
+            let rest = async {
+                while let Some(Ok(frame)) = self.frame().await {
+                    read += frame.data_ref().map_or(0, |d| d.len());
+                    if read > FINISH_LIMIT {
+                        return;
+                    }
+                }
+            };
+            let _ = tokio::time::timeout(FINISH_TIMEOUT, rest).await;
+            pool.0.finishing.fetch_sub(1, Ordering::Relaxed);
+        });
+    }
+}
+
 impl Body for UpstreamBody {
     type Data = Bytes;
     type Error = hyper::Error;
@@ -242,36 +307,51 @@ mod tests {
 
     use super::*;
 
-    /// A server answering each request `ok`; it closes a connection after `per_conn`
-    /// answers. Its address and how many connections it accepted.
-    async fn server(per_conn: usize) -> (std::net::SocketAddr, Arc<AtomicUsize>) {
+    /// A loopback server handing each connection it accepts to `conn`: its address and
+    /// how many connections it accepted.
+    async fn accepting<F, Fut>(conn: F) -> (std::net::SocketAddr, Arc<AtomicUsize>)
+    where
+        F: Fn(TcpStream) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let accepted = Arc::new(AtomicUsize::new(0));
         let a = accepted.clone();
         tokio::spawn(async move {
-            while let Ok((mut tcp, _)) = listener.accept().await {
+            while let Ok((tcp, _)) = listener.accept().await {
                 a.fetch_add(1, Ordering::SeqCst);
-                tokio::spawn(async move {
-                    let mut buf = Vec::new();
-                    for _ in 0..per_conn {
-                        let mut chunk = [0u8; 1024];
-                        while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                            match tcp.read(&mut chunk).await {
-                                Ok(0) | Err(_) => return,
-                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                            }
-                        }
-                        buf.clear();
-                        let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
-                        if tcp.write_all(answer).await.is_err() {
-                            return;
-                        }
-                    }
-                });
+                tokio::spawn(conn(tcp));
             }
         });
         (addr, accepted)
+    }
+
+    /// Reads one request's head off `tcp`; false once the connection ended.
+    async fn request_head(tcp: &mut TcpStream) -> bool {
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 1024];
+        while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+            match tcp.read(&mut chunk).await {
+                Ok(0) | Err(_) => return false,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+        true
+    }
+
+    /// A server answering each request `ok`; it closes a connection after `per_conn`
+    /// answers. Its address and how many connections it accepted.
+    async fn server(per_conn: usize) -> (std::net::SocketAddr, Arc<AtomicUsize>) {
+        accepting(move |mut tcp| async move {
+            for _ in 0..per_conn {
+                let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+                if !request_head(&mut tcp).await || tcp.write_all(answer).await.is_err() {
+                    return;
+                }
+            }
+        })
+        .await
     }
 
     fn get(addr: std::net::SocketAddr) -> Request<Full<Bytes>> {
@@ -430,5 +510,114 @@ mod tests {
         assert_eq!(&fetch(&pool, addr).await[..], b"ok");
         assert_eq!(accepted.load(Ordering::SeqCst), 2, "a new one after it");
         assert_eq!(pool.lock().len(), 1, "the stale one dropped");
+    }
+
+    /// A server answering each request with an event stream: one event, then its end
+    /// after `tail` (at once with `Some(ZERO)`, never with `None`). Its address and how many
+    /// connections it accepted.
+    async fn sse_server(tail: Option<Duration>) -> (std::net::SocketAddr, Arc<AtomicUsize>) {
+        accepting(move |mut tcp| async move {
+            while request_head(&mut tcp).await {
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                            transfer-encoding: chunked\r\n\r\n";
+                let event = "data: ok\n\n";
+                let first = format!("{head}{:x}\r\n{event}\r\n", event.len());
+                let Some(tail) = tail else {
+                    let _ = tcp.write_all(first.as_bytes()).await;
+                    std::future::pending::<()>().await;
+                    return;
+                };
+                let sent = if tail.is_zero() {
+                    tcp.write_all(format!("{first}0\r\n\r\n").as_bytes()).await
+                } else {
+                    let first = tcp.write_all(first.as_bytes()).await;
+                    tokio::time::sleep(tail).await;
+                    first.and(tcp.write_all(b"0\r\n\r\n").await)
+                };
+                if sent.is_err() {
+                    return;
+                }
+            }
+        })
+        .await
+    }
+
+    /// One request on `pool`'s connection (or a new one): its first frame's data, and the
+    /// body, not read to its end.
+    async fn first_event(pool: &Pool, addr: std::net::SocketAddr) -> (Bytes, UpstreamBody) {
+        let wire = match pool.take() {
+            Some(w) => w,
+            None => Wire::handshake(TcpStream::connect(addr).await.unwrap())
+                .await
+                .unwrap(),
+        };
+        let mut body = wire.send(get(addr), pool).await.unwrap().into_body();
+        let frame = body.frame().await.unwrap().unwrap();
+        (frame.into_data().unwrap(), body)
+    }
+
+    /// Waits (a bounded while) until `pool` holds `n` idle connections.
+    async fn idle_reaches(pool: &Pool, n: usize) -> bool {
+        for _ in 0..500 {
+            if pool.lock().len() == n {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        false
+    }
+
+    /// An event stream finished after its answer — its end there at once, or a little
+    /// later — gives its connection back: three answers, one connection (dropped at its
+    /// answer, each took a connection of its own).
+    #[tokio::test]
+    async fn an_answered_event_stream_is_finished_and_its_connection_kept() {
+        for tail in [Duration::ZERO, Duration::from_millis(30)] {
+            let (addr, accepted) = sse_server(Some(tail)).await;
+            let pool = Pool::new(8);
+            for _ in 0..3 {
+                let (data, body) = first_event(&pool, addr).await;
+                assert_eq!(&data[..], b"data: ok\n\n");
+                body.finish();
+                assert!(
+                    idle_reaches(&pool, 1).await,
+                    "tail {tail:?}: connection kept"
+                );
+            }
+            assert_eq!(accepted.load(Ordering::SeqCst), 1, "tail {tail:?}");
+            assert_eq!(pool.0.finishing.load(Ordering::Relaxed), 0);
+        }
+    }
+
+    /// A stream that never ends after its answer is given up after [`FINISH_TIMEOUT`]: its
+    /// connection is not kept and nothing is left waiting for it.
+    #[tokio::test(start_paused = true)]
+    async fn an_event_stream_that_never_ends_is_given_up() {
+        let (addr, accepted) = sse_server(None).await;
+        let pool = Pool::new(8);
+        let (_, body) = first_event(&pool, addr).await;
+        body.finish();
+        assert_eq!(pool.0.finishing.load(Ordering::Relaxed), 1);
+        tokio::time::sleep(FINISH_TIMEOUT + Duration::from_millis(10)).await;
+        assert_eq!(pool.0.finishing.load(Ordering::Relaxed), 0);
+        assert_eq!(pool.lock().len(), 0, "not kept");
+        let (_, body) = first_event(&pool, addr).await;
+        drop(body);
+        assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    }
+
+    /// At most the pool's bound of streams are waited for at once; past it, a stream's
+    /// connection is dropped at once.
+    #[tokio::test(start_paused = true)]
+    async fn streams_waited_for_stay_within_the_bound() {
+        const BOUND: usize = 3;
+        let (addr, _) = sse_server(None).await;
+        let pool = Pool::new(BOUND);
+        for _ in 0..BOUND * 4 {
+            let (_, body) = first_event(&pool, addr).await;
+            body.finish();
+            assert!(pool.0.finishing.load(Ordering::Relaxed) <= BOUND);
+        }
+        assert_eq!(pool.0.finishing.load(Ordering::Relaxed), BOUND);
     }
 }

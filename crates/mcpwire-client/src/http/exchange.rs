@@ -188,6 +188,8 @@ pub(super) async fn read_stream(
         let answered = pump(conn, &mut body, &mut parser, sink, &mut last_id).await?;
         retry = parser.retry.or(retry);
         if answered {
+            // Its end (usually right behind the answer) read, the connection is kept.
+            body.finish();
             return Ok(());
         }
         let Some(last) = last_id.clone() else {
