@@ -167,6 +167,7 @@ impl Service {
             capabilities: router.info().capabilities.clone(),
             instructions,
             limits: Default::default(),
+            derived: Default::default(),
         };
         Service {
             router,

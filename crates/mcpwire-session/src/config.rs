@@ -1,9 +1,10 @@
 //! What a session needs to know about its server, and its limits.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use mcpwire_model::types::{Implementation, ServerCapabilities};
+use serde_json::value::RawValue;
 
 /// Limits a session enforces; every queue and map it keeps is bounded by one of these.
 #[derive(Debug, Clone)]
@@ -43,9 +44,33 @@ pub struct SessionConfig {
     pub instructions: Option<String>,
     /// Limits.
     pub limits: SessionLimits,
+    /// What sessions derive from the fields above, made once for all of them (build it
+    /// with `Default::default()`; a clone starts it afresh).
+    pub derived: Derived,
+}
+
+/// What a [`SessionConfig`]'s sessions derive from it, made on first use.
+#[derive(Debug, Default)]
+pub struct Derived {
+    server_info_json: OnceLock<Arc<RawValue>>,
+}
+
+impl Clone for Derived {
+    /// Empty: the clone's fields may be changed before its first use.
+    fn clone(&self) -> Derived {
+        Derived::default()
+    }
 }
 
 impl SessionConfig {
+    /// `serverInfo` as JSON (every 2026-07-28 result carries it), serialized once.
+    pub(crate) fn server_info_json(&self) -> Arc<RawValue> {
+        self.derived
+            .server_info_json
+            .get_or_init(|| Arc::from(mcpwire_model::to_raw(&self.server_info)))
+            .clone()
+    }
+
     /// A config with default limits.
     pub fn new(server_info: Implementation, capabilities: ServerCapabilities) -> Arc<Self> {
         Arc::new(SessionConfig {
@@ -53,6 +78,25 @@ impl SessionConfig {
             capabilities,
             instructions: None,
             limits: SessionLimits::default(),
+            derived: Derived::default(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The server info's JSON is made once, and a clone changed before its first use
+    /// gives its own.
+    #[test]
+    fn server_info_json_is_made_once_and_a_clone_makes_its_own() {
+        let config = SessionConfig::new(Implementation::new("a", "1"), Default::default());
+        let first = config.server_info_json();
+        assert!(first.get().contains("\"a\""));
+        assert!(Arc::ptr_eq(&first, &config.server_info_json()), "made once");
+        let mut other = (*config).clone();
+        other.server_info = Implementation::new("b", "2");
+        assert!(other.server_info_json().get().contains("\"b\""));
     }
 }

@@ -30,12 +30,24 @@ pub(crate) fn decorate_modern(result: Raw, method: &Method, server_info_json: &R
     if s.contains("\"_meta\"") || s.contains("\"resultType\"") {
         return decorate_parsed(&result, cacheable, server_info_json).unwrap_or(result);
     }
-    let mut out = String::with_capacity(s.len() + 64 + server_info_json.get().len());
-    out.push_str("{\"resultType\":\"complete\",");
+    const COMPLETE: &str = "{\"resultType\":\"complete\",";
+    const CACHING: &str = "\"ttlMs\":0,\"cacheScope\":\"private\",";
+    const META: &str = "\"_meta\":{\"";
+    // Exactly what is written (a capacity short of it grew the string once per result).
+    let len = COMPLETE.len()
+        + if cacheable { CACHING.len() } else { 0 }
+        + META.len()
+        + META_SERVER_INFO.len()
+        + 2
+        + server_info_json.get().len()
+        + 1
+        + s.len();
+    let mut out = String::with_capacity(len);
+    out.push_str(COMPLETE);
     if cacheable {
-        out.push_str("\"ttlMs\":0,\"cacheScope\":\"private\",");
+        out.push_str(CACHING);
     }
-    out.push_str("\"_meta\":{\"");
+    out.push_str(META);
     out.push_str(META_SERVER_INFO);
     out.push_str("\":");
     out.push_str(server_info_json.get());

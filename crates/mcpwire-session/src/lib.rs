@@ -40,7 +40,7 @@ pub use client::{
     ClientTransmit, EraChoice, InputRequest, InputRequired, ListKind, Negotiated, RequestOptions,
     ServerRequest, ServerRequestId, TIMED_OUT_REASON, TransmitKind,
 };
-pub use config::{SessionConfig, SessionLimits};
+pub use config::{Derived, SessionConfig, SessionLimits};
 pub use server::{
     AskId, Dispatch, DispatchCtx, DispatchId, Era, HandshakeState, ServerSession, SessionEvent,
     Transmit,

@@ -26,6 +26,7 @@ fn config() -> Arc<SessionConfig> {
         },
         instructions: None,
         limits: Default::default(),
+        derived: Default::default(),
     })
 }
 

@@ -36,6 +36,7 @@ impl Harness {
             capabilities: caps,
             instructions: None,
             limits: Default::default(),
+            derived: Default::default(),
         };
         cfg.limits.max_in_flight = 2;
         cfg.limits.ask_timeout = Duration::from_secs(5);

@@ -25,6 +25,7 @@ fn config() -> Arc<SessionConfig> {
         },
         instructions: None,
         limits: Default::default(),
+        derived: Default::default(),
     })
 }
 

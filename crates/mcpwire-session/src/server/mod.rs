@@ -165,7 +165,8 @@ pub struct ServerSession {
     transmits: VecDeque<Transmit>,
     dispatches: VecDeque<Dispatch>,
     events: VecDeque<SessionEvent>,
-    server_info_json: Raw,
+    /// `serverInfo` as JSON, made once per config.
+    server_info_json: Arc<RawValue>,
     peer_closed: bool,
     /// Initialized without the client's own handshake ([`ServerSession::provisional`]): an
     /// `initialize` is still taken as the real one.
@@ -175,7 +176,7 @@ pub struct ServerSession {
 impl ServerSession {
     /// A fresh session for a new connection.
     pub fn new(config: Arc<SessionConfig>) -> ServerSession {
-        let server_info_json = to_raw(&config.server_info);
+        let server_info_json = config.server_info_json();
         ServerSession {
             config,
             era: Era::Unknown,
