@@ -275,7 +275,29 @@ pub fn decode_with_depth(bytes: &[u8], max_depth: usize) -> Result<Message, Malf
 /// `memchr`, so long strings (the bulk of large payloads) cost a vectorized search, not a
 /// byte-by-byte walk. [`decode_with_depth`] refuses such input; a raw-frame path that
 /// forwards bytes undecoded checks it first, as the decoder would.
+///
+/// A message with no more opening brackets in all (strings' included) than `max` cannot
+/// nest deeper: that is counted first (vectorized, and most messages end there), the walk
+/// runs only past it.
 pub fn nesting_exceeds(bytes: &[u8], max: usize) -> bool {
+    brackets_exceed(bytes, max) && nesting_walk_exceeds(bytes, max)
+}
+
+/// Whether `bytes` holds more than `max` opening brackets, counted in blocks so a long
+/// input stops counting once past it.
+fn brackets_exceed(bytes: &[u8], max: usize) -> bool {
+    let mut seen = 0usize;
+    for block in bytes.chunks(512) {
+        seen += block.iter().filter(|&&b| b == b'{' || b == b'[').count();
+        if seen > max {
+            return true;
+        }
+    }
+    false
+}
+
+/// The nesting walk itself: strings skipped, brackets counted by depth.
+fn nesting_walk_exceeds(bytes: &[u8], max: usize) -> bool {
     let mut depth = 0usize;
     let mut i = 0usize;
     while i < bytes.len() {
@@ -560,6 +582,16 @@ mod tests {
         assert!(nesting_exceeds(br#"{"a":[[1]]}"#, 2));
         assert!(!nesting_exceeds(br#"{"a":[[1]]}"#, 3));
         assert!(!nesting_exceeds(b"\"abc\\", 1));
+        // Past the bracket count, the walk decides (brackets in strings do not nest).
+        let many_in_strings = format!("{{\"a\":\"{}\"}}", "[".repeat(100));
+        assert!(!nesting_exceeds(many_in_strings.as_bytes(), 4));
+        let deep = format!("{}{}", "[".repeat(65), "]".repeat(65));
+        assert!(nesting_exceeds(deep.as_bytes(), 64));
+        assert!(!nesting_exceeds(deep.as_bytes(), 65));
+        // Wide but shallow, past the count's first block.
+        let wide = format!("[{}1]", "[1],".repeat(1000));
+        assert!(!nesting_exceeds(wide.as_bytes(), 2));
+        assert!(nesting_exceeds(wide.as_bytes(), 1));
     }
 
     #[test]
