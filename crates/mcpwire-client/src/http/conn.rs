@@ -14,7 +14,7 @@ use hyper::header::{
 };
 use hyper::{Method, Request, Response, StatusCode, Uri};
 
-use super::driven::{Pool, UpstreamBody, Wire};
+use super::driven::{Pool, SendFailed, UpstreamBody, Wire};
 
 use crate::auth::{Challenge, UpstreamAuth};
 use crate::{ClientError, excerpt};
@@ -364,15 +364,30 @@ impl HttpConn {
         uri: &Uri,
         req: Request<Full<Bytes>>,
     ) -> Result<Response<UpstreamBody>, ClientError> {
-        let wire = match self.idle.take() {
-            Some(w) => w,
+        let failed = |e: hyper::Error| ClientError::Io(format!("talking to {uri}: {e}"));
+        let Some(kept) = self.idle.take() else {
             // Boxed: connecting (TCP, TLS) is kilobytes of future and rarely taken.
-            None => Box::pin(self.open(uri)).await?,
+            let wire = Box::pin(self.open(uri)).await?;
+            return wire
+                .send(req, &self.idle)
+                .await
+                .map_err(|f| failed(f.error));
         };
         // The connection goes back to the pool once this response's body has been read.
-        wire.send(req, &self.idle)
-            .await
-            .map_err(|e| ClientError::Io(format!("talking to {uri}: {e}")))
+        match kept.send(req, &self.idle).await {
+            Ok(response) => Ok(response),
+            // A kept connection its server closed before it took the request (nothing of
+            // it was written): sent once more, on a new connection.
+            Err(SendFailed {
+                unsent: Some(req), ..
+            }) => {
+                let wire = Box::pin(self.open(uri)).await?;
+                wire.send(req, &self.idle)
+                    .await
+                    .map_err(|f| failed(f.error))
+            }
+            Err(f) => Err(failed(f.error)),
+        }
     }
 
     async fn open(&self, uri: &Uri) -> Result<Wire, ClientError> {

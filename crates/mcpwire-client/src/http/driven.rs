@@ -35,8 +35,11 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use tokio::time::Instant;
 
-/// How long an idle connection is kept for reuse (pruned when the pool is next used).
-pub(super) const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// How long an idle connection is kept for reuse (pruned when the pool is next used):
+/// shorter than common servers' own keep-alive timeouts (uvicorn's and Node's 5 s), so a
+/// connection is not reused just as its server closes it (a call sent into that close
+/// fails). A load that keeps its connections busy never waits this long.
+pub(super) const IDLE_TIMEOUT: Duration = Duration::from_secs(4);
 
 /// How long the end of an answered event stream is waited for before its connection is
 /// dropped instead of kept.
@@ -102,14 +105,17 @@ impl Wire {
         mut self,
         req: Request<Full<Bytes>>,
         pool: &Pool,
-    ) -> hyper::Result<Response<UpstreamBody>> {
-        let answer = self.sender.send_request(req);
+    ) -> Result<Response<UpstreamBody>, SendFailed> {
+        let answer = self.sender.try_send_request(req);
         tokio::pin!(answer);
         let mut ended = false;
         let response = loop {
             tokio::select! {
                 biased;
-                r = &mut answer => break r?,
+                r = &mut answer => break r.map_err(|mut e| SendFailed {
+                    unsent: e.take_message(),
+                    error: e.into_error(),
+                })?,
                 // The connection ended: the answer fails on its own.
                 _ = &mut self.conn, if !ended => ended = true,
             }
@@ -122,6 +128,14 @@ impl Wire {
         };
         Ok(Response::from_parts(parts, body))
     }
+}
+
+/// A request that got no response: why, and the request itself when the connection ended
+/// before taking it (nothing of it was written: it may be sent again on another connection).
+#[derive(Debug)]
+pub(super) struct SendFailed {
+    pub(super) error: hyper::Error,
+    pub(super) unsent: Option<Request<Full<Bytes>>>,
 }
 
 /// The endpoint's idle connections: at most its bound, each kept at most [`IDLE_TIMEOUT`].
@@ -619,5 +633,21 @@ mod tests {
             assert!(pool.0.finishing.load(Ordering::Relaxed) <= BOUND);
         }
         assert_eq!(pool.0.finishing.load(Ordering::Relaxed), BOUND);
+    }
+
+    /// A connection its server closed before the request was taken gives the request back
+    /// unsent (the client sends it again on a new connection).
+    #[tokio::test]
+    async fn a_request_a_closed_connection_never_took_comes_back() {
+        let (addr, _) = accepting(|tcp| async move { drop(tcp) }).await;
+        let wire = Wire::handshake(TcpStream::connect(addr).await.unwrap())
+            .await
+            .unwrap();
+        // The server's close arrives before the request is sent.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let Err(failed) = wire.send(get(addr), &Pool::new(1)).await else {
+            panic!("a closed connection answered");
+        };
+        assert!(failed.unsent.is_some(), "{failed:?}");
     }
 }
