@@ -24,12 +24,15 @@ free_port() {
 # The Streamable HTTP upstream's command on port $1: `mcpwire_echo --http` (the library's
 # server with one tool), with UPSTREAM=demo `mcpwire demo --transport http` (the binary
 # as deployed: the demo catalog, its listener on threads of its own), or with UPSTREAM=rmcp
-# `rmcp_http_echo` (rmcp's Streamable HTTP server with the same `echo` tool).
+# `rmcp_http_echo` (rmcp's Streamable HTTP server with the same `echo` tool), or with
+# UPSTREAM=python the Python SDK's server (`bench/py_sdk_echo.py`, needs `pip install mcp`).
 http_upstream_cmd() { # $1 = port
     if [[ "${UPSTREAM:-echo}" == demo ]]; then
         echo "$bin demo --transport http --port $1"
     elif [[ "${UPSTREAM:-echo}" == rmcp ]]; then
         echo "${RMCP_BIN:-$target/rmcp_http_echo} $1"
+    elif [[ "${UPSTREAM:-echo}" == python ]]; then
+        echo "python3 bench/py_sdk_echo.py $1"
     else
         echo "$echo_bin --http $1"
     fi
