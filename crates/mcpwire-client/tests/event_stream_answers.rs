@@ -11,7 +11,7 @@ use serde_json::json;
 /// An HTTP/1.1 MCP server (keep-alive, no GET stream) whose `connections` tool answers
 /// how many connections it has accepted; it prints its port.
 const EVENT_STREAM_SERVER: &str = r#"
-import json, socketserver, sys
+import json
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 accepted = 0

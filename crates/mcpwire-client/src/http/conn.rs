@@ -364,30 +364,23 @@ impl HttpConn {
         uri: &Uri,
         req: Request<Full<Bytes>>,
     ) -> Result<Response<UpstreamBody>, ClientError> {
-        let failed = |e: hyper::Error| ClientError::Io(format!("talking to {uri}: {e}"));
-        let Some(kept) = self.idle.take() else {
-            // Boxed: connecting (TCP, TLS) is kilobytes of future and rarely taken.
-            let wire = Box::pin(self.open(uri)).await?;
-            return wire
-                .send(req, &self.idle)
-                .await
-                .map_err(|f| failed(f.error));
-        };
         // The connection goes back to the pool once this response's body has been read.
-        match kept.send(req, &self.idle).await {
-            Ok(response) => Ok(response),
-            // A kept connection its server closed before it took the request (nothing of
-            // it was written): sent once more, on a new connection.
-            Err(SendFailed {
-                unsent: Some(req), ..
-            }) => {
-                let wire = Box::pin(self.open(uri)).await?;
-                wire.send(req, &self.idle)
-                    .await
-                    .map_err(|f| failed(f.error))
-            }
-            Err(f) => Err(failed(f.error)),
-        }
+        let req = match self.idle.take() {
+            Some(kept) => match kept.send(req, &self.idle).await {
+                // A kept connection its server closed before it took the request (nothing
+                // of it was written): sent once more, on a new connection.
+                Err(SendFailed {
+                    unsent: Some(req), ..
+                }) => req,
+                sent => return sent.map_err(|f| send_error(uri, &f.error)),
+            },
+            None => req,
+        };
+        // Boxed: connecting (TCP, TLS) is kilobytes of future and rarely taken.
+        let wire = Box::pin(self.open(uri)).await?;
+        wire.send(req, &self.idle)
+            .await
+            .map_err(|f| send_error(uri, &f.error))
     }
 
     async fn open(&self, uri: &Uri) -> Result<Wire, ClientError> {
@@ -421,6 +414,11 @@ impl HttpConn {
             }),
         }
     }
+}
+
+/// A request that got no response from `uri`.
+fn send_error(uri: &Uri, e: &hyper::Error) -> ClientError {
+    ClientError::Io(format!("talking to {uri}: {e}"))
 }
 
 /// At most `max` bytes of a body (what arrived before an error, or nothing).

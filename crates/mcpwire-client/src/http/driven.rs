@@ -235,8 +235,7 @@ impl UpstreamBody {
         loop {
             match Pin::new(&mut self).poll_frame(&mut cx) {
                 Poll::Ready(Some(Ok(frame))) => {
-                    read += frame.data_ref().map_or(0, |d| d.len());
-                    if read > FINISH_LIMIT {
+                    if past_limit(&mut read, &frame) {
                         return;
                     }
                 }
@@ -255,8 +254,7 @@ impl UpstreamBody {
             let pool = self.pool.clone();
             let rest = async {
                 while let Some(Ok(frame)) = self.frame().await {
-                    read += frame.data_ref().map_or(0, |d| d.len());
-                    if read > FINISH_LIMIT {
+                    if past_limit(&mut read, &frame) {
                         return;
                     }
                 }
@@ -265,6 +263,13 @@ impl UpstreamBody {
             pool.0.finishing.fetch_sub(1, Ordering::Relaxed);
         });
     }
+}
+
+/// Adds `frame`'s data to the `read` bytes of a stream being finished; whether that is
+/// past [`FINISH_LIMIT`] (the connection is then dropped).
+fn past_limit(read: &mut usize, frame: &Frame<Bytes>) -> bool {
+    *read += frame.data_ref().map_or(0, Bytes::len);
+    *read > FINISH_LIMIT
 }
 
 impl Body for UpstreamBody {
