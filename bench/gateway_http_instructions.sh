@@ -12,7 +12,7 @@
 # HTTP upstream from a configuration relaying or not (bench/lib.sh bench_gateway_toml);
 # with UPSTREAMS=2 that configuration has two members, so the tool is called `echo_echo`;
 # with STACK=full it adds API keys, a policy, rate limits and metrics (requests carry the
-# key). FLOOR=1 measures bench/src/bin/http_floor.rs too (a bare hyper pass-through: the
+# key). CG_KEEP=PATH keeps each callgrind profile as PATH.REQUESTS. FLOOR=1 measures bench/src/bin/http_floor.rs too (a bare hyper pass-through: the
 # least any hyper-based gateway costs).
 #
 #   bench/gateway_http_instructions.sh [MCPWIRE_BINARY...]
@@ -43,6 +43,7 @@ total() {
         --server "s=valgrind --tool=callgrind --callgrind-out-file=$file $1" >/dev/null 2>&1
     # The server is stopped by a signal; callgrind writes its file on the way out.
     for _ in $(seq 100); do [[ -s "$file" ]] && break; sleep 0.1; done
+    [[ -n "${CG_KEEP:-}" ]] && cp "$file" "$CG_KEEP.$2"
     # Less quanta's clock calibration (run once per process, for a varying number of
     # instructions — up to 2 k per call of noise in the difference otherwise).
     callgrind_annotate --inclusive=yes --auto=no "$file" | awk '
