@@ -4,7 +4,7 @@
 # cores the servers, not the driver, decide requests/s). `mcpwire_echo --http`, optionally
 # a second build (BASE_ECHO=path), `mcpwire demo --transport http` (DEMO=1) and
 # `rmcp_http_echo`, each alone in turn, ROUNDS times alternated: CLIENTS connections
-# (default 50) for SECS seconds (default 10) on WRK_THREADS driver threads (default 1),
+# (default 50) for SECS seconds (default 10) on WRK_THREADS driver threads (default 2),
 # MODE stateless (2026-07-28) or stateful (2025-11-25: CLIENTS sessions opened first,
 # requests take them round-robin). Per server and round: requests/s, p50/p99, failed
 # answers (every answer is checked for the echoed text), and the server's CPU per call
@@ -19,7 +19,7 @@ bench_settings ""
 mode="${1:-stateless}"
 secs="${SECS:-10}"
 rounds="${ROUNDS:-2}"
-threads="${WRK_THREADS:-1}"
+threads="${WRK_THREADS:-2}"
 names=(new)
 declare -A cmd=([new]="$echo_bin --http {port}")
 [[ -n "${BASE_ECHO:-}" ]] && names+=(base) && cmd[base]="$BASE_ECHO --http {port}"

@@ -86,8 +86,9 @@ pub(crate) enum RelayedAs {
 #[derive(Default)]
 pub(crate) struct KindCatalog {
     pub entries: Vec<Entry>,
-    /// Exposed name (or URI, `uriTemplate`) → entry.
-    pub index: HashMap<String, usize>,
+    /// Exposed name (or URI, `uriTemplate`) → entry; foldhash (seeded per process): looked
+    /// up by a client-given name on every call.
+    pub index: HashMap<String, usize, foldhash::fast::RandomState>,
     /// `(member, original)` → entry.
     pub by_original: HashMap<(usize, String), usize>,
     pub collisions: Vec<Collision>,

@@ -25,7 +25,8 @@ const EVENT_CAPACITY: usize = 256;
 /// A named list that keeps registration order and serializes its pages once per change.
 struct Listing<T> {
     items: Vec<T>,
-    index: HashMap<String, usize>,
+    /// Foldhash (seeded per process): looked up by a client-given name on every call.
+    index: HashMap<String, usize, foldhash::fast::RandomState>,
     pages: Arc<Vec<Raw>>,
 }
 
@@ -33,7 +34,7 @@ impl<T> Default for Listing<T> {
     fn default() -> Self {
         Listing {
             items: Vec::new(),
-            index: HashMap::new(),
+            index: HashMap::default(),
             pages: Arc::new(Vec::new()),
         }
     }

@@ -17,7 +17,6 @@
 //! stays open, which is always correct: closing is only a hint to free a connection), counted
 //! and logged (a warning at the 1st, 2nd, 4th, 8th, … refusal of a session, with the count).
 
-use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Instant;
@@ -159,7 +158,7 @@ pub(crate) struct Calls {
     /// The caller's trace context for every call (a WebSocket upgrade's, a gRPC call's).
     trace_parent: Option<TraceParent>,
     /// The trace context of single requests, until they start (an HTTP session's POSTs).
-    request_parents: HashMap<RequestId, TraceParent>,
+    request_parents: IdMap<RequestId, TraceParent>,
     /// Calls relayed to an upstream as raw frames (stdio; `mcpwire_relay`).
     relayed: RelayedCalls,
     /// Resources this session's `subscriptions/listen` streams watch (one entry per
@@ -233,7 +232,7 @@ impl Calls {
             listener: None,
             wire,
             trace_parent: None,
-            request_parents: HashMap::new(),
+            request_parents: IdMap::default(),
             relayed: RelayedCalls::default(),
             listened: Vec::new(),
         }

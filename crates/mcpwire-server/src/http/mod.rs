@@ -342,7 +342,10 @@ async fn accept_loop(
             let conn = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(read_timeout)
-                .serve_connection(TokioIo::new(io), service);
+                .serve_connection(
+                    TokioIo::new(io),
+                    hyper::service::service_fn(move |req| service.call(req)),
+                );
             let mut conn = std::pin::pin!(conn);
             let ended = tokio::select! {
                 ended = conn.as_mut() => ended,

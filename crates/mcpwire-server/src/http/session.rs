@@ -11,7 +11,7 @@
 //! whose connection went away before its stream began, go to the standalone `GET` stream
 //! (also resumable), or wait in a small backlog until one opens.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -26,7 +26,7 @@ use mcpwire_model::types::CancelledParams;
 use mcpwire_model::{BackendEvent, McpError, Message, Method, Outbound, Request, RequestId};
 use mcpwire_relay::CallSlot;
 use mcpwire_router::Identity;
-use mcpwire_session::{HandshakeState, ServerSession, Transmit};
+use mcpwire_session::{HandshakeState, IdMap, ServerSession, Transmit};
 use mcpwire_wire::json_frame::PlainFrame;
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, oneshot};
@@ -55,8 +55,39 @@ const BURST: usize = 64;
 /// A connection showing a stream: its events, and (before the stream began) a slot for a
 /// response answered alone.
 struct Sink {
-    events: mpsc::Sender<StreamItem>,
-    last: Option<oneshot::Sender<Answered>>,
+    /// The stream's events, once it began: the channel is made then, and its receiver goes
+    /// to the connection through `last` (most requests are answered alone, and never make
+    /// one).
+    events: Option<mpsc::Sender<StreamItem>>,
+    last: Option<oneshot::Sender<First>>,
+}
+
+impl Sink {
+    /// Sends `item` on the stream, beginning it if it has not begun; a connection that left
+    /// is `Closed`.
+    fn try_send(&mut self, item: StreamItem) -> Result<(), TrySendError<StreamItem>> {
+        if self.events.is_none() {
+            let Some(last) = self.last.take() else {
+                return Err(TrySendError::Closed(item));
+            };
+            let (tx, rx) = mpsc::channel(STREAM_QUEUE);
+            if last.send(First::Stream(rx)).is_err() {
+                return Err(TrySendError::Closed(item));
+            }
+            self.events = Some(tx);
+        }
+        match &self.events {
+            Some(events) => events.try_send(item),
+            None => Err(TrySendError::Closed(item)),
+        }
+    }
+}
+
+/// What a request's connection hears first: its response answered alone, or that its
+/// stream began (its events then come on the receiver).
+enum First {
+    Answer(Answered),
+    Stream(mpsc::Receiver<StreamItem>),
 }
 
 /// A request's response answered alone (as JSON).
@@ -185,8 +216,9 @@ impl Drop for Adopted {
 pub(crate) struct RequestStream {
     /// The stream's number (event ids `p{stream}-{seq}`).
     pub(crate) stream: u64,
-    events: mpsc::Receiver<StreamItem>,
-    last: Option<oneshot::Receiver<Answered>>,
+    /// The stream's events, once the session began it.
+    events: Option<mpsc::Receiver<StreamItem>>,
+    last: Option<oneshot::Receiver<First>>,
 }
 
 /// One thing a request's connection receives.
@@ -201,17 +233,25 @@ impl Stream for RequestStream {
     type Item = Delivery;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Delivery>> {
-        // The session answers through `last` only while nothing was streamed, and drops the
-        // events sender when it does, so `last` is read only after the events channel closed.
-        if let Some(m) = std::task::ready!(self.events.poll_recv(cx)) {
-            return Poll::Ready(Some(Delivery::Item(m)));
+        // The session says first either the response (answered alone) or that the stream
+        // began; then its events, until the session drops their sender.
+        loop {
+            if let Some(events) = self.events.as_mut() {
+                return events.poll_recv(cx).map(|m| m.map(Delivery::Item));
+            }
+            let Some(last) = self.last.as_mut() else {
+                return Poll::Ready(None);
+            };
+            let first = std::task::ready!(Pin::new(last).poll(cx));
+            self.last = None;
+            match first {
+                Ok(First::Answer(answered)) => {
+                    return Poll::Ready(Some(Delivery::Response(answered)));
+                }
+                Ok(First::Stream(events)) => self.events = Some(events),
+                Err(_) => return Poll::Ready(None),
+            }
         }
-        let Some(last) = self.last.as_mut() else {
-            return Poll::Ready(None);
-        };
-        let r = std::task::ready!(Pin::new(last).poll(cx));
-        self.last = None;
-        Poll::Ready(r.ok().map(Delivery::Response))
     }
 }
 
@@ -285,17 +325,16 @@ impl SessionHandle {
         &self,
         command: impl FnOnce(Sink, u64) -> Command,
     ) -> Result<RequestStream, Gone> {
-        let (events_tx, events) = mpsc::channel(STREAM_QUEUE);
         let (last_tx, last) = oneshot::channel();
         let sink = Sink {
-            events: events_tx,
+            events: None,
             last: Some(last_tx),
         };
         let stream = replay::next_stream();
         self.send(command(sink, stream)).await?;
         Ok(RequestStream {
             stream,
-            events,
+            events: None,
             last: Some(last),
         })
     }
@@ -458,8 +497,8 @@ pub(crate) fn spawn(
         seam: seam.clone(),
         cmds,
         close: close.clone(),
-        routes: HashMap::new(),
-        streams: HashMap::new(),
+        routes: IdMap::default(),
+        streams: IdMap::default(),
         finished: VecDeque::new(),
         standalone: None,
         backlog: VecDeque::new(),
@@ -489,9 +528,9 @@ struct SessionTask {
     cmds: mpsc::Receiver<Box<Command>>,
     close: CancellationToken,
     /// Requests not yet answered, by client request id.
-    routes: HashMap<RequestId, Route>,
+    routes: IdMap<RequestId, Route>,
     /// Stream number → the request it answers.
-    streams: HashMap<u64, RequestId>,
+    streams: IdMap<u64, RequestId>,
     /// Streams whose answer nobody received, kept for a client to resume (oldest first).
     finished: VecDeque<(u64, ReplayLog)>,
     standalone: Option<Standalone>,
@@ -714,10 +753,10 @@ impl SessionTask {
             Ok(_) | Err(_) => {
                 if let Some(last) = sink.last {
                     let error = McpError::InvalidRequest("not a request".into());
-                    let _ = last.send(Answered::Message(Outbound::Error {
+                    let _ = last.send(First::Answer(Answered::Message(Outbound::Error {
                         id: None,
                         error: error.to_wire_unnegotiated(),
-                    }));
+                    })));
                 }
             }
         }
@@ -763,12 +802,12 @@ impl SessionTask {
                     .and_then(|id| self.routes.get_mut(id))
                 {
                     replay(&route.log, &tx);
-                    if let Some(old) = route.sink.take() {
-                        let _ = old.events.try_send(StreamItem::Detach);
+                    if let Some(mut old) = route.sink.take() {
+                        let _ = old.try_send(StreamItem::Detach);
                     }
                     route.sse = true;
                     route.sink = Some(Sink {
-                        events: tx,
+                        events: Some(tx),
                         last: None,
                     });
                     return true;
@@ -837,9 +876,9 @@ impl SessionTask {
         let Some(route) = self.routes.get_mut(id) else {
             return;
         };
-        if let Some(sink) = route.sink.take() {
+        if let Some(mut sink) = route.sink.take() {
             route.sse = true;
-            let _ = sink.events.try_send(StreamItem::Detach);
+            let _ = sink.try_send(StreamItem::Detach);
         }
     }
 
@@ -873,14 +912,14 @@ impl SessionTask {
             };
             if is_response {
                 if let Some(last) = sink.last.take() {
-                    let _ = last.send(msg.answered());
+                    let _ = last.send(First::Answer(msg.answered()));
                 }
                 if let Some(id) = &related {
                     self.remove_route(id);
                 }
                 return;
             }
-            match sink.events.try_send(route.log.push(msg.text(), false)) {
+            match sink.try_send(route.log.push(msg.text(), false)) {
                 Ok(()) | Err(TrySendError::Full(_)) => route.sse = true,
                 Err(TrySendError::Closed(_)) => {
                     route.sink = None;
@@ -891,8 +930,8 @@ impl SessionTask {
             return;
         }
         let item = route.log.push(msg.text(), is_response);
-        if let Some(sink) = &route.sink {
-            match sink.events.try_send(item) {
+        if let Some(sink) = &mut route.sink {
+            match sink.try_send(item) {
                 Ok(()) if is_response => {
                     if let Some(id) = &related {
                         self.remove_route(id);
@@ -954,7 +993,10 @@ fn duplicate(sink: Option<Sink>, id: &RequestId) {
     if let Some(last) = sink.and_then(|s| s.last) {
         let error = McpError::DuplicateRequestId.to_wire_unnegotiated();
         let id = Some(id.clone());
-        let _ = last.send(Answered::Message(Outbound::Error { id, error }));
+        let _ = last.send(First::Answer(Answered::Message(Outbound::Error {
+            id,
+            error,
+        })));
     }
 }
 
@@ -980,5 +1022,79 @@ async fn standalone_closed(s: &Option<Standalone>) {
     match s.as_ref().and_then(|s| s.tx.as_ref()) {
         Some(tx) => tx.closed().await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::StreamExt;
+
+    use super::*;
+
+    fn pair() -> (Sink, RequestStream) {
+        let (last_tx, last) = oneshot::channel();
+        let sink = Sink {
+            events: None,
+            last: Some(last_tx),
+        };
+        let stream = RequestStream {
+            stream: 1,
+            events: None,
+            last: Some(last),
+        };
+        (sink, stream)
+    }
+
+    fn event(n: u64) -> StreamItem {
+        StreamItem::Event(n, Arc::from(format!("{{\"n\":{n}}}")))
+    }
+
+    #[tokio::test]
+    async fn a_request_answered_alone_makes_no_stream() {
+        let (mut sink, mut stream) = pair();
+        let answer = Answered::Relayed(Bytes::from_static(b"{}"));
+        let last = sink.last.take().expect("slot");
+        assert!(last.send(First::Answer(answer)).is_ok());
+        assert!(sink.events.is_none());
+        assert!(matches!(
+            stream.next().await,
+            Some(Delivery::Response(Answered::Relayed(_)))
+        ));
+        assert!(stream.next().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn a_stream_begins_with_its_first_event_and_ends_with_its_sender() {
+        let (mut sink, mut stream) = pair();
+        assert!(sink.try_send(event(1)).is_ok());
+        assert!(sink.last.is_none() && sink.events.is_some());
+        assert!(sink.try_send(event(2)).is_ok());
+        drop(sink);
+        for n in [1, 2] {
+            match stream.next().await {
+                Some(Delivery::Item(StreamItem::Event(seq, _))) => assert_eq!(seq, n),
+                _ => panic!("event {n} expected"),
+            }
+        }
+        assert!(stream.next().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn a_connection_that_left_is_closed_to_the_session() {
+        let (mut sink, stream) = pair();
+        drop(stream);
+        assert!(matches!(
+            sink.try_send(event(1)),
+            Err(TrySendError::Closed(_))
+        ));
+        // The stream had begun: its receiver went away.
+        let (mut sink, mut stream) = pair();
+        assert!(sink.try_send(event(1)).is_ok());
+        assert!(stream.next().await.is_some());
+        drop(stream);
+        assert!(matches!(
+            sink.try_send(event(2)),
+            Err(TrySendError::Closed(_))
+        ));
     }
 }
