@@ -108,7 +108,15 @@ impl CallCtx {
         )
     }
 
-    pub(crate) fn with_input(self, round: InputRound) -> CallCtx {
+    pub(crate) fn with_input(mut self, round: InputRound) -> CallCtx {
+        // In place when nothing else holds this context yet (the router's case: a
+        // 2026-07-28 call's context was rebuilt here on every call).
+        if let Some(inner) = Arc::get_mut(&mut self.inner)
+            && inner.task.get().is_none()
+        {
+            inner.input = Some(Mutex::new(round));
+            return self;
+        }
         let inner = Arc::new(Inner {
             revision: self.inner.revision,
             progress_token: self.inner.progress_token.clone(),
@@ -128,7 +136,14 @@ impl CallCtx {
     }
 
     /// The same context under another cancellation token (before [`CallCtx::with_input`]).
-    pub(crate) fn with_cancel(self, cancel: CancellationToken) -> CallCtx {
+    pub(crate) fn with_cancel(mut self, cancel: CancellationToken) -> CallCtx {
+        if let Some(inner) = Arc::get_mut(&mut self.inner)
+            && inner.task.get().is_none()
+        {
+            inner.cancel = cancel;
+            inner.input = None;
+            return self;
+        }
         let inner = Arc::new(Inner {
             revision: self.inner.revision,
             progress_token: self.inner.progress_token.clone(),
@@ -284,6 +299,11 @@ impl CallCtx {
     /// What the client supports.
     pub fn client_capabilities(&self) -> &ClientCapabilities {
         &self.inner.client_capabilities
+    }
+
+    /// The client's capabilities, shared (an input round keeps them).
+    pub(crate) fn shared_capabilities(&self) -> Arc<ClientCapabilities> {
+        self.inner.client_capabilities.clone()
     }
 
     /// Whether the client cancelled this request.

@@ -263,18 +263,15 @@ impl Router {
         if let Some(params) = input_params {
             match InputRound::from_params(
                 Some(&params),
-                Arc::new(ctx.client_capabilities().clone()),
+                ctx.shared_capabilities(),
                 self.state_key.clone(),
             ) {
                 Ok(round) => ctx = ctx.with_input(round),
                 Err(e) => return Box::pin(std::future::ready(Err(e))),
             }
         } else if stateless && supports_input(&method) {
-            let round = InputRound::from_params(
-                None,
-                Arc::new(ctx.client_capabilities().clone()),
-                self.state_key.clone(),
-            );
+            let round =
+                InputRound::from_params(None, ctx.shared_capabilities(), self.state_key.clone());
             if let Ok(round) = round {
                 ctx = ctx.with_input(round);
             }
