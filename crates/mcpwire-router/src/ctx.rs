@@ -108,16 +108,30 @@ impl CallCtx {
         )
     }
 
-    pub(crate) fn with_input(mut self, round: InputRound) -> CallCtx {
-        // In place when nothing else holds this context yet (the router's case: a
-        // 2026-07-28 call's context was rebuilt here on every call).
+    /// The same context with 2026-07-28 input round `round`.
+    pub(crate) fn with_input(self, round: InputRound) -> CallCtx {
+        self.edited(|inner| inner.input = Some(Mutex::new(round)))
+    }
+
+    /// The same context under another cancellation token (before [`CallCtx::with_input`]).
+    pub(crate) fn with_cancel(self, cancel: CancellationToken) -> CallCtx {
+        self.edited(|inner| {
+            inner.cancel = cancel;
+            inner.input = None;
+        })
+    }
+
+    /// This context with `change` made: in place when nothing else holds it yet and it is
+    /// no task (the router's case — a 2026-07-28 call's context was copied on every call),
+    /// else on a copy with no input round and a task slot of its own.
+    fn edited(mut self, change: impl FnOnce(&mut Inner)) -> CallCtx {
         if let Some(inner) = Arc::get_mut(&mut self.inner)
             && inner.task.get().is_none()
         {
-            inner.input = Some(Mutex::new(round));
+            change(inner);
             return self;
         }
-        let inner = Arc::new(Inner {
+        let mut inner = Inner {
             revision: self.inner.revision,
             progress_token: self.inner.progress_token.clone(),
             client_capabilities: self.inner.client_capabilities.clone(),
@@ -128,38 +142,14 @@ impl CallCtx {
             client_ip: self.inner.client_ip,
             meta: self.inner.meta.clone(),
             listener: self.inner.listener.clone(),
-            input: Some(Mutex::new(round)),
-            task: OnceLock::new(),
-            wants_task: tokio::sync::Notify::new(),
-        });
-        CallCtx { inner }
-    }
-
-    /// The same context under another cancellation token (before [`CallCtx::with_input`]).
-    pub(crate) fn with_cancel(mut self, cancel: CancellationToken) -> CallCtx {
-        if let Some(inner) = Arc::get_mut(&mut self.inner)
-            && inner.task.get().is_none()
-        {
-            inner.cancel = cancel;
-            inner.input = None;
-            return self;
-        }
-        let inner = Arc::new(Inner {
-            revision: self.inner.revision,
-            progress_token: self.inner.progress_token.clone(),
-            client_capabilities: self.inner.client_capabilities.clone(),
-            cancel,
-            peer: self.inner.peer.clone(),
-            session: self.inner.session.clone(),
-            identity: self.inner.identity.clone(),
-            client_ip: self.inner.client_ip,
-            meta: self.inner.meta.clone(),
-            listener: self.inner.listener.clone(),
             input: None,
             task: OnceLock::new(),
             wants_task: tokio::sync::Notify::new(),
-        });
-        CallCtx { inner }
+        };
+        change(&mut inner);
+        CallCtx {
+            inner: Arc::new(inner),
+        }
     }
 
     /// Lets the router turn this call into a task now, when the tool supports tasks and the
