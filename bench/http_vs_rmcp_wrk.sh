@@ -14,6 +14,7 @@
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+command -v wrk > /dev/null || { echo "http_vs_rmcp_wrk: wrk is required (apt-get install wrk)" >&2; exit 2; }
 source bench/lib.sh
 bench_settings ""
 mode="${1:-stateless}"
