@@ -34,10 +34,7 @@ run_one() { # $1 = name
     # shellcheck disable=SC2086 # the command's words
     ${cmd[$1]//\{port\}/$port} > /dev/null 2>&1 &
     pid=$!
-    for _ in $(seq 100); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-        sleep 0.05
-    done
+    wait_for_port "$port" || { echo "$1 did not start on port $port" >&2; return 1; }
     if [[ "$mode" == stateful ]]; then
         mapfile -t sessions < <(python3 bench/wrk/sessions.py "$port" "$clients")
     fi

@@ -49,11 +49,17 @@ start_http_echo() { # $1 = the echo server binary (UPSTREAM=demo|rmcp: another s
         MCPWIRE_LOG=error "$1" --http "$upstream_port" > /dev/null &
     fi
     upstream_pid=$!
+    wait_for_port "$upstream_port" && return 0
+    echo "the HTTP upstream on port $upstream_port did not start" >&2
+    return 1
+}
+
+# Waits (up to 5 s) until something accepts connections on loopback port $1.
+wait_for_port() { # $1 = port
     for _ in $(seq 100); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$upstream_port") 2>/dev/null && return 0
+        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
         sleep 0.05
     done
-    echo "the HTTP upstream on port $upstream_port did not start" >&2
     return 1
 }
 

@@ -63,6 +63,14 @@ struct Sink {
 }
 
 impl Sink {
+    /// Answers the request alone (as JSON), unless its stream began or the answer was
+    /// given already.
+    fn answer(&mut self, answered: Answered) {
+        if let Some(last) = self.last.take() {
+            let _ = last.send(First::Answer(answered));
+        }
+    }
+
     /// Sends `item` on the stream, beginning it if it has not begun; a connection that left
     /// is `Closed`.
     fn try_send(&mut self, item: StreamItem) -> Result<(), TrySendError<StreamItem>> {
@@ -746,18 +754,16 @@ impl SessionTask {
             self.core.inbound(decode_with_depth(frame, self.max_depth));
             return;
         }
-        let Some(sink) = sink else { return };
+        let Some(mut sink) = sink else { return };
         match decode_with_depth(frame, self.max_depth) {
             Ok(Message::Request(req)) => self.on_request(req, sink, stream, trace),
             // The handler sends plain calls only, which decode as requests.
             Ok(_) | Err(_) => {
-                if let Some(last) = sink.last {
-                    let error = McpError::InvalidRequest("not a request".into());
-                    let _ = last.send(First::Answer(Answered::Message(Outbound::Error {
-                        id: None,
-                        error: error.to_wire_unnegotiated(),
-                    })));
-                }
+                let error = McpError::InvalidRequest("not a request".into());
+                sink.answer(Answered::Message(Outbound::Error {
+                    id: None,
+                    error: error.to_wire_unnegotiated(),
+                }));
             }
         }
     }
@@ -911,9 +917,7 @@ impl SessionTask {
                 return;
             };
             if is_response {
-                if let Some(last) = sink.last.take() {
-                    let _ = last.send(First::Answer(msg.answered()));
-                }
+                sink.answer(msg.answered());
                 if let Some(id) = &related {
                     self.remove_route(id);
                 }
@@ -990,13 +994,10 @@ fn encode(msg: &Outbound) -> Arc<str> {
 
 /// Answers request `id`, whose id is one in flight already, on its connection's `sink`.
 fn duplicate(sink: Option<Sink>, id: &RequestId) {
-    if let Some(last) = sink.and_then(|s| s.last) {
+    if let Some(mut sink) = sink {
         let error = McpError::DuplicateRequestId.to_wire_unnegotiated();
         let id = Some(id.clone());
-        let _ = last.send(First::Answer(Answered::Message(Outbound::Error {
-            id,
-            error,
-        })));
+        sink.answer(Answered::Message(Outbound::Error { id, error }));
     }
 }
 
