@@ -2,7 +2,8 @@
 # The Streamable HTTP listener against rmcp, driven by wrk (a C load driver: an independent
 # client that costs a few µs of CPU per request where httpload costs 23–35, so on two
 # cores the servers, not the driver, decide requests/s). `mcpwire_echo --http`, optionally
-# a second build (BASE_ECHO=path), `mcpwire demo --transport http` (DEMO=1) and
+# a second build (BASE_ECHO=path), `mcpwire demo --transport http` (DEMO=1), the floor of
+# any hyper server here (FLOOR=1: `http_floor --echo` sends each body back, no JSON read) and
 # `rmcp_http_echo`, each alone in turn, ROUNDS times alternated: CLIENTS connections
 # (default 50) for SECS seconds (default 10) on WRK_THREADS driver threads (default 2),
 # MODE stateless (2026-07-28) or stateful (2025-11-25: CLIENTS sessions opened first,
@@ -25,6 +26,7 @@ names=(new)
 declare -A cmd=([new]="$echo_bin --http {port}")
 [[ -n "${BASE_ECHO:-}" ]] && names+=(base) && cmd[base]="$BASE_ECHO --http {port}"
 [[ -n "${DEMO:-}" ]] && names+=(demo) && cmd[demo]="$bin demo --transport http --port {port}"
+[[ -n "${FLOOR:-}" ]] && names+=(floor) && cmd[floor]="$target/http_floor --listen {port} --echo"
 names+=(rmcp)
 cmd[rmcp]="$target/rmcp_http_echo {port}"
 
@@ -35,7 +37,9 @@ run_one() { # $1 = name
     ${cmd[$1]//\{port\}/$port} > /dev/null 2>&1 &
     pid=$!
     wait_for_port "$port" || { echo "$1 did not start on port $port" >&2; return 1; }
-    if [[ "$mode" == stateful ]]; then
+    if [[ "$mode" == stateful && "$1" == floor ]]; then
+        sessions=(floor-has-no-sessions) # the same request, with a session id it ignores
+    elif [[ "$mode" == stateful ]]; then
         mapfile -t sessions < <(python3 bench/wrk/sessions.py "$port" "$clients")
     fi
     # Warm-up, then the measured run.

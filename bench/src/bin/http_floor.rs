@@ -8,7 +8,13 @@
 //!
 //! Not a gateway: no limits, no errors worth the name, no streams (a GET is answered 405).
 //!
+//! With `--echo` instead of `--upstream` it is the floor of a hyper-based HTTP *server*
+//! (`bench/http_vs_rmcp_wrk.sh`, FLOOR=1): each `POST`'s body is read whole and sent back as
+//! the answer (`application/json`), so a JSON-RPC request comes back carrying its own id and
+//! text — no JSON read, no MCP; what the same runtime, HTTP/1.1 server and sockets cost.
+//!
 //!   httpload --server "floor=http_floor --listen {port} --upstream 127.0.0.1:PORT"
+//!   http_floor --listen PORT --echo
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -33,8 +39,11 @@ struct Args {
     #[arg(long)]
     listen: u16,
     /// The upstream's `host:port`.
+    #[arg(long, required_unless_present = "echo", conflicts_with = "echo")]
+    upstream: Option<SocketAddr>,
+    /// No upstream: answer each `POST` with its own body.
     #[arg(long)]
-    upstream: SocketAddr,
+    echo: bool,
     /// Worker threads (the gateway's default on this machine: one per core).
     #[arg(long)]
     workers: Option<usize>,
@@ -91,8 +100,19 @@ impl Upstream {
     }
 }
 
+/// A `POST`'s own body as its answer.
+async fn echo(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, String> {
+    let body = req.into_body().collect().await.map_err(|e| e.to_string())?;
+    let mut answer = Response::new(Full::new(body.to_bytes()));
+    answer.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    Ok(answer)
+}
+
 async fn serve(
-    up: Arc<Upstream>,
+    up: Option<Arc<Upstream>>,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     if req.method() == hyper::Method::GET {
@@ -100,7 +120,11 @@ async fn serve(
         *no.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
         return Ok(no);
     }
-    Ok(up.forward(req).await.unwrap_or_else(|e| {
+    let answered = match up {
+        Some(up) => up.forward(req).await,
+        None => echo(req).await,
+    };
+    Ok(answered.unwrap_or_else(|e| {
         let mut bad = Response::new(Full::new(Bytes::from(e)));
         *bad.status_mut() = StatusCode::BAD_GATEWAY;
         bad
@@ -114,11 +138,14 @@ fn main() -> anyhow::Result<()> {
         rt.worker_threads(n);
     }
     rt.enable_all().build()?.block_on(async move {
-        let up = Arc::new(Upstream {
-            addr: args.upstream,
-            host: HeaderValue::from_str(&args.upstream.to_string())?,
-            idle: Mutex::new(Vec::new()),
-        });
+        let up = match args.upstream {
+            Some(addr) => Some(Arc::new(Upstream {
+                addr,
+                host: HeaderValue::from_str(&addr.to_string())?,
+                idle: Mutex::new(Vec::new()),
+            })),
+            None => None,
+        };
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.listen)).await?;
         println!("listening on {}", listener.local_addr()?);
         loop {

@@ -161,11 +161,11 @@ impl IdField {
 
 #[derive(Deserialize)]
 struct Envelope<'a> {
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "borrowed_text")]
     jsonrpc: Option<Cow<'a, str>>,
     #[serde(default)]
     id: IdField,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "borrowed_text")]
     method: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     params: Option<&'a RawValue>,
@@ -174,6 +174,16 @@ struct Envelope<'a> {
     result: Option<&'a RawValue>,
     #[serde(default)]
     error: Option<ErrorObject>,
+}
+
+/// A string member, borrowed from the input unless it holds escapes (serde copies every
+/// `Option<Cow<str>>`: two allocations per message for `jsonrpc` and `method`).
+fn borrowed_text<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Cow<'de, str>>, D::Error> {
+    #[derive(Deserialize)]
+    struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
+    Option::<Text<'de>>::deserialize(d).map(|t| t.map(|Text(s)| s))
 }
 
 /// A member that is present, whatever its value (`null` included).
@@ -288,7 +298,7 @@ pub fn nesting_exceeds(bytes: &[u8], max: usize) -> bool {
 fn brackets_exceed(bytes: &[u8], max: usize) -> bool {
     let mut seen = 0usize;
     for block in bytes.chunks(512) {
-        seen += block.iter().filter(|&&b| b == b'{' || b == b'[').count();
+        seen += memchr::memchr2_iter(b'{', b'[', block).count();
         if seen > max {
             return true;
         }
@@ -443,10 +453,26 @@ impl Outbound {
 
     /// This message as a compact JSON string.
     pub fn to_json_string(&self) -> String {
-        let mut v = Vec::with_capacity(128);
+        let mut v = Vec::with_capacity(self.encoded_len_hint());
         // Writing into a Vec cannot fail.
         let _ = self.write_json(&mut v);
         String::from_utf8(v).unwrap_or_default()
+    }
+
+    /// About how many bytes [`Outbound::write_json`] writes: a buffer of this capacity
+    /// rarely grows (the envelope around a result or params, plus their own length).
+    pub fn encoded_len_hint(&self) -> usize {
+        const ENVELOPE: usize = 96;
+        ENVELOPE
+            + match self {
+                Outbound::Response { result, .. } => result.get().len(),
+                Outbound::Error { error, .. } => {
+                    error.message.len() + error.data.as_ref().map_or(0, |d| d.get().len())
+                }
+                Outbound::Notification { params, .. } | Outbound::Request { params, .. } => {
+                    params.as_ref().map_or(0, |p| p.get().len())
+                }
+            }
     }
 
     /// The request id this message answers, if it is a response.
@@ -478,6 +504,34 @@ mod tests {
     fn err_code(r: Result<Message, Malformed>) -> (i64, Option<RequestId>) {
         let m = r.expect_err("should be malformed");
         (m.error.code, m.id)
+    }
+
+    #[test]
+    fn escaped_and_plain_members_read_alike() {
+        // `jsonrpc` and `method` are borrowed when plain and copied when escaped.
+        for text in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,
+            r#"{"jsonrpc":"2\u002e0","id":1,"method":"tools\/call"}"#,
+        ] {
+            match decode(text.as_bytes()) {
+                Ok(Message::Request(r)) => assert_eq!(r.method, Method::ToolsCall),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+        for bad in [
+            r#"{"jsonrpc":2,"id":1,"method":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":7}"#,
+        ] {
+            assert_eq!(
+                err_code(decode(bad.as_bytes())).0,
+                codes::INVALID_REQUEST,
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            err_code(decode(br#"{"jsonrpc":null,"id":1,"method":"x"}"#)).0,
+            codes::INVALID_REQUEST
+        );
     }
 
     #[test]

@@ -450,7 +450,7 @@ async fn stateless(
     let hub = app.sessions.hub();
     let exchange = Exchange::start(&app.service, req, meta, identity, ip, hub, trace);
     let id = exchange.id().clone();
-    match reply::answer(exchange.into_stream(), &id).await {
+    match reply::answer(exchange).await {
         Some(a) => a.response,
         None => reply::refuse(
             Some(id),

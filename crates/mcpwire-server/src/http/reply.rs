@@ -17,6 +17,7 @@ use mcpwire_model::{ErrorObject, McpError, Outbound, RequestId};
 
 use super::replay::{self, StreamItem, StreamKind};
 use super::session::{Answered, Delivery, RequestStream};
+use super::stateless::Exchange;
 
 /// How often an idle SSE stream gets a comment, so dead connections are noticed.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -40,7 +41,7 @@ fn status_of(error: &ErrorObject) -> StatusCode {
 
 /// One message as an `application/json` response.
 pub(crate) fn json(status: StatusCode, msg: &Outbound) -> Response {
-    let mut body = Vec::with_capacity(256);
+    let mut body = Vec::with_capacity(msg.encoded_len_hint());
     if let Err(e) = msg.write_json(&mut body) {
         tracing::error!(error = %e, "could not encode a message");
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
@@ -141,16 +142,14 @@ pub(crate) async fn answer_session(mut messages: RequestStream, id: &RequestId) 
     })
 }
 
-/// Answers a stateless request `id` from the messages related to it (ending with its
-/// response): `application/json` when the response comes first, otherwise an SSE stream
-/// of everything (not resumable: 2026-07-28 has no `GET`). A lone error's variant picks the
-/// HTTP status. `None`: the stream ended with nothing.
-pub(crate) async fn answer<S>(mut messages: S, id: &RequestId) -> Option<Answer>
-where
-    S: Stream<Item = Outbound> + Send + Unpin + 'static,
-{
-    let first = messages.next().await?;
-    if first.response_id() == Some(id) {
+/// Answers a stateless request from its exchange (the messages related to it, ending with
+/// its response): `application/json` when the response comes first, otherwise an SSE
+/// stream of everything (not resumable: 2026-07-28 has no `GET`). A lone error's variant
+/// picks the HTTP status. `None`: the exchange ended with nothing. The exchange is boxed
+/// into a stream only when it streams (a box of a kilobyte or two, per request).
+pub(crate) async fn answer(mut exchange: Exchange) -> Option<Answer> {
+    let first = exchange.next().await?;
+    if first.response_id() == Some(exchange.id()) {
         let (status, error) = match &first {
             Outbound::Error { error, .. } => (status_of(error), true),
             _ => (StatusCode::OK, false),
@@ -161,7 +160,7 @@ where
         });
     }
     let n = replay::next_stream();
-    let all = futures::stream::once(std::future::ready(first)).chain(messages);
+    let all = futures::stream::once(std::future::ready(first)).chain(exchange.into_stream());
     Some(Answer {
         response: sse(all, format!("s{n}-")),
         error: false,

@@ -9,9 +9,9 @@ use serde_json::json;
 use super::*;
 
 impl ServerSession {
-    pub(super) fn on_modern_request(&mut self, now: Instant, req: Request, meta: RequestMeta) {
+    pub(super) fn on_modern_request(&mut self, now: Instant, req: Request, mut meta: RequestMeta) {
         let version = match &meta.protocol_version {
-            Some(serde_json::Value::String(v)) => v.clone(),
+            Some(serde_json::Value::String(v)) => v.as_str(),
             Some(_) => {
                 return self.error(
                     req.id,
@@ -28,9 +28,9 @@ impl ServerSession {
                 );
             }
         };
-        if Revision::parse(&version) != Some(Revision::STATELESS) {
+        if Revision::parse(version) != Some(Revision::STATELESS) {
             let e = McpError::UnsupportedVersion {
-                requested: version,
+                requested: version.to_owned(),
                 supported: vec![Revision::STATELESS.as_str().to_owned()],
             };
             return self.error(req.id, e);
@@ -84,7 +84,7 @@ impl ServerSession {
                 )
             }
             _ => {
-                let caps = meta.client_capabilities.clone().unwrap_or_default();
+                let caps = meta.client_capabilities.take().unwrap_or_default();
                 self.dispatch_with(now, Revision::STATELESS, req, &meta, Arc::new(caps), None)
             }
         }
