@@ -45,7 +45,7 @@ pub fn header_text<'a>(headers: &'a HeaderMap, name: &str) -> Option<Option<&'a 
 
 /// An `Mcp-Name` / `Mcp-Param-*` value decoded (verbatim, or `=?base64?…?=`).
 pub fn decode_header_value(value: &str) -> Option<String> {
-    headers::decode_value(value)
+    headers::decode_value(value).map(|v| v.into_owned())
 }
 
 /// The 2026-07-28 validation a `POST` of `body` with `headers` goes through before its

@@ -1,5 +1,7 @@
 //! Reading the MCP-specific and content-negotiation headers of a request.
 
+use std::borrow::Cow;
+
 use axum::http::header::{ACCEPT, AsHeaderName, CONTENT_TYPE};
 use axum::http::{HeaderMap, HeaderName};
 use base64::Engine;
@@ -19,6 +21,10 @@ pub const LAST_EVENT_ID: &str = "last-event-id";
 pub const SESSION_ID_HEADER: HeaderName = HeaderName::from_static(SESSION_ID);
 /// [`PROTOCOL_VERSION`] as a header name, made once.
 pub const PROTOCOL_VERSION_HEADER: HeaderName = HeaderName::from_static(PROTOCOL_VERSION);
+/// [`MCP_METHOD`] as a header name, made once.
+pub const MCP_METHOD_HEADER: HeaderName = HeaderName::from_static(MCP_METHOD);
+/// [`MCP_NAME`] as a header name, made once.
+pub const MCP_NAME_HEADER: HeaderName = HeaderName::from_static(MCP_NAME);
 
 /// `Accept` values listing JSON and SSE as most clients write them.
 const COMMON_ACCEPT: [&[u8]; 2] = [
@@ -98,19 +104,19 @@ pub(crate) fn text(headers: &HeaderMap, name: impl AsHeaderName) -> Result<Optio
     v.to_str().map(|s| Some(s.trim())).map_err(|_| ())
 }
 
-/// Decodes an `Mcp-Name`-style value: verbatim, or `=?base64?…?=` holding UTF-8.
-/// `None` for a malformed encoded value (so it matches nothing).
-pub(crate) fn decode_value(value: &str) -> Option<String> {
+/// Decodes an `Mcp-Name`-style value: verbatim (borrowed), or `=?base64?…?=` holding
+/// UTF-8. `None` for a malformed encoded value (so it matches nothing).
+pub(crate) fn decode_value(value: &str) -> Option<Cow<'_, str>> {
     let Some(payload) = value
         .strip_prefix("=?base64?")
         .and_then(|v| v.strip_suffix("?="))
     else {
-        return Some(value.to_owned());
+        return Some(Cow::Borrowed(value));
     };
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(payload)
         .ok()?;
-    String::from_utf8(bytes).ok()
+    String::from_utf8(bytes).ok().map(Cow::Owned)
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use mcpwire_router::Router;
 use mcpwire_wire::json_frame;
 use serde_json::value::RawValue;
 
-use super::headers::{self, MCP_METHOD, MCP_NAME};
+use super::headers::{self, MCP_METHOD_HEADER, MCP_NAME_HEADER};
 
 /// Where a request's `name`, `uri` and `taskId` (what `Mcp-Name` mirrors) are in its params,
 /// found while its `_meta` was read ([`read_params`]); `None`: not there.
@@ -102,7 +102,7 @@ pub(crate) fn check(
         ));
     }
     // SEP-2243: the standard headers are required, not merely checked when present.
-    match headers::text(headers, MCP_METHOD) {
+    match headers::text(headers, MCP_METHOD_HEADER) {
         Err(()) => return Err(McpError::HeaderMismatch("invalid Mcp-Method header".into())),
         Ok(None) => {
             return Err(McpError::HeaderMismatch(
@@ -136,7 +136,7 @@ fn check_name<'r>(
         }
         _ => return Ok(None),
     };
-    let header = match headers::text(headers, MCP_NAME) {
+    let header = match headers::text(headers, MCP_NAME_HEADER) {
         Ok(h) => h,
         Err(()) => return Err(McpError::HeaderMismatch("invalid Mcp-Name header".into())),
     };
@@ -270,7 +270,7 @@ fn check_params(
                         param.header
                     )));
                 };
-                if body.as_deref() != Some(decoded.as_str()) {
+                if body.as_deref() != Some(&*decoded) {
                     return Err(McpError::HeaderMismatch(format!(
                         "Mcp-Param-{} header does not match argument {}",
                         param.header, param.property

@@ -173,6 +173,14 @@ pub struct ServerSession {
     provisional: bool,
 }
 
+/// The capabilities of a client that declared none, made once and shared (a stateless
+/// server makes a session per request).
+fn no_capabilities() -> Arc<ClientCapabilities> {
+    static NONE: std::sync::LazyLock<Arc<ClientCapabilities>> =
+        std::sync::LazyLock::new(|| Arc::new(ClientCapabilities::default()));
+    NONE.clone()
+}
+
 impl ServerSession {
     /// A fresh session for a new connection.
     pub fn new(config: Arc<SessionConfig>) -> ServerSession {
@@ -180,7 +188,7 @@ impl ServerSession {
         ServerSession {
             config,
             era: Era::Unknown,
-            client_capabilities: Arc::new(ClientCapabilities::default()),
+            client_capabilities: no_capabilities(),
             client_info: None,
             log_level: None,
             next_dispatch: 0,

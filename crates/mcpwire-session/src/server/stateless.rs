@@ -84,8 +84,11 @@ impl ServerSession {
                 )
             }
             _ => {
-                let caps = meta.client_capabilities.take().unwrap_or_default();
-                self.dispatch_with(now, Revision::STATELESS, req, &meta, Arc::new(caps), None)
+                let caps = match meta.client_capabilities.take() {
+                    Some(caps) if caps != ClientCapabilities::default() => Arc::new(caps),
+                    _ => no_capabilities(),
+                };
+                self.dispatch_with(now, Revision::STATELESS, req, &meta, caps, None)
             }
         }
     }
