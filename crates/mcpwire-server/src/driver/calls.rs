@@ -240,8 +240,13 @@ impl Calls {
 
     /// Every call's span is a child of the caller's `parent` trace context.
     pub(crate) fn with_trace_parent(mut self, parent: Option<TraceParent>) -> Calls {
-        self.trace_parent = parent;
+        self.set_trace_parent(parent);
         self
+    }
+
+    /// [`Calls::with_trace_parent`] in place.
+    pub(crate) fn set_trace_parent(&mut self, parent: Option<TraceParent>) {
+        self.trace_parent = parent;
     }
 
     /// The span of request `id`, when it starts, is a child of `parent`. Requests the
@@ -270,12 +275,17 @@ impl Calls {
     /// These calls hear `events` instead of the router's own, if they listen at all (a
     /// replica set's endpoint hub: its router's events and the other replicas').
     pub(crate) fn hearing(mut self, events: Option<broadcast::Receiver<BackendEvent>>) -> Calls {
+        self.hear(events);
+        self
+    }
+
+    /// [`Calls::hearing`] in place.
+    pub(crate) fn hear(&mut self, events: Option<broadcast::Receiver<BackendEvent>>) {
         if self.events.is_some()
             && let Some(events) = events
         {
             self.events = Some(events);
         }
-        self
     }
 
     /// These calls, made by `identity`.
@@ -295,8 +305,13 @@ impl Calls {
 
     /// These calls come from `ip` (read by the rate limits, `crate::limits`).
     pub(crate) fn with_client_ip(mut self, ip: Option<std::net::IpAddr>) -> Calls {
-        self.client_ip = ip;
+        self.set_client_ip(ip);
         self
+    }
+
+    /// [`Calls::with_client_ip`] in place.
+    pub(crate) fn set_client_ip(&mut self, ip: Option<std::net::IpAddr>) {
+        self.client_ip = ip;
     }
 
     /// From now on, calls are made by `identity` (MCPB learns it after the connection

@@ -12,7 +12,9 @@ use super::ServerCore;
 
 /// The state of one request.
 pub(crate) struct Exchange {
-    core: ServerCore,
+    /// Boxed: the exchange moves through the futures answering it (a session and its calls
+    /// are over a kilobyte; each move of them was a copy).
+    core: Box<ServerCore>,
     out: VecDeque<Outbound>,
     id: RequestId,
     done: bool,
@@ -20,7 +22,8 @@ pub(crate) struct Exchange {
 
 impl Exchange {
     /// Hands `req` to `core` (a fresh session and its calls).
-    pub(crate) fn new(mut core: ServerCore, req: Request) -> Exchange {
+    pub(crate) fn new(core: ServerCore, req: Request) -> Exchange {
+        let mut core = Box::new(core);
         let id = req.id.clone();
         core.inbound(Ok(Message::Request(req)));
         Exchange::around(core, id)
@@ -29,7 +32,7 @@ impl Exchange {
     /// [`Exchange::new`] for a request whose `_meta` the driver read already (`meta`:
     /// what `RequestMeta::from_params` made of its params; not parsed again).
     pub(crate) fn with_meta(
-        mut core: ServerCore,
+        mut core: Box<ServerCore>,
         req: Request,
         meta: Result<Option<RequestMeta>, String>,
     ) -> Exchange {
@@ -38,7 +41,7 @@ impl Exchange {
         Exchange::around(core, id)
     }
 
-    fn around(core: ServerCore, id: RequestId) -> Exchange {
+    fn around(core: Box<ServerCore>, id: RequestId) -> Exchange {
         Exchange {
             core,
             out: VecDeque::new(),

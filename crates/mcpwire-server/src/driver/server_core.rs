@@ -72,15 +72,11 @@ impl ServerCore {
 
     /// This stateless request counted among `load`'s listener's, its call carrying that
     /// listener's name.
-    pub(crate) fn counted_request(
-        mut self,
-        load: Option<&Arc<crate::serve::ListenerLoad>>,
-    ) -> ServerCore {
+    pub(crate) fn count_request(&mut self, load: Option<&Arc<crate::serve::ListenerLoad>>) {
         if let Some(load) = load {
             load.stateless_request();
             self.calls.set_listener(load.listener().clone());
         }
-        self
     }
 
     /// From now on, calls are made by `identity` (see [`Calls::set_identity`]).

@@ -19,7 +19,7 @@ use axum::http::header::CONNECTION;
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::Response;
 use mcpwire_model::jsonrpc::decode_with_depth;
-use mcpwire_model::types::{RequestMeta, UriParams};
+use mcpwire_model::types::UriParams;
 use mcpwire_model::{McpError, Message, Method, Request, Revision};
 use mcpwire_router::Identity;
 use mcpwire_wire::json_frame::PlainFrame;
@@ -412,7 +412,7 @@ async fn initialize(
 /// A 2026-07-28 message and its `_meta` as [`without_session`] read it.
 struct Stateless {
     msg: Message,
-    meta: Result<Option<RequestMeta>, String>,
+    meta: route_headers::ReadMeta,
     /// Where its routed members are in its params, when known.
     routed: Option<route_headers::Routed>,
 }

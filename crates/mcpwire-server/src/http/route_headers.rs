@@ -25,16 +25,18 @@ pub(crate) struct Routed {
     task_id: Option<Range<usize>>,
 }
 
+/// A request's `_meta` as the listener read it ([`RequestMeta::from_params`]'s answer),
+/// boxed: it moves through the futures answering a stateless request, and is 400 bytes.
+pub(crate) type ReadMeta = Result<Option<Box<RequestMeta>>, String>;
+
 /// A request's `_meta` as [`RequestMeta::from_params`] reads it and, in the same pass over
 /// the params, where its routed members are ([`Routed`]; `None` when that pass could not
 /// say — no `_meta`, or params it refused — and [`check`] scans for them instead).
-pub(crate) fn read_params(
-    params: Option<&RawValue>,
-) -> (Result<Option<RequestMeta>, String>, Option<Routed>) {
+pub(crate) fn read_params(params: Option<&RawValue>) -> (ReadMeta, Option<Routed>) {
     #[derive(serde::Deserialize)]
     struct Envelope<'a> {
         #[serde(rename = "_meta", default)]
-        meta: Option<RequestMeta>,
+        meta: Option<Box<RequestMeta>>,
         #[serde(borrow, default)]
         name: Option<&'a RawValue>,
         #[serde(borrow, default)]
@@ -49,7 +51,10 @@ pub(crate) fn read_params(
     }
     let Ok(read) = serde_json::from_str::<Envelope<'_>>(text) else {
         // Its own error (or, for a duplicate member, none): as the listener always read it.
-        return (RequestMeta::from_params(params), None);
+        return (
+            RequestMeta::from_params(params).map(|m| m.map(Box::new)),
+            None,
+        );
     };
     let base = text.as_ptr() as usize;
     let at = |v: Option<&RawValue>| {
@@ -73,7 +78,7 @@ pub(crate) fn check(
     headers: &HeaderMap,
     version: Option<&str>,
     req: &Request,
-    (meta, routed): (&Result<Option<RequestMeta>, String>, Option<&Routed>),
+    (meta, routed): (&ReadMeta, Option<&Routed>),
     router: &Router,
 ) -> Result<(), McpError> {
     let Some(version) = version else {

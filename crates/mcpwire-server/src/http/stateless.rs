@@ -4,12 +4,12 @@
 //! yields what it sends. Dropping the exchange — the client closed the response stream —
 //! drops the call, which is how a 2026-07-28 client over HTTP cancels.
 
-use mcpwire_model::types::RequestMeta;
 use mcpwire_model::{BackendEvent, Method, Request};
 use mcpwire_router::Identity;
 use mcpwire_session::ServerSession;
 use tokio::sync::broadcast;
 
+use super::route_headers::ReadMeta;
 use crate::Service;
 pub(crate) use crate::driver::Exchange;
 use crate::driver::{Calls, ServerCore};
@@ -23,7 +23,7 @@ impl Exchange {
     pub(crate) fn start(
         service: &Service,
         req: Request,
-        meta: Result<Option<RequestMeta>, String>,
+        meta: ReadMeta,
         identity: Option<Identity>,
         ip: Option<std::net::IpAddr>,
         hub: Option<&broadcast::Sender<BackendEvent>>,
@@ -32,13 +32,17 @@ impl Exchange {
         // Only `subscriptions/listen` streams catalog changes (subscribing costs a lock on
         // the shared event channel).
         let listens = matches!(&req.method, Method::Other(m) if &**m == "subscriptions/listen");
-        let calls = Calls::stateless(service.router.clone(), listens, WireLabel::Http)
-            .hearing(hub.filter(|_| listens).map(broadcast::Sender::subscribe))
-            .with_identity(identity)
-            .with_client_ip(ip)
-            .with_trace_parent(trace);
-        let core = ServerCore::new(ServerSession::new(service.config.clone()), calls)
-            .counted_request(service.load.as_ref());
-        Exchange::with_meta(core, req, meta)
+        let mut calls = Calls::stateless(service.router.clone(), listens, WireLabel::Http);
+        calls.hear(hub.filter(|_| listens).map(broadcast::Sender::subscribe));
+        calls.set_identity(identity);
+        calls.set_client_ip(ip);
+        calls.set_trace_parent(trace);
+        // Made in place and boxed once: the exchange moves through the futures answering it.
+        let mut core = Box::new(ServerCore::new(
+            ServerSession::new(service.config.clone()),
+            calls,
+        ));
+        core.count_request(service.load.as_ref());
+        Exchange::with_meta(core, req, meta.map(|m| m.map(|m| *m)))
     }
 }

@@ -176,7 +176,8 @@ impl GrpcMcp {
             .with_identity(identity)
             .with_client_ip(ip)
             .with_trace_parent(trace);
-        let core = ServerCore::new(session, calls).counted_request(self.service.load.as_ref());
+        let mut core = ServerCore::new(session, calls);
+        core.count_request(self.service.load.as_ref());
         let exchange = Exchange::new(core, req);
         let Some(response) = exchange.response().await else {
             return internal("the request ended without an answer");
