@@ -21,8 +21,8 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::now;
 use super::relayed::{RelayedCall, RelayedCalls};
+use super::{Alarm, now};
 use crate::observe::{CallMetrics, TraceParent, WireLabel, finish_span, request_span};
 use bytes::BytesMut;
 use futures::stream::FuturesUnordered;
@@ -115,7 +115,7 @@ pub(crate) enum Wake {
     Backend(Option<BackendEvent>),
     /// An event or ask for this session alone.
     Notice(SessionNotice),
-    /// The timer passed.
+    /// The session's timer rang: at its next deadline, or before it (nothing due then).
     Timer,
     /// Something came back for a relayed call (taken by [`Calls::take_relayed`]).
     Relayed,
@@ -164,6 +164,8 @@ pub(crate) struct Calls {
     /// Resources this session's `subscriptions/listen` streams watch (one entry per
     /// stream watching it): unsubscribed at the backend when they end, or with the calls.
     listened: Vec<String>,
+    /// The session's timer (its next deadline), armed across waits.
+    timer: Alarm,
 }
 
 impl Drop for Calls {
@@ -235,6 +237,7 @@ impl Calls {
             request_parents: IdMap::default(),
             relayed: RelayedCalls::default(),
             listened: Vec::new(),
+            timer: Alarm::default(),
         }
     }
 
@@ -422,8 +425,10 @@ impl Calls {
         self.relayed.take(session, out, write)
     }
 
-    /// Waits for the next finished call, call message, backend event, or for `timer`.
+    /// Waits for the next finished call, call message, backend event, or for `timer` (the
+    /// session's next deadline: [`Wake::Timer`] may come before it, finding nothing due).
     pub(crate) async fn wait(&mut self, timer: Option<Instant>) -> Wake {
+        self.timer.set(timer);
         tokio::select! {
             biased;
             Some((id, reply)) = self.calls.next(), if !self.calls.is_empty() => Wake::Done(id, reply),
@@ -431,7 +436,7 @@ impl Calls {
             ev = recv_event(&mut self.events) => Wake::Backend(ev),
             Some(n) = recv_notice(&mut self.notices) => Wake::Notice(n),
             _ = self.relayed.arrived() => Wake::Relayed,
-            _ = sleep_until(timer) => Wake::Timer,
+            () = self.timer.rung() => Wake::Timer,
         }
     }
 

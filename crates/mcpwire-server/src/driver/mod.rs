@@ -14,6 +14,12 @@
 //!   is an [`Endpoint`] (stdio's and MCPB's server connections today).
 //! - [`relayed`]: the calls of a session relayed to an upstream as raw frames
 //!   (`mcpwire_relay`), counted by [`Calls`] with the calls it runs.
+//! - [`alarm`]: [`Alarm`], a timer for a deadline that moves with every request, armed
+//!   once rather than registered anew on every wait ([`Calls::wait`], the HTTP session's
+//!   idle expiry).
+//! - [`cancel_watch`]: [`CancelWatch`], waiting for a token's cancellation beside something
+//!   that wakes the task often (an HTTP connection), at the cost of an atomic load per
+//!   wake-up.
 //! - [`exchange`]: [`Exchange`], one request on a session of its own, run until its response
 //!   (stateless HTTP and gRPC).
 //!
@@ -24,13 +30,17 @@
 //!
 //! [`ServerSession`]: mcpwire_session::ServerSession
 
+pub(crate) mod alarm;
 pub(crate) mod calls;
+pub(crate) mod cancel_watch;
 pub(crate) mod exchange;
 pub mod framed;
 pub(crate) mod relayed;
 pub(crate) mod server_core;
 
+pub(crate) use alarm::Alarm;
 pub(crate) use calls::{Calls, Wake};
+pub(crate) use cancel_watch::CancelWatch;
 #[cfg(feature = "http")]
 pub(crate) use exchange::Exchange;
 pub use framed::{Endpoint, FramedDriver, Status};

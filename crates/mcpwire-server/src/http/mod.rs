@@ -58,6 +58,7 @@ pub use sessions::HttpStats;
 
 use crate::Service;
 use crate::directory::{HeldSessions, SessionDirectory};
+use crate::driver::CancelWatch;
 use crate::identify::Authenticate;
 use crate::identify::resource::WELL_KNOWN;
 use crate::observe::WireLabel;
@@ -335,8 +336,8 @@ async fn accept_loop(
             client: Arc::new(client),
             router: TowerToHyperService::new(router.clone()),
         };
-        // The connection's own token: waiting on it at each of the connection's wake-ups
-        // takes its own lock, not the listener token's, which every connection shares.
+        // The connection's own token (a child of the listener's, which every connection
+        // shares), watched by a load at each of the connection's wake-ups.
         let shutdown = shutdown.child_token();
         connections.spawn(async move {
             let conn = hyper::server::conn::http1::Builder::new()
@@ -349,7 +350,7 @@ async fn accept_loop(
             let mut conn = std::pin::pin!(conn);
             let ended = tokio::select! {
                 ended = conn.as_mut() => ended,
-                _ = shutdown.cancelled() => {
+                () = CancelWatch::new(shutdown) => {
                     conn.as_mut().graceful_shutdown();
                     conn.await
                 }

@@ -30,15 +30,14 @@ use mcpwire_session::{HandshakeState, IdMap, ServerSession, Transmit};
 use mcpwire_wire::json_frame::PlainFrame;
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, oneshot};
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use super::replay::{self, EventId, Mirror, ReplayLog, StreamItem, StreamKind};
 use super::seam::{SeamOwner, SessionSeam};
 use crate::Service;
 use crate::directory::SessionDirectory;
-use crate::driver::calls::sleep_until;
 use crate::driver::relayed::RelayedCall;
-use crate::driver::{Calls, RelayedOutput, ServerCore, now};
+use crate::driver::{Alarm, Calls, RelayedOutput, ServerCore, now};
 use crate::observe::{TraceParent, WireLabel};
 
 /// Commands queued from handlers to one session before they wait.
@@ -504,7 +503,8 @@ pub(crate) fn spawn(
         core,
         seam: seam.clone(),
         cmds,
-        close: close.clone(),
+        closed: Box::pin(close.clone().cancelled_owned()),
+        idle_alarm: Alarm::default(),
         routes: IdMap::default(),
         streams: IdMap::default(),
         finished: VecDeque::new(),
@@ -534,7 +534,11 @@ struct SessionTask {
     /// The calls this session's handlers relay themselves.
     seam: Arc<SessionSeam>,
     cmds: mpsc::Receiver<Box<Command>>,
-    close: CancellationToken,
+    /// The handle's close, waited on across the task's loop (registered once).
+    closed: Pin<Box<WaitForCancellationFutureOwned>>,
+    /// When the session expires if nothing happens (`idle_deadline`), armed across the
+    /// loop: it may ring early, and the deadline is read again then.
+    idle_alarm: Alarm,
     /// Requests not yet answered, by client request id.
     routes: IdMap<RequestId, Route>,
     /// Stream number → the request it answers.
@@ -579,9 +583,10 @@ impl SessionTask {
                 .publish(self.core.relay_revision(), self.routes.len());
             let idle_at = self.idle_deadline();
             self.busy.set(idle_at.is_none());
+            self.idle_alarm.set(idle_at);
             tokio::select! {
                 biased;
-                _ = self.close.cancelled() => break,
+                () = &mut self.closed => break,
                 cmd = self.cmds.recv() => match cmd {
                     Some(cmd) => self.on_command(*cmd),
                     None => break,
@@ -593,7 +598,7 @@ impl SessionTask {
                     }
                     self.last_active = now();
                 }
-                _ = sleep_until(idle_at) => {
+                () = self.idle_alarm.rung() => {
                     if self.idle_deadline().is_some_and(|at| at <= now()) {
                         tracing::debug!("session idle; ending it");
                         break;

@@ -321,12 +321,8 @@ mod tests {
         }
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn idle_sessions_expire_and_busy_ones_stay() {
-        let table = Arc::new(Sessions::new(2, Arc::default()));
-        let idle = Duration::from_secs(60);
-        let (quiet, _) = table.create(&service(), idle, None, None).unwrap();
-        let (busy, handle) = table.create(&service(), idle, None, None).unwrap();
+    /// Opens `handle`'s session with an `initialize`, and waits for its answer.
+    async fn initialize(handle: &SessionHandle) {
         let init = serde_json::json!({"protocolVersion": "2025-11-25", "capabilities": {},
                                       "clientInfo": {"name": "t", "version": "1"}});
         let mut answer = handle
@@ -334,6 +330,15 @@ mod tests {
             .await
             .unwrap();
         assert!(answer.next().await.is_some());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn idle_sessions_expire_and_busy_ones_stay() {
+        let table = Arc::new(Sessions::new(2, Arc::default()));
+        let idle = Duration::from_secs(60);
+        let (quiet, _) = table.create(&service(), idle, None, None).unwrap();
+        let (busy, handle) = table.create(&service(), idle, None, None).unwrap();
+        initialize(&handle).await;
         let call = serde_json::json!({"name": "wait", "arguments": {}});
         let _running = handle
             .request(request(1, Method::ToolsCall, call), None)
@@ -348,6 +353,32 @@ mod tests {
         assert!(
             table.get(&busy).is_some(),
             "a call in flight keeps a session"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_session_used_again_expires_an_idle_period_after_its_last_use() {
+        let table = Arc::new(Sessions::new(2, Arc::default()));
+        let idle = Duration::from_secs(60);
+        let (sid, handle) = table.create(&service(), idle, None, None).unwrap();
+        initialize(&handle).await;
+        // Used again at 50 s: its expiry moves to 110 s (the timer set for 60 s rings
+        // early, finds nothing due, and is set again).
+        tokio::time::sleep(Duration::from_secs(50)).await;
+        let mut pong = handle
+            .request(request(1, Method::Ping, serde_json::json!({})), None)
+            .await
+            .unwrap();
+        assert!(pong.next().await.is_some());
+        tokio::time::sleep(Duration::from_secs(59)).await;
+        assert!(
+            table.get(&sid).is_some(),
+            "idle for 59 s since its last use"
+        );
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(
+            table.get(&sid).is_none(),
+            "idle for 61 s since its last use: ended"
         );
     }
 
