@@ -11,16 +11,21 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::task::Poll;
 use std::time::Instant;
 
 use tokio::time::Sleep;
 
-/// A timer armed for the earliest deadline its owner asked for (see the module docs).
+/// A timer armed for the earliest deadline its owner asked for (see the module docs). The
+/// runtime's timer is made or moved only when the alarm is waited on: a wait that ends
+/// before the alarm is polled (a stateless request answered at once) costs none.
 #[derive(Default)]
 pub(crate) struct Alarm {
-    /// Made at the first deadline, then reset in place (kept registered while armed).
+    /// Made at the first wait on a deadline, then reset in place (kept registered).
     sleep: Option<Pin<Box<Sleep>>>,
-    /// When it rings; `None`: not armed.
+    /// The deadline `sleep` is set for.
+    sleep_at: Option<Instant>,
+    /// When the alarm rings; `None`: not armed.
     armed: Option<Instant>,
 }
 
@@ -28,27 +33,35 @@ impl Alarm {
     /// Rings no later than `at` (`None`: nothing is due; an armed alarm stays armed).
     pub(crate) fn set(&mut self, at: Option<Instant>) {
         let Some(at) = at else { return };
-        if self.armed.is_some_and(|armed| armed <= at) {
-            return;
+        if self.armed.is_none_or(|armed| at < armed) {
+            self.armed = Some(at);
         }
-        match &mut self.sleep {
-            Some(sleep) => sleep.as_mut().reset(at.into()),
-            None => self.sleep = Some(Box::pin(tokio::time::sleep_until(at.into()))),
-        }
-        self.armed = Some(at);
     }
 
     /// Completes when the alarm rings (never while it is not armed), disarming it.
     pub(crate) fn rung(&mut self) -> impl Future<Output = ()> + '_ {
-        std::future::poll_fn(move |cx| match (&mut self.sleep, self.armed) {
-            (Some(sleep), Some(_)) => match sleep.as_mut().poll(cx) {
-                std::task::Poll::Ready(()) => {
-                    self.armed = None;
-                    std::task::Poll::Ready(())
+        std::future::poll_fn(move |cx| {
+            let Some(at) = self.armed else {
+                return Poll::Pending;
+            };
+            let sleep = match &mut self.sleep {
+                Some(sleep) if self.sleep_at == Some(at) => sleep,
+                Some(sleep) => {
+                    sleep.as_mut().reset(at.into());
+                    sleep
                 }
-                std::task::Poll::Pending => std::task::Poll::Pending,
-            },
-            _ => std::task::Poll::Pending,
+                None => self
+                    .sleep
+                    .insert(Box::pin(tokio::time::sleep_until(at.into()))),
+            };
+            self.sleep_at = Some(at);
+            match sleep.as_mut().poll(cx) {
+                Poll::Ready(()) => {
+                    self.armed = None;
+                    Poll::Ready(())
+                }
+                Poll::Pending => Poll::Pending,
+            }
         })
     }
 }
