@@ -30,14 +30,14 @@ use mcpwire_session::{HandshakeState, IdMap, ServerSession, Transmit};
 use mcpwire_wire::json_frame::PlainFrame;
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, oneshot};
-use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
+use tokio_util::sync::CancellationToken;
 
 use super::replay::{self, EventId, Mirror, ReplayLog, StreamItem, StreamKind};
 use super::seam::{SeamOwner, SessionSeam};
 use crate::Service;
 use crate::directory::SessionDirectory;
 use crate::driver::relayed::RelayedCall;
-use crate::driver::{Alarm, Calls, RelayedOutput, ServerCore, now};
+use crate::driver::{Alarm, Calls, CancelWatch, RelayedOutput, ServerCore, now};
 use crate::observe::{TraceParent, WireLabel};
 
 /// Commands queued from handlers to one session before they wait.
@@ -503,7 +503,7 @@ pub(crate) fn spawn(
         core,
         seam: seam.clone(),
         cmds,
-        closed: Box::pin(close.clone().cancelled_owned()),
+        closed: CancelWatch::new(close.clone()),
         idle_alarm: Alarm::default(),
         routes: IdMap::default(),
         streams: IdMap::default(),
@@ -534,8 +534,9 @@ struct SessionTask {
     /// The calls this session's handlers relay themselves.
     seam: Arc<SessionSeam>,
     cmds: mpsc::Receiver<Box<Command>>,
-    /// The handle's close, waited on across the task's loop (registered once).
-    closed: Pin<Box<WaitForCancellationFutureOwned>>,
+    /// The handle's close, waited on across the task's loop (registered once, then a load
+    /// per wake-up).
+    closed: CancelWatch,
     /// When the session expires if nothing happens (`idle_deadline`), armed across the
     /// loop: it may ring early, and the deadline is read again then.
     idle_alarm: Alarm,
