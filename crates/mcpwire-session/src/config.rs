@@ -3,8 +3,8 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use crate::decorate::Decorations;
 use mcpwire_model::types::{Implementation, ServerCapabilities};
-use serde_json::value::RawValue;
 
 /// Limits a session enforces; every queue and map it keeps is bounded by one of these.
 #[derive(Debug, Clone)]
@@ -52,7 +52,7 @@ pub struct SessionConfig {
 /// What a [`SessionConfig`]'s sessions derive from it, made on first use.
 #[derive(Debug, Default)]
 pub struct Derived {
-    server_info_json: OnceLock<Arc<RawValue>>,
+    decorations: OnceLock<Arc<Decorations>>,
 }
 
 impl Clone for Derived {
@@ -63,11 +63,11 @@ impl Clone for Derived {
 }
 
 impl SessionConfig {
-    /// `serverInfo` as JSON (every 2026-07-28 result carries it), serialized once.
-    pub(crate) fn server_info_json(&self) -> Arc<RawValue> {
+    /// What every 2026-07-28 result is given (`serverInfo`), serialized once.
+    pub(crate) fn decorations(&self) -> Arc<Decorations> {
         self.derived
-            .server_info_json
-            .get_or_init(|| Arc::from(mcpwire_model::to_raw(&self.server_info)))
+            .decorations
+            .get_or_init(|| Arc::new(Decorations::new(&self.server_info)))
             .clone()
     }
 
@@ -90,13 +90,13 @@ mod tests {
     /// The server info's JSON is made once, and a clone changed before its first use
     /// gives its own.
     #[test]
-    fn server_info_json_is_made_once_and_a_clone_makes_its_own() {
+    fn decorations_are_made_once_and_a_clone_makes_its_own() {
         let config = SessionConfig::new(Implementation::new("a", "1"), Default::default());
-        let first = config.server_info_json();
-        assert!(first.get().contains("\"a\""));
-        assert!(Arc::ptr_eq(&first, &config.server_info_json()), "made once");
+        let first = config.decorations();
+        assert!(first.server_info.get().contains("\"a\""));
+        assert!(Arc::ptr_eq(&first, &config.decorations()), "made once");
         let mut other = (*config).clone();
         other.server_info = Implementation::new("b", "2");
-        assert!(other.server_info_json().get().contains("\"b\""));
+        assert!(other.decorations().server_info.get().contains("\"b\""));
     }
 }

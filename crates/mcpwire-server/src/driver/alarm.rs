@@ -23,8 +23,6 @@ use tokio::time::Sleep;
 pub(crate) struct Alarm {
     /// Made at the first wait on a deadline, then reset in place (kept registered).
     sleep: Option<Pin<Box<Sleep>>>,
-    /// The deadline `sleep` is set for.
-    sleep_at: Option<Instant>,
     /// When the alarm rings; `None`: not armed.
     armed: Option<Instant>,
 }
@@ -45,7 +43,7 @@ impl Alarm {
                 return Poll::Pending;
             };
             let sleep = match &mut self.sleep {
-                Some(sleep) if self.sleep_at == Some(at) => sleep,
+                Some(sleep) if sleep.deadline() == at.into() => sleep,
                 Some(sleep) => {
                     sleep.as_mut().reset(at.into());
                     sleep
@@ -54,7 +52,6 @@ impl Alarm {
                     .sleep
                     .insert(Box::pin(tokio::time::sleep_until(at.into()))),
             };
-            self.sleep_at = Some(at);
             match sleep.as_mut().poll(cx) {
                 Poll::Ready(()) => {
                     self.armed = None;

@@ -3,12 +3,37 @@
 //! Dropping an exchange drops its call, which is how such a client cancels.
 
 use std::collections::VecDeque;
+use std::net::IpAddr;
 
 use futures::Stream;
 use mcpwire_model::types::RequestMeta;
-use mcpwire_model::{Message, Outbound, Request, RequestId};
+use mcpwire_model::{BackendEvent, Message, Outbound, Request, RequestId};
+use mcpwire_router::Identity;
+use mcpwire_session::ServerSession;
+use tokio::sync::broadcast;
 
-use super::ServerCore;
+use super::{Calls, ServerCore};
+use crate::Service;
+use crate::observe::{TraceParent, WireLabel};
+
+/// Who made a request that stands alone: the identity its credential proved, the
+/// client's address (read by the rate limits) and its trace context.
+pub(crate) struct RequestFrom {
+    /// The identity its credential proved (`None`: the listener does not authenticate).
+    pub(crate) identity: Option<Identity>,
+    /// The client's address.
+    pub(crate) ip: Option<IpAddr>,
+    /// Its trace context: the request's span is a child of it.
+    pub(crate) trace: Option<TraceParent>,
+}
+
+/// What an exchange's session hears of the catalog's changes.
+pub(crate) enum Hears<'a> {
+    /// Nothing: the request does not stream them.
+    Nothing,
+    /// The router's changes, or `hub`'s when given (in a replica set: every replica's).
+    Changes(Option<&'a broadcast::Sender<BackendEvent>>),
+}
 
 /// The state of one request.
 pub(crate) struct Exchange {
@@ -21,9 +46,32 @@ pub(crate) struct Exchange {
 }
 
 impl Exchange {
-    /// Hands `req` to `core` (a fresh session and its calls).
-    pub(crate) fn new(core: ServerCore, req: Request) -> Exchange {
-        let mut core = Box::new(core);
+    /// A fresh session of `service` (`session`, made by the wire) with its calls on `wire`,
+    /// for one request `from` a client, counted in the service's load. Set up in place and
+    /// boxed once: the exchange moves through the futures answering it.
+    pub(crate) fn core(
+        service: &Service,
+        session: ServerSession,
+        wire: WireLabel,
+        hears: Hears<'_>,
+        from: RequestFrom,
+    ) -> Box<ServerCore> {
+        let (listens, hub) = match hears {
+            Hears::Nothing => (false, None),
+            Hears::Changes(hub) => (true, hub),
+        };
+        let mut calls = Calls::stateless(service.router.clone(), listens, wire);
+        calls.hear(hub.map(broadcast::Sender::subscribe));
+        calls.set_identity(from.identity);
+        calls.set_client_ip(from.ip);
+        calls.set_trace_parent(from.trace);
+        let mut core = Box::new(ServerCore::new(session, calls));
+        core.count_request(service.load.as_ref());
+        core
+    }
+
+    /// Hands `req` to `core` (a fresh session and its calls: [`Exchange::core`]).
+    pub(crate) fn new(mut core: Box<ServerCore>, req: Request) -> Exchange {
         let id = req.id.clone();
         core.inbound(Ok(Message::Request(req)));
         Exchange::around(core, id)

@@ -35,6 +35,7 @@ use super::seamed::{self, Seamed};
 use super::session::cancelled_request;
 use super::stateless::Exchange;
 use super::{App, route_headers};
+use crate::driver::exchange::RequestFrom;
 use crate::observe::TraceParent;
 
 /// Handles a `POST` to the endpoint.
@@ -446,9 +447,12 @@ async fn stateless(
         let e = McpError::MethodNotFound("initialize (not in 2026-07-28)".into());
         return reply::error_object(Some(req.id), e.to_wire(Revision::STATELESS));
     }
-    let trace = TraceParent::from_headers(headers);
-    let hub = app.sessions.hub();
-    let exchange = Exchange::start(&app.service, req, meta, identity, ip, hub, trace);
+    let from = RequestFrom {
+        identity,
+        ip,
+        trace: TraceParent::from_headers(headers),
+    };
+    let exchange = Exchange::start(&app.service, req, meta, from, app.sessions.hub());
     let id = exchange.id().clone();
     match reply::answer(exchange).await {
         Some(a) => a.response,

@@ -29,7 +29,8 @@ use tonic::{Request, Response, Status};
 
 use super::grpc_conn::{GrpcConn, GrpcConnInfo};
 use crate::Service;
-use crate::driver::{Calls, Exchange, ServerCore};
+use crate::driver::Exchange;
+use crate::driver::exchange::{Hears, RequestFrom};
 use crate::limits::ConnectionLimits;
 use crate::observe::{TraceParent, WireLabel};
 
@@ -107,13 +108,13 @@ impl GrpcMcp {
         &self,
         payload: Payload,
         deadline: Option<Duration>,
-        caller: Caller,
+        from: RequestFrom,
     ) -> Answer {
         let Some(d) = deadline else {
-            return self.run(payload, caller).await;
+            return self.run(payload, from).await;
         };
         let early = (d / 10).min(Duration::from_millis(100));
-        match tokio::time::timeout(d - early, self.run(payload, caller)).await {
+        match tokio::time::timeout(d - early, self.run(payload, from)).await {
             Ok(answer) => answer,
             Err(_) => {
                 tracing::debug!(deadline = ?d, "gRPC deadline passed; call dropped");
@@ -125,7 +126,7 @@ impl GrpcMcp {
     /// The caller of an RPC: its address, and its identity from its `authorization`
     /// metadata (`None` when the service does not authenticate). A connection over the
     /// per-IP limit answers `RESOURCE_EXHAUSTED`.
-    async fn admit<T>(&self, req: &Request<T>) -> Result<Caller, Status> {
+    async fn admit<T>(&self, req: &Request<T>) -> Result<RequestFrom, Status> {
         let conn = req.extensions().get::<GrpcConnInfo>();
         if let Some(refused) = conn.and_then(|c| c.refused.as_ref()) {
             return Err(error_status(refused));
@@ -133,7 +134,11 @@ impl GrpcMcp {
         let ip = conn.and_then(|c| c.remote).map(|a| a.ip());
         let certificate = conn.and_then(|c| c.certificate.clone());
         let trace = TraceParent::from_metadata(req.metadata());
-        Ok((self.authenticate(req, certificate).await?, ip, trace))
+        Ok(RequestFrom {
+            identity: self.authenticate(req, certificate).await?,
+            ip,
+            trace,
+        })
     }
 
     /// The caller's identity from its `authorization` metadata; when the service does not
@@ -157,7 +162,7 @@ impl GrpcMcp {
     }
 
     /// Runs one request on a fresh session and returns its one answer.
-    async fn run(&self, payload: Payload, (identity, ip, trace): Caller) -> Answer {
+    async fn run(&self, payload: Payload, from: RequestFrom) -> Answer {
         let initialize = matches!(payload, Payload::InitializeRequest(_));
         let config = self.service.config.clone();
         let session = if initialize {
@@ -172,12 +177,13 @@ impl GrpcMcp {
             Inbound::Forward(_) => return internal("the request did not translate to a request"),
         };
         // Unary RPCs have no use for catalog changes: no backend event subscription.
-        let calls = Calls::stateless(self.service.router.clone(), false, WireLabel::Grpc)
-            .with_identity(identity)
-            .with_client_ip(ip)
-            .with_trace_parent(trace);
-        let mut core = ServerCore::new(session, calls);
-        core.count_request(self.service.load.as_ref());
+        let core = Exchange::core(
+            &self.service,
+            session,
+            WireLabel::Grpc,
+            Hears::Nothing,
+            from,
+        );
         let exchange = Exchange::new(core, req);
         let Some(response) = exchange.response().await else {
             return internal("the request ended without an answer");
@@ -193,14 +199,6 @@ impl GrpcMcp {
         }
     }
 }
-
-/// Who makes an RPC: the identity its credential proved, the client's address and its
-/// trace context (`traceparent` metadata).
-type Caller = (
-    Option<Identity>,
-    Option<std::net::IpAddr>,
-    Option<TraceParent>,
-);
 
 /// One RPC's answer and, when it is an error, its gRPC status code.
 type Answer = (McpMessage, GrpcCode);

@@ -7,6 +7,8 @@ use mcpwire_model::Raw;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use crate::splice::join_objects;
+
 /// `params` with `meta`'s entries in its `_meta` (ours win over the caller's). Params that
 /// carry no `_meta` yet are spliced, not parsed: the common case costs one copy.
 pub(crate) fn with_meta(
@@ -16,21 +18,23 @@ pub(crate) fn with_meta(
     if meta.is_empty() {
         return Ok(params.map(RawValue::to_owned));
     }
-    let ours = serde_json::to_string(meta).map_err(|e| e.to_string())?;
+    #[derive(serde::Serialize)]
+    struct Ours<'a> {
+        #[serde(rename = "_meta")]
+        meta: &'a Map<String, Value>,
+    }
+    let ours = serde_json::value::to_raw_value(&Ours { meta }).map_err(|e| e.to_string())?;
     let Some(params) = params else {
-        return raw(format!("{{\"_meta\":{ours}}}")).map(Some);
+        return Ok(Some(ours));
     };
     let text = params.get().trim_start();
-    let Some(body) = text.strip_prefix('{') else {
-        return Err("params must be a JSON object".into());
-    };
     if !text.contains("\"_meta\"") {
-        let sep = if body.trim_start().starts_with('}') {
-            ""
-        } else {
-            ","
-        };
-        return raw(format!("{{\"_meta\":{ours}{sep}{body}")).map(Some);
+        return join_objects(&ours, params)
+            .map(Some)
+            .ok_or_else(|| "params must be a JSON object".into());
+    }
+    if !text.starts_with('{') {
+        return Err("params must be a JSON object".into());
     }
     // The caller sent `_meta` of its own (or a string mentions it): merge properly.
     let mut fields: BTreeMap<String, Raw> =
@@ -45,10 +49,6 @@ pub(crate) fn with_meta(
     serde_json::value::to_raw_value(&fields)
         .map(Some)
         .map_err(|e| e.to_string())
-}
-
-fn raw(s: String) -> Result<Raw, String> {
-    RawValue::from_string(s).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

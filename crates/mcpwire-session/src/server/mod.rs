@@ -19,7 +19,7 @@ mod handshake;
 mod stateless;
 
 use crate::config::SessionConfig;
-use crate::decorate::decorate_modern;
+use crate::decorate::{Decorations, decorate_modern};
 use crate::timers::{TimerKey, Timers};
 
 /// Names one dispatched request for the life of the session (never reused).
@@ -166,7 +166,7 @@ pub struct ServerSession {
     dispatches: VecDeque<Dispatch>,
     events: VecDeque<SessionEvent>,
     /// `serverInfo` as JSON, made once per config.
-    server_info_json: Arc<RawValue>,
+    decorations: Arc<Decorations>,
     peer_closed: bool,
     /// Initialized without the client's own handshake ([`ServerSession::provisional`]): an
     /// `initialize` is still taken as the real one.
@@ -184,7 +184,7 @@ fn no_capabilities() -> Arc<ClientCapabilities> {
 impl ServerSession {
     /// A fresh session for a new connection.
     pub fn new(config: Arc<SessionConfig>) -> ServerSession {
-        let server_info_json = config.server_info_json();
+        let decorations = config.decorations();
         ServerSession {
             config,
             era: Era::Unknown,
@@ -204,7 +204,7 @@ impl ServerSession {
             transmits: VecDeque::new(),
             dispatches: VecDeque::new(),
             events: VecDeque::new(),
-            server_info_json,
+            decorations,
             peer_closed: false,
             provisional: false,
         }
@@ -895,7 +895,7 @@ impl ServerSession {
             }
         };
         let result = if stateless {
-            decorate_modern(result, &entry.method, &self.server_info_json)
+            decorate_modern(result, &entry.method, &self.decorations)
         } else {
             result
         };

@@ -57,7 +57,7 @@ impl ServerSession {
                 if let Some(i) = &self.config.instructions {
                     r["instructions"] = json!(i);
                 }
-                let raw = decorate_modern(to_raw(&r), &req.method, &self.server_info_json);
+                let raw = decorate_modern(to_raw(&r), &req.method, &self.decorations);
                 self.respond(req.id, raw);
             }
             Method::Other(ref m) if &**m == "subscriptions/listen" => self.on_listen(req),
