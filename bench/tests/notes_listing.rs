@@ -11,11 +11,11 @@ use serde_json::{Value, json};
 async fn mcpwire_list(method: &str) -> Value {
     let r = Router::new(mcpwire_example_notes::server());
     let reply = r
-        .call(McpCall {
-            method: Method::parse(method),
-            params: Some(to_raw(&json!({}))),
-            ctx: CallCtx::detached(),
-        })
+        .call(McpCall::new(
+            Method::parse(method),
+            Some(to_raw(&json!({}))),
+            CallCtx::detached(),
+        ))
         .await
         .unwrap_or_else(|e| panic!("{method}: {e}"));
     match reply {

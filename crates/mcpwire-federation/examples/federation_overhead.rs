@@ -45,11 +45,11 @@ async fn round(
     let params = to_raw(params);
     let mut times = Vec::with_capacity(n);
     for _ in 0..n {
-        let call = McpCall {
-            method: Method::parse(method),
-            params: Some(params.clone()),
-            ctx: CallCtx::detached(),
-        };
+        let call = McpCall::new(
+            Method::parse(method),
+            Some(params.clone()),
+            CallCtx::detached(),
+        );
         let start = Instant::now();
         let reply = router.call(call).await;
         times.push(start.elapsed());

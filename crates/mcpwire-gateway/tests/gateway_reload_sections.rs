@@ -80,11 +80,11 @@ async fn call(service: &Service, who: &Identity, tool: &str) -> McpReply {
     .with_client_ip(Some([127, 0, 0, 1].into()));
     service
         .router
-        .call(McpCall {
-            method: Method::ToolsCall,
-            params: Some(to_raw(&json!({"name": tool, "arguments": {}}))),
+        .call(McpCall::new(
+            Method::ToolsCall,
+            Some(to_raw(&json!({"name": tool, "arguments": {}}))),
             ctx,
-        })
+        ))
         .await
 }
 

@@ -56,11 +56,7 @@ fn roots_caps() -> Arc<ClientCapabilities> {
 }
 
 fn call(params: Value, ctx: CallCtx) -> McpCall {
-    McpCall {
-        method: Method::ToolsCall,
-        params: Some(to_raw(&params)),
-        ctx,
-    }
+    McpCall::new(Method::ToolsCall, Some(to_raw(&params)), ctx)
 }
 
 fn json_of(raw: &Raw) -> Value {

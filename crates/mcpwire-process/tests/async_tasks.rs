@@ -135,11 +135,11 @@ async fn task_client(router: &Router, method: &str, params: Value) -> Value {
         CancellationToken::new(),
         None,
     );
-    let fut = router.call(McpCall {
-        method: Method::parse(method),
-        params: Some(to_raw(&params)),
+    let fut = router.call(McpCall::new(
+        Method::parse(method),
+        Some(to_raw(&params)),
         ctx,
-    });
+    ));
     match tokio::time::timeout(Duration::from_secs(30), fut).await {
         Ok(Ok(Reply::Complete(raw))) | Ok(Ok(Reply::InputRequired(raw))) => {
             serde_json::from_str(raw.get()).expect("JSON")

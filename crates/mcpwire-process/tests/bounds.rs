@@ -35,13 +35,13 @@ fn rss_kib() -> u64 {
 }
 
 fn echo(router: &Router, text: &str, ctx: CallCtx) -> BoxFuture<'static, Result<Reply, McpError>> {
-    Box::pin(router.call(McpCall {
-        method: Method::parse("tools/call"),
-        params: Some(to_raw(
+    Box::pin(router.call(McpCall::new(
+        Method::parse("tools/call"),
+        Some(to_raw(
             &json!({"name": "echo", "arguments": {"text": text}}),
         )),
         ctx,
-    }))
+    )))
 }
 
 /// Starts a call, lets it reach the process, then drops it — what a call timeout or a

@@ -30,6 +30,22 @@ pub struct McpCall {
     pub params: Option<Raw>,
     /// The call context.
     pub ctx: CallCtx,
+    /// A `tools/call`'s params as its wire read them already (the 2026-07-28 HTTP
+    /// listener reads them with their `_meta`, in one pass): the router takes them rather
+    /// than parsing `params` again. `None`: the router parses `params`.
+    pub tool_call: Option<Box<CallToolParams>>,
+}
+
+impl McpCall {
+    /// A call of `method` with `params`, which the router parses.
+    pub fn new(method: Method, params: Option<Raw>, ctx: CallCtx) -> McpCall {
+        McpCall {
+            method,
+            params,
+            ctx,
+            tool_call: None,
+        }
+    }
 }
 
 /// The router's answer; errors are values, never `Service` errors.
@@ -186,6 +202,7 @@ impl Router {
             method,
             params,
             mut ctx,
+            tool_call,
         } = call;
         let stateless = ctx.revision().is_stateless();
         // A 2026-07-28 `tools/call` (whose `_meta` is always there: the envelope) has its
@@ -220,7 +237,7 @@ impl Router {
             }
             (_, params) => (ctx, params),
         };
-        let parsed = match parse_request(&method, params, caps, stateless) {
+        let parsed = match parse_request(&method, params, tool_call, caps, stateless) {
             Ok(req) => req,
             Err(e) => return Box::pin(std::future::ready(Err(e))),
         };
@@ -342,10 +359,12 @@ struct Parsed {
     meta: Option<Raw>,
 }
 
-/// Parses a request into a [`BackendRequest`] (see [`Parsed`]).
+/// Parses a request into a [`BackendRequest`] (see [`Parsed`]); a `tools/call` its wire
+/// read already (`tool_call`) is taken as it is.
 fn parse_request(
     method: &Method,
     params: Option<Raw>,
+    tool_call: Option<Box<CallToolParams>>,
     caps: &ServerCapabilities,
     stateless: bool,
 ) -> Result<Parsed, McpError> {
@@ -386,7 +405,10 @@ fn parse_request(
             }
         }
         Method::ToolsCall => {
-            let call: CallToolParams = parse(p)?;
+            let call = match tool_call {
+                Some(read) => *read,
+                None => parse(p)?,
+            };
             meta = call.meta;
             BackendRequest::CallTool {
                 name: call.name,

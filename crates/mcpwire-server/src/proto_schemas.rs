@@ -19,11 +19,11 @@ async fn all_tools(router: &Router) -> Result<Vec<Value>, mcpwire_model::McpErro
             Some(c) => json!({ "cursor": c }),
             None => json!({}),
         };
-        let call = McpCall {
-            method: Method::ToolsList,
-            params: Some(mcpwire_model::to_raw(&params)),
-            ctx: CallCtx::detached(),
-        };
+        let call = McpCall::new(
+            Method::ToolsList,
+            Some(mcpwire_model::to_raw(&params)),
+            CallCtx::detached(),
+        );
         let (Reply::Complete(raw) | Reply::InputRequired(raw)) = router.call(call).await?;
         let mut page: Value = serde_json::from_str(raw.get())
             .map_err(|e| mcpwire_model::McpError::Internal(e.to_string()))?;

@@ -23,11 +23,11 @@ pub async fn call_with(
     ctx: CallCtx,
 ) -> Result<Value, McpError> {
     let reply = router
-        .call(McpCall {
-            method: Method::parse(method),
-            params: Some(to_raw(&params)),
+        .call(McpCall::new(
+            Method::parse(method),
+            Some(to_raw(&params)),
             ctx,
-        })
+        ))
         .await?;
     match reply {
         Reply::Complete(raw) | Reply::InputRequired(raw) => {

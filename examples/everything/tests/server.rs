@@ -14,11 +14,11 @@ fn router() -> Router {
 
 async fn call_with(router: &Router, method: &str, params: Value, ctx: CallCtx) -> McpReply {
     router
-        .call(McpCall {
-            method: Method::parse(method),
-            params: Some(to_raw(&params)),
+        .call(McpCall::new(
+            Method::parse(method),
+            Some(to_raw(&params)),
             ctx,
-        })
+        ))
         .await
 }
 

@@ -9,11 +9,11 @@ use serde_json::{Value, json};
 
 async fn call(r: &Router, method: &str, params: Value) -> Result<Value, McpError> {
     let reply = r
-        .call(McpCall {
-            method: Method::parse(method),
-            params: Some(to_raw(&params)),
-            ctx: CallCtx::detached(),
-        })
+        .call(McpCall::new(
+            Method::parse(method),
+            Some(to_raw(&params)),
+            CallCtx::detached(),
+        ))
         .await?;
     match reply {
         Reply::Complete(raw) | Reply::InputRequired(raw) => {

@@ -27,7 +27,8 @@ use crate::observe::{CallMetrics, TraceParent, WireLabel, finish_span, request_s
 use bytes::BytesMut;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
-use mcpwire_model::{BackendEvent, CallEvent, ClientAsk, McpError, Raw, RequestId};
+use mcpwire_model::types::CallToolParams;
+use mcpwire_model::{BackendEvent, CallEvent, ClientAsk, McpError, Method, Raw, RequestId};
 use mcpwire_router::{
     BoxFuture, CallCtx, Identity, McpCall, McpReply, Peer, RelayCaller, Router, SessionNotice,
     SessionScope,
@@ -159,6 +160,9 @@ pub(crate) struct Calls {
     trace_parent: Option<TraceParent>,
     /// The trace context of single requests, until they start (an HTTP session's POSTs).
     request_parents: IdMap<RequestId, TraceParent>,
+    /// A stateless request's `tools/call` params as its wire read them, until its call
+    /// starts (the router takes them rather than parsing the params again).
+    read_call: Option<(RequestId, Box<CallToolParams>)>,
     /// Calls relayed to an upstream as raw frames (stdio; `mcpwire_relay`).
     relayed: RelayedCalls,
     /// Resources this session's `subscriptions/listen` streams watch (one entry per
@@ -235,6 +239,7 @@ impl Calls {
             wire,
             trace_parent: None,
             request_parents: IdMap::default(),
+            read_call: None,
             relayed: RelayedCalls::default(),
             listened: Vec::new(),
             timer: Alarm::default(),
@@ -259,6 +264,13 @@ impl Calls {
             self.request_parents.clear();
         }
         self.request_parents.insert(id, parent);
+    }
+
+    /// Request `id`'s `tools/call` params as the wire read them (`call`): its call, when
+    /// the session starts it, hands them to the router. One at a time (a stateless
+    /// exchange has one request); `None` forgets any.
+    pub(crate) fn set_read_call(&mut self, id: RequestId, call: Option<Box<CallToolParams>>) {
+        self.read_call = call.map(|call| (id, call));
     }
 
     /// These calls' session is `shared` in a replica set (backends then see its id on every
@@ -641,11 +653,14 @@ impl Calls {
         };
         let parent = parent.as_ref().or(self.trace_parent.as_ref());
         let span = request_span(self.wire, &d.method, d.params.as_ref(), parent);
-        let call = McpCall {
-            method: d.method,
-            params: d.params,
-            ctx,
-        };
+        let mut call = McpCall::new(d.method, d.params, ctx);
+        if let Some((id, read)) = self.read_call.take() {
+            if id == d.request_id && call.method == Method::ToolsCall {
+                call.tool_call = Some(read);
+            } else {
+                self.read_call = Some((id, read));
+            }
+        }
         // A panicking tool answers its own request with an internal error; the connection
         // and every other call go on.
         let router = &self.router;
@@ -717,11 +732,7 @@ async fn subscribe_at_backend(router: Router, uris: Vec<String>, on: bool) {
             None,
         );
         let params = mcpwire_model::to_raw(&serde_json::json!({ "uri": uri }));
-        let call = McpCall {
-            method: method.clone(),
-            params: Some(params),
-            ctx,
-        };
+        let call = McpCall::new(method.clone(), Some(params), ctx);
         if let Err(e) = router.call(call).await {
             tracing::debug!(%uri, "{method} for listening streams refused: {e}");
         }

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::net::IpAddr;
 
 use futures::Stream;
-use mcpwire_model::types::RequestMeta;
+use mcpwire_model::types::{CallToolParams, RequestMeta};
 use mcpwire_model::{BackendEvent, Message, Outbound, Request, RequestId};
 use mcpwire_router::Identity;
 use mcpwire_session::ServerSession;
@@ -78,14 +78,16 @@ impl Exchange {
     }
 
     /// [`Exchange::new`] for a request whose `_meta` the driver read already (`meta`:
-    /// what `RequestMeta::from_params` made of its params; not parsed again).
+    /// what `RequestMeta::from_params` made of its params; not parsed again), and its
+    /// `tools/call` params with it (`tool_call`: the router takes them as they are).
     pub(crate) fn with_meta(
         mut core: Box<ServerCore>,
         req: Request,
         meta: Result<Option<RequestMeta>, String>,
+        tool_call: Option<Box<CallToolParams>>,
     ) -> Exchange {
         let id = req.id.clone();
-        core.inbound_request(req, meta);
+        core.inbound_request(req, meta, tool_call);
         Exchange::around(core, id)
     }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use mcpwire_model::types::RequestMeta;
+use mcpwire_model::types::{CallToolParams, RequestMeta};
 use mcpwire_model::{Dialect, Malformed, McpError, Message, Request, RequestId};
 use mcpwire_session::{Era, ServerSession, Transmit};
 use mcpwire_wire::json_frame;
@@ -100,12 +100,17 @@ impl ServerCore {
     }
 
     /// Hands a request whose `_meta` the driver read already to the session
-    /// (`ServerSession::handle_request`).
+    /// (`ServerSession::handle_request`); `tool_call`: its `tools/call` params, when the
+    /// driver read those too (the router takes them when its call starts).
     pub(crate) fn inbound_request(
         &mut self,
         req: Request,
         meta: Result<Option<RequestMeta>, String>,
+        tool_call: Option<Box<CallToolParams>>,
     ) {
+        if tool_call.is_some() {
+            self.calls.set_read_call(req.id.clone(), tool_call);
+        }
         self.session.handle_request(now(), req, meta);
     }
 

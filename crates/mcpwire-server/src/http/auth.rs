@@ -17,6 +17,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use mcpwire_router::Identity;
 
+use super::route_headers::LastMeta;
 use super::{App, ClientAddr, guard, reply};
 use crate::identify::{AuthFailure, Authenticate, ResourceServer};
 
@@ -45,6 +46,8 @@ pub(crate) struct Caller {
     pub(crate) identity: Option<Identity>,
     /// The address the request's connection came from.
     pub(crate) addr: SocketAddr,
+    /// The `_meta` envelope the connection's requests carried last, as read.
+    pub(crate) last_meta: Arc<LastMeta>,
 }
 
 impl Caller {
@@ -58,9 +61,14 @@ impl Caller {
             return Err(r);
         }
         let addr = client.addr;
+        let last_meta = client.last_meta.clone();
         let Some(auth) = &app.auth else {
             let identity = client.certificate.clone();
-            return Ok(Caller { identity, addr });
+            return Ok(Caller {
+                identity,
+                addr,
+                last_meta,
+            });
         };
         // The connection's own authenticator remembers its last credential.
         let checks = client.auth.as_deref().unwrap_or(&*auth.authenticator);
@@ -69,6 +77,7 @@ impl Caller {
             Ok(id) => Ok(Caller {
                 identity: Some(id),
                 addr,
+                last_meta,
             }),
             Err(failure) => Err(refuse(auth, &failure)),
         }

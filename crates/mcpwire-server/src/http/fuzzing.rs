@@ -58,6 +58,7 @@ pub fn check_stateless(headers: &HeaderMap, body: &[u8], router: &Router) -> Res
     };
     let version = headers::text(headers, PROTOCOL_VERSION)
         .map_err(|()| McpError::HeaderMismatch("invalid MCP-Protocol-Version header".into()))?;
-    let (meta, routed) = super::route_headers::read_params(req.params.as_deref());
-    super::route_headers::check(headers, version, &req, (&meta, routed.as_ref()), router)
+    let read = super::route_headers::read_params(&req.method, req.params.as_deref(), None);
+    let read = (&read.meta, read.routed.as_ref());
+    super::route_headers::check(headers, version, &req, read, router)
 }

@@ -29,7 +29,7 @@ use crate::directory::{FollowError, Followed, SessionDirectory};
 /// one).
 pub(crate) async fn open(
     State(app): State<Arc<App>>,
-    Caller { identity, addr }: Caller,
+    Caller { identity, addr, .. }: Caller,
     headers: HeaderMap,
 ) -> Response {
     let sid = match headers::text(&headers, SESSION_ID) {

@@ -82,6 +82,8 @@ pub(crate) struct ClientAddr {
     /// ([`Authenticate::for_connection`]: it remembers the credential the connection
     /// presented last); `None` when the service does not authenticate.
     pub(crate) auth: Option<Arc<dyn Authenticate>>,
+    /// The 2026-07-28 `_meta` envelope the connection's requests carried last, as read.
+    pub(crate) last_meta: Arc<route_headers::LastMeta>,
 }
 
 /// A request refused before any session as a whole HTTP response: the error's status
@@ -330,6 +332,7 @@ async fn accept_loop(
             addr: peer,
             certificate: io.certificate_identity(),
             auth: auth.clone().map(Authenticate::for_connection),
+            last_meta: Arc::default(),
         };
         let service = endpoint::Endpoint {
             app: app.clone(),

@@ -24,6 +24,7 @@ use mcpwire_model::{McpError, Message, Method, Request, Revision};
 use mcpwire_router::Identity;
 use mcpwire_wire::json_frame::PlainFrame;
 
+use super::App;
 use super::auth::Caller;
 use super::body::{self, BodyError};
 use super::headers::{
@@ -31,17 +32,21 @@ use super::headers::{
 };
 use super::locate::{Located, locate, mint};
 use super::reply;
+use super::route_headers::{self, LastMeta, ParamsRead, read_params};
 use super::seamed::{self, Seamed};
 use super::session::cancelled_request;
 use super::stateless::Exchange;
-use super::{App, route_headers};
 use crate::driver::exchange::RequestFrom;
 use crate::observe::TraceParent;
 
 /// Handles a `POST` to the endpoint.
 pub(crate) async fn handle<B>(
     State(app): State<Arc<App>>,
-    Caller { identity, addr }: Caller,
+    Caller {
+        identity,
+        addr,
+        last_meta,
+    }: Caller,
     headers: HeaderMap,
     body: B,
 ) -> Response
@@ -97,7 +102,11 @@ where
         }
         (Ok(None), Posted::Message(msg)) => {
             // Boxed: a session's requests (most) need none of its future.
-            Box::pin(without_session(&app, &headers, version, msg, identity, ip)).await
+            let last = Some(&*last_meta);
+            Box::pin(without_session(
+                &app, &headers, version, msg, last, identity, ip,
+            ))
+            .await
         }
         // Only a session's calls are read as plain.
         (Ok(None), Posted::Plain(frame)) => {
@@ -333,19 +342,25 @@ async fn without_session(
     headers: &HeaderMap,
     version: Option<&str>,
     msg: Message,
+    last_meta: Option<&LastMeta>,
     identity: Option<Identity>,
     ip: Option<IpAddr>,
 ) -> Response {
-    // Read once: it chooses the era here, and a stateless request's headers are checked
-    // against it and its session takes it as it is.
-    // With it, where the members `Mcp-Name` mirrors are (one pass over the params).
-    let (meta, routed) = match &msg {
-        Message::Request(r) => route_headers::read_params(r.params.as_deref()),
-        _ => (Ok(None), None),
+    // The params read once: the `_meta` chooses the era here, a stateless request's
+    // headers are checked against it and its session takes it as it is; with it, where
+    // the members `Mcp-Name` mirrors are, and a `tools/call`'s name and arguments for the
+    // router.
+    let read = match &msg {
+        Message::Request(r) => read_params(&r.method, r.params.as_deref(), last_meta),
+        _ => ParamsRead {
+            meta: Ok(None),
+            routed: None,
+            tool_call: None,
+        },
     };
-    let enveloped = matches!(&meta, Ok(Some(m)) if m.protocol_version.is_some());
+    let enveloped = matches!(&read.meta, Ok(Some(m)) if m.protocol_version.is_some());
     if enveloped || version == Some(Revision::STATELESS.as_str()) {
-        let sent = Stateless { msg, meta, routed };
+        let sent = Stateless { msg, read };
         return stateless(app, headers, version, sent, identity, ip).await;
     }
     if let Some(v) = version
@@ -410,12 +425,10 @@ async fn initialize(
     }
 }
 
-/// A 2026-07-28 message and its `_meta` as [`without_session`] read it.
+/// A 2026-07-28 message and its params as [`without_session`] read them.
 struct Stateless {
     msg: Message,
-    meta: route_headers::ReadMeta,
-    /// Where its routed members are in its params, when known.
-    routed: Option<route_headers::Routed>,
+    read: ParamsRead,
 }
 
 /// A 2026-07-28 request: validate the routing headers against the body, then answer it
@@ -432,14 +445,13 @@ async fn stateless(
     // and stray responses have nothing to act on.
     let Stateless {
         msg: Message::Request(req),
-        meta,
-        routed,
+        read,
     } = sent
     else {
         return reply::accepted();
     };
-    let read = (&meta, routed.as_ref());
-    if let Err(e) = route_headers::check(headers, version, &req, read, &app.service.router) {
+    let checked = (&read.meta, read.routed.as_ref());
+    if let Err(e) = route_headers::check(headers, version, &req, checked, &app.service.router) {
         return reply::error_object(Some(req.id), e.to_wire(Revision::STATELESS));
     }
     // A fresh session would take `initialize` as a handshake: 2026-07-28 removed it.
@@ -452,7 +464,7 @@ async fn stateless(
         ip,
         trace: TraceParent::from_headers(headers),
     };
-    let exchange = Exchange::start(&app.service, req, meta, from, app.sessions.hub());
+    let exchange = Exchange::start(&app.service, req, read, from, app.sessions.hub());
     let id = exchange.id().clone();
     match reply::answer(exchange).await {
         Some(a) => a.response,

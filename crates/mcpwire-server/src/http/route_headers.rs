@@ -6,9 +6,10 @@
 
 use std::borrow::Cow;
 use std::ops::Range;
+use std::sync::Mutex;
 
 use axum::http::HeaderMap;
-use mcpwire_model::types::RequestMeta;
+use mcpwire_model::types::{CallToolParams, RequestMeta};
 use mcpwire_model::{McpError, Method, Request};
 use mcpwire_router::Router;
 use mcpwire_wire::json_frame;
@@ -29,32 +30,98 @@ pub(crate) struct Routed {
 /// boxed: it moves through the futures answering a stateless request, and is 400 bytes.
 pub(crate) type ReadMeta = Result<Option<Box<RequestMeta>>, String>;
 
-/// A request's `_meta` as [`RequestMeta::from_params`] reads it and, in the same pass over
-/// the params, where its routed members are ([`Routed`]; `None` when that pass could not
-/// say — no `_meta`, or params it refused — and [`check`] scans for them instead).
-pub(crate) fn read_params(params: Option<&RawValue>) -> (ReadMeta, Option<Routed>) {
+/// What the listener read of a request's params, in one pass over them ([`read_params`]).
+pub(crate) struct ParamsRead {
+    /// Its `_meta`.
+    pub(crate) meta: ReadMeta,
+    /// Where its routed members are; `None` when that pass could not say (no `_meta`, or
+    /// params it refused) and [`check`] scans for them instead.
+    pub(crate) routed: Option<Routed>,
+    /// A well-formed `tools/call`'s params, for the router to take as they are (anything
+    /// else is left for it to parse, and to refuse with its own error).
+    pub(crate) tool_call: Option<Box<CallToolParams>>,
+}
+
+/// The `_meta` a connection's requests carried last, as read: its text and what it says.
+/// A 2026-07-28 client sends the same envelope with every request, and reading it was
+/// about 5% of a stateless `tools/call`; the next request with the same text takes the
+/// kept reading. Kept only when it has no progress token (those differ per request) and
+/// is at most [`LastMeta::MAX_TEXT`] bytes: one envelope per connection.
+#[derive(Debug, Default)]
+pub(crate) struct LastMeta(Mutex<Option<(Box<str>, RequestMeta)>>);
+
+impl LastMeta {
+    /// The longest `_meta` text kept.
+    pub(crate) const MAX_TEXT: usize = 4096;
+
+    /// `text` (a request's `_meta` value) read as [`RequestMeta`]: the kept reading when
+    /// it is the same text.
+    fn read(&self, text: &str) -> serde_json::Result<RequestMeta> {
+        if let Ok(last) = self.0.lock()
+            && let Some((kept, meta)) = &*last
+            && **kept == *text
+        {
+            return Ok(meta.clone());
+        }
+        let meta: RequestMeta = serde_json::from_str(text)?;
+        if meta.progress_token.is_none()
+            && text.len() <= LastMeta::MAX_TEXT
+            && let Ok(mut last) = self.0.lock()
+        {
+            *last = Some((text.into(), meta.clone()));
+        }
+        Ok(meta)
+    }
+}
+
+/// What a request of `method` with `params` carries, as [`ParamsRead`] says; `last`: the
+/// envelope its connection sent last ([`LastMeta`]).
+pub(crate) fn read_params(
+    method: &Method,
+    params: Option<&RawValue>,
+    last: Option<&LastMeta>,
+) -> ParamsRead {
     #[derive(serde::Deserialize)]
     struct Envelope<'a> {
-        #[serde(rename = "_meta", default)]
-        meta: Option<Box<RequestMeta>>,
+        #[serde(rename = "_meta", borrow, default)]
+        meta: Option<&'a RawValue>,
         #[serde(borrow, default)]
         name: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        arguments: Option<&'a RawValue>,
         #[serde(borrow, default)]
         uri: Option<&'a RawValue>,
         #[serde(rename = "taskId", borrow, default)]
         task_id: Option<&'a RawValue>,
     }
+    let unread = |meta| ParamsRead {
+        meta,
+        routed: None,
+        tool_call: None,
+    };
     let text = params.map(RawValue::get).unwrap_or_default();
     if !text.starts_with('{') || !text.contains("\"_meta\"") {
         // What `from_params` makes of it, without its scanning the params again.
-        return (Ok(None), None);
+        return unread(Ok(None));
     }
+    let from_params = || RequestMeta::from_params(params).map(|m| m.map(Box::new));
     let Ok(read) = serde_json::from_str::<Envelope<'_>>(text) else {
         // Its own error (or, for a duplicate member, none): as the listener always read it.
-        return (
-            RequestMeta::from_params(params).map(|m| m.map(Box::new)),
-            None,
-        );
+        return unread(from_params());
+    };
+    let meta = match read.meta {
+        None => Ok(None),
+        Some(raw) => {
+            match last.map_or_else(|| serde_json::from_str(raw.get()), |l| l.read(raw.get())) {
+                Ok(meta) => Ok(Some(Box::new(meta))),
+                // The error as every wire words it (positions in the params).
+                Err(_) => from_params(),
+            }
+        }
+    };
+    let tool_call = match (method, &meta) {
+        (Method::ToolsCall, Ok(_)) => read_tool_call(&read.name, read.arguments, read.meta),
+        _ => None,
     };
     let base = text.as_ptr() as usize;
     let at = |v: Option<&RawValue>| {
@@ -68,7 +135,33 @@ pub(crate) fn read_params(params: Option<&RawValue>) -> (ReadMeta, Option<Routed
         uri: at(read.uri),
         task_id: at(read.task_id),
     };
-    (Ok(read.meta), Some(routed))
+    ParamsRead {
+        meta,
+        routed: Some(routed),
+        tool_call,
+    }
+}
+
+/// A `tools/call`'s params from its members as [`read_params`] found them, as the router
+/// would read them (`CallToolParams`); `None` when it would refuse them (no string `name`,
+/// `arguments` neither an object nor `null`): it then parses them and says why.
+fn read_tool_call(
+    name: &Option<&RawValue>,
+    arguments: Option<&RawValue>,
+    meta: Option<&RawValue>,
+) -> Option<Box<CallToolParams>> {
+    let name = string_value(name.as_ref()?.get())?.into_owned();
+    let arguments = match arguments {
+        None => None,
+        Some(a) if a.get() == "null" => None,
+        Some(a) if a.get().starts_with('{') => Some(a.to_owned()),
+        Some(_) => return None,
+    };
+    Some(Box::new(CallToolParams {
+        name,
+        arguments,
+        meta: meta.map(RawValue::to_owned),
+    }))
 }
 
 /// The stateless validation ladder: version header present, envelope present, headers
@@ -302,7 +395,7 @@ mod tests {
     /// What the body's routed member is, read with the `_meta` and by the scan.
     fn both(method: &str, params: &str) -> (Option<String>, Option<String>) {
         let req = request(method, params);
-        let (meta, routed) = read_params(req.params.as_deref());
+        let ParamsRead { meta, routed, .. } = read_params(&req.method, req.params.as_deref(), None);
         let scanned = check_name(&HeaderMap::new(), &req, None);
         let read = check_name(&HeaderMap::new(), &req, routed.as_ref());
         assert_eq!(
@@ -350,21 +443,101 @@ mod tests {
     #[test]
     fn the_meta_is_read_as_from_params_reads_it() {
         let req = request("tools/call", &format!("{{{META},\"name\":\"echo\"}}"));
-        let (meta, routed) = read_params(req.params.as_deref());
+        let ParamsRead { meta, routed, .. } = read_params(&req.method, req.params.as_deref(), None);
         let meta = meta.expect("read").expect("present");
         assert_eq!(meta.protocol_version, Some(serde_json::json!("2026-07-28")));
         assert!(meta.client_capabilities.is_some());
         assert!(routed.is_some_and(|r| r.name.is_some()));
-        // Refused `_meta`: the same error, and the members are scanned for.
-        let req = request(
-            "tools/call",
+        // Refused `_meta`: the same error (its positions in the params), and no call
+        // read for the router.
+        for params in [
             r#"{"_meta":{"progressToken":[]},"name":"echo"}"#,
+            r#"{"name":"echo","_meta":{"io.modelcontextprotocol/logLevel":"loud"}}"#,
+        ] {
+            let req = request("tools/call", params);
+            let read = read_params(&req.method, req.params.as_deref(), None);
+            assert!(read.tool_call.is_none());
+            assert_eq!(
+                read.meta.err(),
+                RequestMeta::from_params(req.params.as_deref()).err()
+            );
+        }
+    }
+
+    /// A `tools/call` read with its `_meta` is what the router's own parse makes of its
+    /// params; what that parse refuses is not read (the router refuses it in its words).
+    #[test]
+    fn a_tool_call_read_with_the_meta_is_what_the_router_would_read() {
+        for rest in [
+            r#""name":"echo","arguments":{"text":"hi \"there\"","n":[1,{"a":null}]}"#,
+            r#""arguments":{"name":"inner"},"name":"e\"cho""#,
+            r#""name":"caf\u00e9","arguments":null"#,
+            r#""name":"echo""#,
+            r#""name":"echo","arguments":[1]"#,
+            r#""name":"echo","arguments":"{}""#,
+            r#""name":7"#,
+            r#""name":null"#,
+            r#""arguments":{}"#,
+            r#""name":"a","name":"b""#,
+            r#""name":"echo","arguments":{},"arguments":{}"#,
+            r#""name":"echo","task":{"ttl":1000},"other":[true]"#,
+        ] {
+            for params in [format!("{{{META},{rest}}}"), format!("{{{rest},{META}}}")] {
+                let req = request("tools/call", &params);
+                let read = read_params(&req.method, req.params.as_deref(), None).tool_call;
+                let parsed = serde_json::from_str::<CallToolParams>(&params).ok();
+                let fields = |c: &CallToolParams| {
+                    let text =
+                        |r: &Option<mcpwire_model::Raw>| r.as_ref().map(|r| r.get().to_owned());
+                    (c.name.clone(), text(&c.arguments), text(&c.meta))
+                };
+                assert_eq!(
+                    read.as_deref().map(fields),
+                    parsed.as_ref().map(fields),
+                    "{params}"
+                );
+            }
+        }
+        // Only a `tools/call` is read for the router.
+        let req = request("prompts/get", &format!("{{{META},\"name\":\"p\"}}"));
+        assert!(
+            read_params(&req.method, req.params.as_deref(), None)
+                .tool_call
+                .is_none()
         );
-        let (meta, routed) = read_params(req.params.as_deref());
+    }
+
+    /// The envelope a connection sent last is read once: the same text again takes the
+    /// kept reading (what a fresh parse says); another text is read and kept in its place;
+    /// one with a progress token, or too long, is read but not kept; a refused one is an
+    /// error either way.
+    #[test]
+    fn a_connection_keeps_the_envelope_it_sent_last() {
+        let kept = |last: &LastMeta| last.0.lock().unwrap().as_ref().map(|(t, _)| t.to_string());
+        let last = LastMeta::default();
+        let a = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}"#;
+        let b = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+        let fresh = |t: &str| format!("{:?}", serde_json::from_str::<RequestMeta>(t).unwrap());
+        for _ in 0..2 {
+            assert_eq!(format!("{:?}", last.read(a).unwrap()), fresh(a));
+            assert_eq!(kept(&last).as_deref(), Some(a));
+        }
+        assert_eq!(format!("{:?}", last.read(b).unwrap()), fresh(b));
+        assert_eq!(kept(&last).as_deref(), Some(b));
+        let with_token =
+            r#"{"progressToken":7,"io.modelcontextprotocol/protocolVersion":"2026-07-28"}"#;
         assert_eq!(
-            meta.err(),
-            RequestMeta::from_params(req.params.as_deref()).err()
+            format!("{:?}", last.read(with_token).unwrap()),
+            fresh(with_token)
         );
-        assert!(routed.is_none());
+        assert_eq!(kept(&last).as_deref(), Some(b));
+        let long = format!(
+            r#"{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","x":"{}"}}"#,
+            "y".repeat(LastMeta::MAX_TEXT)
+        );
+        assert!(last.read(&long).is_ok());
+        assert_eq!(kept(&last).as_deref(), Some(b));
+        assert!(last.read(r#"{"progressToken":[]}"#).is_err());
+        assert_eq!(kept(&last).as_deref(), Some(b));
     }
 }

@@ -8,20 +8,20 @@ use mcpwire_model::{BackendEvent, Method, Request};
 use mcpwire_session::ServerSession;
 use tokio::sync::broadcast;
 
-use super::route_headers::ReadMeta;
+use super::route_headers::ParamsRead;
 use crate::Service;
 pub(crate) use crate::driver::Exchange;
 use crate::driver::exchange::{Hears, RequestFrom};
 use crate::observe::WireLabel;
 
 impl Exchange {
-    /// Hands `req` (with its `_meta` as the listener read it), sent `from` a client, to a
+    /// Hands `req` (with its params as the listener read them), sent `from` a client, to a
     /// fresh session of `service`; a `subscriptions/listen` hears `hub` (in a replica set:
     /// every replica's changes) rather than the router alone.
     pub(crate) fn start(
         service: &Service,
         req: Request,
-        meta: ReadMeta,
+        read: ParamsRead,
         from: RequestFrom,
         hub: Option<&broadcast::Sender<BackendEvent>>,
     ) -> Exchange {
@@ -35,6 +35,7 @@ impl Exchange {
         };
         let session = ServerSession::new(service.config.clone());
         let core = Exchange::core(service, session, WireLabel::Http, hears, from);
-        Exchange::with_meta(core, req, meta.map(|m| m.map(|m| *m)))
+        let meta = read.meta.map(|m| m.map(|m| *m));
+        Exchange::with_meta(core, req, meta, read.tool_call)
     }
 }
