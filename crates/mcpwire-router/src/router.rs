@@ -272,11 +272,17 @@ impl Router {
             }
             _ => None,
         };
-        let request_cancel = ctx.cancellation_token().clone();
-        let task_cancel = tokio_util::sync::CancellationToken::new();
-        if task_store.is_some() {
-            ctx = ctx.with_cancel(task_cancel.clone());
-        }
+        // A call that may become a task gets a cancellation of its own (the task's), kept
+        // apart from the request's; others keep the request's alone.
+        let task = match task_store {
+            Some(store) => {
+                let request_cancel = ctx.cancellation_token().clone();
+                let task_cancel = tokio_util::sync::CancellationToken::new();
+                ctx = ctx.with_cancel(task_cancel.clone());
+                Some((store, request_cancel, task_cancel))
+            }
+            None => None,
+        };
         if let Some(params) = input_params {
             match InputRound::from_params(
                 Some(&params),
@@ -304,8 +310,10 @@ impl Router {
             },
             other => other,
         };
-        match task_store {
-            Some(store) => tasks::run_call(store, ctx, request_cancel, task_cancel, fut, finish),
+        match task {
+            Some((store, request_cancel, task_cancel)) => {
+                tasks::run_call(store, ctx, request_cancel, task_cancel, fut, finish)
+            }
             None => Box::pin(async move { finish(fut.await) }),
         }
     }
