@@ -151,6 +151,18 @@ def wait_until_blocking(pred, seconds=10.0) -> bool:
     return True
 
 
+def process_alive(pid: int) -> bool:
+    """Whether process `pid` runs: not when it is gone, a zombie (it has ended, its parent
+    has not reaped it) or dead. The process may end while its `/proc` entry is read: the
+    open or the read then fails, and it has ended."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
 async def error_of(coro) -> MCPError:
     try:
         await coro

@@ -26,6 +26,7 @@ from peers import (
     Recorder,
     auto_client_options,
     exercise_stateless_client,
+    process_alive,
     text_of,
 )
 from test_gateway_serve import Served
@@ -202,15 +203,6 @@ def faulty_backend(extra: str = "") -> str:
     return f'command = ["{sys.executable}", "{FAKE}", "stdio-faulty"]\n{extra}'
 
 
-def alive(pid: int) -> bool:
-    """Whether process `pid` runs (a zombie has ended)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 async def pid_of(s) -> int:
     return int(text_of(await s.call_tool("pid", {})))
 
@@ -239,10 +231,10 @@ async def test_a_child_per_downstream_session(mcpwire_bin, tmp_path):
                         await c.initialize()
                         err = await error_of(c.call_tool("pid", {}))
                         assert "max_sessions" in err.message, err
-                assert alive(pid_a) and alive(pid_b)
+                assert process_alive(pid_a) and process_alive(pid_b)
         # Both sessions ended (the client deleted them): their children stop.
-        await wait_until(lambda: not alive(pid_a) and not alive(pid_b))
-        assert alive(shared), "the shared child serves on"
+        await wait_until(lambda: not process_alive(pid_a) and not process_alive(pid_b))
+        assert process_alive(shared), "the shared child serves on"
 
         # Room again: a new session gets a new child.
         async with streamable_http_client(served.url) as (rd, wd):
@@ -482,7 +474,7 @@ async def test_a_session_that_never_ends_does_not_keep_its_child(mcpwire_bin, tm
                     assert await pid_of(s) == pid
                     await anyio.sleep(0.4)
                 # Unused (the client went away without ending its session): stopped.
-                await wait_until(lambda: not alive(pid), seconds=15)
+                await wait_until(lambda: not process_alive(pid), seconds=15)
                 assert backend_sessions(admin, "up") == 0
                 # The same session's next call gets a new child.
                 assert await pid_of(s) not in (pid,)

@@ -15,7 +15,15 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
-from peers import SAMPLED, Recorder, list_roots_cb, sampling_cb, text_of, wait_until
+from peers import (
+    SAMPLED,
+    Recorder,
+    list_roots_cb,
+    process_alive,
+    sampling_cb,
+    text_of,
+    wait_until,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -265,28 +273,15 @@ async def test_protomcp_call_timeout_cancels_the_tool(mcpwire_bin, tmp_path):
             assert text_of(await s.call_tool("echo", {"text": "next"})) == "next"
 
 
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie still answers kill(0); it is dead for our purposes.
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 async def test_protomcp_child_dies_with_mcpwire(mcpwire_bin):
     pid = None
     async with stdio_client(params(mcpwire_bin, TOOLS / "kitchen.py")) as (read, write):
         async with ClientSession(read, write, read_timeout_seconds=30) as s:
             await s.initialize()
             pid = int(text_of(await s.call_tool("whoami", {})).split()[1])
-            assert pid_alive(pid)
+            assert process_alive(pid)
     # The client closed mcpwire's stdin: mcpwire exits and takes the tool process with it.
-    await wait_until(lambda: not pid_alive(pid), seconds=10)
+    await wait_until(lambda: not process_alive(pid), seconds=10)
 
 
 async def test_protomcp_over_http(mcpwire_bin):
