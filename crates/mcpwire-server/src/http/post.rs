@@ -352,11 +352,7 @@ async fn without_session(
     // router.
     let read = match &msg {
         Message::Request(r) => read_params(&r.method, r.params.as_deref(), last_meta),
-        _ => ParamsRead {
-            meta: Ok(None),
-            routed: None,
-            tool_call: None,
-        },
+        _ => ParamsRead::unread(Ok(None)),
     };
     let enveloped = matches!(&read.meta, Ok(Some(m)) if m.protocol_version.is_some());
     if enveloped || version == Some(Revision::STATELESS.as_str()) {

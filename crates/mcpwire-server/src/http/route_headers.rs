@@ -42,6 +42,17 @@ pub(crate) struct ParamsRead {
     pub(crate) tool_call: Option<Box<CallToolParams>>,
 }
 
+impl ParamsRead {
+    /// Only `meta` is known: no routed members, no call for the router.
+    pub(crate) fn unread(meta: ReadMeta) -> ParamsRead {
+        ParamsRead {
+            meta,
+            routed: None,
+            tool_call: None,
+        }
+    }
+}
+
 /// The `_meta` a connection's requests carried last, as read: its text and what it says.
 /// A 2026-07-28 client sends the same envelope with every request, and reading it was
 /// about 5% of a stateless `tools/call`; the next request with the same text takes the
@@ -94,20 +105,15 @@ pub(crate) fn read_params(
         #[serde(rename = "taskId", borrow, default)]
         task_id: Option<&'a RawValue>,
     }
-    let unread = |meta| ParamsRead {
-        meta,
-        routed: None,
-        tool_call: None,
-    };
     let text = params.map(RawValue::get).unwrap_or_default();
     if !text.starts_with('{') || !text.contains("\"_meta\"") {
         // What `from_params` makes of it, without its scanning the params again.
-        return unread(Ok(None));
+        return ParamsRead::unread(Ok(None));
     }
     let from_params = || RequestMeta::from_params(params).map(|m| m.map(Box::new));
     let Ok(read) = serde_json::from_str::<Envelope<'_>>(text) else {
         // Its own error (or, for a duplicate member, none): as the listener always read it.
-        return unread(from_params());
+        return ParamsRead::unread(from_params());
     };
     let meta = match read.meta {
         None => Ok(None),
