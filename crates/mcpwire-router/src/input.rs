@@ -65,10 +65,13 @@ impl InputRound {
         caps: Arc<ClientCapabilities>,
         key: StateKey,
     ) -> Result<InputRound, McpError> {
+        // Every field named: a defaulted one would make an empty capability set to drop.
         let mut round = InputRound {
+            answers: BTreeMap::new(),
+            next: 0,
+            pending: Vec::new(),
             caps,
             key: Some(key),
-            ..InputRound::default()
         };
         let Some(p) = params else { return Ok(round) };
         if !p.get().contains("\"inputResponses\"") && !p.get().contains("\"requestState\"") {

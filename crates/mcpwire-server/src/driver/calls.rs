@@ -213,6 +213,89 @@ impl Calls {
         Calls::with_events(router, events, None, wire)
     }
 
+    /// Lets go of what a finished stateless request's calls hold — the router (for
+    /// `idle`, which serves nothing), the caller, events, timer and whatever the request
+    /// left — keeping only the room of their tables, channel and call set for the next
+    /// stateless request ([`Calls::renew`]). `false` (keep nothing: drop them) while
+    /// anything could still reach these calls: a call running or relayed, a tool's handle
+    /// on the channel (a task it left behind may still send), a resource listened to, a
+    /// session scope.
+    pub(crate) fn release(&mut self, idle: &Router) -> bool {
+        let reusable = self.session.is_none()
+            && self.notices.is_none()
+            && self.is_empty()
+            && self.listened.is_empty()
+            && self.peer_tx.strong_count() == 1;
+        if !reusable {
+            return false;
+        }
+        // No sender but ours is left: what is queued is all that will ever come.
+        while self.peer_rx.try_recv().is_ok() {}
+        self.router = idle.clone();
+        self.cancels.clear();
+        self.asks.clear();
+        self.events = None;
+        self.identity = None;
+        self.listener = None;
+        self.trace_parent = None;
+        self.request_parents.clear();
+        self.read_call = None;
+        self.timer = Alarm::default();
+        true
+    }
+
+    /// Makes released calls ([`Calls::release`]) what [`Calls::stateless`] would make of
+    /// `router`, `streams_events` and `wire`, in the room the last request left. Every
+    /// field is named: a new one must say here what a request leaves to the next.
+    pub(crate) fn renew(&mut self, router: Router, streams_events: bool, wire: WireLabel) {
+        let Calls {
+            router: own_router,
+            calls,
+            cancels,
+            asks,
+            peer_tx: _,
+            peer_rx: _,
+            events,
+            notices,
+            detached,
+            resumable,
+            detaches_refused,
+            session,
+            identity,
+            client_ip,
+            listener,
+            wire: own_wire,
+            trace_parent,
+            request_parents,
+            read_call,
+            relayed,
+            listened,
+            timer,
+        } = self;
+        debug_assert!(calls.is_empty() && listened.is_empty() && session.is_none());
+        *events = if streams_events {
+            router.events()
+        } else {
+            None
+        };
+        *own_router = router;
+        cancels.clear();
+        asks.clear();
+        *notices = None;
+        detached.clear();
+        *resumable = false;
+        *detaches_refused = 0;
+        *identity = None;
+        *client_ip = None;
+        *listener = None;
+        *own_wire = wire;
+        *trace_parent = None;
+        request_parents.clear();
+        *read_call = None;
+        *relayed = RelayedCalls::default();
+        *timer = Alarm::default();
+    }
+
     fn with_events(
         router: Router,
         events: Option<broadcast::Receiver<BackendEvent>>,

@@ -123,6 +123,38 @@ impl ServerCore {
         }
     }
 
+    /// Lets go of what a finished stateless request's core holds, keeping the room of its
+    /// tables for the next one ([`ServerCore::renew`]; see [`Calls::release`]); `false`
+    /// while anything of it is still running or counted (then drop it).
+    pub(crate) fn release(&mut self, idle: &mcpwire_router::Router) -> bool {
+        self.idle()
+            && self.drain_by.is_none()
+            && self._counted.is_none()
+            && self._connection.is_none()
+            && self.calls.release(idle)
+    }
+
+    /// A released core ([`ServerCore::release`]) made what `ServerCore::new(session,
+    /// Calls::stateless(router, streams_events, wire))` would be, with the room the last
+    /// request left.
+    pub(crate) fn renew(
+        &mut self,
+        session: ServerSession,
+        router: mcpwire_router::Router,
+        streams_events: bool,
+        wire: crate::observe::WireLabel,
+    ) {
+        let mut old = std::mem::replace(&mut self.session, session);
+        self.session.take_room(&mut old);
+        self.calls.renew(router, streams_events, wire);
+        self.drain_by = None;
+    }
+
+    /// The calls, to set up a stateless request's ([`Calls`]' setters).
+    pub(crate) fn calls_mut(&mut self) -> &mut Calls {
+        &mut self.calls
+    }
+
     /// No call is running and the session has nothing in flight.
     pub(crate) fn idle(&self) -> bool {
         self.calls.is_empty() && self.session.in_flight() == 0

@@ -101,12 +101,16 @@ where
             with_session(&app, sid, version, sent, identity.as_ref(), ip).await
         }
         (Ok(None), Posted::Message(msg)) => {
-            // Boxed: a session's requests (most) need none of its future.
             let last = Some(&*last_meta);
-            Box::pin(without_session(
-                &app, &headers, version, msg, last, identity, ip,
-            ))
-            .await
+            // Each boxed: a session's requests (most) need none of their futures.
+            match without_session(&app, &headers, version, msg, last, identity, ip) {
+                Sessionless::Answered(response) => response,
+                Sessionless::Stateless(exchange) => Box::pin(answer_stateless(exchange)).await,
+                Sessionless::Initialize(req, identity) => {
+                    let trace = TraceParent::from_headers(&headers);
+                    Box::pin(initialize(&app, req, identity, ip, trace)).await
+                }
+            }
         }
         // Only a session's calls are read as plain.
         (Ok(None), Posted::Plain(frame)) => {
@@ -337,7 +341,20 @@ async fn share_subscription(app: &App, sid: &str, uri: &str, on: bool) {
     }
 }
 
-async fn without_session(
+/// What a message without a session comes to ([`without_session`]).
+enum Sessionless {
+    /// Answered already (refused, or a notification accepted).
+    Answered(Response),
+    /// A stateless request, running: its answer is awaited.
+    Stateless(Exchange),
+    /// An `initialize` by this identity: a new session.
+    Initialize(Request, Option<Identity>),
+}
+
+/// Decides what a message without a session comes to: a stateless request's exchange
+/// (started), a new session's `initialize`, or a refusal. Not `async`: what is awaited
+/// after it is boxed apart, each future the size of its own path.
+fn without_session(
     app: &App,
     headers: &HeaderMap,
     version: Option<&str>,
@@ -345,7 +362,7 @@ async fn without_session(
     last_meta: Option<&LastMeta>,
     identity: Option<Identity>,
     ip: Option<IpAddr>,
-) -> Response {
+) -> Sessionless {
     // The params read once: the `_meta` chooses the era here, a stateless request's
     // headers are checked against it and its session takes it as it is; with it, where
     // the members `Mcp-Name` mirrors are, and a `tools/call`'s name and arguments for the
@@ -357,20 +374,20 @@ async fn without_session(
     let enveloped = matches!(&read.meta, Ok(Some(m)) if m.protocol_version.is_some());
     if enveloped || version == Some(Revision::STATELESS.as_str()) {
         let sent = Stateless { msg, read };
-        return stateless(app, headers, version, sent, identity, ip).await;
+        return stateless(app, headers, version, sent, identity, ip);
     }
     if let Some(v) = version
         && Revision::parse(v).is_none()
     {
-        return unsupported_version(v);
+        return Sessionless::Answered(unsupported_version(v));
     }
-    match msg {
+    Sessionless::Answered(match msg {
         Message::Request(req) if req.method == Method::Initialize => {
-            initialize(app, req, identity, ip, TraceParent::from_headers(headers)).await
+            return Sessionless::Initialize(req, identity);
         }
         Message::Request(req) => reply::refuse(Some(req.id), McpError::SessionRequired),
         _ => reply::refuse(None, McpError::SessionRequired),
-    }
+    })
 }
 
 async fn initialize(
@@ -427,16 +444,16 @@ struct Stateless {
     read: ParamsRead,
 }
 
-/// A 2026-07-28 request: validate the routing headers against the body, then answer it
-/// with a fresh stateless session.
-async fn stateless(
+/// A 2026-07-28 request: validate the routing headers against the body, then start it on
+/// a fresh stateless session (or answer it at once: refused, or a notification).
+fn stateless(
     app: &App,
     headers: &HeaderMap,
     version: Option<&str>,
     sent: Stateless,
     identity: Option<Identity>,
     ip: Option<IpAddr>,
-) -> Response {
+) -> Sessionless {
     // 2026-07-28 has no session to notify; notifications (cancel is the stream closing)
     // and stray responses have nothing to act on.
     let Stateless {
@@ -444,23 +461,39 @@ async fn stateless(
         read,
     } = sent
     else {
-        return reply::accepted();
+        return Sessionless::Answered(reply::accepted());
     };
     let checked = (&read.meta, read.routed.as_ref());
     if let Err(e) = route_headers::check(headers, version, &req, checked, &app.service.router) {
-        return reply::error_object(Some(req.id), e.to_wire(Revision::STATELESS));
+        return Sessionless::Answered(reply::error_object(
+            Some(req.id),
+            e.to_wire(Revision::STATELESS),
+        ));
     }
     // A fresh session would take `initialize` as a handshake: 2026-07-28 removed it.
     if req.method == Method::Initialize {
         let e = McpError::MethodNotFound("initialize (not in 2026-07-28)".into());
-        return reply::error_object(Some(req.id), e.to_wire(Revision::STATELESS));
+        return Sessionless::Answered(reply::error_object(
+            Some(req.id),
+            e.to_wire(Revision::STATELESS),
+        ));
     }
     let from = RequestFrom {
         identity,
         ip,
         trace: TraceParent::from_headers(headers),
     };
-    let exchange = Exchange::start(&app.service, req, read, from, app.sessions.hub());
+    Sessionless::Stateless(Exchange::start(
+        &app.service,
+        req,
+        read,
+        from,
+        app.sessions.hub(),
+    ))
+}
+
+/// A stateless request's answer, from its running exchange.
+async fn answer_stateless(exchange: Exchange) -> Response {
     let id = exchange.id().clone();
     match reply::answer(exchange).await {
         Some(a) => a.response,

@@ -154,10 +154,9 @@ pub(crate) async fn answer(mut exchange: Exchange) -> Option<Answer> {
             Outbound::Error { error, .. } => (status_of(error), true),
             _ => (StatusCode::OK, false),
         };
-        return Some(Answer {
-            response: json(status, &first),
-            error,
-        });
+        let response = json(status, &first);
+        exchange.finish();
+        return Some(Answer { response, error });
     }
     let n = replay::next_stream();
     let all = futures::stream::once(std::future::ready(first)).chain(exchange.into_stream());

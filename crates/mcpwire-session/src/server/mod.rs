@@ -210,6 +210,31 @@ impl ServerSession {
         }
     }
 
+    /// Gives this fresh session the room of `old`'s tables — its requests, their ids, what
+    /// it sent and dispatched — emptied: a stateless server makes a session per request,
+    /// and each one's first request allocated every table again. Nothing of `old` but that
+    /// room reaches this session; a table this session has used already, or one grown past
+    /// a few entries, is left where it is.
+    pub fn take_room(&mut self, old: &mut ServerSession) {
+        const KEPT: usize = 16;
+        fn map<K, V>(to: &mut crate::IdMap<K, V>, from: &mut crate::IdMap<K, V>) {
+            if to.capacity() == 0 && from.capacity() <= KEPT {
+                from.clear();
+                std::mem::swap(to, from);
+            }
+        }
+        fn queue<T>(to: &mut VecDeque<T>, from: &mut VecDeque<T>) {
+            if to.capacity() == 0 && from.capacity() <= KEPT {
+                from.clear();
+                std::mem::swap(to, from);
+            }
+        }
+        map(&mut self.inflight, &mut old.inflight);
+        map(&mut self.by_request, &mut old.by_request);
+        queue(&mut self.transmits, &mut old.transmits);
+        queue(&mut self.dispatches, &mut old.dispatches);
+    }
+
     /// A session that starts already initialized in `revision` (a stateful one, bb-1.0 or
     /// proto-mcp), with default client capabilities: for wires where every request is its
     /// own exchange and `initialize` was answered elsewhere (gRPC's unary RPCs).
