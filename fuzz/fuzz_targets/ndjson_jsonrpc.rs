@@ -1,10 +1,12 @@
 //! `NdjsonCodec` and `jsonrpc::decode_with_depth` on arbitrary bytes in arbitrary chunk
-//! splits, with a small line limit and a small depth limit.
+//! splits, with a small line limit and a small depth limit; `captured::decode_capturing`
+//! (the HTTP listener's decoder) against `decode_with_depth` on the whole input.
 //!
 //! Invariants: no panic and no stack overflow; the same bytes whole or split give the same
 //! items; while waiting the codec holds at most one line within the limit; an accepted
 //! message nests no deeper than the limit; a decoded message re-encoded as the matching
-//! `Outbound` decodes again to an equal message.
+//! `Outbound` decodes again to an equal message; the capturing decoder makes the same
+//! message or the same error, and each member it captured lies where it says.
 #![no_main]
 
 use std::borrow::Cow;
@@ -12,6 +14,7 @@ use std::borrow::Cow;
 use bytes::BytesMut;
 use libfuzzer_sys::fuzz_target;
 use mcpwire_fuzz::{Split, drive};
+use mcpwire_model::captured::{Captured, decode_capturing};
 use mcpwire_model::jsonrpc::decode_with_depth;
 use mcpwire_model::{ErrorObject, Message, Outbound, RequestId};
 use mcpwire_wire::{Limits, NdjsonCodec};
@@ -151,9 +154,39 @@ fuzz_target!(|data: &[u8]| {
         check_message(item);
     }
 
-    // One whole body (HTTP POST) with the default depth, and with the small one.
-    let _ = decode_with_depth(split.stream, mcpwire_model::jsonrpc::DEFAULT_MAX_DEPTH);
-    if let Ok(m) = decode_with_depth(split.stream, DEPTH) {
-        check_message(&m);
+    // One whole body (HTTP POST) with the default depth, and with the small one; each
+    // also as the HTTP listener decodes it, its params' members captured with the envelope.
+    for depth in [mcpwire_model::jsonrpc::DEFAULT_MAX_DEPTH, DEPTH] {
+        let plain = decode_with_depth(split.stream, depth);
+        let captured = decode_capturing(split.stream, depth);
+        match (&plain, &captured) {
+            (Ok(p), Ok((c, members))) => {
+                assert_eq!(shape(p), shape(c), "captured decoding changed the message");
+                if let Some(members) = members {
+                    check_members(c, members);
+                }
+            }
+            (Err(p), Err(c)) => assert_eq!(format!("{p:?}"), format!("{c:?}")),
+            _ => panic!("plain {plain:?} against captured {captured:?}"),
+        }
+        if depth == DEPTH
+            && let Ok(m) = plain
+        {
+            check_message(&m);
+        }
     }
 });
+
+/// Each captured member lies where its range says in the params' text.
+fn check_members(m: &Message, captured: &Captured<'_>) {
+    let params = match m {
+        Message::Request(r) => r.params.as_deref(),
+        Message::Notification(n) => n.params.as_deref(),
+        Message::Response(_) => panic!("members captured from a response"),
+    };
+    let text = params.expect("members captured from params").get();
+    let c = captured.members;
+    for member in [c.meta, c.name, c.arguments, c.uri, c.task_id].into_iter().flatten() {
+        assert_eq!(&text[captured.range(member)], member.get());
+    }
+}

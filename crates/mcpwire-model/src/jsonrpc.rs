@@ -159,16 +159,19 @@ impl IdField {
     }
 }
 
+/// A message as one struct; `P`: how its params are read (raw, or their members captured
+/// as well: `crate::captured`).
 #[derive(Deserialize)]
-struct Envelope<'a> {
+#[serde(bound(deserialize = "P: Deserialize<'de>"))]
+pub(crate) struct Envelope<'a, P> {
     #[serde(borrow, default, deserialize_with = "borrowed_text")]
     jsonrpc: Option<Cow<'a, str>>,
     #[serde(default)]
     id: IdField,
     #[serde(borrow, default, deserialize_with = "borrowed_text")]
     method: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    params: Option<&'a RawValue>,
+    #[serde(default)]
+    pub(crate) params: Option<P>,
     /// Present even when `null` (a valid JSON-RPC result), unlike a plain `Option`.
     #[serde(borrow, default, deserialize_with = "present")]
     result: Option<&'a RawValue>,
@@ -212,72 +215,87 @@ pub fn decode(bytes: &[u8]) -> Result<Message, Malformed> {
 /// before anything is parsed, so hostile input costs at most two passes over the bytes.
 pub fn decode_with_depth(bytes: &[u8], max_depth: usize) -> Result<Message, Malformed> {
     if nesting_exceeds(bytes, max_depth) {
-        return Err(Malformed::parse_error(format!(
-            "JSON nested deeper than {max_depth} levels"
-        )));
+        return Err(too_deep(max_depth));
     }
-    let env: Envelope<'_> = match serde_json::from_slice(bytes) {
+    let env: Envelope<'_, &RawValue> = match serde_json::from_slice(bytes) {
         Ok(env) => env,
         Err(e) => return Err(classify_error(bytes, &e)),
     };
-    if env.jsonrpc.as_deref() != Some("2.0") {
-        return Err(Malformed::invalid_request(
-            env.id.id(),
-            "\"jsonrpc\" must be \"2.0\"",
-        ));
-    }
-    match (env.method, env.id) {
-        (Some(method), IdField::Valid(id)) => {
-            if env.result.is_some() || env.error.is_some() {
-                return Err(Malformed::invalid_request(
-                    Some(id),
-                    "a request cannot carry result or error",
-                ));
-            }
-            check_params(env.params, Some(&id))?;
-            Ok(Message::Request(Request {
-                id,
-                method: Method::parse(&method),
-                params: env.params.map(RawValue::to_owned),
-            }))
+    let params = env.params.map(Cow::Borrowed);
+    env.into_message(params)
+}
+
+/// The refusal of JSON nested deeper than `max_depth` levels.
+pub(crate) fn too_deep(max_depth: usize) -> Malformed {
+    Malformed::parse_error(format!("JSON nested deeper than {max_depth} levels"))
+}
+
+impl<'a, P> Envelope<'a, P> {
+    /// The message this envelope is, its params being `params` (as read, whatever `P` is).
+    pub(crate) fn into_message(
+        self,
+        params: Option<Cow<'a, RawValue>>,
+    ) -> Result<Message, Malformed> {
+        let env = self;
+        if env.jsonrpc.as_deref() != Some("2.0") {
+            return Err(Malformed::invalid_request(
+                env.id.id(),
+                "\"jsonrpc\" must be \"2.0\"",
+            ));
         }
-        (Some(method), IdField::Absent) => {
-            if check_params(env.params, None).is_err() {
-                return Err(Malformed {
+        match (env.method, env.id) {
+            (Some(method), IdField::Valid(id)) => {
+                if env.result.is_some() || env.error.is_some() {
+                    return Err(Malformed::invalid_request(
+                        Some(id),
+                        "a request cannot carry result or error",
+                    ));
+                }
+                check_params(params.as_deref(), Some(&id))?;
+                Ok(Message::Request(Request {
+                    id,
+                    method: Method::parse(&method),
+                    params: params.map(Cow::into_owned),
+                }))
+            }
+            (Some(method), IdField::Absent) => {
+                if check_params(params.as_deref(), None).is_err() {
+                    return Err(Malformed {
+                        reply: false,
+                        ..Malformed::invalid_request(None, "Invalid notification params")
+                    });
+                }
+                Ok(Message::Notification(Notification {
+                    method: Method::parse(&method),
+                    params: params.map(Cow::into_owned),
+                }))
+            }
+            (Some(_), IdField::Null | IdField::Invalid) => Err(Malformed::invalid_request(
+                None,
+                "id must be a string or an integer",
+            )),
+            (None, IdField::Valid(id)) => match (env.result, env.error) {
+                (Some(result), None) => Ok(Message::Response(Response {
+                    id,
+                    outcome: Ok(result.to_owned()),
+                })),
+                (None, Some(error)) => Ok(Message::Response(Response {
+                    id,
+                    outcome: Err(error),
+                })),
+                (None, None) => Err(Malformed::invalid_request(Some(id), "missing \"method\"")),
+                (Some(_), Some(_)) => Err(Malformed {
                     reply: false,
-                    ..Malformed::invalid_request(None, "Invalid notification params")
-                });
-            }
-            Ok(Message::Notification(Notification {
-                method: Method::parse(&method),
-                params: env.params.map(RawValue::to_owned),
-            }))
-        }
-        (Some(_), IdField::Null | IdField::Invalid) => Err(Malformed::invalid_request(
-            None,
-            "id must be a string or an integer",
-        )),
-        (None, IdField::Valid(id)) => match (env.result, env.error) {
-            (Some(result), None) => Ok(Message::Response(Response {
-                id,
-                outcome: Ok(result.to_owned()),
-            })),
-            (None, Some(error)) => Ok(Message::Response(Response {
-                id,
-                outcome: Err(error),
-            })),
-            (None, None) => Err(Malformed::invalid_request(Some(id), "missing \"method\"")),
-            (Some(_), Some(_)) => Err(Malformed {
+                    ..Malformed::invalid_request(Some(id), "response carries both result and error")
+                }),
+            },
+            (None, IdField::Null) if env.error.is_some() => Err(Malformed {
+                // An error reply about something we sent that the peer could not read.
                 reply: false,
-                ..Malformed::invalid_request(Some(id), "response carries both result and error")
+                ..Malformed::invalid_request(None, "peer reported an error with id null")
             }),
-        },
-        (None, IdField::Null) if env.error.is_some() => Err(Malformed {
-            // An error reply about something we sent that the peer could not read.
-            reply: false,
-            ..Malformed::invalid_request(None, "peer reported an error with id null")
-        }),
-        (None, id) => Err(Malformed::invalid_request(id.id(), "missing \"method\"")),
+            (None, id) => Err(Malformed::invalid_request(id.id(), "missing \"method\"")),
+        }
     }
 }
 

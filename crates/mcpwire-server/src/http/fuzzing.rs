@@ -58,7 +58,7 @@ pub fn check_stateless(headers: &HeaderMap, body: &[u8], router: &Router) -> Res
     };
     let version = headers::text(headers, PROTOCOL_VERSION)
         .map_err(|()| McpError::HeaderMismatch("invalid MCP-Protocol-Version header".into()))?;
-    let read = super::route_headers::read_params(&req.method, req.params.as_deref(), None);
+    let read = super::route_headers::read_params(&req.method, req.params.as_deref(), None, None);
     let read = (&read.meta, read.routed.as_ref());
     super::route_headers::check(headers, version, &req, read, router)
 }

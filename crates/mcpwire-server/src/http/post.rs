@@ -18,6 +18,7 @@ use axum::extract::State;
 use axum::http::header::CONNECTION;
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::Response;
+use mcpwire_model::captured::{Captured, decode_capturing};
 use mcpwire_model::jsonrpc::decode_with_depth;
 use mcpwire_model::types::UriParams;
 use mcpwire_model::{McpError, Message, Method, Request, Revision};
@@ -80,12 +81,19 @@ where
         }
         _ => None,
     };
-    let msg = match plain {
-        Some(frame) => Posted::Plain(frame),
-        None => match decode_with_depth(&bytes, max_depth) {
-            Ok(m) => Posted::Message(m),
-            Err(bad) => return reply::error_object(bad.id, bad.error),
-        },
+    // Without a session, the params' top-level members are read with the envelope (such a
+    // request reads them: its `_meta`, routed members, a `tools/call`'s name and
+    // arguments); a session's requests need only the envelope.
+    let decoded = match (plain, &sid) {
+        (Some(frame), _) => Ok((Posted::Plain(frame), None)),
+        (None, Ok(None)) => {
+            decode_capturing(&bytes, max_depth).map(|(m, c)| (Posted::Message(m), c))
+        }
+        (None, _) => decode_with_depth(&bytes, max_depth).map(|m| (Posted::Message(m), None)),
+    };
+    let (msg, captured) = match decoded {
+        Ok(decoded) => decoded,
+        Err(bad) => return reply::error_object(bad.id, bad.error),
     };
     let Ok(version) = headers::text(&headers, PROTOCOL_VERSION_HEADER) else {
         return bad_header(PROTOCOL_VERSION);
@@ -103,7 +111,8 @@ where
         (Ok(None), Posted::Message(msg)) => {
             let last = Some(&*last_meta);
             // Each boxed: a session's requests (most) need none of their futures.
-            match without_session(&app, &headers, version, msg, last, identity, ip) {
+            let read = (captured.as_ref(), last);
+            match without_session(&app, &headers, version, msg, read, identity, ip) {
                 Sessionless::Answered(response) => response,
                 Sessionless::Stateless(exchange) => Box::pin(answer_stateless(exchange)).await,
                 Sessionless::Initialize(req, identity) => {
@@ -359,7 +368,7 @@ fn without_session(
     headers: &HeaderMap,
     version: Option<&str>,
     msg: Message,
-    last_meta: Option<&LastMeta>,
+    (captured, last_meta): (Option<&Captured<'_>>, Option<&LastMeta>),
     identity: Option<Identity>,
     ip: Option<IpAddr>,
 ) -> Sessionless {
@@ -368,7 +377,7 @@ fn without_session(
     // the members `Mcp-Name` mirrors are, and a `tools/call`'s name and arguments for the
     // router.
     let read = match &msg {
-        Message::Request(r) => read_params(&r.method, r.params.as_deref(), last_meta),
+        Message::Request(r) => read_params(&r.method, r.params.as_deref(), captured, last_meta),
         _ => ParamsRead::unread(Ok(None)),
     };
     let enveloped = matches!(&read.meta, Ok(Some(m)) if m.protocol_version.is_some());

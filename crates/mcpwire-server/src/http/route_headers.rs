@@ -9,6 +9,7 @@ use std::ops::Range;
 use std::sync::Mutex;
 
 use axum::http::HeaderMap;
+use mcpwire_model::captured::{Captured, TopMembers};
 use mcpwire_model::types::{CallToolParams, RequestMeta};
 use mcpwire_model::{McpError, Method, Request};
 use mcpwire_router::Router;
@@ -86,60 +87,81 @@ impl LastMeta {
 }
 
 /// What a request of `method` with `params` carries, as [`ParamsRead`] says; `last`: the
-/// envelope its connection sent last ([`LastMeta`]).
+/// envelope its connection sent last ([`LastMeta`]). `captured`: the params' members as the
+/// decoder read them with the envelope (`mcpwire_model::captured`), when it did — then the
+/// params are not read again.
 pub(crate) fn read_params(
     method: &Method,
     params: Option<&RawValue>,
+    captured: Option<&Captured<'_>>,
     last: Option<&LastMeta>,
 ) -> ParamsRead {
-    #[derive(serde::Deserialize)]
-    struct Envelope<'a> {
-        #[serde(rename = "_meta", borrow, default)]
-        meta: Option<&'a RawValue>,
-        #[serde(borrow, default)]
-        name: Option<&'a RawValue>,
-        #[serde(borrow, default)]
-        arguments: Option<&'a RawValue>,
-        #[serde(borrow, default)]
-        uri: Option<&'a RawValue>,
-        #[serde(rename = "taskId", borrow, default)]
-        task_id: Option<&'a RawValue>,
+    if let Some(captured) = captured {
+        return members_read(
+            method,
+            params,
+            &captured.members,
+            |v| captured.range(v),
+            last,
+        );
     }
     let text = params.map(RawValue::get).unwrap_or_default();
     if !text.starts_with('{') || !text.contains("\"_meta\"") {
         // What `from_params` makes of it, without its scanning the params again.
         return ParamsRead::unread(Ok(None));
     }
-    let from_params = || RequestMeta::from_params(params).map(|m| m.map(Box::new));
-    let Ok(read) = serde_json::from_str::<Envelope<'_>>(text) else {
-        // Its own error (or, for a duplicate member, none): as the listener always read it.
-        return ParamsRead::unread(from_params());
+    let Ok(members) = TopMembers::read(text) else {
+        // Its own error: as the listener always read it.
+        return ParamsRead::unread(from_params(params));
     };
-    let meta = match read.meta {
+    let base = text.as_ptr() as usize;
+    let at = |v: &RawValue| {
+        let start = v.get().as_ptr() as usize - base;
+        start..start + v.get().len()
+    };
+    members_read(method, params, &members, at, last)
+}
+
+/// `RequestMeta::from_params`, boxed: the `_meta` as every wire reads it (and its error as
+/// every wire words it).
+fn from_params(params: Option<&RawValue>) -> ReadMeta {
+    RequestMeta::from_params(params).map(|m| m.map(Box::new))
+}
+
+/// [`ParamsRead`] from the params' top-level `members` (`at`: where one lies in the
+/// params' text).
+fn members_read(
+    method: &Method,
+    params: Option<&RawValue>,
+    members: &TopMembers<'_>,
+    at: impl Fn(&RawValue) -> Range<usize>,
+    last: Option<&LastMeta>,
+) -> ParamsRead {
+    if members.duplicate {
+        // Params a struct would refuse: the `_meta` as every wire reads them (none, or
+        // its error), and nothing else read.
+        return ParamsRead::unread(from_params(params));
+    }
+    let meta = match members.meta {
         None => Ok(None),
         Some(raw) => {
             match last.map_or_else(|| serde_json::from_str(raw.get()), |l| l.read(raw.get())) {
                 Ok(meta) => Ok(Some(Box::new(meta))),
                 // The error as every wire words it (positions in the params).
-                Err(_) => from_params(),
+                Err(_) => from_params(params),
             }
         }
     };
     let tool_call = match (method, &meta) {
-        (Method::ToolsCall, Ok(_)) => read_tool_call(&read.name, read.arguments, read.meta),
+        (Method::ToolsCall, Ok(_)) => {
+            read_tool_call(&members.name, members.arguments, members.meta)
+        }
         _ => None,
     };
-    let base = text.as_ptr() as usize;
-    let at = |v: Option<&RawValue>| {
-        v.map(|v| {
-            let start = v.get().as_ptr() as usize - base;
-            start..start + v.get().len()
-        })
-    };
     let routed = Routed {
-        name: at(read.name),
-        uri: at(read.uri),
-        task_id: at(read.task_id),
+        name: members.name.map(&at),
+        uri: members.uri.map(&at),
+        task_id: members.task_id.map(&at),
     };
     ParamsRead {
         meta,
@@ -398,22 +420,37 @@ mod tests {
         }
     }
 
-    /// What the body's routed member is, read with the `_meta` and by the scan.
-    fn both(method: &str, params: &str) -> (Option<String>, Option<String>) {
+    /// A request of `method` with `params`, and its params read both ways: by the
+    /// listener's own pass, and from the members the decoder captured with the envelope.
+    fn reads(method: &str, params: &str) -> (Request, [ParamsRead; 2]) {
         let req = request(method, params);
-        let ParamsRead { meta, routed, .. } = read_params(&req.method, req.params.as_deref(), None);
-        let scanned = check_name(&HeaderMap::new(), &req, None);
-        let read = check_name(&HeaderMap::new(), &req, routed.as_ref());
-        assert_eq!(
-            meta.is_ok(),
-            RequestMeta::from_params(req.params.as_deref()).is_ok()
-        );
+        let own = read_params(&req.method, req.params.as_deref(), None, None);
+        let text = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{params}}}"#);
+        let decoded = mcpwire_model::captured::decode_capturing(text.as_bytes(), 64);
+        let Ok((mcpwire_model::Message::Request(r), captured)) = decoded else {
+            panic!("not a request: {text}");
+        };
+        let with = read_params(&r.method, r.params.as_deref(), captured.as_ref(), None);
+        (req, [own, with])
+    }
+
+    /// What the body's routed member is, read with the `_meta` (both ways) and by the scan.
+    fn both(method: &str, params: &str) -> ([Option<String>; 2], Option<String>) {
+        let (req, reads) = reads(method, params);
         let name = |r: Result<Option<Cow<'_, str>>, McpError>| match r {
             Ok(v) => v.map(Cow::into_owned),
             // Required but absent: the header is missing here, so the body had one.
             Err(e) => Some(format!("required: {e}")),
         };
-        (name(read), name(scanned))
+        let scanned = name(check_name(&HeaderMap::new(), &req, None));
+        let read = reads.map(|ParamsRead { meta, routed, .. }| {
+            assert_eq!(
+                meta.is_ok(),
+                RequestMeta::from_params(req.params.as_deref()).is_ok()
+            );
+            name(check_name(&HeaderMap::new(), &req, routed.as_ref()))
+        });
+        (read, scanned)
     }
 
     const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
@@ -441,32 +478,34 @@ mod tests {
         ] {
             for params in [format!("{{{META},{rest}}}"), format!("{{{rest},{META}}}")] {
                 let (read, scanned) = both(method, &params);
-                assert_eq!(read, scanned, "{method} {params}");
+                assert_eq!(read, [scanned.clone(), scanned], "{method} {params}");
             }
         }
     }
 
     #[test]
     fn the_meta_is_read_as_from_params_reads_it() {
-        let req = request("tools/call", &format!("{{{META},\"name\":\"echo\"}}"));
-        let ParamsRead { meta, routed, .. } = read_params(&req.method, req.params.as_deref(), None);
-        let meta = meta.expect("read").expect("present");
-        assert_eq!(meta.protocol_version, Some(serde_json::json!("2026-07-28")));
-        assert!(meta.client_capabilities.is_some());
-        assert!(routed.is_some_and(|r| r.name.is_some()));
+        let (_, both_ways) = reads("tools/call", &format!("{{{META},\"name\":\"echo\"}}"));
+        for ParamsRead { meta, routed, .. } in both_ways {
+            let meta = meta.expect("read").expect("present");
+            assert_eq!(meta.protocol_version, Some(serde_json::json!("2026-07-28")));
+            assert!(meta.client_capabilities.is_some());
+            assert!(routed.is_some_and(|r| r.name.is_some()));
+        }
         // Refused `_meta`: the same error (its positions in the params), and no call
         // read for the router.
         for params in [
             r#"{"_meta":{"progressToken":[]},"name":"echo"}"#,
             r#"{"name":"echo","_meta":{"io.modelcontextprotocol/logLevel":"loud"}}"#,
         ] {
-            let req = request("tools/call", params);
-            let read = read_params(&req.method, req.params.as_deref(), None);
-            assert!(read.tool_call.is_none());
-            assert_eq!(
-                read.meta.err(),
-                RequestMeta::from_params(req.params.as_deref()).err()
-            );
+            let (req, both_ways) = reads("tools/call", params);
+            for read in both_ways {
+                assert!(read.tool_call.is_none());
+                assert_eq!(
+                    read.meta.err(),
+                    RequestMeta::from_params(req.params.as_deref()).err()
+                );
+            }
         }
     }
 
@@ -489,28 +528,25 @@ mod tests {
             r#""name":"echo","task":{"ttl":1000},"other":[true]"#,
         ] {
             for params in [format!("{{{META},{rest}}}"), format!("{{{rest},{META}}}")] {
-                let req = request("tools/call", &params);
-                let read = read_params(&req.method, req.params.as_deref(), None).tool_call;
                 let parsed = serde_json::from_str::<CallToolParams>(&params).ok();
                 let fields = |c: &CallToolParams| {
                     let text =
                         |r: &Option<mcpwire_model::Raw>| r.as_ref().map(|r| r.get().to_owned());
                     (c.name.clone(), text(&c.arguments), text(&c.meta))
                 };
-                assert_eq!(
-                    read.as_deref().map(fields),
-                    parsed.as_ref().map(fields),
-                    "{params}"
-                );
+                for read in reads("tools/call", &params).1 {
+                    assert_eq!(
+                        read.tool_call.as_deref().map(fields),
+                        parsed.as_ref().map(fields),
+                        "{params}"
+                    );
+                }
             }
         }
         // Only a `tools/call` is read for the router.
-        let req = request("prompts/get", &format!("{{{META},\"name\":\"p\"}}"));
-        assert!(
-            read_params(&req.method, req.params.as_deref(), None)
-                .tool_call
-                .is_none()
-        );
+        for read in reads("prompts/get", &format!("{{{META},\"name\":\"p\"}}")).1 {
+            assert!(read.tool_call.is_none());
+        }
     }
 
     /// The envelope a connection sent last is read once: the same text again takes the
