@@ -1,6 +1,7 @@
 //! A JSON-RPC message decoded with the top-level members of its params that a listener
-//! reads beside the envelope — `_meta` and the members MCP routes by (`name`, `arguments`,
-//! `uri`, `taskId`) — captured in the same pass ([`decode_capturing`]). The params were
+//! reads beside the envelope — `_meta`, the members MCP routes by (`name`, `arguments`,
+//! `uri`, `taskId`) and a 2026-07-28 call's input answers (`inputResponses`,
+//! `requestState`) — captured in the same pass ([`decode_capturing`]). The params were
 //! read twice before: the envelope's pass scanned them whole to keep them raw, and the
 //! listener's pass read them again for those members (≈ 3 k instructions of a stateless
 //! `tools/call`'s 48 k).
@@ -36,6 +37,10 @@ pub struct TopMembers<'a> {
     pub uri: Option<&'a RawValue>,
     /// `taskId`.
     pub task_id: Option<&'a RawValue>,
+    /// `inputResponses` (a 2026-07-28 call's answers to its input requests).
+    pub input_responses: Option<&'a RawValue>,
+    /// `requestState` (what a 2026-07-28 call's earlier rounds answered, sealed).
+    pub request_state: Option<&'a RawValue>,
     /// One of them came twice (a struct reading the params refuses them).
     pub duplicate: bool,
 }
@@ -183,6 +188,8 @@ impl<'de> Visitor<'de> for CaptureVisitor {
                 "arguments" => &mut m.arguments,
                 "uri" => &mut m.uri,
                 "taskId" => &mut m.task_id,
+                "inputResponses" => &mut m.input_responses,
+                "requestState" => &mut m.request_state,
                 _ => continue,
             };
             if slot.is_some() {
@@ -299,6 +306,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"a","name":"b"}}"#.into(),
             r#"{"jsonrpc":"2.0","id":14,"method":"resources/read","params":{"uri":"file:///x","_meta":{"progressToken":3}}}"#.into(),
             r#"{"jsonrpc":"2.0","id":15,"method":"tasks/get","params":{"taskId":"t1","other":{"deep":[[[]]]}}}"#.into(),
+            r#"{"jsonrpc":"2.0","id":27,"method":"tools/call","params":{"name":"ask","inputResponses":{"k":{"action":"accept"}},"requestState":"s.e.a.l"}}"#.into(),
             r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#.into(),
             r#"{"jsonrpc":"2.0","method":"notifications/x","params":"bad"}"#.into(),
             r#"{"jsonrpc":"2.0","id":16,"result":{"content":[]}}"#.into(),
@@ -362,6 +370,10 @@ mod tests {
         uri: Option<&'a RawValue>,
         #[serde(rename = "taskId", borrow, default)]
         task_id: Option<&'a RawValue>,
+        #[serde(rename = "inputResponses", borrow, default)]
+        input_responses: Option<&'a RawValue>,
+        #[serde(rename = "requestState", borrow, default)]
+        request_state: Option<&'a RawValue>,
     }
 
     #[test]
@@ -389,6 +401,8 @@ mod tests {
                         (m.arguments, read.arguments),
                         (m.uri, read.uri),
                         (m.task_id, read.task_id),
+                        (m.input_responses, read.input_responses),
+                        (m.request_state, read.request_state),
                     ];
                     for (got, want) in pairs {
                         assert_eq!(got.map(RawValue::get), want.map(RawValue::get), "{shown}");

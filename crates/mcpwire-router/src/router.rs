@@ -32,7 +32,9 @@ pub struct McpCall {
     pub ctx: CallCtx,
     /// A `tools/call`'s params as its wire read them already (the 2026-07-28 HTTP
     /// listener reads them with their `_meta`, in one pass): the router takes them rather
-    /// than parsing `params` again. `None`: the router parses `params`.
+    /// than parsing `params` again. Only a call whose params carry no 2026-07-28 input
+    /// answers (no top-level `inputResponses` or `requestState`) is given so: the router
+    /// looks for none in its params. `None`: the router parses `params`.
     pub tool_call: Option<Box<CallToolParams>>,
 }
 
@@ -389,6 +391,8 @@ fn parse_request(
         });
     }
     let p = params.as_deref();
+    // A call its wire read already carries no input answers (`McpCall::tool_call`).
+    let answers_input = tool_call.is_none();
     let mut meta = None;
     let req = match method {
         Method::ToolsList | Method::ToolsCall if caps.tools.is_none() => return Err(not_offered()),
@@ -453,6 +457,7 @@ fn parse_request(
     };
     let input = if stateless
         && supports_input(method)
+        && answers_input
         && p.is_some_and(|p| {
             p.get().contains("\"inputResponses\"") || p.get().contains("\"requestState\"")
         }) {

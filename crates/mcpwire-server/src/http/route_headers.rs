@@ -152,8 +152,11 @@ fn members_read(
             }
         }
     };
+    // A call answering input requests is left to the router (it reads the answers from
+    // its params): the router takes a pre-read call as answering none.
+    let answers_input = members.input_responses.is_some() || members.request_state.is_some();
     let tool_call = match (method, &meta) {
-        (Method::ToolsCall, Ok(_)) => {
+        (Method::ToolsCall, Ok(_)) if !answers_input => {
             read_tool_call(&members.name, members.arguments, members.meta)
         }
         _ => None,
@@ -541,6 +544,15 @@ mod tests {
                         "{params}"
                     );
                 }
+            }
+        }
+        // A call answering input requests is left to the router, which reads the answers.
+        for rest in [
+            r#""name":"ask","inputResponses":{"k":{"action":"accept"}}"#,
+            r#""requestState":"s.e.a.l","name":"ask""#,
+        ] {
+            for read in reads("tools/call", &format!("{{{META},{rest}}}")).1 {
+                assert!(read.tool_call.is_none(), "{rest}");
             }
         }
         // Only a `tools/call` is read for the router.
