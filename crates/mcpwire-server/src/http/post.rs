@@ -372,10 +372,10 @@ fn without_session(
     identity: Option<Identity>,
     ip: Option<IpAddr>,
 ) -> Sessionless {
-    // The params read once: the `_meta` chooses the era here, a stateless request's
-    // headers are checked against it and its session takes it as it is; with it, where
-    // the members `Mcp-Name` mirrors are, and a `tools/call`'s name and arguments for the
-    // router.
+    // The params' members as the decoder captured them (else read here, once): the
+    // `_meta` chooses the era here, a stateless request's headers are checked against it
+    // and its session takes it as it is; with it, where the members `Mcp-Name` mirrors
+    // are, and a `tools/call`'s name and arguments for the router.
     let read = match &msg {
         Message::Request(r) => read_params(&r.method, r.params.as_deref(), captured, last_meta),
         _ => ParamsRead::unread(Ok(None)),
@@ -390,13 +390,15 @@ fn without_session(
     {
         return Sessionless::Answered(unsupported_version(v));
     }
-    Sessionless::Answered(match msg {
+    match msg {
         Message::Request(req) if req.method == Method::Initialize => {
-            return Sessionless::Initialize(req, identity);
+            Sessionless::Initialize(req, identity)
         }
-        Message::Request(req) => reply::refuse(Some(req.id), McpError::SessionRequired),
-        _ => reply::refuse(None, McpError::SessionRequired),
-    })
+        Message::Request(req) => {
+            Sessionless::Answered(reply::refuse(Some(req.id), McpError::SessionRequired))
+        }
+        _ => Sessionless::Answered(reply::refuse(None, McpError::SessionRequired)),
+    }
 }
 
 async fn initialize(
