@@ -95,8 +95,9 @@ impl Drop for Answering {
 
 impl Exchange {
     /// A fresh session of `service` (`session`, made by the wire) with its calls on `wire`,
-    /// for one request `from` a client, counted in the service's load. Set up in place and
-    /// boxed once: the exchange moves through the futures answering it.
+    /// for one request `from` a client, counted in the service's load: in a core this
+    /// thread kept (renewed as new), else in one boxed now — set up in place either way
+    /// (the exchange moves through the futures answering it).
     pub(crate) fn core(
         service: &Service,
         session: ServerSession,
