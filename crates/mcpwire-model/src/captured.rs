@@ -17,7 +17,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 use serde::Deserialize;
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use crate::jsonrpc::{Envelope, decode_with_depth, nesting_exceeds, too_deep};
@@ -114,7 +114,7 @@ pub fn decode_capturing(
 struct Capture<'a> {
     members: TopMembers<'a>,
     /// The first key, when it was borrowed from the input (no escapes) — `None` for an
-    /// empty object, a key with escapes, or params that are not an object.
+    /// empty object or a key with escapes.
     first_key: Option<&'a str>,
     /// The last member's value.
     last_value: Option<&'a RawValue>,
@@ -200,35 +200,8 @@ impl<'de> Visitor<'de> for CaptureVisitor {
         Ok(capture)
     }
 
-    // Params that are not an object: nothing captured (the plain decoder takes them).
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Capture<'de>, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(Capture::default())
-    }
-
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Capture<'de>, E> {
-        Ok(Capture::default())
-    }
-
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Capture<'de>, E> {
-        Ok(Capture::default())
-    }
-
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Capture<'de>, E> {
-        Ok(Capture::default())
-    }
-
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Capture<'de>, E> {
-        Ok(Capture::default())
-    }
-
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Capture<'de>, E> {
-        Ok(Capture::default())
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<Capture<'de>, E> {
-        Ok(Capture::default())
-    }
+    // Params that are not an object are refused here (a visitor's default), so the plain
+    // decoder takes the message: it makes the same of them, accepted or not.
 }
 
 /// A key, borrowed from the input when it has no escapes.

@@ -213,9 +213,9 @@ impl Calls {
         Calls::with_events(router, events, None, wire)
     }
 
-    /// Lets go of what a finished stateless request's calls hold — the router (for
-    /// `idle`, which serves nothing), the caller, events, timer and whatever the request
-    /// left — keeping only the room of their tables, channel and call set for the next
+    /// Lets go of what a finished stateless request's calls hold that keeps anything alive
+    /// — the router (for `idle`, which serves nothing), the caller, events, timer, a call
+    /// read for the router — keeping the room of their tables, channel and call set for the next
     /// stateless request ([`Calls::renew`]). `false` (keep nothing: drop them) while
     /// anything could still reach these calls: a call running or relayed, a tool's handle
     /// on the channel (a task it left behind may still send), a resource listened to, a
@@ -231,14 +231,10 @@ impl Calls {
         }
         // No sender but ours is left: what is queued is all that will ever come.
         while self.peer_rx.try_recv().is_ok() {}
+        // What would keep something alive while kept; the rest `renew` resets.
         self.router = idle.clone();
-        self.cancels.clear();
-        self.asks.clear();
         self.events = None;
         self.identity = None;
-        self.listener = None;
-        self.trace_parent = None;
-        self.request_parents.clear();
         self.read_call = None;
         self.timer = Alarm::default();
         true
